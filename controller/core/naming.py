@@ -1,0 +1,71 @@
+"""Names, labels and annotations the controller writes.
+
+They follow Kthena's scheme (``modelserving.volcano.sh/...``) under our own prefix, so a router or
+a person who knows Kthena finds the same keys here:
+
+    pod        <ms>-<groupOrdinal>-<role>-<instanceOrdinal>-<podIndex>    (podIndex 0 = entry)
+    group      <ms>-<groupOrdinal>
+    role id    <role>-<instanceOrdinal>
+    revision   <ms>-<hash>                                             (ControllerRevision name)
+
+Example: ``chat-1-decode-0-0`` is the entry pod of decode instance 0 in ServingGroup ``chat-1``.
+"""
+
+from __future__ import annotations
+
+API_GROUP = "serving.rolloutui.io"
+API_VERSION = f"{API_GROUP}/v1alpha1"
+KTHENA_API_VERSION = "workload.serving.volcano.sh/v1alpha1"
+KIND = "ModelServing"
+PLURAL = "modelservings"
+
+PREFIX = API_GROUP + "/"
+
+# Labels (pods and ControllerRevisions).
+LABEL_NAME = PREFIX + "name"
+LABEL_GROUP_NAME = PREFIX + "group-name"
+LABEL_GROUP_ORDINAL = PREFIX + "group-ordinal"
+LABEL_ROLE = PREFIX + "role"
+LABEL_ROLE_ID = PREFIX + "role-id"
+LABEL_ROLE_ORDINAL = PREFIX + "role-ordinal"
+LABEL_POD_INDEX = PREFIX + "pod-index"
+LABEL_ENTRY = PREFIX + "entry"
+LABEL_REVISION = PREFIX + "revision"
+LABEL_ROLE_TEMPLATE_HASH = PREFIX + "role-template-hash"
+
+# Annotations.
+# On pods: set while the pod is being drained; the value is the drain start time (clock seconds).
+# A router must stop sending new requests to a pod that carries it.
+ANNOTATION_DRAINING = PREFIX + "draining"
+# On pods under InPlaceRollingUpdate: JSON of the in-place update in progress (target revision, role
+# hash, start time, and per changed container the image ID and restart count before the update).
+ANNOTATION_INPLACE_STATE = PREFIX + "inplace-update-state"
+# On ControllerRevisions: the format of ``data``.
+ANNOTATION_REVISION_DATA_VERSION = PREFIX + "revision-data-version"
+REVISION_DATA_VERSION = "v1"
+# On ModelServings: who changed it last through a control, and why (the audit also keeps it).
+ANNOTATION_CHANGE_CAUSE = PREFIX + "change-cause"
+
+# Readiness gate for in-place updates.
+CONDITION_INPLACE_READY = "InPlaceUpdateReady"
+
+GPU_RESOURCE = "nvidia.com/gpu"
+
+# Environment the controller injects into every container; never part of a revision.
+INJECTED_ENV = ("GROUP_SIZE", "WORKER_INDEX", "ENTRY_ADDRESS")
+
+
+def group_name(ms_name: str, ordinal: int) -> str:
+    return f"{ms_name}-{ordinal}"
+
+
+def role_id(role: str, ordinal: int) -> str:
+    return f"{role}-{ordinal}"
+
+
+def pod_name(ms_name: str, group_ordinal: int, role: str, instance_ordinal: int, pod_index: int) -> str:
+    return f"{ms_name}-{group_ordinal}-{role}-{instance_ordinal}-{pod_index}"
+
+
+def revision_object_name(ms_name: str, revision_hash: str) -> str:
+    return f"{ms_name}-{revision_hash}"

@@ -1,0 +1,114 @@
+"""The ports the reconcile pass talks to: one narrow protocol per external system.
+
+Objects crossing the cluster port are Kubernetes-shaped plain dicts (JSON-compatible), exactly as
+the API server would return them, so the simulated and the Kubernetes adapters differ only in
+transport:
+
+- ModelServing: ``{"apiVersion", "kind", "metadata": {name, namespace, uid, generation,
+  resourceVersion, annotations}, "spec": {...}, "status": {...}}``
+- Pod: ``{"metadata": {name, namespace, uid, labels, annotations, ownerReferences,
+  deletionTimestamp}, "spec": {containers, readinessGates, nodeName, ...}, "status": {phase,
+  conditions, containerStatuses, podIP}}``
+- ControllerRevision: ``{"metadata": {name, namespace, labels, annotations, ownerReferences},
+  "data": <canonical revision data, or anything unparseable>, "revision": N}``
+
+Times are clock seconds (floats): epoch seconds on a real cluster, virtual seconds in simulation.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+Obj = dict[str, Any]
+
+
+class ClusterError(Exception):
+    """Base class of errors raised by a cluster adapter."""
+
+
+class NotFound(ClusterError):
+    """The object does not exist (HTTP 404)."""
+
+
+class Conflict(ClusterError):
+    """The write lost a race: resourceVersion changed, or the object already exists (HTTP 409)."""
+
+
+@runtime_checkable
+class ClusterPort(Protocol):
+    """Everything the controller reads from and writes to a cluster."""
+
+    # ModelServings
+    def list_modelservings(self, namespace: str | None = None) -> list[Obj]: ...
+
+    def get_modelserving(self, namespace: str, name: str) -> Obj:
+        """Raises NotFound."""
+        ...
+
+    def create_modelserving(self, obj: Obj) -> Obj:
+        """Raises Conflict if it exists."""
+        ...
+
+    def patch_modelserving(self, namespace: str, name: str, patch: Obj, *, resource_version: str | None = None) -> Obj:
+        """JSON merge patch of metadata/spec. With ``resource_version``, raises Conflict if it moved."""
+        ...
+
+    def replace_modelserving_status(self, namespace: str, name: str, status: Obj, *, resource_version: str) -> Obj:
+        """Write status through the status subresource; raises Conflict if resourceVersion moved."""
+        ...
+
+    def delete_modelserving(self, namespace: str, name: str) -> None: ...
+
+    # Pods of one ModelServing (selected by the name label)
+    def list_pods(self, namespace: str, ms_name: str) -> list[Obj]: ...
+
+    def create_pod(self, pod: Obj) -> Obj:
+        """Raises Conflict if a pod of that name exists."""
+        ...
+
+    def delete_pod(self, namespace: str, name: str, *, uid: str | None = None) -> None:
+        """Delete (start graceful termination). With ``uid``, only if it is still that pod."""
+        ...
+
+    def patch_pod(self, namespace: str, name: str, patch: Obj) -> Obj:
+        """JSON merge patch of metadata (labels, annotations) and spec (container images)."""
+        ...
+
+    def set_pod_condition(self, namespace: str, name: str, condition: Obj) -> Obj:
+        """Set (add or replace by ``type``) one condition in pod status: used for readiness gates."""
+        ...
+
+    # ControllerRevisions of one ModelServing
+    def list_revisions(self, namespace: str, ms_name: str) -> list[Obj]: ...
+
+    def create_revision(self, revision: Obj) -> Obj:
+        """Raises Conflict if a revision of that name exists."""
+        ...
+
+    def set_revision_number(self, namespace: str, name: str, number: int) -> Obj: ...
+
+    def delete_revision(self, namespace: str, name: str) -> None: ...
+
+    # Events
+    def record_event(self, namespace: str, ms_name: str, *, reason: str, message: str, type: str = "Normal") -> None: ...
+
+
+@runtime_checkable
+class RouterPort(Protocol):
+    """What the controller asks of the request router: how busy a pod is."""
+
+    def in_flight(self, namespace: str, pod_name: str) -> int:
+        """Requests sent to the pod that have not finished (queued ones included)."""
+        ...
+
+
+@runtime_checkable
+class Clock(Protocol):
+    def now(self) -> float: ...
+
+
+class NoRouter:
+    """A router that knows of no traffic: drains finish at once. For clusters without a router."""
+
+    def in_flight(self, namespace: str, pod_name: str) -> int:
+        return 0
