@@ -1,0 +1,52 @@
+"""One simulated cluster: store + scheduler + kubelets + router, on one event loop."""
+
+from __future__ import annotations
+
+import random
+
+from controller.core.ports import Obj
+
+from .clock import EventLoop, VirtualClock
+from .config import ClusterConfig, Traffic
+from .kubelet import Kubelets
+from .router import SimRouter
+from .scheduler import Scheduler
+from .store import InMemoryStore
+
+
+class SimCluster:
+    def __init__(self, config: ClusterConfig, *, seed: int = 0, namespace: str = "default", ms_name: str = "",
+                 traffic: Traffic | None = None, copy_reads: bool = False, loop: EventLoop | None = None) -> None:
+        self.config = config
+        self.seed = seed
+        self.loop = loop or EventLoop(VirtualClock())
+        self.clock = self.loop.clock
+        self.store = InMemoryStore(self.clock, seed=seed, copy_reads=copy_reads)
+        self.scheduler = Scheduler(self.store, self.loop, config, self.rng_for)
+        self.kubelets = Kubelets(self.store, self.loop, config, self.rng_for)
+        self.router = SimRouter(self.store, self.loop, config, namespace, ms_name, traffic,
+                                random.Random(f"{seed}:traffic"))
+        self.kubelets.on_stop.append(self.router.interrupt)
+        self._node_count = 0
+        self.add_nodes(config.nodes, config.gpus_per_node)
+
+    def rng_for(self, pod: Obj, key: str) -> random.Random:
+        # One independent stream per (seed, pod uid, purpose): a pod's timings do not depend on how
+        # many other pods drew before it, so one extra pod does not reshuffle every other timing.
+        return random.Random(f"{self.seed}:{pod['metadata']['uid']}:{key}")
+
+    def node_name(self, index: int) -> str:
+        return f"node-{index}"
+
+    def add_nodes(self, count: int, gpus: int) -> list[str]:
+        names = []
+        for _ in range(count):
+            i = self._node_count
+            self._node_count += 1
+            # Node IPs 10.0.0.1, 10.0.0.2, ... (node-0 is 10.0.0.1).
+            self.store.add_node(self.node_name(i), gpus, ip=f"10.0.{(i + 1) >> 8}.{(i + 1) & 255}")
+            names.append(self.node_name(i))
+        return names
+
+    def fail_node(self, name: str) -> list[str]:
+        return self.kubelets.fail_node(name)

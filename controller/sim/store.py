@@ -1,0 +1,476 @@
+"""An in-memory cluster store holding Kubernetes-shaped objects: the ``sim`` adapter's API server.
+
+It implements ``ClusterPort`` with the semantics the controller meets on a real API server, so bugs
+that only show against Kubernetes show here too:
+
+- every write bumps a global ``resourceVersion``; a write carrying a stale one raises ``Conflict``;
+- a write that changes nothing is a no-op (no new resourceVersion, no change event), like the API
+  server: a controller that rewrites an identical status does not wake itself up forever;
+- ``metadata.generation`` of a ModelServing is bumped only when its ``spec`` changes;
+- deleting a bound pod only starts graceful termination (``deletionTimestamp``); the object stays,
+  still holding its name and its node's GPUs, until the kubelet finishes and calls ``remove_pod``.
+  Creating a pod with the name of a terminating one raises ``Conflict``;
+- change listeners are called synchronously after every real change, so the runner can enqueue a
+  reconcile at once (event driven, no polling) and the physics can react (schedule, restart, ...).
+
+Objects are copy-on-write: a write builds a new dict for the changed path and never mutates a stored
+object, so reads can hand out the stored objects without copying (``copy_reads=True`` hands out deep
+copies instead; the tests run scenarios both ways and compare traces, which proves the controller
+never mutates what it read). Times (``creationTimestamp``, ``deletionTimestamp``) are RFC 3339
+strings of the clock's seconds, as on a real cluster; virtual second 0 is 1970-01-01T00:00:00Z.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from controller.core import naming
+from controller.core.ports import ClusterError, Conflict, NotFound, Obj
+
+
+class Invalid(ClusterError):
+    """The write was refused (HTTP 422), e.g. a pod spec change other than a container image."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """One real change of one object, as a watch would deliver it."""
+
+    kind: str  # "ModelServing" | "Pod" | "ControllerRevision" | "Node" | "Event"
+    type: str  # "ADDED" | "MODIFIED" | "DELETED"
+    namespace: str
+    name: str
+    ms_name: str | None  # the owning ModelServing (pods, revisions, events); the name itself for a ModelServing
+    obj: Obj | None  # the object after the change (the last state for DELETED)
+    old: Obj | None  # the object before the change (None for ADDED)
+    by: str | None = None  # who wrote: the store's current ``actor`` (e.g. "controller", "kubelet")
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch that builds new containers and never mutates ``target``.
+
+    Unchanged subtrees are shared with ``target`` (copy-on-write). ``None`` deletes a key; lists are
+    replaced whole. Example: merge_patch({"a": {"b": 1, "c": 2}}, {"a": {"c": None, "d": 3}})
+    == {"a": {"b": 1, "d": 3}}.
+    """
+    if not isinstance(patch, dict):
+        return _copy_json(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def _copy_json(value: Any) -> Any:
+    # Faster than copy.deepcopy for JSON-shaped data (dicts, lists, scalars).
+    if isinstance(value, dict):
+        return {k: _copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(v) for v in value]
+    return value
+
+
+def rfc3339(seconds: float) -> str:
+    dt = datetime.fromtimestamp(seconds, tz=UTC)
+    if dt.microsecond:
+        return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def pod_ms_name(pod: Obj) -> str | None:
+    return ((pod.get("metadata") or {}).get("labels") or {}).get(naming.LABEL_NAME)
+
+
+class InMemoryStore:
+    """``ClusterPort`` over dicts in memory, plus the physics-side API (nodes, binding, pod status)."""
+
+    def __init__(self, clock, *, seed: int = 0, copy_reads: bool = False) -> None:
+        self.clock = clock
+        self.seed = seed
+        self.copy_reads = copy_reads
+        self._rv = itertools.count(1)
+        self._uids = itertools.count(1)
+        self._ms: dict[tuple[str, str], Obj] = {}
+        # Pods and revisions are indexed by owning ModelServing so list_pods is O(pods of that object).
+        self._pods: dict[tuple[str, str], Obj] = {}
+        self._pods_by_ms: dict[tuple[str, str | None], dict[str, Obj]] = {}
+        self._revisions: dict[tuple[str, str], Obj] = {}
+        self._revs_by_ms: dict[tuple[str, str | None], dict[str, Obj]] = {}
+        self._nodes: dict[str, Obj] = {}
+        self.events: list[Obj] = []
+        self._listeners: list[Callable[[Change], None]] = []
+        # Who is writing (set by the runner around controller passes, by the physics around theirs).
+        self.actor: str | None = None
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    def add_listener(self, listener: Callable[[Change], None]) -> None:
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Callable[[Change], None]) -> None:
+        self._listeners.remove(listener)
+
+    def _notify(self, change: Change) -> None:
+        for listener in list(self._listeners):
+            listener(change)
+
+    def _next_rv(self) -> str:
+        return str(next(self._rv))
+
+    def new_uid(self) -> str:
+        # Deterministic UIDs (creation order + seed) so traces are byte-identical across runs.
+        digest = hashlib.sha1(f"{self.seed}/{next(self._uids)}".encode()).digest()[:16]
+        return str(uuid.UUID(bytes=digest, version=4))
+
+    def _out(self, obj: Obj) -> Obj:
+        return _copy_json(obj) if self.copy_reads else obj
+
+    def _now_str(self) -> str:
+        return rfc3339(self.clock.now())
+
+    # -- ModelServings ----------------------------------------------------------------------------
+
+    def list_modelservings(self, namespace: str | None = None) -> list[Obj]:
+        keys = sorted(k for k in self._ms if namespace is None or k[0] == namespace)
+        return [self._out(self._ms[k]) for k in keys]
+
+    def get_modelserving(self, namespace: str, name: str) -> Obj:
+        try:
+            return self._out(self._ms[(namespace, name)])
+        except KeyError:
+            raise NotFound(f"modelserving {namespace}/{name} not found") from None
+
+    def create_modelserving(self, obj: Obj) -> Obj:
+        meta = dict(obj.get("metadata") or {})
+        ns = meta.setdefault("namespace", "default")
+        name = meta.get("name")
+        if not name:
+            raise Invalid("metadata.name: required")
+        if (ns, name) in self._ms:
+            raise Conflict(f"modelserving {ns}/{name} already exists")
+        meta.update(uid=self.new_uid(), generation=1, resourceVersion=self._next_rv(),
+                    creationTimestamp=self._now_str())
+        new = _copy_json({**obj, "metadata": meta})
+        new.setdefault("status", {})
+        self._ms[(ns, name)] = new
+        self._notify(Change("ModelServing", "ADDED", ns, name, name, new, None, self.actor))
+        return self._out(new)
+
+    def patch_modelserving(self, namespace: str, name: str, patch: Obj, *, resource_version: str | None = None) -> Obj:
+        old = self._get_ms(namespace, name)
+        if resource_version is not None and resource_version != old["metadata"]["resourceVersion"]:
+            raise Conflict(f"modelserving {namespace}/{name}: resourceVersion {resource_version} is stale")
+        # Only metadata and spec go through the main resource; status has its own subresource.
+        patch = {k: v for k, v in patch.items() if k in ("metadata", "spec")}
+        meta_patch = dict(patch.get("metadata") or {})
+        for immutable in ("name", "namespace", "uid", "generation", "resourceVersion", "creationTimestamp"):
+            meta_patch.pop(immutable, None)
+        new = dict(old)
+        if meta_patch:
+            new["metadata"] = merge_patch(old["metadata"], meta_patch)
+        if "spec" in patch:
+            new["spec"] = merge_patch(old.get("spec") or {}, patch["spec"])
+        if new == old:
+            return self._out(old)
+        meta = dict(new["metadata"])
+        if new.get("spec") != old.get("spec"):
+            meta["generation"] = old["metadata"]["generation"] + 1
+        meta["resourceVersion"] = self._next_rv()
+        new["metadata"] = meta
+        self._ms[(namespace, name)] = new
+        self._notify(Change("ModelServing", "MODIFIED", namespace, name, name, new, old, self.actor))
+        return self._out(new)
+
+    def replace_modelserving_status(self, namespace: str, name: str, status: Obj, *, resource_version: str) -> Obj:
+        old = self._get_ms(namespace, name)
+        if resource_version != old["metadata"]["resourceVersion"]:
+            raise Conflict(f"modelserving {namespace}/{name}: resourceVersion {resource_version} is stale")
+        if status == old.get("status"):
+            return self._out(old)
+        new = {**old, "status": _copy_json(status),
+               "metadata": {**old["metadata"], "resourceVersion": self._next_rv()}}
+        self._ms[(namespace, name)] = new
+        self._notify(Change("ModelServing", "MODIFIED", namespace, name, name, new, old, self.actor))
+        return self._out(new)
+
+    def delete_modelserving(self, namespace: str, name: str) -> None:
+        old = self._get_ms(namespace, name)
+        del self._ms[(namespace, name)]
+        # Owner-reference garbage collection: the pods and revisions go with their owner.
+        for pod in list(self._pods_by_ms.get((namespace, name), {}).values()):
+            self.delete_pod(namespace, pod["metadata"]["name"])
+        for rev in list(self._revs_by_ms.get((namespace, name), {}).values()):
+            self.delete_revision(namespace, rev["metadata"]["name"])
+        self._notify(Change("ModelServing", "DELETED", namespace, name, name, old, old, self.actor))
+
+    def _get_ms(self, namespace: str, name: str) -> Obj:
+        try:
+            return self._ms[(namespace, name)]
+        except KeyError:
+            raise NotFound(f"modelserving {namespace}/{name} not found") from None
+
+    # -- Pods -------------------------------------------------------------------------------------
+
+    def list_pods(self, namespace: str, ms_name: str) -> list[Obj]:
+        pods = self._pods_by_ms.get((namespace, ms_name), {})
+        return [self._out(pods[n]) for n in sorted(pods)]
+
+    def all_pods(self) -> list[Obj]:
+        """Every pod in the cluster (physics side), in (namespace, name) order."""
+        return [self._pods[k] for k in sorted(self._pods)]
+
+    def get_pod(self, namespace: str, name: str) -> Obj:
+        try:
+            return self._out(self._pods[(namespace, name)])
+        except KeyError:
+            raise NotFound(f"pod {namespace}/{name} not found") from None
+
+    def peek_pod(self, namespace: str, name: str) -> Obj | None:
+        """The stored pod without copying, or None (physics side; never mutate it)."""
+        return self._pods.get((namespace, name))
+
+    def create_pod(self, pod: Obj) -> Obj:
+        meta = dict(pod.get("metadata") or {})
+        ns = meta.setdefault("namespace", "default")
+        name = meta.get("name")
+        if not name:
+            raise Invalid("metadata.name: required")
+        if (ns, name) in self._pods:
+            raise Conflict(f"pod {ns}/{name} already exists")
+        meta.update(uid=self.new_uid(), resourceVersion=self._next_rv(), creationTimestamp=self._now_str())
+        meta.pop("deletionTimestamp", None)
+        spec = dict(pod.get("spec") or {})
+        spec.pop("nodeName", None)  # the scheduler binds; a controller does not pick nodes here
+        new = _copy_json({**pod, "metadata": meta, "spec": spec})
+        new["status"] = {"phase": "Pending", "conditions": []}
+        self._put_pod(new)
+        self._notify(Change("Pod", "ADDED", ns, name, pod_ms_name(new), new, None, self.actor))
+        return self._out(new)
+
+    def delete_pod(self, namespace: str, name: str, *, uid: str | None = None) -> None:
+        old = self._get_pod(namespace, name)
+        if uid is not None and old["metadata"].get("uid") != uid:
+            raise Conflict(f"pod {namespace}/{name}: uid precondition failed ({uid} != {old['metadata'].get('uid')})")
+        if old["metadata"].get("deletionTimestamp"):
+            return  # already terminating: deleting again changes nothing
+        if not (old.get("spec") or {}).get("nodeName"):
+            # Never bound: no kubelet has to stop anything, the API server removes it at once.
+            self._remove(old)
+            return
+        grace = (old.get("spec") or {}).get("terminationGracePeriodSeconds")
+        meta = {**old["metadata"], "deletionTimestamp": self._now_str(), "resourceVersion": self._next_rv()}
+        if grace is not None:
+            meta["deletionGracePeriodSeconds"] = grace
+        new = {**old, "metadata": meta}
+        self._put_pod(new)
+        self._notify(Change("Pod", "MODIFIED", namespace, name, pod_ms_name(new), new, old, self.actor))
+
+    def patch_pod(self, namespace: str, name: str, patch: Obj) -> Obj:
+        old = self._get_pod(namespace, name)
+        patch = {k: v for k, v in patch.items() if k in ("metadata", "spec")}
+        new = dict(old)
+        if "metadata" in patch:
+            meta_patch = {k: v for k, v in (patch["metadata"] or {}).items()
+                          if k not in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp",
+                                       "deletionTimestamp")}
+            new["metadata"] = merge_patch(old["metadata"], meta_patch)
+        if "spec" in patch:
+            new_spec = merge_patch(old.get("spec") or {}, patch["spec"])
+            _check_pod_spec_update(old.get("spec") or {}, new_spec, f"pod {namespace}/{name}")
+            new["spec"] = new_spec
+        if new == old:
+            return self._out(old)
+        new["metadata"] = {**new["metadata"], "resourceVersion": self._next_rv()}
+        self._put_pod(new)
+        self._notify(Change("Pod", "MODIFIED", namespace, name, pod_ms_name(new), new, old, self.actor))
+        return self._out(new)
+
+    def set_pod_condition(self, namespace: str, name: str, condition: Obj) -> Obj:
+        old = self._get_pod(namespace, name)
+        status = old.get("status") or {}
+        conditions = list(status.get("conditions") or [])
+        ctype = condition.get("type")
+        for i, existing in enumerate(conditions):
+            if existing.get("type") == ctype:
+                merged = {**existing, **condition}
+                if existing.get("status") != merged.get("status") and "lastTransitionTime" not in condition:
+                    merged["lastTransitionTime"] = self._now_str()
+                conditions[i] = merged
+                break
+        else:
+            conditions.append({"lastTransitionTime": self._now_str(), **condition})
+        return self.write_pod_status(namespace, name, {**status, "conditions": conditions})
+
+    # Physics-side pod writes ------------------------------------------------------------------
+
+    def write_pod_status(self, namespace: str, name: str, status: Obj, *, uid: str | None = None) -> Obj:
+        """Replace a pod's status (kubelet / status subresource). No-op if unchanged."""
+        old = self._get_pod(namespace, name)
+        if uid is not None and old["metadata"].get("uid") != uid:
+            raise Conflict(f"pod {namespace}/{name}: uid precondition failed")
+        if status == old.get("status"):
+            return self._out(old)
+        new = {**old, "status": status, "metadata": {**old["metadata"], "resourceVersion": self._next_rv()}}
+        self._put_pod(new)
+        self._notify(Change("Pod", "MODIFIED", namespace, name, pod_ms_name(new), new, old, self.actor))
+        return self._out(new)
+
+    def bind_pod(self, namespace: str, name: str, node_name: str, *, uid: str, status: Obj) -> Obj:
+        """The scheduler's binding: set ``spec.nodeName`` and the status in one write."""
+        old = self._get_pod(namespace, name)
+        if old["metadata"].get("uid") != uid:
+            raise Conflict(f"pod {namespace}/{name}: uid precondition failed")
+        if (old.get("spec") or {}).get("nodeName"):
+            raise Conflict(f"pod {namespace}/{name} is already bound")
+        new = {**old, "spec": {**(old.get("spec") or {}), "nodeName": node_name}, "status": status,
+               "metadata": {**old["metadata"], "resourceVersion": self._next_rv()}}
+        self._put_pod(new)
+        self._notify(Change("Pod", "MODIFIED", namespace, name, pod_ms_name(new), new, old, self.actor))
+        return self._out(new)
+
+    def remove_pod(self, namespace: str, name: str, *, uid: str | None = None) -> None:
+        """Final removal: the kubelet finished terminating it (or its node is gone)."""
+        old = self._pods.get((namespace, name))
+        if old is None or (uid is not None and old["metadata"].get("uid") != uid):
+            return
+        self._remove(old)
+
+    def _remove(self, old: Obj) -> None:
+        ns, name = old["metadata"]["namespace"], old["metadata"]["name"]
+        del self._pods[(ns, name)]
+        bucket = self._pods_by_ms.get((ns, pod_ms_name(old)))
+        if bucket is not None:
+            bucket.pop(name, None)
+        self._next_rv()
+        self._notify(Change("Pod", "DELETED", ns, name, pod_ms_name(old), old, old, self.actor))
+
+    def _put_pod(self, pod: Obj) -> None:
+        ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+        self._pods[(ns, name)] = pod
+        self._pods_by_ms.setdefault((ns, pod_ms_name(pod)), {})[name] = pod
+
+    def _get_pod(self, namespace: str, name: str) -> Obj:
+        try:
+            return self._pods[(namespace, name)]
+        except KeyError:
+            raise NotFound(f"pod {namespace}/{name} not found") from None
+
+    # -- ControllerRevisions ----------------------------------------------------------------------
+
+    def list_revisions(self, namespace: str, ms_name: str) -> list[Obj]:
+        revs = self._revs_by_ms.get((namespace, ms_name), {})
+        ordered = sorted(revs.values(), key=lambda r: (r.get("revision") or 0, r["metadata"]["name"]))
+        return [self._out(r) for r in ordered]
+
+    def create_revision(self, revision: Obj) -> Obj:
+        meta = dict(revision.get("metadata") or {})
+        ns = meta.setdefault("namespace", "default")
+        name = meta.get("name")
+        if not name:
+            raise Invalid("metadata.name: required")
+        if (ns, name) in self._revisions:
+            raise Conflict(f"controllerrevision {ns}/{name} already exists")
+        meta.update(uid=self.new_uid(), resourceVersion=self._next_rv(), creationTimestamp=self._now_str())
+        new = _copy_json({**revision, "metadata": meta})
+        self._put_revision(new)
+        self._notify(Change("ControllerRevision", "ADDED", ns, name, pod_ms_name(new), new, None, self.actor))
+        return self._out(new)
+
+    def set_revision_number(self, namespace: str, name: str, number: int) -> Obj:
+        old = self._get_revision(namespace, name)
+        if old.get("revision") == number:
+            return self._out(old)
+        return self._replace_revision(old, {**old, "revision": number})
+
+    def replace_revision_data(self, namespace: str, name: str, data: Any) -> Obj:
+        """Physics/fault side: overwrite ``data`` (``corruptRevision`` writes "<corrupted>")."""
+        old = self._get_revision(namespace, name)
+        return self._replace_revision(old, {**old, "data": data})
+
+    def delete_revision(self, namespace: str, name: str) -> None:
+        old = self._get_revision(namespace, name)
+        del self._revisions[(namespace, name)]
+        self._revs_by_ms.get((namespace, pod_ms_name(old)), {}).pop(name, None)
+        self._next_rv()
+        self._notify(Change("ControllerRevision", "DELETED", namespace, name, pod_ms_name(old), old, old, self.actor))
+
+    def _replace_revision(self, old: Obj, new: Obj) -> Obj:
+        new["metadata"] = {**new["metadata"], "resourceVersion": self._next_rv()}
+        self._put_revision(new)
+        meta = new["metadata"]
+        self._notify(Change("ControllerRevision", "MODIFIED", meta["namespace"], meta["name"], pod_ms_name(new),
+                            new, old, self.actor))
+        return self._out(new)
+
+    def _put_revision(self, rev: Obj) -> None:
+        ns, name = rev["metadata"]["namespace"], rev["metadata"]["name"]
+        self._revisions[(ns, name)] = rev
+        self._revs_by_ms.setdefault((ns, pod_ms_name(rev)), {})[name] = rev
+
+    def _get_revision(self, namespace: str, name: str) -> Obj:
+        try:
+            return self._revisions[(namespace, name)]
+        except KeyError:
+            raise NotFound(f"controllerrevision {namespace}/{name} not found") from None
+
+    # -- Events -----------------------------------------------------------------------------------
+
+    def record_event(self, namespace: str, ms_name: str, *, reason: str, message: str, type: str = "Normal") -> None:
+        # Events do not wake the controller (it wrote them); they are kept for the trace and tests.
+        self.events.append({"t": self.clock.now(), "namespace": namespace, "object": ms_name,
+                            "type": type, "reason": reason, "message": message})
+
+    # -- Nodes (physics side) ---------------------------------------------------------------------
+
+    def add_node(self, name: str, gpus: int, *, ip: str) -> Obj:
+        if name in self._nodes:
+            raise Conflict(f"node {name} already exists")
+        gpu = str(int(gpus))
+        node = {"metadata": {"name": name, "uid": self.new_uid(), "resourceVersion": self._next_rv(),
+                             "creationTimestamp": self._now_str()},
+                "status": {"capacity": {naming.GPU_RESOURCE: gpu}, "allocatable": {naming.GPU_RESOURCE: gpu},
+                           "addresses": [{"type": "InternalIP", "address": ip}],
+                           "conditions": [{"type": "Ready", "status": "True"}]}}
+        self._nodes[name] = node
+        self._notify(Change("Node", "ADDED", "", name, None, node, None, self.actor))
+        return node
+
+    def remove_node(self, name: str) -> None:
+        old = self._nodes.pop(name, None)
+        if old is None:
+            raise NotFound(f"node {name} not found")
+        self._next_rv()
+        self._notify(Change("Node", "DELETED", "", name, None, old, old, self.actor))
+
+    def list_nodes(self) -> list[Obj]:
+        return list(self._nodes.values())  # insertion order: node-0, node-1, ..., then added ones
+
+    def get_node(self, name: str) -> Obj | None:
+        return self._nodes.get(name)
+
+
+_MUTABLE_POD_SPEC = {"activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds"}
+
+
+def _check_pod_spec_update(old: Obj, new: Obj, what: str) -> None:
+    """Like the API server: on an existing pod only container images (and a few fields) may change."""
+    for key in set(old) | set(new):
+        if key == "containers" or key in _MUTABLE_POD_SPEC:
+            continue
+        if old.get(key) != new.get(key):
+            raise Invalid(f"{what}: spec.{key}: forbidden: pod updates may not change fields other than container images")
+    old_c, new_c = old.get("containers") or [], new.get("containers") or []
+    if len(old_c) != len(new_c):
+        raise Invalid(f"{what}: spec.containers: forbidden: pod updates may not add or remove containers")
+    for i, (a, b) in enumerate(zip(old_c, new_c, strict=True)):
+        if {k: v for k, v in a.items() if k != "image"} != {k: v for k, v in b.items() if k != "image"}:
+            raise Invalid(f"{what}: spec.containers[{i}]: forbidden: only the image of a container may change")
