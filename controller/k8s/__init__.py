@@ -1,0 +1,25 @@
+"""The Kubernetes adapter: the controller's ports over the official ``kubernetes`` client.
+
+This package is named ``k8s`` rather than ``kubernetes`` on purpose: a directory called
+``kubernetes`` that ever lands on ``sys.path`` (a script run from ``controller/``, a test runner
+inserting a rootdir) would shadow the ``kubernetes`` library for every import in the process. Inside
+this package ``import kubernetes`` always means the library.
+
+Public entry points (import them from here):
+
+- ``KubernetesCluster``: ``controller.core.ports.ClusterPort`` against an API server.
+- ``ClusterWatcher``: one shared watch of ModelServings and their pods that calls
+  ``enqueue(namespace, name)`` for every change (relists on 410 Gone, reconnects with backoff).
+- ``LeaseElector``: leader election on a ``coordination.k8s.io/v1`` Lease.
+- ``RedisInFlightRouter``: ``controller.core.ports.RouterPort`` reading the router's in-flight
+  counts from a Redis hash.
+- ``build_api_client``: an ``ApiClient`` from ``KUBECONFIG`` / ``~/.kube/config`` or in-cluster config.
+"""
+
+from controller.k8s.client import build_api_client
+from controller.k8s.cluster import KubernetesCluster
+from controller.k8s.leader import LeaseElector
+from controller.k8s.router import RedisInFlightRouter
+from controller.k8s.watch import ClusterWatcher
+
+__all__ = ["ClusterWatcher", "KubernetesCluster", "LeaseElector", "RedisInFlightRouter", "build_api_client"]

@@ -1,0 +1,90 @@
+"""Building an API client and calling the API with raw JSON in and out.
+
+Every call goes through the typed API classes of the official client (``CustomObjectsApi``,
+``CoreV1Api``, ``AppsV1Api``, ``CoordinationV1Api``) with ``_preload_content=False``, and the body is
+parsed as plain JSON. The core then sees exactly what the API server sent, the same
+Kubernetes-shaped dicts the simulated cluster stores, with no round trip through the generated
+models (which drop unknown fields and rename keys to snake_case).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable
+from typing import Any
+
+import kubernetes
+import urllib3
+from kubernetes.client.exceptions import ApiException
+
+from controller.core.ports import ClusterError, Conflict, NotFound
+
+log = logging.getLogger(__name__)
+
+MERGE_PATCH = "application/merge-patch+json"
+
+# (connect, read) seconds for ordinary requests: a hung API server must not hang a reconcile pass
+# forever; the pass fails, and the next one (a resync at the latest) starts from the cluster again.
+DEFAULT_TIMEOUT = (5.0, 30.0)
+
+
+def build_api_client(kubeconfig: str | None = None, *, context: str | None = None) -> kubernetes.client.ApiClient:
+    """An ApiClient for the cluster this process should control.
+
+    Order: an explicit ``kubeconfig`` path, then ``$KUBECONFIG``, then the in-cluster service
+    account (when ``KUBERNETES_SERVICE_HOST`` is set, i.e. running in a pod), then
+    ``~/.kube/config``. Raises ``ClusterError`` naming what was tried when none works.
+    """
+    path = kubeconfig or os.environ.get("KUBECONFIG")
+    if path:
+        # KUBECONFIG may list several files separated by ':' like kubectl; the client merges them.
+        return kubernetes.config.new_client_from_config(config_file=path, context=context)
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        configuration = kubernetes.client.Configuration()
+        kubernetes.config.load_incluster_config(client_configuration=configuration)
+        return kubernetes.client.ApiClient(configuration)
+    default = os.path.expanduser(kubernetes.config.KUBE_CONFIG_DEFAULT_LOCATION)
+    if os.path.exists(default):
+        return kubernetes.config.new_client_from_config(config_file=default, context=context)
+    raise ClusterError(
+        "no Kubernetes configuration found: set KUBECONFIG to a kubeconfig file, run inside a pod "
+        f"(in-cluster service account), or create {default}"
+    )
+
+
+def translate(exc: ApiException, what: str) -> ClusterError:
+    """The port's error for an API error: 404 -> NotFound, 409 -> Conflict, else ClusterError."""
+    message = _status_message(exc)
+    if exc.status == 404:
+        return NotFound(f"{what}: not found ({message})")
+    if exc.status == 409:
+        return Conflict(f"{what}: conflict ({message})")
+    return ClusterError(f"{what}: HTTP {exc.status} {exc.reason} ({message})")
+
+
+def _status_message(exc: ApiException) -> str:
+    # The API server answers errors with a Status object; its message says what went wrong.
+    try:
+        body = json.loads(exc.body) if exc.body else {}
+        return str(body.get("message") or exc.reason or "")
+    except (TypeError, ValueError):
+        return str(exc.body or exc.reason or "")
+
+
+def call_json(fn: Callable[..., Any], *args: Any, what: str, **kwargs: Any) -> dict[str, Any]:
+    """Call a typed API method and return the response body as JSON, translating errors.
+
+    Transport failures (refused connection, timeout, reset) become ``ClusterError`` too, so the
+    caller handles one error family.
+    """
+    kwargs.setdefault("_request_timeout", DEFAULT_TIMEOUT)
+    try:
+        response = fn(*args, _preload_content=False, **kwargs)
+    except ApiException as exc:
+        raise translate(exc, what) from exc
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise ClusterError(f"{what}: cannot reach the API server ({exc})") from exc
+    data = response.data
+    return json.loads(data) if data else {}

@@ -1,0 +1,397 @@
+"""``KubernetesCluster``: the cluster port (``controller.core.ports.ClusterPort``) on a real API server.
+
+Shapes: every object returned is the API server's JSON as a plain dict (see ``client.call_json``),
+the same Kubernetes shapes the simulated cluster stores. Timestamps stay RFC 3339 strings as the
+API server writes them (``creationTimestamp``, ``deletionTimestamp``).
+
+Objects:
+
+- ModelServings are custom objects of ``serving.rolloutui.io/v1alpha1`` (CRD in
+  ``deploy/crd/``); status goes through the ``status`` subresource.
+- Pods of a ModelServing carry the label ``serving.rolloutui.io/name=<ms>``; they are listed by that
+  label selector and filtered again client-side (a selector is an optimisation, the label is the
+  contract).
+- Revisions are ``apps/v1`` ControllerRevisions named ``<ms>-<hash>`` whose ``data`` holds the
+  canonical revision data and ``revision`` the number, labelled like pods.
+- Pods and ControllerRevisions get a controller ownerReference to the ModelServing, so deleting the
+  ModelServing lets the garbage collector remove them, and a leftover of an earlier ModelServing of
+  the same name (other uid) is recognisable.
+
+Concurrency: ``replace_modelserving_status`` and ``patch_modelserving(resource_version=...)`` send
+``metadata.resourceVersion``; the API server answers 409 if the object moved, which raises
+``Conflict``. The caller must then re-read the ModelServing and re-plan from fresh state; it must
+never retry the same write without the version (that would overwrite a newer spec's status).
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import logging
+import threading
+import uuid
+from typing import Any
+
+import kubernetes
+from kubernetes.client.exceptions import ApiException
+
+from controller.core import naming
+from controller.core.ports import ClusterError, Conflict, NotFound, Obj
+from controller.k8s.client import DEFAULT_TIMEOUT, MERGE_PATCH, build_api_client, call_json, translate
+
+log = logging.getLogger(__name__)
+
+GROUP, VERSION = naming.API_VERSION.split("/")
+
+# How often a read-modify-write of a pod (condition, container images) is retried when the kubelet
+# or another writer changed the pod in between. Each retry re-reads, so nothing is overwritten.
+POD_WRITE_ATTEMPTS = 5
+
+EVENT_COMPONENT = "rolloutui-controller"
+
+
+def rfc3339_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class KubernetesCluster:
+    """The cluster port against a Kubernetes API server.
+
+    ``api_client``: an explicit ``kubernetes.client.ApiClient`` (tests, or a caller that configured
+    one); when omitted, ``build_api_client()`` reads ``KUBECONFIG``, in-cluster config or
+    ``~/.kube/config``.
+    """
+
+    def __init__(self, api_client: kubernetes.client.ApiClient | None = None, *, event_component: str = EVENT_COMPONENT):
+        self.api_client = api_client if api_client is not None else build_api_client()
+        self.custom = kubernetes.client.CustomObjectsApi(self.api_client)
+        self.core = kubernetes.client.CoreV1Api(self.api_client)
+        self.apps = kubernetes.client.AppsV1Api(self.api_client)
+        self.event_component = event_component
+        # uid of each ModelServing as last read, for ownerReferences and event subjects. Refreshed by
+        # every get/list (each reconcile pass starts with a get), so a ModelServing deleted and
+        # recreated under the same name is picked up by the next pass.
+        self._uids: dict[tuple[str, str], str] = {}
+        self._uids_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ ModelServings
+
+    def list_modelservings(self, namespace: str | None = None) -> list[Obj]:
+        if namespace is None:
+            body = call_json(self.custom.list_cluster_custom_object, GROUP, VERSION, naming.PLURAL, what="list modelservings")
+        else:
+            body = call_json(
+                self.custom.list_namespaced_custom_object, GROUP, VERSION, namespace, naming.PLURAL,
+                what=f"list modelservings in {namespace}",
+            )
+        items = [self._remember(_with_kind(item, naming.API_VERSION, naming.KIND)) for item in body.get("items", [])]
+        return items
+
+    def get_modelserving(self, namespace: str, name: str) -> Obj:
+        obj = call_json(
+            self.custom.get_namespaced_custom_object, GROUP, VERSION, namespace, naming.PLURAL, name,
+            what=f"modelserving {namespace}/{name}",
+        )
+        return self._remember(obj)
+
+    def create_modelserving(self, obj: Obj) -> Obj:
+        body = copy.deepcopy(obj)
+        # A Kthena manifest (workload.serving.volcano.sh) keeps its spec; the cluster stores it
+        # under our group, which is the CRD this controller serves.
+        body["apiVersion"] = naming.API_VERSION
+        body["kind"] = naming.KIND
+        meta = body.setdefault("metadata", {})
+        namespace = meta.get("namespace")
+        if not namespace or not meta.get("name"):
+            raise ValueError("create_modelserving: metadata.name and metadata.namespace are required")
+        for server_owned in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"):
+            meta.pop(server_owned, None)
+        created = call_json(
+            self.custom.create_namespaced_custom_object, GROUP, VERSION, namespace, naming.PLURAL, body,
+            what=f"create modelserving {namespace}/{meta['name']}",
+        )
+        return self._remember(created)
+
+    def patch_modelserving(self, namespace: str, name: str, patch: Obj, *, resource_version: str | None = None) -> Obj:
+        body = copy.deepcopy(patch)
+        if resource_version is not None:
+            # A resourceVersion in a merge patch is a precondition: 409 if the object moved.
+            body.setdefault("metadata", {})["resourceVersion"] = resource_version
+        obj = call_json(
+            self.custom.patch_namespaced_custom_object, GROUP, VERSION, namespace, naming.PLURAL, name, body,
+            _content_type=MERGE_PATCH, what=f"patch modelserving {namespace}/{name}",
+        )
+        return self._remember(obj)
+
+    def replace_modelserving_status(self, namespace: str, name: str, status: Obj, *, resource_version: str) -> Obj:
+        """Replace ``status`` wholesale through the status subresource (PUT).
+
+        The API server takes only ``status`` from this body (the spec and metadata stay as stored),
+        and checks ``resourceVersion``: a 409 raises ``Conflict``. The caller re-reads and re-plans;
+        it never retries blindly, because the spec may have changed under it.
+        """
+        if not resource_version:
+            raise ValueError("replace_modelserving_status needs the resourceVersion the status was computed from")
+        body = {
+            "apiVersion": naming.API_VERSION,
+            "kind": naming.KIND,
+            "metadata": {"name": name, "namespace": namespace, "resourceVersion": resource_version},
+            "status": status,
+        }
+        obj = call_json(
+            self.custom.replace_namespaced_custom_object_status, GROUP, VERSION, namespace, naming.PLURAL, name, body,
+            what=f"status of modelserving {namespace}/{name}",
+        )
+        return self._remember(obj)
+
+    def delete_modelserving(self, namespace: str, name: str) -> None:
+        # Background propagation: the garbage collector removes owned pods and revisions after the
+        # ModelServing is gone, so the call returns at once.
+        call_json(
+            self.custom.delete_namespaced_custom_object, GROUP, VERSION, namespace, naming.PLURAL, name,
+            propagation_policy="Background", what=f"delete modelserving {namespace}/{name}",
+        )
+        with self._uids_lock:
+            self._uids.pop((namespace, name), None)
+
+    # ------------------------------------------------------------------ Pods
+
+    def list_pods(self, namespace: str, ms_name: str) -> list[Obj]:
+        body = call_json(
+            self.core.list_namespaced_pod, namespace, label_selector=f"{naming.LABEL_NAME}={ms_name}",
+            what=f"list pods of {namespace}/{ms_name}",
+        )
+        return [
+            _with_kind(pod, "v1", "Pod") for pod in body.get("items", [])
+            if (pod.get("metadata", {}).get("labels") or {}).get(naming.LABEL_NAME) == ms_name
+        ]
+
+    def get_pod(self, namespace: str, name: str) -> Obj:
+        return _with_kind(call_json(self.core.read_namespaced_pod, name, namespace, what=f"pod {namespace}/{name}"), "v1", "Pod")
+
+    def create_pod(self, pod: Obj) -> Obj:
+        body = self._owned(pod, "pod")
+        body.setdefault("apiVersion", "v1")
+        body.setdefault("kind", "Pod")
+        body.pop("status", None)  # the kubelet owns status; a create cannot set it
+        meta = body["metadata"]
+        created = call_json(
+            self.core.create_namespaced_pod, meta["namespace"], body,
+            what=f"create pod {meta['namespace']}/{meta.get('name')}",
+        )
+        return _with_kind(created, "v1", "Pod")
+
+    def delete_pod(self, namespace: str, name: str, *, uid: str | None = None) -> None:
+        """Start graceful termination. With ``uid``, the API server refuses (409 -> ``Conflict``) when a
+        different pod now has that name, so a replacement is never deleted by a stale decision."""
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        call_json(self.core.delete_namespaced_pod, name, namespace, body=body, what=f"delete pod {namespace}/{name}")
+
+    def patch_pod(self, namespace: str, name: str, patch: Obj) -> Obj:
+        """JSON merge patch of metadata and spec.
+
+        RFC 7386 replaces lists wholesale, and a pod's containers are a list: a patch naming only
+        ``{name, image}`` would replace whole container specs, which the API server rejects (only
+        images may change). So when the patch touches ``spec.containers`` or ``spec.initContainers``,
+        each entry is merged by name onto the pod's current container and the full list is sent with
+        the pod's resourceVersion as a precondition (re-read and retried on a conflict).
+        """
+        spec_patch = patch.get("spec") or {}
+        if not any(key in spec_patch for key in ("containers", "initContainers")):
+            return _with_kind(call_json(
+                self.core.patch_namespaced_pod, name, namespace, patch, _content_type=MERGE_PATCH,
+                what=f"patch pod {namespace}/{name}",
+            ), "v1", "Pod")
+        for attempt in range(POD_WRITE_ATTEMPTS):
+            current = self.get_pod(namespace, name)
+            body = copy.deepcopy(patch)
+            for key in ("containers", "initContainers"):
+                if key in spec_patch:
+                    body["spec"][key] = _merge_containers(current.get("spec", {}).get(key) or [], spec_patch[key], key)
+            body.setdefault("metadata", {})["resourceVersion"] = current["metadata"].get("resourceVersion")
+            try:
+                return _with_kind(call_json(
+                    self.core.patch_namespaced_pod, name, namespace, body, _content_type=MERGE_PATCH,
+                    what=f"patch pod {namespace}/{name}",
+                ), "v1", "Pod")
+            except Conflict:
+                log.debug("pod %s/%s changed during an image patch (attempt %d); re-reading", namespace, name, attempt + 1)
+        raise Conflict(f"patch pod {namespace}/{name}: still changing after {POD_WRITE_ATTEMPTS} attempts")
+
+    def set_pod_condition(self, namespace: str, name: str, condition: Obj) -> Obj:
+        """Add or replace (by ``type``) one condition in pod status, through ``pods/status``.
+
+        A merge patch replaces the whole ``conditions`` list, so the list is rebuilt from the pod as
+        read and written with its resourceVersion as a precondition: a kubelet status update in
+        between causes a re-read, never a lost ``Ready`` condition.
+        """
+        if not condition.get("type") or condition.get("status") not in ("True", "False", "Unknown"):
+            raise ValueError(f"set_pod_condition: a condition needs a type and status True/False/Unknown, got {condition!r}")
+        for attempt in range(POD_WRITE_ATTEMPTS):
+            current = self.get_pod(namespace, name)
+            conditions = list((current.get("status") or {}).get("conditions") or [])
+            new = dict(condition)
+            for index, old in enumerate(conditions):
+                if old.get("type") == new["type"]:
+                    if old.get("status") == new["status"] and old.get("lastTransitionTime"):
+                        new.setdefault("lastTransitionTime", old["lastTransitionTime"])
+                    conditions[index] = {**old, **new}
+                    break
+            else:
+                conditions.append(new)
+            for cond in conditions:
+                if cond.get("type") == new["type"]:
+                    cond.setdefault("lastTransitionTime", rfc3339_now())
+            body = {"metadata": {"resourceVersion": current["metadata"].get("resourceVersion")}, "status": {"conditions": conditions}}
+            try:
+                return _with_kind(call_json(
+                    self.core.patch_namespaced_pod_status, name, namespace, body, _content_type=MERGE_PATCH,
+                    what=f"status of pod {namespace}/{name}",
+                ), "v1", "Pod")
+            except Conflict:
+                log.debug("pod %s/%s changed during a condition write (attempt %d); re-reading", namespace, name, attempt + 1)
+        raise Conflict(f"status of pod {namespace}/{name}: still changing after {POD_WRITE_ATTEMPTS} attempts")
+
+    # ------------------------------------------------------------------ ControllerRevisions
+
+    def list_revisions(self, namespace: str, ms_name: str) -> list[Obj]:
+        body = call_json(
+            self.apps.list_namespaced_controller_revision, namespace, label_selector=f"{naming.LABEL_NAME}={ms_name}",
+            what=f"list revisions of {namespace}/{ms_name}",
+        )
+        return [
+            _with_kind(rev, "apps/v1", "ControllerRevision") for rev in body.get("items", [])
+            if (rev.get("metadata", {}).get("labels") or {}).get(naming.LABEL_NAME) == ms_name
+        ]
+
+    def create_revision(self, revision: Obj) -> Obj:
+        body = self._owned(revision, "revision")
+        body["apiVersion"] = "apps/v1"
+        body["kind"] = "ControllerRevision"
+        if "revision" not in body:
+            raise ValueError("create_revision: a ControllerRevision needs its revision number")
+        meta = body["metadata"]
+        created = call_json(
+            self.apps.create_namespaced_controller_revision, meta["namespace"], body,
+            what=f"create revision {meta['namespace']}/{meta.get('name')}",
+        )
+        return _with_kind(created, "apps/v1", "ControllerRevision")
+
+    def set_revision_number(self, namespace: str, name: str, number: int) -> Obj:
+        # data is immutable on a ControllerRevision; the number is not (StatefulSet renumbers the same
+        # way when an old revision is re-applied).
+        return _with_kind(call_json(
+            self.apps.patch_namespaced_controller_revision, name, namespace, {"revision": int(number)},
+            _content_type=MERGE_PATCH, what=f"renumber revision {namespace}/{name}",
+        ), "apps/v1", "ControllerRevision")
+
+    def delete_revision(self, namespace: str, name: str) -> None:
+        call_json(self.apps.delete_namespaced_controller_revision, name, namespace, what=f"delete revision {namespace}/{name}")
+
+    # ------------------------------------------------------------------ Events
+
+    def record_event(self, namespace: str, ms_name: str, *, reason: str, message: str, type: str = "Normal") -> None:
+        """A core/v1 Event about the ModelServing (``kubectl describe msv`` shows it).
+
+        Best effort like client-go's recorder: an Event that cannot be written is logged and
+        dropped, never failing the reconcile pass that emitted it.
+        """
+        now = rfc3339_now()
+        with self._uids_lock:
+            uid = self._uids.get((namespace, ms_name))
+        involved = {"apiVersion": naming.API_VERSION, "kind": naming.KIND, "name": ms_name, "namespace": namespace}
+        if uid:
+            involved["uid"] = uid
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            # Unique per emission, in the style client-go uses (<object>.<unique suffix>).
+            "metadata": {"name": f"{ms_name}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
+            "involvedObject": involved,
+            "reason": reason,
+            "message": message[:1024],
+            "type": type,
+            "source": {"component": self.event_component},
+            "reportingComponent": self.event_component,
+            "reportingInstance": self.event_component,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        try:
+            call_json(self.core.create_namespaced_event, namespace, event, what=f"event on {namespace}/{ms_name}")
+        except ClusterError as exc:
+            log.warning("could not record event %s on %s/%s: %s", reason, namespace, ms_name, exc)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _remember(self, obj: Obj) -> Obj:
+        meta = obj.get("metadata") or {}
+        if meta.get("uid") and meta.get("name"):
+            with self._uids_lock:
+                self._uids[(meta.get("namespace", ""), meta["name"])] = meta["uid"]
+        return obj
+
+    def _owner_uid(self, namespace: str, ms_name: str) -> str:
+        with self._uids_lock:
+            uid = self._uids.get((namespace, ms_name))
+        if uid:
+            return uid
+        uid = self.get_modelserving(namespace, ms_name).get("metadata", {}).get("uid")
+        if not uid:
+            raise ClusterError(f"modelserving {namespace}/{ms_name} has no metadata.uid; cannot own objects")
+        return uid
+
+    def _owned(self, obj: Obj, what: str) -> Obj:
+        """A copy of ``obj`` with its namespace checked and a controller ownerReference to its
+        ModelServing (found by the name label) added unless the caller already set one."""
+        body = copy.deepcopy(obj)
+        meta = body.setdefault("metadata", {})
+        namespace = meta.get("namespace")
+        ms_name = (meta.get("labels") or {}).get(naming.LABEL_NAME)
+        if not namespace or not meta.get("name"):
+            raise ValueError(f"create {what}: metadata.name and metadata.namespace are required")
+        if not ms_name:
+            raise ValueError(
+                f"create {what} {namespace}/{meta['name']}: label {naming.LABEL_NAME} is required; "
+                "without it the controller would never list the object again"
+            )
+        refs = list(meta.get("ownerReferences") or [])
+        if not any(ref.get("controller") for ref in refs):
+            refs.append({
+                "apiVersion": naming.API_VERSION,
+                "kind": naming.KIND,
+                "name": ms_name,
+                "uid": self._owner_uid(namespace, ms_name),
+                "controller": True,
+                "blockOwnerDeletion": True,
+            })
+        meta["ownerReferences"] = refs
+        for server_owned in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
+            meta.pop(server_owned, None)
+        return body
+
+
+def _with_kind(obj: Obj, api_version: str, kind: str) -> Obj:
+    # Items of a list response carry no apiVersion/kind on a real API server; set them so every
+    # object the core sees is self-describing, like the simulator's.
+    obj.setdefault("apiVersion", api_version)
+    obj.setdefault("kind", kind)
+    return obj
+
+
+def _merge_containers(current: list[Obj], patched: list[Obj], key: str) -> list[Obj]:
+    by_name = {c.get("name"): c for c in current}
+    unknown = [c.get("name") for c in patched if c.get("name") not in by_name]
+    if unknown:
+        raise ValueError(f"patch_pod: spec.{key} names containers the pod does not have: {unknown}")
+    merged = [copy.deepcopy(c) for c in current]
+    index = {c.get("name"): i for i, c in enumerate(merged)}
+    for change in patched:
+        merged[index[change["name"]]].update(change)
+    return merged
+
+
+__all__ = ["KubernetesCluster", "ApiException", "DEFAULT_TIMEOUT", "translate"]

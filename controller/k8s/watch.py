@@ -1,0 +1,232 @@
+"""``ClusterWatcher``: one shared watch of ModelServings and their pods feeding the reconcile queue.
+
+Run it once per cluster (in the worker Deployment, next to the leader election), never per browser
+or per request. Every event is mapped to the ModelServing it concerns, ``(namespace, name)``, and
+handed to ``enqueue``; the Celery wiring passes a function that sends the reconcile task. The
+reconcile pass is level-triggered, so a duplicate or coalesced enqueue is harmless and a missed
+one is repaired by the periodic resync.
+
+Each stream (ModelServings, pods) runs in its own thread:
+
+1. LIST (enqueue every item: anything may have changed while nobody watched), remember the list's
+   ``resourceVersion``;
+2. WATCH from it with ``kubernetes.watch.Watch``, tracking the version of the last event;
+3. the stream ends (server timeout) -> watch again from the last version;
+   410 Gone (the version was compacted away; an ERROR event with code 410 or an ``ApiException``
+   410) -> back to 1, a fresh LIST;
+   a lost connection or any other error -> wait (exponential backoff with jitter, capped) and watch
+   again from the last version.
+
+``stop()`` sets a ``threading.Event``; a thread blocked on a quiet stream notices within the read
+timeout (``idle_timeout``).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import kubernetes
+import urllib3
+from kubernetes.client.exceptions import ApiException
+
+from controller.core import naming
+from controller.k8s.client import DEFAULT_TIMEOUT
+
+log = logging.getLogger(__name__)
+
+GROUP, VERSION = naming.API_VERSION.split("/")
+
+Enqueue = Callable[[str, str], None]
+
+
+class WatchExpired(Exception):
+    """The watch's resourceVersion is too old (HTTP 410 Gone): relist."""
+
+
+class ClusterWatcher:
+    """Watches ModelServings and pods (all namespaces, or one) and calls ``enqueue(ns, name)``.
+
+    ``api_client``: a ``kubernetes.client.ApiClient``. ``namespace``: ``None`` for the whole cluster.
+    ``backoff``: (first, max) seconds between reconnect attempts. ``idle_timeout``: read timeout of a
+    watch connection; a quiet stream is re-opened after it (this also bounds how long ``stop`` takes).
+    ``server_timeout``: ``timeoutSeconds`` asked of the API server, so streams are recycled even
+    through proxies that hold idle connections open.
+    """
+
+    def __init__(
+        self,
+        api_client: kubernetes.client.ApiClient,
+        enqueue: Enqueue,
+        *,
+        namespace: str | None = None,
+        backoff: tuple[float, float] = (0.5, 30.0),
+        idle_timeout: float = 60.0,
+        server_timeout: int = 300,
+    ):
+        self.api_client = api_client
+        self.enqueue = enqueue
+        self.namespace = namespace
+        self.backoff = backoff
+        self.idle_timeout = idle_timeout
+        self.server_timeout = server_timeout
+        self.custom = kubernetes.client.CustomObjectsApi(api_client)
+        self.core = kubernetes.client.CoreV1Api(api_client)
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._watches: dict[str, kubernetes.watch.Watch] = {}
+        # Counters, for health endpoints and tests: how often each stream listed and (re)connected.
+        self.stats: dict[str, dict[str, int]] = {
+            kind: {"lists": 0, "watches": 0, "errors": 0, "expired": 0, "events": 0} for kind in ("modelservings", "pods")
+        }
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> ClusterWatcher:
+        for kind in ("modelservings", "pods"):
+            thread = threading.Thread(target=self._run, args=(kind,), name=f"watch-{kind}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def stop(self, timeout: float | None = None) -> None:
+        self._stop.set()
+        for w in list(self._watches.values()):
+            w.stop()
+        for thread in self._threads:
+            thread.join(timeout)
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def run_forever(self) -> None:
+        """Start and block until ``stop()`` (for a dedicated process, e.g. a management command)."""
+        self.start()
+        self._stop.wait()
+        self.stop()
+
+    # ------------------------------------------------------------------ one stream
+
+    def _list_fn(self, kind: str) -> Callable[..., Any]:
+        if kind == "modelservings":
+            if self.namespace is None:
+                return lambda **kw: self.custom.list_cluster_custom_object(GROUP, VERSION, naming.PLURAL, **kw)
+            return lambda **kw: self.custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, naming.PLURAL, **kw)
+        if self.namespace is None:
+            return self.core.list_pod_for_all_namespaces
+        return lambda **kw: self.core.list_namespaced_pod(self.namespace, **kw)
+
+    def _selector(self, kind: str) -> dict[str, str]:
+        # Only pods the controller made carry the name label; the server-side selector keeps a busy
+        # cluster's other pods off the wire (and the mapping below ignores them anyway).
+        return {"label_selector": naming.LABEL_NAME} if kind == "pods" else {}
+
+    def _run(self, kind: str) -> None:
+        resource_version: str | None = None
+        delay = self.backoff[0]
+        while not self._stop.is_set():
+            try:
+                if resource_version is None:
+                    resource_version = self._relist(kind)
+                resource_version = self._watch(kind, resource_version)
+                delay = self.backoff[0]  # a stream that worked resets the backoff
+            except WatchExpired:
+                self.stats[kind]["expired"] += 1
+                log.info("watch of %s expired (410 Gone); relisting", kind)
+                resource_version = None
+            except (ApiException, urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+                if self._stop.is_set():
+                    break
+                if isinstance(exc, urllib3.exceptions.ReadTimeoutError):
+                    continue  # a quiet stream: re-open it at once from the same version
+                self.stats[kind]["errors"] += 1
+                wait = delay * (0.5 + random.random() / 2)
+                log.warning("watch of %s failed (%s: %s); reconnecting in %.1fs", kind, type(exc).__name__, exc, wait)
+                self._stop.wait(wait)
+                delay = min(delay * 2, self.backoff[1])
+
+    def _relist(self, kind: str) -> str | None:
+        self.stats[kind]["lists"] += 1
+        listing = self._list_fn(kind)(**self._selector(kind), _request_timeout=DEFAULT_TIMEOUT)
+        if not isinstance(listing, dict):  # pods come back as a model; we only need names and version
+            listing = self.api_client.sanitize_for_serialization(listing)
+        for item in listing.get("items", []):
+            self._dispatch(kind, item)
+        return (listing.get("metadata") or {}).get("resourceVersion") or None
+
+    def _watch(self, kind: str, resource_version: str | None) -> str | None:
+        """Stream events until the server ends the stream; returns the version to resume from."""
+        self.stats[kind]["watches"] += 1
+        # return_type "object": events stay plain dicts, and Watch still tracks each event's
+        # resourceVersion, which it needs to resume after a clean end and to tell a repeated 410
+        # (raised as ApiException) from a first one (retried once by Watch itself).
+        w = kubernetes.watch.Watch(return_type="object")
+        self._watches[kind] = w
+        kwargs: dict[str, Any] = {
+            **self._selector(kind),
+            "allow_watch_bookmarks": True,
+            "_request_timeout": (DEFAULT_TIMEOUT[0], self.idle_timeout),
+        }
+        if resource_version:
+            kwargs["resource_version"] = resource_version
+        last = resource_version
+        try:
+            for event in w.stream(self._list_fn(kind), **kwargs):
+                if self._stop.is_set():
+                    break
+                raw = event.get("raw_object") or {}
+                if event.get("type") == "ERROR":  # only when Watch did not turn it into an exception
+                    if raw.get("code") == 410:
+                        raise WatchExpired(raw.get("message", "410 Gone"))
+                    raise ApiException(status=raw.get("code", 500), reason=raw.get("message"))
+                version = (raw.get("metadata") or {}).get("resourceVersion")
+                if version:
+                    last = version
+                if event.get("type") != "BOOKMARK":
+                    self.stats[kind]["events"] += 1
+                    self._dispatch(kind, raw)
+        except ApiException as exc:
+            if exc.status == 410:
+                raise WatchExpired(str(exc.reason)) from exc
+            raise
+        finally:
+            self._watches.pop(kind, None)
+        # Watch keeps following the stream itself across clean ends; when it returns, continue
+        # from the newest version it saw.
+        return w.resource_version or last
+
+    # ------------------------------------------------------------------ mapping
+
+    def _dispatch(self, kind: str, obj: dict[str, Any]) -> None:
+        key = owner_of(obj) if kind == "pods" else _ns_name(obj)
+        if key is None:
+            return
+        try:
+            self.enqueue(*key)
+        except Exception:  # noqa: BLE001 - a failing enqueue must not kill the shared watch
+            log.exception("enqueue of %s/%s failed", *key)
+
+
+def _ns_name(obj: dict[str, Any]) -> tuple[str, str] | None:
+    meta = obj.get("metadata") or {}
+    if not meta.get("name"):
+        return None
+    return meta.get("namespace") or "", meta["name"]
+
+
+def owner_of(pod: dict[str, Any]) -> tuple[str, str] | None:
+    """The ModelServing ``(namespace, name)`` a pod belongs to: its name label, else its controller
+    ownerReference of kind ModelServing; ``None`` for pods that are not ours."""
+    meta = pod.get("metadata") or {}
+    namespace = meta.get("namespace") or ""
+    name = (meta.get("labels") or {}).get(naming.LABEL_NAME)
+    if name:
+        return namespace, name
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("kind") == naming.KIND and ref.get("apiVersion", "").startswith(naming.API_GROUP + "/"):
+            return namespace, ref.get("name")
+    return None

@@ -1,0 +1,447 @@
+"""A Kubernetes API server double for the adapter tests: kmock's emulator, made strict enough.
+
+``kmock.KubernetesEmulator`` serves the Kubernetes REST layout over real HTTP (aiohttp), parses
+requests into (resource, namespace, name, subresource) and renders errors as ``Status`` objects,
+but it ignores label selectors and resourceVersions, has no PUT, no uid, no 410 and no way to drop
+a watch. The adapter's correctness rests on exactly those, so ``ApiServerDouble`` keeps kmock's
+server, request parsing, discovery and error rendering, and replaces the object store for declared
+resources with one that behaves like the real API server where it matters:
+
+- ``metadata.uid``, ``resourceVersion`` (one global counter), ``creationTimestamp``, ``generation``
+  (bumped on spec changes);
+- GET/LIST (label selectors; the list carries the current resourceVersion), POST (409 on a
+  duplicate), PUT (409 on a stale resourceVersion; custom resources require one), PATCH as JSON
+  merge patch or JSON patch (a ``metadata.resourceVersion`` in the patch is a precondition),
+  DELETE (uid/resourceVersion preconditions; owned objects are garbage-collected);
+- ``status`` subresources: writes to the main resource keep the stored status and writes to
+  ``/status`` change only status;
+- pods: spec is immutable except container images (422 otherwise), status starts ``Pending``;
+- WATCH from a resourceVersion (replaying the event log) or from "now" (ADDED for every object),
+  ``timeoutSeconds``, label selectors; an ERROR event with code 410 when the version was compacted.
+
+Test controls (call through ``RunningApiServer.call`` from the test thread):
+``drop_watches(abort=...)`` ends every open watch cleanly or cuts its TCP connection, and
+``compact()`` expires every resourceVersion issued so far (the next watch from one gets 410).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import datetime
+import json
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp.web
+import kmock
+import kubernetes
+from kmock._internal import dicts as kmock_dicts
+from kmock._internal.k8s import KubernetesError
+
+Key = tuple[str, str | None, str]  # (resource "group/version/plural", namespace, name)
+
+DROP, ABORT = object(), object()
+
+CORE_GROUPS = {"", "apps", "coordination.k8s.io", "events.k8s.io"}
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _error(status: int, reason: str, message: str) -> KubernetesError:
+    return KubernetesError(status=status, reason=reason, message=message, details={})
+
+
+def parse_selector(text: str | None) -> list[tuple[str, str, str | None]]:
+    """``a=b,c!=d,e,!f`` -> [(op, key, value)]; the subset of label selector syntax clients send."""
+    terms: list[tuple[str, str, str | None]] = []
+    for part in (text or "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "!=" in part:
+            key, value = part.split("!=", 1)
+            terms.append(("!=", key.strip(), value.strip()))
+        elif "=" in part:
+            key, value = part.replace("==", "=").split("=", 1)
+            terms.append(("=", key.strip(), value.strip()))
+        elif part.startswith("!"):
+            terms.append(("!", part[1:].strip(), None))
+        else:
+            terms.append(("exists", part, None))
+    return terms
+
+
+def selector_matches(terms: list[tuple[str, str, str | None]], obj: dict[str, Any]) -> bool:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    for op, key, value in terms:
+        if op == "=" and labels.get(key) != value:
+            return False
+        if op == "!=" and labels.get(key) == value:
+            return False
+        if op == "exists" and key not in labels:
+            return False
+        if op == "!" and key in labels:
+            return False
+    return True
+
+
+@dataclass(eq=False)
+class _Watcher:
+    resource: str
+    namespace: str | None
+    selector: list[tuple[str, str, str | None]]
+    queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+
+    def wants(self, resource: str, obj: dict[str, Any]) -> bool:
+        ns = (obj.get("metadata") or {}).get("namespace")
+        return resource == self.resource and (self.namespace is None or ns == self.namespace) and selector_matches(self.selector, obj)
+
+
+class ApiServerDouble(kmock.KubernetesEmulator):
+    """See the module docstring. Declare resources in ``resources`` as with kmock."""
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        self.store: dict[Key, dict[str, Any]] = {}
+        self.rv = 0
+        self.compacted = 0
+        self.events_log: list[tuple[int, str, str, dict[str, Any]]] = []
+        self.watchers: set[_Watcher] = set()
+        self.status_subresources: set[str] = set()
+        self.calls: list[tuple[str, str, dict[str, str]]] = []
+
+    # ------------------------------------------------------------------ dispatch
+
+    def _declared(self, res: Any) -> str | None:
+        for known in self._resources:
+            if (known.group, known.version, known.plural) == (res.group, res.version, res.plural):
+                return f"{res.group}/{res.version}/{res.plural}"
+        return None
+
+    async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
+        res = request.resource
+        if res is None or res.plural is None:
+            return await super()._handle(request)  # discovery, /version, ...
+        resource = self._declared(res)
+        if resource is None:
+            raise _error(404, "NotFound", f"the server could not find the requested resource ({res.plural})")
+        method = request.method.value.upper()
+        params = dict(request.params)
+        self.calls.append((method, str(request.url.path), params))
+        name, ns, sub = request.name, request.namespace, request.subresource
+        if method == "GET" and params.get("watch") in ("true", "1"):
+            return await self._watch(request, resource)
+        if method == "GET" and name is None:
+            return self._json(self._list(resource, ns, params))
+        if method == "GET":
+            return self._json(self._get((resource, ns, name)))
+        if method == "POST" and name is None:
+            return self._json(self._create(resource, ns, request.data), 201)
+        if method == "PUT" and name is not None:
+            return self._json(self._replace((resource, ns, name), request.data, sub))
+        if method == "PATCH" and name is not None:
+            ctype = request.headers.get("Content-Type", "")
+            return self._json(self._patch((resource, ns, name), request.data, ctype, sub))
+        if method == "DELETE" and name is not None:
+            return self._json(self._delete((resource, ns, name), request.data or {}))
+        raise _error(405, "MethodNotAllowed", f"{method} is not supported on {request.url.path}")
+
+    @staticmethod
+    def _json(obj: dict[str, Any], status: int = 200) -> aiohttp.web.Response:
+        return aiohttp.web.json_response(obj, status=status)
+
+    # ------------------------------------------------------------------ store operations
+
+    def _get(self, key: Key) -> dict[str, Any]:
+        obj = self.store.get(key)
+        if obj is None:
+            raise _error(404, "NotFound", f'{key[0].rsplit("/", 1)[-1]} "{key[2]}" not found')
+        return copy.deepcopy(obj)
+
+    def _list(self, resource: str, ns: str | None, params: dict[str, str]) -> dict[str, Any]:
+        terms = parse_selector(params.get("labelSelector"))
+        items = [
+            copy.deepcopy(obj) for (res, obj_ns, _), obj in sorted(self.store.items(), key=lambda kv: (kv[0][1] or "", kv[0][2]))
+            if res == resource and (ns is None or obj_ns == ns) and selector_matches(terms, obj)
+        ]
+        return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": str(self.rv)}, "items": items}
+
+    def _bump(self, obj: dict[str, Any]) -> None:
+        self.rv += 1
+        obj.setdefault("metadata", {})["resourceVersion"] = str(self.rv)
+
+    def _create(self, resource: str, ns: str | None, body: Any) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise _error(400, "BadRequest", "the body of a create must be a JSON object")
+        obj = copy.deepcopy(body)
+        meta = obj.setdefault("metadata", {})
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+        if not meta.get("name"):
+            raise _error(422, "Invalid", "metadata.name: Required value")
+        if ns is not None:
+            if meta.get("namespace") not in (None, ns):
+                raise _error(400, "BadRequest", "the namespace of the object does not match the namespace of the request")
+            meta["namespace"] = ns
+        key = (resource, ns, meta["name"])
+        if key in self.store:
+            raise _error(409, "AlreadyExists", f'{resource.rsplit("/", 1)[-1]} "{meta["name"]}" already exists')
+        if resource == "/v1/pods":
+            containers = (obj.get("spec") or {}).get("containers") or []
+            if not containers or not all(c.get("name") and c.get("image") for c in containers):
+                raise _error(422, "Invalid", "spec.containers: every container needs a name and an image")
+            obj["status"] = {"phase": "Pending"}
+        elif resource in self.status_subresources:
+            obj.pop("status", None)
+        meta.update(uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1)
+        for dropped in ("resourceVersion", "deletionTimestamp"):
+            meta.pop(dropped, None)
+        self._bump(obj)
+        self.store[key] = obj
+        self._emit("ADDED", resource, obj)
+        return copy.deepcopy(obj)
+
+    def _check_version(self, current: dict[str, Any], wanted: str | None) -> None:
+        have = current["metadata"]["resourceVersion"]
+        if wanted and wanted != have:
+            raise _error(
+                409, "Conflict",
+                f'Operation cannot be fulfilled on {current["metadata"]["name"]}: the object has been modified; '
+                "please apply your changes to the latest version and try again",
+            )
+
+    def _commit(self, key: Key, current: dict[str, Any], new: dict[str, Any], sub: str | None) -> dict[str, Any]:
+        resource = key[0]
+        if sub == "status":
+            merged = copy.deepcopy(current)
+            merged["status"] = new.get("status")
+            if merged["status"] is None:
+                merged.pop("status")
+            new = merged
+        elif sub is not None:
+            raise _error(404, "NotFound", f"subresource {sub} is not served")
+        else:
+            if resource in self.status_subresources or resource == "/v1/pods":
+                new["status"] = copy.deepcopy(current.get("status"))
+                if new["status"] is None:
+                    new.pop("status")
+            if resource == "/v1/pods" and not _pod_spec_update_allowed(current.get("spec") or {}, new.get("spec") or {}):
+                raise _error(422, "Invalid", "spec: Forbidden: pod updates may not change fields other than container images")
+        meta = new.setdefault("metadata", {})
+        for kept in ("uid", "creationTimestamp", "name", "namespace", "generation"):
+            if kept in current["metadata"]:
+                meta[kept] = current["metadata"][kept]
+        if "spec" in current and new.get("spec") != current.get("spec"):
+            meta["generation"] = current["metadata"].get("generation", 1) + 1
+        if new == current:
+            return copy.deepcopy(current)  # a no-op write keeps the version, as on a real server
+        self._bump(new)
+        self.store[key] = new
+        self._emit("MODIFIED", resource, new)
+        return copy.deepcopy(new)
+
+    def _replace(self, key: Key, body: Any, sub: str | None) -> dict[str, Any]:
+        current = self._get(key)
+        if not isinstance(body, dict):
+            raise _error(400, "BadRequest", "the body of a replace must be a JSON object")
+        wanted = (body.get("metadata") or {}).get("resourceVersion")
+        group = key[0].split("/")[0]
+        if not wanted and group not in CORE_GROUPS:
+            raise _error(422, "Invalid", "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update")
+        self._check_version(current, wanted)
+        return self._commit(key, current, copy.deepcopy(body), sub)
+
+    def _patch(self, key: Key, body: Any, content_type: str, sub: str | None) -> dict[str, Any]:
+        current = self._get(key)
+        if content_type.startswith("application/merge-patch+json"):
+            if not isinstance(body, dict):
+                raise _error(400, "BadRequest", "a merge patch must be a JSON object")
+            self._check_version(current, (body.get("metadata") or {}).get("resourceVersion"))
+            new = dict(kmock_dicts.merge_patch_dict(copy.deepcopy(current), body))
+        elif content_type.startswith("application/json-patch+json"):
+            new = dict(kmock_dicts.json_patch_dict(copy.deepcopy(current), body))
+        else:
+            raise _error(415, "UnsupportedMediaType", f"the double serves merge and JSON patches, not {content_type!r}")
+        return self._commit(key, current, copy.deepcopy(new), sub)
+
+    def _delete(self, key: Key, options: dict[str, Any]) -> dict[str, Any]:
+        current = self._get(key)
+        pre = options.get("preconditions") or {}
+        if pre.get("uid") and pre["uid"] != current["metadata"]["uid"]:
+            raise _error(
+                409, "Conflict",
+                f'Precondition failed: UID in precondition: {pre["uid"]}, UID in object meta: {current["metadata"]["uid"]}',
+            )
+        self._check_version(current, pre.get("resourceVersion"))
+        del self.store[key]
+        self._bump(current)
+        self._emit("DELETED", key[0], current)
+        # Garbage collection of dependents (what kube-controller-manager does for ownerReferences).
+        uid = current["metadata"]["uid"]
+        for other_key, other in list(self.store.items()):
+            refs = (other.get("metadata") or {}).get("ownerReferences") or []
+            if other_key in self.store and any(ref.get("uid") == uid for ref in refs):
+                self._delete(other_key, {})
+        return copy.deepcopy(current)
+
+    def _emit(self, type_: str, resource: str, obj: dict[str, Any]) -> None:
+        snapshot = copy.deepcopy(obj)
+        self.events_log.append((self.rv, resource, type_, snapshot))
+        for watcher in list(self.watchers):
+            if watcher.wants(resource, snapshot):
+                watcher.queue.put_nowait({"type": type_, "object": snapshot})
+
+    # ------------------------------------------------------------------ watch
+
+    async def _watch(self, request: kmock.Request, resource: str) -> aiohttp.web.StreamResponse:
+        params = dict(request.params)
+        watcher = _Watcher(resource, request.namespace, parse_selector(params.get("labelSelector")))
+        since = params.get("resourceVersion")
+        initial: list[dict[str, Any]] = []
+        gone = False
+        # Snapshot and registration happen with no await in between: no event can fall in a gap.
+        if since and since != "0":
+            if int(since) < self.compacted:
+                gone = True
+                initial.append({"type": "ERROR", "object": {
+                    "apiVersion": "v1", "kind": "Status", "status": "Failure", "code": 410, "reason": "Expired",
+                    "message": f"too old resource version: {since} ({self.compacted})",
+                }})
+            else:
+                initial = [
+                    {"type": type_, "object": obj} for rv, res, type_, obj in self.events_log
+                    if rv > int(since) and watcher.wants(res, obj)
+                ]
+        else:
+            listing = self._list(resource, request.namespace, params)
+            initial = [{"type": "ADDED", "object": obj} for obj in listing["items"]]
+        if not gone:
+            self.watchers.add(watcher)
+        raw = request._raw_request
+        response = aiohttp.web.StreamResponse(status=200)
+        response.content_type = "application/json"
+        try:
+            await response.prepare(raw)
+            for event in initial:
+                await response.write(json.dumps(event).encode() + b"\n")
+            if gone:
+                await response.write_eof()
+                return response
+            timeout = float(params["timeoutSeconds"]) if params.get("timeoutSeconds") else None
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout if timeout else None
+            while True:
+                remaining = None if deadline is None else max(0.0, deadline - loop.time())
+                try:
+                    item = await asyncio.wait_for(watcher.queue.get(), remaining)
+                except TimeoutError:
+                    break
+                if item is DROP:
+                    break
+                if item is ABORT:
+                    # Cut the TCP connection mid-stream: the client sees a truncated chunked body.
+                    raw.transport.close()
+                    return response
+                await response.write(json.dumps(item).encode() + b"\n")
+            await response.write_eof()
+        except (ConnectionResetError, aiohttp.ClientConnectionResetError):
+            pass  # the client went away
+        finally:
+            self.watchers.discard(watcher)
+        return response
+
+    # ------------------------------------------------------------------ test controls
+
+    def drop_watches(self, *, abort: bool = False) -> int:
+        for watcher in list(self.watchers):
+            watcher.queue.put_nowait(ABORT if abort else DROP)
+        return len(self.watchers)
+
+    def compact(self) -> None:
+        self.rv += 1
+        self.compacted = self.rv
+
+    def watch_calls(self, path_part: str = "") -> list[tuple[str, str, dict[str, str]]]:
+        return [c for c in self.calls if c[2].get("watch") in ("true", "1") and path_part in c[1]]
+
+    def list_calls(self, path_part: str = "") -> list[tuple[str, str, dict[str, str]]]:
+        return [c for c in self.calls if c[0] == "GET" and "watch" not in c[2] and path_part in c[1]]
+
+
+def _pod_spec_update_allowed(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    old, new = copy.deepcopy(old), copy.deepcopy(new)
+    for key in ("containers", "initContainers"):
+        before, after = old.get(key) or [], new.get(key) or []
+        if len(before) != len(after):
+            return False
+        for a, b in zip(before, after):
+            a.pop("image", None)
+            b.pop("image", None)
+    for mutable in ("activeDeadlineSeconds", "tolerations"):
+        old.pop(mutable, None)
+        new.pop(mutable, None)
+    return old == new
+
+
+class RunningApiServer:
+    """``ApiServerDouble`` + ``kmock.Server`` on 127.0.0.1 in a background thread's event loop."""
+
+    def __init__(self, resources: dict[str, kmock.ResourceInfo], status_subresources: set[str]):
+        self._resources = resources
+        self._status = status_subresources
+        self._ready = threading.Event()
+        self._failure: BaseException | None = None
+        self.loop = asyncio.new_event_loop()
+        self.emu: ApiServerDouble | None = None
+        self.url = ""
+        self._thread = threading.Thread(target=self._main, name="apiserver-double", daemon=True)
+
+    def __enter__(self) -> RunningApiServer:
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("the API server double did not start in 10 s")
+        if self._failure is not None:
+            raise RuntimeError("the API server double failed to start") from self._failure
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.loop.call_soon_threadsafe(self._stopping.set)
+        self._thread.join(10)
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self._serve())
+        except BaseException as exc:  # noqa: BLE001 - reported to the test thread
+            self._failure = exc
+            self._ready.set()
+        finally:
+            self.loop.close()
+
+    async def _serve(self) -> None:
+        self._stopping = asyncio.Event()
+        async with ApiServerDouble() as emu, kmock.Server(emu, host="127.0.0.1") as server:
+            for path, info in self._resources.items():
+                emu.resources[path] = info
+            emu.status_subresources = set(self._status)
+            self.emu = emu
+            self.url = f"http://127.0.0.1:{server.port}"
+            self._ready.set()
+            await self._stopping.wait()
+            emu.drop_watches()
+            await asyncio.sleep(0.05)
+
+    def call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run ``fn`` in the server's loop (its state is only touched there) and return the result."""
+        async def run() -> Any:
+            return fn(*args, **kwargs)
+        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(10)
+
+    def api_client(self) -> kubernetes.client.ApiClient:
+        configuration = kubernetes.client.Configuration(host=self.url)
+        return kubernetes.client.ApiClient(configuration)

@@ -1,0 +1,64 @@
+"""Fixtures for the Kubernetes adapter tests: an API server double over real HTTP, and Redis.
+
+No Django needed here: the adapter and the core are plain Python.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import kmock
+import pytest
+
+# The tests import the helper module next to them and the project packages from the repo root,
+# whatever directory pytest was started from.
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+for path in (str(HERE), str(ROOT)):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+from apiserver_double import RunningApiServer  # noqa: E402
+
+MODELSERVINGS = "serving.rolloutui.io/v1alpha1/modelservings"
+
+RESOURCES = {
+    MODELSERVINGS: kmock.ResourceInfo(kind="ModelServing", namespaced=True, subresources={"status", "scale"}),
+    "v1/pods": kmock.ResourceInfo(kind="Pod", namespaced=True, subresources={"status"}),
+    "v1/events": kmock.ResourceInfo(kind="Event", namespaced=True),
+    "apps/v1/controllerrevisions": kmock.ResourceInfo(kind="ControllerRevision", namespaced=True),
+    "coordination.k8s.io/v1/leases": kmock.ResourceInfo(kind="Lease", namespaced=True),
+}
+
+
+@pytest.fixture
+def apiserver() -> Iterator[RunningApiServer]:
+    with RunningApiServer(RESOURCES, {MODELSERVINGS}) as server:
+        yield server
+
+
+@pytest.fixture
+def api_client(apiserver: RunningApiServer):
+    client = apiserver.api_client()
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def redis_client():
+    redis = pytest.importorskip("redis")
+    client = redis.Redis.from_url(os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15"), socket_timeout=2)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        pytest.skip(f"no Redis at TEST_REDIS_URL / 127.0.0.1:6379 ({exc})")
+    prefix = f"test-rolloutui-{uuid.uuid4().hex[:10]}"
+    client.test_prefix = prefix
+    yield client
+    for key in client.scan_iter(match=f"{prefix}*"):
+        client.delete(key)
+    client.close()
