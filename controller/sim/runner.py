@@ -1,0 +1,363 @@
+"""Run a scenario: build the simulated cluster, apply the events, run the real controller.
+
+The controller here is the production reconcile pass (``controller.core.reconcile.reconcile``)
+behind a work queue that lives in a ``SimController`` object:
+
+- every real change in the store that concerns a ModelServing (its spec, its pods, its revisions;
+  nodes concern all) enqueues a reconcile of it ``RECONCILE_DELAY`` (5 ms) of virtual time later,
+  coalesced: ten pod changes in the same 5 ms make one pass. The controller's own status writes do
+  not wake it (its pass already knew that status); its pod and revision writes do, so a pass that
+  changed the cluster is followed by one that observes the result, like a watch-driven controller;
+- ``requeue_after`` from a pass (a drain timeout, ...) schedules a pass at that time;
+- a periodic resync every ``RESYNC`` (30 virtual s) enqueues every ModelServing;
+- a pass that raises (a lost race: Conflict, or a bug) is retried with exponential backoff
+  (0.1 s, 0.2 s, ... at most 10 s) and the error is recorded in the trace.
+
+``restartController`` drops the ``SimController`` (its queue, timers and anything else in memory)
+and builds a new one, which starts with a full list like a fresh informer. Whatever the controller
+has to remember must come back from the store.
+
+The run ends at ``until``, or once every event has run and the workload has stayed converged for
+``SETTLE`` (60) seconds: end = max(convergedAt, time of the last event) + 60.
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any
+
+from controller.core import naming
+from controller.core.ports import ClusterError, NotFound, Obj
+
+from .cluster import SimCluster
+from .scenario import MANIFEST_EVENTS, Event, Scenario, control_patch
+from .store import Change
+from .trace import TraceWriter, dumps
+
+RECONCILE_DELAY = 0.005
+RESYNC = 30.0
+SETTLE = 60.0
+BACKOFF_START = 0.1
+BACKOFF_MAX = 10.0
+
+
+class SimController:
+    """The controller's in-memory state: its work queue and timers. Thrown away on restart."""
+
+    def __init__(self, runner: Runner, incarnation: int) -> None:
+        self.runner = runner
+        self.loop = runner.loop
+        self.incarnation = incarnation
+        self.alive = True
+        self.queue: dict[tuple[str, str], Any] = {}  # key -> Timer of the pending pass
+        self.timers: list[Any] = []
+        self.failures: dict[tuple[str, str], int] = {}
+
+    def start(self) -> None:
+        for ms in self.runner.store.list_modelservings():
+            self.enqueue((ms["metadata"]["namespace"], ms["metadata"]["name"]))
+        self._resync()
+
+    def stop(self) -> None:
+        self.alive = False
+        for timer in [*self.queue.values(), *self.timers]:
+            timer.cancel()
+        self.queue.clear()
+        self.timers.clear()
+
+    def _resync(self) -> None:
+        if not self.alive:
+            return
+        for ms in self.runner.store.list_modelservings():
+            self.enqueue((ms["metadata"]["namespace"], ms["metadata"]["name"]))
+        self.timers = [t for t in self.timers if not t.cancelled and t.at > self.loop.now()]
+        self.timers.append(self.loop.call_later(RESYNC, self._resync))
+
+    def enqueue(self, key: tuple[str, str], delay: float = RECONCILE_DELAY) -> None:
+        if not self.alive:
+            return
+        at = self.loop.now() + delay
+        pending = self.queue.get(key)
+        if pending is not None and not pending.cancelled and pending.at <= at:
+            return  # coalesced into the pass already queued
+        if pending is not None:
+            pending.cancel()
+        self.queue[key] = self.loop.call_at(at, lambda: self._work(key))
+
+    def enqueue_at(self, key: tuple[str, str], delay: float) -> None:
+        # A timed wake-up: when it fires, queue a pass (coalescing with whatever is queued then).
+        self.timers.append(self.loop.call_later(delay, lambda: self.enqueue(key)))
+
+    def _work(self, key: tuple[str, str]) -> None:
+        if not self.alive:
+            return
+        self.queue.pop(key, None)
+        ok, requeue_after = self.runner.reconcile_once(key)
+        if ok:
+            self.failures.pop(key, None)
+            if requeue_after is not None:
+                self.enqueue_at(key, max(float(requeue_after), RECONCILE_DELAY))
+        else:
+            n = self.failures.get(key, 0)
+            self.failures[key] = n + 1
+            self.enqueue(key, min(BACKOFF_MAX, BACKOFF_START * 2 ** n))
+
+
+class Runner:
+    def __init__(self, scenario: Scenario, *, copy_reads: bool = False) -> None:
+        from controller.core import reconcile as core_reconcile  # the production pass
+        from controller.core import view as core_view
+
+        self._reconcile = core_reconcile.reconcile
+        self._build_view = core_view.build_view
+        self.scenario = scenario
+        self.cluster = SimCluster(scenario.cluster, seed=scenario.seed, namespace=scenario.namespace,
+                                  ms_name=scenario.ms_name, traffic=scenario.traffic, copy_reads=copy_reads)
+        self.loop = self.cluster.loop
+        self.store = self.cluster.store
+        self.router = self.cluster.router
+        self.trace = TraceWriter(scenario.name, scenario.seed)
+        self.controller: SimController | None = None
+        self.incarnations = 0
+        self.passes = 0
+        self.converged = False
+        self.converged_at: float | None = None
+        self.events_left = len(scenario.events)
+        self.last_event_at = max((e.at for e in scenario.events), default=0.0)
+        self._end_timer = None
+        self.store.add_listener(self._on_change)
+
+    # -- controller ---------------------------------------------------------------------------------
+
+    def start_controller(self) -> None:
+        if self.controller is not None:
+            self.controller.stop()
+        self.incarnations += 1
+        self.controller = SimController(self, self.incarnations)
+        self.controller.start()
+
+    def _on_change(self, change: Change) -> None:
+        if self.controller is None:
+            return
+        if change.kind == "Node":
+            for ms in self.store.list_modelservings():
+                self.controller.enqueue((ms["metadata"]["namespace"], ms["metadata"]["name"]))
+            return
+        if change.ms_name is None:
+            return
+        if (change.by == "controller" and change.kind == "ModelServing" and change.old is not None
+                and change.obj is not None and change.obj.get("spec") == change.old.get("spec")
+                and change.obj["metadata"].get("annotations") == change.old["metadata"].get("annotations")):
+            return  # its own status write: the pass that wrote it already knew
+        self.controller.enqueue((change.namespace, change.ms_name))
+
+    def reconcile_once(self, key: tuple[str, str]) -> tuple[bool, float | None]:
+        ns, name = key
+        now = self.loop.now()
+        self.passes += 1
+        previous, self.store.actor = self.store.actor, "controller"
+        try:
+            result = self._reconcile(self.store, self.router, self.clock, ns, name)
+        except NotFound:
+            return True, None  # the ModelServing is gone
+        except ClusterError as exc:
+            self.trace.error(now, f"{type(exc).__name__}: {exc}")
+            return False, None
+        except Exception as exc:  # a bug in the pass: keep running, report it in the trace
+            tb = traceback.extract_tb(exc.__traceback__)[-1]
+            self.trace.error(now, f"{type(exc).__name__}: {exc} ({tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})")
+            return False, None
+        finally:
+            self.store.actor = previous
+        for action in result.actions:
+            self.trace.action(now, action.to_trace())
+        if result.view is not None:
+            self.trace.offer_frame(now, result.view, result.blocked)
+            self._check_convergence(result.view)
+        return True, result.requeue_after
+
+    @property
+    def clock(self):
+        return self.cluster.clock
+
+    # -- convergence ----------------------------------------------------------------------------------
+
+    def _check_convergence(self, view: dict[str, Any]) -> None:
+        try:
+            ms = self.store.get_modelserving(self.scenario.namespace, self.scenario.ms_name)
+        except NotFound:
+            return
+        now = self.loop.now()
+        conv = is_converged(ms, view)
+        if conv and not self.converged:
+            self.converged_at = now
+            self.router.start()  # traffic flows once the workload first stands
+        if not conv:
+            self.converged_at = None
+        self.converged = conv
+        self._maybe_schedule_end()
+
+    def _maybe_schedule_end(self) -> None:
+        if not self.converged or self.events_left > 0 or self.converged_at is None:
+            return
+        end_at = max(self.converged_at, self.last_event_at) + SETTLE
+        if self._end_timer is not None and not self._end_timer.cancelled and self._end_timer.at == end_at:
+            return
+        if self._end_timer is not None:
+            self._end_timer.cancel()
+        since = self.converged_at
+        self._end_timer = self.loop.call_at(end_at, lambda: self._end_if_settled(since))
+
+    def _end_if_settled(self, since: float) -> None:
+        if self.converged and self.converged_at == since:
+            self.loop.stop()
+
+    # -- events -----------------------------------------------------------------------------------
+
+    def _apply_event(self, e: Event) -> None:
+        self.events_left -= 1
+        error = None
+        previous, self.store.actor = self.store.actor, "operator"
+        try:
+            error = self._do(e)
+        except (ClusterError, ValueError) as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.store.actor = previous
+        self.trace.event(self.loop.now(), e.describe(), error=error)
+        self._maybe_schedule_end()
+
+    def _do(self, e: Event) -> str | None:
+        s, store = self.scenario, self.store
+        ns, name = s.namespace, s.ms_name
+        if e.do == "apply":
+            store.create_modelserving(s.manifest)
+            return None
+        if e.do in MANIFEST_EVENTS or e.do == "rollback":
+            ms = store.get_modelserving(ns, name)
+            if e.do == "rollback":
+                from controller.core import controls
+                patch = controls.rollback(ms, store.list_revisions(ns, name), to_revision=e.args["toRevision"])
+            else:
+                patch = control_patch(ms, e)
+            if e.reason:
+                patch = {**patch, "metadata": {**(patch.get("metadata") or {}), "annotations": {
+                    **((patch.get("metadata") or {}).get("annotations") or {}),
+                    naming.ANNOTATION_CHANGE_CAUSE: f"simulate: {e.do}: {e.reason}"}}}
+            store.patch_modelserving(ns, name, patch)
+            return None
+        if e.do == "deletePods":
+            victims = [p for p in store.list_pods(ns, name) if _matches(p, e.args)]
+            for p in victims:
+                if not p["metadata"].get("deletionTimestamp"):
+                    store.delete_pod(ns, p["metadata"]["name"], uid=p["metadata"]["uid"])
+            return None if victims else "no pod matched"
+        if e.do == "failNode":
+            self.cluster.fail_node(e.args["node"])
+            return None
+        if e.do == "addNodes":
+            self.cluster.add_nodes(e.args.get("count", 1), e.args.get("gpusPerNode", s.cluster.gpus_per_node))
+            return None
+        if e.do == "restartController":
+            self.start_controller()
+            return None
+        if e.do == "corruptRevision":
+            number = e.args["revision"]
+            for rev in store.list_revisions(ns, name):
+                if rev.get("revision") == number:
+                    store.replace_revision_data(ns, rev["metadata"]["name"], "<corrupted>")
+                    return None
+            return f"no revision number {number}"
+        raise AssertionError(e.do)
+
+    # -- run --------------------------------------------------------------------------------------
+
+    def _first_frame(self) -> None:
+        s = self.scenario
+        try:
+            ms = self.store.get_modelserving(s.namespace, s.ms_name)
+        except NotFound:
+            return
+        view = self._build_view(ms, self.store.list_pods(s.namespace, s.ms_name),
+                                self.store.list_revisions(s.namespace, s.ms_name), self.router.in_flight_by_pod(),
+                                self.loop.now())
+        self.trace.offer_frame(0.0, view, [], force=True)
+
+    def run(self) -> dict[str, Any]:
+        for e in self.scenario.events:
+            self.loop.call_at(e.at, lambda e=e: self._apply_event(e))
+        self.loop.call_at(0.0, self.start_controller)
+        self.loop.call_at(0.0, self._first_frame)
+        end = self.loop.run_until(self.scenario.until)
+        return self.trace.document(converged=self.converged, converged_at=self.converged_at, end_time=end,
+                                   requests=self.router.summary())
+
+
+def _matches(pod: Obj, args: dict[str, Any]) -> bool:
+    labels = pod["metadata"].get("labels") or {}
+    if "group" in args and str(labels.get(naming.LABEL_GROUP_ORDINAL)) != str(args["group"]):
+        return False
+    if "role" in args and labels.get(naming.LABEL_ROLE) != args["role"]:
+        return False
+    if "instance" in args and str(labels.get(naming.LABEL_ROLE_ORDINAL)) != str(args["instance"]):
+        return False
+    return True
+
+
+_PARSE_CACHE: dict[tuple[str, str], Any] = {}
+
+
+def is_converged(ms: Obj, view: dict[str, Any]) -> bool:
+    """scenarios.md: the update revision runs on every instance outside the partition, every instance
+    is Ready, nothing is draining or deleting; plus: the controller observed the latest generation
+    and exactly the desired instances exist (no leftover surge, no missing instance).
+
+    Example: replicas 5, partition 3, one role with 1 instance: groups 3 and 4 must run the update
+    revision; groups 0-2 may run any revision; all five must be Ready.
+    """
+    from controller.core import strategy
+    from controller.core.spec import ValidationError, parse_modelserving
+
+    meta = ms.get("metadata") or {}
+    if (ms.get("status") or {}).get("observedGeneration") != meta.get("generation"):
+        return False
+    key = (meta.get("uid", ""), meta.get("resourceVersion", ""))
+    parsed = _PARSE_CACHE.get(key)
+    if parsed is None:
+        try:
+            spec = parse_modelserving(ms)
+        except ValidationError:
+            return False
+        parsed = (spec, strategy.resolve(spec))
+        _PARSE_CACHE.clear()
+        _PARSE_CACHE[key] = parsed
+    spec, eff = parsed
+    update = view.get("updateRevision")
+    expected = {(g, r.name, o) for g in range(spec.replicas) for r in spec.roles for o in range(r.replicas)}
+    instances = view.get("instances") or []
+    if len(instances) != len(expected):
+        return False
+    pods_per = {r.name: r.pods_per_instance for r in spec.roles}
+    for inst in instances:
+        k = (inst.get("group"), inst.get("role"), inst.get("ordinal"))
+        if k not in expected:
+            return False
+        if inst.get("state") != "Ready" or inst.get("draining") or inst.get("surge"):
+            return False
+        if inst.get("readyPods") != pods_per[k[1]] or inst.get("pods") != pods_per[k[1]]:
+            return False
+        if spec.role_level:
+            protected = k[2] < eff.roles[k[1]].partition.count
+        else:
+            protected = k[0] < eff.group.partition.count
+        if not protected and inst.get("revision") != update:
+            return False
+    return True
+
+
+def run_scenario(scenario: Scenario, *, copy_reads: bool = False) -> dict[str, Any]:
+    return Runner(scenario, copy_reads=copy_reads).run()
+
+
+def run_to_json(scenario: Scenario) -> str:
+    return dumps(run_scenario(scenario))

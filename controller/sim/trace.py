@@ -1,0 +1,108 @@
+"""The trace document (format 1), exactly as shared/docs/scenarios.md specifies.
+
+Frames are written at t=0 and whenever what an operator watches changes: an instance's state,
+revision, pod count, readiness, pod UIDs, surge or draining count, or the spec, revisions,
+conditions or blocked reasons. Requests in flight alone do not make a frame (they change with every
+request). Times are rounded to the millisecond so the text does not carry float noise
+(100.00500000000001 -> 100.005); the same seed gives a byte-identical document.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+FORMAT = 1
+
+
+def _t(t: float) -> float:
+    return round(float(t), 3)
+
+
+def frame_from_view(t: float, view: dict[str, Any], blocked: list[dict]) -> dict[str, Any]:
+    return {
+        "t": _t(t),
+        "spec": view.get("spec"),
+        "currentRevision": view.get("currentRevision"),
+        "updateRevision": view.get("updateRevision"),
+        "conditions": [{k: c[k] for k in ("type", "status", "reason", "message") if k in c}
+                       for c in view.get("conditions") or []],
+        "instances": list(view.get("instances") or []),
+        "blocked": list(blocked or []),
+    }
+
+
+def _change_key(frame: dict[str, Any], revisions: list) -> str:
+    instances = [{k: v for k, v in inst.items() if k != "inFlight"} for inst in frame["instances"]]
+    return json.dumps([frame["spec"], frame["currentRevision"], frame["updateRevision"], frame["conditions"],
+                       instances, frame["blocked"], revisions], sort_keys=True, separators=(",", ":"))
+
+
+class TraceWriter:
+    def __init__(self, scenario_name: str, seed: int) -> None:
+        self.scenario = scenario_name
+        self.seed = seed
+        self.frames: list[dict[str, Any]] = []
+        self.actions: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self.errors: list[dict[str, Any]] = []
+        self.revisions: dict[str, dict[str, Any]] = {}  # hash -> {number, hash, name}
+        self._last_key: str | None = None
+
+    def observe_revisions(self, revisions: list[dict[str, Any]]) -> list:
+        current = []
+        for r in revisions or []:
+            entry = {"number": r.get("number"), "hash": r.get("hash"), "name": r.get("name")}
+            self.revisions[entry["hash"]] = entry
+            current.append([entry["number"], entry["hash"]])
+        return current
+
+    def offer_frame(self, t: float, view: dict[str, Any], blocked: list[dict], *, force: bool = False) -> bool:
+        """Add a frame if something watched changed since the last one (or ``force``)."""
+        frame = frame_from_view(t, view, blocked)
+        key = _change_key(frame, self.observe_revisions(view.get("revisions") or []))
+        if not force and key == self._last_key:
+            return False
+        self._last_key = key
+        if self.frames and self.frames[-1]["t"] == frame["t"]:
+            self.frames[-1] = frame  # two passes in the same millisecond: keep the settled one
+        else:
+            self.frames.append(frame)
+        return True
+
+    def action(self, t: float, action: dict[str, Any]) -> None:
+        self.actions.append({"t": _t(t), **action})
+
+    def event(self, t: float, description: dict[str, Any], *, error: str | None = None) -> None:
+        entry = {"t": _t(t), **description}
+        if error:
+            entry["error"] = error
+        self.events.append(entry)
+
+    def error(self, t: float, message: str) -> None:
+        self.errors.append({"t": _t(t), "message": message})
+
+    def document(self, *, converged: bool, converged_at: float | None, end_time: float,
+                 requests: dict[str, Any]) -> dict[str, Any]:
+        doc = {
+            "format": FORMAT,
+            "scenario": self.scenario,
+            "seed": self.seed,
+            "converged": converged,
+            "convergedAt": _t(converged_at) if converged and converged_at is not None else None,
+            "endTime": _t(end_time),
+            "revisions": sorted(self.revisions.values(), key=lambda r: ((r["number"] or 0), r["hash"] or "")),
+            "frames": self.frames,
+            "actions": self.actions,
+            "requests": requests,
+            "events": self.events,
+        }
+        if self.errors:
+            doc["controllerErrors"] = self.errors
+        return doc
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    # Compact: a 160-instance rollout writes thousands of frames. Key order is insertion order,
+    # which is fixed by the code above, so equal runs give equal bytes.
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False) + "\n"
