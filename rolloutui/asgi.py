@@ -1,0 +1,28 @@
+"""ASGI entry point served by Daphne: HTTP through Django, websockets through Channels."""
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rolloutui.settings")
+
+# Initialise Django (apps, settings) before importing anything that touches models, such as the
+# consumers referenced by rolloutui.routing.
+django_asgi_app = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+
+from rolloutui.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        # Origin check against ALLOWED_HOSTS (no cross-site websocket hijacking), then the
+        # session user on scope["user"] for the consumers' permission checks.
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        ),
+    }
+)

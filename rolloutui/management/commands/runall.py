@@ -1,0 +1,415 @@
+"""`python manage.py runall`: everything `make run` needs, in one foreground command.
+
+1. Redis: REDIS_URL if set (it must answer), else an embedded redis-server on a free port.
+2. `migrate`, then an operator account, then the demo data (`load_demo`, when installed).
+3. Daphne (HTTP + websockets), a Celery worker (queues celery, reconcile) and Celery beat, each a
+   subprocess in its own process group with REDIS_URL and PROMETHEUS_MULTIPROC_DIR exported.
+4. Prints the URL and how to sign in, then watches: Ctrl-C or SIGTERM stops every child (SIGTERM,
+   then SIGKILL after --stop-timeout) and Redis, and exits 0; a child that dies on its own is
+   named and the rest are stopped (exit 1).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+from django.conf import settings
+from django.core.management import call_command, get_commands
+from django.core.management.base import BaseCommand, CommandError
+
+from rolloutui import runtime_config
+from rolloutui.embedded_redis import EmbeddedRedis, EmbeddedRedisError
+
+READY_TIMEOUT_SECONDS = 60.0
+
+
+class _Stop(Exception):
+    """Raised by the SIGINT/SIGTERM handler to unwind into the shutdown path."""
+
+
+@dataclass
+class Child:
+    name: str
+    argv: list[str]
+    popen: subprocess.Popen | None = None
+
+    @property
+    def pgid(self) -> int:
+        # Started with start_new_session=True, so the child leads its own group.
+        return self.popen.pid  # type: ignore[union-attr]
+
+
+def _die_with_parent() -> None:
+    # Linux: the kernel sends SIGTERM to the child if runall itself is killed outright, so even a
+    # `kill -9` of runall leaves no server running. Runs in the child between fork and exec.
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def _group_alive(pgid: int) -> list[psutil.Process]:
+    """Live (non-zombie) processes of a process group; the leader may already be gone while its
+    Celery pool children still run."""
+    alive = []
+    for proc in psutil.process_iter(["pid", "status"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                alive.append(proc)
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return alive
+
+
+class Command(BaseCommand):
+    help = "Start Redis (embedded if REDIS_URL is unset), migrate, then run Daphne, a Celery worker and beat."
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--port",
+            type=int,
+            default=None,
+            help="HTTP port (default: $PORT, else 8000).",
+        )
+        parser.add_argument(
+            "--host",
+            default=os.environ.get("HOST", "127.0.0.1"),
+            help="Address Daphne binds (default: $HOST, else 127.0.0.1).",
+        )
+        parser.add_argument("--no-demo", action="store_true", help="Do not run load_demo.")
+        parser.add_argument(
+            "--stop-timeout",
+            type=float,
+            default=10.0,
+            help="Seconds to wait after SIGTERM before SIGKILL (default 10).",
+        )
+
+    # ---------------------------------------------------------------------------------------
+    def handle(self, *args, **options):
+        self.port = self._port(options["port"])
+        self.host = options["host"]
+        self.stop_timeout = options["stop_timeout"]
+        self.children: list[Child] = []
+        self.redis: EmbeddedRedis | None = None
+        self.stopping = False
+
+        self._check_port_free()
+        previous = {
+            sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
+        }
+        exit_message = None
+        try:
+            redis_url = self._ensure_redis()
+            self._prepare_metrics_dir()
+            self._point_this_process_at(redis_url)
+            self.say(f"Migrating the database ({self._database_label()})")
+            call_command("migrate", interactive=False, verbosity=0)
+            sign_in = self._ensure_operator()
+            if not options["no_demo"]:
+                self._load_demo()
+            self._start_children(redis_url)
+            self._wait_until_ready()
+            self._print_banner(sign_in)
+            exit_message = self._watch()
+        except _Stop:
+            pass
+        finally:
+            self.stopping = True
+            self._stop_all()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if exit_message:
+            raise CommandError(exit_message)
+        self.say("Stopped.")
+
+    def say(self, line: str) -> None:
+        self.stdout.write(line)
+        self.stdout.flush()
+
+    def _on_signal(self, signum, frame):
+        if self.stopping:
+            # A second Ctrl-C while stopping: do not wait for graceful shutdown any longer.
+            self.stop_timeout = 0
+            return
+        self.stopping = True
+        raise _Stop()
+
+    # ---------------------------------------------------------------------------------------
+    @staticmethod
+    def _port(option: int | None) -> int:
+        if option is not None:
+            return option
+        raw = os.environ.get("PORT", "").strip() or "8000"
+        try:
+            port = int(raw)
+        except ValueError:
+            raise CommandError(f"PORT must be a TCP port number, got {raw!r}") from None
+        if not 0 < port < 65536:
+            raise CommandError(f"PORT must be between 1 and 65535, got {port}")
+        return port
+
+    def _check_port_free(self) -> None:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind((self.host, self.port))
+            except OSError as exc:
+                raise CommandError(
+                    f"Cannot listen on {self.host}:{self.port} ({exc.strerror}): stop whatever "
+                    f"uses it or choose another port with PORT=..."
+                ) from None
+
+    def _ensure_redis(self) -> str:
+        if settings.REDIS_URL:
+            import redis
+
+            url = settings.REDIS_URL
+            try:
+                client = redis.Redis.from_url(runtime_config.redis_db_url(url, 0), socket_timeout=3)
+                client.ping()
+                client.close()
+            except (redis.RedisError, ValueError) as exc:
+                raise CommandError(f"REDIS_URL={url} does not answer PING: {exc}") from None
+            self.say(f"Using Redis at {url} (REDIS_URL)")
+            return url
+        self.redis = EmbeddedRedis(Path(settings.VAR_DIR) / "redis")
+        try:
+            url = self.redis.start()
+        except EmbeddedRedisError as exc:
+            raise CommandError(str(exc)) from None
+        self.say(f"Started embedded Redis at {url} (pid {self.redis.pid}; set REDIS_URL to use your own)")
+        return url
+
+    def _prepare_metrics_dir(self) -> None:
+        # Samples of a previous run's processes would otherwise be summed into this run's
+        # counters (prometheus_client's documented practice: wipe the directory at start).
+        path = Path(settings.PROMETHEUS_MULTIPROC_DIR)
+        path.mkdir(parents=True, exist_ok=True)
+        for db_file in path.glob("*.db"):
+            db_file.unlink(missing_ok=True)
+
+    def _point_this_process_at(self, redis_url: str) -> None:
+        """Settings were read before Redis existed; re-derive the Redis-backed ones, so tasks
+        enqueued by load_demo or the account step reach the real broker."""
+        os.environ["REDIS_URL"] = redis_url
+        settings.REDIS_URL = redis_url
+        settings.CELERY_BROKER_URL = runtime_config.broker_url(redis_url)
+        settings.CELERY_RESULT_BACKEND = runtime_config.result_backend(redis_url)
+        settings.CHANNEL_LAYERS = runtime_config.channel_layers(redis_url)
+        from channels.layers import channel_layers
+
+        from rolloutui.celery import app
+
+        app.conf.update(
+            broker_url=settings.CELERY_BROKER_URL,
+            result_backend=settings.CELERY_RESULT_BACKEND,
+        )
+        channel_layers.backends.clear()
+
+    @staticmethod
+    def _database_label() -> str:
+        db = settings.DATABASES["default"]
+        engine = db["ENGINE"].rsplit(".", 1)[-1]
+        if engine == "sqlite3":
+            return f"sqlite {db['NAME']}"
+        return f"{engine} {db.get('HOST') or 'localhost'}/{db.get('NAME')}"
+
+    def _ensure_operator(self) -> str:
+        """Make sure an operator can sign in; return the sign-in instruction."""
+        from django.contrib.auth import get_user_model
+        from django.contrib.auth.models import Group
+
+        User = get_user_model()
+        username = os.environ.get("ROLLOUTUI_ADMIN_USER", "").strip() or "admin"
+        password = os.environ.get("ROLLOUTUI_ADMIN_PASSWORD", "")
+        user, created = User.objects.get_or_create(username=username)
+        if password:
+            if created or not user.check_password(password):
+                user.set_password(password)
+                user.save()
+            how = f'as "{username}" with the password in ROLLOUTUI_ADMIN_PASSWORD'
+        elif created or not user.has_usable_password():
+            # Never a fixed default: generated, stored hashed, shown this once.
+            generated = secrets.token_urlsafe(16)
+            user.set_password(generated)
+            user.save()
+            how = (
+                f'as "{username}" with password {generated}\n'
+                "  (generated on first run and shown only once; set ROLLOUTUI_ADMIN_PASSWORD to "
+                "choose one)"
+            )
+        else:
+            how = (
+                f'as "{username}" with the password printed on the first run\n'
+                "  (forgotten? restart with ROLLOUTUI_ADMIN_PASSWORD=... to set a new one)"
+            )
+        try:
+            operators = Group.objects.get(name="operators")
+        except Group.DoesNotExist:
+            raise CommandError(
+                "The 'operators' group is missing: migration rolloutui.0002_groups creates it; "
+                "was it rolled back?"
+            ) from None
+        user.groups.add(operators)
+        return how
+
+    def _load_demo(self) -> None:
+        if settings.ROLLOUTUI_BACKEND != "sim":
+            self.say(f"ROLLOUTUI_BACKEND={settings.ROLLOUTUI_BACKEND}: not loading demo data")
+            return
+        if "load_demo" not in get_commands():
+            self.say("No demo loader is installed (no load_demo command): starting without demo data")
+            return
+        self.say("Loading the demo data (load_demo)")
+        try:
+            call_command("load_demo")
+        except _Stop:
+            raise
+        except Exception as exc:
+            # The product is still useful without the demo; say so loudly and go on.
+            self.stderr.write(f"load_demo failed, starting without demo data: {exc!r}")
+
+    # ---------------------------------------------------------------------------------------
+    def _start_children(self, redis_url: str) -> None:
+        env = dict(os.environ)
+        env.update(
+            {
+                "DJANGO_SETTINGS_MODULE": "rolloutui.settings",
+                "REDIS_URL": redis_url,
+                "PROMETHEUS_MULTIPROC_DIR": str(settings.PROMETHEUS_MULTIPROC_DIR),
+                # Children must agree with this process on the database file, secret key, etc.
+                "ROLLOUTUI_VAR_DIR": str(settings.VAR_DIR),
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
+        py = sys.executable
+        level = settings.LOG_LEVEL
+        self.children = [
+            Child(
+                "daphne",
+                # Daphne's access log is plain text; rolloutui.middleware logs requests as JSON.
+                [py, "-m", "daphne", "-b", self.host, "-p", str(self.port),
+                 "--access-log", os.devnull, "rolloutui.asgi:application"],
+            ),
+            Child(
+                "celery worker",
+                # --quiet: no ASCII-art banner between the JSON log lines.
+                # No mingle/gossip: one worker per runall, nothing to synchronise with, and
+                # start-up is a second or two faster.
+                [py, "-m", "celery", "-A", "rolloutui", "--quiet", "worker", "--concurrency", "2",
+                 "-Q", "celery,reconcile", "--loglevel", level, "--without-mingle", "--without-gossip"],
+            ),
+            Child(
+                "celery beat",
+                [py, "-m", "celery", "-A", "rolloutui", "--quiet", "beat", "--loglevel", level,
+                 "--schedule", str(Path(settings.VAR_DIR) / "celerybeat-schedule")],
+            ),
+        ]
+        for child in self.children:
+            child.popen = subprocess.Popen(
+                child.argv,
+                cwd=str(settings.BASE_DIR),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            )
+            self.say(f"Started {child.name} (pid {child.popen.pid})")
+
+    def _exited_child(self) -> str | None:
+        for child in self.children:
+            rc = child.popen.poll() if child.popen else None
+            if rc is not None:
+                return f"{child.name} (pid {child.popen.pid}) exited unexpectedly with code {rc}"
+        if self.redis and self.redis.process and self.redis.process.poll() is not None:
+            return f"embedded redis-server exited unexpectedly with code {self.redis.process.returncode}"
+        return None
+
+    def _wait_until_ready(self) -> None:
+        url = f"http://{self._client_host()}:{self.port}/healthz"
+        deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            problem = self._exited_child()
+            if problem:
+                raise CommandError(f"{problem}; stopping the rest")
+            try:
+                with urllib.request.urlopen(url, timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.2)
+        raise CommandError(f"Daphne did not answer {url} within {READY_TIMEOUT_SECONDS:.0f}s")
+
+    def _client_host(self) -> str:
+        return "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+
+    def _print_banner(self, sign_in: str) -> None:
+        base = f"http://{self._client_host()}:{self.port}"
+        self.say("")
+        self.say(f"RolloutUI is running at {base}/")
+        self.say(f"Sign in at {base}/accounts/login/ {sign_in}")
+        self.say("Press Ctrl-C to stop.")
+        self.say("")
+
+    def _watch(self) -> str | None:
+        while True:
+            problem = self._exited_child()
+            if problem:
+                self.stderr.write(f"{problem}; stopping the rest")
+                return problem
+            time.sleep(0.5)
+
+    # ---------------------------------------------------------------------------------------
+    def _stop_all(self) -> None:
+        started = [c for c in self.children if c.popen is not None]
+        for child in started:
+            self._signal_group(child.pgid, signal.SIGTERM)
+        deadline = time.monotonic() + self.stop_timeout
+        for child in started:
+            self._wait_group(child, deadline)
+        if self.redis is not None:
+            self.redis.stop()
+            self.redis = None
+
+    @staticmethod
+    def _signal_group(pgid: int, sig: int) -> None:
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            pass
+
+    def _wait_group(self, child: Child, deadline: float) -> None:
+        while True:
+            child.popen.poll()  # reap the leader so it does not count as alive
+            alive = _group_alive(child.pgid)
+            if not alive:
+                return
+            # stop_timeout drops to 0 on a second Ctrl-C: kill without waiting any longer.
+            if self.stop_timeout == 0 or time.monotonic() >= deadline:
+                self.stderr.write(
+                    f"{child.name} did not stop after SIGTERM; sending SIGKILL to "
+                    f"{len(alive)} process(es)"
+                )
+                self._signal_group(child.pgid, signal.SIGKILL)
+                child.popen.wait()
+                # Wait briefly for the kernel to finish off the group.
+                for _ in range(50):
+                    if not _group_alive(child.pgid):
+                        return
+                    time.sleep(0.05)
+                return
+            time.sleep(0.1)

@@ -1,0 +1,314 @@
+"""RolloutUI settings, read from the environment (the README lists every variable).
+
+Nothing secret lives in the repository: the secret key comes from ROLLOUTUI_SECRET_KEY or is
+generated once into the var directory, which is gitignored.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging as _logging
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from rolloutui import runtime_config
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# True when pytest imported these settings (pytest-django). Used only for the documented test
+# defaults below (in-memory channel layer, a private Prometheus directory); never for behaviour
+# that a test could then not observe.
+RUNNING_TESTS = "pytest" in sys.modules
+
+
+def _env(name: str, default: str = "") -> str:
+    return os.environ.get(name, default).strip()
+
+
+def _env_flag(name: str) -> bool:
+    value = _env(name)
+    if value in ("", "0"):
+        return False
+    if value == "1":
+        return True
+    raise ImproperlyConfigured(f"{name} must be 1 or 0 (or unset), got {value!r}")
+
+
+def _env_list(name: str, default: list[str]) -> list[str]:
+    value = _env(name)
+    if not value:
+        return default
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+# --- Local state: database file, secret key, embedded Redis, beat schedule, metrics ------------
+# ROLLOUTUI_VAR_DIR lets tests and several checkouts run side by side without sharing state.
+VAR_DIR = Path(_env("ROLLOUTUI_VAR_DIR") or BASE_DIR / "var").resolve()
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _secret_key() -> str:
+    key = _env("ROLLOUTUI_SECRET_KEY")
+    if key:
+        return key
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        # Write to a private temp file, then hard-link it into place: link() fails if another
+        # process (runall starts several at once) won the race, and a reader never sees a
+        # half-written key.
+        fd, tmp = tempfile.mkstemp(dir=VAR_DIR, prefix=".secret_key.")
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_urlsafe(50))
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+    key = path.read_text().strip()
+    if not key:
+        raise ImproperlyConfigured(
+            f"{path} is empty: delete it to generate a new key, or set ROLLOUTUI_SECRET_KEY"
+        )
+    return key
+
+
+SECRET_KEY = _secret_key()
+
+DEBUG = _env_flag("ROLLOUTUI_DEBUG")
+
+ALLOWED_HOSTS = _env_list("ROLLOUTUI_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+# Needed behind a TLS-terminating proxy on another origin, e.g. "https://rollouts.example.com".
+CSRF_TRUSTED_ORIGINS = _env_list("ROLLOUTUI_CSRF_TRUSTED_ORIGINS", [])
+
+# --- Applications ----------------------------------------------------------------------------
+INSTALLED_APPS = [
+    # daphne first: it replaces `runserver` with an ASGI (websocket-capable) server.
+    "daphne",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    # WhiteNoise's runserver_nostatic keeps `runserver` serving static files like production.
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "channels",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "controller",
+    "rolloutui",
+]
+
+MIDDLEWARE = [
+    # First, so the logged status and duration cover everything below it.
+    "rolloutui.middleware.AccessLogMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "rolloutui.urls"
+ASGI_APPLICATION = "rolloutui.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        # APP_DIRS: the DRF browsable API and drf-spectacular's docs pages ship their templates.
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database --------------------------------------------------------------------------------
+DATABASES = {
+    "default": dj_database_url.config(
+        env="DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}"
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The web server, the Celery worker and beat write the same file: WAL lets readers run during
+    # a write, IMMEDIATE takes the write lock up front (no lock-upgrade deadlocks), and the
+    # timeout waits for a busy writer instead of failing with "database is locked".
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis: Celery broker (db 0) and Channels layer (db 1) -----------------------------------
+# REDIS_URL unset means no Redis: the channel layer is in-process and the broker is kombu's
+# in-memory transport (fine for tests and one-off commands; the Celery worker and beat refuse to
+# start without REDIS_URL). `manage.py runall` starts an embedded Redis and sets REDIS_URL for
+# every process it starts. Tests that want tasks to run inline use the `celery_eager` fixture
+# (tests/conftest.py); nothing here turns eager mode on behind their back.
+REDIS_URL = _env("REDIS_URL") or None
+try:
+    CELERY_BROKER_URL = runtime_config.broker_url(REDIS_URL)
+    CELERY_RESULT_BACKEND = runtime_config.result_backend(REDIS_URL)
+    CHANNEL_LAYERS = runtime_config.channel_layers(REDIS_URL)
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from exc
+
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+# A reconcile must survive a worker killed mid-way: acknowledge only after the task ran, and
+# hand a task back to the queue if its worker process dies.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# An unacknowledged task of a worker that vanished is redelivered after this many seconds.
+# Reconcile passes take milliseconds, so five minutes never re-runs a task still in progress.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 300}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Most tasks are fire-and-forget; a task that needs its result declares ignore_result=False.
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_EXPIRES = 3600
+CELERY_TIMEZONE = "UTC"
+# Logging is configured from LOGGING below (see rolloutui/celery.py), not by Celery.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# Periodic tasks (resync, simulated clock) are registered by the apps that own them, e.g. with
+# `app.add_periodic_task` in an `on_after_finalize` handler, or by adding entries here.
+CELERY_BEAT_SCHEDULE: dict = {}
+
+# --- Prometheus ------------------------------------------------------------------------------
+# Multiprocess mode: every process (Daphne, worker children) writes its samples to files in this
+# directory and /metrics aggregates them, so the worker's reconcile metrics show up on the web
+# server. prometheus_client reads the variable when it is first imported, so it is exported here,
+# the earliest point every process passes through.
+_prometheus_dir = _env("PROMETHEUS_MULTIPROC_DIR")
+if not _prometheus_dir:
+    if RUNNING_TESTS:
+        # A private directory per test process: samples of earlier runs must not leak into tests.
+        _prometheus_dir = tempfile.mkdtemp(prefix="rolloutui-prometheus-")
+        atexit.register(shutil.rmtree, _prometheus_dir, ignore_errors=True)
+    else:
+        _prometheus_dir = str(VAR_DIR / "prometheus")
+PROMETHEUS_MULTIPROC_DIR = _prometheus_dir
+Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = PROMETHEUS_MULTIPROC_DIR
+
+# --- Product settings ------------------------------------------------------------------------
+ROLLOUTUI_BACKEND = _env("ROLLOUTUI_BACKEND", "sim") or "sim"
+if ROLLOUTUI_BACKEND not in ("sim", "kubernetes"):
+    raise ImproperlyConfigured(
+        f"ROLLOUTUI_BACKEND must be 'sim' or 'kubernetes', got {ROLLOUTUI_BACKEND!r}"
+    )
+
+try:
+    ROLLOUTUI_SIM_SPEED = float(_env("ROLLOUTUI_SIM_SPEED", "1.0") or "1.0")
+except ValueError:
+    raise ImproperlyConfigured(
+        f"ROLLOUTUI_SIM_SPEED must be a number, got {_env('ROLLOUTUI_SIM_SPEED')!r}"
+    ) from None
+if not ROLLOUTUI_SIM_SPEED > 0:
+    raise ImproperlyConfigured(f"ROLLOUTUI_SIM_SPEED must be > 0, got {ROLLOUTUI_SIM_SPEED}")
+
+# --- Auth ------------------------------------------------------------------------------------
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "RolloutUI API",
+    "DESCRIPTION": "ModelServing rollouts: state, history and operator controls.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Swagger UI and ReDoc from the drf-spectacular-sidecar wheel: no CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# --- Static files ----------------------------------------------------------------------------
+STATIC_URL = "/static/"
+STATIC_ROOT = VAR_DIR / "staticfiles"
+# WhiteNoise warns at start-up when STATIC_ROOT is missing, even when it serves from the finders.
+STATIC_ROOT.mkdir(exist_ok=True)
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    # /static/vendor/plotly.min.js from the plotly wheel (air-gapped clusters have no CDN).
+    "rolloutui.staticfinders.VendorFinder",
+]
+# Serve straight from the finders: `make run` needs no collectstatic step. A deployment may still
+# run collectstatic into STATIC_ROOT; WhiteNoise serves both.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+# --- Internationalisation --------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+# --- Logging: JSON lines on stdout -----------------------------------------------------------
+LOG_LEVEL = (_env("ROLLOUTUI_LOG_LEVEL", "INFO") or "INFO").upper()
+if LOG_LEVEL not in _logging.getLevelNamesMapping():
+    raise ImproperlyConfigured(
+        f"ROLLOUTUI_LOG_LEVEL must be a logging level (DEBUG, INFO, WARNING, ERROR), got {LOG_LEVEL!r}"
+    )
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"json": {"()": "rolloutui.jsonlog.JSONFormatter"}},
+    "handlers": {
+        "stdout": {
+            "class": "logging.StreamHandler",
+            "stream": "ext://sys.stdout",
+            "formatter": "json",
+        }
+    },
+    "root": {"handlers": ["stdout"], "level": LOG_LEVEL},
+    "loggers": {
+        # Replace Django's default console/mail handlers: everything goes through the root's
+        # JSON handler exactly once.
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        "django.server": {"handlers": [], "level": "INFO", "propagate": True},
+        "py.warnings": {"handlers": [], "propagate": True},
+    },
+}
