@@ -1,0 +1,220 @@
+"""Every shared scenario runs, and its trace shows what the file's comment promises."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("controller.core.reconcile")
+pytest.importorskip("controller.core.view")
+
+from trace_checks import (  # noqa: E402
+    available_groups,
+    blocked_reasons,
+    first_converged_frame,
+    skew_quota,
+)
+
+from controller.sim.runner import run_scenario  # noqa: E402
+from controller.sim.scenario import load_scenario  # noqa: E402
+from controller.sim.trace import dumps  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED = Path(os.environ.get("ROLLOUTUI_SHARED", REPO.parent / "shared")) / "scenarios"
+pytestmark = pytest.mark.skipif(not SHARED.exists(), reason="shared scenarios not available")
+
+_CACHE: dict[str, tuple[dict, float]] = {}
+
+
+def trace_of(name: str) -> dict:
+    if name not in _CACHE:
+        start = time.perf_counter()
+        trace = run_scenario(load_scenario(SHARED / f"{name}.yaml"))
+        _CACHE[name] = (trace, time.perf_counter() - start)
+    return _CACHE[name][0]
+
+
+def wall_of(name: str) -> float:
+    trace_of(name)
+    return _CACHE[name][1]
+
+
+def new_revision_after(trace, t):
+    return next(f["updateRevision"] for f in trace["frames"] if f["t"] >= t)
+
+
+def revision_before(trace, t):
+    return [f for f in trace["frames"] if f["t"] < t][-1]["updateRevision"]
+
+
+# -- group-rolling --------------------------------------------------------------------------------
+
+def test_group_rolling_keeps_at_most_one_group_unavailable_replaces_highest_first_and_converges():
+    trace = trace_of("group-rolling")
+    roles = {"prefill": 1, "decode": 2}
+    start = first_converged_frame(trace, 4, roles)
+    assert start is not None and start < 100
+    for f in trace["frames"]:
+        if f["t"] >= start:
+            assert available_groups(f, roles) >= 3, f"t={f['t']}: more than one group unavailable"
+    new = new_revision_after(trace, 100)
+    assert new != revision_before(trace, 100)
+    order = []
+    for a in trace["actions"]:
+        if a["t"] >= 100 and a["verb"] in ("delete", "drain", "recreate") and a["group"] not in order:
+            order.append(a["group"])
+    assert order == [3, 2, 1, 0]
+    assert trace["converged"] and trace["convergedAt"] > 100
+    last = trace["frames"][-1]
+    assert {i["revision"] for i in last["instances"]} == {new}
+    assert trace["endTime"] == pytest.approx(trace["convergedAt"] + 60)
+
+
+# -- partition-protected-recovery -------------------------------------------------------------
+
+def test_groups_below_the_partition_stay_old_through_pod_loss_and_a_controller_restart_until_promoted():
+    trace = trace_of("partition-protected-recovery")
+    old = revision_before(trace, 100)
+    new = new_revision_after(trace, 100)
+    assert old != new
+    for f in trace["frames"]:
+        if f["t"] < 1200:
+            for inst in f["instances"]:
+                if inst["group"] < 3:
+                    assert inst["revision"] == old, f"t={f['t']}: protected group {inst['group']} on {inst['revision']}"
+    # Group 1 really was lost and rebuilt (new pod UIDs) from the old revision, before the promote.
+    before = [f for f in trace["frames"] if f["t"] < 600][-1]
+    uids_before = {u for i in before["instances"] if i["group"] == 1 for u in i["podUids"]}
+    rebuilt = [f for f in trace["frames"] if 600 < f["t"] < 1200
+               and all(i["state"] == "Ready" for i in f["instances"] if i["group"] == 1)
+               and any(i["group"] == 1 for i in f["instances"])]
+    assert rebuilt, "group 1 never came back before the promote"
+    uids_after = {u for i in rebuilt[-1]["instances"] if i["group"] == 1 for u in i["podUids"]}
+    assert uids_before and uids_after and not uids_before & uids_after
+    recreated = [a for a in trace["actions"] if 600 <= a["t"] < 1200 and a["group"] == 1
+                 and a["verb"] in ("create", "recreate")]
+    assert recreated and {a["revision"] for a in recreated} == {old}
+    # Groups 3 and 4 (outside the partition) were updated before the promote.
+    mid = [f for f in trace["frames"] if f["t"] < 1200][-1]
+    assert {i["revision"] for i in mid["instances"] if i["group"] >= 3} == {new}
+    # After the promote everything converges on the new revision.
+    assert trace["converged"] and trace["convergedAt"] > 1200
+    assert {i["revision"] for i in trace["frames"][-1]["instances"]} == {new}
+
+
+# -- surge-unschedulable ------------------------------------------------------------------------
+
+def test_surge_on_a_full_cluster_waits_with_a_reason_and_never_drops_below_the_ready_groups():
+    trace = trace_of("surge-unschedulable")
+    roles = {"serve": 1}
+    start = first_converged_frame(trace, 3, roles)
+    assert start is not None and start < 100
+    for f in trace["frames"]:
+        if f["t"] >= start:
+            assert available_groups(f, roles) >= 3, f"t={f['t']}: fewer than 3 Ready groups"
+    waiting = [f for f in trace["frames"] if 100 < f["t"] < 900]
+    assert waiting
+    reasons = [r for f in waiting for r in blocked_reasons(f)]
+    assert any("unschedulable" in r.lower() and "surge" in r.lower() for r in reasons), reasons
+    new = new_revision_after(trace, 100)
+    assert not any(i["revision"] == new and i["state"] == "Ready" for f in waiting for i in f["instances"])
+    assert not any(a["verb"] in ("delete", "drain") for a in trace["actions"] if 100 <= a["t"] < 900)
+    assert trace["converged"] and trace["convergedAt"] > 900
+    assert {i["revision"] for i in trace["frames"][-1]["instances"]} == {new}
+
+
+# -- coordinated-seed-example -------------------------------------------------------------------
+
+def test_coordinated_update_respects_the_skew_quota_on_every_frame_and_the_dependency_order():
+    trace = trace_of("coordinated-seed-example")
+    targets = {"a": 100, "b": 50, "c": 10}
+    skew = Fraction(10, 100)
+    new = new_revision_after(trace, 200)
+    first_start: dict[str, float] = {}
+    first_ready: dict[str, float] = {}
+    saw_quotas_from_zero = False
+    for f in trace["frames"]:
+        if f["t"] < 200:
+            continue
+        started = {r: 0 for r in targets}
+        ready = {r: 0 for r in targets}
+        for i in f["instances"]:
+            if i["revision"] != new or i["ordinal"] >= targets[i["role"]]:
+                continue
+            started[i["role"]] += 1
+            first_start.setdefault(i["role"], f["t"])
+            if i["state"] == "Ready":
+                ready[i["role"]] += 1
+                first_ready.setdefault(i["role"], f["t"])
+        min_progress = min(Fraction(ready[r], targets[r]) for r in targets)
+        for r, target in targets.items():
+            quota = skew_quota(min_progress, skew, target)
+            assert started[r] <= quota, f"t={f['t']}: role {r} started {started[r]} > quota {quota}"
+        if min_progress == 0 and started["c"]:
+            assert started["a"] <= 10 and started["b"] <= 5 and started["c"] <= 1
+            saw_quotas_from_zero = True
+    assert saw_quotas_from_zero
+    assert first_ready["c"] <= first_start["b"], "new b started before any new c was Ready"
+    assert first_ready["b"] <= first_start["a"], "new a started before any new b was Ready"
+    assert trace["converged"]
+    assert {i["revision"] for i in trace["frames"][-1]["instances"]} == {new}
+
+
+def test_the_160_instance_example_runs_well_within_twelve_seconds():
+    assert wall_of("coordinated-seed-example") < 12
+
+
+# -- drain-no-loss ------------------------------------------------------------------------------
+
+def test_draining_before_deleting_interrupts_no_request():
+    trace = trace_of("drain-no-loss")
+    req = trace["requests"]
+    assert req["total"] > 1000
+    assert req["interrupted"] == 0
+    assert req["rejected"] == 0
+    old, new = revision_before(trace, 120), new_revision_after(trace, 120)
+    assert req["byRevision"][old]["total"] > 0 and req["byRevision"][new]["total"] > 0
+    assert any(a["verb"] == "drain" for a in trace["actions"])
+    assert trace["converged"]
+
+
+# -- determinism and the command ----------------------------------------------------------------
+
+def test_the_same_seed_gives_a_byte_identical_trace_and_another_seed_may_differ():
+    s = load_scenario(SHARED / "drain-no-loss.yaml")
+    one, two = dumps(run_scenario(s)), dumps(run_scenario(load_scenario(SHARED / "drain-no-loss.yaml")))
+    assert one == two
+    other = dumps(run_scenario(load_scenario(SHARED / "drain-no-loss.yaml", seed=99)))
+    assert json.loads(other)["seed"] == 99 and other != one
+
+
+def test_the_controller_never_mutates_objects_it_reads_so_shared_reads_equal_copied_reads():
+    s = load_scenario(SHARED / "group-rolling.yaml")
+    assert dumps(run_scenario(s)) == dumps(run_scenario(load_scenario(SHARED / "group-rolling.yaml"), copy_reads=True))
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in SHARED.glob("*.yaml")) if SHARED.exists() else [])
+def test_every_shared_scenario_runs_without_controller_errors(name):
+    trace = trace_of(name)
+    assert trace["format"] == 1 and trace["scenario"] == name
+    assert trace["frames"][0]["t"] == 0.0
+    assert "controllerErrors" not in trace, trace.get("controllerErrors")
+    assert not [e for e in trace["events"] if e.get("error")]
+
+
+@pytest.mark.skipif(not (REPO / "manage.py").exists(), reason="manage.py not there yet")
+def test_manage_py_simulate_writes_the_trace_file_and_exits_0(tmp_path):
+    out = tmp_path / "trace.json"
+    proc = subprocess.run([sys.executable, "manage.py", "simulate", str(SHARED / "surge-unschedulable.yaml"),
+                           "--out", str(out), "--seed", "4"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["format"] == 1 and doc["scenario"] == "surge-unschedulable" and doc["seed"] == 4
+    assert out.read_text() == dumps(run_scenario(load_scenario(SHARED / "surge-unschedulable.yaml")))
