@@ -1,0 +1,159 @@
+"""Operator controls as JSON merge patches of the ModelServing manifest.
+
+The same functions serve the dashboard, the REST API, the CLI and scenario events: each takes the
+current manifest and returns the merge patch to apply (``apply_merge_patch`` applies one). They
+refuse what does not apply with a ``ControlError`` that says why, and the result always passes
+validation (a control never produces a spec the controller would reject).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from .revisions import History, apply_revision
+from .spec import GROUP_ROLLING, ValidationError, parse_modelserving
+
+
+class ControlError(ValueError):
+    """The control does not apply to this ModelServing, or its arguments are wrong."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def apply_merge_patch(obj: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch: objects merge, null deletes, anything else replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(obj) if isinstance(obj, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = apply_merge_patch(result.get(key), value)
+    return result
+
+
+def _validated(ms: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    try:
+        parse_modelserving(apply_merge_patch(ms, patch))
+    except ValidationError as err:
+        raise ControlError(f"the change would make the ModelServing invalid: {err}", field=err.field) from None
+    return patch
+
+
+def pause(ms: dict[str, Any]) -> dict[str, Any]:
+    if (ms.get("spec") or {}).get("paused"):
+        raise ControlError("already paused")
+    return {"spec": {"paused": True}}
+
+
+def resume(ms: dict[str, Any]) -> dict[str, Any]:
+    if not (ms.get("spec") or {}).get("paused"):
+        raise ControlError("not paused")
+    return {"spec": {"paused": False}}
+
+
+def current_partition(ms: dict[str, Any]) -> int:
+    """The partition of the active strategy as a count (the highest role partition at role level)."""
+    parsed = parse_modelserving(ms)
+    if parsed.strategy.type == GROUP_ROLLING:
+        budget = parsed.strategy.budgets.partition
+        return budget.resolve(parsed.replicas, round_up=True) if budget else 0
+    values = [r.budgets.partition.resolve(r.replicas, round_up=True) for r in parsed.roles if r.budgets.partition]
+    return max(values, default=0)
+
+
+def promote(ms: dict[str, Any], *, partition: int | None = None, full: bool = False) -> dict[str, Any]:
+    """Lower the partition: to ``partition``, to 0 with ``full`` (which also resumes), or by one.
+
+    Example: partition 3 -> promote() -> 2; promote(partition=0) -> 0; promote(full=True) -> 0 and
+    ``paused: false``.
+    """
+    spec = ms.get("spec") or {}
+    if partition is not None and full:
+        raise ControlError("give either partition or full, not both", field="partition")
+    if partition is not None:
+        if isinstance(partition, bool) or not isinstance(partition, int):
+            raise ControlError(f"partition must be an integer, got {partition!r}", field="partition")
+        if partition < 0:
+            raise ControlError(f"partition must not be negative, got {partition}", field="partition")
+    now = current_partition(ms)
+    if full:
+        target = 0
+    elif partition is not None:
+        target = partition
+        if target > now:
+            raise ControlError(f"promote lowers the partition; {target} is above the current {now}", field="partition")
+    else:
+        if now == 0:
+            raise ControlError("nothing to promote: the partition is already 0")
+        target = now - 1
+    strategy = spec.get("rolloutStrategy") or {}
+    patch: dict[str, Any]
+    if (strategy.get("type") or GROUP_ROLLING) == GROUP_ROLLING:
+        patch = {"spec": {"rolloutStrategy": {"rollingUpdateConfiguration": {"partition": target}}}}
+    else:
+        roles = copy.deepcopy((spec.get("template") or {}).get("roles") or [])
+        for role in roles:
+            if role.get("partition") is not None or target > 0:
+                role["partition"] = min(target, int(role.get("replicas", 1)))
+        patch = {"spec": {"template": {"roles": roles}}}
+    if full and spec.get("paused"):
+        patch["spec"]["paused"] = False
+    return _validated(ms, patch)
+
+
+def set_image(ms: dict[str, Any], *, role: str, image: str, container: str | None = None) -> dict[str, Any]:
+    """Set one container's image in the role's entry and worker templates.
+
+    The container named ``container`` in each template (the first one when no name is given).
+    """
+    if not isinstance(image, str) or not image.strip():
+        raise ControlError("image is required", field="image")
+    spec = ms.get("spec") or {}
+    roles = copy.deepcopy((spec.get("template") or {}).get("roles") or [])
+    target = next((r for r in roles if r.get("name") == role), None)
+    if target is None:
+        names = ", ".join(r.get("name", "?") for r in roles)
+        raise ControlError(f"role {role!r} does not exist (roles: {names})", field="role")
+    changed = False
+    for key in ("entryTemplate", "workerTemplate"):
+        template = target.get(key)
+        if not template:
+            continue
+        containers = (template.get("spec") or {}).get("containers") or []
+        if not containers:
+            continue
+        chosen = containers[0] if container is None else next((c for c in containers if c.get("name") == container), None)
+        if chosen is None:
+            if key == "entryTemplate":
+                raise ControlError(f"role {role!r} has no container {container!r} in its entry template", field="container")
+            continue
+        if chosen.get("image") != image:
+            chosen["image"] = image
+            changed = True
+    if not changed:
+        raise ControlError(f"role {role!r} already runs {image}", field="image")
+    return _validated(ms, {"spec": {"template": {"roles": roles}}})
+
+
+def rollback(ms: dict[str, Any], revisions: list[dict[str, Any]], *, to_revision: int) -> dict[str, Any]:
+    """Write revision ``to_revision``'s versioned fields into the spec, keeping runtime fields."""
+    if isinstance(to_revision, bool) or not isinstance(to_revision, int) or to_revision <= 0:
+        raise ControlError(f"toRevision must be a positive revision number, got {to_revision!r}", field="toRevision")
+    history = History.from_objects(revisions)
+    target = history.by_number(to_revision)
+    if target is None:
+        numbers = ", ".join(str(r.number) for r in history.revisions) or "none"
+        raise ControlError(f"revision {to_revision} does not exist (revisions: {numbers})", field="toRevision")
+    if target.data is None:
+        raise ControlError(f"revision {to_revision} cannot be read ({target.error}); it cannot be rolled back to", field="toRevision")
+    spec = ms.get("spec") or {}
+    new_spec = apply_revision(spec, target.data)
+    patch = {"spec": {"template": new_spec.get("template"), "schedulerName": new_spec.get("schedulerName"), "plugins": new_spec.get("plugins")}}
+    if new_spec.get("template") == spec.get("template") and new_spec.get("schedulerName") == spec.get("schedulerName") and new_spec.get("plugins") == spec.get("plugins"):
+        raise ControlError(f"the spec already matches revision {to_revision}", field="toRevision")
+    return _validated(ms, patch)

@@ -1,0 +1,84 @@
+"""The planner's output types: actions, blocked reasons and the plan."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .ports import Obj
+from .revisions import RevisionAction
+
+# Action verbs (the trace's vocabulary).
+CREATE = "create"
+DELETE = "delete"
+DRAIN = "drain"
+UNDRAIN = "undrain"
+PATCH_IMAGE = "patchImage"
+SET_GATE = "setGate"
+RECREATE = "recreate"
+
+# Why an action is taken.
+BECAUSE_UPDATE = "rolling update"
+BECAUSE_SURGE = "surge"
+BECAUSE_SURGE_DONE = "surge no longer needed"
+BECAUSE_SCALE = "scale"
+BECAUSE_RECOVERY = "recovery"
+BECAUSE_REMOVED_ROLE = "role removed from spec"
+
+# Kinds of blocked reasons; the phase is Blocked when one of STUCK_KINDS is present.
+KIND_BUDGET = "budget"
+KIND_PARTITION = "partition"
+KIND_PAUSED = "paused"
+KIND_SKEW = "skew"
+KIND_DEPENDENCY = "dependency"
+KIND_UNSCHEDULABLE = "unschedulable"
+KIND_REVISION = "revision"
+KIND_REFUSED = "refused"
+KIND_FAILING = "failing"
+KIND_DEADLOCK = "deadlock"
+KIND_DRAIN = "drain"
+STUCK_KINDS = frozenset({KIND_UNSCHEDULABLE, KIND_REVISION, KIND_REFUSED, KIND_FAILING, KIND_DEADLOCK})
+
+
+@dataclass(slots=True)
+class Action:
+    verb: str
+    group: int
+    role: str | None
+    ordinal: int | None
+    revision: str
+    reason: str
+    pods: list[Obj] = field(default_factory=list)  # create: full manifests
+    pod_names: list[str] = field(default_factory=list)  # every other verb: the pods it touches
+    pod_uids: list[str] = field(default_factory=list)  # delete: UID preconditions
+    patches: dict[str, Obj] = field(default_factory=dict)  # patchImage / drain / undrain: merge patch per pod
+    condition: Obj | None = None  # setGate: the condition to set on each pod
+
+    def to_trace(self) -> dict[str, Any]:
+        return {"verb": self.verb, "group": self.group, "role": self.role, "ordinal": self.ordinal, "revision": self.revision}
+
+    def describe(self) -> str:
+        where = f"group {self.group}" if self.role is None else f"group {self.group} {self.role}-{self.ordinal}"
+        return f"{self.verb} {where} ({self.reason}, revision {self.revision})"
+
+
+@dataclass(frozen=True, slots=True)
+class Blocked:
+    group: int | None
+    role: str | None
+    reason: str
+    kind: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"group": self.group, "role": self.role, "reason": self.reason, "kind": self.kind}
+
+
+@dataclass(slots=True)
+class Plan:
+    actions: list[Action]
+    revision_actions: list[RevisionAction]
+    status: dict[str, Any]
+    blocked: list[Blocked]
+    requeue_after: float | None
+    update_revision: str
+    current_revision: str

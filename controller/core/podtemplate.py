@@ -1,0 +1,100 @@
+"""Build the pod manifests of a role instance from a revision's stored data.
+
+Pods are always built from a *revision's* data, never straight from the spec, so a protected group
+rebuilt after a failure gets exactly the template it ran before (LWS bug #280 is the failure this
+avoids: a recreated leader on the old template with workers on the new one).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from . import naming
+from .ports import Obj
+from .revisions import owner_reference, role_hash
+
+
+def _inject_env(containers: list[dict[str, Any]], env: list[dict[str, str]]) -> None:
+    injected = {e["name"] for e in env}
+    for container in containers:
+        existing = [e for e in container.get("env") or [] if e.get("name") not in injected]
+        container["env"] = existing + [dict(e) for e in env]
+
+
+def build_instance_pods(
+    *,
+    ms: Obj,
+    revision_hash: str,
+    role_data: dict[str, Any],
+    group: int,
+    ordinal: int,
+    in_place_gate: bool,
+    scheduler_name: str | None = None,
+    pod_indexes: list[int] | None = None,
+) -> list[Obj]:
+    """Pods of instance (group, role, ordinal): index 0 is the entry, 1..workerReplicas workers.
+
+    Worked example: ms ``chat``, group 1, role ``prefill`` instance 0 with 1 worker ->
+    ``chat-1-prefill-0-0`` (entry) and ``chat-1-prefill-0-1`` (worker, ENTRY_ADDRESS
+    ``chat-1-prefill-0-0.<namespace>``, GROUP_SIZE 2, WORKER_INDEX 1).
+    """
+    meta = ms.get("metadata") or {}
+    ms_name = meta.get("name") or ""
+    namespace = meta.get("namespace") or "default"
+    role = role_data["name"]
+    workers = int(role_data.get("workerReplicas") or 0)
+    rhash = role_hash(role_data)
+    entry_name = naming.pod_name(ms_name, group, role, ordinal, 0)
+    indexes = pod_indexes if pod_indexes is not None else list(range(workers + 1))
+    pods = []
+    for index in indexes:
+        template = role_data.get("entryTemplate") if index == 0 else role_data.get("workerTemplate") or role_data.get("entryTemplate")
+        template = copy.deepcopy(template or {})
+        tmeta = template.get("metadata") or {}
+        spec = template.get("spec") or {}
+        labels = dict(tmeta.get("labels") or {})
+        labels.update(
+            {
+                naming.LABEL_NAME: ms_name,
+                naming.LABEL_GROUP_NAME: naming.group_name(ms_name, group),
+                naming.LABEL_GROUP_ORDINAL: str(group),
+                naming.LABEL_ROLE: role,
+                naming.LABEL_ROLE_ID: naming.role_id(role, ordinal),
+                naming.LABEL_ROLE_ORDINAL: str(ordinal),
+                naming.LABEL_POD_INDEX: str(index),
+                naming.LABEL_REVISION: revision_hash,
+                naming.LABEL_ROLE_TEMPLATE_HASH: rhash,
+            }
+        )
+        if index == 0:
+            labels[naming.LABEL_ENTRY] = "true"
+        env = [
+            {"name": "GROUP_SIZE", "value": str(workers + 1)},
+            {"name": "WORKER_INDEX", "value": str(index)},
+            {"name": "ENTRY_ADDRESS", "value": f"{entry_name}.{namespace}"},
+        ]
+        _inject_env(spec.setdefault("containers", []), env)
+        if spec.get("initContainers"):
+            _inject_env(spec["initContainers"], env)
+        if scheduler_name:
+            spec["schedulerName"] = scheduler_name
+        if in_place_gate:
+            gates = [g for g in spec.get("readinessGates") or [] if g.get("conditionType") != naming.CONDITION_INPLACE_READY]
+            gates.append({"conditionType": naming.CONDITION_INPLACE_READY})
+            spec["readinessGates"] = gates
+        pods.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": naming.pod_name(ms_name, group, role, ordinal, index),
+                    "namespace": namespace,
+                    "labels": labels,
+                    "annotations": dict(tmeta.get("annotations") or {}),
+                    "ownerReferences": [owner_reference(ms)],
+                },
+                "spec": spec,
+            }
+        )
+    return pods

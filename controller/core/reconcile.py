@@ -1,0 +1,223 @@
+"""One reconcile pass, written against the ports.
+
+1. Read the ModelServing, its pods and its revisions from the cluster.
+2. Validate the spec; an invalid spec gets a ``SpecInvalid`` condition and nothing else is done.
+3. Observe (pods -> instances -> groups, in-flight counts from the router) and ``plan()``.
+4. Apply: revision objects first (a pod is never created for a revision that is not stored), then
+   pod actions in plan order. A pod that already exists or is already gone is not an error: the
+   next pass sees the truth.
+5. Write status with optimistic concurrency: on a conflict, start again from fresh state (never
+   overwrite what another writer did).
+
+Nothing survives the pass in memory; the next pass starts from the cluster again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import naming
+from .observe import observe
+from .plan import CREATE, DELETE, DRAIN, PATCH_IMAGE, SET_GATE, UNDRAIN, Action, Plan
+from .planner import plan
+from .ports import Clock, ClusterPort, Conflict, NotFound, RouterPort
+from .revisions import History, revision_object
+from .spec import ValidationError, parse_modelserving
+from .strategy import ClusterSettings
+from .view import build_view
+
+log = logging.getLogger(__name__)
+
+MAX_STATUS_ATTEMPTS = 5
+
+
+@dataclass(slots=True)
+class ReconcileResult:
+    namespace: str
+    name: str
+    found: bool = True
+    actions: list[Action] = field(default_factory=list)
+    blocked: list[dict[str, Any]] = field(default_factory=list)
+    requeue_after: float | None = None
+    status: dict[str, Any] = field(default_factory=dict)
+    view: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    duration_seconds: float = 0.0
+
+
+def reconcile(
+    cluster: ClusterPort,
+    router: RouterPort,
+    clock: Clock,
+    namespace: str,
+    name: str,
+    *,
+    settings: ClusterSettings | None = None,
+    build_state_view: bool = True,
+) -> ReconcileResult:
+    started = time.perf_counter()
+    result = ReconcileResult(namespace, name)
+    for attempt in range(MAX_STATUS_ATTEMPTS):
+        try:
+            _reconcile_once(cluster, router, clock, namespace, name, settings, result, build_state_view)
+            break
+        except Conflict:
+            # Someone else changed the object between our read and our status write: re-read and
+            # re-plan from fresh state. Pod actions already applied are visible to the next plan.
+            log.info("status conflict on %s/%s, retrying (attempt %d)", namespace, name, attempt + 1)
+            continue
+    result.duration_seconds = time.perf_counter() - started
+    return result
+
+
+def _reconcile_once(
+    cluster: ClusterPort,
+    router: RouterPort,
+    clock: Clock,
+    namespace: str,
+    name: str,
+    settings: ClusterSettings | None,
+    result: ReconcileResult,
+    build_state_view: bool,
+) -> None:
+    try:
+        obj = cluster.get_modelserving(namespace, name)
+    except NotFound:
+        result.found = False
+        return
+    now = clock.now()
+    resource_version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    prev_status = obj.get("status") or {}
+    try:
+        ms = parse_modelserving(obj)
+    except ValidationError as err:
+        # An invalid spec (edited around the API's validation) stops the controller from acting
+        # on it; the reason is in status, and what runs keeps running.
+        result.error = str(err)
+        status = dict(prev_status)
+        status["conditions"] = [c for c in prev_status.get("conditions") or [] if c.get("type") != "SpecInvalid"] + [
+            {"type": "SpecInvalid", "status": "True", "reason": "ValidationFailed", "message": str(err), "lastTransitionTime": now}
+        ]
+        status["phase"] = "Blocked"
+        status["blocked"] = [{"group": None, "role": None, "reason": f"spec invalid: {err}", "kind": "refused"}]
+        if status != prev_status:
+            cluster.replace_modelserving_status(namespace, name, status, resource_version=resource_version)
+        result.status = status
+        result.blocked = status["blocked"]
+        return
+    pods = cluster.list_pods(namespace, name)
+    revision_objs = cluster.list_revisions(namespace, name)
+    owned = _owned_revisions(revision_objs, ms.uid)
+    history = History.from_objects(owned)
+    in_flight = {}
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        if (meta.get("annotations") or {}).get(naming.ANNOTATION_DRAINING) is not None:
+            in_flight[meta["name"]] = router.in_flight(namespace, meta["name"])
+    observed = observe(pods, in_flight)
+    the_plan = plan(ms, history, observed, now, status=prev_status, settings=settings)
+    _apply(cluster, obj, the_plan)
+    status = the_plan.status
+    if _status_changed(prev_status, status):
+        cluster.replace_modelserving_status(namespace, name, status, resource_version=resource_version)
+        _record_transitions(cluster, namespace, name, prev_status, status)
+    result.actions = the_plan.actions
+    result.blocked = status.get("blocked") or []
+    result.requeue_after = the_plan.requeue_after
+    result.status = status
+    if build_state_view:
+        state_obj = dict(obj)
+        state_obj["status"] = status
+        result.view = build_view(state_obj, cluster.list_pods(namespace, name) if the_plan.actions else pods, cluster.list_revisions(namespace, name) if the_plan.revision_actions else revision_objs, in_flight, now)
+
+
+def _owned_revisions(revision_objs: list[dict[str, Any]], uid: str) -> list[dict[str, Any]]:
+    """Ignore leftovers of an earlier ModelServing with the same name (a different owner UID)."""
+    if not uid:
+        return revision_objs
+    out = []
+    for rev in revision_objs:
+        owners = (rev.get("metadata") or {}).get("ownerReferences") or []
+        if owners and not any(o.get("uid") == uid for o in owners):
+            continue
+        out.append(rev)
+    return out
+
+
+def _apply(cluster: ClusterPort, ms_obj: dict[str, Any], the_plan: Plan) -> None:
+    meta = ms_obj.get("metadata") or {}
+    namespace = meta.get("namespace") or "default"
+    for action in the_plan.revision_actions:
+        if action.verb == "create":
+            try:
+                cluster.create_revision(revision_object(ms_obj, action))
+            except Conflict:
+                pass  # created by an earlier pass that died before writing status
+        elif action.verb == "renumber":
+            cluster.set_revision_number(namespace, action.name, action.number)
+    for action in the_plan.actions:
+        _apply_action(cluster, namespace, action)
+    for action in the_plan.revision_actions:
+        if action.verb == "delete":
+            try:
+                cluster.delete_revision(namespace, action.name)
+            except NotFound:
+                pass
+
+
+def _apply_action(cluster: ClusterPort, namespace: str, action: Action) -> None:
+    if action.verb == CREATE:
+        for pod in action.pods:
+            try:
+                cluster.create_pod(pod)
+            except Conflict:
+                pass  # still terminating or already created; the next pass sees which
+    elif action.verb == DELETE:
+        uids = action.pod_uids or [None] * len(action.pod_names)
+        for pod_name, uid in zip(action.pod_names, uids):
+            try:
+                cluster.delete_pod(namespace, pod_name, uid=uid or None)
+            except (NotFound, Conflict):
+                pass
+    elif action.verb in (DRAIN, UNDRAIN, PATCH_IMAGE):
+        for pod_name in action.pod_names:
+            try:
+                cluster.patch_pod(namespace, pod_name, action.patches[pod_name])
+            except NotFound:
+                pass
+    elif action.verb == SET_GATE:
+        for pod_name in action.pod_names:
+            try:
+                if action.condition is not None:
+                    cluster.set_pod_condition(namespace, pod_name, action.condition)
+            except NotFound:
+                pass
+        for pod_name, patch in action.patches.items():
+            try:
+                cluster.patch_pod(namespace, pod_name, patch)
+            except NotFound:
+                pass
+
+
+def _status_changed(prev: dict[str, Any], new: dict[str, Any]) -> bool:
+    return prev != new
+
+
+def _record_transitions(cluster: ClusterPort, namespace: str, name: str, prev: dict[str, Any], new: dict[str, Any]) -> None:
+    """Kubernetes Events on rollout transitions (what `kubectl describe` shows)."""
+    try:
+        if prev.get("updateRevision") and prev.get("updateRevision") != new.get("updateRevision"):
+            cluster.record_event(namespace, name, reason="RolloutStarted", message=f"rolling out revision {new.get('updateRevision')} (was {prev.get('updateRevision')})")
+        if prev.get("phase") != new.get("phase") and prev:
+            event_type = "Warning" if new.get("phase") in ("Blocked", "Degraded") else "Normal"
+            reason = {"Healthy": "RolloutHealthy", "Progressing": "RolloutProgressing", "Paused": "RolloutPaused", "Blocked": "RolloutBlocked", "Degraded": "RolloutDegraded"}.get(new.get("phase") or "", "RolloutPhaseChanged")
+            detail = ""
+            if new.get("phase") == "Blocked":
+                stuck = [b["reason"] for b in new.get("blocked") or [] if b.get("kind") in ("unschedulable", "revision", "refused", "failing", "deadlock")]
+                detail = f": {stuck[0]}" if stuck else ""
+            cluster.record_event(namespace, name, reason=reason, message=f"phase {prev.get('phase')} -> {new.get('phase')}{detail}", type=event_type)
+    except Exception:  # events are best effort; never fail a reconcile for one
+        log.exception("could not record event for %s/%s", namespace, name)

@@ -1,0 +1,425 @@
+"""The ModelServing API: types, defaults and validation.
+
+``parse_modelserving(manifest)`` turns a manifest (``serving.rolloutui.io/v1alpha1``, or Kthena's
+``workload.serving.volcano.sh/v1alpha1``) into a frozen ``ModelServing``. Every rule that fails
+raises ``ValidationError`` naming the field path and the rule, for example::
+
+    spec.template.roles[1].workerTemplate: required when workerReplicas > 0 (workerReplicas is 2)
+
+Budgets are kept as written (``IntOrPercent``, or None when absent); ``strategy.resolve`` turns
+them into counts with defaults and records where each value came from.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import naming
+from .intorpercent import IntOrPercent, IntOrPercentError
+
+GROUP_ROLLING = "ServingGroupRollingUpdate"
+ROLE_ROLLING = "RoleRollingUpdate"
+IN_PLACE = "InPlaceRollingUpdate"
+STRATEGY_TYPES = (GROUP_ROLLING, ROLE_ROLLING, IN_PLACE)
+ROLE_LEVEL_TYPES = (ROLE_ROLLING, IN_PLACE)
+
+RECREATE_GROUP = "ServingGroupRecreate"
+RECREATE_ROLE = "RoleRecreate"
+RECREATE_NONE = "None"
+RECOVERY_POLICIES = (RECREATE_GROUP, RECREATE_ROLE, RECREATE_NONE)
+
+DEFAULT_REVISION_HISTORY_LIMIT = 10
+# Without an explicit drain timeout a pod gets as long as Kubernetes' default grace period.
+DEFAULT_DRAIN_TIMEOUT_SECONDS = 30.0
+
+# DNS-1035 label: the controller builds pod and service names from role names.
+_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+MAX_ROLE_NAME = 12
+MAX_POD_NAME = 63
+
+
+class ValidationError(ValueError):
+    """A manifest breaks a rule. ``field`` is the path, ``rule`` says what is wrong."""
+
+    def __init__(self, field: str, rule: str) -> None:
+        super().__init__(f"{field}: {rule}")
+        self.field = field
+        self.rule = rule
+
+
+@dataclass(frozen=True, slots=True)
+class Dependency:
+    role: str
+    depends_on: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Coordination:
+    roles: tuple[str, ...]  # the participating roles (all roles when the manifest lists none)
+    max_skew_percent: int
+    dependencies: tuple[Dependency, ...]
+
+    def depends_on(self, role: str) -> tuple[str, ...]:
+        for dep in self.dependencies:
+            if dep.role == role:
+                return dep.depends_on
+        return ()
+
+
+@dataclass(frozen=True, slots=True)
+class Budgets:
+    """Budgets as written in the manifest (None = not set there)."""
+
+    max_unavailable: IntOrPercent | None = None
+    max_surge: IntOrPercent | None = None
+    partition: IntOrPercent | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Role:
+    name: str
+    replicas: int
+    entry_template: dict[str, Any]
+    worker_replicas: int
+    worker_template: dict[str, Any] | None
+    budgets: Budgets = Budgets()
+
+    @property
+    def pods_per_instance(self) -> int:
+        return 1 + self.worker_replicas
+
+
+@dataclass(frozen=True, slots=True)
+class Strategy:
+    type: str
+    budgets: Budgets  # group level (rollingUpdateConfiguration)
+    coordination: Coordination | None
+    type_explicit: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ModelServing:
+    name: str
+    namespace: str
+    uid: str
+    generation: int
+    replicas: int
+    roles: tuple[Role, ...]
+    strategy: Strategy
+    recovery_policy: str
+    revision_history_limit: int
+    paused: bool
+    drain_timeout_seconds: float
+    scheduler_name: str | None
+    manifest: dict[str, Any] = field(repr=False, compare=False)
+
+    def role(self, name: str) -> Role | None:
+        for role in self.roles:
+            if role.name == name:
+                return role
+        return None
+
+    @property
+    def role_names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.roles)
+
+    @property
+    def role_level(self) -> bool:
+        return self.strategy.type in ROLE_LEVEL_TYPES
+
+
+def _int(value: Any, path: str, *, default: int | None = None, minimum: int = 0) -> int:
+    if value is None:
+        if default is None:
+            raise ValidationError(path, "required")
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise ValidationError(path, f"must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValidationError(path, f"must be at least {minimum}, got {value}")
+    return value
+
+
+def _budget(raw: Any, path: str, *, max_percent: int | None = 100) -> IntOrPercent | None:
+    if raw is None:
+        return None
+    try:
+        return IntOrPercent.parse(raw, max_percent=max_percent)
+    except IntOrPercentError as err:
+        raise ValidationError(path, str(err)) from None
+
+
+def _budgets(raw: dict[str, Any], path: str) -> Budgets:
+    return Budgets(
+        max_unavailable=_budget(raw.get("maxUnavailable"), f"{path}.maxUnavailable"),
+        # A surge of 200% (three new groups for every old one) is legal if wasteful.
+        max_surge=_budget(raw.get("maxSurge"), f"{path}.maxSurge", max_percent=None),
+        partition=_budget(raw.get("partition"), f"{path}.partition"),
+    )
+
+
+def _mapping(value: Any, path: str, *, required: bool = False) -> dict[str, Any]:
+    if value is None:
+        if required:
+            raise ValidationError(path, "required")
+        return {}
+    if not isinstance(value, dict):
+        raise ValidationError(path, f"must be an object, got {type(value).__name__}")
+    return value
+
+
+def _pod_template(value: Any, path: str) -> dict[str, Any]:
+    template = _mapping(value, path, required=True)
+    spec = _mapping(template.get("spec"), f"{path}.spec", required=True)
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        raise ValidationError(f"{path}.spec.containers", "must list at least one container")
+    seen: set[str] = set()
+    for i, container in enumerate(containers):
+        cpath = f"{path}.spec.containers[{i}]"
+        if not isinstance(container, dict):
+            raise ValidationError(cpath, "must be an object")
+        name = container.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValidationError(f"{cpath}.name", "required")
+        if name in seen:
+            raise ValidationError(f"{cpath}.name", f"duplicate container name {name!r}")
+        seen.add(name)
+        image = container.get("image")
+        if not isinstance(image, str) or not image:
+            raise ValidationError(f"{cpath}.image", "required")
+    return template
+
+
+def _coordination(raw: Any, path: str, role_names: tuple[str, ...], strategy_type: str) -> Coordination | None:
+    if raw is None:
+        return None
+    raw = _mapping(raw, path)
+    if strategy_type != ROLE_ROLLING:
+        raise ValidationError(path, f"coordination applies only to {ROLE_ROLLING}, not {strategy_type}")
+    roles_raw = raw.get("roles") or []
+    if not isinstance(roles_raw, list):
+        raise ValidationError(f"{path}.roles", "must be a list of role names")
+    for i, name in enumerate(roles_raw):
+        if name not in role_names:
+            raise ValidationError(f"{path}.roles[{i}]", f"role {name!r} does not exist (roles: {', '.join(role_names)})")
+    if len(set(roles_raw)) != len(roles_raw):
+        raise ValidationError(f"{path}.roles", "lists a role twice")
+    roles = tuple(roles_raw) if roles_raw else role_names
+    skew_raw = raw.get("maxSkew")
+    if skew_raw is None:
+        raise ValidationError(f"{path}.maxSkew", "required")
+    if not isinstance(skew_raw, str):
+        raise ValidationError(f"{path}.maxSkew", f"must be a percentage like '10%', got {skew_raw!r}")
+    skew = _budget(skew_raw, f"{path}.maxSkew")
+    assert skew is not None
+    if not skew.percent:
+        raise ValidationError(f"{path}.maxSkew", f"must be a percentage like '10%', got {skew_raw!r}")
+    if skew.value == 0:
+        raise ValidationError(f"{path}.maxSkew", "must be greater than 0% (0% would allow no progress)")
+    deps_raw = raw.get("dependencies") or []
+    if not isinstance(deps_raw, list):
+        raise ValidationError(f"{path}.dependencies", "must be a list")
+    deps: list[Dependency] = []
+    seen_roles: set[str] = set()
+    for i, dep in enumerate(deps_raw):
+        dpath = f"{path}.dependencies[{i}]"
+        dep = _mapping(dep, dpath)
+        role = dep.get("role")
+        if role not in roles:
+            raise ValidationError(f"{dpath}.role", f"role {role!r} is not a coordinated role (coordinated: {', '.join(roles)})")
+        if role in seen_roles:
+            raise ValidationError(f"{dpath}.role", f"role {role!r} has two dependency entries; merge them")
+        seen_roles.add(role)
+        on = dep.get("dependsOn") or []
+        if not isinstance(on, list) or not on:
+            raise ValidationError(f"{dpath}.dependsOn", "must list at least one role")
+        for j, target in enumerate(on):
+            if target == role:
+                raise ValidationError(f"{dpath}.dependsOn[{j}]", f"role {role!r} cannot depend on itself")
+            if target not in roles:
+                raise ValidationError(f"{dpath}.dependsOn[{j}]", f"role {target!r} is not a coordinated role (coordinated: {', '.join(roles)})")
+        if len(set(on)) != len(on):
+            raise ValidationError(f"{dpath}.dependsOn", "lists a role twice")
+        deps.append(Dependency(role, tuple(on)))
+    cycle = _find_cycle({d.role: d.depends_on for d in deps})
+    if cycle:
+        raise ValidationError(f"{path}.dependencies", "dependency cycle: " + " -> ".join(cycle))
+    return Coordination(roles, skew.value, tuple(deps))
+
+
+def _find_cycle(edges: dict[str, tuple[str, ...]]) -> list[str] | None:
+    """Depth-first search; returns the cycle as a path (a -> b -> a) or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in edges.get(node, ()):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if state.get(nxt) is None:
+                found = visit(nxt)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(edges):
+        if state.get(node) is None:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def parse_modelserving(manifest: Any) -> ModelServing:
+    """Validate a manifest and return the typed ModelServing (defaults applied)."""
+    if not isinstance(manifest, dict):
+        raise ValidationError("(manifest)", "must be an object")
+    api_version = manifest.get("apiVersion")
+    if api_version not in (naming.API_VERSION, naming.KTHENA_API_VERSION):
+        raise ValidationError("apiVersion", f"must be {naming.API_VERSION} (or Kthena's {naming.KTHENA_API_VERSION}), got {api_version!r}")
+    if manifest.get("kind") != naming.KIND:
+        raise ValidationError("kind", f"must be {naming.KIND}, got {manifest.get('kind')!r}")
+    meta = _mapping(manifest.get("metadata"), "metadata", required=True)
+    name = meta.get("name")
+    if not isinstance(name, str) or not _DNS1123_SUBDOMAIN.match(name):
+        raise ValidationError("metadata.name", f"must be a lowercase DNS name, got {name!r}")
+    namespace = meta.get("namespace") or "default"
+    if not isinstance(namespace, str) or not _DNS1035.match(namespace):
+        raise ValidationError("metadata.namespace", f"must be a lowercase DNS label, got {namespace!r}")
+    spec = _mapping(manifest.get("spec"), "spec", required=True)
+
+    replicas = _int(spec.get("replicas"), "spec.replicas", default=1)
+    template = _mapping(spec.get("template"), "spec.template", required=True)
+    roles_raw = template.get("roles")
+    if not isinstance(roles_raw, list) or not roles_raw:
+        raise ValidationError("spec.template.roles", "must list at least one role")
+
+    strategy_raw = _mapping(spec.get("rolloutStrategy"), "spec.rolloutStrategy")
+    strategy_type = strategy_raw.get("type") or GROUP_ROLLING
+    if strategy_type not in STRATEGY_TYPES:
+        raise ValidationError("spec.rolloutStrategy.type", f"must be one of {', '.join(STRATEGY_TYPES)}, got {strategy_type!r}")
+
+    roles: list[Role] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(roles_raw):
+        path = f"spec.template.roles[{i}]"
+        raw = _mapping(raw, path)
+        rname = raw.get("name")
+        if not isinstance(rname, str) or not rname:
+            raise ValidationError(f"{path}.name", "required")
+        if len(rname) > MAX_ROLE_NAME or not _DNS1035.match(rname):
+            raise ValidationError(
+                f"{path}.name",
+                f"must be a DNS-1035 label of at most {MAX_ROLE_NAME} characters (lowercase letters, digits, '-', starting with a letter), got {rname!r}",
+            )
+        if rname in seen:
+            raise ValidationError(f"{path}.name", f"duplicate role name {rname!r}")
+        seen.add(rname)
+        role_replicas = _int(raw.get("replicas"), f"{path}.replicas", default=1)
+        worker_replicas = _int(raw.get("workerReplicas"), f"{path}.workerReplicas", default=0)
+        entry = _pod_template(raw.get("entryTemplate"), f"{path}.entryTemplate")
+        worker = raw.get("workerTemplate")
+        if worker_replicas > 0:
+            if worker is None:
+                raise ValidationError(f"{path}.workerTemplate", f"required when workerReplicas > 0 (workerReplicas is {worker_replicas})")
+            worker = _pod_template(worker, f"{path}.workerTemplate")
+        elif worker is not None:
+            worker = _pod_template(worker, f"{path}.workerTemplate")
+        budgets = _budgets(raw, path)
+        if strategy_type == GROUP_ROLLING and budgets.partition is not None:
+            raise ValidationError(f"{path}.partition", f"a role partition applies only to {ROLE_ROLLING} and {IN_PLACE}; use spec.rolloutStrategy.rollingUpdateConfiguration.partition")
+        if strategy_type == IN_PLACE and budgets.max_surge is not None and budgets.max_surge.value > 0:
+            raise ValidationError(f"{path}.maxSurge", "in-place updates change existing pods and have no surge")
+        if strategy_type in ROLE_LEVEL_TYPES:
+            _check_both_budgets_not_zero(budgets, role_replicas, path)
+        longest = naming.pod_name(name, max(replicas - 1, 0), rname, max(role_replicas - 1, 0), worker_replicas)
+        if len(longest) > MAX_POD_NAME:
+            raise ValidationError(f"{path}.name", f"pod names would exceed {MAX_POD_NAME} characters (for example {longest!r}); shorten the ModelServing or role name")
+        roles.append(Role(rname, role_replicas, entry, worker_replicas, worker, budgets))
+
+    rollout_raw = _mapping(strategy_raw.get("rollingUpdateConfiguration"), "spec.rolloutStrategy.rollingUpdateConfiguration")
+    group_budgets = _budgets(rollout_raw, "spec.rolloutStrategy.rollingUpdateConfiguration")
+    if strategy_type == GROUP_ROLLING:
+        _check_both_budgets_not_zero(group_budgets, replicas, "spec.rolloutStrategy.rollingUpdateConfiguration")
+    elif rollout_raw:
+        raise ValidationError(
+            "spec.rolloutStrategy.rollingUpdateConfiguration",
+            f"applies only to {GROUP_ROLLING}; with {strategy_type} set maxUnavailable, maxSurge and partition on each role",
+        )
+    role_config = _mapping(strategy_raw.get("roleRollingUpdateConfiguration"), "spec.rolloutStrategy.roleRollingUpdateConfiguration")
+    coordination = _coordination(
+        role_config.get("coordination"),
+        "spec.rolloutStrategy.roleRollingUpdateConfiguration.coordination",
+        tuple(r.name for r in roles),
+        strategy_type,
+    )
+    if coordination is not None and not strategy_raw.get("type"):
+        raise ValidationError("spec.rolloutStrategy.type", f"coordination needs type: {ROLE_ROLLING} set explicitly")
+
+    recovery = spec.get("recoveryPolicy") or RECREATE_ROLE
+    if recovery not in RECOVERY_POLICIES:
+        raise ValidationError("spec.recoveryPolicy", f"must be one of {', '.join(RECOVERY_POLICIES)}, got {recovery!r}")
+    if recovery == RECREATE_GROUP and strategy_type == ROLE_ROLLING:
+        raise ValidationError(
+            "spec.recoveryPolicy",
+            f"{RECREATE_GROUP} cannot be combined with {ROLE_ROLLING}: it rebuilds the whole ServingGroup when any pod is lost, "
+            "so replacing one role instance would restart every role of the group; use RoleRecreate or None",
+        )
+
+    history = _int(spec.get("revisionHistoryLimit"), "spec.revisionHistoryLimit", default=DEFAULT_REVISION_HISTORY_LIMIT)
+    paused = spec.get("paused", False)
+    if not isinstance(paused, bool):
+        raise ValidationError("spec.paused", f"must be true or false, got {paused!r}")
+    drain = _mapping(spec.get("drain"), "spec.drain")
+    timeout_raw = drain.get("timeoutSeconds", DEFAULT_DRAIN_TIMEOUT_SECONDS)
+    if isinstance(timeout_raw, bool) or not isinstance(timeout_raw, (int, float)) or timeout_raw < 0:
+        raise ValidationError("spec.drain.timeoutSeconds", f"must be a non-negative number of seconds, got {timeout_raw!r}")
+    scheduler_name = spec.get("schedulerName")
+    if scheduler_name is not None and not isinstance(scheduler_name, str):
+        raise ValidationError("spec.schedulerName", "must be a string")
+    plugins = spec.get("plugins")
+    if plugins is not None and not isinstance(plugins, list):
+        raise ValidationError("spec.plugins", "must be a list")
+
+    return ModelServing(
+        name=name,
+        namespace=namespace,
+        uid=str(meta.get("uid") or ""),
+        generation=int(meta.get("generation") or 0),
+        replicas=replicas,
+        roles=tuple(roles),
+        strategy=Strategy(strategy_type, group_budgets, coordination, bool(strategy_raw.get("type"))),
+        recovery_policy=recovery,
+        revision_history_limit=history,
+        paused=paused,
+        drain_timeout_seconds=float(timeout_raw),
+        scheduler_name=scheduler_name or None,
+        manifest=manifest,
+    )
+
+
+def _check_both_budgets_not_zero(budgets: Budgets, total: int, path: str) -> None:
+    """maxUnavailable and maxSurge both resolving to 0 would let the rollout never move.
+
+    Example: ``maxUnavailable: 10%`` of 4 groups rounds down to 0; with no ``maxSurge`` that is
+    "replace nothing, add nothing", so it is refused here rather than hanging later.
+    """
+    unavailable = budgets.max_unavailable.resolve(total, round_up=False) if budgets.max_unavailable else 1
+    surge = budgets.max_surge.resolve(total, round_up=True) if budgets.max_surge else 0
+    if unavailable == 0 and surge == 0 and total > 0:
+        written = budgets.max_unavailable.to_json() if budgets.max_unavailable else "(default 1)"
+        raise ValidationError(
+            f"{path}.maxUnavailable",
+            f"maxUnavailable ({written} of {total} -> 0) and maxSurge (-> 0) cannot both be 0: the rollout could never progress",
+        )

@@ -1,0 +1,135 @@
+"""The state view: one serializer for trace frames, the REST GET and the websocket.
+
+``build_view`` is a pure function of cluster objects (the ModelServing with its status, its pods,
+its revisions, the router's in-flight counts, the time), so every consumer sees the same thing and
+a view can be rebuilt at any moment without asking the controller.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from . import naming
+from .observe import InstanceObs, observe
+from .revisions import History
+
+STATE_PENDING = "Pending"
+STATE_CREATING = "Creating"
+STATE_READY = "Ready"
+STATE_UPDATING = "Updating"
+STATE_DRAINING = "Draining"
+STATE_DELETING = "Deleting"
+STATE_FAILED = "Failed"
+
+
+def instance_state(inst: InstanceObs, expected_pods: int) -> str:
+    if inst.deleting:
+        return STATE_DELETING
+    if inst.draining:
+        return STATE_DRAINING
+    if inst.updating_in_place:
+        return STATE_UPDATING
+    if inst.lost or inst.failing:
+        return STATE_FAILED
+    if inst.ready(expected_pods):
+        return STATE_READY
+    if any(not p.scheduled for p in inst.pods.values()):
+        return STATE_PENDING
+    return STATE_CREATING
+
+
+def _expected_pods(spec: dict[str, Any], history: History, revision: str, role: str) -> int:
+    data = history.data_of(revision)
+    for r in (data or {}).get("roles") or []:
+        if r.get("name") == role:
+            return 1 + int(r.get("workerReplicas") or 0)
+    for r in (spec.get("template") or {}).get("roles") or []:
+        if r.get("name") == role:
+            return 1 + int(r.get("workerReplicas") or 0)
+    return 1
+
+
+def _partition(spec: dict[str, Any]) -> Any:
+    strategy = spec.get("rolloutStrategy") or {}
+    config = strategy.get("rollingUpdateConfiguration") or {}
+    if "partition" in config:
+        return config["partition"]
+    role_partitions = {r.get("name"): r.get("partition") for r in (spec.get("template") or {}).get("roles") or [] if r.get("partition") is not None}
+    if role_partitions:
+        values = set(map(str, role_partitions.values()))
+        return next(iter(role_partitions.values())) if len(values) == 1 else role_partitions
+    return 0
+
+
+def build_view(ms: dict[str, Any], pods: list[dict[str, Any]], revisions: list[dict[str, Any]], in_flight: Mapping[str, int], now: float) -> dict[str, Any]:
+    meta = ms.get("metadata") or {}
+    spec = ms.get("spec") or {}
+    status = ms.get("status") or {}
+    history = History.from_objects(revisions)
+    observed = observe(pods, in_flight)
+    replicas = int(spec.get("replicas", 1) or 0)
+    role_replicas = {r.get("name"): int(r.get("replicas", 1) or 0) for r in (spec.get("template") or {}).get("roles") or []}
+    timeout = float((spec.get("drain") or {}).get("timeoutSeconds", 30))
+    instances = []
+    drain = []
+    for g in sorted(observed.groups):
+        group = observed.groups[g]
+        for (role, ordinal) in sorted(group.instances):
+            inst = group.instances[(role, ordinal)]
+            expected = _expected_pods(spec, history, inst.revision, role)
+            pods_sorted = [inst.pods[i] for i in sorted(inst.pods)]
+            draining_pods = [p for p in pods_sorted if p.draining_since is not None and not p.deleting]
+            inflight = sum(int(in_flight.get(p.name, 0)) for p in pods_sorted)
+            instances.append(
+                {
+                    "group": g,
+                    "role": role,
+                    "ordinal": ordinal,
+                    "revision": inst.revision,
+                    "state": instance_state(inst, expected),
+                    "pods": len(pods_sorted),
+                    "readyPods": sum(1 for p in pods_sorted if p.ready),
+                    "surge": g >= replicas or ordinal >= role_replicas.get(role, 0),
+                    "podUids": [p.uid for p in pods_sorted],
+                    "draining": len(draining_pods),
+                    "inFlight": inflight,
+                }
+            )
+            for p in draining_pods:
+                since = p.draining_since if p.draining_since not in (None, float("-inf")) else now
+                drain.append(
+                    {
+                        "pod": p.name,
+                        "group": g,
+                        "role": role,
+                        "ordinal": ordinal,
+                        "inFlight": int(in_flight.get(p.name, 0)),
+                        "since": since,
+                        "secondsLeft": max(round(timeout - (now - since), 3), 0.0),
+                    }
+                )
+    revs = []
+    for r in history.revisions:
+        item = r.to_json()
+        revs.append(item)
+    return {
+        "namespace": meta.get("namespace") or "default",
+        "name": meta.get("name"),
+        "generation": meta.get("generation"),
+        "spec": {"replicas": replicas, "partition": _partition(spec), "paused": bool(spec.get("paused", False))},
+        "strategyType": (spec.get("rolloutStrategy") or {}).get("type") or "ServingGroupRollingUpdate",
+        "phase": "Paused" if spec.get("paused") else status.get("phase") or "Pending",
+        "converged": bool(status.get("converged")),
+        "currentRevision": status.get("currentRevision"),
+        "updateRevision": status.get("updateRevision"),
+        "conditions": [{k: c.get(k) for k in ("type", "status", "reason", "message")} for c in status.get("conditions") or []],
+        "counts": {k: status.get(k) for k in ("replicas", "currentReplicas", "updatedReplicas", "availableReplicas")},
+        "revisions": revs,
+        "instances": instances,
+        "blocked": status.get("blocked") or [],
+        "groups": [{k: v for k, v in g.items() if k != "roles"} | {"roles": [{k: v for k, v in r.items() if k != "instanceRevisions"} for r in g.get("roles") or []]} for g in status.get("groups") or []],
+        "roles": status.get("roles") or [],
+        "strategy": status.get("strategy") or {},
+        "drain": drain,
+        "time": now,
+    }
