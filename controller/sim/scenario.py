@@ -306,8 +306,9 @@ def _dry_run(s: Scenario) -> None:
     """Apply the manifest-changing events to a copy of the manifest, in time order; validate each."""
     if not any(e.do in MANIFEST_EVENTS for e in s.events):
         return
-    from controller.core import controls
     from controller.core.spec import ValidationError, parse_modelserving
+
+    from .store import merge_patch
 
     ms = s.manifest
     for e in s.events:
@@ -316,9 +317,9 @@ def _dry_run(s: Scenario) -> None:
         path = f"events[{e.index}]"
         try:
             patch = control_patch(ms, e)
-        except controls.ControlError as exc:
+        except ValueError as exc:  # controls.ControlError: e.g. no such role
             raise ScenarioError(f"{path}.{_arg_field(e)}", str(exc)) from None
-        candidate = controls.apply_merge_patch(ms, patch)
+        candidate = merge_patch(ms, patch)
         try:
             parse_modelserving(candidate)
         except ValidationError as exc:
@@ -334,10 +335,10 @@ def _arg_field(e: Event) -> str:
 
 def control_patch(ms: dict[str, Any], e: Event) -> dict[str, Any]:
     """The merge patch an operator event makes, through the same controls as the dashboard."""
-    from controller.core import controls
-
     if e.do == "patch":
         return e.args["patch"]
+    from controller.core import controls
+
     if e.do == "setImage":
         return controls.set_image(ms, role=e.args["role"], image=e.args["image"], container=e.args.get("container"))
     if e.do == "pause":
