@@ -53,8 +53,8 @@ class ClusterWatcher:
     ``api_client``: a ``kubernetes.client.ApiClient``. ``namespace``: ``None`` for the whole cluster.
     ``backoff``: (first, max) seconds between reconnect attempts. ``idle_timeout``: read timeout of a
     watch connection; a quiet stream is re-opened after it (this also bounds how long ``stop`` takes).
-    ``server_timeout``: ``timeoutSeconds`` asked of the API server, so streams are recycled even
-    through proxies that hold idle connections open.
+    No ``timeoutSeconds`` is sent: with it ``Watch`` stops retrying and would swallow a 410 instead
+    of raising it; the read timeout recycles quiet streams instead.
     """
 
     def __init__(
@@ -65,19 +65,19 @@ class ClusterWatcher:
         namespace: str | None = None,
         backoff: tuple[float, float] = (0.5, 30.0),
         idle_timeout: float = 60.0,
-        server_timeout: int = 300,
     ):
         self.api_client = api_client
         self.enqueue = enqueue
         self.namespace = namespace
         self.backoff = backoff
         self.idle_timeout = idle_timeout
-        self.server_timeout = server_timeout
         self.custom = kubernetes.client.CustomObjectsApi(api_client)
         self.core = kubernetes.client.CoreV1Api(api_client)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._watches: dict[str, kubernetes.watch.Watch] = {}
+        # Newest resourceVersion seen per stream: where a broken connection resumes.
+        self._resume: dict[str, str | None] = {}
         # Counters, for health endpoints and tests: how often each stream listed and (re)connected.
         self.stats: dict[str, dict[str, int]] = {
             kind: {"lists": 0, "watches": 0, "errors": 0, "expired": 0, "events": 0} for kind in ("modelservings", "pods")
@@ -126,18 +126,18 @@ class ClusterWatcher:
         return {"label_selector": naming.LABEL_NAME} if kind == "pods" else {}
 
     def _run(self, kind: str) -> None:
-        resource_version: str | None = None
+        self._resume[kind] = None
         delay = self.backoff[0]
         while not self._stop.is_set():
             try:
-                if resource_version is None:
-                    resource_version = self._relist(kind)
-                resource_version = self._watch(kind, resource_version)
+                if self._resume[kind] is None:
+                    self._resume[kind] = self._relist(kind)
+                self._watch(kind, self._resume[kind])
                 delay = self.backoff[0]  # a stream that worked resets the backoff
             except WatchExpired:
                 self.stats[kind]["expired"] += 1
                 log.info("watch of %s expired (410 Gone); relisting", kind)
-                resource_version = None
+                self._resume[kind] = None
             except (ApiException, urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
                 if self._stop.is_set():
                     break
@@ -158,8 +158,8 @@ class ClusterWatcher:
             self._dispatch(kind, item)
         return (listing.get("metadata") or {}).get("resourceVersion") or None
 
-    def _watch(self, kind: str, resource_version: str | None) -> str | None:
-        """Stream events until the server ends the stream; returns the version to resume from."""
+    def _watch(self, kind: str, resource_version: str | None) -> None:
+        """Stream events until the stream ends, recording the newest version in ``_resume``."""
         self.stats[kind]["watches"] += 1
         # return_type "object": events stay plain dicts, and Watch still tracks each event's
         # resourceVersion, which it needs to resume after a clean end and to tell a repeated 410
@@ -173,7 +173,6 @@ class ClusterWatcher:
         }
         if resource_version:
             kwargs["resource_version"] = resource_version
-        last = resource_version
         try:
             for event in w.stream(self._list_fn(kind), **kwargs):
                 if self._stop.is_set():
@@ -185,7 +184,7 @@ class ClusterWatcher:
                     raise ApiException(status=raw.get("code", 500), reason=raw.get("message"))
                 version = (raw.get("metadata") or {}).get("resourceVersion")
                 if version:
-                    last = version
+                    self._resume[kind] = version
                 if event.get("type") != "BOOKMARK":
                     self.stats[kind]["events"] += 1
                     self._dispatch(kind, raw)
@@ -195,9 +194,6 @@ class ClusterWatcher:
             raise
         finally:
             self._watches.pop(kind, None)
-        # Watch keeps following the stream itself across clean ends; when it returns, continue
-        # from the newest version it saw.
-        return w.resource_version or last
 
     # ------------------------------------------------------------------ mapping
 
