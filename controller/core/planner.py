@@ -112,6 +112,9 @@ class _Pass:
         self.instance_removals: dict[InstanceKey, _Removal] = {}
         self.unreadable_reported: set[str] = set()
         self.recorded = _recorded_revisions(status)
+        self._expected_cache: dict[tuple[str, str], int] = {}
+        self._available_cache: dict[int, bool] = {}
+        self._group_available_cache: dict[int, bool] = {}
 
     # -----------------------------------------------------------------------------------------
     # Revisions
@@ -140,11 +143,18 @@ class _Pass:
         return role_data(data, role) if data is not None else None
 
     def expected_pods(self, rev: str, role: str) -> int:
+        key = (rev, role)
+        cached = self._expected_cache.get(key)
+        if cached is not None:
+            return cached
         rd = self.role_data_of(rev, role)
         if rd is not None:
-            return 1 + int(rd.get("workerReplicas") or 0)
-        spec_role = self.ms.role(role)
-        return spec_role.pods_per_instance if spec_role else 1
+            value = 1 + int(rd.get("workerReplicas") or 0)
+        else:
+            spec_role = self.ms.role(role)
+            value = spec_role.pods_per_instance if spec_role else 1
+        self._expected_cache[key] = value
+        return value
 
     def role_replicas(self, role: str) -> int:
         spec_role = self.ms.role(role)
@@ -159,12 +169,22 @@ class _Pass:
     # -----------------------------------------------------------------------------------------
     # Shared helpers
 
-    def instance_available(self, inst: InstanceObs, rev: str | None = None) -> bool:
-        return inst.ready(self.expected_pods(rev or inst.revision, inst.role)) and not inst.updating_in_place
+    def instance_available(self, inst: InstanceObs) -> bool:
+        key = id(inst)
+        cached = self._available_cache.get(key)
+        if cached is None:
+            cached = self._available_cache[key] = inst.ready(self.expected_pods(inst.revision, inst.role)) and not inst.updating_in_place
+        return cached
 
     def group_available(self, group: GroupObs | None) -> bool:
         if group is None or not group.instances:
             return False
+        cached = self._group_available_cache.get(group.ordinal)
+        if cached is None:
+            cached = self._group_available_cache[group.ordinal] = self._group_available(group)
+        return cached
+
+    def _group_available(self, group: GroupObs) -> bool:
         rev = group.revision
         data = self.data_of(rev)
         roles = [r["name"] for r in data.get("roles") or []] if data is not None else sorted({r for r, _ in group.instances})
@@ -261,7 +281,7 @@ class _Pass:
 
     @staticmethod
     def being_removed(group: GroupObs) -> bool:
-        return any(p.deleting or p.draining_since is not None for inst in group.instances.values() for p in inst.pods.values())
+        return group.being_removed
 
     # -----------------------------------------------------------------------------------------
     # Recovery and scale inside one group (both strategies)
@@ -610,8 +630,9 @@ class _Pass:
                     self.blocked.append(Blocked(o, role, f"{kind_word} {role}-{k} unschedulable: {message}" + (f"; {st.max_unavailable} unavailable allowed" if k >= st.replicas else ""), KIND_UNSCHEDULABLE))
                     break
 
-    def being_removed_instance(self, inst: InstanceObs) -> bool:
-        return any(p.deleting or p.draining_since is not None for p in inst.pods.values())
+    @staticmethod
+    def being_removed_instance(inst: InstanceObs) -> bool:
+        return inst.being_removed
 
     # -----------------------------------------------------------------------------------------
     # Admission of replacements inside one group: budgets, then coordination

@@ -131,7 +131,11 @@ def _reconcile_once(
     if build_state_view:
         state_obj = dict(obj)
         state_obj["status"] = status
-        result.view = build_view(state_obj, cluster.list_pods(namespace, name) if the_plan.actions else pods, cluster.list_revisions(namespace, name) if the_plan.revision_actions else revision_objs, in_flight, now)
+        if the_plan.actions:
+            result.view = build_view(state_obj, cluster.list_pods(namespace, name), cluster.list_revisions(namespace, name), in_flight, now)
+        else:
+            revs = cluster.list_revisions(namespace, name) if the_plan.revision_actions else revision_objs
+            result.view = build_view(state_obj, pods, revs, in_flight, now, observed=observed)
 
 
 def _owned_revisions(revision_objs: list[dict[str, Any]], uid: str) -> list[dict[str, Any]]:

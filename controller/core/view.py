@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from . import naming
-from .observe import InstanceObs, observe
+from .observe import InstanceObs, Observed, observe
 from .revisions import History
 
 STATE_PENDING = "Pending"
@@ -61,12 +61,22 @@ def _partition(spec: dict[str, Any]) -> Any:
     return 0
 
 
-def build_view(ms: dict[str, Any], pods: list[dict[str, Any]], revisions: list[dict[str, Any]], in_flight: Mapping[str, int], now: float) -> dict[str, Any]:
+def build_view(
+    ms: dict[str, Any],
+    pods: list[dict[str, Any]],
+    revisions: list[dict[str, Any]],
+    in_flight: Mapping[str, int],
+    now: float,
+    *,
+    observed: Observed | None = None,
+) -> dict[str, Any]:
+    """``observed`` may be passed when the caller already observed these very pods."""
     meta = ms.get("metadata") or {}
     spec = ms.get("spec") or {}
     status = ms.get("status") or {}
     history = History.from_objects(revisions)
-    observed = observe(pods, in_flight)
+    if observed is None:
+        observed = observe(pods, in_flight)
     replicas = int(spec.get("replicas", 1) or 0)
     role_replicas = {r.get("name"): int(r.get("replicas", 1) or 0) for r in (spec.get("template") or {}).get("roles") or []}
     timeout = float((spec.get("drain") or {}).get("timeoutSeconds", 30))

@@ -1,0 +1,131 @@
+"""Planner benchmark: the median time of one full ``plan()`` mid-rollout.
+
+Shape: N ServingGroups x 4 roles x 8 pods (each role has one instance of 1 entry + 7 workers, so
+8 pods per role and 32 per group). 1,000 groups = 32,000 pods; a tenth of that = 3,200 pods.
+
+Mid-rollout: the top 40% of ordinals are on the new revision, one group is being replaced (its pods
+terminating), the rest are old and Ready. ``plan`` gets an already observed state, as in the
+reconcile pass (observation is reported separately, it is per-pod parsing).
+
+Output: a table; with ``--json`` the last line is
+``[{"pods": 3200, "ms": ...}, {"pods": 32000, "ms": ...}]`` (``ms`` = median of plan()).
+Target: under 50 ms for 32,000 pods on a 2-core machine, cost growing no faster than linearly.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from typing import Any
+
+from controller.core import naming
+from controller.core.observe import observe
+from controller.core.planner import plan
+from controller.core.podtemplate import build_instance_pods
+from controller.core.revisions import History, project, revision_hash, revision_object, RevisionAction
+from controller.core.spec import parse_modelserving
+
+ROLES = ("prefill", "decode", "router", "kvcache")
+WORKERS = 7  # 1 entry + 7 workers = 8 pods per role instance
+
+
+def _manifest(groups: int, image: str) -> dict[str, Any]:
+    def role(name: str) -> dict[str, Any]:
+        container = {"name": "engine", "image": image, "resources": {"limits": {naming.GPU_RESOURCE: "1"}}}
+        return {
+            "name": name,
+            "replicas": 1,
+            "workerReplicas": WORKERS,
+            "entryTemplate": {"spec": {"containers": [dict(container)]}},
+            "workerTemplate": {"spec": {"containers": [dict(container)]}},
+        }
+
+    return {
+        "apiVersion": naming.API_VERSION,
+        "kind": "ModelServing",
+        "metadata": {"name": "big", "namespace": "default", "uid": "uid-big", "generation": 2},
+        "spec": {
+            "replicas": groups,
+            "rolloutStrategy": {"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": "1%"}},
+            "template": {"roles": [role(n) for n in ROLES]},
+        },
+    }
+
+
+def _ready(pod: dict[str, Any], uid: str) -> dict[str, Any]:
+    pod["metadata"]["uid"] = uid
+    pod["spec"]["nodeName"] = "node"
+    pod["status"] = {
+        "phase": "Running",
+        "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}],
+        "containerStatuses": [{"name": "engine", "ready": True, "restartCount": 0, "image": pod["spec"]["containers"][0]["image"]}],
+    }
+    return pod
+
+
+def build_state(groups: int) -> tuple[Any, History, Any, dict[str, Any], list[dict[str, Any]]]:
+    old = _manifest(groups, "engine:v1")
+    new = _manifest(groups, "engine:v2")
+    old_data, new_data = project(old["spec"]), project(new["spec"])
+    old_hash, new_hash = revision_hash(old_data), revision_hash(new_data)
+    revisions = [
+        revision_object(new, RevisionAction("create", f"big-{old_hash}", old_hash, 1, old_data)),
+        revision_object(new, RevisionAction("create", f"big-{new_hash}", new_hash, 2, new_data)),
+    ]
+    history = History.from_objects(revisions)
+    updated_from = groups - max(groups * 4 // 10, 1)
+    pods: list[dict[str, Any]] = []
+    uid = 0
+    for g in range(groups):
+        rev, data = (new_hash, new_data) if g >= updated_from else (old_hash, old_data)
+        for role in data["roles"]:
+            for pod in build_instance_pods(ms=new, revision_hash=rev, role_data=role, group=g, ordinal=0, in_place_gate=False):
+                uid += 1
+                pod = _ready(pod, f"u{uid}")
+                if g == updated_from - 1:
+                    pod["metadata"]["deletionTimestamp"] = "2026-11-29T00:00:00Z"
+                pods.append(pod)
+    status = {"currentRevision": old_hash, "updateRevision": new_hash}
+    return parse_modelserving(new), history, observe(pods), status, pods
+
+
+def measure(groups: int, repeats: int) -> dict[str, Any]:
+    ms, history, observed, status, pods = build_state(groups)
+    plan_times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        result = plan(ms, history, observed, 1000.0, status=status)
+        plan_times.append((time.perf_counter() - started) * 1000)
+    observe_times = []
+    for _ in range(max(repeats // 2, 3)):
+        started = time.perf_counter()
+        observe(pods)
+        observe_times.append((time.perf_counter() - started) * 1000)
+    return {
+        "groups": groups,
+        "pods": len(pods),
+        "ms": round(statistics.median(plan_times), 2),
+        "observe_ms": round(statistics.median(observe_times), 2),
+        "actions": len(result.actions),
+        "blocked": len(result.blocked),
+    }
+
+
+def main(argv: list[str]) -> int:
+    as_json = "--json" in argv
+    repeats = 15
+    rows = [measure(100, repeats), measure(1000, repeats)]
+    print(f"{'groups':>7} {'pods':>7} {'plan ms (median)':>17} {'observe ms':>11} {'actions':>8} {'blocked':>8}")
+    for row in rows:
+        print(f"{row['groups']:>7} {row['pods']:>7} {row['ms']:>17.2f} {row['observe_ms']:>11.2f} {row['actions']:>8} {row['blocked']:>8}")
+    ratio = rows[1]["ms"] / rows[0]["ms"] if rows[0]["ms"] else float("nan")
+    print(f"growth 3,200 -> 32,000 pods: x{ratio:.1f} for x10 pods (linear = x10); target < 50 ms at 32,000 pods")
+    if as_json:
+        print(json.dumps([{"pods": r["pods"], "ms": r["ms"]} for r in rows]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
