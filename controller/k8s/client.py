@@ -88,3 +88,35 @@ def call_json(fn: Callable[..., Any], *args: Any, what: str, **kwargs: Any) -> d
         raise ClusterError(f"{what}: cannot reach the API server ({exc})") from exc
     data = response.data
     return json.loads(data) if data else {}
+
+
+def raw_json(
+    api_client: kubernetes.client.ApiClient,
+    method: str,
+    path: str,
+    *,
+    what: str,
+    body: Any = None,
+) -> dict[str, Any]:
+    """One request with a JSON body sent exactly as given, bypassing the typed models.
+
+    For objects whose models would rewrite the body: the generated ``V1Lease`` turns
+    ``renewTime``/``acquireTime`` into datetimes and writes them back without the six fractional
+    digits ``MicroTime`` requires (``...:00+00:00``), which a real API server refuses.
+    """
+    headers = {"Accept": "application/json", "Content-Type": "application/json"}
+    method_, url, headers, serialized, _ = api_client.param_serialize(
+        method=method, resource_path=path, header_params=headers, body=body, auth_settings=["BearerToken"],
+    )
+    try:
+        response = api_client.call_api(method_, url, header_params=headers, body=serialized, _request_timeout=DEFAULT_TIMEOUT)
+        response.read()
+    except ApiException as exc:
+        raise translate(exc, what) from exc
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise ClusterError(f"{what}: cannot reach the API server ({exc})") from exc
+    if not 200 <= response.status <= 299:
+        exc = ApiException(status=response.status, reason=response.reason)
+        exc.body = response.data.decode("utf-8", "replace") if response.data else ""
+        raise translate(exc, what)
+    return json.loads(response.data) if response.data else {}

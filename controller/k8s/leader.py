@@ -35,7 +35,7 @@ from typing import Any
 import kubernetes
 
 from controller.core.ports import ClusterError, Conflict, NotFound
-from controller.k8s.client import call_json
+from controller.k8s.client import call_json, raw_json
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ class LeaseElector:
             },
         }
         try:
-            call_json(self.api.replace_namespaced_lease, self.name, self.namespace, body, what=self._what)
+            self._write("PUT", body)
         except Conflict:
             self._last_renew = None
             return False  # another candidate wrote first; look again next period
@@ -174,7 +174,7 @@ class LeaseElector:
             "spec": {**spec, "holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": now, "acquireTime": now},
         }
         try:
-            call_json(self.api.replace_namespaced_lease, self.name, self.namespace, body, what=self._what)
+            self._write("PUT", body)
         except ClusterError as exc:
             log.warning("could not release lease %s/%s: %s", self.namespace, self.name, exc)
 
@@ -224,6 +224,13 @@ class LeaseElector:
     def _read(self) -> dict[str, Any]:
         return call_json(self.api.read_namespaced_lease, self.name, self.namespace, what=self._what)
 
+    def _write(self, method: str, body: dict[str, Any]) -> dict[str, Any]:
+        # Raw JSON: the Lease model would reformat the MicroTimes (see client.raw_json).
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases"
+        if method == "PUT":
+            path += f"/{self.name}"
+        return raw_json(self.api.api_client, method, path, body=body, what=self._what)
+
     def _create(self, now: float) -> bool:
         body = {
             "apiVersion": "coordination.k8s.io/v1",
@@ -238,7 +245,7 @@ class LeaseElector:
             },
         }
         try:
-            call_json(self.api.create_namespaced_lease, self.namespace, body, what=self._what)
+            self._write("POST", body)
         except Conflict:
             return False  # created by another candidate in between
         self._last_renew = now

@@ -29,6 +29,8 @@ import logging
 from collections.abc import Iterable
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +55,10 @@ class RedisInFlightRouter:
         if client is None:
             if not url:
                 raise ValueError("RedisInFlightRouter needs a redis client or a url (for example $REDIS_URL)")
-            client = redis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
+            # Short timeouts and one retry: the count is read inside a reconcile pass, and a Redis
+            # outage must cost that pass about a second per draining pod, not redis-py's default
+            # retries with backoff.
+            client = redis.Redis.from_url(url, socket_timeout=1.0, socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 1))
         self.redis = client
         self.key = key
         self.field_format = field_format
