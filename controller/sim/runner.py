@@ -188,7 +188,7 @@ class Runner:
         except NotFound:
             return
         now = self.loop.now()
-        conv = is_converged(ms, view)
+        conv = is_converged(ms, view, self.store.list_revisions(self.scenario.namespace, self.scenario.ms_name))
         if conv and not self.converged:
             self.converged_at = now
             self.router.start()  # traffic flows once the workload first stands
@@ -307,15 +307,21 @@ def _matches(pod: Obj, args: dict[str, Any]) -> bool:
 _PARSE_CACHE: dict[tuple[str, str], Any] = {}
 
 
-def is_converged(ms: Obj, view: dict[str, Any]) -> bool:
+def is_converged(ms: Obj, view: dict[str, Any], revisions: list[Obj] | None = None) -> bool:
     """scenarios.md: the update revision runs on every instance outside the partition, every instance
     is Ready, nothing is draining or deleting; plus: the controller observed the latest generation
     and exactly the desired instances exist (no leftover surge, no missing instance).
 
     Example: replicas 5, partition 3, one role with 1 instance: groups 3 and 4 must run the update
     revision; groups 0-2 may run any revision; all five must be Ready.
+
+    Under role-level strategies an unchanged role is not replaced (its pods keep the revision label
+    they were created with), and it does run the update revision's template for that role: so an
+    instance counts as updated when its revision's role template equals the update revision's
+    (same role hash), read from the stored revisions.
     """
     from controller.core import strategy
+    from controller.core.revisions import History, role_hashes
     from controller.core.spec import ValidationError, parse_modelserving
 
     meta = ms.get("metadata") or {}
@@ -338,6 +344,15 @@ def is_converged(ms: Obj, view: dict[str, Any]) -> bool:
     if len(instances) != len(expected):
         return False
     pods_per = {r.name: r.pods_per_instance for r in spec.roles}
+    history = History.from_objects(revisions or []) if spec.role_level else None
+
+    def same_role_template(revision: str, role: str) -> bool:
+        if history is None:
+            return False
+        have, want = history.data_of(revision), history.data_of(update)
+        if have is None or want is None:
+            return False
+        return role_hashes(have).get(role) == role_hashes(want).get(role) is not None
     for inst in instances:
         k = (inst.get("group"), inst.get("role"), inst.get("ordinal"))
         if k not in expected:
@@ -350,7 +365,7 @@ def is_converged(ms: Obj, view: dict[str, Any]) -> bool:
             protected = k[2] < eff.roles[k[1]].partition.count
         else:
             protected = k[0] < eff.group.partition.count
-        if not protected and inst.get("revision") != update:
+        if not protected and inst.get("revision") != update and not same_role_template(inst.get("revision"), k[1]):
             return False
     return True
 
