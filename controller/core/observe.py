@@ -257,11 +257,36 @@ def parse_pod(pod: Obj) -> PodObs | None:
     )
 
 
+# Parsed pods by (uid, resourceVersion). A pod object with the same resourceVersion is the same
+# object, so its parse can be reused from one pass to the next: with 32,000 pods of which a few
+# change per pass, this turns observation from ~180 ms into a few ms. It is a cache of derived data,
+# not controller state: dropping it changes nothing but speed.
+_PARSE_CACHE: dict[tuple[str, str], PodObs | None] = {}
+_PARSE_CACHE_LIMIT = 200_000
+
+
+def _parse_cached(raw: Obj) -> PodObs | None:
+    meta = raw.get("metadata") or _EMPTY
+    uid = meta.get("uid")
+    rv = meta.get("resourceVersion")
+    if not uid or not rv:
+        return parse_pod(raw)
+    key = (uid, rv)
+    try:
+        return _PARSE_CACHE[key]
+    except KeyError:
+        pass
+    if len(_PARSE_CACHE) >= _PARSE_CACHE_LIMIT:
+        _PARSE_CACHE.clear()
+    pod = _PARSE_CACHE[key] = parse_pod(raw)
+    return pod
+
+
 def observe(pods: list[Obj], in_flight: Mapping[str, int] | None = None) -> Observed:
     groups: dict[int, GroupObs] = {}
     foreign: list[str] = []
     for raw in pods:
-        pod = parse_pod(raw)
+        pod = _parse_cached(raw)
         if pod is None:
             foreign.append((raw.get("metadata") or {}).get("name") or "?")
             continue

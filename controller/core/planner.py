@@ -474,9 +474,11 @@ class _Pass:
             if not self.group_available(group):
                 return (f"waiting for surge group {o} to become Ready ({max_unavailable} unavailable allowed)", KIND_BUDGET)
         unavailable = max(replicas - count_available, 0)
+        waiting_on = [o for o in range(replicas) if not self.group_available(groups.get(o)) or (o in groups and self.being_removed(groups[o]))]
+        detail = f": waiting for group {', '.join(map(str, waiting_on[:5]))} to become Ready" if waiting_on else ""
         if max_unavailable == 0:
-            return ("0 unavailable allowed: waiting for surge capacity to become Ready", KIND_BUDGET)
-        return (f"maxUnavailable reached ({unavailable} of {max_unavailable})", KIND_BUDGET)
+            return (f"0 unavailable allowed{detail or ': waiting for surge capacity to become Ready'}", KIND_BUDGET)
+        return (f"maxUnavailable reached ({unavailable} of {max_unavailable}){detail}", KIND_BUDGET)
 
     def unschedulable_surge_reasons(self, groups: dict[int, GroupObs], replicas: int, max_unavailable: int) -> None:
         """New capacity that cannot be placed: say so for the group that holds it."""
