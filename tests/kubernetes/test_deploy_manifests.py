@@ -1,0 +1,470 @@
+"""Schema checks of everything in deploy/, with no cluster and no downloads.
+
+- Built-in kinds are validated against the Kubernetes OpenAPI models shipped in the ``kubernetes``
+  client (pydantic models: required fields enforced, unknown fields rejected).
+- The CRD's openAPIV3Schema is checked against the structural-schema rules the API server applies,
+  then used (as JSON Schema, via ``jsonschema``) to validate every Kthena example and every
+  scenario's ModelServing, and to reject invalid ones; its CEL rules are evaluated with cel-python.
+"""
+
+from __future__ import annotations
+
+import copy
+import glob
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes
+import pytest
+import yaml
+
+from controller.core import naming
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+CRD_FILE = DEPLOY / "crd" / "modelservings.serving.rolloutui.io.yaml"
+SHARED = Path("/work/shared")
+KTHENA_EXAMPLES = sorted(glob.glob(str(SHARED / "reference" / "kthena-examples" / "*.yaml")))
+SCENARIOS = sorted(glob.glob(str(SHARED / "scenarios" / "*.yaml")))
+
+MODELS = {
+    "Namespace": kubernetes.client.V1Namespace,
+    "ServiceAccount": kubernetes.client.V1ServiceAccount,
+    "ClusterRole": kubernetes.client.V1ClusterRole,
+    "ClusterRoleBinding": kubernetes.client.V1ClusterRoleBinding,
+    "Role": kubernetes.client.V1Role,
+    "RoleBinding": kubernetes.client.V1RoleBinding,
+    "ConfigMap": kubernetes.client.V1ConfigMap,
+    "Secret": kubernetes.client.V1Secret,
+    "Deployment": kubernetes.client.V1Deployment,
+    "Service": kubernetes.client.V1Service,
+    "CustomResourceDefinition": kubernetes.client.V1CustomResourceDefinition,
+}
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
+
+
+def manifest_files() -> list[Path]:
+    return sorted(p for p in DEPLOY.rglob("*.yaml") if p.name != "kustomization.yaml")
+
+
+def documents() -> list[tuple[Path, dict[str, Any]]]:
+    docs = []
+    for path in manifest_files():
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc is not None:
+                docs.append((path, doc))
+    return docs
+
+
+def by_kind(kind: str) -> list[dict[str, Any]]:
+    return [doc for _, doc in documents() if doc["kind"] == kind]
+
+
+def crd() -> dict[str, Any]:
+    return yaml.safe_load(CRD_FILE.read_text())
+
+
+def crd_schema() -> dict[str, Any]:
+    return crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+
+
+# ---------------------------------------------------------------------------------------- built-ins
+
+
+def test_every_manifest_parses_and_names_its_api_version_kind_and_metadata():
+    docs = documents()
+    assert len(docs) >= 12
+    for path, doc in docs:
+        where = f"{path.relative_to(ROOT)}: {doc.get('kind')}/{doc.get('metadata', {}).get('name')}"
+        assert doc.get("apiVersion") and doc.get("kind") and doc.get("metadata", {}).get("name"), where
+        if doc["kind"] in CLUSTER_SCOPED:
+            assert "namespace" not in doc["metadata"], where
+        else:
+            assert doc["metadata"].get("namespace") == "rolloutui", where
+
+
+@pytest.mark.parametrize("path_doc", documents(), ids=lambda pd: f"{pd[0].name}:{pd[1]['kind']}/{pd[1]['metadata']['name']}")
+def test_every_manifest_matches_the_kubernetes_openapi_model_of_its_kind(path_doc):
+    path, doc = path_doc
+    model = MODELS.get(doc["kind"])
+    assert model is not None, f"{path.name}: no model registered for kind {doc['kind']}"
+    obj = model.model_validate(doc)  # raises on a missing required field or an unknown one
+    assert obj.kind == doc["kind"]
+    # The same object also deserializes the way the client reads API responses.
+    again = kubernetes.client.ApiClient().sanitize_for_serialization(obj)
+    assert again["metadata"]["name"] == doc["metadata"]["name"]
+
+
+def test_the_kustomization_lists_every_manifest_and_nothing_missing():
+    kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
+    listed = {DEPLOY / r for r in kustomization["resources"]}
+    assert listed == set(manifest_files())
+    assert kustomization["namespace"] == "rolloutui"
+    assert any(img["name"] == "rolloutui" for img in kustomization["images"])
+
+
+def containers_of(deployment: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = deployment["spec"]["template"]["spec"]
+    return spec.get("initContainers", []) + spec["containers"]
+
+
+def test_deployments_select_their_own_pods_and_every_container_has_resources():
+    for deployment in by_kind("Deployment"):
+        labels = deployment["spec"]["template"]["metadata"]["labels"]
+        assert deployment["spec"]["selector"]["matchLabels"].items() <= labels.items(), deployment["metadata"]["name"]
+        for container in containers_of(deployment):
+            res = container.get("resources") or {}
+            assert res.get("requests", {}).get("memory") and res.get("limits", {}).get("memory"), container["name"]
+            assert container["securityContext"]["allowPrivilegeEscalation"] is False, container["name"]
+
+
+def test_the_web_and_worker_run_one_image_with_the_kubernetes_backend_and_the_database_secret():
+    config = next(c for c in by_kind("ConfigMap") if c["metadata"]["name"] == "rolloutui-config")
+    assert config["data"]["ROLLOUTUI_BACKEND"] == "kubernetes"
+    assert config["data"]["REDIS_URL"].startswith("redis://rolloutui-redis.")
+    service_accounts = {sa["metadata"]["name"] for sa in by_kind("ServiceAccount")}
+    apps = {d["metadata"]["name"]: d for d in by_kind("Deployment")}
+    assert {"rolloutui-web", "rolloutui-worker", "rolloutui-redis"} <= apps.keys()
+    for name in ("rolloutui-web", "rolloutui-worker"):
+        pod = apps[name]["spec"]["template"]["spec"]
+        assert pod["serviceAccountName"] in service_accounts
+        for container in containers_of(apps[name]):
+            assert container["image"] == "rolloutui:latest"
+            assert {"configMapRef": {"name": "rolloutui-config"}} in container["envFrom"]
+            env = {e["name"]: e for e in container["env"]}
+            assert env["DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {"name": "rolloutui-secrets", "key": "DATABASE_URL"}
+    commands = {c["name"]: c.get("command") for d in apps.values() for c in containers_of(d)}
+    assert commands["web"][0] == "daphne" and "rolloutui.asgi:application" in commands["web"]
+    assert commands["worker"][:4] == ["celery", "-A", "rolloutui", "worker"]
+    assert commands["beat"][:4] == ["celery", "-A", "rolloutui", "beat"]
+    assert commands["watch"] == ["python", "-m", "controller.k8s", "watch"]
+
+
+def test_the_web_is_probed_on_healthz_and_readyz_and_exposed_by_a_service():
+    web = next(d for d in by_kind("Deployment") if d["metadata"]["name"] == "rolloutui-web")
+    container = next(c for c in web["spec"]["template"]["spec"]["containers"] if c["name"] == "web")
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    port_names = {p["name"] for p in container["ports"]}
+    for service in by_kind("Service"):
+        target = next(d for d in by_kind("Deployment") if service["spec"]["selector"].items() <= d["spec"]["template"]["metadata"]["labels"].items())
+        names = {p["name"] for c in target["spec"]["template"]["spec"]["containers"] for p in c.get("ports", [])}
+        assert {p["targetPort"] for p in service["spec"]["ports"]} <= names, service["metadata"]["name"]
+    assert "http" in port_names
+
+
+# Every API call the adapter, the watcher and the elector make: (apiGroup, resource, verb).
+ADAPTER_CALLS = {
+    ("serving.rolloutui.io", "modelservings", verb) for verb in ("get", "list", "watch", "patch")
+} | {
+    ("serving.rolloutui.io", "modelservings/status", "update"),
+    ("", "pods", "get"), ("", "pods", "list"), ("", "pods", "watch"), ("", "pods", "create"),
+    ("", "pods", "delete"), ("", "pods", "patch"), ("", "pods/status", "patch"),
+    ("apps", "controllerrevisions", "list"), ("apps", "controllerrevisions", "create"),
+    ("apps", "controllerrevisions", "patch"), ("apps", "controllerrevisions", "delete"),
+    ("", "events", "create"),
+}
+
+
+def granted(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    return {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+
+
+def test_the_cluster_role_allows_every_call_the_controller_makes_and_no_wildcards():
+    roles = {r["metadata"]["name"]: r for r in by_kind("ClusterRole")}
+    controller = granted(roles["rolloutui-controller"]["rules"])
+    assert ADAPTER_CALLS <= controller
+    for rule in [r for role in roles.values() for r in role["rules"]] + [r for role in by_kind("Role") for r in role["rules"]]:
+        assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "*" not in rule["apiGroups"]
+    # Least privilege: nothing beyond what the brief lists (status patch+update, events patch too).
+    allowed_extra = {("serving.rolloutui.io", "modelservings/status", "patch"), ("", "events", "patch"),
+                     ("apps", "controllerrevisions", "get"), ("apps", "controllerrevisions", "watch")}
+    assert controller - ADAPTER_CALLS <= allowed_extra
+    assert granted(roles["rolloutui-modelserving-editor"]["rules"]) == {
+        ("serving.rolloutui.io", "modelservings", "create"), ("serving.rolloutui.io", "modelservings", "delete")}
+
+
+def test_the_lease_role_is_limited_to_the_controllers_namespace_and_lease():
+    (role,) = by_kind("Role")
+    assert role["metadata"]["namespace"] == "rolloutui"
+    assert granted(role["rules"]) == {
+        ("coordination.k8s.io", "leases", "create"), ("coordination.k8s.io", "leases", "get"), ("coordination.k8s.io", "leases", "update")}
+    named = [r for r in role["rules"] if "get" in r["verbs"]]
+    assert named[0]["resourceNames"] == ["rolloutui-controller"]
+    bindings = by_kind("RoleBinding") + by_kind("ClusterRoleBinding")
+    for binding in bindings:
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "rolloutui", "namespace": "rolloutui"}]
+
+
+def test_the_dockerfile_builds_from_files_that_exist_and_runs_as_non_root():
+    text = (DEPLOY / "Dockerfile").read_text()
+    assert "FROM python:3.12-slim" in text
+    assert "USER 10001" in text
+    assert '"rolloutui.asgi:application"' in text
+    for needed in ("manage.py", "static", "templates", "pyproject.toml"):
+        assert (ROOT / needed).exists(), needed
+        assert needed in text
+    ignore = (DEPLOY / "Dockerfile.dockerignore").read_text().split()
+    assert ".venv" in ignore and ".git" in ignore
+
+
+# ---------------------------------------------------------------------------------------- the CRD
+
+
+def test_the_crd_names_scope_subresources_and_printer_columns():
+    c = crd()
+    spec = c["spec"]
+    assert c["metadata"]["name"] == f"{spec['names']['plural']}.{spec['group']}" == "modelservings.serving.rolloutui.io"
+    assert spec["group"] == naming.API_GROUP and spec["scope"] == "Namespaced"
+    assert spec["names"]["kind"] == naming.KIND and spec["names"]["plural"] == naming.PLURAL
+    assert spec["names"]["shortNames"] == ["msv"]
+    (version,) = spec["versions"]
+    assert f"{spec['group']}/{version['name']}" == naming.API_VERSION
+    assert version["served"] and version["storage"]
+    assert version["subresources"]["status"] == {}
+    assert version["subresources"]["scale"] == {
+        "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".status.labelSelector"}
+    columns = [col["name"] for col in version["additionalPrinterColumns"]]
+    assert columns == ["Replicas", "Available", "Updated", "Current revision", "Update revision", "Paused", "Age"]
+    for col in version["additionalPrinterColumns"]:
+        assert node_at(crd_schema(), col["jsonPath"]) is not None or col["jsonPath"] == ".metadata.creationTimestamp", col
+    for path, kind in ((".spec.replicas", "integer"), (".status.replicas", "integer"), (".status.labelSelector", "string")):
+        assert node_at(crd_schema(), path)["type"] == kind
+
+
+def node_at(schema: dict[str, Any], json_path: str) -> dict[str, Any] | None:
+    node: dict[str, Any] | None = schema
+    for part in json_path.strip(".").split("."):
+        node = (node or {}).get("properties", {}).get(part)
+    return node
+
+
+FORBIDDEN_IN_JUNCTORS = {"type", "properties", "items", "additionalProperties", "default", "description",
+                         "nullable", "x-kubernetes-preserve-unknown-fields", "x-kubernetes-int-or-string"}
+
+
+def structural_errors(node: dict[str, Any], path: str = "", *, root: bool = True) -> list[str]:
+    """The rules of a structural schema (k8s.io/apiextensions-apiserver), as far as they apply here."""
+    errors: list[str] = []
+    if "$ref" in node:
+        errors.append(f"{path}: $ref is not allowed in a CRD schema")
+    int_or_string = node.get("x-kubernetes-int-or-string") is True
+    preserve = node.get("x-kubernetes-preserve-unknown-fields") is True
+    if int_or_string:
+        if "type" in node:
+            errors.append(f"{path}: x-kubernetes-int-or-string must not specify a type")
+        if node.get("anyOf") not in (None, [{"type": "integer"}, {"type": "string"}]):
+            errors.append(f"{path}: x-kubernetes-int-or-string allows only anyOf [integer, string]")
+    elif not node.get("type") and not preserve:
+        errors.append(f"{path}: every node needs a type")
+    if "properties" in node and "additionalProperties" in node:
+        errors.append(f"{path}: properties and additionalProperties are mutually exclusive")
+    if node.get("type") == "array" and "items" not in node:
+        errors.append(f"{path}: an array needs items")
+    for junctor in ("allOf", "oneOf", "not") + (() if int_or_string else ("anyOf",)):
+        branches = node.get(junctor)
+        for branch in branches if isinstance(branches, list) else ([branches] if branches else []):
+            bad = FORBIDDEN_IN_JUNCTORS & set(branch)
+            if bad:
+                errors.append(f"{path}.{junctor}: {sorted(bad)} not allowed inside a junctor")
+    if "enum" in node and node.get("type") == "string":
+        if not all(isinstance(v, str) for v in node["enum"]):
+            errors.append(f"{path}: enum values must be strings")
+    if "default" in node:
+        try:
+            jsonschema.validate(node["default"], to_json_schema(node))
+        except jsonschema.ValidationError as exc:
+            errors.append(f"{path}: default {node['default']!r} does not validate: {exc.message}")
+    for rule in node.get("x-kubernetes-validations", []):
+        if not rule.get("rule") or not rule.get("message"):
+            errors.append(f"{path}: a CEL validation needs a rule and a message")
+    if root:
+        meta = node.get("properties", {}).get("metadata")
+        if meta and set(meta) - {"type"}:
+            errors.append("metadata at the root may only say type: object")
+    for name, child in (node.get("properties") or {}).items():
+        errors += structural_errors(child, f"{path}.{name}", root=False)
+    if isinstance(node.get("items"), dict):
+        errors += structural_errors(node["items"], f"{path}[]", root=False)
+    if isinstance(node.get("additionalProperties"), dict):
+        errors += structural_errors(node["additionalProperties"], f"{path}.*", root=False)
+    return errors
+
+
+def test_the_crd_schema_is_structural():
+    assert structural_errors(crd_schema()) == []
+
+
+def to_json_schema(node: Any, *, strict: bool = False) -> Any:
+    """OpenAPI v3 (Kubernetes flavour) -> JSON Schema. ``strict``: flag fields the API server would
+    prune (unknown to the schema) as errors, so a sample cannot lose fields silently."""
+    if isinstance(node, list):
+        return [to_json_schema(n, strict=strict) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: to_json_schema(v, strict=strict) for k, v in node.items()
+           if not k.startswith("x-kubernetes-") and k not in ("nullable", "format")}
+    if node.get("nullable") and "type" in out:
+        out["type"] = [out["type"], "null"]
+    if "properties" in node:
+        out["properties"] = {k: to_json_schema(v, strict=strict) for k, v in node["properties"].items()}
+        if strict and not node.get("x-kubernetes-preserve-unknown-fields") and "additionalProperties" not in node:
+            out["additionalProperties"] = False
+    return out
+
+
+def cel_rules(schema: dict[str, Any], value: Any, path: str = "") -> list[tuple[str, str, Any]]:
+    """(path, rule, message, value) for every x-kubernetes-validations rule that applies to ``value``."""
+    found = [(path, r["rule"], r["message"], value) for r in schema.get("x-kubernetes-validations", [])]
+    if isinstance(value, dict):
+        for key, child in (schema.get("properties") or {}).items():
+            if key in value:
+                found += cel_rules(child, value[key], f"{path}.{key}")
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for index, item in enumerate(value):
+            found += cel_rules(schema["items"], item, f"{path}[{index}]")
+    return found
+
+
+def validation_errors(obj: dict[str, Any]) -> list[str]:
+    """What the API server would refuse (schema and CEL) or silently prune (unknown fields)."""
+    validator = jsonschema.Draft202012Validator(to_json_schema(crd_schema(), strict=True))
+    errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)]
+    if errors:
+        return errors  # CEL runs only on schema-valid objects, as on the API server
+    celpy = pytest.importorskip("celpy", reason="cel-python evaluates the CRD's CEL rules (pip install cel-python)")
+    env = celpy.Environment()
+    for path, rule, message, value in cel_rules(crd_schema(), obj):
+        program = env.program(env.compile(rule))
+        if not bool(program.evaluate({"self": celpy.json_to_cel(value)})):
+            errors.append(f"{path}: {message}")
+    return errors
+
+
+def kthena_samples() -> list[tuple[str, dict[str, Any]]]:
+    samples = []
+    for path in KTHENA_EXAMPLES:
+        for doc in yaml.safe_load_all(Path(path).read_text()):
+            if doc and doc.get("kind") == "ModelServing":
+                doc = copy.deepcopy(doc)
+                assert doc["apiVersion"] == naming.KTHENA_API_VERSION
+                doc["apiVersion"] = naming.API_VERSION
+                samples.append((Path(path).name, doc))
+    return samples
+
+
+def scenario_samples() -> list[tuple[str, dict[str, Any]]]:
+    return [(Path(p).name, yaml.safe_load(Path(p).read_text())["modelServing"]) for p in SCENARIOS]
+
+
+@pytest.mark.skipif(not KTHENA_EXAMPLES, reason="the Kthena examples in /work/shared/reference are not available")
+@pytest.mark.parametrize("name_doc", kthena_samples() if KTHENA_EXAMPLES else [], ids=lambda nd: nd[0])
+def test_every_kthena_example_is_accepted_whole_after_changing_its_api_version(name_doc):
+    _, doc = name_doc
+    assert validation_errors(doc) == []
+
+
+@pytest.mark.skipif(not SCENARIOS, reason="the scenarios in /work/shared/scenarios are not available")
+@pytest.mark.parametrize("name_doc", scenario_samples() if SCENARIOS else [], ids=lambda nd: nd[0])
+def test_every_scenario_modelserving_is_accepted(name_doc):
+    _, doc = name_doc
+    assert validation_errors(doc) == []
+
+
+def base() -> dict[str, Any]:
+    return {
+        "apiVersion": naming.API_VERSION, "kind": "ModelServing", "metadata": {"name": "chat", "namespace": "default"},
+        "spec": {
+            "replicas": 2,
+            "rolloutStrategy": {"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": "25%", "maxSurge": 1, "partition": 0}},
+            "template": {"roles": [
+                {"name": "prefill", "replicas": 1, "workerReplicas": 1,
+                 "entryTemplate": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "e", "image": "i"}]}},
+                 "workerTemplate": {"spec": {"containers": [{"name": "e", "image": "i"}]}}},
+                {"name": "decode", "replicas": 2, "entryTemplate": {"spec": {"containers": [{"name": "e", "image": "i"}]}},
+                 "maxUnavailable": 1, "maxSurge": "100%", "partition": "50%"},
+            ]},
+            "recoveryPolicy": "RoleRecreate", "revisionHistoryLimit": 10, "paused": False, "drain": {"timeoutSeconds": 300},
+        },
+    }
+
+
+def test_a_full_modelserving_using_every_field_is_accepted():
+    assert validation_errors(base()) == []
+
+
+def with_change(path: str, value: Any) -> dict[str, Any]:
+    obj = base()
+    *parents, last = path.split(".")
+    node: Any = obj
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    if isinstance(node, list):
+        node[int(last)] = value
+    elif value is ...:
+        del node[last]
+    else:
+        node[last] = value
+    return obj
+
+
+INVALID = {
+    "negative replicas": ("spec.replicas", -1, "spec.replicas"),
+    "no template": ("spec.template", ..., "'template' is a required property"),
+    "no roles": ("spec.template.roles", [], "spec.template.roles"),
+    "five roles": ("spec.template.roles", [{"name": f"r{i}", "entryTemplate": {}} for i in range(5)], "spec.template.roles"),
+    "role name with capitals": ("spec.template.roles.0.name", "Prefill", "spec.template.roles.0.name"),
+    "role name of 13 characters": ("spec.template.roles.0.name", "abcdefghijklm", "spec.template.roles.0.name"),
+    "role name starting with a digit": ("spec.template.roles.0.name", "1prefill", "spec.template.roles.0.name"),
+    "role without an entry template": ("spec.template.roles.1.entryTemplate", ..., "'entryTemplate' is a required property"),
+    "unknown strategy type": ("spec.rolloutStrategy.type", "BlueGreen", "spec.rolloutStrategy.type"),
+    "percent above 100": ("spec.rolloutStrategy.rollingUpdateConfiguration.maxUnavailable", "150%", "maxUnavailable"),
+    "a word for a budget": ("spec.rolloutStrategy.rollingUpdateConfiguration.maxSurge", "some", "maxSurge"),
+    "negative budget": ("spec.template.roles.1.maxUnavailable", -1, "maxUnavailable"),
+    "a float budget": ("spec.template.roles.1.partition", 0.5, "partition"),
+    "unknown recovery policy": ("spec.recoveryPolicy", "Restart", "spec.recoveryPolicy"),
+    "negative history limit": ("spec.revisionHistoryLimit", -1, "spec.revisionHistoryLimit"),
+    "paused as a string": ("spec.paused", "yes", "spec.paused"),
+    "negative drain timeout": ("spec.drain.timeoutSeconds", -5, "spec.drain.timeoutSeconds"),
+    "a misspelt field the server would prune": ("spec.replica", 3, "Additional properties"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INVALID), ids=str)
+def test_an_invalid_modelserving_is_rejected_by_the_schema(case):
+    path, value, expected = INVALID[case]
+    errors = validation_errors(with_change(path, value))
+    assert errors, f"{case} was accepted"
+    assert any(expected in e for e in errors), errors
+
+
+def test_duplicate_role_names_are_rejected_by_the_cel_rule():
+    obj = base()
+    obj["spec"]["template"]["roles"][1]["name"] = "prefill"
+    assert validation_errors(obj) == [".spec.template.roles: role names must be unique within spec.template.roles"]
+
+
+def test_group_recreate_recovery_with_role_rolling_updates_is_rejected_with_the_reason():
+    obj = base()
+    obj["spec"]["recoveryPolicy"] = "ServingGroupRecreate"
+    obj["spec"]["rolloutStrategy"] = {"type": "RoleRollingUpdate"}
+    (error,) = validation_errors(obj)
+    assert "ServingGroupRecreate cannot be combined with rolloutStrategy.type RoleRollingUpdate" in error
+    assert "restart the whole ServingGroup" in error
+    obj["spec"]["recoveryPolicy"] = "RoleRecreate"
+    assert validation_errors(obj) == []
+    obj["spec"]["recoveryPolicy"] = "ServingGroupRecreate"
+    obj["spec"]["rolloutStrategy"] = {"type": "ServingGroupRollingUpdate"}
+    assert validation_errors(obj) == []
+
+
+def test_status_written_by_the_controller_is_kept_whole():
+    obj = base()
+    obj["status"] = {
+        "observedGeneration": 3, "replicas": 2, "availableReplicas": 1, "updatedReplicas": 1, "currentReplicas": 1,
+        "currentRevision": "abc", "updateRevision": "def", "collisionCount": None, "labelSelector": "x=y",
+        "conditions": [{"type": "Available", "status": "True", "reason": "R", "message": "m", "lastTransitionTime": 12.5}],
+        "phase": "Progressing", "groups": [{"ordinal": 0, "roles": [{"name": "prefill", "ready": 1}]}], "blocked": [],
+    }
+    assert validation_errors(obj) == []
