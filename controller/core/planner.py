@@ -115,6 +115,7 @@ class _Pass:
         self._expected_cache: dict[tuple[str, str], int] = {}
         self._available_cache: dict[int, bool] = {}
         self._group_available_cache: dict[int, bool] = {}
+        self._waiting_on: list[int] | None = None
 
     # -----------------------------------------------------------------------------------------
     # Revisions
@@ -474,7 +475,10 @@ class _Pass:
             if not self.group_available(group):
                 return (f"waiting for surge group {o} to become Ready ({max_unavailable} unavailable allowed)", KIND_BUDGET)
         unavailable = max(replicas - count_available, 0)
-        waiting_on = [o for o in range(replicas) if not self.group_available(groups.get(o)) or (o in groups and self.being_removed(groups[o]))]
+        if self._waiting_on is None:
+            # Computed once per pass: every blocked group gets the same explanation.
+            self._waiting_on = [o for o in range(replicas) if not self.group_available(groups.get(o)) or (o in groups and self.being_removed(groups[o]))]
+        waiting_on = self._waiting_on
         detail = f": waiting for group {', '.join(map(str, waiting_on[:5]))} to become Ready" if waiting_on else ""
         if max_unavailable == 0:
             return (f"0 unavailable allowed{detail or ': waiting for surge capacity to become Ready'}", KIND_BUDGET)
@@ -482,12 +486,13 @@ class _Pass:
 
     def unschedulable_surge_reasons(self, groups: dict[int, GroupObs], replicas: int, max_unavailable: int) -> None:
         """New capacity that cannot be placed: say so for the group that holds it."""
+        already = {b.group for b in self.blocked if b.kind == KIND_UNSCHEDULABLE}
         for o, group in groups.items():
-            if o in self.group_removals:
+            if o in self.group_removals or o in already:
                 continue
             for inst in group.instances.values():
                 message = inst.unschedulable
-                if message and not any(b.group == o and b.kind == KIND_UNSCHEDULABLE for b in self.blocked):
+                if message:
                     what = "surge group" if o >= replicas else "group"
                     self.blocked.append(Blocked(o, inst.role, f"{what} {o} pod unschedulable: {message}", KIND_UNSCHEDULABLE))
                     break
