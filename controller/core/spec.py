@@ -335,7 +335,9 @@ def parse_modelserving(manifest: Any) -> ModelServing:
                 raise ValidationError(f"{path}.workerTemplate", f"required when workerReplicas > 0 (workerReplicas is {worker_replicas})")
             worker = _pod_template(worker, f"{path}.workerTemplate")
         elif worker is not None:
-            worker = _pod_template(worker, f"{path}.workerTemplate")
+            # Unused with workerReplicas 0; Kthena's own examples carry `containers: []` here.
+            worker_containers = ((worker or {}).get("spec") or {}).get("containers") if isinstance(worker, dict) else None
+            worker = _pod_template(worker, f"{path}.workerTemplate") if worker_containers else None
         budgets = _budgets(raw, path)
         if strategy_type == GROUP_ROLLING and budgets.partition is not None:
             raise ValidationError(f"{path}.partition", f"a role partition applies only to {ROLE_ROLLING} and {IN_PLACE}; use spec.rolloutStrategy.rollingUpdateConfiguration.partition")

@@ -80,6 +80,10 @@ def build_view(
     replicas = int(spec.get("replicas", 1) or 0)
     role_replicas = {r.get("name"): int(r.get("replicas", 1) or 0) for r in (spec.get("template") or {}).get("roles") or []}
     timeout = float((spec.get("drain") or {}).get("timeoutSeconds", 30))
+    update_revision = status.get("updateRevision")
+    update_record = history.get(update_revision)
+    update_role_hashes = update_record.role_hashes() if update_record is not None else {}
+    role_level = ((spec.get("rolloutStrategy") or {}).get("type") or "ServingGroupRollingUpdate") != "ServingGroupRollingUpdate"
     instances = []
     drain = []
     for g in sorted(observed.groups):
@@ -95,7 +99,12 @@ def build_view(
                     "group": g,
                     "role": role,
                     "ordinal": ordinal,
-                    "revision": inst.revision,
+                    # Under role-level strategies an instance of a role whose template did not
+                    # change keeps its pods (and their old revision label) but runs exactly the
+                    # update revision's template for that role: report the revision it runs.
+                    "revision": update_revision
+                    if role_level and update_revision and inst.role_hash and update_role_hashes.get(role) == inst.role_hash
+                    else inst.revision,
                     "state": instance_state(inst, expected),
                     "pods": len(pods_sorted),
                     "readyPods": sum(1 for p in pods_sorted if p.ready),
