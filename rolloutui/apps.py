@@ -1,7 +1,14 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class RolloutUIConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "rolloutui"
     verbose_name = "RolloutUI"
+
+    def ready(self):
+        from rolloutui.permissions import _after_migrate
+
+        # sender=self: once per migrate/flush, after auth created the permissions.
+        post_migrate.connect(_after_migrate, sender=self, dispatch_uid="rolloutui.ensure_groups")

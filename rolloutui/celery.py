@@ -30,10 +30,11 @@ def _use_django_logging(**kwargs):
 
 def _require_redis(role: str) -> None:
     from django.conf import settings
-    from django.core.exceptions import ImproperlyConfigured
 
     if not settings.REDIS_URL:
-        raise ImproperlyConfigured(
+        # SystemExit, not an exception: Celery logs and swallows exceptions raised by signal
+        # handlers, and a worker on the in-process memory transport would run but do nothing.
+        raise SystemExit(
             f"REDIS_URL is not set: the Celery {role} needs a Redis broker shared with the web "
             "server. Start everything with `python manage.py runall` (it starts an embedded "
             "Redis), or set REDIS_URL=redis://host:6379."

@@ -1,7 +1,9 @@
-"""Websocket routes, mounted by `rolloutui.asgi` behind the session auth and origin checks.
+"""Websocket routes, mounted by `rolloutui.asgi` behind the session auth and origin checks."""
 
-The dashboard work appends its consumers here, e.g.
-``path("ws/modelservings/<str:namespace>/<str:name>/", ModelServingConsumer.as_asgi())``.
-"""
+from django.urls import path
 
-websocket_urlpatterns: list = []
+from rolloutui.consumers import ModelServingConsumer
+
+websocket_urlpatterns: list = [
+    path("ws/modelservings/<str:namespace>/<str:name>/", ModelServingConsumer.as_asgi()),
+]

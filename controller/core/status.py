@@ -150,7 +150,6 @@ def build_status(p: _Pass) -> dict[str, Any]:
 
     blocked = [b.to_json() for b in p.blocked]
     stuck = [b for b in p.blocked if b.kind in STUCK_KINDS]
-    rollout_done = all(t["eligible"] == 0 or True for t in roles_total.values()) and converged
     prev_conditions = {c.get("type"): c for c in p.prev.get("conditions") or [] if isinstance(c, dict)}
     now = p.now
     conditions = [
@@ -195,7 +194,6 @@ def build_status(p: _Pass) -> dict[str, Any]:
         phase = PHASE_DEGRADED
     else:
         phase = PHASE_HEALTHY
-    del rollout_done
 
     roles_summary = []
     for name, tot in roles_total.items():

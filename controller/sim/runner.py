@@ -125,6 +125,7 @@ class Runner:
         self.events_left = len(scenario.events)
         self.last_event_at = max((e.at for e in scenario.events), default=0.0)
         self._end_timer = None
+        self._parse_cache: dict[tuple[str, str], Any] = {}  # per run: UIDs repeat across runs of one seed
         self.store.add_listener(self._on_change)
 
     # -- controller ---------------------------------------------------------------------------------
@@ -188,7 +189,8 @@ class Runner:
         except NotFound:
             return
         now = self.loop.now()
-        conv = is_converged(ms, view, self.store.list_revisions(self.scenario.namespace, self.scenario.ms_name))
+        conv = is_converged(ms, view, self.store.list_revisions(self.scenario.namespace, self.scenario.ms_name),
+                            cache=self._parse_cache)
         if conv and not self.converged:
             self.converged_at = now
             self.router.start()  # traffic flows once the workload first stands
@@ -304,10 +306,8 @@ def _matches(pod: Obj, args: dict[str, Any]) -> bool:
     return True
 
 
-_PARSE_CACHE: dict[tuple[str, str], Any] = {}
-
-
-def is_converged(ms: Obj, view: dict[str, Any], revisions: list[Obj] | None = None) -> bool:
+def is_converged(ms: Obj, view: dict[str, Any], revisions: list[Obj] | None = None, *,
+                 cache: dict[tuple[str, str], Any] | None = None) -> bool:
     """scenarios.md: the update revision runs on every instance outside the partition, every instance
     is Ready, nothing is draining or deleting; plus: the controller observed the latest generation
     and exactly the desired instances exist (no leftover surge, no missing instance).
@@ -328,15 +328,16 @@ def is_converged(ms: Obj, view: dict[str, Any], revisions: list[Obj] | None = No
     if (ms.get("status") or {}).get("observedGeneration") != meta.get("generation"):
         return False
     key = (meta.get("uid", ""), meta.get("resourceVersion", ""))
-    parsed = _PARSE_CACHE.get(key)
+    cache = {} if cache is None else cache
+    parsed = cache.get(key)
     if parsed is None:
         try:
             spec = parse_modelserving(ms)
         except ValidationError:
             return False
         parsed = (spec, strategy.resolve(spec))
-        _PARSE_CACHE.clear()
-        _PARSE_CACHE[key] = parsed
+        cache.clear()
+        cache[key] = parsed
     spec, eff = parsed
     update = view.get("updateRevision")
     expected = {(g, r.name, o) for g in range(spec.replicas) for r in spec.roles for o in range(r.replicas)}

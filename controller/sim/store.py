@@ -79,6 +79,13 @@ def _copy_json(value: Any) -> Any:
     return value
 
 
+# resourceVersions come from one counter for the whole process, so two stores never hand out the
+# same (uid, resourceVersion) pair: UIDs repeat across runs of the same seed (they must, traces are
+# byte-identical), and the core caches parsed pods by (uid, resourceVersion) process-wide. Real API
+# servers never repeat that pair either. resourceVersions are opaque and never enter a trace.
+_RESOURCE_VERSIONS = itertools.count(1)
+
+
 def rfc3339(seconds: float) -> str:
     dt = datetime.fromtimestamp(seconds, tz=UTC)
     if dt.microsecond:
@@ -97,7 +104,7 @@ class InMemoryStore:
         self.clock = clock
         self.seed = seed
         self.copy_reads = copy_reads
-        self._rv = itertools.count(1)
+        self._rv = _RESOURCE_VERSIONS
         self._uids = itertools.count(1)
         self._ms: dict[tuple[str, str], Obj] = {}
         # Pods and revisions are indexed by owning ModelServing so list_pods is O(pods of that object).
