@@ -1,0 +1,1 @@
+"""REST API (Django REST framework): thin views over ``rolloutui.services``."""
