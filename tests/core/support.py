@@ -1,0 +1,136 @@
+"""Helpers shared by the planner tests (on top of ``harness``)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from controller.core import naming
+from controller.core.observe import observe
+from controller.core.revisions import History
+from controller.core.spec import parse_modelserving
+
+from .harness import FixedClock, MiniCluster, run_until_converged, step
+
+NS = "default"
+NAME = "ms"
+
+
+def deploy(m: dict, *, gpus: int | None = None, settings=None) -> tuple[MiniCluster, FixedClock]:
+    """A cluster running ``m`` fully converged, with an empty log."""
+    cluster, clock = MiniCluster(gpus=gpus), FixedClock()
+    cluster.create_modelserving(m)
+    run_until_converged(cluster, clock, settings=settings)
+    cluster.log.clear()
+    return cluster, clock
+
+
+def spec(cluster: MiniCluster) -> dict:
+    return cluster.ms[(NS, NAME)]["spec"]
+
+
+def status(cluster: MiniCluster) -> dict:
+    return cluster.ms[(NS, NAME)].get("status") or {}
+
+
+def patch_spec(cluster: MiniCluster, patch: dict) -> None:
+    cluster.patch_modelserving(NS, NAME, {"spec": patch})
+
+
+def change_image(cluster: MiniCluster, image: str, roles: list[str] | None = None) -> None:
+    """Set the first container's image in the entry and worker templates of ``roles`` (all)."""
+    rs = copy.deepcopy(spec(cluster)["template"]["roles"])
+    for r in rs:
+        if roles is None or r["name"] in roles:
+            for key in ("entryTemplate", "workerTemplate"):
+                if r.get(key):
+                    r[key]["spec"]["containers"][0]["image"] = image
+    patch_spec(cluster, {"template": {"roles": rs}})
+
+
+def label(pod: dict, key: str) -> str:
+    return pod["metadata"]["labels"][key]
+
+
+def group_of(pod: dict) -> int:
+    return int(label(pod, naming.LABEL_GROUP_ORDINAL))
+
+
+def pods_of_group(cluster: MiniCluster, ordinal: int) -> list[dict]:
+    return [p for p in cluster.pods.values() if group_of(p) == ordinal]
+
+
+def group_revisions(cluster: MiniCluster) -> dict[int, set[str]]:
+    out: dict[int, set[str]] = {}
+    for p in cluster.pods.values():
+        out.setdefault(group_of(p), set()).add(label(p, naming.LABEL_REVISION))
+    return dict(sorted(out.items()))
+
+
+def group_images(cluster: MiniCluster) -> dict[int, set[str]]:
+    out: dict[int, set[str]] = {}
+    for p in cluster.pods.values():
+        out.setdefault(group_of(p), set()).update(c["image"] for c in p["spec"]["containers"])
+    return dict(sorted(out.items()))
+
+
+def lose_group(cluster: MiniCluster, ordinal: int) -> None:
+    """Every pod of the group vanishes (node failure, manual deletion)."""
+    for name in [n for n, p in cluster.pods.items() if group_of(p) == ordinal]:
+        del cluster.pods[name]
+
+
+def lose_pods(cluster: MiniCluster, *names: str) -> None:
+    for name in names:
+        del cluster.pods[name]
+
+
+def set_not_ready(cluster: MiniCluster, name: str) -> None:
+    pod = cluster.pods[name]
+    conds = [c for c in pod["status"]["conditions"] if c["type"] != "Ready"]
+    pod["status"]["conditions"] = conds + [{"type": "Ready", "status": "False"}]
+
+
+def log_groups(cluster: MiniCluster, verb: str) -> list[int]:
+    """Group ordinals in the order the cluster saw ``verb`` on their entry pods."""
+    out = []
+    for v, name in cluster.log:
+        if v == verb and name.endswith("-0-0"):
+            out.append(int(name.split("-")[1]))
+    return out
+
+
+def actions(result) -> list[tuple]:
+    return [(a.verb, a.group, a.role, a.ordinal) for a in result.actions]
+
+
+def update_deletes(result) -> list:
+    return [a for a in result.actions if a.verb in ("delete", "drain") and a.reason == "rolling update"]
+
+
+def available_groups(cluster: MiniCluster, m: dict | None = None) -> set[int]:
+    """Groups whose every desired instance has all its pods Ready, none draining or deleting."""
+    ms = parse_modelserving(m or cluster.ms[(NS, NAME)])
+    observed = observe(list(cluster.pods.values()))
+    out = set()
+    for o, group in observed.groups.items():
+        ok = True
+        for r in ms.roles:
+            for k in range(r.replicas):
+                inst = group.instances.get((r.name, k))
+                if inst is None or not inst.ready(r.pods_per_instance):
+                    ok = False
+        if ok:
+            out.add(o)
+    return out
+
+
+def history(cluster: MiniCluster) -> History:
+    return History.from_objects(cluster.list_revisions(NS, NAME))
+
+
+def blocked_for(result, group: int | None = None, role: Any = ...) -> list[str]:
+    return [b["reason"] for b in result.blocked if (group is None or b["group"] == group) and (role is ... or b["role"] == role)]
+
+
+__all__ = ["step", "run_until_converged"]
