@@ -242,10 +242,11 @@ class Runner:
                 patch = controls.rollback(ms, store.list_revisions(ns, name), to_revision=e.args["toRevision"])
             else:
                 patch = control_patch(ms, e)
-            if e.reason:
-                patch = {**patch, "metadata": {**(patch.get("metadata") or {}), "annotations": {
-                    **((patch.get("metadata") or {}).get("annotations") or {}),
-                    naming.ANNOTATION_CHANGE_CAUSE: f"simulate: {e.do}: {e.reason}"}}}
+            # Who and why, like every control: "simulate: rollback: p99 regression".
+            cause = f"simulate: {e.do}" + (f": {e.reason}" if e.reason else "")
+            patch = {**patch, "metadata": {**(patch.get("metadata") or {}), "annotations": {
+                **((patch.get("metadata") or {}).get("annotations") or {}),
+                naming.ANNOTATION_CHANGE_CAUSE: cause}}}
             store.patch_modelserving(ns, name, patch)
             return None
         if e.do == "deletePods":

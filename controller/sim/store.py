@@ -28,10 +28,10 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from controller.core import naming
-from controller.core.ports import ClusterError, Conflict, NotFound, Obj
+from controller.core.ports import ClusterError, ClusterPort, Conflict, NotFound, Obj
 
 
 class Invalid(ClusterError):
@@ -97,8 +97,41 @@ def pod_ms_name(pod: Obj) -> str | None:
     return ((pod.get("metadata") or {}).get("labels") or {}).get(naming.LABEL_NAME)
 
 
+class SimStore(ClusterPort, Protocol):
+    """What the physics (scheduler, kubelets, router) and the runner need beyond ``ClusterPort``.
+
+    ``InMemoryStore`` implements it for ``simulate``; the live app can implement it over database
+    rows (same semantics: resourceVersion concurrency, no-op identical writes, change listeners
+    fired after commit) and reuse ``scheduler``, ``kubelet`` and ``router`` unchanged.
+    """
+
+    actor: str | None
+
+    def add_listener(self, listener: Callable[[Change], None]) -> None: ...
+
+    def peek_pod(self, namespace: str, name: str) -> Obj | None: ...
+
+    def all_pods(self) -> list[Obj]: ...
+
+    def bind_pod(self, namespace: str, name: str, node_name: str, *, uid: str, status: Obj) -> Obj: ...
+
+    def write_pod_status(self, namespace: str, name: str, status: Obj, *, uid: str | None = None) -> Obj: ...
+
+    def remove_pod(self, namespace: str, name: str, *, uid: str | None = None) -> None: ...
+
+    def replace_revision_data(self, namespace: str, name: str, data: Any) -> Obj: ...
+
+    def add_node(self, name: str, gpus: int, *, ip: str) -> Obj: ...
+
+    def remove_node(self, name: str) -> None: ...
+
+    def list_nodes(self) -> list[Obj]: ...
+
+    def get_node(self, name: str) -> Obj | None: ...
+
+
 class InMemoryStore:
-    """``ClusterPort`` over dicts in memory, plus the physics-side API (nodes, binding, pod status)."""
+    """``ClusterPort`` over dicts in memory, plus the physics-side API (``SimStore``)."""
 
     def __init__(self, clock, *, seed: int = 0, copy_reads: bool = False) -> None:
         self.clock = clock

@@ -225,3 +225,14 @@ def test_store_writes_with_a_stale_resource_version_conflict_and_identical_write
     same = c.store.replace_modelserving_status("default", "demo", {"x": 1}, resource_version=ms3["metadata"]["resourceVersion"])
     assert same["metadata"]["resourceVersion"] == ms3["metadata"]["resourceVersion"]
     assert len(changes) == 2
+
+
+def test_the_in_memory_store_satisfies_the_cluster_port_and_the_sim_store_protocols():
+    from controller.core.ports import ClusterPort
+
+    c = make_cluster()
+    assert isinstance(c.store, ClusterPort)
+    from controller.sim.store import SimStore
+
+    missing = [name for name in dir(SimStore) if not name.startswith("_") and not hasattr(c.store, name)]
+    assert missing == []
