@@ -1,0 +1,51 @@
+"""The product's two permissions and the two groups that carry them.
+
+Migration 0002 creates the groups on a fresh database (with its own frozen copy of these
+definitions, as migrations must). `ensure_groups` runs after every `migrate` and after every test
+database flush (both send post_migrate), so the groups cannot silently disappear, e.g. after a
+transactional test wiped the tables.
+"""
+
+from __future__ import annotations
+
+VIEW = "view_modelserving"
+OPERATE = "operate_modelserving"
+
+PERMISSIONS = {
+    VIEW: "Can view ModelServings, their rollout state and audit trail",
+    OPERATE: "Can pause, resume, promote, roll back and edit ModelServings",
+}
+GROUPS = {
+    "viewers": [VIEW],
+    "operators": [VIEW, OPERATE],
+}
+
+
+def ensure_groups(using: str = "default") -> None:
+    from django.contrib.auth.models import Group, Permission
+    from django.contrib.contenttypes.models import ContentType
+
+    content_type, _ = ContentType.objects.db_manager(using).get_or_create(
+        app_label="rolloutui", model="modelservingaccess"
+    )
+    permissions = {
+        codename: Permission.objects.db_manager(using).get_or_create(
+            content_type=content_type, codename=codename, defaults={"name": name}
+        )[0]
+        for codename, name in PERMISSIONS.items()
+    }
+    for group_name, codenames in GROUPS.items():
+        group, _ = Group.objects.db_manager(using).get_or_create(name=group_name)
+        group.permissions.add(*(permissions[c] for c in codenames))
+
+
+def _after_migrate(sender, using="default", plan=None, **kwargs):
+    # Skip when the migrate run went backwards past 0002 (rolloutui unapplied): the groups
+    # belong to the app's tables being present.
+    from django.db import connections
+    from django.db.migrations.recorder import MigrationRecorder
+
+    recorder = MigrationRecorder(connections[using])
+    if ("rolloutui", "0002_groups") not in recorder.applied_migrations():
+        return
+    ensure_groups(using)

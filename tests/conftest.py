@@ -1,0 +1,197 @@
+"""Shared fixtures and test-selection rules for the whole suite.
+
+Fixtures: `password`, `viewer`, `operator`, `viewer_client`, `operator_client`, `redis_url`,
+`celery_eager`, and the Chromium launch settings for pytest-playwright (`page`, `browser`).
+
+Markers added automatically (so `make test` can select by them):
+- `database`: the test uses the Django database (re-run on PostgreSQL by `make test`);
+- `browser`: the test uses Playwright; skipped with a message when /usr/bin/chromium is missing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+# Flags that make Debian's Chromium start reliably as root in a container with no GPU and no
+# network beyond the test server.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+CHROMIUM_MISSING = (
+    f"{CHROMIUM} is missing: browser tests need Debian's chromium "
+    "(`apt-get install -y chromium`, which `make test` does when run as root)"
+)
+
+TEST_PASSWORD = "pw-for-tests-only-7Qx!"
+
+_DATABASE_FIXTURES = {
+    "db",
+    "transactional_db",
+    "django_db_reset_sequences",
+    "django_db_serialized_rollback",
+    "live_server",
+}
+_BROWSER_FIXTURES = {"page", "context", "browser", "new_context"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    # tryfirst: the markers must be on the items before `-m` deselects by them.
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & _DATABASE_FIXTURES or item.get_closest_marker("django_db"):
+            item.add_marker(pytest.mark.database)
+        if names & _BROWSER_FIXTURES:
+            item.add_marker(pytest.mark.browser)
+        if item.get_closest_marker("browser") and not CHROMIUM.exists():
+            item.add_marker(pytest.mark.skip(reason=CHROMIUM_MISSING))
+
+
+# --- Users -----------------------------------------------------------------------------------
+@pytest.fixture
+def password() -> str:
+    """The password of the `viewer` and `operator` users."""
+    return TEST_PASSWORD
+
+
+def _user_in_group(django_user_model, username: str, group_name: str):
+    from django.contrib.auth.models import Group
+
+    user = django_user_model.objects.create_user(username=username, password=TEST_PASSWORD)
+    # The groups come from migration rolloutui.0002_groups, never from the test.
+    user.groups.add(Group.objects.get(name=group_name))
+    return user
+
+
+@pytest.fixture
+def viewer(db, django_user_model):
+    """A user in the `viewers` group (rolloutui.view_modelserving)."""
+    return _user_in_group(django_user_model, "viewer", "viewers")
+
+
+@pytest.fixture
+def operator(db, django_user_model):
+    """A user in the `operators` group (view_modelserving + operate_modelserving)."""
+    return _user_in_group(django_user_model, "operator", "operators")
+
+
+@pytest.fixture
+def viewer_client(viewer):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(viewer)
+    return client
+
+
+@pytest.fixture
+def operator_client(operator):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(operator)
+    return client
+
+
+# --- Redis and Celery ------------------------------------------------------------------------
+def _redis_answers(url: str) -> bool:
+    import redis
+
+    try:
+        client = redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except redis.RedisError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory):
+    """A Redis server URL (no database part): REDIS_URL if set, else a Redis answering on
+    127.0.0.1:6379 (CI), else an embedded redis-server started for this test session."""
+    url = os.environ.get("REDIS_URL", "").strip()
+    if url:
+        if not _redis_answers(url):
+            pytest.fail(f"REDIS_URL={url} is set but does not answer PING")
+        yield url
+        return
+    if _redis_answers("redis://127.0.0.1:6379"):
+        yield "redis://127.0.0.1:6379"
+        return
+    from rolloutui.embedded_redis import EmbeddedRedis
+
+    with EmbeddedRedis(tmp_path_factory.mktemp("redis")) as embedded_url:
+        yield embedded_url
+
+
+@pytest.fixture
+def celery_eager():
+    """Run Celery tasks inline (`.delay()` executes immediately, exceptions propagate) for this
+    test only. Never on by default: tests that enqueue without it exercise the real path."""
+    from rolloutui.celery import app
+
+    saved = (app.conf.task_always_eager, app.conf.task_eager_propagates)
+    app.conf.task_always_eager = True
+    app.conf.task_eager_propagates = True
+    yield app
+    app.conf.task_always_eager, app.conf.task_eager_propagates = saved
+
+
+# --- Browser (pytest-playwright with Debian's Chromium) --------------------------------------
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    # pytest-playwright has no option for the browser binary; never `playwright install`.
+    if not CHROMIUM.exists():
+        pytest.skip(CHROMIUM_MISSING)
+    return {
+        **browser_type_launch_args,
+        "executable_path": str(CHROMIUM),
+        "args": [*browser_type_launch_args.get("args", []), *CHROMIUM_ARGS],
+    }
+
+
+@pytest.fixture(scope="session")
+def playwright(django_db_setup, playwright):
+    # Create the test database before Playwright starts its event loop in this thread: once the
+    # loop runs, Django refuses the (session-scoped) database setup as "async unsafe".
+    return playwright
+
+
+class _BrowserTestsLast:
+    """Browser tests run after all others (in each process), and from the first one on, Django's
+    async-safety check is off.
+
+    Playwright's sync API starts an event loop in the test thread and keeps it for the session,
+    and Django then refuses every ORM call from that thread (SynchronousOnlyOperation), including
+    database setup and flushes. Running browser tests last keeps the check on for every other test
+    of the session (consumers, services); `make test` also runs them in a separate pytest process.
+    """
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items):
+        # trylast: after pytest-django's own reordering of database tests.
+        items[:] = [i for i in items if not i.get_closest_marker("browser")] + [
+            i for i in items if i.get_closest_marker("browser")
+        ]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
+        if item.get_closest_marker("browser"):
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_BrowserTestsLast(), "rolloutui-browser-tests-last")
