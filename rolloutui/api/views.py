@@ -173,6 +173,16 @@ class SetImage(_Control):
         )
 
 
+class Manifest(ServiceView):
+    """The ModelServing object as stored (metadata and spec; status is in the state). The page
+    reads values the state does not carry, such as the coordination's maxSkew and role images."""
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, namespace, name):
+        obj = _services().cluster.get_cluster().get_modelserving(namespace, name)
+        return Response({k: v for k, v in obj.items() if k != "status"})
+
+
 class Revisions(ServiceView):
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request, namespace, name):
