@@ -33,11 +33,10 @@ import uuid
 from typing import Any
 
 import kubernetes
-from kubernetes.client.exceptions import ApiException
 
 from controller.core import naming
-from controller.core.ports import ClusterError, Conflict, NotFound, Obj
-from controller.k8s.client import DEFAULT_TIMEOUT, MERGE_PATCH, build_api_client, call_json, translate
+from controller.core.ports import ClusterError, Conflict, Obj
+from controller.k8s.client import MERGE_PATCH, build_api_client, call_json
 
 log = logging.getLogger(__name__)
 
@@ -393,5 +392,3 @@ def _merge_containers(current: list[Obj], patched: list[Obj], key: str) -> list[
         merged[index[change["name"]]].update(change)
     return merged
 
-
-__all__ = ["KubernetesCluster", "ApiException", "DEFAULT_TIMEOUT", "translate"]

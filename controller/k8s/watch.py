@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -94,10 +95,16 @@ class ClusterWatcher:
 
     def stop(self, timeout: float | None = None) -> None:
         self._stop.set()
-        for w in list(self._watches.values()):
-            w.stop()
-        for thread in self._threads:
-            thread.join(timeout)
+        # A stream being (re)opened right now is not stoppable yet (Watch.stream resets its stop
+        # flag when it starts), so keep stopping whatever streams exist until the threads end.
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while any(t.is_alive() for t in self._threads):
+            for w in list(self._watches.values()):
+                w.stop()
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            for thread in self._threads:
+                thread.join(0.05)
 
     @property
     def stopped(self) -> bool:

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import glob
 from pathlib import Path
 from typing import Any
@@ -327,17 +328,26 @@ def cel_rules(schema: dict[str, Any], value: Any, path: str = "") -> list[tuple[
     return found
 
 
+@functools.cache
+def strict_validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(to_json_schema(crd_schema(), strict=True))
+
+
+@functools.cache
+def cel_program(rule: str) -> Any:
+    celpy = pytest.importorskip("celpy", reason="cel-python evaluates the CRD's CEL rules (pip install cel-python)")
+    env = celpy.Environment()
+    return env.program(env.compile(rule))
+
+
 def validation_errors(obj: dict[str, Any]) -> list[str]:
     """What the API server would refuse (schema and CEL) or silently prune (unknown fields)."""
-    validator = jsonschema.Draft202012Validator(to_json_schema(crd_schema(), strict=True))
-    errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)]
+    errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in strict_validator().iter_errors(obj)]
     if errors:
         return errors  # CEL runs only on schema-valid objects, as on the API server
     celpy = pytest.importorskip("celpy", reason="cel-python evaluates the CRD's CEL rules (pip install cel-python)")
-    env = celpy.Environment()
     for path, rule, message, value in cel_rules(crd_schema(), obj):
-        program = env.program(env.compile(rule))
-        if not bool(program.evaluate({"self": celpy.json_to_cel(value)})):
+        if not bool(cel_program(rule).evaluate({"self": celpy.json_to_cel(value)})):
             errors.append(f"{path}: {message}")
     return errors
 
