@@ -1,0 +1,30 @@
+"""Physics configuration of the live simulated cluster, stored in ``SimClock.config``.
+
+The same shapes as a scenario's ``cluster.timing`` and ``images`` (shared/docs/scenarios.md), parsed
+by the scenario parser's own helpers, so the live cluster and ``simulate`` mean the same thing by
+"load: [5, 15]" or "crash: true".
+
+Default timings (simulated seconds) make a pod Ready about 8-23 s after it is created:
+schedule 0.5-1.5 + pull 2-5 + start 1-2 + load 5-15; at ``ROLLOUTUI_SIM_SPEED=1`` a four-group
+demo rollout takes a few minutes, which is long enough to watch and to pause.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.sim.config import ClusterConfig, ImageBehaviour, Span
+from controller.sim.scenario import _images, _span
+
+DEFAULT_TIMING: dict[str, Any] = {"schedule": [0.5, 1.5], "pull": [2, 5], "start": [1, 2], "load": [5, 15], "terminate": [1, 3]}
+
+
+def parse_config(raw: dict[str, Any] | None) -> ClusterConfig:
+    raw = raw or {}
+    timing = {phase: _span(value, f"timing.{phase}") for phase, value in {**DEFAULT_TIMING, **(raw.get("timing") or {})}.items()}
+    images: dict[str, ImageBehaviour] = _images(raw.get("images") or {})
+    return ClusterConfig(nodes=0, gpus_per_node=0, timing=timing, images=images)
+
+
+def span_to_json(span: Span) -> Any:
+    return span.low if span.low == span.high else [span.low, span.high]

@@ -1,0 +1,83 @@
+"""The demo: 6 nodes x 8 GPUs and ModelServing ``default/demo`` with traffic.
+
+``demo`` has 4 ServingGroups of two roles: ``prefill`` (1 instance = an entry pod and 1 worker pod,
+2 GPUs each) and ``decode`` (2 instances of one 1-GPU pod), so a group holds 2*2 + 2*1 = 6 GPUs and the
+demo 24 of the 48: room for surge and for a failed node. ``maxUnavailable: 1`` replaces one group at a
+time; replaced pods are drained (up to 60 s) while 4 requests a second stream to the decode and
+prefill entry pods. Two extra images show the physics: ``...-crash`` never becomes Ready, ``...-slow``
+loads for 40-60 s.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from django.db import transaction
+
+from controller.core import naming
+from controller.models import SimClock, SimNode, SimObject, SimTraffic
+
+from .clock import live_clock
+from .config import DEFAULT_TIMING
+from .store import DatabaseCluster
+
+IMAGE = "vllm/vllm-openai:v0.9.1"
+CONFIG: dict[str, Any] = {
+    "timing": DEFAULT_TIMING,
+    "images": {
+        "vllm/vllm-openai:v0.9.2-crash": {"crash": True},
+        "vllm/vllm-openai:v0.9.2-slow": {"load": [40, 60]},
+    },
+}
+TRAFFIC = {"rps": 4.0, "duration_low": 2.0, "duration_high": 20.0}
+
+
+def _container(gpus: int, image: str = IMAGE) -> dict[str, Any]:
+    return {"name": "engine", "image": image, "resources": {"limits": {naming.GPU_RESOURCE: str(gpus)}}}
+
+
+DEMO_MANIFEST: dict[str, Any] = {
+    "apiVersion": naming.API_VERSION,
+    "kind": naming.KIND,
+    "metadata": {"name": "demo", "namespace": "default"},
+    "spec": {
+        "replicas": 4,
+        "drain": {"timeoutSeconds": 60},
+        "rolloutStrategy": {"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": 1}},
+        "template": {
+            "roles": [
+                {"name": "prefill", "replicas": 1, "workerReplicas": 1,
+                 "entryTemplate": {"spec": {"containers": [_container(2)]}},
+                 "workerTemplate": {"spec": {"containers": [_container(2)]}}},
+                {"name": "decode", "replicas": 2, "workerReplicas": 0,
+                 "entryTemplate": {"spec": {"containers": [_container(1)]}}},
+            ]
+        },
+    },
+}
+
+
+def load_demo(*, nodes: int = 6, gpus: int = 8, manifest: dict[str, Any] | None = None) -> list[str]:
+    """Fill an empty simulated cluster. Returns what was done (empty: nothing to do)."""
+    done = []
+    clock = live_clock()
+    clock.now()  # creates the clock row on first use
+    with transaction.atomic():
+        row = SimClock.objects.select_for_update().get(pk=1)
+        if not row.config:
+            row.config = copy.deepcopy(CONFIG)
+            row.save(update_fields=["config"])
+            done.append("stored the simulated cluster's timings and image behaviour")
+    cluster = DatabaseCluster(actor="operator")
+    if not SimNode.objects.exists():
+        for _ in range(nodes):
+            cluster.add_node(gpus)
+        done.append(f"created {nodes} nodes with {gpus} GPUs each")
+    if not SimObject.objects.filter(kind=SimObject.KIND_MODELSERVING).exists():
+        body = copy.deepcopy(manifest or DEMO_MANIFEST)
+        meta = body["metadata"]
+        cluster.create_modelserving(body)
+        SimTraffic.objects.update_or_create(namespace=meta.get("namespace", "default"), name=meta["name"], defaults=TRAFFIC)
+        done.append(f"created ModelServing {meta.get('namespace', 'default')}/{meta['name']} with {TRAFFIC['rps']:g} requests/s of traffic")
+    return done

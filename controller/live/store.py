@@ -1,0 +1,461 @@
+"""``DatabaseCluster``: the ``ClusterPort`` of the live simulated cluster, over ``SimObject`` rows.
+
+The semantics are ``controller.sim.store.InMemoryStore``'s (the API server's), with the database as
+the only state, so several processes can share it:
+
+- every real write stores a new ``resourceVersion`` with a compare-and-set
+  ``UPDATE ... WHERE id = X AND resource_version = RV``: a writer that lost the race either raises
+  ``Conflict`` (the caller gave a resourceVersion precondition, or it is a status write) or, for a
+  patch without precondition (which the API server applies atomically), re-reads and re-applies;
+- a write that changes nothing is a no-op: no new resourceVersion, no reconcile enqueued;
+- ``metadata.generation`` of a ModelServing is bumped only when its spec changes;
+- deleting a bound pod starts graceful termination (``deletionTimestamp``; the row stays, holding
+  its name and its node's GPUs, until the kubelet removes it); creating a pod whose name is still
+  taken raises ``Conflict``;
+- every real change enqueues a reconcile of the owning ModelServing after commit (deduplicated,
+  see ``enqueue``), except the controller's own status writes (the pass that wrote it already knew).
+
+The kubelet's reactions that the in-memory simulator runs from change listeners (start terminating,
+restart a container on an in-place image change, recompute Ready after a readiness gate) are applied
+here in the same write, through ``physics``; timed steps are the tick's job (``tick.py``).
+
+resourceVersion values are ``max(previous + 1, wall-clock microseconds)``: strictly increasing per
+object, and a re-created object never reuses a value its predecessor had, so a stale precondition
+cannot match by accident. Example: an object written at rv 1732870000000000 and written again in the
+same microsecond gets 1732870000000001.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Any, Callable
+
+from django.db import IntegrityError, transaction
+
+from controller.core import naming
+from controller.core.ports import Conflict, NotFound, Obj
+from controller.models import SimClock, SimNode, SimObject
+from controller.sim.config import ClusterConfig
+from controller.sim.scheduler import pod_gpus
+from controller.sim.store import Invalid, _check_pod_spec_update, _copy_json, merge_patch, pod_ms_name, rfc3339
+
+from . import enqueue, physics
+from .clock import LiveClock, live_clock
+from .config import parse_config
+
+log = logging.getLogger(__name__)
+
+MS, POD, REV = SimObject.KIND_MODELSERVING, SimObject.KIND_POD, SimObject.KIND_REVISION
+# Lost compare-and-set races retried before giving up with Conflict (a patch without precondition).
+MAX_CAS_ATTEMPTS = 50
+REMOVE = object()  # returned by an update function: delete the row
+
+
+class _Lost(Exception):
+    """A compare-and-set lost the race."""
+
+
+def _next_rv(previous: int = 0) -> int:
+    return max(previous + 1, time.time_ns() // 1000)
+
+
+def ms_summary(obj: Obj) -> dict[str, Any]:
+    """The compact list row of a ModelServing (what ``services.state.list_summaries`` returns)."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    replicas = int(spec.get("replicas", 1) or 0)
+    paused = bool(spec.get("paused", False))
+    return {
+        "namespace": meta.get("namespace") or "default",
+        "name": meta.get("name"),
+        "phase": "Paused" if paused else status.get("phase") or "Pending",
+        "replicas": replicas,
+        "desired": replicas,
+        "ready": int(status.get("availableReplicas") or 0),
+        "updated": int(status.get("updatedReplicas") or 0),
+        "currentRevision": status.get("currentRevision"),
+        "updateRevision": status.get("updateRevision"),
+        "paused": paused,
+        "strategyType": (spec.get("rolloutStrategy") or {}).get("type") or "ServingGroupRollingUpdate",
+        "generation": meta.get("generation"),
+        "observedGeneration": status.get("observedGeneration"),
+        "blocked": len(status.get("blocked") or []),
+    }
+
+
+class DatabaseCluster:
+    """``ClusterPort`` over the database, plus the physics-side API (nodes, binding, removal)."""
+
+    def __init__(self, clock: LiveClock | None = None, *, actor: str = "operator", config: ClusterConfig | None = None) -> None:
+        self.clock = clock or live_clock()
+        self.actor = actor
+        self._config = config
+        self._config_loaded = 0.0
+
+    # -- plumbing -----------------------------------------------------------------------------------
+
+    @property
+    def config(self) -> ClusterConfig:
+        # Re-read every few seconds so a config change (load_demo, a test) reaches running workers.
+        if self._config is None or time.monotonic() - self._config_loaded > 5.0:
+            row = SimClock.objects.filter(pk=1).values_list("config", flat=True).first()
+            self._config = parse_config(row)
+            self._config_loaded = time.monotonic()
+        return self._config
+
+    def _now(self) -> float:
+        return self.clock.now()
+
+    def _row(self, kind: str, namespace: str, name: str) -> SimObject:
+        try:
+            return SimObject.objects.get(kind=kind, namespace=namespace, name=name)
+        except SimObject.DoesNotExist:
+            label = {MS: "modelserving", POD: "pod", REV: "controllerrevision"}[kind]
+            raise NotFound(f"{label} {namespace}/{name} not found") from None
+
+    def _changed(self, namespace: str, ms_name: str | None) -> None:
+        if ms_name:
+            enqueue.reconcile_soon(namespace, ms_name)
+
+    def _cas(self, row: SimObject, data: Obj, **columns: Any) -> Obj:
+        """Store ``data`` in ``row`` if nobody wrote it since we read it; raise ``_Lost`` otherwise."""
+        rv = _next_rv(row.resource_version)
+        data = {**data, "metadata": {**data["metadata"], "resourceVersion": str(rv)}}
+        updated = SimObject.objects.filter(pk=row.pk, resource_version=row.resource_version).update(
+            data=data, resource_version=rv, written_by=self.actor or "", written_at=time.time(), **columns)
+        if updated != 1:
+            raise _Lost()
+        row.data, row.resource_version = data, rv
+        for k, v in columns.items():
+            setattr(row, k, v)
+        return data
+
+    def _insert(self, kind: str, obj: Obj, ms_name: str, **columns: Any) -> Obj:
+        meta = obj["metadata"]
+        rv = _next_rv()
+        meta["resourceVersion"] = str(rv)
+        try:
+            with transaction.atomic():
+                SimObject.objects.create(kind=kind, namespace=meta["namespace"], name=meta["name"], ms_name=ms_name or "",
+                                         uid=meta.get("uid", ""), resource_version=rv, data=obj, written_by=self.actor or "",
+                                         written_at=time.time(), **columns)
+        except IntegrityError:
+            label = {MS: "modelserving", POD: "pod", REV: "controllerrevision"}[kind]
+            raise Conflict(f"{label} {meta['namespace']}/{meta['name']} already exists") from None
+        return obj
+
+    # -- ModelServings ------------------------------------------------------------------------------
+
+    def list_modelservings(self, namespace: str | None = None) -> list[Obj]:
+        rows = SimObject.objects.filter(kind=MS)
+        if namespace is not None:
+            rows = rows.filter(namespace=namespace)
+        return [r for r in rows.order_by("namespace", "name").values_list("data", flat=True)]
+
+    def get_modelserving(self, namespace: str, name: str) -> Obj:
+        return self._row(MS, namespace, name).data
+
+    def create_modelserving(self, obj: Obj) -> Obj:
+        meta = dict(obj.get("metadata") or {})
+        ns = meta.setdefault("namespace", "default")
+        name = meta.get("name")
+        if not name:
+            raise Invalid("metadata.name: required")
+        meta.update(uid=str(uuid.uuid4()), generation=1, creationTimestamp=rfc3339(self._now()))
+        new = _copy_json({**obj, "metadata": meta})
+        new.setdefault("status", {})
+        self._insert(MS, new, name, generation=1, summary=ms_summary(new))
+        self._changed(ns, name)
+        return new
+
+    def patch_modelserving(self, namespace: str, name: str, patch: Obj, *, resource_version: str | None = None) -> Obj:
+        for _ in range(MAX_CAS_ATTEMPTS):
+            row = self._row(MS, namespace, name)
+            old = row.data
+            if resource_version is not None and str(resource_version) != str(row.resource_version):
+                raise Conflict(f"modelserving {namespace}/{name}: resourceVersion {resource_version} is stale")
+            # Only metadata and spec go through the main resource; status has its own subresource.
+            body = {k: v for k, v in patch.items() if k in ("metadata", "spec")}
+            meta_patch = dict(body.get("metadata") or {})
+            for immutable in ("name", "namespace", "uid", "generation", "resourceVersion", "creationTimestamp"):
+                meta_patch.pop(immutable, None)
+            new = dict(old)
+            if meta_patch:
+                new["metadata"] = merge_patch(old["metadata"], meta_patch)
+            if "spec" in body:
+                new["spec"] = merge_patch(old.get("spec") or {}, body["spec"])
+            if new == old:
+                return old
+            meta = dict(new["metadata"])
+            generation = int(old["metadata"].get("generation") or 1)
+            if new.get("spec") != old.get("spec"):
+                generation += 1
+            meta["generation"] = generation
+            new["metadata"] = meta
+            try:
+                out = self._cas(row, new, generation=generation, summary=ms_summary(new))
+            except _Lost:
+                if resource_version is not None:
+                    raise Conflict(f"modelserving {namespace}/{name}: resourceVersion {resource_version} is stale") from None
+                continue
+            self._changed(namespace, name)
+            return out
+        raise Conflict(f"modelserving {namespace}/{name}: too many concurrent writers")
+
+    def replace_modelserving_status(self, namespace: str, name: str, status: Obj, *, resource_version: str) -> Obj:
+        row = self._row(MS, namespace, name)
+        if str(resource_version) != str(row.resource_version):
+            raise Conflict(f"modelserving {namespace}/{name}: resourceVersion {resource_version} is stale")
+        old = row.data
+        if status == old.get("status"):
+            return old
+        new = {**old, "status": _copy_json(status)}
+        try:
+            out = self._cas(row, new, summary=ms_summary(new))
+        except _Lost:
+            raise Conflict(f"modelserving {namespace}/{name}: resourceVersion {resource_version} is stale") from None
+        if self.actor != "controller":
+            self._changed(namespace, name)
+        return out
+
+    def delete_modelserving(self, namespace: str, name: str) -> None:
+        row = self._row(MS, namespace, name)
+        # Owner-reference garbage collection: the pods and revisions go with their owner.
+        for pod_name in SimObject.objects.filter(kind=POD, namespace=namespace, ms_name=name).values_list("name", flat=True):
+            try:
+                self.delete_pod(namespace, pod_name)
+            except NotFound:
+                pass
+        SimObject.objects.filter(kind=REV, namespace=namespace, ms_name=name).delete()
+        SimObject.objects.filter(pk=row.pk).delete()
+        self._changed(namespace, name)
+
+    # -- Pods ---------------------------------------------------------------------------------------
+
+    def list_pods(self, namespace: str, ms_name: str) -> list[Obj]:
+        rows = SimObject.objects.filter(kind=POD, namespace=namespace, ms_name=ms_name).order_by("name")
+        return list(rows.values_list("data", flat=True))
+
+    def get_pod(self, namespace: str, name: str) -> Obj:
+        return self._row(POD, namespace, name).data
+
+    def create_pod(self, pod: Obj) -> Obj:
+        meta = dict(pod.get("metadata") or {})
+        ns = meta.setdefault("namespace", "default")
+        name = meta.get("name")
+        if not name:
+            raise Invalid("metadata.name: required")
+        meta.update(uid=str(uuid.uuid4()), creationTimestamp=rfc3339(self._now()))
+        meta.pop("deletionTimestamp", None)
+        spec = dict(pod.get("spec") or {})
+        spec.pop("nodeName", None)  # the scheduler binds; a controller does not pick nodes here
+        new = _copy_json({**pod, "metadata": meta, "spec": spec})
+        new = physics.on_create(new, self._now(), self.config)
+        ms_name = pod_ms_name(new) or ""
+        self._insert(POD, new, ms_name, gpus=pod_gpus(new), next_at=physics.kubelet_state(new).get("at"))
+        self._changed(ns, ms_name)
+        return new
+
+    def delete_pod(self, namespace: str, name: str, *, uid: str | None = None) -> None:
+        def terminate(old: Obj) -> Any:
+            if uid is not None and old["metadata"].get("uid") != uid:
+                raise Conflict(f"pod {namespace}/{name}: uid precondition failed ({uid} != {old['metadata'].get('uid')})")
+            if old["metadata"].get("deletionTimestamp"):
+                return old  # already terminating: deleting again changes nothing
+            if not (old.get("spec") or {}).get("nodeName"):
+                return REMOVE  # never bound: no kubelet has to stop anything
+            grace = (old.get("spec") or {}).get("terminationGracePeriodSeconds")
+            meta = {**old["metadata"], "deletionTimestamp": rfc3339(self._now())}
+            if grace is not None:
+                meta["deletionGracePeriodSeconds"] = grace
+            return physics.on_delete({**old, "metadata": meta}, self._now(), self.config)
+
+        before, after = self.update_pod(namespace, name, terminate)
+        if after is not before:
+            self._interrupt_after_commit(namespace, name, "deleted", pod_ms_name(before))
+
+    def patch_pod(self, namespace: str, name: str, patch: Obj) -> Obj:
+        restarted = []
+
+        def apply(old: Obj) -> Obj:
+            body = {k: v for k, v in patch.items() if k in ("metadata", "spec")}
+            new = dict(old)
+            if "metadata" in body:
+                meta_patch = {k: v for k, v in (body["metadata"] or {}).items()
+                              if k not in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp")}
+                new["metadata"] = merge_patch(old["metadata"], meta_patch)
+            if "spec" in body:
+                new_spec = merge_patch(old.get("spec") or {}, body["spec"])
+                _check_pod_spec_update(old.get("spec") or {}, new_spec, f"pod {namespace}/{name}")
+                new["spec"] = new_spec
+                if new_spec.get("containers") != (old.get("spec") or {}).get("containers") and not old["metadata"].get("deletionTimestamp"):
+                    new = physics.on_images_changed(old, new, self._now(), self.config)
+                    restarted[:] = [True]
+            return new
+
+        _, after = self.update_pod(namespace, name, apply)
+        if restarted:
+            self._interrupt_after_commit(namespace, name, "container restart", pod_ms_name(after))
+        return after
+
+    def set_pod_condition(self, namespace: str, name: str, condition: Obj) -> Obj:
+        def apply(old: Obj) -> Obj:
+            status = old.get("status") or {}
+            conditions = list(status.get("conditions") or [])
+            ctype = condition.get("type")
+            stamp = rfc3339(self._now())
+            for i, existing in enumerate(conditions):
+                if existing.get("type") == ctype:
+                    merged = {**existing, **condition}
+                    if existing.get("status") != merged.get("status") and "lastTransitionTime" not in condition:
+                        merged["lastTransitionTime"] = stamp
+                    conditions[i] = merged
+                    break
+            else:
+                conditions.append({"lastTransitionTime": stamp, **condition})
+            # The kubelet's next status sync: Ready follows the gate.
+            return physics.recompute_ready({**old, "status": {**status, "conditions": conditions}}, self._now())
+
+        return self.update_pod(namespace, name, apply)[1]
+
+    # Physics-side pod writes ----------------------------------------------------------------------
+
+    def update_pod(self, namespace: str, name: str, fn: Callable[[Obj], Any]) -> tuple[Obj, Any]:
+        """Read-modify-write one pod with compare-and-set, re-applying ``fn`` after a lost race.
+
+        ``fn(pod)`` returns the new pod (the same object: no change) or ``REMOVE``. Returns
+        ``(before, after)``; ``after`` is ``REMOVE`` when the pod was removed.
+        """
+        for _ in range(MAX_CAS_ATTEMPTS):
+            row = self._row(POD, namespace, name)
+            old = row.data
+            new = fn(old)
+            if new is REMOVE:
+                if SimObject.objects.filter(pk=row.pk, resource_version=row.resource_version).delete()[0] != 1:
+                    continue
+                self._changed(namespace, row.ms_name)
+                return old, REMOVE
+            if new is old or new == old:
+                return old, old
+            state = physics.kubelet_state(new)
+            try:
+                out = self._cas(row, new, node=(new.get("spec") or {}).get("nodeName") or "", next_at=state.get("at"))
+            except _Lost:
+                continue
+            self._changed(namespace, row.ms_name)
+            return old, out
+        raise Conflict(f"pod {namespace}/{name}: too many concurrent writers")
+
+    def _interrupt_after_commit(self, namespace: str, name: str, reason: str, ms_name: str | None) -> None:
+        from . import traffic
+
+        transaction.on_commit(lambda: traffic.interrupt(namespace, name, reason, ms_name=ms_name))
+
+    # -- ControllerRevisions --------------------------------------------------------------------------
+
+    def list_revisions(self, namespace: str, ms_name: str) -> list[Obj]:
+        revs = list(SimObject.objects.filter(kind=REV, namespace=namespace, ms_name=ms_name).values_list("data", flat=True))
+        revs.sort(key=lambda r: (r.get("revision") or 0, r["metadata"]["name"]))
+        return revs
+
+    def create_revision(self, revision: Obj) -> Obj:
+        meta = dict(revision.get("metadata") or {})
+        ns = meta.setdefault("namespace", "default")
+        if not meta.get("name"):
+            raise Invalid("metadata.name: required")
+        meta.update(uid=str(uuid.uuid4()), creationTimestamp=rfc3339(self._now()))
+        new = _copy_json({**revision, "metadata": meta})
+        ms_name = pod_ms_name(new) or ""
+        self._insert(REV, new, ms_name)
+        self._changed(ns, ms_name)
+        return new
+
+    def set_revision_number(self, namespace: str, name: str, number: int) -> Obj:
+        return self._update_revision(namespace, name, lambda old: old if old.get("revision") == number else {**old, "revision": number})
+
+    def replace_revision_data(self, namespace: str, name: str, data: Any) -> Obj:
+        """Fault side: overwrite ``data`` (a corrupted revision is ``"<corrupted>"``)."""
+        return self._update_revision(namespace, name, lambda old: {**old, "data": data})
+
+    def _update_revision(self, namespace: str, name: str, fn: Callable[[Obj], Obj]) -> Obj:
+        for _ in range(MAX_CAS_ATTEMPTS):
+            row = self._row(REV, namespace, name)
+            new = fn(row.data)
+            if new == row.data:
+                return row.data
+            try:
+                out = self._cas(row, new)
+            except _Lost:
+                continue
+            self._changed(namespace, row.ms_name)
+            return out
+        raise Conflict(f"controllerrevision {namespace}/{name}: too many concurrent writers")
+
+    def delete_revision(self, namespace: str, name: str) -> None:
+        row = self._row(REV, namespace, name)
+        SimObject.objects.filter(pk=row.pk).delete()
+        self._changed(namespace, row.ms_name)
+
+    # -- Events ---------------------------------------------------------------------------------------
+
+    def record_event(self, namespace: str, ms_name: str, *, reason: str, message: str, type: str = "Normal") -> None:
+        # Events do not wake the controller (it wrote them); they go to the structured log.
+        log.info("event %s %s/%s: %s", type, namespace, ms_name, message,
+                 extra={"event_reason": reason, "namespace": namespace, "modelserving": ms_name})
+
+    # -- Nodes (physics side) ---------------------------------------------------------------------------
+
+    def list_nodes(self, *, include_failed: bool = False) -> list[SimNode]:
+        rows = SimNode.objects.all()
+        if not include_failed:
+            rows = rows.filter(failed=False)
+        return list(rows.order_by("id"))
+
+    def add_node(self, gpus: int, *, name: str | None = None) -> SimNode:
+        if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
+            raise Invalid(f"gpus: must be a non-negative integer, got {gpus!r}")
+        with transaction.atomic():
+            index = SimNode.objects.count()
+            node_name = name or f"node-{index}"
+            try:
+                with transaction.atomic():
+                    node = SimNode.objects.create(name=node_name, gpus=gpus, ip=physics.node_ip(index))
+            except IntegrityError:
+                raise Conflict(f"node {node_name} already exists") from None
+        # New capacity: Pending pods are retried on the next tick; every ModelServing may want to act.
+        for ns, ms_name in SimObject.objects.filter(kind=MS).values_list("namespace", "name"):
+            self._changed(ns, ms_name)
+        return node
+
+    def fail_node(self, name: str) -> list[str]:
+        """The node is lost: it leaves the cluster, its pods fail and are removed. Returns pod names."""
+        updated = SimNode.objects.filter(name=name, failed=False).update(failed=True)
+        if updated != 1:
+            if SimNode.objects.filter(name=name).exists():
+                raise Conflict(f"node {name} has already failed")
+            raise NotFound(f"node {name} not found")
+        victims = list(SimObject.objects.filter(kind=POD, node=name).order_by("namespace", "name").values_list("namespace", "name", "ms_name"))
+        for ns, pod_name, ms_name in victims:
+            try:
+                self.update_pod(ns, pod_name, lambda old: physics.fail(old, name))
+                self.update_pod(ns, pod_name, lambda old: REMOVE)
+            except NotFound:
+                continue
+            self._interrupt_after_commit(ns, pod_name, "node failed", ms_name)
+        return [n for _, n, _ in victims]
+
+    def gpus_used(self) -> dict[str, int]:
+        from django.db.models import Sum
+
+        rows = SimObject.objects.filter(kind=POD).exclude(node="").values("node").annotate(total=Sum("gpus"))
+        return {r["node"]: int(r["total"] or 0) for r in rows}
+
+
+def is_bound(pod: Obj) -> bool:
+    return bool((pod.get("spec") or {}).get("nodeName"))
+
+
+__all__ = ["DatabaseCluster", "REMOVE", "ms_summary", "is_bound", "naming"]

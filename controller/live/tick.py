@@ -1,0 +1,109 @@
+"""One step of the live simulated cluster's physics: run by the ``sim_tick`` task every second.
+
+1. The kubelet steps that are due (``SimObject.next_at <= now``): pull and start done -> running and
+   loading; load done -> Ready (or a crash and CrashLoopBackOff); terminate done -> removed.
+2. The scheduler: pods whose scheduling delay passed go, oldest first, to the node with the most
+   free GPUs that fits them (kube-scheduler's LeastAllocated; ties go to the earlier node), exactly
+   as ``controller.sim.scheduler``; pods that fit nowhere get ``PodScheduled=False,
+   reason=Unschedulable`` with the scheduler's message and are retried on every tick.
+3. Traffic (``traffic.step``).
+
+Everything read and written is in the database (and Redis for in-flight requests), so a tick may
+run in any worker process; the task holds a Redis lock so two ticks never overlap. Every write goes
+through ``DatabaseCluster`` (compare-and-set), so a tick racing a reconcile never loses either
+write, and every change enqueues a reconcile of its ModelServing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from controller.core.ports import NotFound, Obj
+from controller.models import SimObject
+from controller.sim.scheduler import pod_gpus
+
+from . import physics, traffic
+from .store import REMOVE, DatabaseCluster
+
+log = logging.getLogger(__name__)
+
+
+def tick(cluster: DatabaseCluster | None = None, *, now: float | None = None, with_traffic: bool = True) -> dict[str, Any]:
+    cluster = cluster or DatabaseCluster(actor="kubelet")
+    now = cluster.clock.now() if now is None else now
+    config = cluster.config
+    started = time.perf_counter()
+    report: dict[str, Any] = {"now": now, "advanced": 0, "removed": 0, "bound": 0, "unschedulable": 0, "ready": []}
+    due = list(SimObject.objects.filter(kind=SimObject.KIND_POD, next_at__lte=now).order_by("next_at", "pk").values_list("namespace", "name", "pk", "data"))
+    to_schedule: list[tuple[str, str, int, Obj]] = []
+    for ns, name, pk, data in due:
+        if physics.kubelet_state(data).get("stage") == physics.SCHEDULE and not (data.get("spec") or {}).get("nodeName"):
+            to_schedule.append((ns, name, pk, data))
+            continue
+
+        def step(old: Obj) -> Any:
+            new = physics.advance(old, now, config)
+            return REMOVE if new is None else new
+
+        try:
+            before, after = cluster.update_pod(ns, name, step)
+        except NotFound:
+            continue
+        if after is REMOVE:
+            report["removed"] += 1
+        elif after is not before:
+            report["advanced"] += 1
+            if _ready(after) and not _ready(before):
+                report["ready"].append(f"{ns}/{name}")
+    if to_schedule:
+        _schedule(cluster, to_schedule, now, report)
+    if with_traffic:
+        report["traffic"] = traffic.step(now)
+    report["seconds"] = round(time.perf_counter() - started, 4)
+    return report
+
+
+def _ready(pod: Obj) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def _schedule(cluster: DatabaseCluster, pending: list[tuple[str, str, int, Obj]], now: float, report: dict[str, Any]) -> None:
+    nodes = cluster.list_nodes()
+    used = cluster.gpus_used()
+    config = cluster.config
+    # Oldest first (creation order), like the scheduler's queue.
+    for ns, name, pk, data in sorted(pending, key=lambda item: item[2]):
+        need = pod_gpus(data)
+        best, best_free, most_free = None, -1, 0
+        for node in nodes:
+            free = node.gpus - used.get(node.name, 0)
+            most_free = max(most_free, free)
+            if free >= need and free > best_free:
+                best, best_free = node, free
+        uid = data["metadata"].get("uid")
+
+        if best is None:
+            def mark(old: Obj, n=len(nodes), need=need, most_free=most_free) -> Obj:
+                return physics.unschedulable(old, now, n, need, most_free)
+
+            try:
+                cluster.update_pod(ns, name, mark)
+            except NotFound:
+                pass
+            report["unschedulable"] += 1
+            continue
+
+        def bind(old: Obj, node=best, pk=pk) -> Obj:
+            if old["metadata"].get("uid") != uid or (old.get("spec") or {}).get("nodeName") or old["metadata"].get("deletionTimestamp"):
+                return old
+            return physics.on_bind(old, now, config, node.name, node.ip, physics.pod_ip(pk))
+
+        try:
+            before, after = cluster.update_pod(ns, name, bind)
+        except NotFound:
+            continue
+        if after is not before and after is not REMOVE:
+            used[best.name] = used.get(best.name, 0) + need
+            report["bound"] += 1

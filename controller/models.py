@@ -1,0 +1,126 @@
+"""Database rows of the simulated cluster used by the live app (``controller.live``).
+
+The live app's simulated cluster keeps ALL of its state here, so restarting every process (web,
+worker, beat) loses nothing: the objects, the nodes, the clock and each pod's kubelet deadlines
+(in the pod's own annotations) come back from the database.
+
+- ``SimObject``: one Kubernetes-shaped object (ModelServing, Pod, ControllerRevision) as JSON, plus
+  the few columns the store queries by. ``resource_version`` is the optimistic-concurrency token:
+  every write is a compare-and-set ``UPDATE ... WHERE id = X AND resource_version = RV``.
+- ``SimNode``: a simulated GPU node.
+- ``SimClock``: the simulated time (a linear map of wall time, with a speed factor) and the cluster's
+  physics configuration (phase timings, per-image behaviour).
+- ``SimTraffic``: the request load sent to one ModelServing and its running totals.
+- ``ProgressSample``: rollout progress sampled over time for the dashboard's charts.
+"""
+
+from __future__ import annotations
+
+import time
+
+from django.db import models
+
+
+class SimObject(models.Model):
+    KIND_MODELSERVING = "ModelServing"
+    KIND_POD = "Pod"
+    KIND_REVISION = "ControllerRevision"
+
+    kind = models.CharField(max_length=32)
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    # The owning ModelServing (the name label of pods and revisions; the name itself for one).
+    ms_name = models.CharField(max_length=253, blank=True, db_index=True)
+    uid = models.CharField(max_length=64)
+    resource_version = models.BigIntegerField()
+    generation = models.BigIntegerField(default=0)
+    data = models.JSONField()
+    # Pods only: the node it is bound to and the GPUs it holds there (GPU accounting is a SUM over
+    # these columns, so the scheduler never loads every pod's JSON).
+    node = models.CharField(max_length=253, blank=True, db_index=True)
+    gpus = models.IntegerField(default=0)
+    # Pods only: simulated time of the kubelet's next step (None: nothing scheduled). The physics
+    # tick selects ``next_at <= now`` instead of scanning every pod.
+    next_at = models.FloatField(null=True, blank=True, db_index=True)
+    # ModelServings only: the compact row the list page shows (kept at write time, so listing 1,000
+    # ModelServings never parses their full status).
+    summary = models.JSONField(default=dict, blank=True)
+    # Who wrote last ("controller", "kubelet", "operator", ...) and when (wall-clock epoch seconds):
+    # what the reaction-latency benchmark measures.
+    written_by = models.CharField(max_length=32, blank=True)
+    written_at = models.FloatField(default=time.time)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kind", "namespace", "name"], name="simobject_kind_ns_name")]
+        indexes = [models.Index(fields=["kind", "namespace", "ms_name"], name="simobject_owner_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name} rv={self.resource_version}"
+
+
+class SimNode(models.Model):
+    name = models.CharField(max_length=253, unique=True)
+    gpus = models.IntegerField()
+    ip = models.CharField(max_length=64)
+    # A failed node keeps its row (so the dashboard can show it, and names are never reused) but
+    # holds no pods and schedules nothing.
+    failed = models.BooleanField(default=False)
+    created_at = models.FloatField(default=time.time)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.gpus} GPUs{', failed' if self.failed else ''})"
+
+
+class SimClock(models.Model):
+    """The one simulated clock (row id 1): ``sim = sim_base + (wall - wall_base) * speed``.
+
+    Example: wall_base 1000.0, sim_base 1000.0, speed 10: at wall 1003.5 the simulated time is
+    1035.0. Changing the speed re-bases at the current moment, so simulated time never jumps.
+    """
+
+    wall_base = models.FloatField()
+    sim_base = models.FloatField()
+    speed = models.FloatField(default=1.0)
+    # {"timing": {phase: [low, high]}, "images": {image: {"crash", "load", ...}}}
+    config = models.JSONField(default=dict, blank=True)
+
+    def sim_now(self, wall: float | None = None) -> float:
+        wall = time.time() if wall is None else wall
+        return self.sim_base + (wall - self.wall_base) * self.speed
+
+
+class SimTraffic(models.Model):
+    """Requests sent to one ModelServing's entry pods: ``rps`` per simulated second, each keeping its
+    pod busy for a duration drawn from ``[duration_low, duration_high]`` simulated seconds."""
+
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    rps = models.FloatField(default=0.0)
+    duration_low = models.FloatField(default=2.0)
+    duration_high = models.FloatField(default=20.0)
+    # Simulated time up to which arrivals were generated.
+    generated_until = models.FloatField(null=True, blank=True)
+    sent = models.BigIntegerField(default=0)
+    completed = models.BigIntegerField(default=0)
+    interrupted = models.BigIntegerField(default=0)
+    rejected = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["namespace", "name"], name="simtraffic_ns_name")]
+
+
+class ProgressSample(models.Model):
+    """One point of a ModelServing's progress history (see ``controller.tasks.sample_progress``)."""
+
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    t = models.FloatField()  # clock seconds (simulated time on the sim backend)
+    data = models.JSONField()
+    created_at = models.FloatField(default=time.time)
+
+    class Meta:
+        indexes = [models.Index(fields=["namespace", "name", "t"], name="progress_ms_t_idx")]
+        ordering = ["t"]

@@ -1,0 +1,190 @@
+"""Operator controls: pause, resume, promote, rollback, set_image. The only implementation of them.
+
+Every control, whoever calls it (page, API, CLI):
+
+1. checks the permission ``rolloutui.operate_modelserving`` (``ControlDenied`` otherwise) and that
+   a reason is given (``ControlError`` on field ``reason``);
+2. builds the JSON merge patch with the pure core control (``controller.core.controls``), adds the
+   ``serving.rolloutui.io/change-cause`` annotation (who, how, why: the new revision carries it),
+   and applies it through the active cluster port with the ModelServing's resourceVersion as a
+   precondition; on ``Conflict`` (someone else wrote in between) it re-reads and rebuilds the patch
+   from the fresh object, so it never overwrites a change it did not see;
+3. writes an ``AuditRecord`` (who, when, source, action, reason, from-revision, to-revision, result)
+   - also when it fails, with result ``error`` and the error text;
+4. enqueues a reconcile of the ModelServing.
+
+Revisions in the audit are revision numbers (the hash before a revision is stored); ``details``
+holds both numbers and hashes. "to" is the revision the spec selects after the change: the same as
+"from" for pause/resume/promote, the new revision for set_image, and the chosen revision for
+rollback (``details.toRevision.becomes`` is the number it is re-listed under, as Kubernetes
+re-numbers a re-applied revision).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from controller.core import controls as core
+from controller.core import naming
+from controller.core.controls import ControlError
+from controller.core.ports import Conflict, NotFound
+from controller.core.revisions import History, record_update_revision
+from controller.live import enqueue
+
+from ..models import AuditRecord
+from .cluster import get_cluster
+
+log = logging.getLogger(__name__)
+
+PERMISSION = "rolloutui.operate_modelserving"
+MAX_ATTEMPTS = 5
+SOURCES = {choice.value for choice in AuditRecord.Source}
+
+
+class ControlDenied(PermissionError):
+    """The user lacks ``rolloutui.operate_modelserving``."""
+
+
+def pause(user, namespace: str, name: str, *, reason: str, source: str) -> AuditRecord:
+    return _control(user, namespace, name, "pause", reason, source, lambda ms, revs: core.pause(ms), {})
+
+
+def resume(user, namespace: str, name: str, *, reason: str, source: str) -> AuditRecord:
+    return _control(user, namespace, name, "resume", reason, source, lambda ms, revs: core.resume(ms), {})
+
+
+def promote(user, namespace: str, name: str, *, partition: int | None = None, full: bool = False, reason: str, source: str) -> AuditRecord:
+    return _control(user, namespace, name, "promote", reason, source,
+                    lambda ms, revs: core.promote(ms, partition=partition, full=full),
+                    {"partition": partition, "full": bool(full)})
+
+
+def rollback(user, namespace: str, name: str, *, to_revision: int, reason: str, source: str) -> AuditRecord:
+    return _control(user, namespace, name, "rollback", reason, source,
+                    lambda ms, revs: core.rollback(ms, revs, to_revision=to_revision),
+                    {"toRevision": to_revision}, rollback_to=to_revision)
+
+
+def set_image(user, namespace: str, name: str, *, role: str, image: str, container: str | None = None, reason: str, source: str) -> AuditRecord:
+    return _control(user, namespace, name, "set_image", reason, source,
+                    lambda ms, revs: core.set_image(ms, role=role, image=image, container=container),
+                    {"role": role, "image": image, "container": container})
+
+
+# -- shared machinery ----------------------------------------------------------------------------------
+
+def username(user) -> str:
+    if user is None:
+        return ""
+    return user.get_username() if hasattr(user, "get_username") else str(user)
+
+
+def check_permission(user) -> None:
+    if user is None or not getattr(user, "is_authenticated", False) or not getattr(user, "is_active", True):
+        raise ControlDenied("sign in as a user with the operate permission (rolloutui.operate_modelserving)")
+    if not user.has_perm(PERMISSION):
+        raise ControlDenied(f"user {username(user)!r} may not operate ModelServings (needs {PERMISSION})")
+
+
+def check_reason(reason: Any) -> str:
+    if not isinstance(reason, str) or not reason.strip():
+        raise ControlError("a reason is required: say why (it is kept in the audit trail)", field="reason")
+    return reason.strip()
+
+
+def check_source(source: Any) -> str:
+    if source not in SOURCES:
+        raise ControlError(f"source must be one of {', '.join(sorted(SOURCES))}, got {source!r}", field="source")
+    return source
+
+
+def audit(user, *, action: str, namespace: str, name: str, reason: Any, source: str, from_revision: str = "",
+          to_revision: str = "", details: dict[str, Any] | None = None, error: BaseException | None = None) -> AuditRecord:
+    return AuditRecord.objects.create(
+        actor=user if getattr(user, "pk", None) else None,
+        actor_name=username(user)[:150],
+        source=source if source in SOURCES else AuditRecord.Source.SYSTEM,
+        action=action,
+        namespace=namespace,
+        name=name,
+        reason=reason.strip() if isinstance(reason, str) else "",
+        from_revision=from_revision,
+        to_revision=to_revision,
+        details=details or {},
+        result=AuditRecord.Result.ERROR if error is not None else AuditRecord.Result.OK,
+        error="" if error is None else f"{type(error).__name__}: {error}",
+    )
+
+
+def _ref(number: int | None, rev_hash: str | None) -> dict[str, Any]:
+    return {"number": number, "hash": rev_hash}
+
+
+def _label(ref: dict[str, Any]) -> str:
+    if ref.get("number"):
+        return str(ref["number"])
+    return ref.get("hash") or ""
+
+
+def _revision_of(ms: dict[str, Any], revisions: list[dict[str, Any]]) -> dict[str, Any]:
+    """The revision the spec selects now (number and hash), computed like the controller does."""
+    history = History.from_objects(revisions)
+    collision = int((ms.get("status") or {}).get("collisionCount") or 0)
+    try:
+        update = record_update_revision((ms.get("metadata") or {}).get("name", ""), ms.get("spec") or {}, history, collision)
+    except Exception:  # an unusable spec: fall back to what status says
+        h = (ms.get("status") or {}).get("updateRevision")
+        rev = history.get(h)
+        return _ref(rev.number if rev else None, h)
+    existing = history.get(update.hash)
+    # A re-applied old revision keeps its identity (the number it has now) for "from"; the number
+    # it is re-listed under appears in details as "becomes".
+    return _ref(existing.number if existing else update.number, update.hash) | {"becomes": update.number}
+
+
+def _control(user, namespace: str, name: str, action: str, reason: Any, source: str,
+             build: Callable[[dict[str, Any], list[dict[str, Any]]], dict[str, Any]], args: dict[str, Any],
+             *, rollback_to: int | None = None) -> AuditRecord:
+    details: dict[str, Any] = {"args": args}
+    before: dict[str, Any] = {}
+    try:
+        check_source(source)
+        check_permission(user)
+        reason = check_reason(reason)
+        cluster = get_cluster()
+        for attempt in range(MAX_ATTEMPTS):
+            ms = cluster.get_modelserving(namespace, name)
+            revisions = cluster.list_revisions(namespace, name)
+            before = _revision_of(ms, revisions)
+            patch = build(ms, revisions)
+            cause = f"{username(user)} via {source}: {action}: {reason}"
+            patch = {**patch, "metadata": {**(patch.get("metadata") or {}),
+                                           "annotations": {naming.ANNOTATION_CHANGE_CAUSE: cause}}}
+            rv = (ms.get("metadata") or {}).get("resourceVersion")
+            try:
+                new = cluster.patch_modelserving(namespace, name, patch, resource_version=rv)
+                break
+            except Conflict:
+                log.info("%s of %s/%s lost a race (attempt %d); re-reading", action, namespace, name, attempt + 1)
+                continue
+        else:
+            raise Conflict(f"modelserving {namespace}/{name} kept changing; {action} not applied after {MAX_ATTEMPTS} attempts")
+        after = _revision_of(new, revisions)
+        if rollback_to is not None:
+            target = History.from_objects(revisions).by_number(rollback_to)
+            after = _ref(rollback_to, target.hash if target else after.get("hash")) | {"becomes": after.get("becomes")}
+        details.update(fromRevision=before, toRevision=after, patch=patch, generation=(new.get("metadata") or {}).get("generation"))
+    except (ControlError, ControlDenied, NotFound, Conflict) as exc:
+        details["fromRevision"] = before or None
+        audit(user, action=action, namespace=namespace, name=name, reason=reason, source=source,
+              from_revision=_label(before) if before else "", details=details, error=exc)
+        raise
+    record = audit(user, action=action, namespace=namespace, name=name, reason=reason, source=source,
+                   from_revision=_label(before), to_revision=_label(after), details=details)
+    enqueue.reconcile_soon(namespace, name)
+    return record
+
+
+__all__ = ["ControlDenied", "ControlError", "pause", "resume", "promote", "rollback", "set_image"]

@@ -1,0 +1,221 @@
+"""Simulated-cluster services: fault injection for the dashboard, and the preview of a change.
+
+Only for the "sim" backend (``ControlError`` otherwise). Faults need the operate permission and a
+reason, and are audited like the controls (action ``kill_pod``, ``fail_node``, ``add_node``).
+
+``preview(namespace, name, patch)`` answers "what will this change do?" without touching anything:
+it runs the in-memory simulator (``controller.sim``: the real reconcile pass on a virtual clock) on a
+copy of the ModelServing, on a cluster with the live cluster's nodes, phase timings, image behaviour
+and traffic; lets the copy converge; applies ``patch`` as an operator event; and reports the
+timeline until the change has rolled out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.core import naming
+from controller.core.controls import ControlError, apply_merge_patch
+from controller.core.ports import NotFound
+from controller.core.spec import ValidationError, parse_modelserving
+from controller.live import physics
+from controller.live.store import DatabaseCluster
+from controller.models import SimTraffic
+from controller.sim.config import ClusterConfig, Span, Traffic
+from controller.sim.runner import Runner
+from controller.sim.scenario import Scenario
+
+from ..models import AuditRecord
+from .cluster import backend_name
+from .controls import ControlDenied, audit, check_permission, check_reason, check_source
+
+# The preview's virtual-time budget: to converge before the change, and to roll it out.
+PREVIEW_SETTLE_LIMIT = 4 * 3600.0
+PREVIEW_ROLLOUT_LIMIT = 12 * 3600.0
+PREVIEW_STEP = 5.0
+
+
+def _sim_cluster() -> DatabaseCluster:
+    if backend_name() != "sim":
+        raise ControlError(f"simulation is only available on the simulated cluster (backend is {backend_name()!r})", field="backend")
+    return DatabaseCluster(actor="operator")
+
+
+def _fault(user, action: str, reason: Any, source: str, namespace: str, name: str, details: dict[str, Any], do) -> AuditRecord:
+    try:
+        check_source(source)
+        check_permission(user)
+        reason = check_reason(reason)
+        details.update(do() or {})
+    except (ControlError, ControlDenied, NotFound, ValueError) as exc:
+        audit(user, action=action, namespace=namespace, name=name, reason=reason, source=source, details=details, error=exc)
+        raise
+    return audit(user, action=action, namespace=namespace, name=name, reason=reason, source=source, details=details)
+
+
+def kill_pod(user, namespace: str, pod_name: str, *, reason: str, source: str) -> AuditRecord:
+    """The pod's containers are killed for good (phase Failed): the controller's recovery replaces
+    it. Requests in flight on it are interrupted."""
+    details: dict[str, Any] = {"pod": pod_name}
+    owner = {"name": ""}
+
+    def do() -> dict[str, Any]:
+        cluster = _sim_cluster()
+        try:
+            pod = cluster.get_pod(namespace, pod_name)
+        except NotFound:
+            raise ControlError(f"pod {namespace}/{pod_name} does not exist", field="pod") from None
+        owner["name"] = ((pod.get("metadata") or {}).get("labels") or {}).get(naming.LABEL_NAME, "")
+        if (pod.get("status") or {}).get("phase") == "Failed" or (pod.get("metadata") or {}).get("deletionTimestamp"):
+            raise ControlError(f"pod {namespace}/{pod_name} is already failed or terminating", field="pod")
+        message = f"killed by {getattr(user, 'username', user)}: {reason}"
+        cluster.update_pod(namespace, pod_name, lambda old: physics.kill(old, cluster.clock.now(), message))
+        cluster._interrupt_after_commit(namespace, pod_name, "killed", owner["name"])
+        return {"node": (pod.get("spec") or {}).get("nodeName")}
+
+    # The audit row names the ModelServing the pod belongs to, so it shows on that page.
+    try:
+        label = ((_sim_cluster().get_pod(namespace, pod_name).get("metadata") or {}).get("labels") or {}).get(naming.LABEL_NAME, "")
+    except (NotFound, ControlError):
+        label = ""
+    return _fault(user, "kill_pod", reason, source, namespace, label or pod_name, details, do)
+
+
+def fail_node(user, node_name: str, *, reason: str, source: str) -> AuditRecord:
+    """The node is lost: its pods fail and are removed (requests on them interrupted); it schedules
+    nothing any more."""
+    details: dict[str, Any] = {"node": node_name}
+
+    def do() -> dict[str, Any]:
+        cluster = _sim_cluster()
+        try:
+            pods = cluster.fail_node(node_name)
+        except NotFound:
+            raise ControlError(f"node {node_name} does not exist", field="node") from None
+        except Exception as exc:
+            if "already failed" in str(exc):
+                raise ControlError(str(exc), field="node") from None
+            raise
+        return {"pods": pods}
+
+    return _fault(user, "fail_node", reason, source, "", node_name, details, do)
+
+
+def add_node(user, *, gpus: int, reason: str, source: str) -> AuditRecord:
+    details: dict[str, Any] = {"gpus": gpus}
+
+    def do() -> dict[str, Any]:
+        if isinstance(gpus, bool) or not isinstance(gpus, int) or not 0 <= gpus <= 1024:
+            raise ControlError(f"gpus must be an integer between 0 and 1024, got {gpus!r}", field="gpus")
+        node = _sim_cluster().add_node(gpus)
+        details["node"] = node.name
+        return {"node": node.name, "ip": node.ip}
+
+    return _fault(user, "add_node", reason, source, "", "", details, do)
+
+
+def list_nodes() -> list[dict[str, Any]]:
+    """Every node (failed ones too): name, ip, gpus, GPUs in use, pods on it, failed."""
+    from django.db.models import Count
+
+    from controller.models import SimObject
+
+    cluster = _sim_cluster()
+    used = cluster.gpus_used()
+    pods = dict(SimObject.objects.filter(kind=SimObject.KIND_POD).exclude(node="").values("node").annotate(n=Count("id")).values_list("node", "n"))
+    return [{"name": n.name, "ip": n.ip, "gpus": n.gpus, "gpusUsed": used.get(n.name, 0) if not n.failed else 0,
+             "pods": pods.get(n.name, 0) if not n.failed else 0, "failed": n.failed}
+            for n in cluster.list_nodes(include_failed=True)]
+
+
+# -- preview -------------------------------------------------------------------------------------------
+
+class _PreviewRunner(Runner):
+    """The scenario runner, also recording capacity and blocked reasons from every pass."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        super().__init__(scenario)
+        self.samples: list[tuple[float, int, list[str], str | None]] = []
+
+    def _check_convergence(self, view: dict[str, Any]) -> None:
+        super()._check_convergence(view)
+        counts = view.get("counts") or {}
+        reasons = [b.get("reason", "") for b in view.get("blocked") or []]
+        self.samples.append((self.loop.now(), int(counts.get("availableReplicas") or 0), reasons, view.get("updateRevision")))
+
+
+def preview(namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+    """Simulated timeline of applying ``patch`` (a JSON merge patch of the manifest) to a copy.
+
+    Returns ``{"durationSeconds", "minAvailable", "capacity": [[t, available], ...], "converged",
+    "blockedReasons": [...], "desired", "floor", "simulatedSeconds", "requests"}``; ``t`` counts
+    virtual seconds from the moment the change is applied; ``available`` is available ServingGroups.
+    A patch that would make the ModelServing invalid is a ``ControlError`` naming the field.
+    """
+    cluster = _sim_cluster()
+    ms = cluster.get_modelserving(namespace, name)
+    if not isinstance(patch, dict) or not patch:
+        raise ControlError("patch must be a non-empty JSON merge patch object", field="patch")
+    base = {"apiVersion": ms.get("apiVersion") or naming.API_VERSION, "kind": ms.get("kind") or naming.KIND,
+            "metadata": {"name": name, "namespace": namespace}, "spec": ms.get("spec") or {}}
+    body = {k: v for k, v in patch.items() if k in ("spec", "metadata")}
+    try:
+        parsed = parse_modelserving(apply_merge_patch(base, body))
+    except ValidationError as err:
+        raise ControlError(f"the change would make the ModelServing invalid: {err}", field=f"patch.{err.field}") from None
+    config = cluster.config
+    traffic_row = SimTraffic.objects.filter(namespace=namespace, name=name, rps__gt=0).first()
+    traffic = Traffic(traffic_row.rps, Span(traffic_row.duration_low, max(traffic_row.duration_high, traffic_row.duration_low))) if traffic_row else None
+    scenario = Scenario(name=f"preview-{name}", seed=0, until=PREVIEW_SETTLE_LIMIT + PREVIEW_ROLLOUT_LIMIT,
+                        cluster=ClusterConfig(nodes=0, gpus_per_node=0, timing=dict(config.timing), images=dict(config.images)),
+                        traffic=traffic, manifest=base, events=[])
+    runner = _PreviewRunner(scenario)
+    for node in cluster.list_nodes():
+        runner.cluster.add_nodes(1, node.gpus)
+    runner.store.actor = "operator"
+    runner.store.create_modelserving(base)
+    runner.store.actor = None
+    runner.loop.call_at(0.0, runner.start_controller)
+    t = 0.0
+    while not runner.converged and t < PREVIEW_SETTLE_LIMIT:
+        t = runner.loop.run_until(t + PREVIEW_STEP)
+    settled = runner.converged
+    t0 = runner.loop.now()
+    runner.store.actor = "operator"
+    runner.store.patch_modelserving(namespace, name, body)
+    runner.store.actor = None
+    runner.converged, runner.converged_at = False, None
+    first = len(runner.samples)
+    t = t0
+    while t < t0 + PREVIEW_ROLLOUT_LIMIT:
+        t = runner.loop.run_until(t + PREVIEW_STEP)
+        if runner.converged and runner.converged_at is not None and runner.converged_at >= t0:
+            break
+    samples = runner.samples[first:]
+    capacity: list[list[float]] = []
+    for ts, available, _, _ in samples:
+        point = [round(ts - t0, 3), available]
+        if not capacity or capacity[-1][1] != available:
+            capacity.append(point)
+    reasons: list[str] = []
+    for _, _, blocked, _ in samples:
+        for reason in blocked:
+            if reason and reason not in reasons:
+                reasons.append(reason)
+    converged = bool(runner.converged and runner.converged_at is not None)
+    from controller.core.strategy import resolve
+
+    eff = resolve(parsed)
+    return {
+        "durationSeconds": round(runner.converged_at - t0, 3) if converged else None,
+        "converged": converged,
+        "baselineConverged": settled,
+        "minAvailable": min((a for _, a, _, _ in samples), default=None),
+        "capacity": capacity,
+        "desired": parsed.replicas,
+        "floor": max(parsed.replicas - eff.group.max_unavailable.count, 0),
+        "blockedReasons": reasons,
+        "simulatedSeconds": round(runner.loop.now() - t0, 3),
+        "nodes": len(runner.store.list_nodes()),
+        "requests": runner.router.summary() if traffic else None,
+    }

@@ -1,0 +1,113 @@
+"""Read side of the dashboard: list rows, the live state view, revisions, diffs, progress history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.core.controls import ControlError
+from controller.core.ports import NotFound
+from controller.core.revisions import RUNTIME_ROLE_FIELDS, History, diff
+from controller.live.state import current_state
+from controller.live.store import ms_summary
+
+from .cluster import backend_name, get_cluster
+
+PHASES = ("Healthy", "Progressing", "Paused", "Blocked", "Degraded", "Pending")
+
+
+def list_summaries(*, namespace: str | None = None, search: str | None = None, phase: str | None = None) -> list[dict[str, Any]]:
+    """Compact rows (namespace, name, phase, replicas, ready, updated, desired, currentRevision,
+    updateRevision, paused, strategyType), sorted by namespace and name.
+
+    On the simulated backend the rows are read from the ``summary`` column the store keeps at write
+    time: listing 1,000 ModelServings reads 1,000 small JSON values, never their pods or full status.
+    ``search`` matches a substring of ``namespace/name`` (case-insensitive).
+    """
+    if backend_name() == "sim":
+        from controller.models import SimObject
+
+        rows_q = SimObject.objects.filter(kind=SimObject.KIND_MODELSERVING)
+        if namespace:
+            rows_q = rows_q.filter(namespace=namespace)
+        rows = list(rows_q.order_by("namespace", "name").values_list("summary", flat=True))
+    else:
+        rows = [ms_summary(obj) for obj in get_cluster().list_modelservings(namespace or None)]
+        rows.sort(key=lambda r: (r["namespace"], r["name"]))
+    if search:
+        needle = search.strip().lower()
+        rows = [r for r in rows if needle in f"{r['namespace']}/{r['name']}".lower()]
+    if phase:
+        rows = [r for r in rows if r.get("phase") == phase]
+    return rows
+
+
+def get_state(namespace: str, name: str) -> dict[str, Any]:
+    """``controller.core.view.build_view`` of the live objects (the REST GET and websocket payload).
+    Raises ``NotFound``."""
+    return current_state(namespace, name)
+
+
+def list_revisions(namespace: str, name: str) -> list[dict[str, Any]]:
+    """The history, oldest first: number, hash, name, readable, error, created, changeCause, plus
+    ``current`` / ``update`` flags from the ModelServing's status. Raises ``NotFound``."""
+    cluster = get_cluster()
+    ms = cluster.get_modelserving(namespace, name)
+    status = ms.get("status") or {}
+    out = []
+    for rev in History.from_objects(cluster.list_revisions(namespace, name)).revisions:
+        item = rev.to_json()
+        item["current"] = rev.hash == status.get("currentRevision")
+        item["update"] = rev.hash == status.get("updateRevision")
+        out.append(item)
+    return out
+
+
+def revision_diff(namespace: str, name: str, from_number: int, to_number: int) -> dict[str, Any]:
+    """Field-level diff of two revisions' versioned fields (``core.revisions.diff``).
+
+    Runtime fields (replicas, budgets, partition, paused) are not part of any revision, so they are
+    shown apart, as the current values, under ``runtime``. An unknown or unreadable revision is a
+    ``ControlError`` naming ``from`` or ``to``.
+    """
+    cluster = get_cluster()
+    ms = cluster.get_modelserving(namespace, name)
+    history = History.from_objects(cluster.list_revisions(namespace, name))
+    picked = {}
+    for field, number in (("from", from_number), ("to", to_number)):
+        rev = history.by_number(int(number)) if not isinstance(number, bool) and isinstance(number, int) else None
+        if rev is None:
+            listed = ", ".join(str(r.number) for r in history.revisions) or "none"
+            raise ControlError(f"revision {number!r} does not exist (revisions: {listed})", field=field)
+        if rev.data is None:
+            raise ControlError(f"revision {number} cannot be read ({rev.error})", field=field)
+        picked[field] = rev
+    spec = ms.get("spec") or {}
+    roles = {r.get("name"): {k: r.get(k) for k in RUNTIME_ROLE_FIELDS if r.get(k) is not None}
+             for r in (spec.get("template") or {}).get("roles") or []}
+    return {
+        "from": picked["from"].to_json(),
+        "to": picked["to"].to_json(),
+        "changes": diff(picked["from"].data, picked["to"].data),
+        "runtime": {
+            "note": "runtime fields are not versioned: a rollback keeps them; these are the current values",
+            "replicas": spec.get("replicas"),
+            "paused": bool(spec.get("paused", False)),
+            "rolloutStrategy": spec.get("rolloutStrategy") or {},
+            "roles": roles,
+        },
+    }
+
+
+def progress_history(namespace: str, name: str, *, since: float | None = None, limit: int = 3600) -> list[dict[str, Any]]:
+    """The sampled progress points for the charts, oldest first (see ``controller.tasks.progress_point``)."""
+    from controller.models import ProgressSample
+
+    rows = ProgressSample.objects.filter(namespace=namespace, name=name)
+    if since is not None:
+        rows = rows.filter(t__gt=since)
+    newest = list(rows.order_by("-t").values_list("data", flat=True)[:limit])
+    newest.reverse()
+    return newest
+
+
+__all__ = ["NotFound", "get_state", "list_revisions", "list_summaries", "progress_history", "revision_diff"]
