@@ -128,6 +128,7 @@ def check_trace(doc, trace):
     assert "controllerErrors" not in trace, trace.get("controllerErrors")
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_random_rollouts_under_faults_keep_budgets_and_partition_and_converge_once_faults_stop(doc):
