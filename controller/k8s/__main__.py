@@ -1,15 +1,18 @@
 """``python -m controller.k8s watch``: the cluster's one watch process (leader-elected).
 
-It needs no Django: events become Celery messages sent by task name to the broker, and the
-Celery workers (which do load Django) run the reconcile passes.
+It campaigns for the Lease ``<POD_NAMESPACE>/rolloutui-controller`` and, while leading, watches
+ModelServings and their pods and enqueues a reconcile for every change through
+``controller.live.enqueue.send``, the same deduplicated path the dashboard uses (one message per
+ModelServing waiting in the broker, however many pod events arrive), plus a full resync every
+``--resync-period`` seconds. The Celery workers run the passes.
 
-Environment:
-  KUBECONFIG                 kubeconfig path (else in-cluster service account, else ~/.kube/config)
-  CELERY_BROKER_URL          broker URL (else REDIS_URL with database 0, as the web and worker use)
-  ROLLOUTUI_RECONCILE_TASK   task name (default controller.tasks.reconcile), called with (namespace, name)
-  ROLLOUTUI_RECONCILE_QUEUE  queue (default reconcile)
-  POD_NAMESPACE              namespace of the Lease (default rolloutui)
-  ROLLOUTUI_WATCH_NAMESPACE  watch only this namespace (default: all namespaces)
+Configuration comes from the Django settings (``DJANGO_SETTINGS_MODULE``, default
+``rolloutui.settings``): ``REDIS_URL`` for the broker and the queued flags, ``KUBECONFIG`` or the
+in-cluster service account for the API server. The Celery app is configured here the same way as
+the project's (``CELERY_*`` settings) without importing the dashboard package.
+
+Environment: POD_NAMESPACE (the Lease's namespace, default rolloutui), ROLLOUTUI_WATCH_NAMESPACE
+(watch one namespace; default all).
 """
 
 from __future__ import annotations
@@ -18,19 +21,25 @@ import argparse
 import logging
 import os
 import signal
-import sys
 import threading
-from urllib.parse import urlsplit, urlunsplit
+from collections.abc import Callable
 
 
-def _broker_url() -> str:
-    if os.environ.get("CELERY_BROKER_URL"):
-        return os.environ["CELERY_BROKER_URL"]
-    redis_url = os.environ.get("REDIS_URL")
-    if not redis_url:
-        sys.exit("set CELERY_BROKER_URL or REDIS_URL: the watch sends reconcile tasks to the Celery broker")
-    parts = urlsplit(redis_url)
-    return urlunsplit((parts.scheme, parts.netloc, "/0", parts.query, parts.fragment))
+def django_enqueue() -> Callable[[str, str], None]:
+    """Set up Django and a Celery app from its settings; return ``controller.live.enqueue.send``."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rolloutui.settings")
+    import django
+
+    django.setup()
+    from celery import Celery
+
+    app = Celery("rolloutui")
+    app.config_from_object("django.conf:settings", namespace="CELERY")
+    app.set_default()  # the controller's shared tasks bind to it
+
+    from controller.live.enqueue import send
+
+    return send
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -40,22 +49,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "rolloutui"))
     parser.add_argument("--lease-name", default="rolloutui-controller")
     parser.add_argument("--namespace", default=os.environ.get("ROLLOUTUI_WATCH_NAMESPACE") or None)
-    parser.add_argument("--task", default=os.environ.get("ROLLOUTUI_RECONCILE_TASK", "controller.tasks.reconcile"))
-    parser.add_argument("--queue", default=os.environ.get("ROLLOUTUI_RECONCILE_QUEUE", "reconcile"))
     parser.add_argument("--resync-period", type=float, default=300.0)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=os.environ.get("ROLLOUTUI_LOG_LEVEL", "INFO").upper(),
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
 
-    from celery import Celery
+    enqueue = django_enqueue()  # also configures logging from the settings
+    logging.getLogger(__name__).info(
+        "watching %s; lease %s/%s", args.namespace or "all namespaces", args.lease_namespace, args.lease_name)
 
     from controller.k8s.client import build_api_client
     from controller.k8s.runner import run_controller
-
-    celery_app = Celery("rolloutui-watch", broker=_broker_url())
-
-    def enqueue(namespace: str, name: str) -> None:
-        celery_app.send_task(args.task, args=(namespace, name), queue=args.queue)
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -50,3 +50,14 @@ def test_only_the_leader_watches_and_a_follower_takes_over_when_it_stops(api_cli
     stops["two"].set()
     threads["two"].join(10)
     assert not threads["two"].is_alive()
+
+
+def test_the_watch_entry_point_describes_itself():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-m", "controller.k8s", "--help"], cwd=root, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "watch" in out.stdout and "--lease-namespace" in out.stdout
