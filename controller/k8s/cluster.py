@@ -35,8 +35,8 @@ from typing import Any
 import kubernetes
 
 from controller.core import naming
-from controller.core.ports import ClusterError, Conflict, Obj
-from controller.k8s.client import MERGE_PATCH, build_api_client, call_json
+from controller.core.ports import ClusterError, Conflict, NotFound, Obj
+from controller.k8s.client import MERGE_PATCH, build_api_client, call_json, raw_json
 
 log = logging.getLogger(__name__)
 
@@ -76,13 +76,20 @@ class KubernetesCluster:
     # ------------------------------------------------------------------ ModelServings
 
     def list_modelservings(self, namespace: str | None = None) -> list[Obj]:
-        if namespace is None:
-            body = call_json(self.custom.list_cluster_custom_object, GROUP, VERSION, naming.PLURAL, what="list modelservings")
-        else:
-            body = call_json(
-                self.custom.list_namespaced_custom_object, GROUP, VERSION, namespace, naming.PLURAL,
-                what=f"list modelservings in {namespace}",
-            )
+        try:
+            if namespace is None:
+                body = call_json(self.custom.list_cluster_custom_object, GROUP, VERSION, naming.PLURAL, what="list modelservings")
+            else:
+                body = call_json(
+                    self.custom.list_namespaced_custom_object, GROUP, VERSION, namespace, naming.PLURAL,
+                    what=f"list modelservings in {namespace}",
+                )
+        except NotFound as exc:
+            # A list is never "not found" unless the resource itself is unknown to the server.
+            raise ClusterError(
+                f"{exc}; is the ModelServing CRD installed? "
+                "kubectl apply -f deploy/crd/modelservings.serving.rolloutui.io.yaml"
+            ) from exc
         items = [self._remember(_with_kind(item, naming.API_VERSION, naming.KIND)) for item in body.get("items", [])]
         return items
 
@@ -174,8 +181,11 @@ class KubernetesCluster:
         body.setdefault("kind", "Pod")
         body.pop("status", None)  # the kubelet owns status; a create cannot set it
         meta = body["metadata"]
-        created = call_json(
-            self.core.create_namespaced_pod, meta["namespace"], body,
+        # Raw JSON, not the V1Pod model: user templates write quantities as numbers
+        # (``nvidia.com/gpu: 1``, as most Kthena examples do), which the API server accepts and the
+        # client's model refuses; the pod must reach the server exactly as the core built it.
+        created = raw_json(
+            self.api_client, "POST", f"/api/v1/namespaces/{meta['namespace']}/pods", body=body,
             what=f"create pod {meta['namespace']}/{meta.get('name')}",
         )
         return _with_kind(created, "v1", "Pod")
@@ -272,8 +282,10 @@ class KubernetesCluster:
         if "revision" not in body:
             raise ValueError("create_revision: a ControllerRevision needs its revision number")
         meta = body["metadata"]
-        created = call_json(
-            self.apps.create_namespaced_controller_revision, meta["namespace"], body,
+        # Raw JSON: ``data`` is the core's canonical revision data byte for byte (a RawExtension on
+        # the server); the model would validate and re-serialize it.
+        created = raw_json(
+            self.api_client, "POST", f"/apis/apps/v1/namespaces/{meta['namespace']}/controllerrevisions", body=body,
             what=f"create revision {meta['namespace']}/{meta.get('name')}",
         )
         return _with_kind(created, "apps/v1", "ControllerRevision")
@@ -320,7 +332,8 @@ class KubernetesCluster:
             "count": 1,
         }
         try:
-            call_json(self.core.create_namespaced_event, namespace, event, what=f"event on {namespace}/{ms_name}")
+            raw_json(self.api_client, "POST", f"/api/v1/namespaces/{namespace}/events", body=event,
+                     what=f"event on {namespace}/{ms_name}")
         except ClusterError as exc:
             log.warning("could not record event %s on %s/%s: %s", reason, namespace, ms_name, exc)
 

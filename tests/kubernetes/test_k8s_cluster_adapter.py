@@ -138,6 +138,18 @@ def test_pods_are_created_with_a_controller_owner_reference_to_their_modelservin
     assert created["spec"]["containers"][0]["args"] == ["--port", "8000"]
 
 
+def test_a_pod_whose_template_writes_quantities_as_numbers_is_created_as_written(cluster, apiserver):
+    # Most Kthena examples write `nvidia.com/gpu: 1`; the API server accepts it, the client's
+    # V1Pod model would not, so the adapter sends the pod as plain JSON.
+    cluster.create_modelserving(manifest())
+    body = pod("chat-0-decode-0-0")
+    body["spec"]["containers"][0]["resources"] = {"limits": {naming.GPU_RESOURCE: 1, "memory": "8Gi"}}
+    created = cluster.create_pod(body)
+    assert created["spec"]["containers"][0]["resources"]["limits"] == {naming.GPU_RESOURCE: 1, "memory": "8Gi"}
+    stored = apiserver.call(lambda: apiserver.emu.store[("/v1/pods", NS, "chat-0-decode-0-0")]["spec"]["containers"][0])
+    assert stored["resources"]["limits"][naming.GPU_RESOURCE] == 1
+
+
 def test_a_pod_owner_reference_follows_a_modelserving_recreated_under_the_same_name(cluster):
     old = cluster.create_modelserving(manifest())
     cluster.delete_modelserving(NS, "chat")
@@ -309,10 +321,9 @@ def test_events_are_recorded_on_the_modelserving(cluster, apiserver):
     assert {e["type"] for e in events} == {"Normal", "Warning"}
 
 
-def test_an_event_that_cannot_be_written_does_not_fail_the_caller(api_client):
-    # A server without the events resource: the recorder logs and carries on.
-    cluster = KubernetesCluster(api_client)
-    cluster.core = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(kubernetes.client.Configuration(host="http://127.0.0.1:9")))
+def test_an_event_that_cannot_be_written_does_not_fail_the_caller():
+    # No API server at all: the recorder logs and carries on.
+    cluster = KubernetesCluster(kubernetes.client.ApiClient(kubernetes.client.Configuration(host="http://127.0.0.1:9")))
     cluster.record_event(NS, "chat", reason="X", message="y")
 
 
@@ -338,3 +349,14 @@ def test_objects_come_back_as_plain_json_dicts_with_camel_case_keys(cluster):
     created = cluster.create_pod(body)
     assert "readinessGates" in created["spec"] and "ownerReferences" in created["metadata"]
     assert body == pod("chat-0-decode-0-0")  # the caller's dict is not modified
+
+
+def test_a_cluster_without_the_crd_says_how_to_install_it():
+    from apiserver_double import RunningApiServer
+    from conftest import RESOURCES, MODELSERVINGS
+
+    without_crd = {k: v for k, v in RESOURCES.items() if k != MODELSERVINGS}
+    with RunningApiServer(without_crd, set()) as server:
+        cluster = KubernetesCluster(server.api_client())
+        with pytest.raises(ClusterError, match="is the ModelServing CRD installed"):
+            cluster.list_modelservings()
