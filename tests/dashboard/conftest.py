@@ -1,0 +1,135 @@
+"""Dashboard fixtures: a ModelServing created through the services, and a live stack (Redis,
+Daphne with websockets, Celery worker and beat: `manage.py runall`) for the browser tests.
+
+pytest-django's `live_server` is WSGI and has no websockets, so the browser tests run the real
+product as a subprocess on a free port, against its own file database in a temporary var dir,
+and seed it (users, a ModelServing) through `manage.py shell` in that same environment.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TEST_PASSWORD
+
+from .helpers import NAMESPACE, create_modelserving, manifest, unique_name
+
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
+
+# Variables that would make the child's settings depend on this shell or on the test process.
+_SCRUBBED = ("DATABASE_URL", "REDIS_URL", "PROMETHEUS_MULTIPROC_DIR", "DJANGO_SETTINGS_MODULE", "PORT", "HOST",
+             "DJANGO_ALLOW_ASYNC_UNSAFE")
+
+
+@pytest.fixture
+def ms(db):
+    """A fresh ModelServing (unique name) with its first revision recorded."""
+    name = unique_name()
+    state = create_modelserving(name, partition=0)
+    return {"namespace": NAMESPACE, "name": name, "state": state}
+
+
+@pytest.fixture
+def ms_partitioned(db):
+    name = unique_name("part")
+    state = create_modelserving(name, partition=2)
+    return {"namespace": NAMESPACE, "name": name, "state": state}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+SEED = """
+from django.contrib.auth.models import Group, User
+from controller.core.ports import Conflict
+for username, group in (("viewer", "viewers"), ("operator", "operators")):
+    user, _ = User.objects.get_or_create(username=username)
+    user.set_password({password!r})
+    user.save()
+    user.groups.add(Group.objects.get(name=group))
+from rolloutui.services import cluster
+try:
+    cluster.get_cluster().create_modelserving({manifest!r})
+except Conflict:
+    pass
+print("seeded")
+"""
+
+
+class LiveStack:
+    def __init__(self, url: str, env: dict, proc: subprocess.Popen, log: Path) -> None:
+        self.url, self.env, self.proc, self.log = url, env, proc, log
+        self.namespace, self.name = NAMESPACE, "chat"
+
+    def manage(self, *args: str, timeout: float = 120) -> str:
+        out = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True,
+                             text=True, timeout=timeout)
+        if out.returncode != 0:
+            raise AssertionError(f"manage.py {' '.join(args)} failed:\n{out.stdout}\n{out.stderr}")
+        return out.stdout
+
+
+@pytest.fixture(scope="session")
+def live_stack(tmp_path_factory):
+    """`manage.py runall --no-demo` on a free port, seeded with `viewer`, `operator` and the
+    ModelServing default/chat (6 groups, partition 2)."""
+    var_dir = tmp_path_factory.mktemp("live-var")
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED and not k.startswith("ROLLOUTUI_")}
+    env.update({"DJANGO_SETTINGS_MODULE": "rolloutui.settings", "ROLLOUTUI_VAR_DIR": str(var_dir),
+                "PYTHONUNBUFFERED": "1"})
+    for key in ("ROLLOUTUI_SIM_SPEED",):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    log = var_dir / "runall.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "manage.py", "runall", "--no-demo", "--port", str(port)], cwd=ROOT,
+                                env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    stack = LiveStack(url, env, proc, log)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                raise AssertionError(f"runall exited ({proc.returncode}):\n{log.read_text()[-4000:]}")
+            try:
+                with urllib.request.urlopen(url + "/accounts/login/", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"runall did not answer within 120 s:\n{log.read_text()[-4000:]}")
+            time.sleep(0.5)
+        seeded = stack.manage("shell", "-c", SEED.format(password=TEST_PASSWORD, manifest=manifest("chat", replicas=6, partition=2)))
+        assert "seeded" in seeded
+        yield stack
+    finally:
+        # Stop only the process group this fixture started.
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+@pytest.fixture
+def screenshot_dir() -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOTS
