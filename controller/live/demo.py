@@ -11,6 +11,7 @@ loads for 40-60 s.
 from __future__ import annotations
 
 import copy
+import time
 from typing import Any
 
 from django.db import transaction
@@ -62,8 +63,11 @@ def load_demo(*, nodes: int = 6, gpus: int = 8, manifest: dict[str, Any] | None 
     """Fill an empty simulated cluster. Returns what was done (empty: nothing to do)."""
     done = []
     clock = live_clock()
-    clock.now()  # creates the clock row on first use
+    clock.forget()  # re-read (or create) the clock row now
+    clock.now()
     with transaction.atomic():
+        wall = time.time()
+        SimClock.objects.get_or_create(pk=1, defaults={"wall_base": wall, "sim_base": wall, "speed": clock.speed})
         row = SimClock.objects.select_for_update().get(pk=1)
         if not row.config:
             row.config = copy.deepcopy(CONFIG)

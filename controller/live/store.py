@@ -93,6 +93,8 @@ class DatabaseCluster:
         self.clock = clock or live_clock()
         self.actor = actor
         self._config = config
+        # A config given by the caller (tests, benchmarks) is fixed; otherwise it is the stored one.
+        self._config_fixed = config is not None
         self._config_loaded = 0.0
 
     # -- plumbing -----------------------------------------------------------------------------------
@@ -100,7 +102,7 @@ class DatabaseCluster:
     @property
     def config(self) -> ClusterConfig:
         # Re-read every few seconds so a config change (load_demo, a test) reaches running workers.
-        if self._config is None or time.monotonic() - self._config_loaded > 5.0:
+        if not self._config_fixed and (self._config is None or time.monotonic() - self._config_loaded > 5.0):
             row = SimClock.objects.filter(pk=1).values_list("config", flat=True).first()
             self._config = parse_config(row)
             self._config_loaded = time.monotonic()

@@ -12,6 +12,7 @@ timeline until the change has rolled out.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from controller.core import naming
@@ -197,10 +198,15 @@ def preview(namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
         point = [round(ts - t0, 3), available]
         if not capacity or capacity[-1][1] != available:
             capacity.append(point)
+    # Distinct reasons, first wording kept: "waiting for 5 in-flight request(s)" and "... 4 ..." are
+    # one reason (numbers are masked for the comparison only).
     reasons: list[str] = []
+    seen: set[str] = set()
     for _, _, blocked, _ in samples:
         for reason in blocked:
-            if reason and reason not in reasons:
+            shape = re.sub(r"\d+", "N", reason or "")
+            if reason and shape not in seen:
+                seen.add(shape)
                 reasons.append(reason)
     converged = bool(runner.converged and runner.converged_at is not None)
     from controller.core.strategy import resolve

@@ -1,0 +1,69 @@
+"""Shared pieces of the live-runtime tests: a manual clock, fixed timings, a small manifest."""
+
+from __future__ import annotations
+
+import copy
+
+from controller.core import naming
+from controller.sim.config import ClusterConfig, ImageBehaviour, Span
+
+FIXED = {"schedule": Span.fixed(1), "pull": Span.fixed(5), "start": Span.fixed(2), "load": Span.fixed(30), "terminate": Span.fixed(3)}
+
+
+class ManualClock:
+    """The Clock port, moved by the test."""
+
+    speed = 1.0
+
+    def __init__(self, t: float = 1_000_000.0) -> None:
+        self.t = t
+
+    def now(self) -> float:
+        return self.t
+
+    def to_wall_seconds(self, seconds: float) -> float:
+        return seconds
+
+
+def config(images=None) -> ClusterConfig:
+    return ClusterConfig(nodes=0, gpus_per_node=0, timing=dict(FIXED), images={k: ImageBehaviour(**v) for k, v in (images or {}).items()})
+
+
+def pod(name, *, ms="demo", image="engine:v1", gpus=1, entry=True, gates=()):
+    return {
+        "metadata": {"name": name, "namespace": "default",
+                     "labels": {naming.LABEL_NAME: ms, naming.LABEL_POD_INDEX: "0" if entry else "1", naming.LABEL_REVISION: "r1"}},
+        "spec": {"containers": [{"name": "engine", "image": image, "resources": {"limits": {naming.GPU_RESOURCE: str(gpus)}}}],
+                 "readinessGates": [{"conditionType": g} for g in gates]},
+    }
+
+
+MANIFEST = {
+    "apiVersion": naming.API_VERSION,
+    "kind": naming.KIND,
+    "metadata": {"name": "small", "namespace": "default"},
+    "spec": {
+        "replicas": 2,
+        "drain": {"timeoutSeconds": 30},
+        "rolloutStrategy": {"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": 1}},
+        "template": {"roles": [{"name": "serve", "replicas": 1, "workerReplicas": 0,
+                                "entryTemplate": {"spec": {"containers": [{"name": "engine", "image": "engine:v1",
+                                                                           "resources": {"limits": {naming.GPU_RESOURCE: "1"}}}]}}}]},
+    },
+}
+
+
+def manifest(name="small", replicas=2):
+    m = copy.deepcopy(MANIFEST)
+    m["metadata"]["name"] = name
+    m["spec"]["replicas"] = replicas
+    return m
+
+
+def condition(p, ctype):
+    return next((c for c in (p.get("status") or {}).get("conditions", []) if c["type"] == ctype), None)
+
+
+def is_ready(p):
+    c = condition(p, "Ready")
+    return bool(c and c["status"] == "True")
