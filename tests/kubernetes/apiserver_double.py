@@ -388,6 +388,18 @@ def _pod_spec_update_allowed(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return old == new
 
 
+MODELSERVINGS = "serving.rolloutui.io/v1alpha1/modelservings"
+
+# What the adapter tests need served: our CRD (with its status subresource) and the built-ins.
+RESOURCES = {
+    MODELSERVINGS: kmock.ResourceInfo(kind="ModelServing", namespaced=True, subresources={"status", "scale"}),
+    "v1/pods": kmock.ResourceInfo(kind="Pod", namespaced=True, subresources={"status"}),
+    "v1/events": kmock.ResourceInfo(kind="Event", namespaced=True),
+    "apps/v1/controllerrevisions": kmock.ResourceInfo(kind="ControllerRevision", namespaced=True),
+    "coordination.k8s.io/v1/leases": kmock.ResourceInfo(kind="Lease", namespaced=True),
+}
+
+
 class RunningApiServer:
     """``ApiServerDouble`` + ``kmock.Server`` on 127.0.0.1 in a background thread's event loop."""
 

@@ -11,7 +11,6 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import kmock
 import pytest
 
 # The tests import the helper module next to them and the project packages from the repo root,
@@ -22,17 +21,7 @@ for path in (str(HERE), str(ROOT)):
     if path not in sys.path:
         sys.path.insert(0, path)
 
-from apiserver_double import RunningApiServer  # noqa: E402
-
-MODELSERVINGS = "serving.rolloutui.io/v1alpha1/modelservings"
-
-RESOURCES = {
-    MODELSERVINGS: kmock.ResourceInfo(kind="ModelServing", namespaced=True, subresources={"status", "scale"}),
-    "v1/pods": kmock.ResourceInfo(kind="Pod", namespaced=True, subresources={"status"}),
-    "v1/events": kmock.ResourceInfo(kind="Event", namespaced=True),
-    "apps/v1/controllerrevisions": kmock.ResourceInfo(kind="ControllerRevision", namespaced=True),
-    "coordination.k8s.io/v1/leases": kmock.ResourceInfo(kind="Lease", namespaced=True),
-}
+from apiserver_double import MODELSERVINGS, RESOURCES, RunningApiServer  # noqa: E402
 
 
 @pytest.fixture

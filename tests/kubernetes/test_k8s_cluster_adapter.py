@@ -352,8 +352,7 @@ def test_objects_come_back_as_plain_json_dicts_with_camel_case_keys(cluster):
 
 
 def test_a_cluster_without_the_crd_says_how_to_install_it():
-    from apiserver_double import RunningApiServer
-    from conftest import RESOURCES, MODELSERVINGS
+    from apiserver_double import MODELSERVINGS, RESOURCES, RunningApiServer
 
     without_crd = {k: v for k, v in RESOURCES.items() if k != MODELSERVINGS}
     with RunningApiServer(without_crd, set()) as server:
