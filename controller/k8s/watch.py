@@ -77,6 +77,9 @@ class ClusterWatcher:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._watches: dict[str, kubernetes.watch.Watch] = {}
+        # Last generation seen per ModelServing: status-only updates are not enqueued.
+        self._generations: dict[tuple[str, str], Any] = {}
+        self._generations_lock = threading.Lock()
         # Newest resourceVersion seen per stream: where a broken connection resumes.
         self._resume: dict[str, str | None] = {}
         # Counters, for health endpoints and tests: how often each stream listed and (re)connected.
@@ -162,6 +165,8 @@ class ClusterWatcher:
         if not isinstance(listing, dict):  # pods come back as a model; we only need names and version
             listing = self.api_client.sanitize_for_serialization(listing)
         for item in listing.get("items", []):
+            if kind == "modelservings":
+                self._spec_changed(item)  # remember its generation
             self._dispatch(kind, item)
         return (listing.get("metadata") or {}).get("resourceVersion") or None
 
@@ -192,9 +197,12 @@ class ClusterWatcher:
                 version = (raw.get("metadata") or {}).get("resourceVersion")
                 if version:
                     self._resume[kind] = version
-                if event.get("type") != "BOOKMARK":
-                    self.stats[kind]["events"] += 1
-                    self._dispatch(kind, raw)
+                if event.get("type") == "BOOKMARK":
+                    continue
+                self.stats[kind]["events"] += 1
+                if kind == "modelservings" and event.get("type") == "MODIFIED" and not self._spec_changed(raw):
+                    continue
+                self._dispatch(kind, raw)
         except ApiException as exc:
             if exc.status == 410:
                 raise WatchExpired(str(exc.reason)) from exc
@@ -203,6 +211,21 @@ class ClusterWatcher:
             self._watches.pop(kind, None)
 
     # ------------------------------------------------------------------ mapping
+
+    def _spec_changed(self, ms: dict[str, Any]) -> bool:
+        """Whether a ModelServing's generation moved since we last saw it.
+
+        Status writes (the controller's own, after every pass that changes something) do not bump
+        ``metadata.generation``; enqueueing them would make every pass trigger another one. Spec
+        changes do bump it. As in Kthena, only those enqueue; the periodic resync covers the rest.
+        """
+        meta = ms.get("metadata") or {}
+        key = (meta.get("namespace") or "", meta.get("name") or "")
+        generation = meta.get("generation")
+        with self._generations_lock:
+            previous = self._generations.get(key)
+            self._generations[key] = generation
+        return generation is None or generation != previous
 
     def _dispatch(self, kind: str, obj: dict[str, Any]) -> None:
         key = owner_of(obj) if kind == "pods" else _ns_name(obj)

@@ -82,6 +82,20 @@ def test_the_watch_enqueues_existing_modelservings_at_start_and_every_change_aft
     recorder.wait_for((NS, "before"), after=seen)
 
 
+def test_a_status_only_update_enqueues_nothing_but_a_spec_change_does(cluster, watcher, recorder, apiserver):
+    created = cluster.create_modelserving(ms("chat"))
+    watcher.start()
+    recorder.wait_for((NS, "chat"))
+    wait_until(lambda: len(apiserver.emu.watchers) >= 2, message="both watches open")
+    seen = len(recorder.calls)
+    # The controller's own status write: generation unchanged, so no new pass is asked for.
+    cluster.replace_modelserving_status(NS, "chat", {"replicas": 1}, resource_version=created["metadata"]["resourceVersion"])
+    wait_until(lambda: watcher.stats["modelservings"]["events"] >= 1, message="status event seen")
+    assert recorder.calls[seen:] == []
+    cluster.patch_modelserving(NS, "chat", {"spec": {"replicas": 2}})
+    recorder.wait_for((NS, "chat"), after=seen)
+
+
 def test_a_pod_event_enqueues_the_modelserving_named_by_its_label(api_client, watcher, recorder):
     watcher.start()
     wait_until(lambda: watcher.stats["pods"]["watches"] >= 1, message="pod watch open")
