@@ -14,6 +14,7 @@ urlpatterns = [
     re_path(MS + r"/promote/?$", views.Promote.as_view(), name="api-promote"),
     re_path(MS + r"/rollback/?$", views.Rollback.as_view(), name="api-rollback"),
     re_path(MS + r"/set-image/?$", views.SetImage.as_view(), name="api-set-image"),
+    re_path(MS + r"/history/?$", views.History.as_view(), name="api-history"),
     re_path(MS + r"/manifest/?$", views.Manifest.as_view(), name="api-manifest"),
     re_path(MS + r"/revisions/?$", views.Revisions.as_view(), name="api-revisions"),
     re_path(MS + r"/revisions/diff/?$", views.RevisionDiff.as_view(), name="api-revision-diff"),

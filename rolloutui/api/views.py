@@ -173,6 +173,23 @@ class SetImage(_Control):
         )
 
 
+class History(ServiceView):
+    """Sampled progress points for the charts, oldest first (``services.state.progress_history``).
+    The page loads them once and extends the charts from the websocket."""
+
+    @extend_schema(parameters=[OpenApiParameter("since", float, description="Only points after this cluster time.")],
+                   responses=OpenApiTypes.OBJECT)
+    def get(self, request, namespace, name):
+        since = request.query_params.get("since")
+        try:
+            since_value = float(since) if since not in (None, "") else None
+        except ValueError:
+            raise exceptions.ValidationError({"since": [f"since must be a number (cluster seconds), got {since!r}"]}) from None
+        services = _services()
+        services.cluster.get_cluster().get_modelserving(namespace, name)  # 404 for an unknown ModelServing
+        return Response(services.state.progress_history(namespace, name, since=since_value))
+
+
 class Manifest(ServiceView):
     """The ModelServing object as stored (metadata and spec; status is in the state). The page
     reads values the state does not carry, such as the coordination's maxSkew and role images."""

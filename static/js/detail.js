@@ -380,15 +380,31 @@
 
   function sample() {
     const t = state.time;
-    if (samples.length && samples[samples.length - 1].t === t) return;
+    if (samples.length && samples[samples.length - 1].t >= t) return;
     const progress = {};
     for (const r of state.roles || []) progress[r.name] = r.progress || 0;
     const vals = Object.values(progress);
     const g = (state.strategy && state.strategy.group) || {};
-    const floor = (state.spec.replicas || 0) - ((g.maxUnavailable && g.maxUnavailable.count) || 0);
+    const floor = Math.max(0, (g.total ?? state.spec.replicas ?? 0) - ((g.maxUnavailable && g.maxUnavailable.count) || 0));
     samples.push({ t, progress, available: (state.counts || {}).availableReplicas || 0, floor, skew: vals.length > 1 ? Math.max(...vals) - Math.min(...vals) : 0 });
-    if (samples.length > 3000) samples.splice(0, samples.length - 3000);
+    if (samples.length > 4000) samples.splice(0, samples.length - 4000);
     chartsDirty = true;
+  }
+
+  // Stored history (sampled by the controller after its passes), loaded once; the stream extends it.
+  async function loadHistory() {
+    try {
+      const points = await api(ms + "history/");
+      if (!points.length) return;
+      const older = points.filter((p) => !samples.length || p.t < samples[0].t).map((p) => ({
+        t: p.t, progress: p.roles || {}, available: p.available, floor: p.floor, skew: (p.skew || 0) / 100,
+      }));
+      samples.unshift(...older);
+      $("charts-note").textContent = "stored history, extended live";
+      chartsDirty = true;
+    } catch (err) {
+      $("charts-note").textContent = "no stored history: since this page opened, extended live";
+    }
   }
 
   function drawCharts() {
@@ -456,8 +472,11 @@
       const d = await api(`${ms}revisions/diff?from=${diffSel.a}&to=${diffSel.b}`);
       const changes = d.changes || [];
       const rows = changes.map((c) => `<tr class="chg-${esc(c.change)}"><td class="mono path">${esc(c.path)}</td><td class="from">${fmtVal(c.from)}</td><td class="to">${fmtVal(c.to)}</td></tr>`).join("");
-      const runtime = d.runtime && Object.keys(d.runtime).length
-        ? `<div class="panel-subtitle">Runtime fields (never versioned: replicas, budgets, partition, pause; a rollback keeps them)</div><table class="table compact"><tbody>${Object.entries(d.runtime).map(([k, v]) => `<tr><td class="mono">${esc(k)}</td><td>${fmtVal(v)}</td></tr>`).join("")}</tbody></table>`
+      const rt = { ...(d.runtime || {}) };
+      const note = rt.note || "Runtime fields are not versioned: a rollback keeps them; these are the current values.";
+      delete rt.note;
+      const runtime = Object.keys(rt).length
+        ? `<div class="panel-subtitle">Runtime fields, shown apart</div><p class="muted">${esc(note)}</p><table class="table compact runtime-table"><tbody>${Object.entries(rt).map(([k, v]) => `<tr><td class="mono">${esc(k)}</td><td>${fmtVal(v)}</td></tr>`).join("")}</tbody></table>`
         : "";
       box.innerHTML = `<div class="panel-subtitle">Versioned fields: #${diffSel.a} → #${diffSel.b} · ${changes.length} change${changes.length === 1 ? "" : "s"}</div>
         ${changes.length ? `<table class="table compact diff-table"><thead><tr><th>Field</th><th>#${diffSel.a}</th><th>#${diffSel.b}</th></tr></thead><tbody>${rows}</tbody></table>` : '<p class="calm">No versioned field differs.</p>'}${runtime}`;
@@ -503,11 +522,7 @@
   async function loadNodes() {
     try {
       const nodes = await api("/api/sim/nodes/");
-      $("sim-node").innerHTML = nodes.map((n) => {
-        const ready = ((n.status || {}).conditions || []).find((c) => c.type === "Ready");
-        const down = ready && ready.status !== "True";
-        return `<option value="${esc(n.name)}" ${down ? "disabled" : ""}>${esc(n.name)}${down ? " (down)" : ""}</option>`;
-      }).join("");
+      $("sim-node").innerHTML = nodes.map((n) => `<option value="${esc(n.name)}" ${n.failed ? "disabled" : ""}>${esc(n.name)} · ${n.failed ? "failed" : `${n.gpusUsed ?? "?"}/${n.gpus} GPUs, ${n.pods ?? 0} pods`}</option>`).join("");
     } catch (err) { /* shown when an action fails */ }
   }
 
@@ -526,10 +541,17 @@
       box.innerHTML = '<p class="muted">Simulating…</p>';
       try {
         const p = await api(ms + "preview/", { method: "POST", body: { setImage: { role: $("preview-role").value, image: $("preview-image").value.trim() } } });
-        box.innerHTML = `<dl class="facts facts-small"><div><dt>Duration</dt><dd class="num">${Math.round(p.durationSeconds)} s</dd></div><div><dt>Min available</dt><dd class="num">${p.minAvailable} / ${state.spec.replicas}</dd></div><div><dt>Converges</dt><dd>${p.converged ? "yes" : '<span class="warn">no</span>'}</dd></div></dl><div class="chart" id="chart-preview"></div>`;
-        if (window.Plotly && p.capacity) {
-          Plotly.react("chart-preview", [{ x: p.capacity.map((c) => c[0]), y: p.capacity.map((c) => c[1]), mode: "lines", line: { shape: "hv", color: "#1f883d", width: 2 }, fill: "tozeroy", fillcolor: "rgba(31,136,61,0.08)", name: "available" }],
-            { ...chartLayout("Simulated available capacity", "groups"), xaxis: { title: { text: "seconds after apply" }, gridcolor: "#eef0f3" }, showlegend: false, height: 200 }, chartConfig);
+        const dur = p.durationSeconds != null ? Math.round(p.durationSeconds) + " s" : `not converged in ${Math.round(p.simulatedSeconds || 0)} s`;
+        const reasons = (p.blockedReasons || []).slice(0, 5).map((r) => `<li>${esc(r)}</li>`).join("");
+        box.innerHTML = `<dl class="facts facts-small"><div><dt>Duration</dt><dd class="num" data-testid="preview-duration">${dur}</dd></div><div><dt>Min available</dt><dd class="num">${p.minAvailable ?? "—"} / ${p.desired ?? state.spec.replicas}</dd></div><div><dt>Budget floor</dt><dd class="num">${p.floor ?? "—"}</dd></div><div><dt>Converges</dt><dd>${p.converged ? "yes" : '<span class="warn">no</span>'}</dd></div></dl><div class="chart chart-small" id="chart-preview"></div>${reasons ? `<div class="panel-subtitle">It would wait for</div><ul class="plain-list">${reasons}</ul>` : ""}`;
+        if (window.Plotly && p.capacity && p.capacity.length) {
+          const cap = p.capacity.slice();
+          const end = Math.max(p.simulatedSeconds || 0, p.durationSeconds || 0, cap[cap.length - 1][0]);
+          cap.push([end, cap[cap.length - 1][1]]);
+          const traces = [{ x: cap.map((c) => c[0]), y: cap.map((c) => c[1]), mode: "lines", line: { shape: "hv", color: "#1f883d", width: 2 }, fill: "tozeroy", fillcolor: "rgba(31,136,61,0.08)", name: "available groups" }];
+          if (p.floor != null) traces.push({ x: [0, end], y: [p.floor, p.floor], mode: "lines", line: { dash: "dash", color: "#cf222e", width: 1.5 }, name: "budget floor" });
+          Plotly.react("chart-preview", traces,
+            { ...chartLayout("Simulated available capacity", "groups", { rangemode: "tozero" }), xaxis: { title: { text: "seconds after apply" }, gridcolor: "#eef0f3" }, height: 200 }, chartConfig);
         }
       } catch (err) {
         box.innerHTML = `<p class="field-error">${esc(err.message)}</p>`;
@@ -610,6 +632,7 @@
   lastSpecSig = JSON.stringify([state.spec, state.updateRevision, (state.revisions || []).length, state.generation]);
   setupSim();
   loadManifest();
+  loadHistory();
   loadAudit();
   setInterval(loadAudit, 15000);
   setConn("connecting", "connecting");
