@@ -133,4 +133,3 @@ def blocked_for(result, group: int | None = None, role: Any = ...) -> list[str]:
     return [b["reason"] for b in result.blocked if (group is None or b["group"] == group) and (role is ... or b["role"] == role)]
 
 
-__all__ = ["step", "run_until_converged"]
