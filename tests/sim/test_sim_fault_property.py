@@ -15,6 +15,7 @@ controller restarts at random moments. On every frame of the trace:
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -36,7 +37,8 @@ def _container(image):
 
 @st.composite
 def scenarios(draw):
-    role_level = draw(st.booleans())
+    kind = draw(st.sampled_from(["ServingGroupRollingUpdate", "RoleRollingUpdate", "InPlaceRollingUpdate"]))
+    role_level = kind != "ServingGroupRollingUpdate"
     replicas = draw(st.integers(1, 4))
     n_roles = draw(st.integers(1, 2))
     roles = []
@@ -47,14 +49,16 @@ def scenarios(draw):
         if workers:
             role["workerTemplate"] = {"spec": {"containers": [_container("engine:v1")]}}
         roles.append(role)
-    mu = draw(st.integers(0, 2))
-    ms_ = draw(st.integers(0 if mu else 1, 1))
+    in_place = kind == "InPlaceRollingUpdate"
+    mu = draw(st.integers(1 if in_place else 0, 2))
+    ms_ = 0 if in_place else draw(st.integers(0 if mu else 1, 1))  # in-place has no surge
     if role_level:
         for role in roles:
             role["maxUnavailable"] = mu
-            role["maxSurge"] = ms_
+            if not in_place:
+                role["maxSurge"] = ms_
             role["partition"] = draw(st.integers(0, role["replicas"] - 1))
-        strategy = {"type": "RoleRollingUpdate"}
+        strategy = {"type": kind}
         partition = None
     else:
         partition = draw(st.integers(0, replicas - 1))
@@ -66,7 +70,7 @@ def scenarios(draw):
     events = [{"at": 0, "do": "apply"}, {"at": UPDATE_AT, "do": "setImage", "role": roles[-1]["name"], "image": "engine:v2"}]
     faults = draw(st.lists(st.tuples(st.sampled_from(["deletePods", "failNode", "restartController"]),
                                      st.floats(UPDATE_AT, UPDATE_AT + 250).map(lambda x: round(x, 1)),
-                                     st.integers(0, 10)), max_size=3))
+                                     st.integers(0, 10)), max_size=int(os.environ.get("SIM_PROPERTY_MAX_FAULTS", "3"))))
     for kind, at, k in faults:
         if kind == "deletePods":
             events.append({"at": at, "do": "deletePods", "group": k % replicas, "role": roles[k % n_roles]["name"]})
@@ -91,7 +95,7 @@ def check_trace(doc, trace):
     spec = doc["modelServing"]["spec"]
     replicas = spec["replicas"]
     roles = {r["name"]: r["replicas"] for r in spec["template"]["roles"]}
-    role_level = spec["rolloutStrategy"]["type"] == "RoleRollingUpdate"
+    role_level = spec["rolloutStrategy"]["type"] != "ServingGroupRollingUpdate"
     updated_role = next(e["role"] for e in doc["events"] if e["do"] == "setImage")
     windows = [(e["at"], e["at"] + FAULT_WINDOW) for e in doc["events"] if e["do"] in ("deletePods", "failNode")]
     start = first_converged_frame(trace, replicas, roles)
@@ -118,7 +122,7 @@ def check_trace(doc, trace):
                 for g in range(replicas):
                     floor = r["replicas"] - min(r["maxUnavailable"], r["replicas"])
                     assert ready_instances(f, g, r["name"]) >= floor, f"t={f['t']}: group {g} role {r['name']} below {floor} Ready"
-                    assert instance_count(f, g, r["name"]) <= r["replicas"] + r["maxSurge"], f"t={f['t']}: too many {r['name']}"
+                    assert instance_count(f, g, r["name"]) <= r["replicas"] + r.get("maxSurge", 0), f"t={f['t']}: too many {r['name']}"
         else:
             cfg = spec["rolloutStrategy"]["rollingUpdateConfiguration"]
             floor = replicas - min(cfg["maxUnavailable"], replicas)
