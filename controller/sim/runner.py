@@ -280,6 +280,9 @@ class Runner:
         try:
             ms = self.store.get_modelserving(s.namespace, s.ms_name)
         except NotFound:
+            # Applied later: the t=0 frame shows an empty cluster.
+            empty = {"spec": None, "currentRevision": None, "updateRevision": None, "conditions": [], "instances": []}
+            self.trace.offer_frame(0.0, empty, [], force=True)
             return
         view = self._build_view(ms, self.store.list_pods(s.namespace, s.ms_name),
                                 self.store.list_revisions(s.namespace, s.ms_name), self.router.in_flight_by_pod(),
