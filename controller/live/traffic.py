@@ -156,6 +156,8 @@ def _arrivals(client: redis.Redis, t: SimTraffic, now: float) -> tuple[int, int]
     start = max(start, now - MAX_BACKLOG_SECONDS)
     elapsed = now - start
     if elapsed <= 0:
+        if t.generated_until is None:  # first tick: arrivals start from now
+            SimTraffic.objects.filter(pk=t.pk).update(generated_until=now)
         return 0, 0
     rng = random.Random(f"{t.namespace}/{t.name}:{start:.6f}")
     n = poisson(rng, t.rps * elapsed)
