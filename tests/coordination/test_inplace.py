@@ -432,3 +432,29 @@ def test_restart_counts_are_recorded_as_a_baseline_and_the_expected_restart_is_n
     assert state["containers"]["engine"]["imageID"] == "sha256:engine:v1"
     assert pod["status"]["containerStatuses"][0]["restartCount"] == 1
     assert [a for a in actions if a.verb in POD_VERBS] == []
+
+
+# -- pause and partition ---------------------------------------------------------------------------
+
+def test_a_paused_in_place_rollout_finishes_the_started_instance_and_starts_no_other():
+    cluster, clock = started(inplace_manifest(replicas=3, workers=1), slow=2)
+    patch_role(cluster, set_image("engine:v2"))
+    first = step(cluster, clock)
+    (gated,) = {a.ordinal for a in first.actions if a.verb == "setGate" and a.condition["status"] == "False"}
+    cluster.patch_modelserving(NS, NAME, {"spec": {"paused": True}})
+    actions, result = drive(cluster, clock, passes=20, until_converged=False)
+    assert {a.ordinal for a in actions if a.verb in ("setGate", "patchImage")} == {gated}
+    for name, pod in cluster.pods.items():
+        assert pod["spec"]["containers"][0]["image"] == ("engine:v2" if f"-serve-{gated}-" in name else "engine:v1")
+        assert ready(pod) and gate_of(pod) == "True"
+    assert any(b.get("kind") == "paused" for b in result.blocked)
+
+
+def test_in_place_leaves_instances_below_the_partition_on_the_old_image():
+    cluster, clock = started(inplace_manifest(replicas=3, workers=0, partition=1))
+    before = identity(cluster)
+    patch_role(cluster, set_image("engine:v2"))
+    actions, result = drive(cluster, clock)
+    assert identity(cluster) == before
+    assert {n: p["spec"]["containers"][0]["image"] for n, p in cluster.pods.items()} == {"ms-0-serve-0-0": "engine:v1", "ms-0-serve-1-0": "engine:v2", "ms-0-serve-2-0": "engine:v2"}
+    assert any(b.get("kind") == "partition" for b in result.blocked)
