@@ -99,7 +99,7 @@
     $("fact-available").textContent = `${c.availableReplicas ?? "—"} / ${state.spec.replicas}`;
     $("fact-partition").textContent = typeof state.spec.partition === "object" ? JSON.stringify(state.spec.partition) : state.spec.partition;
     $("fact-strategy").textContent = state.strategyType;
-    $("fact-time").textContent = state.time != null ? Math.round(state.time) + " s" : "—";
+    $("fact-time").textContent = state.time == null ? "—" : state.time > 1e9 ? new Date(state.time * 1000).toLocaleTimeString() : Math.round(state.time) + " s";
     document.title = `${state.phase} · ${boot.namespace}/${boot.name} · RolloutUI`;
   }
 
@@ -353,7 +353,7 @@
 
   function renderRoles() {
     const roles = state.roles || [];
-    $("roles").innerHTML = `<table class="table compact"><thead><tr><th>Role</th><th class="num">Desired</th><th class="num">Ready</th><th class="num">Updated</th><th>Updated &amp; Ready</th></tr></thead><tbody>${roles.map((r) => `<tr><td>${esc(r.name)}</td><td class="num">${r.desired}</td><td class="num">${r.ready}</td><td class="num">${r.updated}</td><td class="nowrap"><div class="bar bar-sm"><i class="bar-upd" style="width:${Math.round(100 * (r.progress || 0))}%"></i></div> <span class="num">${Math.round(100 * (r.progress || 0))}%</span></td></tr>`).join("")}</tbody></table>`;
+    $("roles").innerHTML = `<table class="table compact"><thead><tr><th>Role</th><th class="num">Desired</th><th class="num">Ready</th><th class="num">Updated</th><th title="updated and Ready, over desired">Progress</th></tr></thead><tbody>${roles.map((r) => `<tr><td>${esc(r.name)}</td><td class="num">${r.desired}</td><td class="num">${r.ready}</td><td class="num">${r.updated}</td><td class="nowrap"><div class="bar bar-sm"><i class="bar-upd" style="width:${Math.round(100 * (r.progress || 0))}%"></i></div> <span class="num">${Math.round(100 * (r.progress || 0))}%</span></td></tr>`).join("")}</tbody></table>`;
   }
 
   // --- Charts -------------------------------------------------------------------------------
@@ -365,7 +365,7 @@
     margin: { l: 42, r: 10, t: 28, b: 30 }, height: 220,
     font: { family: "system-ui, sans-serif", size: 11, color: "#5b6470" },
     paper_bgcolor: "#fff", plot_bgcolor: "#fff",
-    xaxis: { title: { text: "cluster time (s)", standoff: 4 }, gridcolor: "#eef0f3", zeroline: false },
+    xaxis: { title: { text: isEpoch(state.time) ? "" : "cluster time (s)", standoff: 4 }, gridcolor: "#eef0f3", zeroline: false, ...(isEpoch(state.time) ? { type: "date", tickformat: "%H:%M:%S" } : {}) },
     yaxis: { title: { text: ytitle }, gridcolor: "#eef0f3", zeroline: false, ...extra },
     legend: { orientation: "h", y: -0.28, font: { size: 10 } }, showlegend: true,
   });
@@ -407,10 +407,15 @@
     }
   }
 
+  // Cluster time is epoch seconds on a live cluster (and on the wall-clock simulation), virtual
+  // seconds in a scenario: show the former as clock times, the latter as seconds.
+  const isEpoch = (t) => t > 1e9;
+  const xOf = (t) => (isEpoch(t) ? new Date(t * 1000) : t);
+
   function drawCharts() {
     if (!chartsDirty || !window.Plotly || !samples.length) return;
     chartsDirty = false;
-    const xs = samples.map((s) => s.t);
+    const xs = samples.map((s) => xOf(s.t));
     const roleNames = (state.roles || []).map((r) => r.name);
     const lineColours = ["#3b6fd4", "#d98a1c", "#17a38b", "#8c5bd6", "#d2477f", "#6f9a22"];
     Plotly.react("chart-progress", roleNames.map((n, i) => ({ x: xs, y: samples.map((s) => s.progress[n] ?? null), name: n, mode: "lines", line: { width: 2, color: lineColours[i % lineColours.length], shape: "hv" } })),
@@ -637,5 +642,6 @@
   setInterval(loadAudit, 15000);
   setConn("connecting", "connecting");
   connect();
-  window.__rollout = { get state() { return state; }, samples, topo };
+  // Test and debugging hooks (read-only views, plus a way to simulate a dropped connection).
+  window.__rollout = { get state() { return state; }, samples, topo, dropSocket: () => socket && socket.close() };
 })();

@@ -108,7 +108,7 @@
     }
 
     computeLayout(groups, slots, width) {
-      const cell = groups <= 24 ? 22 : groups <= 96 ? 14 : groups <= 400 ? 10 : 7;
+      const cell = groups <= 12 ? 26 : groups <= 24 ? 22 : groups <= 96 ? 14 : groups <= 400 ? 10 : 7;
       const gap = cell >= 14 ? 2 : 1;
       const groupGap = cell >= 14 ? 4 : 2;
       const labelW = cell >= 10 ? 74 : 56;

@@ -61,10 +61,16 @@ for username, group in (("viewer", "viewers"), ("operator", "operators")):
     user.save()
     user.groups.add(Group.objects.get(name=group))
 from rolloutui.services import cluster
+c = cluster.get_cluster()
+if not c.list_nodes():
+    for _ in range(5):
+        c.add_node(8)
 try:
-    cluster.get_cluster().create_modelserving({manifest!r})
+    c.create_modelserving({manifest!r})
 except Conflict:
     pass
+from controller.live.enqueue import send
+send("default", "chat")
 print("seeded")
 """
 
@@ -91,9 +97,8 @@ def live_stack(tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED and not k.startswith("ROLLOUTUI_")}
     env.update({"DJANGO_SETTINGS_MODULE": "rolloutui.settings", "ROLLOUTUI_VAR_DIR": str(var_dir),
                 "PYTHONUNBUFFERED": "1"})
-    for key in ("ROLLOUTUI_SIM_SPEED",):
-        if key in os.environ:
-            env[key] = os.environ[key]
+    # Simulated pods get Ready in 8-23 simulated seconds; at 4x a six-group rollout takes seconds.
+    env["ROLLOUTUI_SIM_SPEED"] = os.environ.get("ROLLOUTUI_SIM_SPEED", "4")
     log = var_dir / "runall.log"
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "manage.py", "runall", "--no-demo", "--port", str(port)], cwd=ROOT,
