@@ -172,10 +172,24 @@ class Runner:
             self.store.actor = previous
         for action in result.actions:
             self.trace.action(now, action.to_trace())
-        if result.view is not None:
-            self.trace.offer_frame(now, result.view, result.blocked)
-            self._check_convergence(result.view)
+        view = result.view
+        if view and self.scenario.traffic is not None:
+            # The pass asks the router only about draining pods (that is all it needs), so its view
+            # shows 0 in flight on serving pods. With traffic, rebuild the same view with every
+            # pod's count so the trace's inFlight is true everywhere.
+            view = self._view_now(ns, name) or view
+        if view:
+            self.trace.offer_frame(now, view, result.blocked)
+            self._check_convergence(view)
         return True, result.requeue_after
+
+    def _view_now(self, ns: str, name: str) -> dict[str, Any] | None:
+        try:
+            ms = self.store.get_modelserving(ns, name)
+        except NotFound:
+            return None
+        return self._build_view(ms, self.store.list_pods(ns, name), self.store.list_revisions(ns, name),
+                                self.router.in_flight_by_pod(), self.loop.now())
 
     @property
     def clock(self):
