@@ -1,0 +1,159 @@
+"""Real processes for the live-runtime integration tests and the reaction benchmark.
+
+``LiveEnv`` owns: a private Redis (the broker is always database 0 of REDIS_URL, so sharing a
+Redis with another test session would let its workers take our tasks), a file SQLite database in
+a temporary ``ROLLOUTUI_VAR_DIR`` (pytest-django's test database is invisible to other processes),
+and any number of ``celery worker`` / ``celery beat`` subprocesses, each in its own process group so
+a test can SIGKILL one worker with its pool children and nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from rolloutui.embedded_redis import EmbeddedRedis
+
+ROOT = Path(__file__).resolve().parents[2]
+_SCRUBBED = ("DATABASE_URL", "REDIS_URL", "PROMETHEUS_MULTIPROC_DIR", "DJANGO_SETTINGS_MODULE", "PORT", "HOST")
+
+
+class LiveEnv:
+    def __init__(self, var_dir: Path, *, speed: float = 10.0, **extra_env: str) -> None:
+        self.var_dir = Path(var_dir)
+        self.var_dir.mkdir(parents=True, exist_ok=True)
+        self.redis = EmbeddedRedis(self.var_dir / "redis")
+        self.redis_url = self.redis.start()
+        self.env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED and not k.startswith("ROLLOUTUI_")}
+        self.env.update({
+            "DJANGO_SETTINGS_MODULE": "rolloutui.settings",
+            "ROLLOUTUI_VAR_DIR": str(self.var_dir),
+            "REDIS_URL": self.redis_url,
+            "ROLLOUTUI_SIM_SPEED": str(speed),
+            "ROLLOUTUI_LOG_LEVEL": "WARNING",
+            "PYTHONUNBUFFERED": "1",
+            **extra_env,
+        })
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.manage("migrate", "-v0")
+
+    # -- one-off commands ---------------------------------------------------------------------------
+    def manage(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
+        result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout)
+        if check and result.returncode != 0:
+            raise AssertionError(f"manage.py {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+        return result
+
+    def python(self, code: str, timeout: float = 120) -> object:
+        """Run ``code`` with Django set up in a fresh process; it must ``emit(value)``; returns value."""
+        prelude = "import django, json, sys\ndjango.setup()\ndef emit(v):\n    print('@@' + json.dumps(v))\n"
+        result = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], cwd=ROOT, env=self.env,
+                                capture_output=True, text=True, timeout=timeout)
+        for line in result.stdout.splitlines():
+            if line.startswith("@@"):
+                return json.loads(line[2:])
+        raise AssertionError(f"script failed (exit {result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+
+    # -- long-running processes -----------------------------------------------------------------------
+    def start(self, name: str, argv: list[str], **env: str) -> subprocess.Popen:
+        log = open(self.var_dir / f"{name}.log", "ab")
+        proc = subprocess.Popen(argv, cwd=ROOT, env={**self.env, **env}, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        self.procs[name] = proc
+        return proc
+
+    def start_worker(self, name: str = "worker", *, concurrency: int = 2, **env: str) -> subprocess.Popen:
+        return self.start(name, [sys.executable, "-m", "celery", "-A", "rolloutui", "--quiet", "worker", "--concurrency", str(concurrency),
+                                 "-Q", "celery,reconcile", "--loglevel", "WARNING", "--without-mingle", "--without-gossip",
+                                 "-n", f"{name}@%h"], **env)
+
+    def start_beat(self) -> subprocess.Popen:
+        return self.start("beat", [sys.executable, "-m", "celery", "-A", "rolloutui", "--quiet", "beat", "--loglevel", "WARNING",
+                                   "--schedule", str(self.var_dir / "celerybeat-schedule")])
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        proc = self.procs.pop(name)
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=30)
+        _wait_group_gone(proc.pid)
+
+    def stop(self, name: str) -> None:
+        proc = self.procs[name]
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            pass
+        self.kill(name)
+
+    def close(self) -> None:
+        for name in list(self.procs):
+            self.stop(name)
+        self.redis.stop()
+
+    def log(self, name: str) -> str:
+        path = self.var_dir / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+
+def _wait_group_gone(pgid: int, timeout: float = 10.0) -> None:
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = []
+        for p in psutil.process_iter(["pid", "status"]):
+            try:
+                if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
+                    alive.append(p)
+            except (ProcessLookupError, psutil.Error):
+                continue
+        if not alive:
+            return
+        for p in alive:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        time.sleep(0.1)
+
+
+def wait_until(env: LiveEnv, names: list[tuple[str, str]], predicate, timeout: float, poll: float = 1.0) -> dict:
+    """Poll the states of ``names`` (one subprocess polls in a loop) until ``predicate(states)``."""
+    code = f"""
+import time
+NAMES = {names!r}
+deadline = time.monotonic() + {timeout}
+last = None
+while time.monotonic() < deadline:
+    from rolloutui.services import state
+    from controller.core.ports import NotFound
+    out = {{}}
+    for ns, name in NAMES:
+        try:
+            s = state.get_state(ns, name)
+        except NotFound:
+            out[f"{{ns}}/{{name}}"] = None
+            continue
+        out[f"{{ns}}/{{name}}"] = {{"phase": s["phase"], "converged": s["converged"], "updateRevision": s["updateRevision"],
+            "currentRevision": s["currentRevision"], "counts": s["counts"],
+            "revisions": sorted({{i["revision"] for i in s["instances"]}}),
+            "ready": sum(1 for i in s["instances"] if i["state"] == "Ready"), "instances": len(s["instances"])}}
+    last = out
+    if ({predicate})(out):
+        emit({{"ok": True, "states": out}})
+        break
+    time.sleep({poll})
+else:
+    emit({{"ok": False, "states": last}})
+"""
+    return env.python(code, timeout=timeout + 60)
