@@ -160,6 +160,8 @@ ADAPTER_CALLS = {
     ("serving.rolloutui.io", "modelservings", verb) for verb in ("get", "list", "watch", "patch")
 } | {
     ("serving.rolloutui.io", "modelservings/status", "update"),
+    # ownerReferences with blockOwnerDeletion (OwnerReferencesPermissionEnforcement).
+    ("serving.rolloutui.io", "modelservings/finalizers", "update"),
     ("", "pods", "get"), ("", "pods", "list"), ("", "pods", "watch"), ("", "pods", "create"),
     ("", "pods", "delete"), ("", "pods", "patch"), ("", "pods/status", "patch"),
     ("apps", "controllerrevisions", "list"), ("apps", "controllerrevisions", "create"),
