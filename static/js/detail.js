@@ -203,7 +203,7 @@
         "Roll back", (reason) => api(ms + "rollback", { method: "POST", body: { reason, toRevision: Number($("rollback-to").value) } }), { danger: true });
     },
     "set-image": () => {
-      const roles = (state.roles || []).map((r) => r.name);
+      const roles = roleNames();
       openDialog("Set the image of a role", `<p>Changes the container image in the role's entry and worker templates. This makes a new revision and starts a rollout.</p>
         <div class="form-row"><label class="field"><span class="field-label">Role</span><select id="si-role" data-testid="si-role">${roles.map((r) => `<option>${esc(r)}</option>`).join("")}</select></label>
         <label class="field"><span class="field-label">Container (optional)</span><input type="text" id="si-container" placeholder="first container"></label></div>
@@ -531,6 +531,22 @@
     } catch (err) { /* shown when an action fails */ }
   }
 
+  function roleNames() {
+    const fromState = (state.roles || []).map((r) => r.name);
+    if (fromState.length) return fromState;
+    const fromSpec = manifest && manifest.spec && manifest.spec.template ? (manifest.spec.template.roles || []).map((r) => r.name) : [];
+    return fromSpec.length ? fromSpec : [...new Set(state.instances.map((i) => i.role))];
+  }
+
+  function renderSimRoles() {
+    const sel = $("preview-role");
+    const names = roleNames();
+    if (sel.dataset.roles === names.join(",")) return;
+    const keep = sel.value;
+    sel.innerHTML = names.map((n) => `<option ${n === keep ? "selected" : ""}>${esc(n)}</option>`).join("");
+    sel.dataset.roles = names.join(",");
+  }
+
   function setupSim() {
     if (boot.backend !== "sim") return;
     $("sim-panel").hidden = false;
@@ -538,7 +554,7 @@
       b.disabled = !boot.canOperate;
       if (!boot.canOperate) b.title = "View only: needs the operate permission.";
     });
-    $("preview-role").innerHTML = (state.roles || []).map((r) => `<option>${esc(r.name)}</option>`).join("");
+    renderSimRoles();
     loadNodes();
     $("preview-form").addEventListener("submit", async (e) => {
       e.preventDefault();
@@ -595,7 +611,10 @@
     renderRoles();
     renderRevisions();
     renderStrategy();
+    if (boot.backend === "sim") renderSimRoles();
     window.__lastRenderMs = performance.now() - t0;
+    // Time from navigation start to the first complete render (the fan-out bench reads it).
+    if (window.__firstRenderMs === undefined) window.__firstRenderMs = performance.now();
     window.__renders = (window.__renders || 0) + 1;
     document.body.dataset.stateTime = String(state.time);
   }

@@ -50,6 +50,12 @@ def wait_state(page: Page, predicate, *, timeout: float = 90, what: str = "state
     raise AssertionError(f"timed out waiting for {what}; last state: {last}")
 
 
+def shot(page: Page, path, *, full_page: bool = True) -> None:
+    # A sticky top bar is painted mid-page in a full-page capture; pin it for the screenshot.
+    page.add_style_tag(content=".topbar { position: static; }")
+    page.screenshot(path=str(path), full_page=full_page)
+
+
 def confirm(page: Page, reason: str) -> None:
     page.fill("[data-testid=dialog-reason]", reason)
     page.click("[data-testid=dialog-confirm]")
@@ -65,7 +71,7 @@ def test_operator_watches_pauses_promotes_diffs_and_rolls_back(live_stack, page:
     # The list shows the ModelServing with its phase; the row links to the detail page.
     row = page.locator("tr[data-key='default/chat']")
     expect(row).to_be_visible()
-    page.screenshot(path=str(screenshot_dir / "list.png"))
+    shot(page, screenshot_dir / "list.png", full_page=False)
     row.locator("a.ms-link").click()
     page.wait_for_url(live_stack.url + DETAIL)
     expect(page.get_by_test_id("conn")).to_have_text("live", timeout=15000)
@@ -81,7 +87,7 @@ def test_operator_watches_pauses_promotes_diffs_and_rolls_back(live_stack, page:
     # Live: instances move to the new revision and get Ready, without reloading the page.
     first = wait_state(page, lambda s: s["readyOnUpdate"] >= 1, what="a first updated instance")
     page.wait_for_timeout(600)
-    page.screenshot(path=str(screenshot_dir / "detail-progressing.png"), full_page=True)
+    shot(page, screenshot_dir / "detail-progressing.png")
 
     # Pause: the page says Paused and no new update starts.
     page.get_by_test_id("btn-pause").click()
@@ -96,7 +102,7 @@ def test_operator_watches_pauses_promotes_diffs_and_rolls_back(live_stack, page:
     after = js_state(page)
     assert after["onUpdate"] == held["onUpdate"], (held, after)
     assert after["phase"] == "Paused"
-    page.screenshot(path=str(screenshot_dir / "detail-paused.png"), full_page=True)
+    shot(page, screenshot_dir / "detail-paused.png")
 
     # Resume: the rollout runs up to the partition (2): groups 2-5 update, 0-1 stay protected.
     page.get_by_test_id("btn-resume").click()
@@ -113,7 +119,7 @@ def test_operator_watches_pauses_promotes_diffs_and_rolls_back(live_stack, page:
     confirm(page, "canary healthy for 10 minutes")
     expect(page.locator("#fact-partition")).to_have_text("1", timeout=15000)
     wait_state(page, lambda s: s["updated"] == 5, what="group 1 to update after promote")
-    page.screenshot(path=str(screenshot_dir / "detail-promoted.png"), full_page=True)
+    shot(page, screenshot_dir / "detail-promoted.png")
 
     # Revision diff: #1 against #2 shows the image change, runtime fields apart.
     page.check("input[name=diff-a][value='1']")
@@ -124,7 +130,7 @@ def test_operator_watches_pauses_promotes_diffs_and_rolls_back(live_stack, page:
     expect(diff).to_contain_text("engine:v1")
     expect(diff).to_contain_text("Runtime fields")
     diff.scroll_into_view_if_needed()
-    page.screenshot(path=str(screenshot_dir / "detail-diff.png"), full_page=True)
+    shot(page, screenshot_dir / "detail-diff.png")
 
     # Roll back to revision 1 with a reason: the audit timeline shows who, why and the revisions.
     page.get_by_test_id("btn-rollback").click()
@@ -137,13 +143,13 @@ def test_operator_watches_pauses_promotes_diffs_and_rolls_back(live_stack, page:
     expect(audit).to_contain_text("latency spike, investigating")
     expect(page.get_by_test_id("phase")).to_have_text(re.compile("Progressing|Healthy"), timeout=15000)
     page.wait_for_timeout(1500)
-    page.screenshot(path=str(screenshot_dir / "detail-rollback.png"), full_page=True)
+    shot(page, screenshot_dir / "detail-rollback.png")
 
     # A topology cell opens its pods.
     box = page.get_by_test_id("topology").bounding_box()
     page.mouse.click(box["x"] + 80, box["y"] + 20)
     expect(page.get_by_test_id("cell-detail")).to_contain_text("Node", timeout=10000)
-    page.screenshot(path=str(screenshot_dir / "detail-cell.png"))
+    shot(page, screenshot_dir / "detail-cell.png", full_page=False)
     assert not errors, errors
 
 
@@ -160,7 +166,7 @@ def test_viewer_sees_no_working_controls_and_gets_403(live_stack, page: Page, sc
     expect(page.locator("#revisions [data-action=rollback]")).to_have_count(0)
     for action in ("fail-node", "add-node"):
         expect(page.get_by_test_id(f"btn-{action}")).to_be_disabled()
-    page.screenshot(path=str(screenshot_dir / "detail-viewer.png"), full_page=True)
+    shot(page, screenshot_dir / "detail-viewer.png")
 
     # The API refuses the viewer's control even with a valid session and CSRF token.
     token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")

@@ -1,0 +1,397 @@
+"""Websocket fan-out: 100 clients on one 1,000-group ModelServing during a rollout.
+
+    python -m bench fanout [--json] [--groups 1000] [--clients 100] [--seconds 30]
+
+Starts the real product (`manage.py runall`: Daphne, Celery worker and beat) on an embedded Redis
+in a temporary directory, seeds nodes and a ModelServing of ``--groups`` ServingGroups (roles
+prefill x1 and decode x1), waits for it to be Ready, connects ``--clients`` signed-in websocket
+clients to its page's socket, starts a rollout (set-image through the REST API) and measures for
+``--seconds``:
+
+1. **publish -> client**: this process reads the state through the services and publishes it to
+   the ModelServing's Channels group (what the controller does after every pass) every 0.5 s,
+   noting the wall time just before the publish; a client has the change when it receives a state
+   at least that new (the coalescing consumer may deliver a newer state instead: that counts, as
+   the latest state is what must arrive). Target: p95 < 300 ms (it includes the consumer's
+   coalescing window of up to 250 ms).
+2. **observed -> client**, for the controller's own publishes: the state's ``time`` is the
+   simulated clock, which equals the wall clock at ROLLOUTUI_SIM_SPEED=1, so receipt minus
+   ``time`` is the age of the state when it reaches the browser (reconcile pass included).
+3. messages per client per second (the coalescing bound is 4).
+4. **render**: Chromium opens the detail page; time from navigation start to the first complete
+   render of the topology (``window.__firstRenderMs``), median of 3 loads. Target: < 1.5 s.
+
+Needs aiohttp (websocket clients) and Playwright with /usr/bin/chromium (render; skipped with a
+message when missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+NAMESPACE, NAME = "bench", "fanout"
+USER, PASSWORD = "bench-operator", "bench-pw-not-secret-5Tq!"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+SEED = """
+from django.contrib.auth.models import Group, User
+from controller.core.ports import Conflict
+from controller.live.enqueue import send
+from rolloutui.services import cluster
+u, _ = User.objects.get_or_create(username={user!r})
+u.set_password({password!r}); u.save(); u.groups.add(Group.objects.get(name="operators"))
+c = cluster.get_cluster()
+have = len(c.list_nodes())
+for _ in range(max(0, {nodes} - have)):
+    c.add_node(8)
+try:
+    c.create_modelserving({manifest!r})
+except Conflict:
+    pass
+send({ns!r}, {name!r})
+print("seeded")
+"""
+
+
+PUBLISHER = """
+import sys, time, django
+django.setup()
+from rolloutui.services import state, streaming
+ns, name, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    st = state.get_state(ns, name)
+    # Announced before the publish, so the parent knows it before any client can receive it.
+    print(st["time"], time.time(), flush=True)
+    streaming.publish_state(ns, name, st)
+    time.sleep(0.5)
+"""
+
+
+def manifest(groups: int) -> dict:
+    def template(image: str) -> dict:
+        return {"spec": {"containers": [{"name": "engine", "image": image, "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+
+    return {
+        "apiVersion": "serving.rolloutui.io/v1alpha1",
+        "kind": "ModelServing",
+        "metadata": {"name": NAME, "namespace": NAMESPACE},
+        "spec": {
+            "replicas": groups,
+            "rolloutStrategy": {"type": "ServingGroupRollingUpdate",
+                                "rollingUpdateConfiguration": {"maxUnavailable": "10%", "maxSurge": 0}},
+            "template": {"roles": [
+                {"name": "prefill", "replicas": 1, "workerReplicas": 0, "entryTemplate": template("engine:v1")},
+                {"name": "decode", "replicas": 1, "workerReplicas": 0, "entryTemplate": template("engine:v1")},
+            ]},
+        },
+    }
+
+
+def pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    values = sorted(values)
+    k = min(len(values) - 1, max(0, round(q / 100 * (len(values) - 1))))
+    return values[k]
+
+
+def state_time(text: str) -> float | None:
+    """The state's ``time`` without parsing a megabyte of JSON per client per message (the
+    view puts ``time`` last)."""
+    i = text.rfind('"time":')
+    if i < 0:
+        return None
+    j = i + 7
+    end = j
+    while end < len(text) and text[end] in "0123456789.eE+- ":
+        end += 1
+    try:
+        return float(text[j:end])
+    except ValueError:
+        return None
+
+
+class Stack:
+    def __init__(self, var_dir: Path, log) -> None:
+        from rolloutui.embedded_redis import EmbeddedRedis, free_port
+
+        self.var_dir = var_dir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.redis_cm = EmbeddedRedis(var_dir / "redis")
+        self.redis_url = self.redis_cm.__enter__()
+        self.env = {k: v for k, v in os.environ.items()
+                    if k not in ("DATABASE_URL", "PROMETHEUS_MULTIPROC_DIR", "PORT", "HOST") and not k.startswith("ROLLOUTUI_")}
+        self.env.update({"DJANGO_SETTINGS_MODULE": "rolloutui.settings", "ROLLOUTUI_VAR_DIR": str(var_dir),
+                         "REDIS_URL": self.redis_url, "ROLLOUTUI_SIM_SPEED": "1", "PYTHONUNBUFFERED": "1"})
+        self.logfile = open(var_dir / "runall.log", "w")
+        self.proc = subprocess.Popen([sys.executable, "manage.py", "runall", "--no-demo", "--port", str(self.port)],
+                                     cwd=REPO, env=self.env, stdout=self.logfile, stderr=subprocess.STDOUT, start_new_session=True)
+        log(f"runall on {self.url} (logs in {var_dir / 'runall.log'})")
+        deadline = time.monotonic() + 120
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"runall exited: {(var_dir / 'runall.log').read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(self.url + "/accounts/login/", timeout=2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("runall did not answer in 120 s") from None
+                time.sleep(0.5)
+
+    def manage(self, *args: str) -> str:
+        out = subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=self.env, capture_output=True, text=True, timeout=600)
+        if out.returncode:
+            raise RuntimeError(f"manage.py {args[0]} failed: {out.stderr[-3000:]}")
+        return out.stdout
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=30)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.logfile.close()
+        self.redis_cm.__exit__(None, None, None)
+
+
+def api(stack: Stack, token: str, path: str, body: dict | None = None) -> dict:
+    req = urllib.request.Request(stack.url + path, method="POST" if body is not None else "GET",
+                                 data=json.dumps(body).encode() if body is not None else None,
+                                 headers={"Authorization": f"Token {token}", "Content-Type": "application/json", "Accept": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        return json.loads(resp.read())
+
+
+def token_for(stack: Stack) -> str:
+    req = urllib.request.Request(stack.url + "/api/auth/token/", data=json.dumps({"username": USER, "password": PASSWORD}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read())["token"]
+
+
+async def session_cookie(stack: Stack) -> dict:
+    import aiohttp
+
+    # unsafe=True: the default jar drops cookies of IP-address hosts such as 127.0.0.1.
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+        async with http.get(stack.url + "/accounts/login/") as resp:
+            await resp.text()
+        csrf = http.cookie_jar.filter_cookies(stack.url)["csrftoken"].value
+        async with http.post(stack.url + "/accounts/login/", data={"username": USER, "password": PASSWORD, "csrfmiddlewaretoken": csrf},
+                             headers={"Referer": stack.url + "/accounts/login/"}, allow_redirects=False) as resp:
+            if resp.status != 302:
+                raise RuntimeError(f"sign-in failed: HTTP {resp.status}")
+        return {c.key: c.value for c in http.cookie_jar}
+
+
+async def measure_fanout(stack: Stack, clients: int, seconds: float, start_rollout, publish_loop, log) -> dict:
+    import aiohttp
+
+    cookies = await session_cookie(stack)
+    headers = {"Origin": stack.url, "Cookie": "; ".join(f"{k}={v}" for k, v in cookies.items())}
+    ws_url = stack.url.replace("http", "ws") + f"/ws/modelservings/{NAMESPACE}/{NAME}/"
+    pubs: list[tuple[float, float]] = []  # (state time, wall time just before the publish)
+    pub_latency: list[float] = []
+    observed_latency: list[float] = []
+    counts = [0] * clients
+    stop = asyncio.Event()
+    connected = 0
+
+    async def client(i: int, http) -> None:
+        nonlocal connected
+        async with http.ws_connect(ws_url, headers=headers, max_msg_size=0, compress=0) as ws:
+            first = await ws.receive()
+            if first.type != aiohttp.WSMsgType.TEXT:
+                raise RuntimeError(f"client {i}: no snapshot ({first.type}, {first.data})")
+            connected += 1
+            idx = 0
+            while not stop.is_set():
+                try:
+                    msg = await asyncio.wait_for(ws.receive(), timeout=0.5)
+                except asyncio.TimeoutError:
+                    continue
+                now = time.time()
+                if msg.type != aiohttp.WSMsgType.TEXT:
+                    break
+                counts[i] += 1
+                t = state_time(msg.data)
+                if t is None:
+                    continue
+                observed_latency.append(now - t)
+                while idx < len(pubs) and pubs[idx][0] <= t:
+                    pub_latency.append(now - pubs[idx][1])
+                    idx += 1
+
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector) as http:
+        tasks = [asyncio.create_task(client(i, http)) for i in range(clients)]
+        deadline = time.monotonic() + 120
+        while connected < clients:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"only {connected}/{clients} clients connected")
+            for t in tasks:
+                if t.done() and t.exception():
+                    raise t.exception()
+            await asyncio.sleep(0.1)
+        log(f"{clients} clients connected; starting the rollout")
+        await asyncio.to_thread(start_rollout)
+        observed_latency.clear()
+        publisher = threading.Thread(target=publish_loop, args=(pubs, seconds), daemon=True)
+        window_start = time.monotonic()
+        publisher.start()
+        await asyncio.sleep(seconds)
+        await asyncio.sleep(1.0)  # let the last publishes arrive
+        stop.set()
+        window = time.monotonic() - window_start
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return {
+        "clients": clients,
+        "publishes": len(pubs),
+        "publishToClientMs": {"p50": _ms(pct(pub_latency, 50)), "p95": _ms(pct(pub_latency, 95)), "max": _ms(max(pub_latency, default=None)),
+                              "samples": len(pub_latency)},
+        "observedToClientMs": {"p50": _ms(pct(observed_latency, 50)), "p95": _ms(pct(observed_latency, 95)), "samples": len(observed_latency)},
+        "messagesPerClientPerSecond": round(max(counts) / window, 2) if counts else None,
+    }
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 1)
+
+
+def measure_render(stack: Stack, loads: int = 3) -> dict:
+    if not Path(CHROMIUM).exists():
+        return {"skipped": f"{CHROMIUM} missing"}
+    from playwright.sync_api import sync_playwright
+
+    times, draws, cells = [], [], 0
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1440, "height": 1000})
+        page.goto(stack.url + "/accounts/login/")
+        page.fill("input[name=username]", USER)
+        page.fill("input[name=password]", PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_url(stack.url + "/")
+        for _ in range(loads):
+            page.goto(stack.url + f"/modelservings/{NAMESPACE}/{NAME}/", wait_until="commit")
+            page.wait_for_function("window.__firstRenderMs !== undefined", timeout=30000)
+            times.append(page.evaluate("window.__firstRenderMs"))
+            draws.append(page.evaluate("window.__lastRenderMs"))
+            cells = page.evaluate("window.__rollout.state.instances.length")
+        shot = REPO / "test-artifacts" / "screenshots" / "bench-1000-groups.png"
+        shot.parent.mkdir(parents=True, exist_ok=True)
+        page.wait_for_timeout(1500)
+        page.screenshot(path=str(shot))
+        browser.close()
+    return {"firstRenderMs": round(statistics.median(times), 1), "allMs": [round(t, 1) for t in times],
+            "renderPassMs": round(statistics.median(draws), 1), "cells": cells, "screenshot": str(shot)}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench fanout", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--groups", type=int, default=1000)
+    parser.add_argument("--clients", type=int, default=100)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    args = parser.parse_args(argv)
+    log = (lambda m: print(m, file=sys.stderr)) if args.json else print
+
+    try:
+        import aiohttp  # noqa: F401
+    except ImportError:
+        print("bench fanout needs aiohttp for its websocket clients (pip install aiohttp)", file=sys.stderr)
+        return 2
+
+    var_dir = Path(tempfile.mkdtemp(prefix="rolloutui-fanout-"))
+    stack = Stack(var_dir, log)
+    try:
+        nodes = (args.groups * 2) // 8 + 4
+        log(f"seeding {nodes} nodes and {NAMESPACE}/{NAME} with {args.groups} groups")
+        stack.manage("shell", "-c", SEED.format(user=USER, password=PASSWORD, nodes=nodes, manifest=manifest(args.groups), ns=NAMESPACE, name=NAME))
+        token = token_for(stack)
+        started = time.monotonic()
+        while True:
+            st = api(stack, token, f"/api/modelservings/{NAMESPACE}/{NAME}/")
+            ready = (st.get("counts") or {}).get("availableReplicas") or 0
+            if st.get("phase") == "Healthy" and ready >= args.groups:
+                break
+            if time.monotonic() - started > 900:
+                raise RuntimeError(f"the ModelServing did not get Ready in 15 minutes ({ready}/{args.groups} available)")
+            time.sleep(2)
+        log(f"{args.groups} groups Ready after {time.monotonic() - started:.0f} s")
+
+        def start_rollout() -> None:
+            api(stack, token, f"/api/modelservings/{NAMESPACE}/{NAME}/set-image",
+                {"role": "decode", "image": "engine:v2", "reason": "bench fanout"})
+
+        def publish_loop(pubs: list, seconds: float) -> None:
+            # A separate process publishes through the services, like the controller after a
+            # pass: reading and serialising a large state in this process would hold the GIL
+            # while the clients wait to timestamp their messages.
+            proc = subprocess.Popen([sys.executable, "-c", PUBLISHER, NAMESPACE, NAME, str(seconds)], cwd=REPO, env=stack.env,
+                                    stdout=subprocess.PIPE, text=True)
+            for line in proc.stdout:
+                parts = line.split()
+                if len(parts) == 2:
+                    pubs.append((float(parts[0]), float(parts[1])))
+            proc.wait()
+
+        fan = asyncio.run(measure_fanout(stack, args.clients, args.seconds, start_rollout, publish_loop, log))
+        st = api(stack, token, f"/api/modelservings/{NAMESPACE}/{NAME}/")
+        fan["updatedGroupsAtEnd"] = (st.get("counts") or {}).get("updatedReplicas")
+        fan["phaseAtEnd"] = st.get("phase")
+        render = measure_render(stack)
+    finally:
+        stack.stop()
+        if not args.keep:
+            shutil.rmtree(var_dir, ignore_errors=True)
+
+    p95 = fan["publishToClientMs"]["p95"]
+    result = {
+        "benchmark": "fanout",
+        "groups": args.groups,
+        **fan,
+        "render": render,
+        "targets": {"publishToClientP95Ms": 300, "renderMs": 1500},
+        "ok": bool(p95 is not None and p95 < 300 and render.get("firstRenderMs", 0) < 1500),
+    }
+    rows = [
+        ("clients", args.clients),
+        ("groups (role instances)", f"{args.groups} ({render.get('cells', '?')})"),
+        ("publishes measured", fan["publishes"]),
+        ("publish -> client p50 / p95 / max (ms)", f"{fan['publishToClientMs']['p50']} / {p95} / {fan['publishToClientMs']['max']}  (target p95 < 300)"),
+        ("observed -> client p50 / p95 (ms)", f"{fan['observedToClientMs']['p50']} / {fan['observedToClientMs']['p95']}"),
+        ("messages per client per second (max)", fan["messagesPerClientPerSecond"]),
+        ("rollout during the window", f"{fan['updatedGroupsAtEnd']} groups updated, phase {fan['phaseAtEnd']}"),
+        ("detail page first render (ms)", f"{render.get('firstRenderMs', render.get('skipped'))}  (target < 1500)"),
+        ("one render pass (ms)", render.get("renderPassMs")),
+    ]
+    width = max(len(r[0]) for r in rows)
+    for k, v in rows:
+        log(f"{k.ljust(width)}  {v}")
+    if args.json:
+        print(json.dumps(result))
+    return 0 if result["ok"] else 1
