@@ -17,12 +17,16 @@ Each stream (ModelServings, pods) runs in its own thread:
    a lost connection or any other error -> wait (exponential backoff with jitter, capped) and watch
    again from the last version.
 
-``stop()`` sets a ``threading.Event``; a thread blocked on a quiet stream notices within the read
-timeout (``idle_timeout``).
+A ModelServing event whose ``metadata.generation`` did not move (a status write, typically the
+controller's own) is not enqueued, as in Kthena; pod events always are.
+
+``stop()`` sets a ``threading.Event`` and shuts the open streams' sockets, so the threads end at
+once rather than after the read timeout (``idle_timeout``).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import threading
@@ -161,9 +165,10 @@ class ClusterWatcher:
 
     def _relist(self, kind: str) -> str | None:
         self.stats[kind]["lists"] += 1
-        listing = self._list_fn(kind)(**self._selector(kind), _request_timeout=DEFAULT_TIMEOUT)
-        if not isinstance(listing, dict):  # pods come back as a model; we only need names and version
-            listing = self.api_client.sanitize_for_serialization(listing)
+        # Raw JSON, not models: only names, labels and the version are needed, and a model would
+        # refuse fields it does not know.
+        response = self._list_fn(kind)(**self._selector(kind), _preload_content=False, _request_timeout=DEFAULT_TIMEOUT)
+        listing = json.loads(response.data) if response.data else {}
         for item in listing.get("items", []):
             if kind == "modelservings":
                 self._spec_changed(item)  # remember its generation
