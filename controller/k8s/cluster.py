@@ -107,9 +107,11 @@ class KubernetesCluster:
         body["apiVersion"] = naming.API_VERSION
         body["kind"] = naming.KIND
         meta = body.setdefault("metadata", {})
-        namespace = meta.get("namespace")
-        if not namespace or not meta.get("name"):
-            raise ValueError("create_modelserving: metadata.name and metadata.namespace are required")
+        # Like kubectl without -n, and like the simulated cluster's stores.
+        namespace = meta.setdefault("namespace", "default")
+        if not meta.get("name"):
+            # A refused write, as the API server's 422 would be (callers handle ClusterError).
+            raise ClusterError("create modelserving: metadata.name: Required value")
         for server_owned in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"):
             meta.pop(server_owned, None)
         created = call_json(

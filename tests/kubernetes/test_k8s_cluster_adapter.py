@@ -79,6 +79,15 @@ def test_a_kthena_manifest_is_stored_under_our_api_group(cluster):
     assert cluster.get_modelserving(NS, "chat")["kind"] == "ModelServing"
 
 
+def test_a_modelserving_without_a_namespace_goes_to_default_and_one_without_a_name_is_refused(cluster):
+    body = manifest()
+    del body["metadata"]["namespace"]
+    assert cluster.create_modelserving(body)["metadata"]["namespace"] == "default"
+    del body["metadata"]["name"]
+    with pytest.raises(ClusterError, match="metadata.name"):
+        cluster.create_modelserving(body)
+
+
 def test_a_missing_modelserving_raises_not_found_naming_it(cluster):
     with pytest.raises(NotFound, match="default/ghost"):
         cluster.get_modelserving(NS, "ghost")
