@@ -243,7 +243,7 @@ class KubernetesCluster:
         for attempt in range(POD_WRITE_ATTEMPTS):
             current = self.get_pod(namespace, name)
             conditions = list((current.get("status") or {}).get("conditions") or [])
-            new = dict(condition)
+            new = _api_times(condition)
             for index, old in enumerate(conditions):
                 if old.get("type") == new["type"]:
                     if old.get("status") == new["status"] and old.get("lastTransitionTime"):
@@ -386,6 +386,20 @@ class KubernetesCluster:
         for server_owned in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
             meta.pop(server_owned, None)
         return body
+
+
+def _api_times(condition: Obj) -> Obj:
+    """The condition with its times as the API server requires them (RFC 3339 strings).
+
+    The core speaks clock seconds (epoch seconds on a real cluster); a pod condition's
+    ``lastTransitionTime``/``lastProbeTime`` is a ``metav1.Time``, and a number there is refused.
+    """
+    out = dict(condition)
+    for key in ("lastTransitionTime", "lastProbeTime"):
+        value = out.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = datetime.datetime.fromtimestamp(value, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return out
 
 
 def _with_kind(obj: Obj, api_version: str, kind: str) -> Obj:

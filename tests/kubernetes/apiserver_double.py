@@ -217,6 +217,8 @@ class ApiServerDouble(kmock.KubernetesEmulator):
 
     def _commit(self, key: Key, current: dict[str, Any], new: dict[str, Any], sub: str | None) -> dict[str, Any]:
         resource = key[0]
+        if resource == "/v1/pods":
+            _check_pod_condition_times(new)
         if sub == "status":
             merged = copy.deepcopy(current)
             merged["status"] = new.get("status")
@@ -371,6 +373,23 @@ class ApiServerDouble(kmock.KubernetesEmulator):
 
     def list_calls(self, path_part: str = "") -> list[tuple[str, str, dict[str, str]]]:
         return [c for c in self.calls if c[0] == "GET" and "watch" not in c[2] and path_part in c[1]]
+
+
+def _check_pod_condition_times(pod: dict[str, Any]) -> None:
+    # metav1.Time fields: a real API server fails to decode anything but an RFC 3339 string.
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        for key in ("lastTransitionTime", "lastProbeTime"):
+            value = cond.get(key)
+            if value is not None and not (isinstance(value, str) and _is_rfc3339(value)):
+                raise _error(400, "BadRequest", f"status.conditions.{key}: cannot decode {value!r} as a time (RFC 3339 expected)")
+
+
+def _is_rfc3339(value: str) -> bool:
+    try:
+        datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return "T" in value
 
 
 def _pod_spec_update_allowed(old: dict[str, Any], new: dict[str, Any]) -> bool:

@@ -254,6 +254,16 @@ def test_setting_a_pod_condition_adds_or_replaces_it_by_type_and_keeps_the_other
     assert any(c[0] == "PATCH" and c[1].endswith("/pods/chat-0-decode-0-0/status") for c in apiserver.emu.calls)
 
 
+def test_a_condition_time_in_clock_seconds_is_written_as_an_api_time(cluster):
+    # The core's clock speaks epoch seconds; metav1.Time on the server needs RFC 3339.
+    cluster.create_modelserving(manifest())
+    cluster.create_pod(pod("chat-0-decode-0-0"))
+    written = cluster.set_pod_condition(NS, "chat-0-decode-0-0", {
+        "type": naming.CONDITION_INPLACE_READY, "status": "True", "reason": "PodCreated", "lastTransitionTime": 1_800_000_000.25})
+    (gate,) = written["status"]["conditions"]
+    assert gate["lastTransitionTime"] == "2027-01-15T08:00:00Z"
+
+
 def test_a_condition_without_a_valid_status_is_refused(cluster):
     with pytest.raises(ValueError, match="True/False/Unknown"):
         cluster.set_pod_condition(NS, "p", {"type": "X", "status": True})
