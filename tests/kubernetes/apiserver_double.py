@@ -188,6 +188,7 @@ class ApiServerDouble(kmock.KubernetesEmulator):
             if meta.get("namespace") not in (None, ns):
                 raise _error(400, "BadRequest", "the namespace of the object does not match the namespace of the request")
             meta["namespace"] = ns
+        _check_string_maps(obj)
         key = (resource, ns, meta["name"])
         if key in self.store:
             raise _error(409, "AlreadyExists", f'{resource.rsplit("/", 1)[-1]} "{meta["name"]}" already exists')
@@ -217,6 +218,7 @@ class ApiServerDouble(kmock.KubernetesEmulator):
 
     def _commit(self, key: Key, current: dict[str, Any], new: dict[str, Any], sub: str | None) -> dict[str, Any]:
         resource = key[0]
+        _check_string_maps(new)
         if resource == "/v1/pods":
             _check_pod_condition_times(new)
         if sub == "status":
@@ -373,6 +375,15 @@ class ApiServerDouble(kmock.KubernetesEmulator):
 
     def list_calls(self, path_part: str = "") -> list[tuple[str, str, dict[str, str]]]:
         return [c for c in self.calls if c[0] == "GET" and "watch" not in c[2] and path_part in c[1]]
+
+
+def _check_string_maps(obj: dict[str, Any]) -> None:
+    # Labels and annotations are map[string]string: a number or a list there fails to decode.
+    meta = obj.get("metadata") or {}
+    for field_name in ("labels", "annotations"):
+        for k, v in (meta.get(field_name) or {}).items():
+            if not isinstance(v, str):
+                raise _error(400, "BadRequest", f"metadata.{field_name}[{k}]: cannot decode {v!r} as a string")
 
 
 def _check_pod_condition_times(pod: dict[str, Any]) -> None:
