@@ -85,6 +85,8 @@ class RoleProgress:
     old: int  # instances (any ordinal) on an old template not being removed
     old_any: int  # instances on an old template, whether or not being removed
     ready_any: int = 0  # target template and Ready, any ordinal (surge included): new capacity
+    old_alive: int = 0  # old instances not terminating (a draining one still serves its requests)
+    old_pending: int = 0  # old eligible instances not being removed (still to be replaced)
 
     @property
     def started(self) -> int:
@@ -107,15 +109,20 @@ def role_progress(cluster, *, group=0, hashes=None) -> dict[str, RoleProgress]:
             labels = p["metadata"]["labels"]
             if labels.get(naming.LABEL_ROLE) == name:
                 instances.setdefault(int(labels[naming.LABEL_ROLE_ORDINAL]), []).append(p)
-        ready = in_flight = old = old_any = ready_any = 0
+        ready = in_flight = old = old_any = ready_any = old_alive = old_pending = 0
         for k, ps in instances.items():
             at_target = all(p["metadata"]["labels"].get(naming.LABEL_ROLE_TEMPLATE_HASH) == hashes[name] for p in ps)
             removing = any(p["metadata"].get("deletionTimestamp") or naming.ANNOTATION_DRAINING in (p["metadata"].get("annotations") or {}) for p in ps)
             is_ready = len(ps) == per_instance and all(_ready(p) for p in ps) and not removing
+            terminating = any(p["metadata"].get("deletionTimestamp") for p in ps)
             if not at_target:
                 old_any += 1
+                if not terminating:
+                    old_alive += 1
                 if not removing:
                     old += 1
+                    if partition <= k < replicas:
+                        old_pending += 1
             if at_target and is_ready:
                 ready_any += 1
             if partition <= k < replicas:
@@ -124,7 +131,7 @@ def role_progress(cluster, *, group=0, hashes=None) -> dict[str, RoleProgress]:
                 elif at_target or removing:
                     in_flight += 1
         in_flight += sum(1 for k in range(partition, replicas) if k not in instances)
-        out[name] = RoleProgress(max(replicas - partition, 0), ready, in_flight, old, old_any, ready_any)
+        out[name] = RoleProgress(max(replicas - partition, 0), ready, in_flight, old, old_any, ready_any, old_alive, old_pending)
     return out
 
 
@@ -132,9 +139,31 @@ def quota(baseline: Fraction, skew: Fraction, target: int) -> int:
     return min(target, math.ceil(min(Fraction(1), baseline + skew) * target))
 
 
-def baseline_of(progress: dict[str, RoleProgress], coordinated_roles=None) -> Fraction:
-    active = [p for n, p in progress.items() if (coordinated_roles is None or n in coordinated_roles) and p.target > 0 and p.ready < p.target]
-    return min((Fraction(p.ready, p.target) for p in active), default=Fraction(1))
+def baseline_of(progress: dict[str, RoleProgress], coordinated_roles=None, deps: dict[str, list[str]] | None = None) -> Fraction:
+    """min Ready progress over roles still rolling out.
+
+    With dependencies, domain.md's teardown order makes a dependency keep its last old instance
+    while an old caller exists. That instance is held on purpose, not lagging: counting it as not
+    done would cap the caller below T forever (A=10, B=5 at 10%: B sits at 4/5, A's quota
+    ceil(0.9 * 10) = 9 < 10) and contradict "with maxSurge 1 it completes". So a dependency whose
+    only remaining old eligible instance is held for an old caller, and whose other eligible
+    instances are all replaced and Ready, counts that slot as done. Nothing more: while other
+    replacements of the dependency are still in flight its progress is its Ready count.
+    """
+    callers: dict[str, list[str]] = {}
+    for caller, on in (deps or {}).items():
+        for d in on:
+            callers.setdefault(d, []).append(caller)
+    out = Fraction(1)
+    for n, p in progress.items():
+        if (coordinated_roles is not None and n not in coordinated_roles) or p.target == 0:
+            continue
+        ready = p.ready
+        if p.old == 1 and p.old_pending == 1 and p.ready == p.target - 1 and any(progress[c].old_alive > 0 for c in callers.get(n, [])):
+            ready = min(ready + 1, p.target)
+        if ready < p.target:
+            out = min(out, Fraction(ready, p.target))
+    return out
 
 
 def started_by_role(actions) -> dict[str, int]:
