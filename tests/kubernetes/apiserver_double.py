@@ -114,6 +114,8 @@ class ApiServerDouble(kmock.KubernetesEmulator):
         self.watchers: set[_Watcher] = set()
         self.status_subresources: set[str] = set()
         self.calls: list[tuple[str, str, dict[str, str]]] = []
+        # resource -> fn(obj) -> list of errors: the CRD's schema, checked on every write (422).
+        self.validators: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ dispatch
 
@@ -189,6 +191,7 @@ class ApiServerDouble(kmock.KubernetesEmulator):
                 raise _error(400, "BadRequest", "the namespace of the object does not match the namespace of the request")
             meta["namespace"] = ns
         _check_string_maps(obj)
+        self._validate(resource, obj)
         key = (resource, ns, meta["name"])
         if key in self.store:
             raise _error(409, "AlreadyExists", f'{resource.rsplit("/", 1)[-1]} "{meta["name"]}" already exists')
@@ -218,9 +221,6 @@ class ApiServerDouble(kmock.KubernetesEmulator):
 
     def _commit(self, key: Key, current: dict[str, Any], new: dict[str, Any], sub: str | None) -> dict[str, Any]:
         resource = key[0]
-        _check_string_maps(new)
-        if resource == "/v1/pods":
-            _check_pod_condition_times(new)
         if sub == "status":
             merged = copy.deepcopy(current)
             merged["status"] = new.get("status")
@@ -242,6 +242,11 @@ class ApiServerDouble(kmock.KubernetesEmulator):
                 meta[kept] = current["metadata"][kept]
         if "spec" in current and new.get("spec") != current.get("spec"):
             meta["generation"] = current["metadata"].get("generation", 1) + 1
+        # Checked on the object as it would be stored (after the status subresource's merge).
+        _check_string_maps(new)
+        self._validate(resource, new)
+        if resource == "/v1/pods":
+            _check_pod_condition_times(new)
         if new == current:
             return copy.deepcopy(current)  # a no-op write keeps the version, as on a real server
         self._bump(new)
@@ -292,6 +297,12 @@ class ApiServerDouble(kmock.KubernetesEmulator):
             if other_key in self.store and any(ref.get("uid") == uid for ref in refs):
                 self._delete(other_key, {})
         return copy.deepcopy(current)
+
+    def _validate(self, resource: str, obj: dict[str, Any]) -> None:
+        check = self.validators.get(resource)
+        errors = check(obj) if check else []
+        if errors:
+            raise _error(422, "Invalid", f'{obj.get("kind", resource)} "{obj["metadata"].get("name")}" is invalid: ' + "; ".join(errors))
 
     def _emit(self, type_: str, resource: str, obj: dict[str, Any]) -> None:
         snapshot = copy.deepcopy(obj)
@@ -433,9 +444,10 @@ RESOURCES = {
 class RunningApiServer:
     """``ApiServerDouble`` + ``kmock.Server`` on 127.0.0.1 in a background thread's event loop."""
 
-    def __init__(self, resources: dict[str, kmock.ResourceInfo], status_subresources: set[str]):
+    def __init__(self, resources: dict[str, kmock.ResourceInfo], status_subresources: set[str], validators: dict[str, Any] | None = None):
         self._resources = resources
         self._status = status_subresources
+        self._validators = validators or {}
         self._ready = threading.Event()
         self._failure: BaseException | None = None
         self.loop = asyncio.new_event_loop()
@@ -471,6 +483,7 @@ class RunningApiServer:
             for path, info in self._resources.items():
                 emu.resources[path] = info
             emu.status_subresources = set(self._status)
+            emu.validators = dict(self._validators)
             self.emu = emu
             self.url = f"http://127.0.0.1:{server.port}"
             self._ready.set()

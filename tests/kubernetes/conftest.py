@@ -22,11 +22,13 @@ for path in (str(HERE), str(ROOT)):
         sys.path.insert(0, path)
 
 from apiserver_double import MODELSERVINGS, RESOURCES, RunningApiServer  # noqa: E402
+from crd_jsonschema import schema_errors  # noqa: E402
 
 
 @pytest.fixture
 def apiserver() -> Iterator[RunningApiServer]:
-    with RunningApiServer(RESOURCES, {MODELSERVINGS}) as server:
+    # ModelServing writes are checked against deploy/crd's schema, as a real API server would.
+    with RunningApiServer(RESOURCES, {MODELSERVINGS}, {MODELSERVINGS: schema_errors}) as server:
         yield server
 
 

@@ -21,10 +21,10 @@ import pytest
 import yaml
 
 from controller.core import naming
+from crd_jsonschema import crd, crd_schema, schema_errors, to_json_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
-CRD_FILE = DEPLOY / "crd" / "modelservings.serving.rolloutui.io.yaml"
 SHARED = Path("/work/shared")
 KTHENA_EXAMPLES = sorted(glob.glob(str(SHARED / "reference" / "kthena-examples" / "*.yaml")))
 SCENARIOS = sorted(glob.glob(str(SHARED / "scenarios" / "*.yaml")))
@@ -60,14 +60,6 @@ def documents() -> list[tuple[Path, dict[str, Any]]]:
 
 def by_kind(kind: str) -> list[dict[str, Any]]:
     return [doc for _, doc in documents() if doc["kind"] == kind]
-
-
-def crd() -> dict[str, Any]:
-    return yaml.safe_load(CRD_FILE.read_text())
-
-
-def crd_schema() -> dict[str, Any]:
-    return crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
 
 
 # ---------------------------------------------------------------------------------------- built-ins
@@ -299,24 +291,6 @@ def test_the_crd_schema_is_structural():
     assert structural_errors(crd_schema()) == []
 
 
-def to_json_schema(node: Any, *, strict: bool = False) -> Any:
-    """OpenAPI v3 (Kubernetes flavour) -> JSON Schema. ``strict``: flag fields the API server would
-    prune (unknown to the schema) as errors, so a sample cannot lose fields silently."""
-    if isinstance(node, list):
-        return [to_json_schema(n, strict=strict) for n in node]
-    if not isinstance(node, dict):
-        return node
-    out = {k: to_json_schema(v, strict=strict) for k, v in node.items()
-           if not k.startswith("x-kubernetes-") and k not in ("nullable", "format")}
-    if node.get("nullable") and "type" in out:
-        out["type"] = [out["type"], "null"]
-    if "properties" in node:
-        out["properties"] = {k: to_json_schema(v, strict=strict) for k, v in node["properties"].items()}
-        if strict and not node.get("x-kubernetes-preserve-unknown-fields") and "additionalProperties" not in node:
-            out["additionalProperties"] = False
-    return out
-
-
 def cel_rules(schema: dict[str, Any], value: Any, path: str = "") -> list[tuple[str, str, Any]]:
     """(path, rule, message, value) for every x-kubernetes-validations rule that applies to ``value``."""
     found = [(path, r["rule"], r["message"], value) for r in schema.get("x-kubernetes-validations", [])]
@@ -328,11 +302,6 @@ def cel_rules(schema: dict[str, Any], value: Any, path: str = "") -> list[tuple[
         for index, item in enumerate(value):
             found += cel_rules(schema["items"], item, f"{path}[{index}]")
     return found
-
-
-@functools.cache
-def strict_validator() -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(to_json_schema(crd_schema(), strict=True))
 
 
 def celpy_or_none() -> Any:
@@ -354,7 +323,7 @@ def cel_program(rule: str) -> Any:
 
 def validation_errors(obj: dict[str, Any]) -> list[str]:
     """What the API server would refuse (schema and CEL) or silently prune (unknown fields)."""
-    errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in strict_validator().iter_errors(obj)]
+    errors = schema_errors(obj, strict=True)
     if errors:
         return errors  # CEL runs only on schema-valid objects, as on the API server
     celpy = celpy_or_none()

@@ -378,3 +378,10 @@ def test_a_cluster_without_the_crd_says_how_to_install_it():
         cluster = KubernetesCluster(server.api_client())
         with pytest.raises(ClusterError, match="is the ModelServing CRD installed"):
             cluster.list_modelservings()
+
+
+def test_a_modelserving_the_crd_schema_refuses_raises_a_cluster_error_with_the_servers_reason(cluster):
+    body = manifest()
+    body["spec"]["replicas"] = -1
+    with pytest.raises(ClusterError, match=r"HTTP 422 .*replicas"):
+        cluster.create_modelserving(body)
