@@ -458,3 +458,40 @@ def test_in_place_leaves_instances_below_the_partition_on_the_old_image():
     assert identity(cluster) == before
     assert {n: p["spec"]["containers"][0]["image"] for n, p in cluster.pods.items()} == {"ms-0-serve-0-0": "engine:v1", "ms-0-serve-1-0": "engine:v2", "ms-0-serve-2-0": "engine:v2"}
     assert any(b.get("kind") == "partition" for b in result.blocked)
+
+
+# -- changes of mind and damaged state during an update ------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="bug: re-patching to the old image records the still-running old imageID as baseline, and completion demands an imageID different from it, so the instance stays Updating (gate False, unroutable) forever with no blocked reason")
+def test_setting_the_old_image_back_before_the_kubelet_restarted_the_container_completes():
+    cluster, clock = started(inplace_manifest(replicas=1, workers=0), slow=1)
+    before = identity(cluster)
+    patch_role(cluster, set_image("engine:v2"))
+    step(cluster, clock)  # gate False
+    step(cluster, clock, settle=False)  # annotation + image patch; the kubelet has not acted yet
+    patch_role(cluster, set_image("engine:v1"))
+    actions, result = drive(cluster, clock, passes=30)
+    assert identity(cluster) == before
+    pod = next(iter(cluster.pods.values()))
+    assert pod["spec"]["containers"][0]["image"] == "engine:v1" and gate_of(pod) == "True" and ready(pod), result.blocked
+    assert cluster.get_modelserving(NS, NAME)["status"]["converged"]
+
+
+@pytest.mark.xfail(strict=True, reason="bug: with an unreadable update-state annotation the image is re-patched with an empty baseline (spec already has the target), and _inplace_pod_done then checks no container, so the gate goes True and labels move while the old image still runs")
+def test_a_malformed_update_state_annotation_is_never_taken_as_success():
+    cluster, clock = started(inplace_manifest(replicas=1, workers=0), slow=3)
+    patch_role(cluster, set_image("engine:v2"))
+    step(cluster, clock)  # gate False
+    step(cluster, clock, settle=False)  # annotation + image patch; the old container still runs
+    name = next(iter(cluster.pods))
+    cluster.pods[name]["metadata"]["annotations"][naming.ANNOTATION_INPLACE_STATE] = "{not json"
+    for _ in range(3):
+        step(cluster, clock, settle=False)
+        pod = cluster.pods[name]
+        running = pod["status"]["containerStatuses"][0]
+        if running["image"] != "engine:v2":
+            assert gate_of(pod) == "False", "gate set True while the old image still runs"
+            assert pod["metadata"]["labels"][naming.LABEL_REVISION] != cluster.get_modelserving(NS, NAME)["status"]["updateRevision"]
+    drive(cluster, clock, passes=30)
+    pod = cluster.pods[name]
+    assert pod["status"]["containerStatuses"][0]["image"] == "engine:v2" and gate_of(pod) == "True" and ready(pod)
