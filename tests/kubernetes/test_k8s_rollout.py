@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from pathlib import Path
 
 import kubernetes
 import pytest
+import yaml
 
 from controller.core import naming
 from controller.core.ports import NoRouter
@@ -169,3 +171,28 @@ def test_an_in_place_update_patches_images_on_the_same_pods_through_the_kubernet
         gate = next(c for c in p["status"]["conditions"] if c["type"] == naming.CONDITION_INPLACE_READY)
         assert gate["status"] == "True"
         assert p["status"]["containerStatuses"][0]["restartCount"] == 1
+
+
+KTHENA_EXAMPLES = Path("/work/shared/reference/kthena-examples")
+
+
+@pytest.mark.skipif(not (KTHENA_EXAMPLES / "model-serving__gpu-pd-disaggregation.yaml").exists(), reason="Kthena examples not available")
+def test_a_real_kthena_manifest_comes_up_on_the_cluster_with_its_pod_specs_as_written(cluster, core):
+    # It writes `nvidia.com/gpu: 1` (a number), as most Kthena examples do: the pods must carry it.
+    doc = next(d for d in yaml.safe_load_all((KTHENA_EXAMPLES / "model-serving__gpu-pd-disaggregation.yaml").read_text())
+               if d and d.get("kind") == "ModelServing")
+    doc["metadata"] = {"name": "chat", "namespace": NS}
+    cluster.create_modelserving(doc)  # a Kthena apiVersion is stored under ours
+    roles = doc["spec"]["template"]["roles"]
+    expected_pods = doc["spec"].get("replicas", 1) * sum(r.get("replicas", 1) * (1 + r.get("workerReplicas", 0)) for r in roles)
+
+    def up() -> bool:
+        status = cluster.get_modelserving(NS, "chat").get("status") or {}
+        return len(cluster.list_pods(NS, "chat")) == expected_pods and status.get("availableReplicas") == doc["spec"].get("replicas", 1)
+
+    drive(cluster, core, Clock(), until=up)
+    for p in cluster.list_pods(NS, "chat"):
+        role = next(r for r in roles if r["name"] == p["metadata"]["labels"][naming.LABEL_ROLE])
+        template = role["entryTemplate"] if p["metadata"]["labels"].get(naming.LABEL_ENTRY) == "true" else role["workerTemplate"]
+        assert p["spec"]["containers"][0]["resources"] == template["spec"]["containers"][0]["resources"]
+        assert p["spec"]["containers"][0]["image"] == template["spec"]["containers"][0]["image"]
