@@ -225,3 +225,20 @@ def test_a_cancelled_drain_clears_the_mark_and_keeps_the_pod(m, start, cancel, v
     assert cluster.pods[victim]["metadata"]["uid"] == uid
     assert not any(a.verb in ("drain", "delete") for r in results for a in r.actions)
     assert cluster.get_modelserving(NS, NAME)["status"].get("converged")
+
+
+@pytest.mark.xfail(strict=True, reason="bug: _remove_pods judges each pod alone, so a worker (never routed to, 0 in-flight) is deleted on the next pass while its entry still drains in-flight requests that need it")
+def test_the_workers_of_a_draining_instance_stay_until_the_entrys_requests_finish():
+    """An instance is one engine (entry + workers): the entry's in-flight requests run on the
+    workers too, so deleting a worker mid-drain breaks them exactly like deleting the entry."""
+    cluster, clock = converged_cluster(role_rolling(workers=1))
+    router = CountingRouter()
+    router.counts["ms-0-serve-1-0"] = 3
+    set_images(cluster, "engine:v2")
+    for _ in range(5):
+        step(cluster, clock, router)
+        if "ms-0-serve-1-0" in cluster.pods:
+            assert "ms-0-serve-1-1" in cluster.pods and "ms-0-serve-1-1" not in deleted(cluster)
+    router.counts["ms-0-serve-1-0"] = 0
+    step(cluster, clock, router, settle=False)
+    assert {"ms-0-serve-1-0", "ms-0-serve-1-1"} <= set(deleted(cluster))
