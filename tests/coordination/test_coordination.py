@@ -425,3 +425,16 @@ def test_a_held_dependency_instance_counts_as_done_only_once_everything_else_of_
     problems: list[str] = []
     roll(cluster, clock, on_pass=check_pass(Fraction(5, 100), {"a": ["b"]}, {}, problems, teardown=False), max_steps=150, require_converged=False)
     assert problems == []
+
+
+def test_a_changed_dependency_fully_protected_by_its_partition_blocks_its_callers_with_a_reason():
+    """Kthena: a changed dependency whose replicas are all below its partition has T = 0, never
+    gets a Ready new instance, and blocks its dependents; intended, and said in words."""
+    cluster, clock = build({"a": 3, "b": 2}, deps={"a": ["b"]}, role_extra={"a": {"maxUnavailable": 1}, "b": {"maxUnavailable": 1, "partition": 2}})
+    set_images(cluster, "engine:v2")
+    for _ in range(5):
+        result = step(cluster, clock)
+    assert not any(a.verb in ("delete", "drain") for a in result.actions)
+    text = " ".join(reasons(result, "a"))
+    assert "partition" in text and "b" in text
+    assert cluster.get_modelserving(NS, NAME)["status"]["phase"] == "Blocked"
