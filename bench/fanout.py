@@ -224,7 +224,7 @@ async def measure_fanout(stack: Stack, clients: int, seconds: float, start_rollo
         async with http.ws_connect(ws_url, headers=headers, max_msg_size=0, compress=0) as ws:
             first = await ws.receive()
             if first.type != aiohttp.WSMsgType.TEXT:
-                raise RuntimeError(f"client {i}: no snapshot ({first.type}, {first.data})")
+                raise RuntimeError(f"client {i}: no snapshot (message type {first.type!r}, data {first.data!r}, close code {ws.close_code})")
             connected += 1
             idx = 0
             while not stop.is_set():
@@ -364,6 +364,10 @@ def main(argv: list[str]) -> int:
         fan["updatedGroupsAtEnd"] = (st.get("counts") or {}).get("updatedReplicas")
         fan["phaseAtEnd"] = st.get("phase")
         render = measure_render(stack)
+    except BaseException:
+        args.keep = True
+        log(f"failed; the run's files (runall.log) are kept in {var_dir}")
+        raise
     finally:
         stack.stop()
         if not args.keep:

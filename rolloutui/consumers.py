@@ -1,16 +1,25 @@
 """Websocket of one ModelServing: ``/ws/modelservings/<namespace>/<name>/``.
 
-On connect: refuse users who are not signed in (close 4401) or lack the view permission (4403);
-send the full state (``services.state.get_state``, the same payload as the REST GET), then
-forward every update published to the ModelServing's Channels group.
+On connect: refuse users who are not signed in (close 4401) or lack the view permission (4403),
+close 4404 for an unknown ModelServing; otherwise send the full state, exactly the REST GET
+payload (``services.state.get_state``), then the updates published to the ModelServing's Channels
+group.
+
+Updates are deltas of that same payload. A 1,000-group state is about 800 kB of JSON; 100
+browsers at 4 updates a second would be 320 MB/s of websocket traffic, which no server on this
+class of machine sends (the first measurement of ``bench fanout`` with full states: 15 s behind).
+During a rollout a pass changes a few dozen role instances, so an update carries only what
+changed (``make_delta``): the page applies it to the state it holds and ends with exactly the
+state the REST GET returns. A delta names the ``time`` of the state it applies to; a page that
+holds another state asks for a full one (``{"type": "resync"}``) instead of guessing.
 
 Fan-out: the consumers of one process share a single ``_Hub`` per ModelServing. The hub is the
-only member of the Channels group in this process, so a 1 MB state of a 1,000-group
-ModelServing is received and decoded once per process and JSON-encoded once per update, not once
-per browser (the lesson of Argo's per-connection informers). Each consumer then sends the hub's
-latest encoded text at most ``MIN_INTERVAL`` apart: an update inside the window schedules one
-trailing send, which carries whatever is newest when it fires, so the latest state is always
-delivered and a burst costs a client a few messages, not fifty.
+only member of the Channels group in this process, so a state is received and decoded once per
+process, and each (from, to) delta or full text is encoded once, not once per browser (the lesson
+of Argo's per-connection informers). Each consumer sends at most one message per
+``MIN_INTERVAL``: an update inside the window schedules one trailing send, which carries whatever
+is newest when it fires, so the latest state always arrives and a burst of 50 publishes costs a
+client a few messages.
 """
 
 from __future__ import annotations
@@ -19,6 +28,8 @@ import asyncio
 import json
 import logging
 import time
+from collections import OrderedDict
+from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -28,14 +39,44 @@ log = logging.getLogger(__name__)
 
 # At most ~4 messages per second per client.
 MIN_INTERVAL = 0.25
+# States kept per hub (the newest is what a new client gets; each client also keeps a reference
+# to the state it was last sent, the base of its next delta).
+HISTORY = 4
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 
+# Lists sent as per-item changes, and the identity of an item in each.
+KEYED_LISTS = {
+    "instances": lambda i: (i.get("group"), i.get("role"), i.get("ordinal")),
+    "groups": lambda g: g.get("ordinal"),
+}
 
-def _encode(state) -> str:
-    return json.dumps(state, separators=(",", ":"))
+
+def _encode(payload) -> str:
+    return json.dumps(payload, separators=(",", ":"))
+
+
+def _keyed_delta(old: list[dict], new: list[dict], key) -> dict[str, list]:
+    before = {key(item): item for item in old}
+    upsert = [item for item in new if before.get(key(item)) != item]
+    present = {key(item) for item in new}
+    remove = [list(k) if isinstance(k, tuple) else k for k in before if k not in present]
+    return {"upsert": upsert, "remove": remove}
+
+
+def make_delta(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """What turns ``old`` into ``new``: changed top-level values in ``set``, removed keys in
+    ``unset``, and per-item upserts/removals for the large keyed lists. ``time`` comes last so a
+    reader can find it without parsing (the fan-out bench does)."""
+    delta: dict[str, Any] = {"type": "state.delta", "base": old.get("time")}
+    delta["set"] = {k: v for k, v in new.items() if k not in KEYED_LISTS and k != "time" and old.get(k) != v}
+    delta["unset"] = [k for k in old if k not in new]
+    for name, key in KEYED_LISTS.items():
+        delta[name] = _keyed_delta(old.get(name) or [], new.get(name) or [], key)
+    delta["time"] = new.get("time")
+    return delta
 
 
 class _Hub:
@@ -50,11 +91,25 @@ class _Hub:
         self.layer = get_channel_layer()
         self.subscribers: set[ModelServingConsumer] = set()
         self.version = 0
-        self.state = None
-        self._text: str | None = None
-        self._text_version = -1
+        self.states: OrderedDict[int, dict] = OrderedDict()
+        # (from_version, to_version) -> task producing the encoded message; from 0 = full state.
+        self._messages: dict[tuple[int, int], asyncio.Task] = {}
         self.channel: str | None = None
         self.task: asyncio.Task | None = None
+        self._snapshot: asyncio.Task | None = None
+
+    @property
+    def state(self) -> dict | None:
+        return self.states[self.version] if self.version in self.states else None
+
+    def _add(self, state: dict) -> None:
+        self.version += 1
+        self.states[self.version] = state
+        while len(self.states) > HISTORY:
+            self.states.popitem(last=False)
+        # Messages towards older versions are never sent again.
+        for k in [k for k in self._messages if k[1] != self.version]:
+            del self._messages[k]
 
     @classmethod
     async def join(cls, group: str, consumer: "ModelServingConsumer") -> "_Hub":
@@ -101,21 +156,42 @@ class _Hub:
                 state = await _get_state(self.namespace, self.name)
                 if state is None:
                     continue
-            self.state = state
-            self.version += 1
+            self._add(state)
             for consumer in list(self.subscribers):
                 consumer.hub_updated()
 
-    async def text(self) -> tuple[int, str]:
-        """The newest state as JSON text, encoded once per version (off the event loop: a large
-        state takes a few milliseconds to encode)."""
-        version, state = self.version, self.state
-        if self._text_version != version:
-            text = await asyncio.to_thread(_encode, state)
-            if version >= self._text_version:
-                self._text, self._text_version = text, version
-            return version, text
-        return version, self._text
+    async def snapshot(self) -> tuple[int, str, dict] | None:
+        """The full state for a newly connected client: the newest state this hub has (published
+        after it subscribed, so nothing newer exists), else one ``get_state`` shared by every
+        client connecting meanwhile. A burst of 100 connections then costs one read of a
+        1,000-group state, not 100. None when the ModelServing does not exist."""
+        if self.state is None:
+            if self._snapshot is None or (self._snapshot.done() and self._snapshot.result() is None):
+                self._snapshot = asyncio.ensure_future(_get_state(self.namespace, self.name))
+            state = await asyncio.shield(self._snapshot)
+            if state is None:
+                return None
+            if self.state is None:  # no publish arrived while reading
+                self._add(state)
+        return await self.message()
+
+    async def message(self, from_version: int = 0, from_state: dict | None = None) -> tuple[int, str, dict]:
+        """The newest version, as a delta from ``from_state`` (version ``from_version``, which the
+        client holds), else as the full state. Each distinct (from, to) message is encoded once,
+        off the event loop, and shared by every client that needs it."""
+        to = self.version
+        new = self.states[to]
+        base = from_version if from_state is not None and from_version != to else 0
+        key = (base, to)
+        task = self._messages.get(key)
+        if task is None:
+            if base:
+                old = from_state
+                task = asyncio.ensure_future(asyncio.to_thread(lambda: _encode(make_delta(old, new))))
+            else:
+                task = asyncio.ensure_future(asyncio.to_thread(_encode, new))
+            self._messages[key] = task
+        return to, await asyncio.shield(task), new
 
 
 async def _get_state(namespace: str, name: str):
@@ -141,6 +217,12 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
 
         kwargs = self.scope["url_route"]["kwargs"]
         self.namespace, self.name = kwargs["namespace"], kwargs["name"]
+        self.last_sent = 0.0
+        self.sent_version = 0
+        self.sent_state: dict | None = None
+        self.trailing: asyncio.Task | None = None
+        # Updates wait until the snapshot is out, so a client never gets a delta before it.
+        self.ready = False
         user = self.scope.get("user")
         # Accept first, then close with an application code: a refusal before accept reaches the
         # browser as an anonymous 1006, and the page could not tell "sign in again" from "retry".
@@ -151,35 +233,43 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
         if not await _can_view(user):
             await self.close(code=CLOSE_FORBIDDEN)
             return
-        self.last_sent = 0.0
-        self.sent_version = 0
-        self.trailing: asyncio.Task | None = None
         # Join before reading the snapshot: an update published in between is then queued, not lost.
         self.hub = await _Hub.join(streaming.group_name(self.namespace, self.name), self)
-        snapshot = await _get_state(self.namespace, self.name)
+        await self._send_full()
+
+    async def _send_full(self) -> None:
+        snapshot = await self.hub.snapshot()
         if snapshot is None:
             await self.close(code=CLOSE_NOT_FOUND)
             return
-        await self.send(text_data=await asyncio.to_thread(_encode, snapshot))
+        version, text, state = snapshot
+        await self.send(text_data=text)
         self.last_sent = time.monotonic()
-        self.sent_version = self.hub.version
+        self.sent_version, self.sent_state = version, state
+        self.ready = True
+        if self.hub.version > self.sent_version:
+            self.hub_updated()
 
     async def disconnect(self, code):
-        if getattr(self, "trailing", None):
+        if self.trailing is not None:
             self.trailing.cancel()
         if self.hub is not None:
             await self.hub.leave(self)
             self.hub = None
 
     async def receive_json(self, content, **kwargs):
-        # The socket is server -> browser only; a ping gets the latest state (cheap resync).
-        if isinstance(content, dict) and content.get("type") == "resync":
-            snapshot = await _get_state(self.namespace, self.name)
-            if snapshot is not None:
-                await self.send(text_data=await asyncio.to_thread(_encode, snapshot))
+        # Server -> browser otherwise; a page whose state does not match a delta's base asks for
+        # the full state again.
+        if isinstance(content, dict) and content.get("type") == "resync" and self.hub is not None:
+            if self.trailing is not None:
+                self.trailing.cancel()
+            self.ready = False
+            await self._send_full()
 
     def hub_updated(self) -> None:
         """Called by the hub for every new version: send now, or once when the window ends."""
+        if not self.ready:
+            return
         if self.trailing is not None and not self.trailing.done():
             return
         wait = self.last_sent + MIN_INTERVAL - time.monotonic()
@@ -191,10 +281,10 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
         hub = self.hub
         if hub is None or hub.version <= self.sent_version:
             return
-        version, text = await hub.text()
+        version, text, state = await hub.message(self.sent_version, self.sent_state)
         if version <= self.sent_version:
             return
-        self.sent_version = version
+        self.sent_version, self.sent_state = version, state
         self.last_sent = time.monotonic()
         await self.send(text_data=text)
         # An update that arrived while this send was being prepared would otherwise wait for the

@@ -163,7 +163,7 @@
     try {
       const result = await onConfirm(reason);
       dialog.close();
-      if (result && result.state) applyState(result.state);
+      if (result && result.state && !(state && result.state.time <= state.time)) applyState(result.state);
       loadAudit();
       toast(result && result.audit ? `${result.audit.action} recorded (${result.audit.fromRevision || "—"} → ${result.audit.toRevision || "—"})` : "Done");
     } catch (err) {
@@ -620,7 +620,30 @@
   }
 
   // --- Websocket ------------------------------------------------------------------------------
-  let socket = null, attempts = 0, lastMessageAt = null;
+  // The socket sends the full state (the REST GET payload) on connect, then deltas of it: changed
+  // top-level values, and per-item upserts/removals of instances (by group, role, ordinal) and
+  // groups (by ordinal). wireState is the state the deltas apply to.
+  let socket = null, attempts = 0, lastMessageAt = null, wireState = null;
+
+  const instKey = (i) => i.group + "|" + i.role + "|" + i.ordinal;
+  const instCmp = (a, b) => a.group - b.group || (a.role < b.role ? -1 : a.role > b.role ? 1 : 0) || a.ordinal - b.ordinal;
+
+  function mergeKeyed(list, change, key, cmp) {
+    if (!change || (!change.upsert.length && !change.remove.length)) return list;
+    const byKey = new Map(list.map((x) => [key(x), x]));
+    for (const r of change.remove) byKey.delete(Array.isArray(r) ? r.join("|") : String(r));
+    for (const u of change.upsert) byKey.set(key(u), u);
+    return [...byKey.values()].sort(cmp);
+  }
+
+  function applyDelta(base, d) {
+    const next = Object.assign({}, base, d.set || {});
+    for (const k of d.unset || []) delete next[k];
+    next.instances = mergeKeyed(base.instances || [], d.instances, instKey, instCmp);
+    next.groups = mergeKeyed(base.groups || [], d.groups, (g) => String(g.ordinal), (a, b) => a.ordinal - b.ordinal);
+    next.time = d.time;
+    return next;
+  }
 
   function setConn(kind, text) {
     const el = $("conn");
@@ -638,7 +661,16 @@
     socket.onmessage = (e) => {
       lastMessageAt = new Date();
       setConn("live", "live");
-      applyState(JSON.parse(e.data));
+      const msg = JSON.parse(e.data);
+      if (msg.type === "state.delta") {
+        // A delta applies to the exact state it was computed from; anything else asks for the
+        // full state rather than guessing.
+        if (!wireState || msg.base !== wireState.time) { socket.send(JSON.stringify({ type: "resync" })); return; }
+        wireState = applyDelta(wireState, msg);
+      } else {
+        wireState = msg;
+      }
+      applyState(wireState);
     };
     socket.onclose = (e) => {
       if (e.code === 4401) { setConn("down", "signed out"); location.href = "/accounts/login/?next=" + encodeURIComponent(location.pathname); return; }
@@ -662,5 +694,5 @@
   setConn("connecting", "connecting");
   connect();
   // Test and debugging hooks (read-only views, plus a way to simulate a dropped connection).
-  window.__rollout = { get state() { return state; }, samples, topo, dropSocket: () => socket && socket.close() };
+  window.__rollout = { get state() { return state; }, get wireState() { return wireState; }, samples, topo, dropSocket: () => socket && socket.close() };
 })();

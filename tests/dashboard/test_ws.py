@@ -18,6 +18,32 @@ from rolloutui.routing import websocket_urlpatterns
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 
+def apply_delta(base: dict, delta: dict) -> dict:
+    """What the page does with a delta (static/js/detail.js applyDelta), in Python."""
+    from rolloutui.consumers import KEYED_LISTS
+
+    assert delta["base"] == base["time"]
+    out = {**base, **delta["set"]}
+    for k in delta["unset"]:
+        out.pop(k, None)
+    for name, key in KEYED_LISTS.items():
+        items = {key(i): i for i in base.get(name) or []}
+        for r in delta[name]["remove"]:
+            items.pop(tuple(r) if isinstance(r, list) else r, None)
+        for u in delta[name]["upsert"]:
+            items[key(u)] = u
+        out[name] = sorted(items.values(), key=lambda i: tuple(str(x) if isinstance(x, str) else x for x in (key(i) if isinstance(key(i), tuple) else (key(i),))))
+    out["time"] = delta["time"]
+    return out
+
+
+def replay(messages: list[dict]) -> dict:
+    state = None
+    for m in messages:
+        state = apply_delta(state, m) if m.get("type") == "state.delta" else m
+    return state
+
+
 def communicator(ms, user) -> WebsocketCommunicator:
     comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/modelservings/{ms['namespace']}/{ms['name']}/")
     # What AuthMiddlewareStack puts there from the session cookie.
@@ -84,20 +110,30 @@ async def test_burst_is_coalesced_and_the_latest_state_is_delivered(ms, viewer):
     snapshot = json.loads(await comm.receive_from(timeout=3))
     layer = get_channel_layer()
     group = streaming.group_name(ms["namespace"], ms["name"])
+    states = []
     started = time.monotonic()
     for i in range(50):
-        # Distinct states: the burst a reconcile storm would publish.
-        await layer.group_send(group, {"type": "state.update", "state": {**snapshot, "time": 1000.0 + i, "seq": i}})
+        # Distinct states, the burst a reconcile storm would publish: the clock moves, and one
+        # instance changes state each time.
+        instances = [dict(x) for x in snapshot["instances"]]
+        instances[i % len(instances)]["state"] = "Draining" if i % 2 else "Updating"
+        state = {**snapshot, "time": 1000.0 + i, "seq": i, "instances": instances}
+        states.append(state)
+        await layer.group_send(group, {"type": "state.update", "state": state})
         await asyncio.sleep(0.004)
     burst = time.monotonic() - started
     messages = await receive_all(comm)
     await comm.disconnect()
     # At most one send per window, plus the trailing one.
-    assert 1 <= len(messages) <= int(burst / MIN_INTERVAL) + 2, [m.get("seq") for m in messages]
+    assert 1 <= len(messages) <= int(burst / MIN_INTERVAL) + 2, [m.get("time") for m in messages]
     assert len(messages) < 10
-    assert messages[-1]["seq"] == 49  # the latest state always arrives
-    seqs = [m["seq"] for m in messages]
-    assert seqs == sorted(seqs)
+    times = [m["time"] for m in messages]
+    assert times == sorted(times)
+    # Updates are deltas; applied in order to the snapshot they give exactly the latest state.
+    assert all(m["type"] == "state.delta" for m in messages)
+    assert replay([snapshot, *messages]) == states[-1]
+    # A delta carries only what changed: far smaller than the state.
+    assert len(json.dumps(messages[-1])) < len(json.dumps(states[-1])) / 2
 
 
 async def test_two_clients_share_one_subscription_and_both_receive(ms, viewer, operator):
@@ -111,13 +147,25 @@ async def test_two_clients_share_one_subscription_and_both_receive(ms, viewer, o
     group = streaming.group_name(ms["namespace"], ms["name"])
     hubs = [h for (loop_id, g), h in _Hub._hubs.items() if g == group]
     assert len(hubs) == 1 and len(hubs[0].subscribers) == 2
-    await get_channel_layer().group_send(group, {"type": "state.update", "state": {"name": ms["name"], "seq": "x"}})
+    snapshot = await database_sync_to_async(__import__("rolloutui.services.state", fromlist=["x"]).get_state)(ms["namespace"], ms["name"])
+    await get_channel_layer().group_send(group, {"type": "state.update", "state": {**snapshot, "seq": "x", "time": 5.0}})
     for comm in (a, b):
-        assert json.loads(await comm.receive_from(timeout=3))["seq"] == "x"
+        delta = json.loads(await comm.receive_from(timeout=3))
+        assert delta["type"] == "state.delta" and delta["set"]["seq"] == "x" and delta["time"] == 5.0
     await a.disconnect()
     assert len(hubs[0].subscribers) == 1
     await b.disconnect()
     assert not [h for (loop_id, g), h in _Hub._hubs.items() if g == group]
+
+
+async def test_a_client_out_of_step_gets_the_full_state_on_resync(ms, viewer):
+    comm = communicator(ms, viewer)
+    await comm.connect()
+    first = json.loads(await comm.receive_from(timeout=3))
+    await comm.send_json_to({"type": "resync"})
+    again = json.loads(await comm.receive_from(timeout=3))
+    assert "type" not in again and set(again) == set(first)
+    await comm.disconnect()
 
 
 async def test_publish_state_from_the_services_reaches_the_client(ms, viewer):
@@ -129,5 +177,5 @@ async def test_publish_state_from_the_services_reaches_the_client(ms, viewer):
     # The path the controller's reconcile takes: publish_state reads and sends the fresh state.
     await database_sync_to_async(streaming.publish_state)(ms["namespace"], ms["name"])
     update = json.loads(await comm.receive_from(timeout=3))
-    assert update["name"] == ms["name"] and "instances" in update
+    assert update["type"] == "state.delta" and "instances" in update and update["time"] is not None
     await comm.disconnect()
