@@ -41,7 +41,28 @@ class LiveEnv:
             **extra_env,
         })
         self.procs: dict[str, subprocess.Popen] = {}
+        # On PostgreSQL (DATABASE_URL points at one, as in CI's second pass) the processes share a
+        # database of their own, created here and dropped in close(); otherwise a file SQLite in
+        # var_dir (settings' default).
+        self._pg_admin: str | None = None
+        self._pg_name: str | None = None
+        base = os.environ.get("DATABASE_URL", "")
+        if base.startswith(("postgres://", "postgresql://")):
+            self.env["DATABASE_URL"] = self._create_pg_database(base)
         self.manage("migrate", "-v0")
+
+    def _create_pg_database(self, base: str) -> str:
+        import secrets
+        from urllib.parse import urlsplit, urlunsplit
+
+        import psycopg
+
+        self._pg_admin = base
+        self._pg_name = f"rolloutui_live_{secrets.token_hex(4)}"
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{self._pg_name}"')
+        parts = urlsplit(base)
+        return urlunsplit((parts.scheme, parts.netloc, f"/{self._pg_name}", parts.query, parts.fragment))
 
     # -- one-off commands ---------------------------------------------------------------------------
     def manage(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -99,6 +120,12 @@ class LiveEnv:
         for name in list(self.procs):
             self.stop(name)
         self.redis.stop()
+        if self._pg_name:
+            import psycopg
+
+            with psycopg.connect(self._pg_admin, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{self._pg_name}" WITH (FORCE)')
+            self._pg_name = None
 
     def log(self, name: str) -> str:
         path = self.var_dir / f"{name}.log"

@@ -14,7 +14,8 @@ import pytest
 
 from .procs import LiveEnv, wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# `database`: `make test` re-runs these on PostgreSQL (LiveEnv then creates a database of its own).
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.database]
 
 NAMES = [("default", "demo")]
 SETUP = """
