@@ -24,7 +24,8 @@ from __future__ import annotations
 import copy
 import json
 
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from controller.core import naming
@@ -36,7 +37,14 @@ from controller.core.strategy import resolve
 from .harness import CountingRouter, FixedClock, MiniCluster, manifest, role, step
 from .support import NAME, NS, change_image, patch_spec, status
 
+# Recovery policies the main property draws from. Two known core bugs (see the xfail tests in
+# test_planner_tables.py and the xfail property below) livelock with the others left out:
+# ServingGroupRecreate after a whole instance is lost, and None with RoleRollingUpdate on an
+# incomplete outdated instance.
 RECOVERY_GROUP_LEVEL = ["RoleRecreate", "None"]
+RECOVERY_ROLE_LEVEL = ["RoleRecreate"]
+ALL_GROUP_LEVEL = ["RoleRecreate", "ServingGroupRecreate", "None"]
+ALL_ROLE_LEVEL = ["RoleRecreate", "None"]
 UPDATE_REASONS = ("rolling update", "surge no longer needed")
 CONVERGENCE_BOUND = 150
 
@@ -46,7 +54,7 @@ partition_values = st.sampled_from([None, 0, 1, 2, "20%", "50%"])
 
 
 @st.composite
-def modelservings(draw):
+def modelservings(draw, group_recovery=RECOVERY_GROUP_LEVEL, role_recovery=RECOVERY_ROLE_LEVEL):
     strategy_type = draw(st.sampled_from(["ServingGroupRollingUpdate", "RoleRollingUpdate"]))
     replicas = draw(st.integers(1, 6))
     names = draw(st.lists(st.sampled_from(["prefill", "decode", "router"]), min_size=1, max_size=3, unique=True))
@@ -67,9 +75,9 @@ def modelservings(draw):
         if p is not None:
             cfg["partition"] = p
         strategy["rollingUpdateConfiguration"] = cfg
-        recovery = draw(st.sampled_from(RECOVERY_GROUP_LEVEL))
+        recovery = draw(st.sampled_from(group_recovery))
     else:
-        recovery = draw(st.sampled_from(["RoleRecreate", "None"]))
+        recovery = draw(st.sampled_from(role_recovery))
     drain = draw(st.sampled_from([0, 0, 3]))
     m = manifest(replicas=replicas, roles=roles, strategy=strategy, recovery=recovery, drain={"timeoutSeconds": drain})
     try:
@@ -274,9 +282,7 @@ def _converge(cluster, clock, router):
     raise AssertionError(f"did not converge within {CONVERGENCE_BOUND} passes; blocked: {json.dumps(result.blocked)[:800]}")
 
 
-@settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(m=modelservings(), ops=operations, settle_first=st.integers(0, 6))
-def test_the_planner_keeps_its_budgets_on_every_pass_and_converges(m, ops, settle_first):
+def run_scenario(m, ops, settle_first):
     cluster, clock, router = MiniCluster(), FixedClock(), CountingRouter()
     cluster.create_modelserving(m)
     _converge(cluster, clock, router)
@@ -321,3 +327,34 @@ def test_the_planner_keeps_its_budgets_on_every_pass_and_converges(m, ops, settl
                 images = {c["image"] for c in pod["spec"]["containers"]}
                 want = {c["image"] for r in cluster.ms[(NS, NAME)]["spec"]["template"]["roles"] if r["name"] == rname for c in r["entryTemplate"]["spec"]["containers"]}
                 assert images == want
+
+
+PROPERTY_SETTINGS = settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@PROPERTY_SETTINGS
+@given(m=modelservings(), ops=operations, settle_first=st.integers(0, 6))
+def test_the_planner_keeps_its_budgets_on_every_pass_and_converges(m, ops, settle_first):
+    run_scenario(m, ops, settle_first)
+
+
+def _sgr_livelock_example():
+    return manifest(
+        replicas=2,
+        roles=[role("prefill"), role("decode")],
+        strategy={"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": 1}},
+        recovery="ServingGroupRecreate",
+        drain={"timeoutSeconds": 0},
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="core bug: ServingGroupRecreate (group level) and None (role level) livelock; see test_planner_tables.py. "
+    "Remove this mark once fixed: the property then covers every recovery policy",
+)
+@settings(PROPERTY_SETTINGS, phases=[Phase.explicit, Phase.generate])
+@given(m=modelservings(ALL_GROUP_LEVEL, ALL_ROLE_LEVEL), ops=operations, settle_first=st.integers(0, 6))
+@example(m=_sgr_livelock_example(), ops=[("lose-pod", 0), ("step", True), ("step", True), ("step", True), ("step", True), ("step", True)], settle_first=0)
+def test_the_planner_keeps_its_budgets_and_converges_under_every_recovery_policy(m, ops, settle_first):
+    run_scenario(m, ops, settle_first)

@@ -398,12 +398,26 @@ def test_revision_data_stored_as_a_json_string_is_read():
     assert rev.readable and rev.data == data
 
 
-def test_unreadable_data_under_our_own_hash_is_not_taken_for_ours():
+def test_unreadable_data_under_our_own_hash_is_never_overwritten():
     spec = image_spec("A")
     h = revision_hash(project(spec))
     update = record_update_revision("ms", spec, History.from_objects([stored(h, 1, "<corrupted>")]))
-    assert update.hash != h
-    assert [a.verb for a in update.actions] == ["create"]
+    assert not [a for a in update.actions if a.name == f"ms-{h}" and a.verb == "create"]
+
+
+def test_unreadable_data_under_our_own_hash_is_reported_and_no_pod_is_built_from_a_guess():
+    cluster, clock = MiniCluster(), FixedClock()
+    m = manifest(replicas=2)
+    cluster.create_modelserving(m)
+    h = rhash(m)
+    cluster.revisions[f"ms-{h}"] = stored(h, 1, "<corrupted>")
+    for _ in range(3):
+        result = step(cluster, clock)
+    assert cluster.revisions[f"ms-{h}"]["data"] == "<corrupted>"
+    for pod in cluster.pods.values():
+        rev = pod["metadata"]["labels"][naming.LABEL_REVISION]
+        assert parse_revision(cluster.revisions[f"ms-{rev}"]).readable
+    assert any(h in b["reason"] for b in result.blocked) or cluster.ms[("default", "ms")]["status"]["collisionCount"] == 1
 
 
 def test_rollback_to_an_unreadable_revision_is_refused():

@@ -283,6 +283,13 @@ def test_a_worker_template_is_required_when_workerreplicas_is_above_zero():
     assert "workerReplicas" in err.rule and "2" in err.rule
 
 
+def test_an_unused_empty_worker_template_is_accepted_as_kthena_does():
+    # model-serving__prefill-decode-disaggregation.yaml ships workerReplicas: 0 with containers: []
+    r = role("decode", workers=0)
+    r["workerTemplate"] = {"spec": {"containers": []}}
+    parse_modelserving(manifest(roles=[r]))
+
+
 def test_no_worker_template_is_fine_without_workers():
     r = role("decode", workers=0)
     r.pop("workerTemplate", None)
@@ -468,13 +475,7 @@ def _example_params():
     params = []
     for path in sorted(glob.glob(os.path.join(EXAMPLES, "*.yaml"))):
         name = os.path.basename(path)[: -len(".yaml")]
-        marks = ()
-        if name == "model-serving__prefill-decode-disaggregation":
-            marks = pytest.mark.xfail(
-                strict=True,
-                reason="core bug: a role with workerReplicas 0 and an empty workerTemplate (containers: []) is refused; Kthena accepts it and the example ships it",
-            )
-        params.append(pytest.param(path, id=f"kthena-example-{name}-parses", marks=marks))
+        params.append(pytest.param(path, id=f"kthena-example-{name}-parses"))
     return params
 
 
