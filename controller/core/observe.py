@@ -39,6 +39,7 @@ class PodObs:
     restarts: int
     failing_reason: str | None  # CrashLoopBackOff & co
     gate: bool | None  # InPlaceUpdateReady condition (None: no gate or no condition yet)
+    gate_since: float | None  # when that condition last changed (clock seconds)
     has_gate: bool
     inplace_state: dict[str, Any] | None
     inplace_state_error: str | None
@@ -155,6 +156,20 @@ class Observed:
         return self.groups.get(ordinal)
 
 
+def _seconds(value: Any) -> float | None:
+    """A condition time as clock seconds: the core writes numbers, an API server RFC 3339."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        from datetime import datetime
+
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
 _L_GROUP = naming.LABEL_GROUP_ORDINAL
 _L_ORDINAL = naming.LABEL_ROLE_ORDINAL
 _L_INDEX = naming.LABEL_POD_INDEX
@@ -188,6 +203,7 @@ def parse_pod(pod: Obj) -> PodObs | None:
     scheduled = bool(node)
     unschedulable = None
     gate = None
+    gate_since = None
     for cond in status.get("conditions") or ():
         ctype = cond.get("type")
         if ctype == "Ready":
@@ -199,6 +215,7 @@ def parse_pod(pod: Obj) -> PodObs | None:
                 unschedulable = cond.get("message") or "no node fits the pod"
         elif ctype == _C_GATE:
             gate = cond.get("status") == "True"
+            gate_since = _seconds(cond.get("lastTransitionTime"))
     phase = status.get("phase") or "Pending"
     restarts = 0
     failing = None
@@ -250,6 +267,7 @@ def parse_pod(pod: Obj) -> PodObs | None:
         restarts,
         failing,
         gate,
+        gate_since,
         has_gate,
         state,
         state_error,

@@ -110,7 +110,7 @@ class _Pass:
         self.removing_pods: set[str] = set()
         self.group_removals: dict[int, _Removal] = {}
         self.instance_removals: dict[InstanceKey, _Removal] = {}
-        self.unreadable_reported: set[str] = set()
+        self.unreadable_reported: set[tuple[str, int | None]] = set()  # (revision, group)
         self.recorded = _recorded_revisions(status)
         self._expected_cache: dict[tuple[str, str], int] = {}
         self._available_cache: dict[int, bool] = {}
@@ -131,12 +131,26 @@ class _Pass:
         for rev in self.history.revisions:
             if rev.hash != self.update_hash and rev.data is not None and canonicalize_data(rev.data) == self.update.data:
                 self.equivalent.add(rev.hash)
+        record = self.history.get(self.update_hash)
+        self.update_unreadable = record is not None and not record.readable
         current = self.prev.get("currentRevision")
         self.current_hash = current if current and (current in self.history.by_hash or current == self.update_hash) else self.update_hash
+        # Every referenced revision whose stored data cannot be read is reported once, by name.
+        referenced = {self.current_hash} | set(self.recorded.group_revision.values()) | set(self.recorded.instance_revision.values())
+        for group in self.observed.groups.values():
+            referenced.update(group.revision_counts)
+        for rev in sorted(referenced):
+            record = self.history.get(rev)
+            if record is None or record.readable:
+                continue
+            what = "the rollout and every create that needs it" if rev in self.equivalent else "every create and recovery that needs it"
+            self.report_unreadable(rev, None, None, what)
 
     def data_of(self, rev: str) -> dict[str, Any] | None:
         if rev in self.equivalent:
-            return self.update.data
+            # Stored but unreadable under the update hash: the spec hashes the same, yet a
+            # template is only ever taken from a readable revision, never assumed.
+            return None if self.update_unreadable else self.update.data
         return self.history.data_of(rev)
 
     def role_data_of(self, rev: str, role: str) -> dict[str, Any] | None:
@@ -164,8 +178,9 @@ class _Pass:
     def report_unreadable(self, rev: str, group: int | None, role: str | None, what: str) -> None:
         record = self.history.get(rev)
         why = record.error if record and record.error else "not found in the revision history"
-        self.blocked.append(Blocked(group, role, f"revision {rev} is unreadable ({why}): {what} is paused until it is repaired or the reference goes away", KIND_REVISION))
-        self.unreadable_reported.add(rev)
+        fix = f"; deleting ControllerRevision {record.name} lets the controller store it again from the spec" if record and rev in self.equivalent else ""
+        self.blocked.append(Blocked(group, role, f"revision {rev} is unreadable ({why}): {what} is paused until it is repaired or the reference goes away{fix}", KIND_REVISION))
+        self.unreadable_reported.add((rev, group))
 
     # -----------------------------------------------------------------------------------------
     # Shared helpers
@@ -201,7 +216,7 @@ class _Pass:
     def create_instance(self, group: int, role: str, ordinal: int, rev: str, reason: str, pod_indexes: list[int] | None = None) -> bool:
         rd = self.role_data_of(rev, role)
         if rd is None:
-            if rev not in self.unreadable_reported:
+            if (rev, group) not in self.unreadable_reported:
                 self.report_unreadable(rev, group, role, f"creating {role}-{ordinal} of group {group}")
             return False
         pods = build_instance_pods(
@@ -256,6 +271,11 @@ class _Pass:
             if may_start or not pod.ready:
                 to_delete.append(pod)
                 self.removing_pods.add(pod.name)
+        if waiting and to_delete:
+            # Pods of one instance are one engine: while any of them still finishes in-flight
+            # requests (the entry, typically), the others those requests need stay. Only pods
+            # that were never serving (not Ready, never marked) go now.
+            to_delete = [p for p in to_delete if not p.ready and p.draining_since is None]
         if to_drain:
             mark = {"metadata": {"annotations": {naming.ANNOTATION_DRAINING: repr(float(self.now))}}}
             self.actions.append(Action(DRAIN, group, role, ordinal, revision, reason, pod_names=[p.name for p in to_drain], patches={p.name: mark for p in to_drain}))
@@ -348,9 +368,22 @@ class _Pass:
         """
         if group is not None and group.instances:
             return group.revision
+        recorded = self.recorded.group_revision.get(ordinal)
         if ordinal < partition:
-            return self.recorded.group_revision.get(ordinal) or self.current_hash
+            return recorded or self.current_hash
+        if self.ms.paused and recorded:
+            # Paused: a lost group is recovered at the revision it ran, not moved forward. A group
+            # whose replacement had started is recorded on the update revision and finishes.
+            return recorded
         return self.update_hash
+
+    def recorded_group_revision(self, ordinal: int) -> str:
+        """What status records for a group: a group being replaced is recorded on the update
+        revision, so a restart mid-replacement (or a pause) rebuilds it as the update intended."""
+        removal = self.group_removals.get(ordinal)
+        if removal is not None and removal.reason == BECAUSE_UPDATE:
+            return self.update_hash
+        return self.group_revisions.get(ordinal, self.update_hash)
 
     def group_rolling(self) -> None:
         ms = self.ms
@@ -406,6 +439,8 @@ class _Pass:
             if paused:
                 self.blocked.append(Blocked(o, None, "rollout paused: resume or promote to continue", KIND_PAUSED))
                 continue
+            if self.update_unreadable:
+                continue  # its replacement could not be built: reported once above
             if o not in available:
                 self.remove_group(groups[o], BECAUSE_UPDATE, may_start=True)
                 continue
@@ -441,7 +476,7 @@ class _Pass:
                 continue
             rev = self.group_revisions[o]
             if self.data_of(rev) is None:
-                if rev not in self.unreadable_reported:
+                if (rev, o) not in self.unreadable_reported:
                     self.report_unreadable(rev, o, None, f"recovery of group {o}")
                 continue
             self.reconcile_instances(group)
@@ -453,7 +488,7 @@ class _Pass:
     def create_group(self, ordinal: int, rev: str, reason: str) -> None:
         data = self.data_of(rev)
         if data is None:
-            if rev not in self.unreadable_reported:
+            if (rev, ordinal) not in self.unreadable_reported:
                 self.report_unreadable(rev, ordinal, None, f"creating group {ordinal}")
             return
         for role in data.get("roles") or []:
@@ -501,12 +536,14 @@ class _Pass:
     # RoleRollingUpdate and InPlaceRollingUpdate
 
     def instance_revision_for_create(self, group: int, role: str, ordinal: int, partition: int) -> str:
+        recorded = self.recorded.instance_revision.get((group, role, ordinal))
         if ordinal < partition:
-            recorded = self.recorded.instance_revision.get((group, role, ordinal))
             if recorded:
                 return recorded
             if self.role_data_of(self.current_hash, role) is not None or self.data_of(self.current_hash) is None:
                 return self.current_hash
+        if self.ms.paused and recorded:
+            return recorded  # paused: recover at its own revision (see group_revision)
         return self.update_hash
 
     def instance_updated_or_group(self, group_rev: str, inst: InstanceObs | None, role: str) -> bool:
@@ -567,8 +604,10 @@ class _Pass:
                         st.outdated_pending.append(k)
                 if k < st.partition and not at_target:
                     st.protected_outdated.append(k)
-                if not at_target and not removing:
-                    st.old_count += 1
+                if not at_target and not inst.deleting:
+                    st.old_alive += 1  # a draining old instance still serves its in-flight requests
+                    if not removing:
+                        st.old_routable += 1
             for k in range(st.partition, role.replicas):
                 if k not in st.instances:
                     st.in_flight += 1  # a replacement deleted but not yet recreated
@@ -664,6 +703,8 @@ class _Pass:
                 if queue:
                     self.blocked.append(Blocked(o, role, "rollout paused: resume or promote to continue", KIND_PAUSED))
             return admitted
+        if self.update_unreadable:
+            return admitted
         if in_place:
             queues = self.inplace_filter(group, states, queues)
         coordinated = set(coordination.roles) if coordination else set()
@@ -712,8 +753,19 @@ class _Pass:
             queues[role].pop(0)
             states[role].take(k)
             admitted.setdefault(role, []).append(k)
+        # Nothing admitted, nothing in motion, yet work remains: no later pass can change that by
+        # itself, so it is a stall an operator must resolve, not "progress".
+        in_motion = any(
+            states[r].in_flight > 0
+            or any(k not in states[r].available for k in states[r].at_target)
+            or (states[r].outdated_pending and sum(1 for k in states[r].instances if k >= states[r].replicas) < states[r].max_surge)
+            for r in coordinated
+        )
+        stalled = not admitted and not in_motion
         for role, (reason, kind) in sorted(reasons.items()):
             if queues.get(role):
+                if stalled and kind in (KIND_SKEW, KIND_DEPENDENCY, KIND_BUDGET):
+                    reason, kind = f"stalled: {reason}; no role can move until an operator changes the strategy (maxSkew, maxSurge, maxUnavailable)", KIND_DEADLOCK
                 self.blocked.append(Blocked(o, role, reason, kind))
         return admitted
 
@@ -733,14 +785,35 @@ class _Pass:
             return f"0 unavailable allowed: waiting for surge {st.role} capacity to become Ready"
         return f"maxUnavailable reached ({unavailable} of {st.max_unavailable})"
 
+    @staticmethod
+    def ready_baseline(states: dict[str, _RoleState], coordinated: set[str], callers: dict[str, list[str]]) -> Fraction:
+        """The lowest Ready progress among roles still rolling out.
+
+        A dependency's last old instance kept back by the teardown order is not lagging, it is held
+        on purpose until its old callers are gone, so it counts as done here. Without that, B=5
+        holding one old instance sits at 80% and caps its caller A=10 at ceil(0.9 * 10) = 9 of 10
+        replacements: A could never finish, so B could never let go (a permanent wait).
+        """
+        baseline = Fraction(1)
+        for name in coordinated:
+            st = states[name]
+            if st.target == 0:
+                continue
+            ready = st.ready_target
+            held = st.old_routable == 1 and st.outdated_pending and any(states[c].old_alive > 0 for c in callers.get(name, []))
+            if held:
+                ready = min(ready + 1, st.target)
+            if ready < st.target:
+                baseline = min(baseline, Fraction(ready, st.target))
+        return baseline
+
     def coordination_refusal(self, role: str, k: int, states: dict[str, _RoleState], coordinated: set[str], skew: Fraction, callers: dict[str, list[str]]) -> tuple[str, str] | None:
         st = states[role]
         coordination = self.ms.strategy.coordination
         assert coordination is not None
         # Skew quota: allowedStarted = min(T, ceil(min(1, baseline + skew) * T)).
         # Example: T = 100, 50, 10 at baseline 0 and skew 10% -> 10, 5, 1.
-        active = [states[r] for r in coordinated if states[r].target > 0 and states[r].ready_target < states[r].target]
-        baseline = min((Fraction(s.ready_target, s.target) for s in active), default=Fraction(1))
+        baseline = self.ready_baseline(states, coordinated, callers)
         allowed = min(st.target, math.ceil(min(Fraction(1), baseline + skew) * st.target))
         if st.ready_target + st.in_flight + 1 > allowed:
             return (
@@ -756,13 +829,13 @@ class _Pass:
                 if dst is None:
                     continue
                 if not any(dst.instances[j].role_hash == self.update_role_hashes.get(dep) and j in dst.available for j in dst.instances):
-                    if dst.target == 0 and dst.old_count:
+                    if dst.target == 0 and dst.old_alive:
                         return (f"waits for dependency {dep}, whose replicas are all protected by its partition", KIND_DEADLOCK)
                     return (f"waits for dependency {dep}: no Ready {dep} instance on the new template yet", KIND_DEPENDENCY)
         # Teardown order: while an old caller exists, keep at least one old instance of its
         # dependency. A single-instance dependency therefore needs surge or an interruption.
-        old_callers = [c for c in callers.get(role, []) if states[c].old_count > 0]
-        if old_callers and st.old_count - 1 < 1:
+        old_callers = [c for c in callers.get(role, []) if states[c].old_alive > 0]
+        if old_callers and st.old_routable - 1 < 1:
             if st.max_surge == 0:
                 return (
                     f"replacing the last old {role} instance would leave old {', '.join(old_callers)} without an old {role}: "
@@ -776,12 +849,17 @@ class _Pass:
     # InPlaceRollingUpdate
 
     def inplace_in_progress(self, inst: InstanceObs) -> bool:
+        """Decided from the pods alone (gate condition, update-state annotation, drain mark), never
+        from memory, so a restarted controller picks the protocol up where it stopped."""
+        target = self.update_role_hashes.get(inst.role)
         for pod in inst.pods.values():
             if pod.gate is False:
                 return True
             state = pod.inplace_state
             if state and not state.get("completed") and state.get("targetRevision"):
                 return True
+            if pod.draining_since is not None and not pod.deleting and pod.role_hash != target and inst.ordinal < self.role_replicas(inst.role):
+                return True  # marked for an in-place update (ungated pod, or killed between writes)
         return False
 
     def inplace_refusal(self, inst: InstanceObs) -> str | None:
@@ -804,7 +882,7 @@ class _Pass:
             for k in queue:
                 inst = states[role].instances[k]
                 if self.data_of(inst.revision) is None:
-                    if inst.revision not in self.unreadable_reported:
+                    if (inst.revision, group.ordinal) not in self.unreadable_reported:
                         self.report_unreadable(inst.revision, group.ordinal, role, "the in-place update")
                     continue
                 refusal = self.inplace_refusal(inst)
@@ -816,50 +894,112 @@ class _Pass:
         return out
 
     def inplace_start(self, inst: InstanceObs) -> None:
-        """Step 1 of the protocol: take every pod of the instance out of routing (gate False)."""
-        gated = [p for p in inst.pods.values() if p.has_gate]
+        """Step 1: take the pods that still run the old template out of routing: readiness gate
+        False (the pod leaves the endpoints) and the drain mark (the router stops sending and the
+        controller can count what is still in flight)."""
+        pods = [p for p in inst.pods.values() if not self._pod_on_target(p) and not p.deleting]
+        gated = [p for p in pods if p.has_gate and p.gate is not False]
         if gated:
             self.actions.append(
                 Action(SET_GATE, inst.group, inst.role, inst.ordinal, self.update_hash, BECAUSE_UPDATE, pod_names=[p.name for p in gated], condition=_gate_condition(False, "StartInPlaceUpdate", self.now))
             )
-        ungated = [p for p in inst.pods.values() if not p.has_gate]
-        if ungated:
-            self._patch_images(inst, ungated)
+            self._requeue(DRAIN_POLL_SECONDS)
+        # A pod without the gate (created under another strategy) can only leave routing by the
+        # drain mark; a gated pod's False condition already does that, and its time is the drain start.
+        unmarked = [p for p in pods if not p.has_gate and p.draining_since is None]
+        if unmarked:
+            mark = {"metadata": {"annotations": {naming.ANNOTATION_DRAINING: repr(float(self.now))}}}
+            self.actions.append(Action(DRAIN, inst.group, inst.role, inst.ordinal, inst.revision, BECAUSE_UPDATE, pod_names=[p.name for p in unmarked], patches={p.name: mark for p in unmarked}))
+            self._requeue(DRAIN_POLL_SECONDS)
+        self.removing_pods.update(p.name for p in pods)
+
+    def _pod_on_target(self, pod: PodObs) -> bool:
+        """Labelled with the target template and not in the middle of an update to another one
+        (a bad image, then the old image set back: the labels never moved, the images did)."""
+        if pod.role_hash != self.update_role_hashes.get(pod.role):
+            return False
+        state = pod.inplace_state
+        return state is None or bool(state.get("completed")) or state.get("targetRevision") in self.equivalent
 
     def inplace_continue(self, inst: InstanceObs) -> None:
-        """Steps 2-5, resumable after a restart from the gate condition and the annotation."""
+        """Steps 2-5 for every pod of an instance under update, each step decided from the pod:
+
+        2. no update state yet: make sure it is out of routing (gate False, drain mark), wait until
+           its in-flight requests finish (bounded by drain.timeoutSeconds), then write the state
+           annotation (target revision, image IDs and restart counts before) and the new images
+           in one patch, clearing the drain mark;
+        3. wait until every changed container runs the new image with a new image ID, Ready;
+        4. gate True (skipped when it already is, so a restart right after it does not repeat it);
+        5. move the revision labels and mark the state completed.
+        """
         target_role = self.role_data_of(self.update_hash, inst.role)
         if target_role is None:
             return
-        to_patch: list[PodObs] = []
-        done: list[PodObs] = []
+        target = self.update_role_hashes.get(inst.role)
+        timeout = self.ms.drain_timeout_seconds
+        not_started: list[PodObs] = []
+        drained: list[PodObs] = []
+        gate_up: list[PodObs] = []
+        finish: list[PodObs] = []
         failing = None
+        waiting_in_flight = 0
         for pod in inst.pods.values():
+            if pod.deleting:
+                continue
             state = pod.inplace_state
-            if state is None or state.get("targetRevision") not in self.equivalent:
-                if pod.gate is False or not pod.has_gate:
-                    to_patch.append(pod)
+            valid = state is not None and state.get("targetRevision") in self.equivalent
+            if not valid:
+                if self._pod_on_target(pod):
+                    continue  # already on the target template
+                self.removing_pods.add(pod.name)
+                if pod.has_gate:
+                    if pod.gate is not False:
+                        not_started.append(pod)
+                        continue
+                    since = pod.gate_since if pod.gate_since is not None else float("-inf")
+                elif pod.draining_since is None:
+                    not_started.append(pod)
+                    continue
+                else:
+                    since = pod.draining_since
+                in_flight = self.observed.in_flight.get(pod.name, 0)
+                if in_flight <= 0 or self.now - since >= timeout:
+                    drained.append(pod)
+                else:
+                    waiting_in_flight = max(waiting_in_flight, in_flight)
+                    self._requeue(min(DRAIN_POLL_SECONDS, max(timeout - (self.now - since), 0.0)))
                 continue
             if state.get("completed"):
+                if pod.has_gate and pod.gate is False:
+                    gate_up.append(pod)
                 continue
             if _inplace_pod_done(pod, state, target_role):
-                done.append(pod)
+                if pod.has_gate and pod.gate is not True:
+                    gate_up.append(pod)
+                finish.append(pod)
             elif pod.failing_reason:
                 failing = pod.failing_reason
-        if to_patch:
-            self._patch_images(inst, to_patch)
-        if done:
-            labels = {naming.LABEL_REVISION: self.update_hash, naming.LABEL_ROLE_TEMPLATE_HASH: self.update_role_hashes[inst.role]}
+        if not_started:
+            self.inplace_start(_SubInstance(inst, not_started))
+        if drained:
+            self._patch_images(inst, drained)
+        if waiting_in_flight:
+            self.blocked.append(Blocked(inst.group, inst.role, f"in-place update of {inst.role}-{inst.ordinal}: waiting for {waiting_in_flight} in-flight request(s) (timeout {timeout:g} s)", KIND_DRAIN))
+        if gate_up:
+            self.actions.append(
+                Action(SET_GATE, inst.group, inst.role, inst.ordinal, self.update_hash, BECAUSE_UPDATE, pod_names=[p.name for p in gate_up], condition=_gate_condition(True, "InPlaceUpdateDone", self.now))
+            )
+        if finish:
+            labels = {naming.LABEL_REVISION: self.update_hash, naming.LABEL_ROLE_TEMPLATE_HASH: target}
             patches = {}
-            for pod in done:
+            for pod in finish:
                 state = dict(pod.inplace_state or {})
                 state["completed"] = True
                 state["completedAt"] = self.now
+                # The state stays as the restart baseline: one restart per changed container is
+                # the update itself; more than that later is a crash, judged by recovery.
                 patches[pod.name] = {"metadata": {"labels": labels, "annotations": {naming.ANNOTATION_INPLACE_STATE: json.dumps(state, sort_keys=True)}}}
-            gated = [p.name for p in done if p.has_gate]
-            self.actions.append(
-                Action(SET_GATE, inst.group, inst.role, inst.ordinal, self.update_hash, BECAUSE_UPDATE, pod_names=gated, condition=_gate_condition(True, "InPlaceUpdateDone", self.now), patches=patches)
-            )
+            self.actions.append(Action(PATCH_IMAGE, inst.group, inst.role, inst.ordinal, self.update_hash, "in-place update complete", pod_names=[p.name for p in finish], patches=patches))
         if failing:
             self.blocked.append(Blocked(inst.group, inst.role, f"in-place update of {inst.role}-{inst.ordinal} is not completing ({failing}); set a working image or roll back", KIND_FAILING))
 
@@ -876,12 +1016,27 @@ class _Pass:
             statuses = {cs.get("name"): cs for cs in (pod.raw.get("status") or {}).get("containerStatuses") or []}
             for c in (pod.raw.get("spec") or {}).get("containers") or []:
                 want = images.get(c.get("name"))
-                if want and want != c.get("image"):
-                    containers.append({"name": c["name"], "image": want})
-                    cs = statuses.get(c["name"]) or {}
-                    baseline[c["name"]] = {"image": c.get("image"), "imageID": cs.get("imageID"), "containerID": cs.get("containerID"), "restartCount": int(cs.get("restartCount") or 0)}
+                cs = statuses.get(c["name"]) or {}
+                # A container is part of the update when its spec or what it runs differs from the
+                # target: after a lost or malformed state annotation the spec may already say the
+                # new image while the old one still runs, and that must not pass as done.
+                if want and (want != c.get("image") or (cs.get("image") and cs.get("image") != want)):
+                    if want != c.get("image"):
+                        containers.append({"name": c["name"], "image": want})
+                    baseline[c["name"]] = {
+                        "image": c.get("image"),
+                        "runningImage": cs.get("image"),
+                        "imageID": cs.get("imageID"),
+                        "containerID": cs.get("containerID"),
+                        "restartCount": int(cs.get("restartCount") or 0),
+                    }
             state = {"targetRevision": self.update_hash, "targetRoleHash": self.update_role_hashes[inst.role], "startedAt": self.now, "containers": baseline}
-            patch: dict[str, Any] = {"metadata": {"annotations": {naming.ANNOTATION_INPLACE_STATE: json.dumps(state, sort_keys=True)}}}
+            # The drain mark goes in the same write: from here the readiness gate (False until the
+            # new image is Ready) keeps the pod out of routing.
+            annotations: dict[str, Any] = {naming.ANNOTATION_INPLACE_STATE: json.dumps(state, sort_keys=True)}
+            if pod.draining_since is not None:
+                annotations[naming.ANNOTATION_DRAINING] = None
+            patch: dict[str, Any] = {"metadata": {"annotations": annotations}}
             if containers:
                 # A merge patch replaces lists whole, so send every container with its new image.
                 merged = []
@@ -927,10 +1082,18 @@ class _Pass:
         return Plan(self.actions, revision_actions, status, self.blocked, self.requeue_after, self.update_hash, status["currentRevision"])
 
 
+class _SubInstance:
+    """A view of an instance restricted to some of its pods (to start the protocol on them)."""
+
+    def __init__(self, inst: InstanceObs, pods: list[PodObs]):
+        self.group, self.role, self.ordinal, self.revision = inst.group, inst.role, inst.ordinal, inst.revision
+        self.pods = {p.index: p for p in pods}
+
+
 class _RoleState:
     """Counters for one role inside one group while admitting replacements."""
 
-    __slots__ = ("role", "replicas", "partition", "max_unavailable", "max_surge", "instances", "available", "at_target", "outdated_pending", "protected_outdated", "ready_target", "in_flight", "old_count")
+    __slots__ = ("role", "replicas", "partition", "max_unavailable", "max_surge", "instances", "available", "at_target", "outdated_pending", "protected_outdated", "ready_target", "in_flight", "old_alive", "old_routable")
 
     def __init__(self, role: str, replicas: int, partition: int, max_unavailable: int, max_surge: int):
         self.role = role
@@ -945,7 +1108,8 @@ class _RoleState:
         self.protected_outdated: list[int] = []
         self.ready_target = 0  # R: eligible, on the target template, Ready
         self.in_flight = 0  # I: removing, target-not-Ready, or missing eligible slots
-        self.old_count = 0
+        self.old_alive = 0  # old instances that still exist and may serve (draining included)
+        self.old_routable = 0  # old instances that still take new requests
 
     @property
     def target(self) -> int:
@@ -959,7 +1123,7 @@ class _RoleState:
     def take(self, k: int) -> None:
         self.available.discard(k)
         self.in_flight += 1
-        self.old_count -= 1
+        self.old_routable -= 1
 
     def removing_outdated(self, p: _Pass) -> int:
         return sum(1 for k, inst in self.instances.items() if k < self.replicas and k not in self.at_target and p.being_removed_instance(inst))
@@ -1028,8 +1192,11 @@ def _inplace_pod_done(pod: PodObs, state: dict[str, Any], target_role: dict[str,
         cs = statuses.get(name)
         if not cs or cs.get("image") != want or not cs.get("ready"):
             return False
-        if base.get("imageID") and cs.get("imageID") == base.get("imageID"):
-            return False  # the kubelet has not visibly restarted it on the new image yet
+        if base.get("imageID") and cs.get("imageID") == base.get("imageID") and base.get("runningImage") != want:
+            # The kubelet has not visibly restarted it on the new image yet. (When the container
+            # was still running the wanted image at patch time, e.g. the old image set back before
+            # a bad one ever started, an unchanged image ID is exactly what success looks like.)
+            return False
     conditions = (pod.raw.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "ContainersReady" and c.get("status") == "True" for c in conditions) or all(
         (statuses.get(n) or {}).get("ready") for n in spec_images
@@ -1053,8 +1220,9 @@ def _recorded_revisions(status: dict[str, Any]) -> _Recorded:
             o = int(g.get("ordinal"))
         except (TypeError, ValueError):
             continue
-        if g.get("revision"):
-            groups[o] = g["revision"]
+        rev = g.get("targetRevision") or g.get("revision")
+        if rev:
+            groups[o] = rev
         for r in g.get("roles") or []:
             name = r.get("name")
             if not name:

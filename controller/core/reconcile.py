@@ -112,10 +112,15 @@ def _reconcile_once(
     revision_objs = cluster.list_revisions(namespace, name)
     owned = _owned_revisions(revision_objs, ms.uid)
     history = History.from_objects(owned)
+    # In-flight counts matter only for pods leaving routing: marked draining, or taken out by the
+    # in-place readiness gate. Asking the router about every pod would cost a lookup per pod.
     in_flight = {}
     for pod in pods:
         meta = pod.get("metadata") or {}
-        if (meta.get("annotations") or {}).get(naming.ANNOTATION_DRAINING) is not None:
+        leaving = (meta.get("annotations") or {}).get(naming.ANNOTATION_DRAINING) is not None or any(
+            c.get("type") == naming.CONDITION_INPLACE_READY and c.get("status") == "False" for c in (pod.get("status") or {}).get("conditions") or ()
+        )
+        if leaving:
             in_flight[meta["name"]] = router.in_flight(namespace, meta["name"])
     observed = observe(pods, in_flight)
     the_plan = plan(ms, history, observed, now, status=prev_status, settings=settings)

@@ -290,9 +290,12 @@ def record_update_revision(ms_name: str, spec: dict[str, Any], history: History,
     while True:
         h = revision_hash(data, count)
         existing = history.get(h)
-        if existing is None or (existing.data is not None and canonicalize_data(existing.data) == data):
+        if existing is None or existing.data is None or canonicalize_data(existing.data) == data:
+            # Unreadable data under the very hash of the spec's data: the spec is what that
+            # revision held (same hash), so it is reused, not salted into a "new" revision that
+            # would replace every group. It is reported unreadable; its data is never rewritten.
             break
-        # A collision, or unreadable data under our hash (never guess it is ours): salt and retry.
+        # A real collision: different data under our hash. Salt and retry.
         count += 1
     if existing is None:
         for candidate in reversed(history.revisions):

@@ -49,8 +49,11 @@ def build_status(p: _Pass) -> dict[str, Any]:
     for o in sorted(set(observed.groups) | set(range(replicas))):
         group = observed.groups.get(o)
         surge_group = o >= replicas
+        target_rev = None
         if group_level:
-            rev = p.group_revisions.get(o) or (group.revision if group else p.update_hash)
+            rev = p.group_revisions.get(o) or p.update_hash
+            target_rev = p.recorded_group_revision(o)
+            referenced.add(target_rev)
         else:
             rev = group.revision if group and group.instances else p.update_hash
         if group is not None and group.instances:
@@ -73,11 +76,10 @@ def build_status(p: _Pass) -> dict[str, Any]:
                 if inst is None:
                     counts["unavailable"] += 1
                     converged = False
-                    if not p.instance_updated_or_group(rev, None, name) or (not group_level and k < role_partition):
-                        kept = p.recorded.instance_revision.get((o, name, k))
-                        if kept and kept not in p.equivalent:
-                            instance_revisions[str(k)] = kept
-                            referenced.add(kept)
+                    kept = p.recorded.instance_revision.get((o, name, k))
+                    if kept and kept not in p.equivalent:
+                        instance_revisions[str(k)] = kept  # still needed to rebuild it
+                        referenced.add(kept)
                     if not group_level and k >= role_partition:
                         group_updated = False
                     continue
@@ -94,7 +96,9 @@ def build_status(p: _Pass) -> dict[str, Any]:
                         tot["updatedReady"] += 1
                 else:
                     group_updated = False
-                    instance_revisions[str(k)] = inst.revision
+                    removal = p.instance_removals.get((o, name, k))
+                    if removal is None or removal.reason != "rolling update":
+                        instance_revisions[str(k)] = inst.revision
                 if inst.draining:
                     counts["draining"] += 1
                 eligible = (o >= partition) if group_level else (k >= role_partition)
@@ -132,7 +136,9 @@ def build_status(p: _Pass) -> dict[str, Any]:
                 non_updated_revisions[rev] = non_updated_revisions.get(rev, 0) + 1
             if available:
                 available_groups += 1
-        entry = {"ordinal": o, "name": naming.group_name(ms.name, o), "revision": rev, "phase": phase, "surge": surge_group, "ready": available, "updated": group_updated, "roles": roles_out}
+        # revision: what the group runs (or is rebuilt on when missing); targetRevision: what it is
+        # rebuilt on if all its pods go (the update revision once its replacement has started).
+        entry = {"ordinal": o, "name": naming.group_name(ms.name, o), "revision": rev, "targetRevision": target_rev or rev, "phase": phase, "surge": surge_group, "ready": available, "updated": group_updated, "roles": roles_out}
         groups_out.append(entry)
     if observed.foreign:
         converged = False
