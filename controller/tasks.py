@@ -1,7 +1,7 @@
 """The controller as Celery tasks: reconcile, periodic resync, and the simulated cluster's clock.
 
-``reconcile_modelserving(namespace, name)`` (task name ``controller.tasks.reconcile``, queue
-``reconcile``: the name the Kubernetes watch process sends, see ``controller/k8s/__main__.py``):
+``reconcile_modelserving(namespace, name)`` (task name ``controller.tasks.reconcile``, sent to the
+queue ``reconcile``: what the Kubernetes watch process sends, see ``controller/k8s/__main__.py``):
 
 1. deletes the "queued" flag (see ``controller.live.enqueue``) before reading anything, so a change
    made from now on queues another pass;
@@ -54,7 +54,7 @@ BACKOFF_START, BACKOFF_MAX = 0.1, 10.0
 
 # -- reconcile ---------------------------------------------------------------------------------------
 
-@shared_task(name="controller.tasks.reconcile", queue="reconcile", ignore_result=True)
+@shared_task(name="controller.tasks.reconcile", ignore_result=True)
 def reconcile_modelserving(namespace: str, name: str) -> dict[str, Any]:
     return run_reconcile(namespace, name)
 

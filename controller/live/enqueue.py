@@ -23,6 +23,8 @@ from . import redisconn
 log = logging.getLogger(__name__)
 
 QUEUED_TTL_MS = 10_000
+# The reconcile queue (the Kubernetes watch process sends to it too; workers consume celery,reconcile).
+QUEUE = "reconcile"
 
 
 def queued_key(namespace: str, name: str) -> str:
@@ -45,7 +47,7 @@ def send(namespace: str, name: str, *, countdown: float | None = None, dedupe: b
         except redis.RedisError as exc:
             log.warning("queued flag unavailable (%s); sending the reconcile anyway", exc)
     try:
-        reconcile_modelserving.apply_async((namespace, name), countdown=countdown)
+        reconcile_modelserving.apply_async((namespace, name), countdown=countdown, queue=QUEUE)
     except Exception as exc:  # broker down: the periodic resync repairs once it is back
         log.warning("could not enqueue reconcile of %s/%s: %s", namespace, name, exc)
         if client is not None:

@@ -36,7 +36,7 @@ from django.db import IntegrityError, transaction
 
 from controller.core import naming
 from controller.core.ports import Conflict, NotFound, Obj
-from controller.models import SimClock, SimNode, SimObject
+from controller.models import SimClock, SimNode, SimObject, SimTraffic
 from controller.sim.config import ClusterConfig
 from controller.sim.scheduler import pod_gpus
 from controller.sim.store import Invalid, _check_pod_spec_update, _copy_json, merge_patch, pod_ms_name, rfc3339
@@ -272,6 +272,7 @@ class DatabaseCluster:
                 pass
         SimObject.objects.filter(kind=REV, namespace=namespace, ms_name=name).delete()
         SimObject.objects.filter(pk=row.pk).delete()
+        SimTraffic.objects.filter(namespace=namespace, name=name).delete()  # no one left to send to
         self._changed(namespace, name)
 
     # -- Pods ---------------------------------------------------------------------------------------

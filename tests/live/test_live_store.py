@@ -134,3 +134,17 @@ def test_a_readiness_gate_condition_makes_a_ready_pod_ready(cluster):
     assert not is_ready(cluster.get_pod("default", "g-0"))
     cluster.set_pod_condition("default", "g-0", {"type": "InPlaceUpdateReady", "status": "True"})
     assert is_ready(cluster.get_pod("default", "g-0"))
+
+
+def test_deleting_a_modelserving_collects_its_pods_revisions_and_traffic(cluster):
+    from controller.models import SimTraffic
+
+    cluster.create_modelserving(manifest())
+    cluster.create_pod(pod("small-0", ms="small"))
+    cluster.create_revision({"metadata": {"name": "small-abc", "namespace": "default", "labels": {"serving.rolloutui.io/name": "small"}}, "data": {"roles": []}, "revision": 1})
+    SimTraffic.objects.create(namespace="default", name="small", rps=1)
+    cluster.delete_modelserving("default", "small")
+    assert cluster.list_pods("default", "small") == [] and cluster.list_revisions("default", "small") == []
+    assert not SimTraffic.objects.exists()
+    with pytest.raises(NotFound):
+        cluster.get_modelserving("default", "small")
