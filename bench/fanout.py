@@ -9,7 +9,7 @@ clients to its page's socket, starts a rollout (set-image through the REST API) 
 ``--seconds``:
 
 1. **publish -> client**: this process reads the state through the services and publishes it to
-   the ModelServing's Channels group (what the controller does after every pass) every 0.5 s,
+   the ModelServing's Channels group (what the controller does after every pass) every second,
    noting the wall time just before the publish; a client has the change when it receives a state
    at least that new (the coalescing consumer may deliver a newer state instead: that counts, as
    the latest state is what must arrive). Target: p95 < 300 ms (it includes the consumer's
@@ -80,7 +80,7 @@ while time.monotonic() < end:
     # Announced before the publish, so the parent knows it before any client can receive it.
     print(st["time"], time.time(), flush=True)
     streaming.publish_state(ns, name, st)
-    time.sleep(0.5)
+    time.sleep(1.0)
 """
 
 
