@@ -39,6 +39,13 @@ RESYNC = 30.0
 SETTLE = 60.0
 BACKOFF_START = 0.1
 BACKOFF_MAX = 10.0
+# A controller that changes the cluster on every pass wakes itself every 5 ms forever (a hot loop:
+# e.g. rewriting an annotation with the current time). After HOT_LOOP_PASSES back-to-back passes
+# (each within 2 x RECONCILE_DELAY of the last) the runner reports it and slows that object to one
+# pass per HOT_LOOP_DELAY, so the run still ends and the trace shows the bug. A healthy chain is 2-3
+# passes long (a pass, the pass that observes its writes, maybe one more).
+HOT_LOOP_PASSES = 200
+HOT_LOOP_DELAY = 1.0
 
 
 class SimController:
@@ -52,6 +59,9 @@ class SimController:
         self.queue: dict[tuple[str, str], Any] = {}  # key -> Timer of the pending pass
         self.timers: list[Any] = []
         self.failures: dict[tuple[str, str], int] = {}
+        self.last_pass: dict[tuple[str, str], float] = {}
+        self.hot: dict[tuple[str, str], int] = {}
+        self.throttled: set[tuple[str, str]] = set()
 
     def start(self) -> None:
         for ms in self.runner.store.list_modelservings():
@@ -92,6 +102,18 @@ class SimController:
         if not self.alive:
             return
         self.queue.pop(key, None)
+        now = self.loop.now()
+        last = self.last_pass.get(key)
+        if key in self.throttled and last is not None and now - last < HOT_LOOP_DELAY - 1e-6:
+            # Never a zero delay: float rounding (0.9999999999 < 1) must not spin at one instant.
+            self.enqueue(key, max(HOT_LOOP_DELAY - (now - last), RECONCILE_DELAY))
+            return
+        self.hot[key] = self.hot.get(key, 0) + 1 if last is not None and now - last <= 2 * RECONCILE_DELAY else 0
+        self.last_pass[key] = now
+        if self.hot[key] >= HOT_LOOP_PASSES and key not in self.throttled:
+            self.throttled.add(key)
+            self.runner.trace.error(now, f"hot loop: {HOT_LOOP_PASSES} back-to-back passes of {key[0]}/{key[1]}, "
+                                         f"each changing the cluster; from now on at most one pass per {HOT_LOOP_DELAY:g} s")
         ok, requeue_after = self.runner.reconcile_once(key)
         if ok:
             self.failures.pop(key, None)

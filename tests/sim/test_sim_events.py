@@ -193,10 +193,6 @@ def test_restart_controller_mid_rollout_still_converges_without_duplicate_work()
     assert trace["converged"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core: InPlaceRollingUpdate sets InPlaceUpdateReady=False and patches the image 5 ms later without "
-    "waiting for the pod's in-flight requests (drain.timeoutSeconds is not applied), so the container "
-    "restart interrupts them; issue 4 promises zero interrupted requests with a long enough drain timeout"))
 def test_an_in_place_update_with_a_long_drain_timeout_interrupts_no_request():
     doc = make([{"at": 100, "do": "setImage", "role": "serve", "image": "engine:v2"}],
                strategy={"type": "InPlaceRollingUpdate"}, replicas=3, workers=1,
@@ -205,3 +201,22 @@ def test_an_in_place_update_with_a_long_drain_timeout_interrupts_no_request():
     trace = run(doc)
     assert trace["converged"]
     assert trace["requests"]["interrupted"] == 0
+
+
+def test_a_controller_that_rewrites_the_cluster_on_every_pass_is_reported_as_a_hot_loop_and_throttled():
+    from controller.sim.runner import HOT_LOOP_PASSES, Runner
+
+    runner = Runner(parse_scenario(make([], replicas=1, until=600)))
+    real = runner._reconcile
+
+    def restless(cluster, router, clock, ns, name):
+        result = real(cluster, router, clock, ns, name)
+        # A buggy controller: stamps the time on the object on every pass, waking itself again.
+        cluster.patch_modelserving(ns, name, {"metadata": {"annotations": {"example/last-pass": str(clock.now())}}})
+        return result
+
+    runner._reconcile = restless
+    trace = runner.run()
+    assert any("hot loop" in e["message"] for e in trace["controllerErrors"])
+    # 200 back-to-back passes, then at most one per second for the rest of the 600 s.
+    assert runner.passes < HOT_LOOP_PASSES + 600 + 50
