@@ -36,15 +36,8 @@ from .helpers import (
 
 NO_DRAIN = {"timeoutSeconds": 0}
 
-# The deadlock and same-pass teardown bugs below were found against 7eec38f; the lead's planner
-# change that introduces ``_Pass.ready_baseline`` (a dependency's held last old instance counts as
-# done) fixes them. Until that change is in, those tests are expected failures; once it is, they
-# must pass (strict).
-TEARDOWN_FIX_PRESENT = hasattr(__import__("controller.core.planner", fromlist=["_Pass"])._Pass, "ready_baseline")
-
-
-def bug(reason: str):
-    return pytest.mark.xfail(not TEARDOWN_FIX_PRESENT, strict=True, reason="bug: " + reason)
+# Several tests below found bugs in 7eec38f (same-pass teardown, skew/teardown deadlocks, stalls
+# reported as Progressing); 82a46d6 fixed them, so they are plain tests now.
 
 
 def build(counts: dict[str, int], *, skew="10%", deps=None, replicas=1, role_extra=None, coord_roles=None, drain=None):
@@ -108,7 +101,6 @@ def test_in_flight_replacements_count_against_the_quota_on_later_passes():
 
 # -- the proposal's worked examples ----------------------------------------------------------------
 
-@bug("the last old caller and the last old dependency are started in the same pass (admit() decrements the caller's old_count on take)")
 def test_kthena_chain_of_three_with_four_each_starts_c_then_b_then_a_then_all_three():
     """A, B, C with 4 each, maxUnavailable 1, maxSkew 10%, A -> B -> C: each step is 25%.
 
@@ -255,7 +247,6 @@ def test_with_a_dependency_chain_every_pass_keeps_the_skew_bound_and_the_startup
     assert problems == []
 
 
-@bug("teardown order is checked against old callers not yet being removed, so the last old caller and the last old dependency are torn down in the same pass")
 @PROPERTY
 @example(counts=[1, 1], skew=100, unavailable=[1, 1, 1], groups=1)
 @example(counts=[2, 2], skew=100, unavailable=[1, 1, 1], groups=1)
@@ -270,7 +261,6 @@ def test_with_a_dependency_chain_an_old_dependency_is_kept_on_every_pass_while_a
     assert problems == []
 
 
-@bug("teardown order keeps the dependency's last old instance, which caps the baseline so the caller's skew quota never reaches T: permanent wait")
 @PROPERTY
 @example(counts=[3, 2], skew=10, unavailable=[1, 1, 1], groups=1)
 @given(counts=COUNTS, skew=SKEWS, unavailable=UNAVAILABLE, groups=st.integers(1, 2))
@@ -312,7 +302,6 @@ def test_a_caller_never_starts_before_its_new_dependency_is_ready_even_when_the_
     assert any("dependency b" in r for r in reasons(result, "a", "dependency"))
 
 
-@bug("the last old caller and the last old dependency are drained in the same pass (admit() decrements the caller's old_count on take)")
 def test_an_old_dependency_instance_stays_while_an_old_caller_exists_even_while_it_drains():
     """Teardown: while an old A exists (a draining A still serves its in-flight requests, which
     call B), keep an old B that is routable (not draining, not deleting)."""
@@ -359,17 +348,14 @@ def test_a_single_instance_dependency_without_surge_is_blocked_with_a_reason_nam
     assert role_progress(cluster)["b"].old == 1 and role_progress(cluster)["a"].old == 2
 
 
-SURGE_DEADLOCK = "the dependency's surge instance does not count as progress and its last old instance is kept for old callers, so the caller's skew quota stays below T: permanent wait"
-
-
 @pytest.mark.parametrize(
     "callers, b_unavailable, skew",
     [
         pytest.param(1, 0, "10%", id="one caller, dependency maxUnavailable 0"),
         pytest.param(1, 1, "10%", id="one caller, dependency maxUnavailable 1"),
-        pytest.param(2, 0, "10%", id="two callers at 10%", marks=bug(SURGE_DEADLOCK)),
-        pytest.param(2, 1, "50%", id="two callers at 50%", marks=bug(SURGE_DEADLOCK)),
-        pytest.param(4, 0, "10%", id="four callers at 10%", marks=bug(SURGE_DEADLOCK)),
+        pytest.param(2, 0, "10%", id="two callers at 10%"),
+        pytest.param(2, 1, "50%", id="two callers at 50%"),
+        pytest.param(4, 0, "10%", id="four callers at 10%"),
     ],
 )
 def test_a_single_instance_dependency_with_max_surge_one_completes(callers, b_unavailable, skew):
@@ -388,9 +374,9 @@ def test_a_single_instance_dependency_with_max_surge_one_completes(callers, b_un
     "a, b, skew, b_surge",
     [
         pytest.param(4, 4, "10%", 0, id="equal counts complete"),
-        pytest.param(3, 2, "10%", 0, id="A=3 B=2 at 10%", marks=bug("teardown keeps B's last old instance, B stays at 50% Ready, A's quota ceil(0.6*3)=2 < 3: permanent wait")),
-        pytest.param(10, 5, "10%", 0, id="A=10 B=5 at 10%", marks=bug("teardown keeps B's last old instance, B stays at 80% Ready, A's quota 9 < 10: permanent wait")),
-        pytest.param(10, 5, "10%", 1, id="A=10 B=5 at 10% with surge on B", marks=bug("even with maxSurge 1 on B (what the blocked reason advises) A's quota stays 9 < 10")),
+        pytest.param(3, 2, "10%", 0, id="A=3 B=2 at 10%"),
+        pytest.param(10, 5, "10%", 0, id="A=10 B=5 at 10%"),
+        pytest.param(10, 5, "10%", 1, id="A=10 B=5 at 10% with surge on B"),
     ],
 )
 def test_a_multi_instance_dependency_with_coarser_steps_than_its_caller_completes(a, b, skew, b_surge):
@@ -400,7 +386,6 @@ def test_a_multi_instance_dependency_with_coarser_steps_than_its_caller_complete
     assert all_on_target(cluster)
 
 
-@bug("a permanent skew/teardown wait is reported as phase Progressing with only 'waiting' reasons (kinds skew, dependency), never Blocked")
 def test_a_stalled_coordinated_rollout_is_not_reported_as_progressing():
     """When neither role can ever move (skew waits on the dependency, the dependency waits on the
     caller) the phase must say so, not claim progress forever."""
@@ -414,7 +399,7 @@ def test_a_stalled_coordinated_rollout_is_not_reported_as_progressing():
     assert status["phase"] == "Blocked", result.blocked
 
 
-@pytest.mark.xfail(TEARDOWN_FIX_PRESENT, strict=True, reason="bug: ready_baseline counts a dependency's held last old instance as done while its other replacements are still in flight (old_routable reaches 1 on take), so callers get a quota above min Ready progress + maxSkew")
+@pytest.mark.xfail(strict=True, reason="bug: ready_baseline counts a dependency's held last old instance as done while its other replacements are still in flight (old_routable reaches 1 on take), so callers get a quota above min Ready progress + maxSkew")
 def test_a_held_dependency_instance_counts_as_done_only_once_everything_else_of_that_role_is_ready():
     """A=5 depends on B=3, B may replace 2 at once, maxSkew 5%. Once a new B is Ready, B has
     1 Ready, 1 replacement in flight and 1 old instance that teardown keeps for old A. B's progress

@@ -227,7 +227,6 @@ def test_a_cancelled_drain_clears_the_mark_and_keeps_the_pod(m, start, cancel, v
     assert cluster.get_modelserving(NS, NAME)["status"].get("converged")
 
 
-@pytest.mark.xfail(strict=True, reason="bug: _remove_pods judges each pod alone, so a worker (never routed to, 0 in-flight) is deleted on the next pass while its entry still drains in-flight requests that need it")
 def test_the_workers_of_a_draining_instance_stay_until_the_entrys_requests_finish():
     """An instance is one engine (entry + workers): the entry's in-flight requests run on the
     workers too, so deleting a worker mid-drain breaks them exactly like deleting the entry."""
