@@ -8,7 +8,9 @@ Real processes: a private Redis, a file SQLite database, and a real ``celery wor
 it knows the exact moment a pod became Ready: the kubelet's write, stamped ``SimObject.written_at``.
 
 Reaction latency = (the first pod write by the controller after that moment: a drain mark, a delete,
-a create; its ``written_at``) - (the Ready write's ``written_at``). It covers the commit hook, the
+a create; its ``written_at``) - (the Ready write's ``written_at``), measured from an idle controller
+(before each tick the benchmark waits until no pass of that ModelServing runs or is queued, as on a
+cluster where pod events are seconds apart). It covers the commit hook, the
 queued-flag check, the broker hop, the worker picking the task, the lock, the whole reconcile pass
 (reading every pod of the ModelServing, planning) and the write. Samples come from rolling updates
 with ``maxUnavailable: 1`` and one pod per group, where every Ready unblocks the next step.
@@ -63,9 +65,31 @@ class Bench:
         self.env = env
         self.cluster = DatabaseCluster(actor="kubelet")
         self.tick = tick
+        import redis
+        from django.conf import settings
+
+        self.broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
 
     def step(self) -> dict:
         return self.tick(self.cluster, with_traffic=False)
+
+    def quiet(self, name: str, timeout: float = 3.0) -> None:
+        """Wait until the controller is idle for this ModelServing: no pass running, none queued.
+
+        With zero phase timings a tick produces the next pod event while the pass for the previous
+        one still runs, so a sample would measure "wait for the previous pass" as well. On a real or
+        demo cluster pod events are seconds apart; measuring from an idle controller is that case.
+        """
+        from controller.live import redisconn
+
+        client = redisconn.state_redis()
+        broker = self.broker
+        keys = [redisconn.key("lock", f"bench/{name}"), redisconn.key("queued", f"bench/{name}")]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not client.exists(*keys) and not broker.llen("reconcile") and not broker.llen("celery"):
+                return
+            time.sleep(0.002)
 
     def converged(self, name: str, *, not_on: str | None = None) -> bool:
         s = self.state(name)
@@ -98,10 +122,9 @@ class Bench:
         deadline = time.monotonic() + timeout
         pods = SimObject.objects.filter(kind=SimObject.KIND_POD, namespace="bench", ms_name=name)
         while time.monotonic() < deadline and len(samples) < max_samples:
+            self.quiet(name)
             report = self.step()
             ready = [r.split("/", 1)[1] for r in report["ready"]]
-            if os.environ.get("BENCH_DEBUG"):
-                print(report, pods.filter(name__in=ready).values_list("name", "written_at", "ms_name")[:3], file=sys.stderr)
             if ready:
                 t_ready = pods.filter(name__in=ready).aggregate(t=Max("written_at"))["t"]
                 if t_ready is None:  # already gone again (a controller faster than this loop)
