@@ -500,3 +500,24 @@ def test_a_malformed_update_state_annotation_is_never_taken_as_success():
     drive(cluster, clock, passes=30)
     pod = cluster.pods[name]
     assert pod["status"]["containerStatuses"][0]["image"] == "engine:v2" and gate_of(pod) == "True" and ready(pod)
+
+
+@pytest.mark.xfail(strict=True, reason="bug: in-place patches (restarts) a worker pod as soon as its own in-flight count is 0, while the entry still drains requests that run on that worker")
+def test_no_pod_of_an_instance_is_restarted_while_its_entry_still_drains_requests():
+    """An instance is one engine: the entry's in-flight requests run on its workers too, so the
+    worker's container may restart only once the entry is drained (or the timeout passed), just
+    as the workers of a draining instance are not deleted before the entry."""
+    from .helpers import CountingRouter
+
+    m = inplace_manifest(replicas=1, workers=1)
+    m["spec"]["drain"] = {"timeoutSeconds": 100}
+    cluster, clock = started(m)
+    router = CountingRouter()
+    router.counts["ms-0-serve-0-0"] = 3
+    patch_role(cluster, set_image("engine:v2"))
+    for _ in range(6):
+        step(cluster, clock, router)
+        assert {n: p["spec"]["containers"][0]["image"] for n, p in cluster.pods.items()} == {"ms-0-serve-0-0": "engine:v1", "ms-0-serve-0-1": "engine:v1"}
+    router.counts["ms-0-serve-0-0"] = 0
+    drive(cluster, clock, passes=30)
+    assert all(p["spec"]["containers"][0]["image"] == "engine:v2" and ready(p) for p in cluster.pods.values())

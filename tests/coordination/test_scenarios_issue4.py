@@ -203,3 +203,38 @@ def test_multinode_instances_keep_every_pod_while_the_entry_drains_requests():
             if i["state"] == "Draining" and i["inFlight"] > 0:
                 assert i["pods"] == 2, f"t={f['t']}: {key(i)} lost a pod while {i['inFlight']} requests still run on it"
     assert trace["requests"]["interrupted"] == 0
+
+
+def test_inplace_under_traffic_with_controller_restarts_keeps_uids_and_interrupts_nothing():
+    trace = trace_of("inplace-lossless-restart")
+    assert trace["converged"] and not trace.get("controllerErrors")
+    assert [e["do"] for e in trace["events"]].count("restartController") == 2
+    stood = next(f for f in trace["frames"] if f["t"] < 120 and len(f["instances"]) == 4 and all(i["state"] == "Ready" for i in f["instances"]))
+    uids = {key(i): i["podUids"] for i in stood["instances"]}
+    for f in frames_after(trace, stood["t"]):
+        assert {key(i): i["podUids"] for i in f["instances"]} == uids, f"t={f['t']}: a pod was recreated"
+    assert not any(a["verb"] in ("create", "delete", "recreate") for a in trace["actions"] if a["t"] >= 120)
+    req = trace["requests"]
+    assert req["total"] > 500 and req["interrupted"] == 0 and req["rejected"] == 0
+    last = trace["frames"][-1]
+    assert {i["revision"] for i in last["instances"]} == {last["updateRevision"]}
+
+
+@pytest.mark.xfail(strict=True, reason="bug: in-place restarts a worker's container while its entry still has requests in flight on the engine (the simulator does not count those as interrupted either)")
+def test_inplace_restarts_no_container_of_an_instance_while_the_instance_still_has_requests_in_flight():
+    trace = trace_of("inplace-lossless-restart")
+    timeout = manifest_of("inplace-lossless-restart")["spec"]["drain"]["timeoutSeconds"]
+    gate_at: dict = {}
+    restarted: set = set()
+    for a in trace["actions"]:
+        if a["t"] < 120:
+            continue
+        k = (a["group"], a["role"], a["ordinal"])
+        if a["verb"] == "setGate":
+            gate_at.setdefault(k, a["t"])  # the first gate write of the update: out of routing
+        elif a["verb"] == "patchImage" and k not in restarted:
+            restarted.add(k)  # the first image patch of the instance restarts a container
+            before = [f for f in trace["frames"] if f["t"] < a["t"]][-1]
+            inst = next(i for i in before["instances"] if key(i) == k)
+            if a["t"] - gate_at[k] < timeout:
+                assert inst["inFlight"] == 0, f"t={a['t']}: {k} patched with {inst['inFlight']} requests in flight"
