@@ -134,65 +134,91 @@ def test_surge_on_a_full_cluster_waits_with_a_reason_and_never_drops_below_the_r
 
 # -- coordinated-seed-example -------------------------------------------------------------------
 
-@pytest.mark.slow
-def test_coordinated_update_respects_the_skew_quota_on_every_frame_and_the_dependency_order():
-    trace = trace_of("coordinated-seed-example")
-    targets = {"a": 100, "b": 50, "c": 10}
-    callers = {"a": [], "b": ["a"], "c": ["b"]}  # a -> b -> c: b is called by a, c by b
-    skew = Fraction(10, 100)
+COORD_TARGETS = {"a": 100, "b": 50, "c": 10}
+COORD_CALLERS = {"a": [], "b": ["a"], "c": ["b"]}  # a -> b -> c: b is called by a, c by b
+
+
+def coordinated_counts(trace):
+    """Per frame after the update: (t, started, ready, old_alive, old_routable) per role.
+
+    started = instances on the new revision (Ready or still coming up), surge ordinals excluded.
+    """
     new = new_revision_after(trace, 200)
-    first_start: dict[str, float] = {}
-    first_ready: dict[str, float] = {}
-    saw_quotas_from_zero = False
-    previous_started: dict[str, int] = {}
-    previous_quotas: dict[str, int] = {}
+    out = []
     for f in trace["frames"]:
         if f["t"] < 200:
             continue
-        started = {r: 0 for r in targets}
-        ready = {r: 0 for r in targets}
-        old_alive = {r: 0 for r in targets}
-        old_routable = {r: 0 for r in targets}
+        started = {r: 0 for r in COORD_TARGETS}
+        ready = {r: 0 for r in COORD_TARGETS}
+        old_alive = {r: 0 for r in COORD_TARGETS}
+        old_routable = {r: 0 for r in COORD_TARGETS}
         for i in f["instances"]:
             if i["revision"] != new:
                 old_alive[i["role"]] += 1
                 old_routable[i["role"]] += i["state"] == "Ready"
-                continue
-            if i["ordinal"] >= targets[i["role"]]:
-                continue
-            started[i["role"]] += 1
-            first_start.setdefault(i["role"], f["t"])
-            if i["state"] == "Ready":
-                ready[i["role"]] += 1
-                first_ready.setdefault(i["role"], f["t"])
-        # Ready progress, with the one refinement of domain.md's formula that the planner makes
-        # (ready_baseline): a dependency's LAST old instance, kept on purpose by the teardown order
-        # while an old caller exists, counts as done. Without it B=5 holding 1 old instance sits at
-        # 80% and caps its caller A=10 at ceil(0.9 * 10) = 9 of 10: A never finishes, B never lets go.
-        progress = {}
-        for r, target in targets.items():
-            held = old_routable[r] == 1 and old_alive[r] >= 1 and any(old_alive[c] > 0 for c in callers[r])
-            progress[r] = Fraction(min(ready[r] + held, target), target)
-        unfinished = [p for p in progress.values() if p < 1]
-        min_progress = min(unfinished, default=Fraction(1))
-        quotas = {r: skew_quota(min_progress, skew, target) for r, target in targets.items()}
-        for r in targets:
-            # A start (a new-revision instance appearing) must fit the quota the pass saw: the
-            # previous frame's or this one's. The quota may shrink without any start: when the last
-            # old caller goes, its dependency's held instance stops counting as done (a at 100
-            # started, b back from 45/50 to 44/50 = 88%, quota 98): no new start may happen then.
-            if started[r] > previous_started.get(r, 0):
-                quota = max(quotas[r], previous_quotas.get(r, 0))
-                assert started[r] <= quota, f"t={f['t']}: role {r} started {started[r]} > quota {quota} (progress {progress})"
-        previous_started, previous_quotas = started, quotas
-        if min_progress == 0 and started["c"]:
-            assert started["a"] <= 10 and started["b"] <= 5 and started["c"] <= 1
+            elif i["ordinal"] < COORD_TARGETS[i["role"]]:
+                started[i["role"]] += 1
+                ready[i["role"]] += i["state"] == "Ready"
+        out.append((f["t"], started, ready, old_alive, old_routable))
+    return out
+
+
+@pytest.mark.slow
+def test_coordinated_update_starts_c_then_b_then_a_with_quotas_10_5_1_from_zero_and_converges():
+    trace = trace_of("coordinated-seed-example")
+    first_start: dict[str, float] = {}
+    first_ready: dict[str, float] = {}
+    saw_quotas_from_zero = False
+    for t, started, ready, _, _ in coordinated_counts(trace):
+        for r in COORD_TARGETS:
+            if started[r]:
+                first_start.setdefault(r, t)
+            if ready[r]:
+                first_ready.setdefault(r, t)
+        if all(v == 0 for v in ready.values()) and any(started.values()):
+            # Start quotas from zero with maxSkew 10%: ceil(0.1 x 100, 50, 10) = 10, 5, 1.
+            assert started["a"] <= 10 and started["b"] <= 5 and started["c"] <= 1, (t, started)
             saw_quotas_from_zero = True
     assert saw_quotas_from_zero
     assert first_ready["c"] <= first_start["b"], "new b started before any new c was Ready"
     assert first_ready["b"] <= first_start["a"], "new a started before any new b was Ready"
     assert trace["converged"]
-    assert {i["revision"] for i in trace["frames"][-1]["instances"]} == {new}
+    assert {i["revision"] for i in trace["frames"][-1]["instances"]} == {new_revision_after(trace, 200)}
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=(
+    "core bug (also tests/coordination: held dependency xfail): planner.ready_baseline counts c's held "
+    "last old instance as done while c's other replacement is still in flight. Seed example, t=639.34: "
+    "Ready a=81/100, b=41/50, c=8/10 (9 started) -> min progress 0.80 -> quota a = ceil(0.9 x 100) = 90, "
+    "b = 45; the planner used 0.82 and drained a-9 and b-4; at t=641.35 new a-9, b-4 make a=91 > 90, b=46 > 45"))
+def test_coordinated_update_never_starts_more_than_the_skew_quota():
+    trace = trace_of("coordinated-seed-example")
+    skew = Fraction(10, 100)
+    previous_started: dict[str, int] = {}
+    previous_quotas: dict[str, int] = {}
+    for t, started, ready, old_alive, old_routable in coordinated_counts(trace):
+        # Ready progress, with the planner's one refinement of domain.md's formula
+        # (ready_baseline): a dependency's LAST old instance, kept on purpose by the teardown order
+        # while an old caller exists, counts as done, once every other instance of that role is
+        # Ready on the new revision. Without it B=5 holding 1 old instance sits at 80% and caps its
+        # caller A=10 at ceil(0.9 x 10) = 9 of 10: A never finishes, so B never lets go.
+        progress = {}
+        for r, target in COORD_TARGETS.items():
+            held = (old_routable[r] == 1 and ready[r] == target - 1
+                    and any(old_alive[c] > 0 for c in COORD_CALLERS[r]))
+            progress[r] = Fraction(min(ready[r] + held, target), target)
+        min_progress = min((p for p in progress.values() if p < 1), default=Fraction(1))
+        quotas = {r: skew_quota(min_progress, skew, target) for r, target in COORD_TARGETS.items()}
+        for r in COORD_TARGETS:
+            # A start (one more new-revision instance) must fit the quota the pass saw: the
+            # previous frame's or this one's. Without a start the quota may shrink below what was
+            # started: when the last old caller goes, its dependency's held instance stops counting
+            # as done (a at 100 started, b from 45/50 back to 44/50 = 88%, quota 98).
+            if started[r] > previous_started.get(r, 0):
+                quota = max(quotas[r], previous_quotas.get(r, 0))
+                assert started[r] <= quota, f"t={t}: role {r} started {started[r]} > quota {quota} (progress {progress})"
+        previous_started, previous_quotas = started, quotas
 
 
 @pytest.mark.slow
