@@ -4,7 +4,7 @@ A random ModelServing (1-6 groups, 1-3 roles with 1-3 instances and 0-2 workers,
 including percentages, a random partition, ServingGroupRollingUpdate or RoleRollingUpdate) is
 deployed, its image is changed, and the harness is driven through random operations: passes with
 and without the kubelet settling, pods deleted, pods failing, pods turning unready, pause and
-resume, a second template change mid-rollout, revisions corrupted, and controller "restarts"
+resume, a second template change mid-rollout, scaling, revisions corrupted, and controller "restarts"
 (the controller keeps no memory, so a restart is simply another pass from cluster state).
 
 On every pass these hold:
@@ -104,6 +104,7 @@ operations = st.lists(
         st.tuples(st.just("pause"), st.booleans()),
         st.tuples(st.just("change-image"), st.sampled_from(["engine:v3", "engine:v1", "engine:v4"])),
         st.tuples(st.just("corrupt"), st.integers(0, 10_000)),
+        st.tuples(st.just("scale"), st.integers(1, 6)),
     ),
     min_size=5,
     max_size=30,
@@ -263,6 +264,8 @@ def _apply_operation(cluster, clock, router, op, arg, saved):
             del cluster.pods[name]
     elif op == "pause":
         patch_spec(cluster, {"paused": arg})
+    elif op == "scale":
+        patch_spec(cluster, {"replicas": arg})
     elif op == "change-image":
         change_image(cluster, arg)
     elif op == "corrupt":
