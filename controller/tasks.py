@@ -342,6 +342,23 @@ def sim_tick() -> dict[str, Any]:
     return report
 
 
+class _QuietTicks(logging.Filter):
+    """Drop Celery's per-task "Received"/"succeeded" INFO lines for the once-a-second physics tick
+    (two log lines a second, forever, say nothing); its failures are still logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.INFO:
+            return True
+        try:
+            return "controller.tasks.sim_tick" not in record.getMessage()
+        except Exception:
+            return True
+
+
+for _name in ("celery.app.trace", "celery.worker.strategy", "celery.beat"):
+    logging.getLogger(_name).addFilter(_QuietTicks())
+
+
 def register_periodic_tasks(app) -> None:
     schedule = app.conf.beat_schedule
     if schedule is None:
