@@ -800,7 +800,14 @@ class _Pass:
             if st.target == 0:
                 continue
             ready = st.ready_target
-            held = st.old_routable == 1 and st.outdated_pending and any(states[c].old_alive > 0 for c in callers.get(name, []))
+            # Held only once everything else of the role is Ready: before that the role is simply
+            # behind. Example: B=3 with 1 new Ready, 1 in flight and 1 old is at 1/3, not 2/3.
+            held = (
+                st.old_routable == 1
+                and st.ready_target == st.target - 1
+                and bool(st.outdated_pending)
+                and any(states[c].old_alive > 0 for c in callers.get(name, []))
+            )
             if held:
                 ready = min(ready + 1, st.target)
             if ready < st.target:
@@ -981,7 +988,9 @@ class _Pass:
                 failing = pod.failing_reason
         if not_started:
             self.inplace_start(_SubInstance(inst, not_started))
-        if drained:
+        if drained and not not_started and not waiting_in_flight:
+            # The pods of an instance are one engine: a worker restarts only when the entry's
+            # in-flight requests (which run on the worker too) are done or timed out.
             self._patch_images(inst, drained)
         if waiting_in_flight:
             self.blocked.append(Blocked(inst.group, inst.role, f"in-place update of {inst.role}-{inst.ordinal}: waiting for {waiting_in_flight} in-flight request(s) (timeout {timeout:g} s)", KIND_DRAIN))

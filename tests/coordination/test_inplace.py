@@ -502,7 +502,6 @@ def test_a_malformed_update_state_annotation_is_never_taken_as_success():
     assert pod["status"]["containerStatuses"][0]["image"] == "engine:v2" and gate_of(pod) == "True" and ready(pod)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: in-place patches (restarts) a worker pod as soon as its own in-flight count is 0, while the entry still drains requests that run on that worker")
 def test_no_pod_of_an_instance_is_restarted_while_its_entry_still_drains_requests():
     """An instance is one engine: the entry's in-flight requests run on its workers too, so the
     worker's container may restart only once the entry is drained (or the timeout passed), just
