@@ -367,6 +367,10 @@ def is_converged(ms: Obj, view: dict[str, Any], revisions: list[Obj] | None = No
     meta = ms.get("metadata") or {}
     if (ms.get("status") or {}).get("observedGeneration") != meta.get("generation"):
         return False
+    instances = view.get("instances") or []
+    # Cheap test first: during a rollout most passes end here, before any parsing.
+    if any(inst.get("state") != "Ready" or inst.get("draining") or inst.get("surge") for inst in instances):
+        return False
     key = (meta.get("uid", ""), meta.get("resourceVersion", ""))
     cache = {} if cache is None else cache
     parsed = cache.get(key)
@@ -381,7 +385,6 @@ def is_converged(ms: Obj, view: dict[str, Any], revisions: list[Obj] | None = No
     spec, eff = parsed
     update = view.get("updateRevision")
     expected = {(g, r.name, o) for g in range(spec.replicas) for r in spec.roles for o in range(r.replicas)}
-    instances = view.get("instances") or []
     if len(instances) != len(expected):
         return False
     pods_per = {r.name: r.pods_per_instance for r in spec.roles}
