@@ -187,11 +187,6 @@ def test_coordinated_update_starts_c_then_b_then_a_with_quotas_10_5_1_from_zero_
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=(
-    "core bug (also tests/coordination: held dependency xfail): planner.ready_baseline counts c's held "
-    "last old instance as done while c's other replacement is still in flight. Seed example, t=639.34: "
-    "Ready a=81/100, b=41/50, c=8/10 (9 started) -> min progress 0.80 -> quota a = ceil(0.9 x 100) = 90, "
-    "b = 45; the planner used 0.82 and drained a-9 and b-4; at t=641.35 new a-9, b-4 make a=91 > 90, b=46 > 45"))
 def test_coordinated_update_never_starts_more_than_the_skew_quota():
     trace = trace_of("coordinated-seed-example")
     skew = Fraction(10, 100)
