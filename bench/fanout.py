@@ -206,18 +206,51 @@ async def session_cookie(stack: Stack) -> dict:
         return {c.key: c.value for c in http.cookie_jar}
 
 
-async def measure_fanout(stack: Stack, clients: int, seconds: float, start_rollout, publish_loop, log) -> dict:
+def _renice_controller(stack: Stack, value: int) -> int:
+    """Lower the priority of the Celery worker and beat that this bench's runall started."""
+    import psutil
+
+    n = 0
+    for proc in psutil.Process(stack.proc.pid).children(recursive=True):
+        try:
+            if "celery" in " ".join(proc.cmdline()):
+                proc.nice(value)
+                n += 1
+        except psutil.Error:
+            continue
+    return n
+
+
+def _window_stats(win: dict, clients: int) -> dict:
+    return {
+        "label": win["label"],
+        "publishes": len(win["pubs"]),
+        "publishToClientMs": {"p50": _ms(pct(win["pub"], 50)), "p95": _ms(pct(win["pub"], 95)),
+                              "max": _ms(max(win["pub"], default=None)), "samples": len(win["pub"])},
+        "observedToClientMs": {"p50": _ms(pct(win["observed"], 50)), "p95": _ms(pct(win["observed"], 95)),
+                               "samples": len(win["observed"])},
+        "messagesPerClientPerSecond": round(max(win["counts"]) / win["seconds"], 2) if win.get("seconds") else None,
+    }
+
+
+async def measure_fanout(stack: Stack, clients: int, seconds: float, start_rollout, publish_loop, log) -> list[dict]:
+    """Two windows on the same connections: the controller at normal priority, then the Celery
+    worker and beat (and this bench's publisher) at nice 10. On this 2-CPU machine the
+    controller's passes over 1,000 groups take most of the CPU; in a deployment the web and
+    worker Deployments run apart (deploy/), which the second window approximates."""
     import aiohttp
 
     cookies = await session_cookie(stack)
     headers = {"Origin": stack.url, "Cookie": "; ".join(f"{k}={v}" for k, v in cookies.items())}
     ws_url = stack.url.replace("http", "ws") + f"/ws/modelservings/{NAMESPACE}/{NAME}/"
-    pubs: list[tuple[float, float]] = []  # (state time, wall time just before the publish)
-    pub_latency: list[float] = []
-    observed_latency: list[float] = []
-    counts = [0] * clients
     stop = asyncio.Event()
     connected = 0
+    win: dict = {}
+
+    def new_window(label: str) -> dict:
+        # pubs: (state time, wall time just before the publish); idx: per client, the first
+        # publish it has not received yet.
+        return {"label": label, "pubs": [], "pub": [], "observed": [], "counts": [0] * clients, "idx": [0] * clients}
 
     async def client(i: int, http) -> None:
         nonlocal connected
@@ -226,7 +259,6 @@ async def measure_fanout(stack: Stack, clients: int, seconds: float, start_rollo
             if first.type != aiohttp.WSMsgType.TEXT:
                 raise RuntimeError(f"client {i}: no snapshot (message type {first.type!r}, data {first.data!r}, close code {ws.close_code})")
             connected += 1
-            idx = 0
             while not stop.is_set():
                 try:
                     msg = await asyncio.wait_for(ws.receive(), timeout=0.5)
@@ -235,15 +267,20 @@ async def measure_fanout(stack: Stack, clients: int, seconds: float, start_rollo
                 now = time.time()
                 if msg.type != aiohttp.WSMsgType.TEXT:
                     break
-                counts[i] += 1
+                w = win
+                if not w:
+                    continue
+                w["counts"][i] += 1
                 t = state_time(msg.data)
                 if t is None:
                     continue
-                observed_latency.append(now - t)
-                while idx < len(pubs) and pubs[idx][0] <= t:
-                    pub_latency.append(now - pubs[idx][1])
-                    idx += 1
+                w["observed"].append(now - t)
+                pubs = w["pubs"]
+                while w["idx"][i] < len(pubs) and pubs[w["idx"][i]][0] <= t:
+                    w["pub"].append(now - pubs[w["idx"][i]][1])
+                    w["idx"][i] += 1
 
+    results = []
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as http:
         tasks = [asyncio.create_task(client(i, http)) for i in range(clients)]
@@ -257,23 +294,24 @@ async def measure_fanout(stack: Stack, clients: int, seconds: float, start_rollo
             await asyncio.sleep(0.1)
         log(f"{clients} clients connected; starting the rollout")
         await asyncio.to_thread(start_rollout)
-        observed_latency.clear()
-        publisher = threading.Thread(target=publish_loop, args=(pubs, seconds), daemon=True)
-        window_start = time.monotonic()
-        publisher.start()
-        await asyncio.sleep(seconds)
-        await asyncio.sleep(1.0)  # let the last publishes arrive
+        for label, nice in (("controller at normal priority (shared 2 CPUs)", 0), ("controller and publisher at nice 10", 10)):
+            if nice:
+                log(f"reniced {_renice_controller(stack, nice)} Celery processes to {nice}")
+            w = new_window(label)
+            win = w
+            publisher = threading.Thread(target=publish_loop, args=(w["pubs"], seconds, nice), daemon=True)
+            started = time.monotonic()
+            publisher.start()
+            await asyncio.sleep(seconds)
+            await asyncio.to_thread(publisher.join, 10)
+            await asyncio.sleep(1.0)  # let the last publishes arrive
+            w["seconds"] = time.monotonic() - started
+            win = {}
+            results.append(_window_stats(w, clients))
+            log(f"window '{label}': publish->client p95 {results[-1]['publishToClientMs']['p95']} ms")
         stop.set()
-        window = time.monotonic() - window_start
         await asyncio.gather(*tasks, return_exceptions=True)
-    return {
-        "clients": clients,
-        "publishes": len(pubs),
-        "publishToClientMs": {"p50": _ms(pct(pub_latency, 50)), "p95": _ms(pct(pub_latency, 95)), "max": _ms(max(pub_latency, default=None)),
-                              "samples": len(pub_latency)},
-        "observedToClientMs": {"p50": _ms(pct(observed_latency, 50)), "p95": _ms(pct(observed_latency, 95)), "samples": len(observed_latency)},
-        "messagesPerClientPerSecond": round(max(counts) / window, 2) if counts else None,
-    }
+    return results
 
 
 def _ms(seconds: float | None) -> float | None:
@@ -347,22 +385,21 @@ def main(argv: list[str]) -> int:
             api(stack, token, f"/api/modelservings/{NAMESPACE}/{NAME}/set-image",
                 {"role": "decode", "image": "engine:v2", "reason": "bench fanout"})
 
-        def publish_loop(pubs: list, seconds: float) -> None:
+        def publish_loop(pubs: list, seconds: float, nice: int = 0) -> None:
             # A separate process publishes through the services, like the controller after a
             # pass: reading and serialising a large state in this process would hold the GIL
             # while the clients wait to timestamp their messages.
             proc = subprocess.Popen([sys.executable, "-c", PUBLISHER, NAMESPACE, NAME, str(seconds)], cwd=REPO, env=stack.env,
-                                    stdout=subprocess.PIPE, text=True)
+                                    stdout=subprocess.PIPE, text=True, preexec_fn=(lambda: os.nice(nice)) if nice else None)
             for line in proc.stdout:
                 parts = line.split()
                 if len(parts) == 2:
                     pubs.append((float(parts[0]), float(parts[1])))
             proc.wait()
 
-        fan = asyncio.run(measure_fanout(stack, args.clients, args.seconds, start_rollout, publish_loop, log))
+        windows = asyncio.run(measure_fanout(stack, args.clients, args.seconds, start_rollout, publish_loop, log))
         st = api(stack, token, f"/api/modelservings/{NAMESPACE}/{NAME}/")
-        fan["updatedGroupsAtEnd"] = (st.get("counts") or {}).get("updatedReplicas")
-        fan["phaseAtEnd"] = st.get("phase")
+        at_end = {"updatedGroups": (st.get("counts") or {}).get("updatedReplicas"), "phase": st.get("phase")}
         render = measure_render(stack)
     except BaseException:
         args.keep = True
@@ -373,23 +410,30 @@ def main(argv: list[str]) -> int:
         if not args.keep:
             shutil.rmtree(var_dir, ignore_errors=True)
 
-    p95 = fan["publishToClientMs"]["p95"]
     result = {
         "benchmark": "fanout",
         "groups": args.groups,
-        **fan,
+        "clients": args.clients,
+        "windows": windows,
+        "rolloutAtEnd": at_end,
         "render": render,
         "targets": {"publishToClientP95Ms": 300, "renderMs": 1500},
-        "ok": bool(p95 is not None and p95 < 300 and render.get("firstRenderMs", 0) < 1500),
+        "ok": {"fanoutNormalPriority": bool(windows[0]["publishToClientMs"]["p95"] is not None and windows[0]["publishToClientMs"]["p95"] < 300),
+               "fanoutControllerNiced": bool(windows[-1]["publishToClientMs"]["p95"] is not None and windows[-1]["publishToClientMs"]["p95"] < 300),
+               "render": bool(render.get("firstRenderMs", 1e9) < 1500)},
     }
-    rows = [
-        ("clients", args.clients),
-        ("groups (role instances)", f"{args.groups} ({render.get('cells', '?')})"),
-        ("publishes measured", fan["publishes"]),
-        ("publish -> client p50 / p95 / max (ms)", f"{fan['publishToClientMs']['p50']} / {p95} / {fan['publishToClientMs']['max']}  (target p95 < 300)"),
-        ("observed -> client p50 / p95 (ms)", f"{fan['observedToClientMs']['p50']} / {fan['observedToClientMs']['p95']}"),
-        ("messages per client per second (max)", fan["messagesPerClientPerSecond"]),
-        ("rollout during the window", f"{fan['updatedGroupsAtEnd']} groups updated, phase {fan['phaseAtEnd']}"),
+    rows = [("clients", args.clients), ("groups (role instances)", f"{args.groups} ({render.get('cells', '?')})")]
+    for w in windows:
+        p = w["publishToClientMs"]
+        rows += [
+            (f"[{w['label']}]", ""),
+            ("  publishes measured", w["publishes"]),
+            ("  publish -> client p50 / p95 / max (ms)", f"{p['p50']} / {p['p95']} / {p['max']}  (target p95 < 300)"),
+            ("  observed -> client p50 / p95 (ms)", f"{w['observedToClientMs']['p50']} / {w['observedToClientMs']['p95']}"),
+            ("  messages per client per second (max)", w["messagesPerClientPerSecond"]),
+        ]
+    rows += [
+        ("rollout at the end", f"{at_end['updatedGroups']} groups updated, phase {at_end['phase']}"),
         ("detail page first render (ms)", f"{render.get('firstRenderMs', render.get('skipped'))}  (target < 1500)"),
         ("one render pass (ms)", render.get("renderPassMs")),
     ]
@@ -398,4 +442,4 @@ def main(argv: list[str]) -> int:
         log(f"{k.ljust(width)}  {v}")
     if args.json:
         print(json.dumps(result))
-    return 0 if result["ok"] else 1
+    return 0 if all(result["ok"].values()) else 1

@@ -16,10 +16,10 @@ holds another state asks for a full one (``{"type": "resync"}``) instead of gues
 Fan-out: the consumers of one process share a single ``_Hub`` per ModelServing. The hub is the
 only member of the Channels group in this process, so a state is received and decoded once per
 process, and each (from, to) delta or full text is encoded once, not once per browser (the lesson
-of Argo's per-connection informers). Each consumer sends at most one message per
-``MIN_INTERVAL``: an update inside the window schedules one trailing send, which carries whatever
-is newest when it fires, so the latest state always arrives and a burst of 50 publishes costs a
-client a few messages.
+of Argo's per-connection informers). Each consumer sends at most ``RATE`` messages a
+second on average (bursts of ``BURST``): an update beyond that schedules one trailing send, which
+carries whatever is newest when it fires, so the latest state always arrives and a burst of 50
+publishes costs a client a few messages.
 """
 
 from __future__ import annotations
@@ -37,8 +37,12 @@ from channels.layers import get_channel_layer
 
 log = logging.getLogger(__name__)
 
-# At most ~4 messages per second per client.
-MIN_INTERVAL = 0.25
+# Per client: on average at most RATE messages a second, with bursts of at most BURST (a token
+# bucket). A lone update goes out at once; only a client that already got BURST messages in
+# quick succession waits, and its trailing send then carries the newest state.
+RATE = 4.0
+BURST = 2.0
+MIN_INTERVAL = 1.0 / RATE
 # States kept per hub (the newest is what a new client gets; each client also keeps a reference
 # to the state it was last sent, the base of its next delta).
 HISTORY = 4
@@ -217,7 +221,7 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
 
         kwargs = self.scope["url_route"]["kwargs"]
         self.namespace, self.name = kwargs["namespace"], kwargs["name"]
-        self.last_sent = 0.0
+        self.tokens, self.last_refill = BURST, time.monotonic()
         self.sent_version = 0
         self.sent_state: dict | None = None
         self.trailing: asyncio.Task | None = None
@@ -244,7 +248,8 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
             return
         version, text, state = snapshot
         await self.send(text_data=text)
-        self.last_sent = time.monotonic()
+        self._refill()
+        self.tokens = max(0.0, self.tokens - 1.0)
         self.sent_version, self.sent_state = version, state
         self.ready = True
         if self.hub.version > self.sent_version:
@@ -272,12 +277,22 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
             return
         if self.trailing is not None and not self.trailing.done():
             return
-        wait = self.last_sent + MIN_INTERVAL - time.monotonic()
-        self.trailing = asyncio.create_task(self._send_latest(max(wait, 0.0)))
+        self.trailing = asyncio.create_task(self._send_latest(self._wait()))
+
+    def _refill(self) -> None:
+        now = time.monotonic()
+        self.tokens = min(BURST, self.tokens + (now - self.last_refill) * RATE)
+        self.last_refill = now
+
+    def _wait(self) -> float:
+        """Seconds until this client may be sent one more message."""
+        self._refill()
+        return 0.0 if self.tokens >= 1.0 else (1.0 - self.tokens) / RATE
 
     async def _send_latest(self, delay: float) -> None:
         if delay > 0:
             await asyncio.sleep(delay)
+        self._refill()
         hub = self.hub
         if hub is None or hub.version <= self.sent_version:
             return
@@ -285,9 +300,9 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
         if version <= self.sent_version:
             return
         self.sent_version, self.sent_state = version, state
-        self.last_sent = time.monotonic()
+        self.tokens -= 1.0
         await self.send(text_data=text)
         # An update that arrived while this send was being prepared would otherwise wait for the
         # next one: follow it with one more trailing send.
         if hub.version > self.sent_version:
-            self.trailing = asyncio.create_task(self._send_latest(MIN_INTERVAL))
+            self.trailing = asyncio.create_task(self._send_latest(self._wait()))
