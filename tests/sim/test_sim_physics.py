@@ -236,3 +236,40 @@ def test_the_in_memory_store_satisfies_the_cluster_port_and_the_sim_store_protoc
 
     missing = [name for name in dir(SimStore) if not name.startswith("_") and not hasattr(c.store, name)]
     assert missing == []
+
+
+def test_a_node_failure_and_an_in_place_restart_interrupt_the_requests_in_flight_there():
+    c = make_cluster(nodes=2, gpus=1)
+    c.store.create_pod(make_pod("a"))
+    c.store.create_pod(make_pod("b"))
+    c.loop.run_until(40)
+    for _ in range(4):
+        c.router.route(30)  # least in-flight: a, b, a, b
+    c.fail_node(c.store.get_pod("default", "a")["spec"]["nodeName"])
+    assert c.router.summary()["interrupted"] == 2
+    pod = c.store.get_pod("default", "b")
+    c.store.patch_pod("default", "b", {"spec": {"containers": [{**pod["spec"]["containers"][0], "image": "engine:v2"}]}})
+    assert c.router.summary()["interrupted"] == 4 and c.router.in_flight("default", "b") == 0
+
+
+def test_the_same_seed_draws_the_same_timings_and_another_seed_other_ones():
+    from controller.sim.cluster import SimCluster
+    from controller.sim.config import ClusterConfig
+
+    def ready_times(seed):
+        timing = {"schedule": Span.fixed(1), "pull": Span(1, 9), "start": Span.fixed(1), "load": Span(10, 50),
+                  "terminate": Span.fixed(1)}
+        c = SimCluster(ClusterConfig(nodes=1, gpus_per_node=8, timing=timing), seed=seed, ms_name="demo")
+        for i in range(5):
+            c.store.create_pod(make_pod(f"p{i}"))
+        times = {}
+        for t in range(0, 70):
+            c.loop.run_until(t)
+            for i in range(5):
+                if f"p{i}" not in times and is_ready(c.store.get_pod("default", f"p{i}")):
+                    times[f"p{i}"] = t
+        return times
+
+    assert ready_times(1) == ready_times(1)
+    assert ready_times(1) != ready_times(2)
+    assert len(set(ready_times(1).values())) > 1  # drawn per pod, not one draw for all
