@@ -225,3 +225,20 @@ def preview(namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
         "nodes": len(runner.store.list_nodes()),
         "requests": runner.router.summary() if traffic else None,
     }
+
+
+def traffic(namespace: str, name: str) -> dict[str, Any] | None:
+    """The simulated request load of one ModelServing and its totals (None: no traffic configured).
+
+    ``interrupted`` counts requests cut off because their pod stopped serving (deleted while busy,
+    container restarted, node failed, pod killed): zero during a rollout means every drain finished.
+    """
+    row = SimTraffic.objects.filter(namespace=namespace, name=name).first()
+    if row is None:
+        return None
+    from controller.live.traffic import in_flight_counts
+
+    pods = [p["metadata"]["name"] for p in _sim_cluster().list_pods(namespace, name)]
+    return {"rps": row.rps, "durationSeconds": [row.duration_low, row.duration_high], "sent": row.sent,
+            "completed": row.completed, "interrupted": row.interrupted, "rejected": row.rejected,
+            "inFlight": sum(in_flight_counts(namespace, pods).values())}

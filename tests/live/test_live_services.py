@@ -212,3 +212,12 @@ def test_the_cli_calls_the_same_service_with_source_cli(operator, viewer, small)
         call_command("rollout", "resume", "default/small", "--reason", " ", "--user", "operator")
     with pytest.raises(CommandError, match="target: expected NAMESPACE/NAME"):
         call_command("rollout", "resume", "small", "--reason", "x", "--user", "operator")
+
+
+def test_traffic_totals_are_reported_per_modelserving(small):
+    from controller.models import SimTraffic
+
+    assert simulation.traffic("default", "small") is None
+    SimTraffic.objects.create(namespace="default", name="small", rps=3, sent=10, completed=7, interrupted=1, rejected=2)
+    out = simulation.traffic("default", "small")
+    assert (out["rps"], out["sent"], out["completed"], out["interrupted"], out["rejected"]) == (3, 10, 7, 1, 2)
