@@ -8,6 +8,8 @@ Split so the live app can reuse the physics over database rows:
   node failures), driven by a clock and an event loop, writing only through the store.
 - ``router``: simulated traffic and the ``RouterPort`` (in-flight counts per pod).
 - ``clock``: the virtual clock and the deterministic discrete-event loop.
+- ``config``: timings (fixed or [min, max]), image behaviour, traffic; ``cluster``: wires one
+  store, scheduler, kubelets and router onto one loop.
 - ``scenario``: parsing and validation of scenario YAML (public format, docs in shared/docs).
 - ``runner``: builds the cluster for a scenario, applies its events, runs the real controller.
 - ``trace``: the trace document (format 1).
