@@ -40,7 +40,8 @@ from .support import NAME, NS, change_image, patch_spec, status
 # Recovery policies the main property draws from. Two known core bugs (see the xfail tests in
 # test_planner_tables.py and the xfail property below) livelock with the others left out:
 # ServingGroupRecreate after a whole instance is lost, and None with RoleRollingUpdate on an
-# incomplete outdated instance.
+# incomplete outdated instance. A third (scaling down while paused) is avoided by skipping that
+# operation in the main property. The xfail property below has all of them.
 RECOVERY_GROUP_LEVEL = ["RoleRecreate", "None"]
 RECOVERY_ROLE_LEVEL = ["RoleRecreate"]
 ALL_GROUP_LEVEL = ["RoleRecreate", "ServingGroupRecreate", "None"]
@@ -105,6 +106,7 @@ operations = st.lists(
         st.tuples(st.just("change-image"), st.sampled_from(["engine:v3", "engine:v1", "engine:v4"])),
         st.tuples(st.just("corrupt"), st.integers(0, 10_000)),
         st.tuples(st.just("scale"), st.integers(1, 6)),
+        st.tuples(st.just("traffic"), st.integers(0, 10_000)),
     ),
     min_size=5,
     max_size=30,
@@ -241,7 +243,7 @@ def _pod_names(cluster):
     return sorted(cluster.pods)
 
 
-def _apply_operation(cluster, clock, router, op, arg, saved):
+def _apply_operation(cluster, clock, router, op, arg, saved, avoid_known_bugs=True):
     if op == "step":
         checked_step(cluster, clock, router, settle=arg)
     elif op == "restart":
@@ -264,7 +266,14 @@ def _apply_operation(cluster, clock, router, op, arg, saved):
             del cluster.pods[name]
     elif op == "pause":
         patch_spec(cluster, {"paused": arg})
+    elif op == "traffic":
+        # requests in flight on a pod (0-3): a drain of it waits, up to drain.timeoutSeconds
+        names = _pod_names(cluster)
+        if names:
+            router.counts[names[arg % len(names)]] = arg % 4
     elif op == "scale":
+        if avoid_known_bugs and cluster.get_modelserving(NS, NAME)["spec"].get("paused"):
+            return  # known core bug: scaling down while paused keeps a group beyond replicas + maxSurge
         patch_spec(cluster, {"replicas": arg})
     elif op == "change-image":
         change_image(cluster, arg)
@@ -285,7 +294,7 @@ def _converge(cluster, clock, router):
     raise AssertionError(f"did not converge within {CONVERGENCE_BOUND} passes; blocked: {json.dumps(result.blocked)[:800]}")
 
 
-def run_scenario(m, ops, settle_first):
+def run_scenario(m, ops, settle_first, avoid_known_bugs=True):
     cluster, clock, router = MiniCluster(), FixedClock(), CountingRouter()
     cluster.create_modelserving(m)
     _converge(cluster, clock, router)
@@ -294,7 +303,7 @@ def run_scenario(m, ops, settle_first):
         checked_step(cluster, clock, router, settle=True)
     saved: dict[str, object] = {}
     for op, arg in ops:
-        _apply_operation(cluster, clock, router, op, arg, saved)
+        _apply_operation(cluster, clock, router, op, arg, saved, avoid_known_bugs)
     # the disturbances stop: resume, repair what was corrupted, let the kubelet catch up
     for name, data in saved.items():
         if name in cluster.revisions:
@@ -353,11 +362,11 @@ def _sgr_livelock_example():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="core bug: ServingGroupRecreate (group level) and None (role level) livelock; see test_planner_tables.py. "
+    reason="core bug: ServingGroupRecreate (group level) and None (role level) livelock, and scaling down while paused keeps a group beyond replicas + maxSurge; see test_planner_tables.py. "
     "Remove this mark once fixed: the property then covers every recovery policy",
 )
 @settings(PROPERTY_SETTINGS, phases=[Phase.explicit, Phase.generate])
 @given(m=modelservings(ALL_GROUP_LEVEL, ALL_ROLE_LEVEL), ops=operations, settle_first=st.integers(0, 6))
 @example(m=_sgr_livelock_example(), ops=[("change-image", "engine:v1"), ("lose-pod", 0), ("step", True), ("step", True)], settle_first=0)
 def test_the_planner_keeps_its_budgets_and_converges_under_every_recovery_policy(m, ops, settle_first):
-    run_scenario(m, ops, settle_first)
+    run_scenario(m, ops, settle_first, avoid_known_bugs=False)

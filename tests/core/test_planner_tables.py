@@ -254,6 +254,18 @@ def test_scale_down_removes_the_highest_ordinals():
     assert set(group_revisions(cluster)) == {0}
 
 
+@pytest.mark.xfail(strict=True, reason="core bug: scaling down while paused keeps an already-updated group beyond replicas as a 'surge' group although maxSurge is 0 (more than replicas + maxSurge groups)")
+def test_scaling_down_while_paused_removes_every_group_beyond_replicas():
+    cluster, clock = deploy(group_ms(6))
+    change_image(cluster, "engine:v2")
+    step(cluster, clock)  # group 5 deleted for the update
+    step(cluster, clock)  # and recreated on the new revision
+    patch_spec(cluster, {"paused": True, "replicas": 1})
+    r = step(cluster, clock)
+    assert sorted(a.group for a in r.actions if a.verb in ("delete", "drain")) == [1, 2, 3, 4, 5]
+    assert set(group_revisions(cluster)) == {0}
+
+
 def test_scaling_is_not_a_rollout():
     cluster, clock = deploy(group_ms(2, roles=[role("serve", replicas=2)]))
     first = revs(cluster)
