@@ -342,11 +342,27 @@ class _Pass:
                 if failed:
                     self._remove_pods(failed, group=group.ordinal, role=role, ordinal=ordinal, revision=inst.revision, reason=BECAUSE_RECOVERY, may_start=True)
                 missing = [i for i in range(expected) if i not in inst.pods]
-                if missing:
+                # Not while the instance is being removed, nor when the rollout is about to replace
+                # it anyway: recreating its pods on the old revision while the update deletes the
+                # rest would go round forever.
+                if missing and not inst.being_removed and not self.update_replaces(inst):
                     self.create_instance(group.ordinal, role, ordinal, inst.revision, BECAUSE_RECOVERY, pod_indexes=missing)
                 continue
             if inst.lost or not inst.complete(expected):
                 self.remove_instance(inst, BECAUSE_RECOVERY, may_start=True)
+
+    def update_replaces(self, inst: InstanceObs) -> bool:
+        """Will the rolling update replace this instance (so recovering its pods is wasted)?"""
+        if self.ms.paused or self.ms.strategy.type == IN_PLACE or self.update_unreadable:
+            return False
+        if self.ms.strategy.type == GROUP_ROLLING:
+            partition = self.strategy.group.partition.count
+            rev = self.group_revisions.get(inst.group, inst.revision) if hasattr(self, "group_revisions") else inst.revision
+            return partition <= inst.group < self.ms.replicas and rev not in self.equivalent
+        budgets = self.strategy.roles.get(inst.role)
+        if budgets is None:
+            return False
+        return budgets.partition.count <= inst.ordinal < self.role_replicas(inst.role) and not self.instance_updated(inst)
 
     def create_missing_instances(self, group_ordinal: int, group: GroupObs | None, roles: list[str], rev_for: Any) -> None:
         for role in roles:
@@ -409,7 +425,9 @@ class _Pass:
         # Surge groups: ordinals >= replicas on the update revision, kept while outdated groups
         # remain to be replaced.
         wanted_surge = min(max_surge, len(pending))
-        surge_now = sorted(o for o in groups if o >= replicas and self.group_revisions[o] in self.equivalent and not self.being_removed(groups[o]))
+        surge_now = sorted(
+            o for o in groups if replicas <= o < replicas + max_surge and self.group_revisions[o] in self.equivalent and not self.being_removed(groups[o])
+        )
         if paused:
             wanted_surge = len(surge_now) if pending else 0
         keep_surge = set(surge_now[:wanted_surge])
@@ -480,6 +498,8 @@ class _Pass:
                     self.report_unreadable(rev, o, None, f"recovery of group {o}")
                 continue
             self.reconcile_instances(group)
+            if o in self.group_removals:
+                continue  # recovery rebuilds it whole: nothing to add to a group on its way out
             roles = [r["name"] for r in (self.data_of(rev) or {}).get("roles") or []]
             self.create_missing_instances(o, group, [r for r in roles if self.ms.role(r) is not None], lambda role, ordinal, rev=rev: rev)
 
@@ -615,6 +635,8 @@ class _Pass:
 
         # Recovery and scale inside the group first (these keep their own rules).
         self.reconcile_instances(group)
+        if o in self.group_removals:
+            return  # ServingGroupRecreate is rebuilding the whole group
         for role, st in states.items():
             for k in st.protected_outdated:
                 self.blocked.append(Blocked(o, role, f"{role}-{k} protected by partition {st.partition}; promote to update it", KIND_PARTITION))
@@ -644,8 +666,10 @@ class _Pass:
         for role, st in states.items():
             wanted_surge = 0 if in_place or paused else min(st.max_surge, len(st.outdated_pending) + st.removing_outdated(self))
             if paused:
-                wanted_surge = sum(1 for k in st.instances if k >= st.replicas and k in st.at_target) if st.outdated_pending else 0
-            surge_now = sorted(k for k in st.instances if k >= st.replicas and k in st.at_target and not self.being_removed_instance(st.instances[k]))
+                wanted_surge = sum(1 for k in st.instances if st.replicas <= k < st.replicas + st.max_surge and k in st.at_target) if st.outdated_pending else 0
+            surge_now = sorted(
+                k for k in st.instances if st.replicas <= k < st.replicas + st.max_surge and k in st.at_target and not self.being_removed_instance(st.instances[k])
+            )
             keep = set(surge_now[:wanted_surge])
             floor = st.replicas - st.max_unavailable
             for k in sorted((k for k in st.instances if k >= st.replicas and k not in keep), reverse=True):

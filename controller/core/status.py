@@ -194,7 +194,12 @@ def build_status(p: _Pass) -> dict[str, Any]:
         phase = PHASE_PAUSED
     elif stuck:
         phase = PHASE_BLOCKED
-    elif not converged and (outdated_groups > partition or any(t["eligible"] > t["updated"] for t in roles_total.values()) or any(g["surge"] for g in groups_out)):
+    elif not converged and any(g["phase"] == "Failed" for g in groups_out):
+        # Something failed and nothing in this pass is stuck on it: capacity is short.
+        phase = PHASE_DEGRADED
+    elif not converged:
+        # Replacing, creating, draining or scaling: moving towards the spec (the last group of a
+        # rollout being recreated is still progress, not degradation).
         phase = PHASE_PROGRESSING
     elif available_groups < replicas:
         phase = PHASE_DEGRADED
