@@ -158,13 +158,16 @@ def build_status(p: _Pass) -> dict[str, Any]:
     stuck = [b for b in p.blocked if b.kind in STUCK_KINDS]
     prev_conditions = {c.get("type"): c for c in p.prev.get("conditions") or [] if isinstance(c, dict)}
     now = p.now
+    # Available as for Deployments: the minimum the budget promises is met (a rollout within
+    # maxUnavailable keeps it True; losing more than the budget allows makes it False).
+    floor = replicas - (p.strategy.group.max_unavailable.count if group_level else 0)
     conditions = [
         _condition(
             prev_conditions,
             "Available",
-            available_groups >= replicas,
-            "AllGroupsReady" if available_groups >= replicas else "GroupsUnavailable",
-            f"{available_groups} of {replicas} ServingGroups available",
+            available_groups >= floor,
+            ("AllGroupsReady" if available_groups >= replicas else "MinimumGroupsAvailable") if available_groups >= floor else "GroupsUnavailable",
+            f"{available_groups} of {replicas} ServingGroups available (at least {floor} required)",
             now,
         ),
     ]
@@ -176,12 +179,15 @@ def build_status(p: _Pass) -> dict[str, Any]:
     else:
         conditions.append(_condition(prev_conditions, "Progressing", True, "RollingUpdate", f"rolling out revision {p.update_hash}", now))
     outdated_groups = replicas - updated_groups
+    # In progress until the last new group is Ready, not only until the last old one is gone.
+    new_not_ready = any(g["phase"] != "Ready" and not g["surge"] and g["updated"] for g in groups_out)
+    in_progress = updating and not converged and (outdated_groups > partition or new_not_ready)
     conditions.append(
         _condition(
             prev_conditions,
             "UpdateInProgress",
-            outdated_groups > partition and updating,
-            "GroupsUpdating" if outdated_groups > partition and updating else "NoUpdate",
+            in_progress,
+            "GroupsUpdating" if in_progress else "NoUpdate",
             f"{updated_groups} of {replicas} ServingGroups on revision {p.update_hash}",
             now,
         )
