@@ -24,8 +24,7 @@ from __future__ import annotations
 import copy
 import json
 
-import pytest
-from hypothesis import HealthCheck, Phase, example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from controller.core import naming
@@ -37,15 +36,10 @@ from controller.core.strategy import resolve
 from .harness import CountingRouter, FixedClock, MiniCluster, manifest, role, step
 from .support import NAME, NS, change_image, patch_spec, status
 
-# Recovery policies the main property draws from. Two known core bugs (see the xfail tests in
-# test_planner_tables.py and the xfail property below) livelock with the others left out:
-# ServingGroupRecreate after a whole instance is lost, and None with RoleRollingUpdate on an
-# incomplete outdated instance. A third (a scale-down meeting a pause) is avoided by scaling only
-# up in the main property. The xfail property below has all of them.
-RECOVERY_GROUP_LEVEL = ["RoleRecreate", "None"]
-RECOVERY_ROLE_LEVEL = ["RoleRecreate"]
-ALL_GROUP_LEVEL = ["RoleRecreate", "ServingGroupRecreate", "None"]
-ALL_ROLE_LEVEL = ["RoleRecreate", "None"]
+# Every recovery policy allowed with each strategy type (ServingGroupRecreate with
+# RoleRollingUpdate is refused by validation).
+RECOVERY_GROUP_LEVEL = ["RoleRecreate", "ServingGroupRecreate", "None"]
+RECOVERY_ROLE_LEVEL = ["RoleRecreate", "None"]
 UPDATE_REASONS = ("rolling update", "surge no longer needed")
 CONVERGENCE_BOUND = 150
 
@@ -243,7 +237,7 @@ def _pod_names(cluster):
     return sorted(cluster.pods)
 
 
-def _apply_operation(cluster, clock, router, op, arg, saved, avoid_known_bugs=True):
+def _apply_operation(cluster, clock, router, op, arg, saved):
     if op == "step":
         checked_step(cluster, clock, router, settle=arg)
     elif op == "restart":
@@ -272,10 +266,6 @@ def _apply_operation(cluster, clock, router, op, arg, saved, avoid_known_bugs=Tr
         if names:
             router.counts[names[arg % len(names)]] = arg % 4
     elif op == "scale":
-        if avoid_known_bugs and arg < cluster.get_modelserving(NS, NAME)["spec"]["replicas"]:
-            # known core bug: a scale-down that meets a pause (in either order) keeps updated
-            # groups beyond replicas + maxSurge as "surge"; scale down only in the xfail property
-            return
         patch_spec(cluster, {"replicas": arg})
     elif op == "change-image":
         change_image(cluster, arg)
@@ -296,7 +286,7 @@ def _converge(cluster, clock, router):
     raise AssertionError(f"did not converge within {CONVERGENCE_BOUND} passes; blocked: {json.dumps(result.blocked)[:800]}")
 
 
-def run_scenario(m, ops, settle_first, avoid_known_bugs=True):
+def run_scenario(m, ops, settle_first):
     cluster, clock, router = MiniCluster(), FixedClock(), CountingRouter()
     cluster.create_modelserving(m)
     _converge(cluster, clock, router)
@@ -305,7 +295,7 @@ def run_scenario(m, ops, settle_first, avoid_known_bugs=True):
         checked_step(cluster, clock, router, settle=True)
     saved: dict[str, object] = {}
     for op, arg in ops:
-        _apply_operation(cluster, clock, router, op, arg, saved, avoid_known_bugs)
+        _apply_operation(cluster, clock, router, op, arg, saved)
     # the disturbances stop: resume, repair what was corrupted, let the kubelet catch up
     for name, data in saved.items():
         if name in cluster.revisions:
@@ -346,29 +336,27 @@ def run_scenario(m, ops, settle_first, avoid_known_bugs=True):
 PROPERTY_SETTINGS = settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
+def _manifest_for_example(recovery, strategy, roles):
+    return manifest(replicas=2, roles=roles, strategy=strategy, recovery=recovery, drain={"timeoutSeconds": 0})
+
+
+GROUP_STRATEGY = {"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": 1}}
+
+# Regressions the property found (fixed in core): each livelocked or broke a budget.
+SGR_WHOLE_INSTANCE_LOST = _manifest_for_example("ServingGroupRecreate", GROUP_STRATEGY, [role("prefill"), role("decode")])
+NONE_ROLE_LEVEL = _manifest_for_example("None", {"type": "RoleRollingUpdate"}, [role("decode", replicas=2, workers=1)])
+SURGE_SCALE_DOWN = manifest(
+    replicas=3,
+    roles=[role("prefill")],
+    strategy={"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": 0, "maxSurge": "50%"}},
+    drain={"timeoutSeconds": 0},
+)
+
+
 @PROPERTY_SETTINGS
 @given(m=modelservings(), ops=operations, settle_first=st.integers(0, 6))
+@example(m=SGR_WHOLE_INSTANCE_LOST, ops=[("change-image", "engine:v1"), ("lose-pod", 0), ("step", True), ("step", True)], settle_first=0)
+@example(m=NONE_ROLE_LEVEL, ops=[("lose-pod", 3), ("step", True), ("step", True)], settle_first=0)
+@example(m=SURGE_SCALE_DOWN, ops=[("scale", 1), ("pause", True), ("step", False), ("step", False), ("step", False)], settle_first=1)
 def test_the_planner_keeps_its_budgets_on_every_pass_and_converges(m, ops, settle_first):
     run_scenario(m, ops, settle_first)
-
-
-def _sgr_livelock_example():
-    return manifest(
-        replicas=2,
-        roles=[role("prefill"), role("decode")],
-        strategy={"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": 1}},
-        recovery="ServingGroupRecreate",
-        drain={"timeoutSeconds": 0},
-    )
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: ServingGroupRecreate (group level) and None (role level) livelock, and scaling down while paused keeps a group beyond replicas + maxSurge; see test_planner_tables.py. "
-    "Remove this mark once fixed: the property then covers every recovery policy",
-)
-@settings(PROPERTY_SETTINGS, phases=[Phase.explicit, Phase.generate])
-@given(m=modelservings(ALL_GROUP_LEVEL, ALL_ROLE_LEVEL), ops=operations, settle_first=st.integers(0, 6))
-@example(m=_sgr_livelock_example(), ops=[("change-image", "engine:v1"), ("lose-pod", 0), ("step", True), ("step", True)], settle_first=0)
-def test_the_planner_keeps_its_budgets_and_converges_under_every_recovery_policy(m, ops, settle_first):
-    run_scenario(m, ops, settle_first, avoid_known_bugs=False)

@@ -254,7 +254,6 @@ def test_scale_down_removes_the_highest_ordinals():
     assert set(group_revisions(cluster)) == {0}
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: scaling down while paused keeps an already-updated group beyond replicas as a 'surge' group although maxSurge is 0 (more than replicas + maxSurge groups)")
 def test_scaling_down_while_paused_removes_every_group_beyond_replicas():
     cluster, clock = deploy(group_ms(6))
     change_image(cluster, "engine:v2")
@@ -421,7 +420,6 @@ def test_a_failed_pod_is_recovered_by_the_recovery_policy(recovery, deleted):
     assert len(cluster.pods) == 10
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: ServingGroupRecreate livelock: a lost whole instance makes one pass delete the rest of the group and create the missing instance; the next pass does the same with the roles swapped, forever")
 def test_servinggrouprecreate_rebuilds_a_group_that_lost_a_whole_instance():
     m = manifest(replicas=2, roles=[role("prefill"), role("decode")], recovery="ServingGroupRecreate", drain=NO_DRAIN)
     cluster, clock = deploy(m)
@@ -433,7 +431,6 @@ def test_servinggrouprecreate_rebuilds_a_group_that_lost_a_whole_instance():
     assert not [n for _, n in cluster.log if n.startswith("ms-1-")]
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: RoleRollingUpdate + recoveryPolicy None livelock: an outdated instance missing a pod gets the pod recreated (old revision) while the update deletes the pods it has, every pass, forever")
 def test_role_rolling_update_with_recovery_none_replaces_an_outdated_instance_that_lost_a_pod():
     m = role_ms([role("decode", replicas=2, workers=1)], recovery="None")
     cluster, clock = deploy(m)
