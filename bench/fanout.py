@@ -230,6 +230,7 @@ def _window_stats(win: dict, clients: int) -> dict:
         "observedToClientMs": {"p50": _ms(pct(win["observed"], 50)), "p95": _ms(pct(win["observed"], 95)),
                                "samples": len(win["observed"])},
         "messagesPerClientPerSecond": round(max(win["counts"]) / win["seconds"], 2) if win.get("seconds") else None,
+        "messageBytes": {"p50": pct(win["sizes"], 50), "max": max(win["sizes"], default=None)},
     }
 
 
@@ -250,7 +251,7 @@ async def measure_fanout(stack: Stack, clients: int, seconds: float, start_rollo
     def new_window(label: str) -> dict:
         # pubs: (state time, wall time just before the publish); idx: per client, the first
         # publish it has not received yet.
-        return {"label": label, "pubs": [], "pub": [], "observed": [], "counts": [0] * clients, "idx": [0] * clients}
+        return {"label": label, "pubs": [], "pub": [], "observed": [], "counts": [0] * clients, "idx": [0] * clients, "sizes": []}
 
     async def client(i: int, http) -> None:
         nonlocal connected
@@ -271,6 +272,8 @@ async def measure_fanout(stack: Stack, clients: int, seconds: float, start_rollo
                 if not w:
                     continue
                 w["counts"][i] += 1
+                if i == 0:
+                    w["sizes"].append(len(msg.data))
                 t = state_time(msg.data)
                 if t is None:
                     continue
@@ -431,6 +434,7 @@ def main(argv: list[str]) -> int:
             ("  publish -> client p50 / p95 / max (ms)", f"{p['p50']} / {p['p95']} / {p['max']}  (target p95 < 300)"),
             ("  observed -> client p50 / p95 (ms)", f"{w['observedToClientMs']['p50']} / {w['observedToClientMs']['p95']}"),
             ("  messages per client per second (max)", w["messagesPerClientPerSecond"]),
+            ("  message size p50 / max (bytes)", f"{w['messageBytes']['p50']} / {w['messageBytes']['max']}"),
         ]
     rows += [
         ("rollout at the end", f"{at_end['updatedGroups']} groups updated, phase {at_end['phase']}"),

@@ -640,11 +640,20 @@
   const instKey = (i) => i.group + "|" + i.role + "|" + i.ordinal;
   const instCmp = (a, b) => a.group - b.group || (a.role < b.role ? -1 : a.role > b.role ? 1 : 0) || a.ordinal - b.ordinal;
 
+  const keyText = (k) => (Array.isArray(k) ? k.join("|") : String(k));
+
   function mergeKeyed(list, change, key, cmp) {
-    if (!change || (!change.upsert.length && !change.remove.length)) return list;
+    if (!change || (!change.upsert.length && !change.remove.length && !(change.patch || []).length)) return list;
     const byKey = new Map(list.map((x) => [key(x), x]));
-    for (const r of change.remove) byKey.delete(Array.isArray(r) ? r.join("|") : String(r));
+    for (const r of change.remove) byKey.delete(keyText(r));
     for (const u of change.upsert) byKey.set(key(u), u);
+    for (const [k, fields, gone] of change.patch || []) {
+      const prev = byKey.get(keyText(k));
+      if (!prev) continue;
+      const item = Object.assign({}, prev, fields);
+      for (const f of gone || []) delete item[f];
+      byKey.set(keyText(k), item);
+    }
     return [...byKey.values()].sort(cmp);
   }
 

@@ -32,6 +32,12 @@ def apply_delta(base: dict, delta: dict) -> dict:
             items.pop(tuple(r) if isinstance(r, list) else r, None)
         for u in delta[name]["upsert"]:
             items[key(u)] = u
+        for k, fields, gone in delta[name]["patch"]:
+            k = tuple(k) if isinstance(k, list) else k
+            item = {**items[k], **fields}
+            for f in gone:
+                item.pop(f, None)
+            items[k] = item
         out[name] = sorted(items.values(), key=lambda i: tuple(str(x) if isinstance(x, str) else x for x in (key(i) if isinstance(key(i), tuple) else (key(i),))))
     out["time"] = delta["time"]
     return out
@@ -180,3 +186,21 @@ async def test_publish_state_from_the_services_reaches_the_client(ms, viewer):
     update = json.loads(await comm.receive_from(timeout=3))
     assert update["type"] == "state.delta" and "instances" in update and update["time"] is not None
     await comm.disconnect()
+
+
+def test_make_delta_round_trips_values_none_and_removed_fields():
+    from rolloutui.consumers import make_delta
+
+    old = {"phase": "Progressing", "spec": {"paused": False}, "gone": 1, "time": 1.0,
+           "instances": [{"group": 0, "role": "a", "ordinal": 0, "state": "Ready", "extra": 1},
+                         {"group": 1, "role": "a", "ordinal": 0, "state": "Ready"}],
+           "groups": [{"ordinal": 0, "updated": False, "revision": None}, {"ordinal": 1, "updated": False}]}
+    new = {"phase": "Paused", "spec": {"paused": True}, "time": 2.0,
+           "instances": [{"group": 0, "role": "a", "ordinal": 0, "state": "Draining", "note": None},
+                         {"group": 2, "role": "a", "ordinal": 0, "state": "Creating"}],
+           "groups": [{"ordinal": 0, "updated": True, "revision": None}, {"ordinal": 2, "updated": False}]}
+    delta = make_delta(old, new)
+    assert delta["unset"] == ["gone"] and delta["set"] == {"phase": "Paused", "spec": {"paused": True}}
+    assert delta["instances"]["patch"] == [[[0, "a", 0], {"state": "Draining", "note": None}, ["extra"]]]
+    assert delta["groups"]["patch"] == [[0, {"updated": True}, []]]
+    assert replay([old, json.loads(json.dumps(delta))]) == new
