@@ -556,7 +556,8 @@ class _Pass:
     # RoleRollingUpdate and InPlaceRollingUpdate
 
     def instance_revision_for_create(self, group: int, role: str, ordinal: int, partition: int) -> str:
-        recorded = self.recorded.instance_revision.get((group, role, ordinal))
+        # An instance not recorded on its own ran its group's revision.
+        recorded = self.recorded.instance_revision.get((group, role, ordinal)) or self.recorded.group_revision.get(group)
         if ordinal < partition:
             if recorded:
                 return recorded
@@ -1244,10 +1245,16 @@ class _Recorded:
 
 
 def _recorded_revisions(status: dict[str, Any]) -> _Recorded:
-    """The revision references persisted in status by earlier passes (they survive restarts)."""
+    """The revision references persisted in status by earlier passes (they survive restarts).
+
+    ``groups[].revision`` / ``targetRevision`` per group; ``groups[].instanceRevisions`` as
+    ``{"role/ordinal": hash}`` for instances on another revision than their group's; every other
+    instance of a group runs the group's revision. ``roleReplicas`` is the role size then.
+    """
     groups: dict[int, str] = {}
     instances: dict[tuple[int, str, int], str] = {}
     desired: dict[int, dict[str, int]] = {}
+    role_replicas = {k: v for k, v in (status.get("roleReplicas") or {}).items() if isinstance(v, int)}
     for g in status.get("groups") or []:
         try:
             o = int(g.get("ordinal"))
@@ -1256,13 +1263,10 @@ def _recorded_revisions(status: dict[str, Any]) -> _Recorded:
         rev = g.get("targetRevision") or g.get("revision")
         if rev:
             groups[o] = rev
-        for r in g.get("roles") or []:
-            name = r.get("name")
-            if not name:
-                continue
-            if isinstance(r.get("desired"), int):
-                desired.setdefault(o, {})[name] = r["desired"]
-            for k, rev in (r.get("instanceRevisions") or {}).items():
-                if str(k).isdigit():
-                    instances[(o, name, int(k))] = rev
+        if role_replicas and not g.get("surge"):
+            desired[o] = dict(role_replicas)
+        for key, irev in (g.get("instanceRevisions") or {}).items():
+            role, _, k = str(key).rpartition("/")
+            if role and k.isdigit() and irev:
+                instances[(o, role, int(k))] = irev
     return _Recorded(groups, instances, desired)

@@ -27,7 +27,7 @@ from .ports import Clock, ClusterPort, Conflict, NotFound, RouterPort
 from .revisions import History, revision_object
 from .spec import ValidationError, parse_modelserving
 from .strategy import ClusterSettings
-from .view import build_view
+from .view import build_view, expand_waiting
 
 log = logging.getLogger(__name__)
 
@@ -102,11 +102,11 @@ def _reconcile_once(
             {"type": "SpecInvalid", "status": "True", "reason": "ValidationFailed", "message": str(err), "lastTransitionTime": now}
         ]
         status["phase"] = "Blocked"
-        status["blocked"] = [{"group": None, "role": None, "reason": f"spec invalid: {err}", "kind": "refused"}]
+        status["waiting"] = [{"reason": f"spec invalid: {err}", "kind": "refused", "role": None, "groups": [None]}]
         if status != prev_status:
             cluster.replace_modelserving_status(namespace, name, status, resource_version=resource_version)
         result.status = status
-        result.blocked = status["blocked"]
+        result.blocked = expand_waiting(status["waiting"])
         return
     pods = cluster.list_pods(namespace, name)
     revision_objs = cluster.list_revisions(namespace, name)
@@ -130,7 +130,7 @@ def _reconcile_once(
         cluster.replace_modelserving_status(namespace, name, status, resource_version=resource_version)
         _record_transitions(cluster, namespace, name, prev_status, status)
     result.actions = the_plan.actions
-    result.blocked = status.get("blocked") or []
+    result.blocked = [b.to_json() for b in the_plan.blocked]
     result.requeue_after = the_plan.requeue_after
     result.status = status
     if build_state_view:
@@ -225,7 +225,7 @@ def _record_transitions(cluster: ClusterPort, namespace: str, name: str, prev: d
             reason = {"Healthy": "RolloutHealthy", "Progressing": "RolloutProgressing", "Paused": "RolloutPaused", "Blocked": "RolloutBlocked", "Degraded": "RolloutDegraded"}.get(new.get("phase") or "", "RolloutPhaseChanged")
             detail = ""
             if new.get("phase") == "Blocked":
-                stuck = [b["reason"] for b in new.get("blocked") or [] if b.get("kind") in ("unschedulable", "revision", "refused", "failing", "deadlock")]
+                stuck = [b["reason"] for b in new.get("waiting") or [] if b.get("kind") in ("unschedulable", "revision", "refused", "failing", "deadlock")]
                 detail = f": {stuck[0]}" if stuck else ""
             cluster.record_event(namespace, name, reason=reason, message=f"phase {prev.get('phase')} -> {new.get('phase')}{detail}", type=event_type)
     except Exception:  # events are best effort; never fail a reconcile for one

@@ -62,6 +62,7 @@ def build_status(p: _Pass) -> dict[str, Any]:
         available = p.group_available(group) and not (group is not None and p.being_removed(group))
         group_updated = True
         roles_out = []
+        group_instance_revisions: dict[str, str] = {}
         for role in ms.roles:
             name = role.name
             tot = roles_total[name]
@@ -112,9 +113,10 @@ def build_status(p: _Pass) -> dict[str, Any]:
             counts["surge"] = len(extra)
             if extra:
                 converged = False
-            counts["revisions"] = revisions
-            if instance_revisions:
-                counts["instanceRevisions"] = instance_revisions
+            if len(revisions) > 1:
+                counts["revisions"] = revisions
+            for k, r in instance_revisions.items():
+                group_instance_revisions[f"{name}/{k}"] = r
             roles_out.append(counts)
             for key in ("desired", "ready", "updated", "unavailable", "surge", "draining"):
                 tot[key] += counts[key]
@@ -136,9 +138,21 @@ def build_status(p: _Pass) -> dict[str, Any]:
                 non_updated_revisions[rev] = non_updated_revisions.get(rev, 0) + 1
             if available:
                 available_groups += 1
-        # revision: what the group runs (or is rebuilt on when missing); targetRevision: what it is
-        # rebuilt on if all its pods go (the update revision once its replacement has started).
-        entry = {"ordinal": o, "name": naming.group_name(ms.name, o), "revision": rev, "targetRevision": target_rev or rev, "phase": phase, "surge": surge_group, "ready": available, "updated": group_updated, "roles": roles_out}
+        # Compact on purpose (1,000 groups must fit in one object): what the group runs (or is
+        # rebuilt on when missing), what it is rebuilt on if all its pods go when that differs (the
+        # update revision once its replacement started), the roles that are not simply done, and
+        # the revision of every instance that runs something else than the group.
+        entry: dict[str, Any] = {"ordinal": o, "revision": rev, "phase": phase, "ready": available, "updated": group_updated}
+        if target_rev and target_rev != rev:
+            entry["targetRevision"] = target_rev
+        if surge_group:
+            entry["surge"] = True
+        notable = [c for c in roles_out if c["unavailable"] or c["surge"] or c["draining"] or "revisions" in c]
+        if notable:
+            entry["roles"] = notable
+        differing = {key: r for key, r in group_instance_revisions.items() if r != rev}
+        if differing:
+            entry["instanceRevisions"] = differing
         groups_out.append(entry)
     if observed.foreign:
         converged = False
@@ -154,7 +168,12 @@ def build_status(p: _Pass) -> dict[str, Any]:
         current = max(sorted(non_updated_revisions), key=lambda r: non_updated_revisions[r])
     referenced.add(current)
 
-    blocked = [b.to_json() for b in p.blocked]
+    # Grouped by (reason, kind, role): during a 1,000-group rollout most groups wait for the same
+    # reason, and status must stay small. The view expands it back to one entry per group.
+    waiting: dict[tuple[str, str, str | None], list[int | None]] = {}
+    for b in p.blocked:
+        waiting.setdefault((b.reason, b.kind, b.role), []).append(b.group)
+    blocked = [{"reason": reason, "kind": kind, "role": role, "groups": groups} for (reason, kind, role), groups in waiting.items()]
     stuck = [b for b in p.blocked if b.kind in STUCK_KINDS]
     prev_conditions = {c.get("type"): c for c in p.prev.get("conditions") or [] if isinstance(c, dict)}
     now = p.now
@@ -180,7 +199,7 @@ def build_status(p: _Pass) -> dict[str, Any]:
         conditions.append(_condition(prev_conditions, "Progressing", True, "RollingUpdate", f"rolling out revision {p.update_hash}", now))
     outdated_groups = replicas - updated_groups
     # In progress until the last new group is Ready, not only until the last old one is gone.
-    new_not_ready = any(g["phase"] != "Ready" and not g["surge"] and g["updated"] for g in groups_out)
+    new_not_ready = any(g["phase"] != "Ready" and not g.get("surge") and g["updated"] for g in groups_out)
     in_progress = updating and not converged and (outdated_groups > partition or new_not_ready)
     conditions.append(
         _condition(
@@ -238,7 +257,9 @@ def build_status(p: _Pass) -> dict[str, Any]:
         "strategy": p.strategy.to_json(),
         "groups": groups_out,
         "roles": roles_summary,
-        "blocked": blocked,
+        # Role replicas at the time of writing: recovery tells "lost" from "not yet scaled up".
+        "roleReplicas": {r.name: r.replicas for r in ms.roles},
+        "waiting": blocked,
         "referencedRevisions": sorted(r for r in referenced if r),
     }
 

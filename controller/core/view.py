@@ -145,10 +145,67 @@ def build_view(
         "counts": {k: status.get(k) for k in ("replicas", "currentReplicas", "updatedReplicas", "availableReplicas")},
         "revisions": revs,
         "instances": instances,
-        "blocked": status.get("blocked") or [],
-        "groups": [{k: v for k, v in g.items() if k != "roles"} | {"roles": [{k: v for k, v in r.items() if k != "instanceRevisions"} for r in g.get("roles") or []]} for g in status.get("groups") or []],
+        "blocked": expand_waiting(status.get("waiting") or []),
+        "waiting": status.get("waiting") or [],
+        "groups": _groups(status, instances, replicas, role_replicas, update_revision),
         "roles": status.get("roles") or [],
         "strategy": status.get("strategy") or {},
         "drain": drain,
         "time": now,
     }
+
+
+def _groups(status: dict[str, Any], instances: list[dict[str, Any]], replicas: int, role_replicas: dict[str, int], update_revision: str | None) -> list[dict[str, Any]]:
+    """Per-group, per-role counts for the dashboard, from the instances (status keeps only a
+    compact summary per group so that 1,000 groups fit in one object)."""
+    recorded = {g.get("ordinal"): g for g in status.get("groups") or []}
+    by_group: dict[int, list[dict[str, Any]]] = {}
+    for inst in instances:
+        by_group.setdefault(inst["group"], []).append(inst)
+    out = []
+    for o in sorted(set(range(replicas)) | set(by_group)):
+        members = by_group.get(o, [])
+        roles = []
+        for role, desired in role_replicas.items():
+            mine = [i for i in members if i["role"] == role]
+            in_range = [i for i in mine if i["ordinal"] < desired] if o < replicas else []
+            ready = sum(1 for i in in_range if i["state"] == STATE_READY)
+            revisions: dict[str, int] = {}
+            for i in mine:
+                revisions[i["revision"]] = revisions.get(i["revision"], 0) + 1
+            roles.append(
+                {
+                    "name": role,
+                    "desired": desired if o < replicas else 0,
+                    "ready": ready,
+                    "updated": sum(1 for i in in_range if i["revision"] == update_revision),
+                    "unavailable": (desired - ready) if o < replicas else 0,
+                    "surge": sum(1 for i in mine if i["surge"]),
+                    "draining": sum(1 for i in mine if i["draining"]),
+                    "revisions": revisions,
+                }
+            )
+        rec = recorded.get(o) or {}
+        out.append(
+            {
+                "ordinal": o,
+                "revision": rec.get("revision") or (members[0]["revision"] if members else None),
+                "targetRevision": rec.get("targetRevision") or rec.get("revision"),
+                "phase": rec.get("phase") or ("Missing" if not members else "Unknown"),
+                "ready": bool(rec.get("ready")),
+                "updated": bool(rec.get("updated")),
+                "surge": o >= replicas,
+                "roles": roles,
+            }
+        )
+    return out
+
+
+def expand_waiting(waiting: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Status keeps blocked reasons grouped; consumers get one entry per group and role."""
+    out = []
+    for w in waiting:
+        for group in w.get("groups") or [None]:
+            out.append({"group": group, "role": w.get("role"), "reason": w.get("reason"), "kind": w.get("kind")})
+    out.sort(key=lambda b: (b["group"] is None, b["group"] if b["group"] is not None else -1, b["role"] or ""))
+    return out

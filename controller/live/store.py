@@ -82,7 +82,8 @@ def ms_summary(obj: Obj) -> dict[str, Any]:
         "strategyType": (spec.get("rolloutStrategy") or {}).get("type") or "ServingGroupRollingUpdate",
         "generation": meta.get("generation"),
         "observedGeneration": status.get("observedGeneration"),
-        "blocked": len(status.get("blocked") or []),
+        # Blocked reasons are stored grouped (one entry per reason, listing its groups).
+        "blocked": sum(len(w.get("groups") or [None]) for w in status.get("waiting") or []),
     }
 
 
