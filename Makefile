@@ -9,9 +9,12 @@ STAMP := $(VENV)/.installed-stamp
 # unless REQUIRE_POSTGRES=1, which .ci/run sets so CI can never silently skip it).
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/test
 REQUIRE_POSTGRES ?= 0
-# Parallel pytest processes for the unit tests; integration tests always run one at a time
+# Parallel pytest processes (pytest-xdist) for the unit passes; 0 or 1 runs them in one process.
+# Serial by default: with 2 workers some dashboard tests interfered with each other (fixtures
+# waiting on state another worker's tests changed). Integration tests always run one at a time
 # because they start real Redis/Celery/Daphne processes that must not steal each other's tasks.
-PYTEST_WORKERS ?= 2
+PYTEST_WORKERS ?= 1
+XDIST := $(if $(filter-out 0 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS),)
 PYTEST_ARGS ?=
 CHROMIUM := /usr/bin/chromium
 
@@ -86,10 +89,10 @@ test: venv
 	  if [ $$rc -eq 5 ]; then echo "($$name: no tests selected)"; \
 	  elif [ $$rc -ne 0 ]; then failed="$$failed [$$name]"; fi; \
 	}; \
-	pass "SQLite, unit" env -u DATABASE_URL $(PY) -m pytest -q -m "not integration" -n $(PYTEST_WORKERS) $(PYTEST_ARGS); \
+	pass "SQLite, unit" env -u DATABASE_URL $(PY) -m pytest -q -m "not integration" $(XDIST) $(PYTEST_ARGS); \
 	pass "SQLite, integration" env -u DATABASE_URL $(PY) -m pytest -q -m "integration" $(PYTEST_ARGS); \
 	if $(PY) -c "import psycopg, sys; psycopg.connect('$(PG_TEST_URL)', connect_timeout=3).close()" 2>/dev/null; then \
-	  pass "PostgreSQL, database unit" env DATABASE_URL=$(PG_TEST_URL) $(PY) -m pytest -q -m "database and not integration" -n $(PYTEST_WORKERS) $(PYTEST_ARGS); \
+	  pass "PostgreSQL, database unit" env DATABASE_URL=$(PG_TEST_URL) $(PY) -m pytest -q -m "database and not integration" $(XDIST) $(PYTEST_ARGS); \
 	  pass "PostgreSQL, database integration" env DATABASE_URL=$(PG_TEST_URL) $(PY) -m pytest -q -m "database and integration" $(PYTEST_ARGS); \
 	elif [ "$(REQUIRE_POSTGRES)" = 1 ]; then \
 	  echo "error: PostgreSQL is not reachable at $(PG_TEST_URL) and REQUIRE_POSTGRES=1" >&2; failed="$$failed [PostgreSQL unreachable]"; \
