@@ -607,6 +607,19 @@ def test_role_partition_keeps_instances_below_it_old():
     assert any("prefill-0" in x and "partition" in x for x in reasons)
 
 
+@pytest.mark.xfail(strict=True, reason="core bug: RoleRollingUpdate + recoveryPolicy None livelock on a surge instance that lost a pod: recovery recreates the missing pod while 'surge no longer needed' deletes the others, every pass")
+def test_a_surge_instance_that_lost_a_pod_is_removed_when_no_longer_needed_with_recovery_none():
+    m = role_ms([role("decode", replicas=1, workers=1, maxUnavailable=0, maxSurge=1)], recovery="None")
+    cluster, clock = deploy(m)
+    change_image(cluster, "engine:v2")
+    step(cluster, clock)  # surge decode-1 created
+    step(cluster, clock)  # decode-0 replaced
+    lose_pods(cluster, "ms-0-decode-1-1")
+    run_until_converged(cluster, clock, max_steps=30)
+    assert sorted(cluster.pods) == ["ms-0-decode-0-0", "ms-0-decode-0-1"]
+    assert group_images(cluster) == {0: {"engine:v2"}}
+
+
 def test_role_rolling_update_with_role_surge_creates_the_surge_instance_first():
     m = role_ms([role("prefill", replicas=2, maxUnavailable=0, maxSurge=1)])
     cluster, clock = deploy(m)
