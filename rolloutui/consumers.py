@@ -51,10 +51,14 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 
-# Lists sent as per-item changes, and the identity of an item in each.
+# Lists sent as per-item changes: the identity of an item, and whether both ends keep the list
+# sorted by that identity (instances and groups are, in build_view; the others keep the order the
+# planner gave, which a delta carries in ``order`` when merging would not reproduce it).
 KEYED_LISTS = {
-    "instances": lambda i: (i.get("group"), i.get("role"), i.get("ordinal")),
-    "groups": lambda g: g.get("ordinal"),
+    "instances": (lambda i: (i.get("group"), i.get("role"), i.get("ordinal")), True),
+    "groups": (lambda g: g.get("ordinal"), True),
+    "blocked": (lambda b: (b.get("group"), b.get("role"), b.get("kind")), False),
+    "drain": (lambda d: d.get("pod"), False),
 }
 
 
@@ -62,36 +66,57 @@ def _encode(payload) -> str:
     return json.dumps(payload, separators=(",", ":"))
 
 
-def _keyed_delta(old: list[dict], new: list[dict], key) -> dict[str, list]:
+def _wire(k):
+    return list(k) if isinstance(k, tuple) else k
+
+
+def _keyed_delta(old: list[dict], new: list[dict], key, is_sorted: bool) -> dict[str, list] | None:
     """Per-item changes of a list of dicts with an identity: new items whole (``upsert``),
     changed items as their changed fields only (``patch``: [key, {field: value}, [removed
-    fields]]), and the keys of removed items (``remove``). When a rollout
-    starts, 1,000 groups change one flag each: that is 1,000 small patches, not 1,000 groups."""
-    before = {key(item): item for item in old}
+    fields]]), the keys of removed items (``remove``), and the full key ``order`` only when the
+    receiver's merge (sorted, or kept order with new items appended) would not reproduce the
+    list's order. When a rollout starts, 1,000 groups change one flag each: that is 1,000 small
+    patches, not 1,000 groups. None when identities are not unique (the list is then sent whole)."""
+    old_keys = [key(item) for item in old]
+    new_keys = [key(item) for item in new]
+    if len(set(old_keys)) != len(old_keys) or len(set(new_keys)) != len(new_keys):
+        return None
+    before = dict(zip(old_keys, old))
     upsert, patch = [], []
-    for item in new:
-        k = key(item)
+    for k, item in zip(new_keys, new):
         prev = before.get(k)
         if prev is None:
             upsert.append(item)
         elif prev != item:
             fields = {f: v for f, v in item.items() if f not in prev or prev[f] != v}
             gone = [f for f in prev if f not in item]
-            patch.append([list(k) if isinstance(k, tuple) else k, fields, gone])
-    present = {key(item) for item in new}
-    remove = [list(k) if isinstance(k, tuple) else k for k in before if k not in present]
-    return {"upsert": upsert, "patch": patch, "remove": remove}
+            patch.append([_wire(k), fields, gone])
+    present = set(new_keys)
+    out = {"upsert": upsert, "patch": patch, "remove": [_wire(k) for k in old_keys if k not in present]}
+    if is_sorted:
+        merged = sorted(new_keys, key=lambda k: k if isinstance(k, tuple) else (k,))
+    else:
+        merged = [k for k in old_keys if k in present] + [key(item) for item in upsert]
+    if merged != new_keys:
+        out["order"] = [_wire(k) for k in new_keys]
+    return out
 
 
 def make_delta(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """What turns ``old`` into ``new``: changed top-level values in ``set``, removed keys in
-    ``unset``, and per-item upserts/removals for the large keyed lists. ``time`` comes last so a
-    reader can find it without parsing (the fan-out bench does)."""
+    ``unset``, and per-item changes of the large keyed lists. ``time`` comes last so a reader can
+    find it without parsing (the fan-out bench does)."""
     delta: dict[str, Any] = {"type": "state.delta", "base": old.get("time")}
-    delta["set"] = {k: v for k, v in new.items() if k not in KEYED_LISTS and k != "time" and old.get(k) != v}
+    lists: dict[str, Any] = {}
+    for name, (key, is_sorted) in KEYED_LISTS.items():
+        a, b = old.get(name), new.get(name)
+        if isinstance(a, list) and isinstance(b, list) and all(isinstance(x, dict) for x in a + b):
+            change = _keyed_delta(a, b, key, is_sorted)
+            if change is not None:
+                lists[name] = change
+    delta["set"] = {k: v for k, v in new.items() if k not in lists and k != "time" and (k not in old or old[k] != v)}
     delta["unset"] = [k for k in old if k not in new]
-    for name, key in KEYED_LISTS.items():
-        delta[name] = _keyed_delta(old.get(name) or [], new.get(name) or [], key)
+    delta["lists"] = lists
     delta["time"] = new.get("time")
     return delta
 

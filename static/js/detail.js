@@ -637,31 +637,46 @@
   // groups (by ordinal). wireState is the state the deltas apply to.
   let socket = null, attempts = 0, lastMessageAt = null, wireState = null;
 
-  const instKey = (i) => i.group + "|" + i.role + "|" + i.ordinal;
-  const instCmp = (a, b) => a.group - b.group || (a.role < b.role ? -1 : a.role > b.role ? 1 : 0) || a.ordinal - b.ordinal;
+  // How each list is keyed and (for instances and groups) sorted: the same as build_view and
+  // rolloutui/consumers.py KEYED_LISTS.
+  const LISTS = {
+    instances: { key: (i) => [i.group, i.role, i.ordinal], sorted: true },
+    groups: { key: (g) => [g.ordinal], sorted: true },
+    blocked: { key: (b) => [b.group, b.role, b.kind], sorted: false },
+    drain: { key: (d) => [d.pod], sorted: false },
+  };
+  const keyText = (k) => JSON.stringify(Array.isArray(k) ? k : [k]);
+  function cmpKeys(a, b) {
+    for (let i = 0; i < a.length; i++) {
+      if (a[i] === b[i]) continue;
+      if (a[i] === null || a[i] === undefined) return -1;
+      if (b[i] === null || b[i] === undefined) return 1;
+      return a[i] < b[i] ? -1 : 1;
+    }
+    return 0;
+  }
 
-  const keyText = (k) => (Array.isArray(k) ? k.join("|") : String(k));
-
-  function mergeKeyed(list, change, key, cmp) {
-    if (!change || (!change.upsert.length && !change.remove.length && !(change.patch || []).length)) return list;
-    const byKey = new Map(list.map((x) => [key(x), x]));
+  function mergeList(list, change, spec) {
+    const byKey = new Map(list.map((x) => [keyText(spec.key(x)), x]));
+    const order = list.map((x) => keyText(spec.key(x)));
     for (const r of change.remove) byKey.delete(keyText(r));
-    for (const u of change.upsert) byKey.set(key(u), u);
-    for (const [k, fields, gone] of change.patch || []) {
+    for (const [k, fields, gone] of change.patch) {
       const prev = byKey.get(keyText(k));
       if (!prev) continue;
       const item = Object.assign({}, prev, fields);
-      for (const f of gone || []) delete item[f];
+      for (const f of gone) delete item[f];
       byKey.set(keyText(k), item);
     }
-    return [...byKey.values()].sort(cmp);
+    for (const u of change.upsert) { const k = keyText(spec.key(u)); if (!byKey.has(k)) order.push(k); byKey.set(k, u); }
+    if (change.order) return change.order.map((k) => byKey.get(keyText(k)));
+    if (spec.sorted) return [...byKey.values()].sort((a, b) => cmpKeys(spec.key(a), spec.key(b)));
+    return order.filter((k) => byKey.has(k)).map((k) => byKey.get(k));
   }
 
   function applyDelta(base, d) {
     const next = Object.assign({}, base, d.set || {});
     for (const k of d.unset || []) delete next[k];
-    next.instances = mergeKeyed(base.instances || [], d.instances, instKey, instCmp);
-    next.groups = mergeKeyed(base.groups || [], d.groups, (g) => String(g.ordinal), (a, b) => a.ordinal - b.ordinal);
+    for (const [name, change] of Object.entries(d.lists || {})) next[name] = mergeList(base[name] || [], change, LISTS[name]);
     next.time = d.time;
     return next;
   }

@@ -26,19 +26,28 @@ def apply_delta(base: dict, delta: dict) -> dict:
     out = {**base, **delta["set"]}
     for k in delta["unset"]:
         out.pop(k, None)
-    for name, key in KEYED_LISTS.items():
+    for name, change in delta["lists"].items():
+        key, is_sorted = KEYED_LISTS[name]
+        wire = lambda k: tuple(k) if isinstance(k, list) else k  # noqa: E731
         items = {key(i): i for i in base.get(name) or []}
-        for r in delta[name]["remove"]:
-            items.pop(tuple(r) if isinstance(r, list) else r, None)
-        for u in delta[name]["upsert"]:
-            items[key(u)] = u
-        for k, fields, gone in delta[name]["patch"]:
-            k = tuple(k) if isinstance(k, list) else k
-            item = {**items[k], **fields}
+        order = list(items)
+        for r in change["remove"]:
+            items.pop(wire(r), None)
+        for k, fields, gone in change["patch"]:
+            item = {**items[wire(k)], **fields}
             for f in gone:
                 item.pop(f, None)
-            items[k] = item
-        out[name] = sorted(items.values(), key=lambda i: tuple(str(x) if isinstance(x, str) else x for x in (key(i) if isinstance(key(i), tuple) else (key(i),))))
+            items[wire(k)] = item
+        for u in change["upsert"]:
+            if key(u) not in items:
+                order.append(key(u))
+            items[key(u)] = u
+        if "order" in change:
+            out[name] = [items[wire(k)] for k in change["order"]]
+        elif is_sorted:
+            out[name] = [items[k] for k in sorted(items, key=lambda k: k if isinstance(k, tuple) else (k,))]
+        else:
+            out[name] = [items[k] for k in order if k in items]
     out["time"] = delta["time"]
     return out
 
@@ -184,7 +193,7 @@ async def test_publish_state_from_the_services_reaches_the_client(ms, viewer):
     # The path the controller's reconcile takes: publish_state reads and sends the fresh state.
     await database_sync_to_async(streaming.publish_state)(ms["namespace"], ms["name"])
     update = json.loads(await comm.receive_from(timeout=3))
-    assert update["type"] == "state.delta" and "instances" in update and update["time"] is not None
+    assert update["type"] == "state.delta" and update["time"] is not None
     await comm.disconnect()
 
 
@@ -201,6 +210,21 @@ def test_make_delta_round_trips_values_none_and_removed_fields():
            "groups": [{"ordinal": 0, "updated": True, "revision": None}, {"ordinal": 2, "updated": False}]}
     delta = make_delta(old, new)
     assert delta["unset"] == ["gone"] and delta["set"] == {"phase": "Paused", "spec": {"paused": True}}
-    assert delta["instances"]["patch"] == [[[0, "a", 0], {"state": "Draining", "note": None}, ["extra"]]]
-    assert delta["groups"]["patch"] == [[0, {"updated": True}, []]]
+    assert delta["lists"]["instances"]["patch"] == [[[0, "a", 0], {"state": "Draining", "note": None}, ["extra"]]]
+    assert delta["lists"]["groups"]["patch"] == [[0, {"updated": True}, []]]
     assert replay([old, json.loads(json.dumps(delta))]) == new
+
+
+def test_make_delta_keeps_planner_order_and_falls_back_on_duplicate_keys():
+    from rolloutui.consumers import make_delta
+
+    b = lambda g, reason: {"group": g, "role": None, "kind": "budget", "reason": reason}  # noqa: E731
+    old = {"time": 1.0, "blocked": [b(3, "x"), b(1, "y")], "drain": [{"pod": "p1", "inFlight": 2}]}
+    new = {"time": 2.0, "blocked": [b(2, "z"), b(3, "x2")], "drain": [{"pod": "p1", "inFlight": 1}, {"pod": "p0", "inFlight": 0}]}
+    delta = make_delta(old, new)
+    assert "order" in delta["lists"]["blocked"] and "order" not in delta["lists"]["drain"]
+    assert replay([old, json.loads(json.dumps(delta))]) == new
+    dup = {"time": 3.0, "blocked": [b(2, "z"), b(2, "z again")], "drain": []}
+    delta = make_delta(new, dup)
+    assert "blocked" not in delta["lists"] and delta["set"]["blocked"] == dup["blocked"]
+    assert replay([new, json.loads(json.dumps(delta))]) == dup
