@@ -337,7 +337,7 @@ class _Pass:
                 self.remove_instance(inst, BECAUSE_REMOVED_ROLE, may_start=not self.ms.paused)
                 continue
             expected = self.expected_pods(inst.revision, role)
-            if policy == RECREATE_NONE:
+            if policy == RECREATE_NONE and ordinal < self.role_replicas(role):
                 failed = [p for p in inst.pods.values() if p.failed and not p.deleting]
                 if failed:
                     self._remove_pods(failed, group=group.ordinal, role=role, ordinal=ordinal, revision=inst.revision, reason=BECAUSE_RECOVERY, may_start=True)
@@ -348,6 +348,8 @@ class _Pass:
                 if missing and not inst.being_removed and not self.update_replaces(inst):
                     self.create_instance(group.ordinal, role, ordinal, inst.revision, BECAUSE_RECOVERY, pod_indexes=missing)
                 continue
+            # (Also None for a surge or extra instance: it goes whole, and the surge logic makes
+            # a new one if one is still needed; patching its pods back would race its removal.)
             if inst.lost or not inst.complete(expected):
                 self.remove_instance(inst, BECAUSE_RECOVERY, may_start=True)
 
