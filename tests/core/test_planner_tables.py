@@ -8,6 +8,7 @@ turns drains off where a test is about something else.
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
@@ -362,8 +363,8 @@ def test_a_protected_role_instance_that_is_lost_is_rebuilt_from_the_old_revision
     change_image(cluster, "engine:v2")
     run_until_converged(cluster, clock)
     lose_pods(cluster, "ms-0-prefill-0-0")
-    groups = status(cluster)["groups"]
-    assert groups[0]["roles"][0]["instanceRevisions"]  # persisted for the restart
+    old = [h for h in status(cluster)["referencedRevisions"] if h != status(cluster)["updateRevision"]]
+    assert old and old[0] in json.dumps(status(cluster)["groups"][0])  # persisted for the restart
     r = step(cluster, clock)
     (create,) = [a for a in r.actions if a.verb == "create"]
     assert (create.role, create.ordinal) == ("prefill", 0)
@@ -527,20 +528,18 @@ def test_status_has_per_group_and_per_role_counts_and_reasons_for_each_waiting_g
     step(cluster, clock)  # group 2 deleted
     r = step(cluster, clock, settle=False)  # group 2 created, not yet Ready
     new = r.status["updateRevision"]
-    step(cluster, clock, settle=False)
+    last = step(cluster, clock, settle=False)
     st = status(cluster)
     groups = {g["ordinal"]: g for g in st["groups"]}
     assert (groups[0]["revision"], groups[0]["ready"], groups[0]["updated"], groups[0]["phase"]) == (old, True, False, "Ready")
     assert (groups[2]["revision"], groups[2]["ready"], groups[2]["updated"]) == (new, False, True)
     g2 = {x["name"]: x for x in groups[2]["roles"]}
     assert {k: g2["prefill"][k] for k in ("desired", "ready", "updated", "unavailable", "surge")} == {"desired": 2, "ready": 0, "updated": 2, "unavailable": 2, "surge": 0}
-    assert g2["decode"]["revisions"] == {new: 1}
-    g0 = {x["name"]: x for x in groups[0]["roles"]}
-    assert {k: g0["decode"][k] for k in ("desired", "ready", "updated", "unavailable")} == {"desired": 1, "ready": 1, "updated": 0, "unavailable": 0}
+    assert {k: g2["decode"][k] for k in ("desired", "ready", "updated", "unavailable")} == {"desired": 1, "ready": 0, "updated": 1, "unavailable": 1}
     roles = {x["name"]: x for x in st["roles"]}
     assert {k: roles["prefill"][k] for k in ("desired", "ready", "updated", "unavailable")} == {"desired": 6, "ready": 4, "updated": 2, "unavailable": 2}
     assert (st["updatedReplicas"], st["availableReplicas"]) == (1, 2)
-    waiting = {b["group"]: b["reason"] for b in st["blocked"]}
+    waiting = {b["group"]: b["reason"] for b in last.blocked}
     assert set(waiting) >= {0, 1}
     assert all(isinstance(waiting[o], str) and len(waiting[o].split()) >= 3 for o in (0, 1))
 
@@ -607,7 +606,6 @@ def test_role_partition_keeps_instances_below_it_old():
     assert any("prefill-0" in x and "partition" in x for x in reasons)
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: RoleRollingUpdate + recoveryPolicy None livelock on a surge instance that lost a pod: recovery recreates the missing pod while 'surge no longer needed' deletes the others, every pass")
 def test_a_surge_instance_that_lost_a_pod_is_removed_when_no_longer_needed_with_recovery_none():
     m = role_ms([role("decode", replicas=1, workers=1, maxUnavailable=0, maxSurge=1)], recovery="None")
     cluster, clock = deploy(m)
