@@ -150,6 +150,11 @@ def test_operator_watches_pauses_promotes_diffs_and_rolls_back(live_stack, page:
     page.mouse.click(box["x"] + 80, box["y"] + 20)
     expect(page.get_by_test_id("cell-detail")).to_contain_text("Node", timeout=10000)
     shot(page, screenshot_dir / "detail-cell.png", full_page=False)
+    # The state the page rebuilt from deltas has the server's instances.
+    rest = page.request.get(live_stack.url + "/api/modelservings/default/chat/").json()
+    wire = page.evaluate("window.__rollout.wireState")
+    assert wire["instances"] and set(wire) == set(rest)
+    assert [r["number"] for r in wire["revisions"]] == [r["number"] for r in rest["revisions"]]
     assert not errors, errors
 
 
@@ -166,6 +171,8 @@ def test_viewer_sees_no_working_controls_and_gets_403(live_stack, page: Page, sc
     expect(page.locator("#revisions [data-action=rollback]")).to_have_count(0)
     for action in ("fail-node", "add-node"):
         expect(page.get_by_test_id(f"btn-{action}")).to_be_disabled()
+    page.wait_for_selector("#audit li")
+    page.wait_for_selector("#chart-progress .main-svg")
     shot(page, screenshot_dir / "detail-viewer.png")
 
     # The API refuses the viewer's control even with a valid session and CSRF token.
