@@ -140,7 +140,8 @@
       const partition = typeof st.spec.partition === "number" ? st.spec.partition : Math.max(0, ...Object.values(st.spec.partition || {}).map(Number).filter((n) => !isNaN(n)));
       const groupLevel = (st.strategyType || "ServingGroupRollingUpdate") === "ServingGroupRollingUpdate";
       const replicas = st.spec.replicas || 0;
-      ctx.font = "10px system-ui, sans-serif";
+      // Small cells (hundreds of groups) get a smaller label font so role rows stay legible.
+      ctx.font = `${Math.min(10, L.cell + 2)}px system-ui, sans-serif`;
       ctx.textBaseline = "middle";
       for (let b = 0; b < L.bands; b++) {
         const y0 = b * L.bandH;
