@@ -135,12 +135,14 @@ class EffectiveStrategy:
     type: str
     group: EffectiveBudgets  # group level (counts ServingGroups)
     roles: dict[str, EffectiveBudgets]  # per role (counts instances of that role inside each group)
+    coordination: dict[str, object] | None = None  # roles, maxSkew (percent), dependencies
 
     def to_json(self) -> dict[str, object]:
         return {
             "type": self.type,
             "group": self.group.to_json(),
             "roles": {name: b.to_json() for name, b in self.roles.items()},
+            "coordination": self.coordination,
         }
 
 
@@ -159,4 +161,13 @@ def resolve(ms: ModelServing, settings: ClusterSettings | None = None) -> Effect
         role.name: resolve_budgets(role.budgets, total=role.replicas, multi_node=_has_workers(role), settings=settings)
         for role in ms.roles
     }
-    return EffectiveStrategy(ms.strategy.type, group, roles)
+    coordination = None
+    if ms.strategy.coordination is not None:
+        c = ms.strategy.coordination
+        coordination = {
+            "roles": list(c.roles),
+            "maxSkew": f"{c.max_skew_percent}%",
+            "maxSkewPercent": c.max_skew_percent,
+            "dependencies": [{"role": d.role, "dependsOn": list(d.depends_on)} for d in c.dependencies],
+        }
+    return EffectiveStrategy(ms.strategy.type, group, roles, coordination)

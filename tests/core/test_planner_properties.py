@@ -266,6 +266,14 @@ def _apply_operation(cluster, clock, router, op, arg, saved):
         if names:
             router.counts[names[arg % len(names)]] = arg % 4
     elif op == "scale":
+        # An API server with our validation refuses a scale that makes the spec invalid (say
+        # maxUnavailable 25% of 1 group -> 0 with maxSurge 0); the operator never gets it in.
+        candidate = copy.deepcopy(cluster.get_modelserving("default", "ms"))
+        candidate["spec"]["replicas"] = arg
+        try:
+            parse_modelserving(candidate)
+        except ValidationError:
+            return
         patch_spec(cluster, {"replicas": arg})
     elif op == "change-image":
         change_image(cluster, arg)
