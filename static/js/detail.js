@@ -692,9 +692,13 @@
 
   function connect() {
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
-    socket = new WebSocket(proto + "//" + location.host + boot.ws);
-    socket.onopen = () => { attempts = 0; };
-    socket.onmessage = (e) => {
+    const ws = new WebSocket(proto + "//" + location.host + boot.ws);
+    socket = ws;
+    ws.onopen = () => { attempts = 0; };
+    ws.onmessage = (e) => {
+      // A socket on its way out (closing, or replaced by a reconnect) may still deliver what was
+      // in flight; it must not mark the page live again.
+      if (ws !== socket || ws.readyState !== WebSocket.OPEN) return;
       lastMessageAt = new Date();
       setConn("live", "live");
       const msg = JSON.parse(e.data);
@@ -709,7 +713,8 @@
       if (wireState.deleted) { setConn("down", "ModelServing deleted"); return; }
       applyState(wireState);
     };
-    socket.onclose = (e) => {
+    ws.onclose = (e) => {
+      if (ws !== socket) return;
       if (e.code === 4401) { setConn("down", "signed out"); location.href = "/accounts/login/?next=" + encodeURIComponent(location.pathname); return; }
       if (e.code === 4403) { setConn("down", "no permission"); return; }
       if (e.code === 4404) { setConn("down", "ModelServing deleted"); return; }
@@ -731,5 +736,10 @@
   setConn("connecting", "connecting");
   connect();
   // Test and debugging hooks (read-only views, plus a way to simulate a dropped connection).
-  window.__rollout = { get state() { return state; }, get wireState() { return wireState; }, samples, topo, dropSocket: () => socket && socket.close() };
+  window.__rollout = { get state() { return state; }, get wireState() { return wireState; }, samples, topo, dropSocket: () => {
+    if (!socket) return;
+    // Closing is a handshake that a busy server may answer late: say "reconnecting" at once.
+    setConn("stale", "reconnecting…");
+    socket.close();
+  } };
 })();
