@@ -30,7 +30,7 @@ from typing import Any
 from controller.core import naming
 from controller.core.ports import Obj
 from controller.sim.config import ClusterConfig, Span
-from controller.sim.kubelet import CRASH_BACKOFF_MAX, CRASH_BACKOFF_START, KUBELET_OWNED, image_id
+from controller.sim.kubelet import CRASH_BACKOFF_MAX, CRASH_BACKOFF_START, image_id, node_lost_status, ready_conditions
 from controller.sim.store import rfc3339
 
 ANNOTATION_KUBELET = "sim.rolloutui.io/kubelet"
@@ -184,10 +184,7 @@ def advance(pod: Obj, now: float, config: ClusterConfig) -> Obj | None:
 
 def fail(pod: Obj, node: str) -> Obj:
     """The node is lost: the pod fails (its removal follows)."""
-    status = {**(pod.get("status") or {}), "phase": "Failed", "reason": "NodeLost",
-              "message": f"Node {node} which was running pod {(pod.get('metadata') or {}).get('name')} is unresponsive"}
-    status["conditions"] = [{**c, "status": "False"} if c.get("type") in ("Ready", "ContainersReady") else c
-                            for c in status.get("conditions") or []]
+    status = node_lost_status(pod.get("status") or {}, node, (pod.get("metadata") or {}).get("name"))
     return {**pod, "status": status}
 
 
@@ -229,24 +226,6 @@ def render_status(pod: Obj, state: dict[str, Any], now: float) -> Obj:
         status["phase"] = "Running" if any_started else "Pending"
     status["conditions"] = ready_conditions(pod, status.get("conditions") or [], containers_ready, stamp)
     return status
-
-
-def ready_conditions(pod: Obj, conditions: list[Obj], containers_ready: bool, stamp: str) -> list[Obj]:
-    """Initialized / ContainersReady / Ready, keeping every other condition (readiness gates)."""
-    gates = [g.get("conditionType") for g in (pod.get("spec") or {}).get("readinessGates") or []]
-    by_type = {c.get("type"): c for c in conditions}
-    gates_ok = all((by_type.get(g) or {}).get("status") == "True" for g in gates)
-    ready = containers_ready and gates_ok
-    out = [c for c in conditions if c.get("type") not in KUBELET_OWNED]
-    for ctype, value in (("Initialized", True), ("ContainersReady", containers_ready), ("Ready", ready)):
-        text = "True" if value else "False"
-        old = by_type.get(ctype)
-        since = old.get("lastTransitionTime") if old and old.get("status") == text else stamp
-        cond = {"type": ctype, "status": text, "lastTransitionTime": since}
-        if ctype == "Ready" and not value and containers_ready and not gates_ok:
-            cond["reason"] = "ReadinessGatesNotReady"
-        out.append(cond)
-    return out
 
 
 def recompute_ready(pod: Obj, now: float) -> Obj:

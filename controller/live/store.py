@@ -1,7 +1,8 @@
 """``DatabaseCluster``: the ``ClusterPort`` of the live simulated cluster, over ``SimObject`` rows.
 
 The semantics are ``controller.sim.store.InMemoryStore``'s (the API server's), with the database as
-the only state, so several processes can share it:
+the only state, so several processes can share it; what a write does to an object is computed by the
+same pure functions (``controller.sim.objects``), only storing it differs:
 
 - every real write stores a new ``resourceVersion`` with a compare-and-set
   ``UPDATE ... WHERE id = X AND resource_version = RV``: a writer that lost the race either raises
@@ -37,9 +38,11 @@ from django.db import IntegrityError, transaction
 from controller.core import naming
 from controller.core.ports import Conflict, NotFound, Obj
 from controller.models import SimClock, SimNode, SimObject, SimTraffic
+from controller.sim import objects
 from controller.sim.config import ClusterConfig
+from controller.sim.objects import Invalid, rfc3339
 from controller.sim.scheduler import pod_gpus
-from controller.sim.store import Invalid, _check_pod_spec_update, _copy_json, merge_patch, pod_ms_name, rfc3339
+from controller.sim.store import pod_ms_name
 
 from . import enqueue, physics
 from .clock import LiveClock, live_clock
@@ -204,14 +207,8 @@ class DatabaseCluster:
         return found[0]
 
     def create_modelserving(self, obj: Obj) -> Obj:
-        meta = dict(obj.get("metadata") or {})
-        ns = meta.setdefault("namespace", "default")
-        name = meta.get("name")
-        if not name:
-            raise Invalid("metadata.name: required")
-        meta.update(uid=str(uuid.uuid4()), generation=1, creationTimestamp=rfc3339(self._now()))
-        new = _copy_json({**obj, "metadata": meta})
-        new.setdefault("status", {})
+        ns, name = objects.object_key(obj)
+        new = objects.new_modelserving(obj, uid=str(uuid.uuid4()), created=rfc3339(self._now()))
         self._insert(MS, new, name, generation=1, summary=ms_summary(new))
         self._changed(ns, name)
         return new
@@ -222,26 +219,11 @@ class DatabaseCluster:
             old = row.data
             if resource_version is not None and str(resource_version) != str(row.resource_version):
                 raise Conflict(f"modelserving {namespace}/{name}: resourceVersion {resource_version} is stale")
-            # Only metadata and spec go through the main resource; status has its own subresource.
-            body = {k: v for k, v in patch.items() if k in ("metadata", "spec")}
-            meta_patch = dict(body.get("metadata") or {})
-            for immutable in ("name", "namespace", "uid", "generation", "resourceVersion", "creationTimestamp"):
-                meta_patch.pop(immutable, None)
-            new = dict(old)
-            if meta_patch:
-                new["metadata"] = merge_patch(old["metadata"], meta_patch)
-            if "spec" in body:
-                new["spec"] = merge_patch(old.get("spec") or {}, body["spec"])
-            if new == old:
+            new = objects.patched_modelserving(old, patch)
+            if new is old:
                 return old
-            meta = dict(new["metadata"])
-            generation = int(old["metadata"].get("generation") or 1)
-            if new.get("spec") != old.get("spec"):
-                generation += 1
-            meta["generation"] = generation
-            new["metadata"] = meta
             try:
-                out = self._cas(row, new, generation=generation, summary=ms_summary(new))
+                out = self._cas(row, new, generation=new["metadata"]["generation"], summary=ms_summary(new))
             except _Lost:
                 if resource_version is not None:
                     raise Conflict(f"modelserving {namespace}/{name}: resourceVersion {resource_version} is stale") from None
@@ -255,9 +237,9 @@ class DatabaseCluster:
         if str(resource_version) != str(row.resource_version):
             raise Conflict(f"modelserving {namespace}/{name}: resourceVersion {resource_version} is stale")
         old = row.data
-        if status == old.get("status"):
+        new = objects.with_status(old, status)
+        if new is old:
             return old
-        new = {**old, "status": _copy_json(status)}
         try:
             out = self._cas(row, new, summary=ms_summary(new))
         except _Lost:
@@ -288,16 +270,8 @@ class DatabaseCluster:
         return self._row(POD, namespace, name).data
 
     def create_pod(self, pod: Obj) -> Obj:
-        meta = dict(pod.get("metadata") or {})
-        ns = meta.setdefault("namespace", "default")
-        name = meta.get("name")
-        if not name:
-            raise Invalid("metadata.name: required")
-        meta.update(uid=str(uuid.uuid4()), creationTimestamp=rfc3339(self._now()))
-        meta.pop("deletionTimestamp", None)
-        spec = dict(pod.get("spec") or {})
-        spec.pop("nodeName", None)  # the scheduler binds; a controller does not pick nodes here
-        new = _copy_json({**pod, "metadata": meta, "spec": spec})
+        ns, _ = objects.object_key(pod)
+        new = objects.new_pod(pod, uid=str(uuid.uuid4()), created=rfc3339(self._now()))
         new = physics.on_create(new, self._now(), self.config)
         ms_name = pod_ms_name(new) or ""
         self._insert(POD, new, ms_name, gpus=pod_gpus(new), next_at=physics.kubelet_state(new).get("at"))
@@ -306,17 +280,12 @@ class DatabaseCluster:
 
     def delete_pod(self, namespace: str, name: str, *, uid: str | None = None) -> None:
         def terminate(old: Obj) -> Any:
-            if uid is not None and old["metadata"].get("uid") != uid:
-                raise Conflict(f"pod {namespace}/{name}: uid precondition failed ({uid} != {old['metadata'].get('uid')})")
-            if old["metadata"].get("deletionTimestamp"):
-                return old  # already terminating: deleting again changes nothing
-            if not (old.get("spec") or {}).get("nodeName"):
+            new = objects.terminating_pod(old, uid=uid, stamp=lambda: rfc3339(self._now()), what=f"pod {namespace}/{name}")
+            if new is None:
                 return REMOVE  # never bound: no kubelet has to stop anything
-            grace = (old.get("spec") or {}).get("terminationGracePeriodSeconds")
-            meta = {**old["metadata"], "deletionTimestamp": rfc3339(self._now())}
-            if grace is not None:
-                meta["deletionGracePeriodSeconds"] = grace
-            return physics.on_delete({**old, "metadata": meta}, self._now(), self.config)
+            if new is old:
+                return old  # already terminating: deleting again changes nothing
+            return physics.on_delete(new, self._now(), self.config)
 
         before, after = self.update_pod(namespace, name, terminate)
         if after is not before:
@@ -326,19 +295,11 @@ class DatabaseCluster:
         restarted = []
 
         def apply(old: Obj) -> Obj:
-            body = {k: v for k, v in patch.items() if k in ("metadata", "spec")}
-            new = dict(old)
-            if "metadata" in body:
-                meta_patch = {k: v for k, v in (body["metadata"] or {}).items()
-                              if k not in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp")}
-                new["metadata"] = merge_patch(old["metadata"], meta_patch)
-            if "spec" in body:
-                new_spec = merge_patch(old.get("spec") or {}, body["spec"])
-                _check_pod_spec_update(old.get("spec") or {}, new_spec, f"pod {namespace}/{name}")
-                new["spec"] = new_spec
-                if new_spec.get("containers") != (old.get("spec") or {}).get("containers") and not old["metadata"].get("deletionTimestamp"):
-                    new = physics.on_images_changed(old, new, self._now(), self.config)
-                    restarted[:] = [True]
+            new = objects.patched_pod(old, patch, f"pod {namespace}/{name}")
+            if (new is not old and (new.get("spec") or {}).get("containers") != (old.get("spec") or {}).get("containers")
+                    and not old["metadata"].get("deletionTimestamp")):
+                new = physics.on_images_changed(old, new, self._now(), self.config)
+                restarted[:] = [True]
             return new
 
         _, after = self.update_pod(namespace, name, apply)
@@ -348,21 +309,9 @@ class DatabaseCluster:
 
     def set_pod_condition(self, namespace: str, name: str, condition: Obj) -> Obj:
         def apply(old: Obj) -> Obj:
-            status = old.get("status") or {}
-            conditions = list(status.get("conditions") or [])
-            ctype = condition.get("type")
-            stamp = rfc3339(self._now())
-            for i, existing in enumerate(conditions):
-                if existing.get("type") == ctype:
-                    merged = {**existing, **condition}
-                    if existing.get("status") != merged.get("status") and "lastTransitionTime" not in condition:
-                        merged["lastTransitionTime"] = stamp
-                    conditions[i] = merged
-                    break
-            else:
-                conditions.append({"lastTransitionTime": stamp, **condition})
+            status = objects.with_condition(old.get("status") or {}, condition, rfc3339(self._now()))
             # The kubelet's next status sync: Ready follows the gate.
-            return physics.recompute_ready({**old, "status": {**status, "conditions": conditions}}, self._now())
+            return physics.recompute_ready({**old, "status": status}, self._now())
 
         return self.update_pod(namespace, name, apply)[1]
 
@@ -407,19 +356,15 @@ class DatabaseCluster:
         return revs
 
     def create_revision(self, revision: Obj) -> Obj:
-        meta = dict(revision.get("metadata") or {})
-        ns = meta.setdefault("namespace", "default")
-        if not meta.get("name"):
-            raise Invalid("metadata.name: required")
-        meta.update(uid=str(uuid.uuid4()), creationTimestamp=rfc3339(self._now()))
-        new = _copy_json({**revision, "metadata": meta})
+        ns, _ = objects.object_key(revision)
+        new = objects.new_revision(revision, uid=str(uuid.uuid4()), created=rfc3339(self._now()))
         ms_name = pod_ms_name(new) or ""
         self._insert(REV, new, ms_name)
         self._changed(ns, ms_name)
         return new
 
     def set_revision_number(self, namespace: str, name: str, number: int) -> Obj:
-        return self._update_revision(namespace, name, lambda old: old if old.get("revision") == number else {**old, "revision": number})
+        return self._update_revision(namespace, name, lambda old: objects.with_revision_number(old, number))
 
     def replace_revision_data(self, namespace: str, name: str, data: Any) -> Obj:
         """Fault side: overwrite ``data`` (a corrupted revision is ``"<corrupted>"``)."""

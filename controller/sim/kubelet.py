@@ -46,6 +46,36 @@ def image_id(image: str) -> str:
     return "sha256:" + hashlib.sha256(image.encode()).hexdigest()
 
 
+# The kubelet's status rules that do not depend on how the runtime is kept (here in memory, in the
+# live app in the pod itself: ``controller.live.physics``), shared by both.
+
+def ready_conditions(pod: Obj, conditions: list[Obj], containers_ready: bool, stamp: str) -> list[Obj]:
+    """Initialized / ContainersReady / Ready, keeping every other condition (readiness gates)."""
+    gates = [g.get("conditionType") for g in (pod.get("spec") or {}).get("readinessGates") or []]
+    by_type = {c.get("type"): c for c in conditions}
+    gates_ok = all((by_type.get(g) or {}).get("status") == "True" for g in gates)
+    ready = containers_ready and gates_ok
+    out = [c for c in conditions if c.get("type") not in KUBELET_OWNED]
+    for ctype, value in (("Initialized", True), ("ContainersReady", containers_ready), ("Ready", ready)):
+        text = "True" if value else "False"
+        old = by_type.get(ctype)
+        since = old.get("lastTransitionTime") if old and old.get("status") == text else stamp
+        cond = {"type": ctype, "status": text, "lastTransitionTime": since}
+        if ctype == "Ready" and not value and containers_ready and not gates_ok:
+            cond["reason"] = "ReadinessGatesNotReady"
+        out.append(cond)
+    return out
+
+
+def node_lost_status(status: Obj, node: str, pod_name: str | None) -> Obj:
+    """The status of a pod whose node is lost: Failed, NodeLost, its containers no longer ready."""
+    status = {**status, "phase": "Failed", "reason": "NodeLost",
+              "message": f"Node {node} which was running pod {pod_name} is unresponsive"}
+    status["conditions"] = [{**c, "status": "False"} if c.get("type") in ("Ready", "ContainersReady") else c
+                            for c in status.get("conditions") or []]
+    return status
+
+
 @dataclass
 class ContainerRuntime:
     name: str
@@ -231,10 +261,7 @@ class Kubelets:
             self._stop_serving(rt, "node failed")
             pod = self.store.peek_pod(rt.namespace, rt.name)
             if pod is not None:
-                status = {**(pod.get("status") or {}), "phase": "Failed", "reason": "NodeLost",
-                          "message": f"Node {node_name} which was running pod {rt.name} is unresponsive"}
-                status["conditions"] = [{**c, "status": "False"} if c.get("type") in ("Ready", "ContainersReady") else c
-                                        for c in status.get("conditions") or []]
+                status = node_lost_status(pod.get("status") or {}, node_name, rt.name)
                 self._write(lambda: self.store.write_pod_status(rt.namespace, rt.name, status, uid=rt.uid))
             self._write(lambda: self.store.remove_pod(rt.namespace, rt.name, uid=rt.uid))
         # Pods bound there but not yet started by the kubelet do not exist here: none (binding starts them).
@@ -262,19 +289,7 @@ class Kubelets:
                 entry["state"] = {"waiting": {"reason": c.reason}}
             statuses.append(entry)
         containers_ready = bool(rt.containers) and all(c.ready for c in rt.containers) and not rt.terminating
-        gates = [g.get("conditionType") for g in (pod.get("spec") or {}).get("readinessGates") or []]
-        by_type = {c.get("type"): c for c in status.get("conditions") or []}
-        gates_ok = all((by_type.get(g) or {}).get("status") == "True" for g in gates)
-        ready = containers_ready and gates_ok
-        conditions = [c for c in status.get("conditions") or [] if c.get("type") not in KUBELET_OWNED]
-        for ctype, value in (("Initialized", True), ("ContainersReady", containers_ready), ("Ready", ready)):
-            text = "True" if value else "False"
-            old = by_type.get(ctype)
-            since = old.get("lastTransitionTime") if old and old.get("status") == text else now
-            cond = {"type": ctype, "status": text, "lastTransitionTime": since}
-            if ctype == "Ready" and not value and containers_ready and not gates_ok:
-                cond["reason"] = "ReadinessGatesNotReady"
-            conditions.append(cond)
+        conditions = ready_conditions(pod, status.get("conditions") or [], containers_ready, now)
         phase = "Running" if any(c.started or c.restart_count for c in rt.containers) else "Pending"
         status.update(phase=phase, conditions=conditions, containerStatuses=statuses)
         return status

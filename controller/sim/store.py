@@ -27,15 +27,15 @@ import itertools
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from controller.core import naming
-from controller.core.ports import ClusterError, ClusterPort, Conflict, NotFound, Obj
+from controller.core.ports import ClusterPort, Conflict, NotFound, Obj
 
-
-class Invalid(ClusterError):
-    """The write was refused (HTTP 422), e.g. a pod spec change other than a container image."""
+# What a write does to an object lives in ``objects`` (shared with the live app's store); the names
+# below stay importable from here.
+from . import objects
+from .objects import Invalid, _copy_json, merge_patch, rfc3339  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -52,45 +52,11 @@ class Change:
     by: str | None = None  # who wrote: the store's current ``actor`` (e.g. "controller", "kubelet")
 
 
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch that builds new containers and never mutates ``target``.
-
-    Unchanged subtrees are shared with ``target`` (copy-on-write). ``None`` deletes a key; lists are
-    replaced whole. Example: merge_patch({"a": {"b": 1, "c": 2}}, {"a": {"c": None, "d": 3}})
-    == {"a": {"b": 1, "d": 3}}.
-    """
-    if not isinstance(patch, dict):
-        return _copy_json(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
-
-
-def _copy_json(value: Any) -> Any:
-    # Faster than copy.deepcopy for JSON-shaped data (dicts, lists, scalars).
-    if isinstance(value, dict):
-        return {k: _copy_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy_json(v) for v in value]
-    return value
-
-
 # resourceVersions come from one counter for the whole process, so two stores never hand out the
 # same (uid, resourceVersion) pair: UIDs repeat across runs of the same seed (they must, traces are
 # byte-identical), and the core caches parsed pods by (uid, resourceVersion) process-wide. Real API
 # servers never repeat that pair either. resourceVersions are opaque and never enter a trace.
 _RESOURCE_VERSIONS = itertools.count(1)
-
-
-def rfc3339(seconds: float) -> str:
-    dt = datetime.fromtimestamp(seconds, tz=UTC)
-    if dt.microsecond:
-        return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def pod_ms_name(pod: Obj) -> str | None:
@@ -190,17 +156,11 @@ class InMemoryStore:
             raise NotFound(f"modelserving {namespace}/{name} not found") from None
 
     def create_modelserving(self, obj: Obj) -> Obj:
-        meta = dict(obj.get("metadata") or {})
-        ns = meta.setdefault("namespace", "default")
-        name = meta.get("name")
-        if not name:
-            raise Invalid("metadata.name: required")
+        ns, name = objects.object_key(obj)
         if (ns, name) in self._ms:
             raise Conflict(f"modelserving {ns}/{name} already exists")
-        meta.update(uid=self.new_uid(), generation=1, resourceVersion=self._next_rv(),
-                    creationTimestamp=self._now_str())
-        new = _copy_json({**obj, "metadata": meta})
-        new.setdefault("status", {})
+        new = objects.new_modelserving(obj, uid=self.new_uid(), resource_version=self._next_rv(),
+                                       created=self._now_str())
         self._ms[(ns, name)] = new
         self._notify(Change("ModelServing", "ADDED", ns, name, name, new, None, self.actor))
         return self._out(new)
@@ -209,23 +169,10 @@ class InMemoryStore:
         old = self._get_ms(namespace, name)
         if resource_version is not None and resource_version != old["metadata"]["resourceVersion"]:
             raise Conflict(f"modelserving {namespace}/{name}: resourceVersion {resource_version} is stale")
-        # Only metadata and spec go through the main resource; status has its own subresource.
-        patch = {k: v for k, v in patch.items() if k in ("metadata", "spec")}
-        meta_patch = dict(patch.get("metadata") or {})
-        for immutable in ("name", "namespace", "uid", "generation", "resourceVersion", "creationTimestamp"):
-            meta_patch.pop(immutable, None)
-        new = dict(old)
-        if meta_patch:
-            new["metadata"] = merge_patch(old["metadata"], meta_patch)
-        if "spec" in patch:
-            new["spec"] = merge_patch(old.get("spec") or {}, patch["spec"])
-        if new == old:
+        new = objects.patched_modelserving(old, patch)
+        if new is old:
             return self._out(old)
-        meta = dict(new["metadata"])
-        if new.get("spec") != old.get("spec"):
-            meta["generation"] = old["metadata"]["generation"] + 1
-        meta["resourceVersion"] = self._next_rv()
-        new["metadata"] = meta
+        new["metadata"] = {**new["metadata"], "resourceVersion": self._next_rv()}
         self._ms[(namespace, name)] = new
         self._notify(Change("ModelServing", "MODIFIED", namespace, name, name, new, old, self.actor))
         return self._out(new)
@@ -234,10 +181,10 @@ class InMemoryStore:
         old = self._get_ms(namespace, name)
         if resource_version != old["metadata"]["resourceVersion"]:
             raise Conflict(f"modelserving {namespace}/{name}: resourceVersion {resource_version} is stale")
-        if status == old.get("status"):
+        new = objects.with_status(old, status)
+        if new is old:
             return self._out(old)
-        new = {**old, "status": _copy_json(status),
-               "metadata": {**old["metadata"], "resourceVersion": self._next_rv()}}
+        new["metadata"] = {**old["metadata"], "resourceVersion": self._next_rv()}
         self._ms[(namespace, name)] = new
         self._notify(Change("ModelServing", "MODIFIED", namespace, name, name, new, old, self.actor))
         return self._out(new)
@@ -279,55 +226,30 @@ class InMemoryStore:
         return self._pods.get((namespace, name))
 
     def create_pod(self, pod: Obj) -> Obj:
-        meta = dict(pod.get("metadata") or {})
-        ns = meta.setdefault("namespace", "default")
-        name = meta.get("name")
-        if not name:
-            raise Invalid("metadata.name: required")
+        ns, name = objects.object_key(pod)
         if (ns, name) in self._pods:
             raise Conflict(f"pod {ns}/{name} already exists")
-        meta.update(uid=self.new_uid(), resourceVersion=self._next_rv(), creationTimestamp=self._now_str())
-        meta.pop("deletionTimestamp", None)
-        spec = dict(pod.get("spec") or {})
-        spec.pop("nodeName", None)  # the scheduler binds; a controller does not pick nodes here
-        new = _copy_json({**pod, "metadata": meta, "spec": spec})
-        new["status"] = {"phase": "Pending", "conditions": []}
+        new = objects.new_pod(pod, uid=self.new_uid(), resource_version=self._next_rv(), created=self._now_str())
         self._put_pod(new)
         self._notify(Change("Pod", "ADDED", ns, name, pod_ms_name(new), new, None, self.actor))
         return self._out(new)
 
     def delete_pod(self, namespace: str, name: str, *, uid: str | None = None) -> None:
         old = self._get_pod(namespace, name)
-        if uid is not None and old["metadata"].get("uid") != uid:
-            raise Conflict(f"pod {namespace}/{name}: uid precondition failed ({uid} != {old['metadata'].get('uid')})")
-        if old["metadata"].get("deletionTimestamp"):
+        new = objects.terminating_pod(old, uid=uid, stamp=self._now_str, what=f"pod {namespace}/{name}")
+        if new is old:
             return  # already terminating: deleting again changes nothing
-        if not (old.get("spec") or {}).get("nodeName"):
-            # Never bound: no kubelet has to stop anything, the API server removes it at once.
-            self._remove(old)
+        if new is None:
+            self._remove(old)  # never bound: removed at once
             return
-        grace = (old.get("spec") or {}).get("terminationGracePeriodSeconds")
-        meta = {**old["metadata"], "deletionTimestamp": self._now_str(), "resourceVersion": self._next_rv()}
-        if grace is not None:
-            meta["deletionGracePeriodSeconds"] = grace
-        new = {**old, "metadata": meta}
+        new["metadata"] = {**new["metadata"], "resourceVersion": self._next_rv()}
         self._put_pod(new)
         self._notify(Change("Pod", "MODIFIED", namespace, name, pod_ms_name(new), new, old, self.actor))
 
     def patch_pod(self, namespace: str, name: str, patch: Obj) -> Obj:
         old = self._get_pod(namespace, name)
-        patch = {k: v for k, v in patch.items() if k in ("metadata", "spec")}
-        new = dict(old)
-        if "metadata" in patch:
-            meta_patch = {k: v for k, v in (patch["metadata"] or {}).items()
-                          if k not in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp",
-                                       "deletionTimestamp")}
-            new["metadata"] = merge_patch(old["metadata"], meta_patch)
-        if "spec" in patch:
-            new_spec = merge_patch(old.get("spec") or {}, patch["spec"])
-            _check_pod_spec_update(old.get("spec") or {}, new_spec, f"pod {namespace}/{name}")
-            new["spec"] = new_spec
-        if new == old:
+        new = objects.patched_pod(old, patch, f"pod {namespace}/{name}")
+        if new is old:
             return self._out(old)
         new["metadata"] = {**new["metadata"], "resourceVersion": self._next_rv()}
         self._put_pod(new)
@@ -336,19 +258,8 @@ class InMemoryStore:
 
     def set_pod_condition(self, namespace: str, name: str, condition: Obj) -> Obj:
         old = self._get_pod(namespace, name)
-        status = old.get("status") or {}
-        conditions = list(status.get("conditions") or [])
-        ctype = condition.get("type")
-        for i, existing in enumerate(conditions):
-            if existing.get("type") == ctype:
-                merged = {**existing, **condition}
-                if existing.get("status") != merged.get("status") and "lastTransitionTime" not in condition:
-                    merged["lastTransitionTime"] = self._now_str()
-                conditions[i] = merged
-                break
-        else:
-            conditions.append({"lastTransitionTime": self._now_str(), **condition})
-        return self.write_pod_status(namespace, name, {**status, "conditions": conditions})
+        status = objects.with_condition(old.get("status") or {}, condition, self._now_str())
+        return self.write_pod_status(namespace, name, status)
 
     # Physics-side pod writes ------------------------------------------------------------------
 
@@ -357,9 +268,10 @@ class InMemoryStore:
         old = self._get_pod(namespace, name)
         if uid is not None and old["metadata"].get("uid") != uid:
             raise Conflict(f"pod {namespace}/{name}: uid precondition failed")
-        if status == old.get("status"):
+        new = objects.with_status(old, status, copy=False)
+        if new is old:
             return self._out(old)
-        new = {**old, "status": status, "metadata": {**old["metadata"], "resourceVersion": self._next_rv()}}
+        new["metadata"] = {**old["metadata"], "resourceVersion": self._next_rv()}
         self._put_pod(new)
         self._notify(Change("Pod", "MODIFIED", namespace, name, pod_ms_name(new), new, old, self.actor))
         return self._out(new)
@@ -412,24 +324,21 @@ class InMemoryStore:
         return [self._out(r) for r in ordered]
 
     def create_revision(self, revision: Obj) -> Obj:
-        meta = dict(revision.get("metadata") or {})
-        ns = meta.setdefault("namespace", "default")
-        name = meta.get("name")
-        if not name:
-            raise Invalid("metadata.name: required")
+        ns, name = objects.object_key(revision)
         if (ns, name) in self._revisions:
             raise Conflict(f"controllerrevision {ns}/{name} already exists")
-        meta.update(uid=self.new_uid(), resourceVersion=self._next_rv(), creationTimestamp=self._now_str())
-        new = _copy_json({**revision, "metadata": meta})
+        new = objects.new_revision(revision, uid=self.new_uid(), resource_version=self._next_rv(),
+                                   created=self._now_str())
         self._put_revision(new)
         self._notify(Change("ControllerRevision", "ADDED", ns, name, pod_ms_name(new), new, None, self.actor))
         return self._out(new)
 
     def set_revision_number(self, namespace: str, name: str, number: int) -> Obj:
         old = self._get_revision(namespace, name)
-        if old.get("revision") == number:
+        new = objects.with_revision_number(old, number)
+        if new is old:
             return self._out(old)
-        return self._replace_revision(old, {**old, "revision": number})
+        return self._replace_revision(old, new)
 
     def replace_revision_data(self, namespace: str, name: str, data: Any) -> Obj:
         """Physics/fault side: overwrite ``data`` (``corruptRevision`` writes "<corrupted>")."""
@@ -497,20 +406,3 @@ class InMemoryStore:
     def get_node(self, name: str) -> Obj | None:
         return self._nodes.get(name)
 
-
-_MUTABLE_POD_SPEC = {"activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds"}
-
-
-def _check_pod_spec_update(old: Obj, new: Obj, what: str) -> None:
-    """Like the API server: on an existing pod only container images (and a few fields) may change."""
-    for key in set(old) | set(new):
-        if key == "containers" or key in _MUTABLE_POD_SPEC:
-            continue
-        if old.get(key) != new.get(key):
-            raise Invalid(f"{what}: spec.{key}: forbidden: pod updates may not change fields other than container images")
-    old_c, new_c = old.get("containers") or [], new.get("containers") or []
-    if len(old_c) != len(new_c):
-        raise Invalid(f"{what}: spec.containers: forbidden: pod updates may not add or remove containers")
-    for i, (a, b) in enumerate(zip(old_c, new_c, strict=True)):
-        if {k: v for k, v in a.items() if k != "image"} != {k: v for k, v in b.items() if k != "image"}:
-            raise Invalid(f"{what}: spec.containers[{i}]: forbidden: only the image of a container may change")

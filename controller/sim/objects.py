@@ -1,0 +1,244 @@
+"""The API server's object semantics as pure functions, shared by both cluster stores.
+
+``controller.sim.store.InMemoryStore`` (dicts in memory, change listeners) and
+``controller.live.store.DatabaseCluster`` (database rows, compare-and-set) implement the same
+Kubernetes API-server semantics; what a write does to an object is decided here, once. Each function
+takes the stored object (and the request) and returns the new object, or raises ``Invalid`` /
+``Conflict``; none of them stores anything, allocates a ``resourceVersion`` or notifies anyone: that
+stays with each store, with its own concurrency.
+
+A function that finds nothing to change returns the stored object itself (``new is old``), so the
+store can skip the write like the API server does (no new resourceVersion, no change event).
+
+Objects are copy-on-write: every function builds new dicts for the paths it changes and never
+mutates its input, so a stored object may be handed out without copying.
+
+Pure Python (no Django): ``controller.live`` imports it from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from controller.core.ports import ClusterError, Conflict, Obj
+
+
+class Invalid(ClusterError):
+    """The write was refused (HTTP 422), e.g. a pod spec change other than a container image."""
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch that builds new containers and never mutates ``target``.
+
+    Unchanged subtrees are shared with ``target`` (copy-on-write). ``None`` deletes a key; lists are
+    replaced whole. Example: merge_patch({"a": {"b": 1, "c": 2}}, {"a": {"c": None, "d": 3}})
+    == {"a": {"b": 1, "d": 3}}.
+    """
+    if not isinstance(patch, dict):
+        return _copy_json(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def _copy_json(value: Any) -> Any:
+    # Faster than copy.deepcopy for JSON-shaped data (dicts, lists, scalars).
+    if isinstance(value, dict):
+        return {k: _copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(v) for v in value]
+    return value
+
+
+def rfc3339(seconds: float) -> str:
+    dt = datetime.fromtimestamp(seconds, tz=UTC)
+    if dt.microsecond:
+        return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# -- creation ---------------------------------------------------------------------------------------
+
+def object_key(obj: Obj) -> tuple[str, str]:
+    """``(namespace, name)`` of an object to create (namespace "default" when absent); ``Invalid`` without a name."""
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace", "default")
+    name = meta.get("name")
+    if not name:
+        raise Invalid("metadata.name: required")
+    return namespace, name
+
+
+def _created_metadata(obj: Obj, uid: str, created: str, resource_version: str | None, generation: int | None = None) -> Obj:
+    # The server owns these fields; the order of the keys is the order the stores always wrote them in.
+    meta = dict(obj.get("metadata") or {})
+    meta.setdefault("namespace", "default")
+    meta["uid"] = uid
+    if generation is not None:
+        meta["generation"] = generation
+    if resource_version is not None:
+        meta["resourceVersion"] = resource_version
+    meta["creationTimestamp"] = created
+    return meta
+
+
+def new_modelserving(obj: Obj, *, uid: str, created: str, resource_version: str | None = None) -> Obj:
+    """A ModelServing as created: generation 1, an empty status unless given. Deep-copies ``obj``.
+
+    ``resource_version`` is left out when the store sets it on insert.
+    """
+    meta = _created_metadata(obj, uid, created, resource_version, generation=1)
+    new = _copy_json({**obj, "metadata": meta})
+    new.setdefault("status", {})
+    return new
+
+
+def new_pod(pod: Obj, *, uid: str, created: str, resource_version: str | None = None) -> Obj:
+    """A pod as created: not terminating, not bound, Pending. Deep-copies ``pod``."""
+    meta = _created_metadata(pod, uid, created, resource_version)
+    meta.pop("deletionTimestamp", None)
+    spec = dict(pod.get("spec") or {})
+    spec.pop("nodeName", None)  # the scheduler binds; a controller does not pick nodes here
+    new = _copy_json({**pod, "metadata": meta, "spec": spec})
+    new["status"] = {"phase": "Pending", "conditions": []}
+    return new
+
+
+def new_revision(revision: Obj, *, uid: str, created: str, resource_version: str | None = None) -> Obj:
+    """A ControllerRevision as created. Deep-copies ``revision``."""
+    meta = _created_metadata(revision, uid, created, resource_version)
+    return _copy_json({**revision, "metadata": meta})
+
+
+# -- ModelServings ----------------------------------------------------------------------------------
+
+MODELSERVING_IMMUTABLE_METADATA = ("name", "namespace", "uid", "generation", "resourceVersion", "creationTimestamp")
+
+
+def patched_modelserving(old: Obj, patch: Obj) -> Obj:
+    """A merge patch of a ModelServing's metadata and spec; ``old`` itself when it changes nothing.
+
+    Immutable metadata in the patch is dropped; ``metadata.generation`` is bumped only when the spec
+    changes. The store sets the new ``resourceVersion``.
+    """
+    # Only metadata and spec go through the main resource; status has its own subresource.
+    body = {k: v for k, v in patch.items() if k in ("metadata", "spec")}
+    meta_patch = {k: v for k, v in (body.get("metadata") or {}).items() if k not in MODELSERVING_IMMUTABLE_METADATA}
+    new = dict(old)
+    if meta_patch:
+        new["metadata"] = merge_patch(old["metadata"], meta_patch)
+    if "spec" in body:
+        new["spec"] = merge_patch(old.get("spec") or {}, body["spec"])
+    if new == old:
+        return old
+    meta = dict(new["metadata"])
+    generation = int(old["metadata"].get("generation") or 1)
+    if new.get("spec") != old.get("spec"):
+        generation += 1
+    meta["generation"] = generation
+    new["metadata"] = meta
+    return new
+
+
+def with_status(old: Obj, status: Obj, *, copy: bool = True) -> Obj:
+    """A status (subresource) write: ``old`` itself when the status is unchanged.
+
+    ``copy=False`` stores ``status`` as given (the caller hands it over and never mutates it).
+    """
+    if status == old.get("status"):
+        return old
+    return {**old, "status": _copy_json(status) if copy else status}
+
+
+# -- Pods -------------------------------------------------------------------------------------------
+
+POD_IMMUTABLE_METADATA = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp")
+_MUTABLE_POD_SPEC = {"activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds"}
+
+
+def check_pod_spec_update(old: Obj, new: Obj, what: str) -> None:
+    """Like the API server: on an existing pod only container images (and a few fields) may change."""
+    for key in set(old) | set(new):
+        if key == "containers" or key in _MUTABLE_POD_SPEC:
+            continue
+        if old.get(key) != new.get(key):
+            raise Invalid(f"{what}: spec.{key}: forbidden: pod updates may not change fields other than container images")
+    old_c, new_c = old.get("containers") or [], new.get("containers") or []
+    if len(old_c) != len(new_c):
+        raise Invalid(f"{what}: spec.containers: forbidden: pod updates may not add or remove containers")
+    for i, (a, b) in enumerate(zip(old_c, new_c, strict=True)):
+        if {k: v for k, v in a.items() if k != "image"} != {k: v for k, v in b.items() if k != "image"}:
+            raise Invalid(f"{what}: spec.containers[{i}]: forbidden: only the image of a container may change")
+
+
+def patched_pod(old: Obj, patch: Obj, what: str) -> Obj:
+    """A merge patch of a pod's metadata and spec; ``old`` itself when it changes nothing.
+
+    Immutable metadata in the patch is dropped; a spec change other than container images (see
+    ``check_pod_spec_update``) raises ``Invalid``. ``what`` names the pod in errors ("pod ns/name").
+    """
+    body = {k: v for k, v in patch.items() if k in ("metadata", "spec")}
+    new = dict(old)
+    if "metadata" in body:
+        meta_patch = {k: v for k, v in (body["metadata"] or {}).items() if k not in POD_IMMUTABLE_METADATA}
+        new["metadata"] = merge_patch(old["metadata"], meta_patch)
+    if "spec" in body:
+        new_spec = merge_patch(old.get("spec") or {}, body["spec"])
+        check_pod_spec_update(old.get("spec") or {}, new_spec, what)
+        new["spec"] = new_spec
+    if new == old:
+        return old
+    return new
+
+
+def terminating_pod(old: Obj, *, uid: str | None, stamp: Callable[[], str], what: str) -> Obj | None:
+    """A pod delete: ``old`` itself if already terminating, ``None`` if it goes at once, else the pod
+    with ``deletionTimestamp`` (graceful termination; the kubelet removes it later).
+
+    ``uid`` is a precondition (``Conflict`` if it does not match); ``stamp()`` is the current time in
+    RFC 3339, read only when a deletionTimestamp is set.
+    """
+    if uid is not None and old["metadata"].get("uid") != uid:
+        raise Conflict(f"{what}: uid precondition failed ({uid} != {old['metadata'].get('uid')})")
+    if old["metadata"].get("deletionTimestamp"):
+        return old  # already terminating: deleting again changes nothing
+    if not (old.get("spec") or {}).get("nodeName"):
+        return None  # never bound: no kubelet has to stop anything, the API server removes it at once
+    grace = (old.get("spec") or {}).get("terminationGracePeriodSeconds")
+    meta = {**old["metadata"], "deletionTimestamp": stamp()}
+    if grace is not None:
+        meta["deletionGracePeriodSeconds"] = grace
+    return {**old, "metadata": meta}
+
+
+def with_condition(status: Obj, condition: Obj, stamp: str) -> Obj:
+    """``status`` with ``condition`` set (merged into the one of its type, or appended).
+
+    ``lastTransitionTime`` becomes ``stamp`` when the condition is new or its status changes, unless
+    the condition carries its own.
+    """
+    conditions = list(status.get("conditions") or [])
+    ctype = condition.get("type")
+    for i, existing in enumerate(conditions):
+        if existing.get("type") == ctype:
+            merged = {**existing, **condition}
+            if existing.get("status") != merged.get("status") and "lastTransitionTime" not in condition:
+                merged["lastTransitionTime"] = stamp
+            conditions[i] = merged
+            break
+    else:
+        conditions.append({"lastTransitionTime": stamp, **condition})
+    return {**status, "conditions": conditions}
+
+
+def with_revision_number(old: Obj, number: int) -> Obj:
+    """A ControllerRevision renumbered; ``old`` itself when the number is already ``number``."""
+    if old.get("revision") == number:
+        return old
+    return {**old, "revision": number}
