@@ -82,10 +82,13 @@ lint: venv
 test: venv
 	@-$(MAKE) --no-print-directory chromium
 	@$(MAKE) --no-print-directory lint
-	@set -uo pipefail; failed=""; \
+	@set -uo pipefail; failed=""; total_passed=0; total_failed=0; log="$$(mktemp)"; \
 	pass() { \
 	  name="$$1"; shift; echo; echo "=== pytest: $$name ==="; \
-	  "$$@"; rc=$$?; \
+	  "$$@" 2>&1 | tee "$$log"; rc=$${PIPESTATUS[0]}; \
+	  summary="$$(tail -n 1 "$$log")"; \
+	  n=$$(echo "$$summary" | grep -oE '[0-9]+ passed' | awk '{s+=$$1} END {print s+0}'); total_passed=$$((total_passed + n)); \
+	  n=$$(echo "$$summary" | grep -oE '[0-9]+ (failed|errors?)' | awk '{s+=$$1} END {print s+0}'); total_failed=$$((total_failed + n)); \
 	  if [ $$rc -eq 5 ]; then echo "($$name: no tests selected)"; \
 	  elif [ $$rc -ne 0 ]; then failed="$$failed [$$name]"; fi; \
 	}; \
@@ -99,8 +102,10 @@ test: venv
 	else \
 	  echo; echo "PostgreSQL is not reachable at $(PG_TEST_URL): skipping the PostgreSQL pass (set PG_TEST_URL to point at one)"; \
 	fi; \
-	if [ -n "$$failed" ]; then echo; echo "FAILED:$$failed" >&2; exit 1; fi; \
-	echo; echo "All test passes succeeded."
+	rm -f "$$log"; echo; \
+	echo "Total: $$total_passed passed, $$total_failed failed"; \
+	if [ -n "$$failed" ]; then echo "FAILED:$$failed" >&2; exit 1; fi; \
+	echo "All test passes succeeded."
 
 # var/ (database, secret key, generated admin password's account) is deliberately kept.
 clean:
