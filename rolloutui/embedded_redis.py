@@ -170,3 +170,39 @@ class EmbeddedRedis:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+# Where `runall` tells other commands of the same checkout (say `manage.py rollout ...` in a
+# second terminal) which embedded Redis is running, so their changes reach the controller at once
+# instead of waiting for the periodic resync.
+URL_FILE_NAME = "url"
+
+
+def publish_url(data_dir: Path | str, url: str) -> None:
+    path = Path(data_dir) / URL_FILE_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(url + "\n")
+
+
+def withdraw_url(data_dir: Path | str) -> None:
+    (Path(data_dir) / URL_FILE_NAME).unlink(missing_ok=True)
+
+
+def discover_url(data_dir: Path | str, timeout: float = 0.3) -> str | None:
+    """The URL `runall` published, if that Redis still answers; None otherwise."""
+    import socket
+    from urllib.parse import urlsplit
+
+    try:
+        url = (Path(data_dir) / URL_FILE_NAME).read_text().strip()
+    except OSError:
+        return None
+    parts = urlsplit(url)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 6379), timeout=timeout) as sock:
+            sock.sendall(b"PING\r\n")
+            if not sock.recv(16).startswith(b"+PONG"):
+                return None
+    except OSError:
+        return None
+    return url

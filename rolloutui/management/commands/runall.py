@@ -29,7 +29,7 @@ from django.core.management import call_command, get_commands
 from django.core.management.base import BaseCommand, CommandError
 
 from rolloutui import runtime_config
-from rolloutui.embedded_redis import EmbeddedRedis, EmbeddedRedisError
+from rolloutui.embedded_redis import EmbeddedRedis, EmbeddedRedisError, publish_url, withdraw_url
 
 READY_TIMEOUT_SECONDS = 60.0
 
@@ -191,6 +191,7 @@ class Command(BaseCommand):
         except EmbeddedRedisError as exc:
             raise CommandError(str(exc)) from None
         self.say(f"Started embedded Redis at {url} (pid {self.redis.pid}; set REDIS_URL to use your own)")
+        publish_url(Path(settings.VAR_DIR) / "redis", url)
         return url
 
     def _prepare_metrics_dir(self) -> None:
@@ -382,6 +383,7 @@ class Command(BaseCommand):
         for child in started:
             self._wait_group(child, deadline)
         if self.redis is not None:
+            withdraw_url(Path(settings.VAR_DIR) / "redis")
             self.redis.stop()
             self.redis = None
 
