@@ -146,6 +146,12 @@ class SimRouter:
         """The pod stopped serving: every request in flight on it is interrupted. Returns how many."""
         if namespace != self.namespace:
             return 0
+        base, _, index = pod_name.rpartition("-")
+        if index.isdigit() and index != "0" and base:
+            # A worker is part of its instance's engine: requests the entry is serving run on it
+            # too, so they are interrupted with it (pod names end in -<podIndex>, 0 = entry).
+            entry_uid = self._uid_by_name.get(f"{base}-0")
+            uid = entry_uid or uid
         bucket = self._in_flight.pop(uid, None) or {}
         now = self.loop.now()
         for req, timer in bucket.values():

@@ -141,7 +141,9 @@ def test_random_rollouts_under_faults_keep_budgets_and_partition_and_converge_on
     for e in doc["events"][2:]:
         event(f"fault: {e['do']}")
     check_trace(doc, trace)
-    assert not [e for e in trace["events"] if e.get("error")], trace["events"]
+    # Faults drawn at the same moment can overlap (a node failure may already have taken the pods
+    # a deletePods names): the trace says "no pod matched" for that one; anything else is a bug.
+    assert not [e for e in trace["events"] if e.get("error") and e["error"] != "no pod matched"], trace["events"]
 
 
 def test_the_invariant_check_itself_catches_a_budget_breach_and_a_partition_breach():

@@ -273,3 +273,19 @@ def test_the_same_seed_draws_the_same_timings_and_another_seed_other_ones():
     assert ready_times(1) == ready_times(1)
     assert ready_times(1) != ready_times(2)
     assert len(set(ready_times(1).values())) > 1  # drawn per pod, not one draw for all
+
+
+def test_losing_a_worker_pod_interrupts_the_requests_its_entry_was_serving():
+    # Pod names end in -<podIndex> (0 = entry): "g-0-serve-0-1" is the worker of the engine whose
+    # entry "g-0-serve-0-0" holds the requests; they run on both, so they end with the worker.
+    c = make_cluster(nodes=1, gpus=3)
+    c.store.create_pod(make_pod("g-0-serve-0-0"))
+    c.store.create_pod(make_pod("g-0-serve-0-1", entry=False))
+    c.loop.run_until(40)
+    for _ in range(2):
+        c.router.route(30)
+    c.loop.run_until(45)
+    assert c.router.in_flight("default", "g-0-serve-0-0") == 2
+    c.store.delete_pod("default", "g-0-serve-0-1")
+    assert c.router.summary()["interrupted"] == 2
+    assert c.router.in_flight("default", "g-0-serve-0-0") == 0
