@@ -170,6 +170,27 @@ def _seconds(value: Any) -> float | None:
         return None
 
 
+def _restarts_above_baseline(state: dict[str, Any], status: dict[str, Any]) -> str | None:
+    """Restart counts judged against the in-place update's recorded baseline.
+
+    The update itself restarts each changed container once, so that one restart is expected; a
+    container that is not Ready and restarted more than that since (baseline + 1) is crashing.
+    Example: baseline restartCount 2 -> 3 after the update is fine; 4 and not Ready is a crash.
+    """
+    baseline = state.get("containers") or {}
+    for cs in status.get("containerStatuses") or ():
+        base = baseline.get(cs.get("name"))
+        if not isinstance(base, dict) or cs.get("ready"):
+            continue
+        try:
+            allowed = int(base.get("restartCount") or 0) + 1
+        except (TypeError, ValueError):
+            continue
+        if int(cs.get("restartCount") or 0) > allowed:
+            return "RestartsAboveInPlaceBaseline"
+    return None
+
+
 _L_GROUP = naming.LABEL_GROUP_ORDINAL
 _L_ORDINAL = naming.LABEL_ROLE_ORDINAL
 _L_INDEX = naming.LABEL_POD_INDEX
@@ -246,6 +267,8 @@ def parse_pod(pod: Obj) -> PodObs | None:
                     state, state_error = None, "in-place update annotation lacks targetRevision"
             except ValueError:
                 state_error = "in-place update annotation is not JSON"
+    if state is not None and state.get("completed") and failing is None:
+        failing = _restarts_above_baseline(state, status)
     gates = spec.get("readinessGates")
     has_gate = bool(gates) and any(g.get("conditionType") == _C_GATE for g in gates)
     return PodObs(

@@ -425,9 +425,9 @@ def test_after_a_bad_image_the_operator_setting_a_working_image_completes_in_pla
 def test_restart_counts_are_recorded_as_a_baseline_and_the_expected_restart_is_not_treated_as_a_failure():
     """What core does: the update-state annotation records each changed container's restartCount
     (and imageID, containerID) before the patch, and keeps it, marked completed, afterwards. The
-    completion test uses the imageID, not the restart count; core's recovery never acts on restart
-    counts at all, so the one restart an in-place update causes never triggers recovery (and,
-    equally, extra restarts after the update are not judged against the baseline either)."""
+    completion test uses the imageID, not the restart count, so the one restart an in-place update
+    causes never counts as a failure; more restarts than baseline + 1 on a container that is not
+    Ready mark the pod failing (test_restart_baseline.py)."""
     cluster, clock = started(inplace_manifest(replicas=1, workers=0))
     name = next(iter(cluster.pods))
     patch_role(cluster, set_image("engine:v2"))
