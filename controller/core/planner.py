@@ -63,7 +63,7 @@ from .plan import (
     Blocked,
     Plan,
 )
-from .podtemplate import build_instance_pods
+from .podtemplate import build_instance_pods, template_images
 from .revisions import History, canonicalize_data, gc_actions, record_update_revision, role_data, role_hash
 from .spec import GROUP_ROLLING, IN_PLACE, RECREATE_GROUP, RECREATE_NONE, ModelServing
 from .status import build_status
@@ -1045,20 +1045,21 @@ class _Pass:
             return
         patches = {}
         for pod in pods:
-            template = target_role.get("entryTemplate") if pod.index == 0 else target_role.get("workerTemplate") or target_role.get("entryTemplate")
-            images = {c["name"]: c.get("image") for c in (template or {}).get("spec", {}).get("containers", [])}
-            containers = []
+            images = template_images(target_role, pod.index)
+            # A merge patch replaces lists whole, so every container is sent, with its new image.
+            merged = []
+            changed = False
             baseline = {}
             statuses = {cs.get("name"): cs for cs in (pod.raw.get("status") or {}).get("containerStatuses") or []}
             for c in (pod.raw.get("spec") or {}).get("containers") or []:
                 want = images.get(c.get("name"))
+                merged.append({**c, "image": want} if want else c)
                 cs = statuses.get(c["name"]) or {}
                 # A container is part of the update when its spec or what it runs differs from the
                 # target: after a lost or malformed state annotation the spec may already say the
                 # new image while the old one still runs, and that must not pass as done.
                 if want and (want != c.get("image") or (cs.get("image") and cs.get("image") != want)):
-                    if want != c.get("image"):
-                        containers.append({"name": c["name"], "image": want})
+                    changed = changed or want != c.get("image")
                     baseline[c["name"]] = {
                         "image": c.get("image"),
                         "runningImage": cs.get("image"),
@@ -1073,12 +1074,7 @@ class _Pass:
             if pod.draining_since is not None:
                 annotations[naming.ANNOTATION_DRAINING] = None
             patch: dict[str, Any] = {"metadata": {"annotations": annotations}}
-            if containers:
-                # A merge patch replaces lists whole, so send every container with its new image.
-                merged = []
-                for c in (pod.raw.get("spec") or {}).get("containers") or []:
-                    want = images.get(c.get("name"))
-                    merged.append({**c, "image": want} if want else c)
+            if changed:
                 patch["spec"] = {"containers": merged}
             patches[pod.name] = patch
         self.actions.append(Action(PATCH_IMAGE, inst.group, inst.role, inst.ordinal, self.update_hash, BECAUSE_UPDATE, pod_names=[p.name for p in pods], patches=patches))
@@ -1216,8 +1212,7 @@ def _non_image_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str
 
 def _inplace_pod_done(pod: PodObs, state: dict[str, Any], target_role: dict[str, Any]) -> bool:
     """Every changed container runs the target image with a new image ID, and containers are Ready."""
-    template = target_role.get("entryTemplate") if pod.index == 0 else target_role.get("workerTemplate") or target_role.get("entryTemplate")
-    images = {c["name"]: c.get("image") for c in (template or {}).get("spec", {}).get("containers", [])}
+    images = template_images(target_role, pod.index)
     spec_images = {c.get("name"): c.get("image") for c in (pod.raw.get("spec") or {}).get("containers") or []}
     statuses = {cs.get("name"): cs for cs in (pod.raw.get("status") or {}).get("containerStatuses") or []}
     baseline = state.get("containers") or {}

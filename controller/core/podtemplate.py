@@ -22,6 +22,19 @@ def _inject_env(containers: list[dict[str, Any]], env: list[dict[str, str]]) -> 
         container["env"] = existing + [dict(e) for e in env]
 
 
+def template_for(role_data: dict[str, Any], pod_index: int) -> dict[str, Any]:
+    """The pod template of pod ``pod_index`` of an instance: 0 is the entry, the rest workers
+    (the entry template when a role has no separate worker template)."""
+    if pod_index == 0:
+        return role_data.get("entryTemplate") or {}
+    return role_data.get("workerTemplate") or role_data.get("entryTemplate") or {}
+
+
+def template_images(role_data: dict[str, Any], pod_index: int) -> dict[str, str | None]:
+    """Container name -> image in the template of pod ``pod_index``."""
+    return {c["name"]: c.get("image") for c in (template_for(role_data, pod_index).get("spec") or {}).get("containers") or []}
+
+
 def build_instance_pods(
     *,
     ms: Obj,
@@ -49,8 +62,7 @@ def build_instance_pods(
     indexes = pod_indexes if pod_indexes is not None else list(range(workers + 1))
     pods = []
     for index in indexes:
-        template = role_data.get("entryTemplate") if index == 0 else role_data.get("workerTemplate") or role_data.get("entryTemplate")
-        template = copy.deepcopy(template or {})
+        template = copy.deepcopy(template_for(role_data, index))
         tmeta = template.get("metadata") or {}
         spec = template.get("spec") or {}
         labels = dict(tmeta.get("labels") or {})
