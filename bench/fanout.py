@@ -46,8 +46,16 @@ REPO = Path(__file__).resolve().parents[1]
 NAMESPACE, NAME = "bench", "fanout"
 USER, PASSWORD = "bench-operator", "bench-pw-not-secret-5Tq!"
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 SEED = """
 from django.contrib.auth.models import Group, User
@@ -86,7 +94,11 @@ while time.monotonic() < end:
 
 def manifest(groups: int) -> dict:
     def template(image: str) -> dict:
-        return {"spec": {"containers": [{"name": "engine", "image": image, "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+        return {
+            "spec": {
+                "containers": [{"name": "engine", "image": image, "resources": {"limits": {"nvidia.com/gpu": "1"}}}]
+            }
+        }
 
     return {
         "apiVersion": "serving.rolloutui.io/v1alpha1",
@@ -94,12 +106,16 @@ def manifest(groups: int) -> dict:
         "metadata": {"name": NAME, "namespace": NAMESPACE},
         "spec": {
             "replicas": groups,
-            "rolloutStrategy": {"type": "ServingGroupRollingUpdate",
-                                "rollingUpdateConfiguration": {"maxUnavailable": "10%", "maxSurge": 0}},
-            "template": {"roles": [
-                {"name": "prefill", "replicas": 1, "workerReplicas": 0, "entryTemplate": template("engine:v1")},
-                {"name": "decode", "replicas": 1, "workerReplicas": 0, "entryTemplate": template("engine:v1")},
-            ]},
+            "rolloutStrategy": {
+                "type": "ServingGroupRollingUpdate",
+                "rollingUpdateConfiguration": {"maxUnavailable": "10%", "maxSurge": 0},
+            },
+            "template": {
+                "roles": [
+                    {"name": "prefill", "replicas": 1, "workerReplicas": 0, "entryTemplate": template("engine:v1")},
+                    {"name": "decode", "replicas": 1, "workerReplicas": 0, "entryTemplate": template("engine:v1")},
+                ]
+            },
         },
     }
 
@@ -137,13 +153,29 @@ class Stack:
         self.url = f"http://127.0.0.1:{self.port}"
         self.redis_cm = EmbeddedRedis(var_dir / "redis")
         self.redis_url = self.redis_cm.__enter__()
-        self.env = {k: v for k, v in os.environ.items()
-                    if k not in ("DATABASE_URL", "PROMETHEUS_MULTIPROC_DIR", "PORT", "HOST") and not k.startswith("ROLLOUTUI_")}
-        self.env.update({"DJANGO_SETTINGS_MODULE": "rolloutui.settings", "ROLLOUTUI_VAR_DIR": str(var_dir),
-                         "REDIS_URL": self.redis_url, "ROLLOUTUI_SIM_SPEED": "1", "PYTHONUNBUFFERED": "1"})
+        self.env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("DATABASE_URL", "PROMETHEUS_MULTIPROC_DIR", "PORT", "HOST") and not k.startswith("ROLLOUTUI_")
+        }
+        self.env.update(
+            {
+                "DJANGO_SETTINGS_MODULE": "rolloutui.settings",
+                "ROLLOUTUI_VAR_DIR": str(var_dir),
+                "REDIS_URL": self.redis_url,
+                "ROLLOUTUI_SIM_SPEED": "1",
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
         self.logfile = open(var_dir / "runall.log", "w")
-        self.proc = subprocess.Popen([sys.executable, "manage.py", "runall", "--no-demo", "--port", str(self.port)],
-                                     cwd=REPO, env=self.env, stdout=self.logfile, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "manage.py", "runall", "--no-demo", "--port", str(self.port)],
+            cwd=REPO,
+            env=self.env,
+            stdout=self.logfile,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         log(f"runall on {self.url} (logs in {var_dir / 'runall.log'})")
         deadline = time.monotonic() + 120
         while True:
@@ -158,7 +190,9 @@ class Stack:
                 time.sleep(0.5)
 
     def manage(self, *args: str) -> str:
-        out = subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=self.env, capture_output=True, text=True, timeout=600)
+        out = subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=REPO, env=self.env, capture_output=True, text=True, timeout=600
+        )
         if out.returncode:
             raise RuntimeError(f"manage.py {args[0]} failed: {out.stderr[-3000:]}")
         return out.stdout
@@ -177,16 +211,22 @@ class Stack:
 
 
 def api(stack: Stack, token: str, path: str, body: dict | None = None) -> dict:
-    req = urllib.request.Request(stack.url + path, method="POST" if body is not None else "GET",
-                                 data=json.dumps(body).encode() if body is not None else None,
-                                 headers={"Authorization": f"Token {token}", "Content-Type": "application/json", "Accept": "application/json"})
+    req = urllib.request.Request(
+        stack.url + path,
+        method="POST" if body is not None else "GET",
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"Authorization": f"Token {token}", "Content-Type": "application/json", "Accept": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=60) as resp:
         return json.loads(resp.read())
 
 
 def token_for(stack: Stack) -> str:
-    req = urllib.request.Request(stack.url + "/api/auth/token/", data=json.dumps({"username": USER, "password": PASSWORD}).encode(),
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        stack.url + "/api/auth/token/",
+        data=json.dumps({"username": USER, "password": PASSWORD}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=30) as resp:
         return json.loads(resp.read())["token"]
 
@@ -199,8 +239,12 @@ async def session_cookie(stack: Stack) -> dict:
         async with http.get(stack.url + "/accounts/login/") as resp:
             await resp.text()
         csrf = http.cookie_jar.filter_cookies(stack.url)["csrftoken"].value
-        async with http.post(stack.url + "/accounts/login/", data={"username": USER, "password": PASSWORD, "csrfmiddlewaretoken": csrf},
-                             headers={"Referer": stack.url + "/accounts/login/"}, allow_redirects=False) as resp:
+        async with http.post(
+            stack.url + "/accounts/login/",
+            data={"username": USER, "password": PASSWORD, "csrfmiddlewaretoken": csrf},
+            headers={"Referer": stack.url + "/accounts/login/"},
+            allow_redirects=False,
+        ) as resp:
             if resp.status != 302:
                 raise RuntimeError(f"sign-in failed: HTTP {resp.status}")
         return {c.key: c.value for c in http.cookie_jar}
@@ -225,10 +269,17 @@ def _window_stats(win: dict, clients: int) -> dict:
     return {
         "label": win["label"],
         "publishes": len(win["pubs"]),
-        "publishToClientMs": {"p50": _ms(pct(win["pub"], 50)), "p95": _ms(pct(win["pub"], 95)),
-                              "max": _ms(max(win["pub"], default=None)), "samples": len(win["pub"])},
-        "observedToClientMs": {"p50": _ms(pct(win["observed"], 50)), "p95": _ms(pct(win["observed"], 95)),
-                               "samples": len(win["observed"])},
+        "publishToClientMs": {
+            "p50": _ms(pct(win["pub"], 50)),
+            "p95": _ms(pct(win["pub"], 95)),
+            "max": _ms(max(win["pub"], default=None)),
+            "samples": len(win["pub"]),
+        },
+        "observedToClientMs": {
+            "p50": _ms(pct(win["observed"], 50)),
+            "p95": _ms(pct(win["observed"], 95)),
+            "samples": len(win["observed"]),
+        },
         "messagesPerClientPerSecond": round(max(win["counts"]) / win["seconds"], 2) if win.get("seconds") else None,
         "messageBytes": {"p50": pct(win["sizes"], 50), "max": max(win["sizes"], default=None)},
     }
@@ -251,19 +302,30 @@ async def measure_fanout(stack: Stack, clients: int, seconds: float, start_rollo
     def new_window(label: str) -> dict:
         # pubs: (state time, wall time just before the publish); idx: per client, the first
         # publish it has not received yet.
-        return {"label": label, "pubs": [], "pub": [], "observed": [], "counts": [0] * clients, "idx": [0] * clients, "sizes": []}
+        return {
+            "label": label,
+            "pubs": [],
+            "pub": [],
+            "observed": [],
+            "counts": [0] * clients,
+            "idx": [0] * clients,
+            "sizes": [],
+        }
 
     async def client(i: int, http) -> None:
         nonlocal connected
         async with http.ws_connect(ws_url, headers=headers, max_msg_size=0, compress=0) as ws:
             first = await ws.receive()
             if first.type != aiohttp.WSMsgType.TEXT:
-                raise RuntimeError(f"client {i}: no snapshot (message type {first.type!r}, data {first.data!r}, close code {ws.close_code})")
+                raise RuntimeError(
+                    f"client {i}: no snapshot (message type {first.type!r}, data {first.data!r}, close code "
+                    f"{ws.close_code})"
+                )
             connected += 1
             while not stop.is_set():
                 try:
                     msg = await asyncio.wait_for(ws.receive(), timeout=0.5)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     continue
                 now = time.time()
                 if msg.type != aiohttp.WSMsgType.TEXT:
@@ -297,7 +359,10 @@ async def measure_fanout(stack: Stack, clients: int, seconds: float, start_rollo
             await asyncio.sleep(0.1)
         log(f"{clients} clients connected; starting the rollout")
         await asyncio.to_thread(start_rollout)
-        for label, nice in (("controller at normal priority (shared 2 CPUs)", 0), ("controller and publisher at nice 10", 10)):
+        for label, nice in (
+            ("controller at normal priority (shared 2 CPUs)", 0),
+            ("controller and publisher at nice 10", 10),
+        ):
             if nice:
                 log(f"reniced {_renice_controller(stack, nice)} Celery processes to {nice}")
             w = new_window(label)
@@ -346,8 +411,13 @@ def measure_render(stack: Stack, loads: int = 3) -> dict:
         page.wait_for_timeout(1500)
         page.screenshot(path=str(shot))
         browser.close()
-    return {"firstRenderMs": round(statistics.median(times), 1), "allMs": [round(t, 1) for t in times],
-            "renderPassMs": round(statistics.median(draws), 1), "cells": cells, "screenshot": str(shot)}
+    return {
+        "firstRenderMs": round(statistics.median(times), 1),
+        "allMs": [round(t, 1) for t in times],
+        "renderPassMs": round(statistics.median(draws), 1),
+        "cells": cells,
+        "screenshot": str(shot),
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -371,7 +441,13 @@ def main(argv: list[str]) -> int:
     try:
         nodes = (args.groups * 2) // 8 + 4
         log(f"seeding {nodes} nodes and {NAMESPACE}/{NAME} with {args.groups} groups")
-        stack.manage("shell", "-c", SEED.format(user=USER, password=PASSWORD, nodes=nodes, manifest=manifest(args.groups), ns=NAMESPACE, name=NAME))
+        stack.manage(
+            "shell",
+            "-c",
+            SEED.format(
+                user=USER, password=PASSWORD, nodes=nodes, manifest=manifest(args.groups), ns=NAMESPACE, name=NAME
+            ),
+        )
         token = token_for(stack)
         started = time.monotonic()
         while True:
@@ -380,20 +456,32 @@ def main(argv: list[str]) -> int:
             if st.get("phase") == "Healthy" and ready >= args.groups:
                 break
             if time.monotonic() - started > 900:
-                raise RuntimeError(f"the ModelServing did not get Ready in 15 minutes ({ready}/{args.groups} available)")
+                raise RuntimeError(
+                    f"the ModelServing did not get Ready in 15 minutes ({ready}/{args.groups} available)"
+                )
             time.sleep(2)
         log(f"{args.groups} groups Ready after {time.monotonic() - started:.0f} s")
 
         def start_rollout() -> None:
-            api(stack, token, f"/api/modelservings/{NAMESPACE}/{NAME}/set-image",
-                {"role": "decode", "image": "engine:v2", "reason": "bench fanout"})
+            api(
+                stack,
+                token,
+                f"/api/modelservings/{NAMESPACE}/{NAME}/set-image",
+                {"role": "decode", "image": "engine:v2", "reason": "bench fanout"},
+            )
 
         def publish_loop(pubs: list, seconds: float, nice: int = 0) -> None:
             # A separate process publishes through the services, like the controller after a
             # pass: reading and serialising a large state in this process would hold the GIL
             # while the clients wait to timestamp their messages.
-            proc = subprocess.Popen([sys.executable, "-c", PUBLISHER, NAMESPACE, NAME, str(seconds)], cwd=REPO, env=stack.env,
-                                    stdout=subprocess.PIPE, text=True, preexec_fn=(lambda: os.nice(nice)) if nice else None)
+            proc = subprocess.Popen(
+                [sys.executable, "-c", PUBLISHER, NAMESPACE, NAME, str(seconds)],
+                cwd=REPO,
+                env=stack.env,
+                stdout=subprocess.PIPE,
+                text=True,
+                preexec_fn=(lambda: os.nice(nice)) if nice else None,
+            )
             for line in proc.stdout:
                 parts = line.split()
                 if len(parts) == 2:
@@ -421,9 +509,15 @@ def main(argv: list[str]) -> int:
         "rolloutAtEnd": at_end,
         "render": render,
         "targets": {"publishToClientP95Ms": 300, "renderMs": 1500},
-        "ok": {"fanoutNormalPriority": bool(windows[0]["publishToClientMs"]["p95"] is not None and windows[0]["publishToClientMs"]["p95"] < 300),
-               "fanoutControllerNiced": bool(windows[-1]["publishToClientMs"]["p95"] is not None and windows[-1]["publishToClientMs"]["p95"] < 300),
-               "render": bool(render.get("firstRenderMs", 1e9) < 1500)},
+        "ok": {
+            "fanoutNormalPriority": bool(
+                windows[0]["publishToClientMs"]["p95"] is not None and windows[0]["publishToClientMs"]["p95"] < 300
+            ),
+            "fanoutControllerNiced": bool(
+                windows[-1]["publishToClientMs"]["p95"] is not None and windows[-1]["publishToClientMs"]["p95"] < 300
+            ),
+            "render": bool(render.get("firstRenderMs", 1e9) < 1500),
+        },
     }
     rows = [("clients", args.clients), ("groups (role instances)", f"{args.groups} ({render.get('cells', '?')})")]
     for w in windows:
@@ -432,7 +526,10 @@ def main(argv: list[str]) -> int:
             (f"[{w['label']}]", ""),
             ("  publishes measured", w["publishes"]),
             ("  publish -> client p50 / p95 / max (ms)", f"{p['p50']} / {p['p95']} / {p['max']}  (target p95 < 300)"),
-            ("  observed -> client p50 / p95 (ms)", f"{w['observedToClientMs']['p50']} / {w['observedToClientMs']['p95']}"),
+            (
+                "  observed -> client p50 / p95 (ms)",
+                f"{w['observedToClientMs']['p50']} / {w['observedToClientMs']['p95']}",
+            ),
             ("  messages per client per second (max)", w["messagesPerClientPerSecond"]),
             ("  message size p50 / max (bytes)", f"{w['messageBytes']['p50']} / {w['messageBytes']['max']}"),
         ]

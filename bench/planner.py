@@ -25,7 +25,7 @@ from controller.core import naming
 from controller.core.observe import observe, parse_pod
 from controller.core.planner import plan
 from controller.core.podtemplate import build_instance_pods
-from controller.core.revisions import History, project, revision_hash, revision_object, RevisionAction
+from controller.core.revisions import History, RevisionAction, project, revision_hash, revision_object
 from controller.core.spec import parse_modelserving
 
 ROLES = ("prefill", "decode", "router", "kvcache")
@@ -49,7 +49,10 @@ def _manifest(groups: int, image: str) -> dict[str, Any]:
         "metadata": {"name": "big", "namespace": "default", "uid": "uid-big", "generation": 2},
         "spec": {
             "replicas": groups,
-            "rolloutStrategy": {"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": "1%"}},
+            "rolloutStrategy": {
+                "type": "ServingGroupRollingUpdate",
+                "rollingUpdateConfiguration": {"maxUnavailable": "1%"},
+            },
             "template": {"roles": [role(n) for n in ROLES]},
         },
     }
@@ -62,7 +65,9 @@ def _ready(pod: dict[str, Any], uid: str) -> dict[str, Any]:
     pod["status"] = {
         "phase": "Running",
         "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}],
-        "containerStatuses": [{"name": "engine", "ready": True, "restartCount": 0, "image": pod["spec"]["containers"][0]["image"]}],
+        "containerStatuses": [
+            {"name": "engine", "ready": True, "restartCount": 0, "image": pod["spec"]["containers"][0]["image"]}
+        ],
     }
     return pod
 
@@ -83,7 +88,9 @@ def build_state(groups: int) -> tuple[Any, History, Any, dict[str, Any], list[di
     for g in range(groups):
         rev, data = (new_hash, new_data) if g >= updated_from else (old_hash, old_data)
         for role in data["roles"]:
-            for pod in build_instance_pods(ms=new, revision_hash=rev, role_data=role, group=g, ordinal=0, in_place_gate=False):
+            for pod in build_instance_pods(
+                ms=new, revision_hash=rev, role_data=role, group=g, ordinal=0, in_place_gate=False
+            ):
                 uid += 1
                 pod = _ready(pod, f"u{uid}")
                 if g == updated_from - 1:
@@ -127,9 +134,15 @@ def main(argv: list[str]) -> int:
     as_json = "--json" in argv
     repeats = 15
     rows = [measure(100, repeats), measure(1000, repeats)]
-    print(f"{'groups':>7} {'pods':>7} {'plan ms (median)':>17} {'observe ms (warm)':>18} {'parse ms (cold)':>16} {'actions':>8} {'blocked':>8}")
+    print(
+        f"{'groups':>7} {'pods':>7} {'plan ms (median)':>17} {'observe ms (warm)':>18} "
+        f"{'parse ms (cold)':>16} {'actions':>8} {'blocked':>8}"
+    )
     for row in rows:
-        print(f"{row['groups']:>7} {row['pods']:>7} {row['ms']:>17.2f} {row['observe_ms']:>18.2f} {row['parse_cold_ms']:>16.2f} {row['actions']:>8} {row['blocked']:>8}")
+        print(
+            f"{row['groups']:>7} {row['pods']:>7} {row['ms']:>17.2f} {row['observe_ms']:>18.2f} "
+            f"{row['parse_cold_ms']:>16.2f} {row['actions']:>8} {row['blocked']:>8}"
+        )
     ratio = rows[1]["ms"] / rows[0]["ms"] if rows[0]["ms"] else float("nan")
     print(f"growth 3,200 -> 32,000 pods: x{ratio:.1f} for x10 pods (linear = x10); target < 50 ms at 32,000 pods")
     if as_json:

@@ -54,6 +54,7 @@ BACKOFF_START, BACKOFF_MAX = 0.1, 10.0
 
 # -- reconcile ---------------------------------------------------------------------------------------
 
+
 @shared_task(name="controller.tasks.reconcile", ignore_result=True)
 def reconcile_modelserving(namespace: str, name: str) -> dict[str, Any]:
     return run_reconcile(namespace, name)
@@ -136,7 +137,9 @@ def _one_pass(namespace: str, name: str, client: redis.Redis | None, *, holder: 
     try:
         result = reconcile(cluster, get_router(), clock, namespace, name)
     except Exception as exc:  # a lost race beyond retries, a cluster error, or a bug: back off
-        metrics.observe_reconcile("conflict" if "Conflict" in type(exc).__name__ else "error", time.perf_counter() - started)
+        metrics.observe_reconcile(
+            "conflict" if "Conflict" in type(exc).__name__ else "error", time.perf_counter() - started
+        )
         log.exception("reconcile of %s/%s failed", namespace, name)
         _backoff(client, namespace, name)
         return {"error": f"{type(exc).__name__}: {exc}"}
@@ -155,7 +158,11 @@ def _one_pass(namespace: str, name: str, client: redis.Redis | None, *, holder: 
     sample_progress(namespace, name, result.status, clock.now(), client)
     if result.requeue_after is not None:
         _requeue(client, namespace, name, clock.to_wall_seconds(max(float(result.requeue_after), 0.0)))
-    return {"found": True, "actions": [a.to_trace() for a in result.actions], "seconds": round(result.duration_seconds, 4)}
+    return {
+        "found": True,
+        "actions": [a.to_trace() for a in result.actions],
+        "seconds": round(result.duration_seconds, 4),
+    }
 
 
 def _audit_holder(client: redis.Redis | None, namespace: str, name: str, holder: str, what: str) -> None:
@@ -247,6 +254,7 @@ def _broker_client(url: str) -> redis.Redis:
 
 # -- progress history ------------------------------------------------------------------------------------
 
+
 def progress_point(status: dict[str, Any], t: float) -> dict[str, Any]:
     """One chart point: per-role updated-and-Ready fraction, capacity against the budget floor, skew.
 
@@ -277,7 +285,9 @@ def sample_progress(namespace: str, name: str, status: dict[str, Any], t: float,
         return
     if client is not None:
         try:
-            if not client.set(redisconn.key("sampled", f"{namespace}/{name}"), "1", nx=True, px=int(SAMPLE_EVERY_SECONDS * 1000)):
+            if not client.set(
+                redisconn.key("sampled", f"{namespace}/{name}"), "1", nx=True, px=int(SAMPLE_EVERY_SECONDS * 1000)
+            ):
                 return
         except redis.RedisError:
             pass
@@ -288,7 +298,11 @@ def sample_progress(namespace: str, name: str, status: dict[str, Any], t: float,
             point["maxSkew"] = ms_max_skew
         ProgressSample.objects.create(namespace=namespace, name=name, t=t, data=point)
         if random.random() < 0.02:  # prune now and then, not on every sample
-            keep = ProgressSample.objects.filter(namespace=namespace, name=name).order_by("-t").values_list("t", flat=True)[MAX_SAMPLES:MAX_SAMPLES + 1]
+            keep = (
+                ProgressSample.objects.filter(namespace=namespace, name=name)
+                .order_by("-t")
+                .values_list("t", flat=True)[MAX_SAMPLES : MAX_SAMPLES + 1]
+            )
             cutoff = list(keep)
             if cutoff:
                 ProgressSample.objects.filter(namespace=namespace, name=name, t__lte=cutoff[0]).delete()
@@ -309,13 +323,17 @@ def _max_skew(namespace: str, name: str) -> int | None:
 
 # -- periodic --------------------------------------------------------------------------------------------
 
+
 @shared_task(name="controller.tasks.resync", ignore_result=True)
 def resync() -> int:
     """Enqueue a reconcile of every ModelServing (deduplicated). Returns how many."""
     if backend_name() == "sim":
         keys = list(SimObject.objects.filter(kind=SimObject.KIND_MODELSERVING).values_list("namespace", "name"))
     else:
-        keys = [((m.get("metadata") or {}).get("namespace", "default"), m["metadata"]["name"]) for m in get_cluster().list_modelservings()]
+        keys = [
+            ((m.get("metadata") or {}).get("namespace", "default"), m["metadata"]["name"])
+            for m in get_cluster().list_modelservings()
+        ]
     for namespace, name in keys:
         enqueue.send(namespace, name)
     _maybe_queue_depth(redisconn.state_redis())
@@ -363,12 +381,16 @@ def register_periodic_tasks(app) -> None:
     schedule = app.conf.beat_schedule
     if schedule is None:
         app.conf.beat_schedule = schedule = {}
-    schedule.setdefault("rolloutui-resync", {"task": "controller.tasks.resync", "schedule": RESYNC_SECONDS,
-                                             "options": {"expires": RESYNC_SECONDS}})
+    schedule.setdefault(
+        "rolloutui-resync",
+        {"task": "controller.tasks.resync", "schedule": RESYNC_SECONDS, "options": {"expires": RESYNC_SECONDS}},
+    )
     # Expiring: ticks queued while no worker ran are dropped, not replayed in a burst (the tick
     # reads the clock; one tick catches up on everything that became due).
-    schedule.setdefault("rolloutui-sim-tick", {"task": "controller.tasks.sim_tick", "schedule": TICK_SECONDS,
-                                               "options": {"expires": 2 * TICK_SECONDS}})
+    schedule.setdefault(
+        "rolloutui-sim-tick",
+        {"task": "controller.tasks.sim_tick", "schedule": TICK_SECONDS, "options": {"expires": 2 * TICK_SECONDS}},
+    )
 
 
 register_periodic_tasks(current_app)

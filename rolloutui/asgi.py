@@ -21,8 +21,6 @@ application = ProtocolTypeRouter(
         "http": django_asgi_app,
         # Origin check against ALLOWED_HOSTS (no cross-site websocket hijacking), then the
         # session user on scope["user"] for the consumers' permission checks.
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
+        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

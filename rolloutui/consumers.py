@@ -128,7 +128,7 @@ class _Hub:
 
     # Keyed by event loop too: tests run each case in its own loop, and a channel layer's
     # receive belongs to the loop that made it.
-    _hubs: dict[tuple[int, str], "_Hub"] = {}
+    _hubs: dict[tuple[int, str], _Hub] = {}
 
     def __init__(self, group: str, namespace: str, name: str) -> None:
         self.group, self.namespace, self.name = group, namespace, name
@@ -156,7 +156,7 @@ class _Hub:
             del self._messages[k]
 
     @classmethod
-    async def join(cls, group: str, consumer: "ModelServingConsumer") -> "_Hub":
+    async def join(cls, group: str, consumer: ModelServingConsumer) -> _Hub:
         """Subscribe ``consumer``; the first subscriber of this process joins the group."""
         key = (id(asyncio.get_running_loop()), group)
         hub = cls._hubs.get(key)
@@ -168,7 +168,7 @@ class _Hub:
         hub.subscribers.add(consumer)
         return hub
 
-    async def leave(self, consumer: "ModelServingConsumer") -> None:
+    async def leave(self, consumer: ModelServingConsumer) -> None:
         self.subscribers.discard(consumer)
         if self.subscribers:
             return

@@ -75,9 +75,7 @@ def readyz(request):
         else:
             checks[name] = f"ok ({(time.monotonic() - started) * 1000:.1f} ms)"
     if failed:
-        return JsonResponse(
-            {"status": "unavailable", "failed": failed, "checks": checks}, status=503
-        )
+        return JsonResponse({"status": "unavailable", "failed": failed, "checks": checks}, status=503)
     return JsonResponse({"status": "ok", "checks": checks})
 
 

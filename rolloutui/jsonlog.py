@@ -11,9 +11,11 @@ import logging
 from datetime import UTC, datetime
 
 # Attributes every LogRecord has; anything else on a record came from `extra=` and is emitted.
-_STANDARD_ATTRS = frozenset(
-    vars(logging.LogRecord("x", logging.INFO, "x", 0, "x", None, None)).keys()
-) | {"message", "asctime", "taskName"}
+_STANDARD_ATTRS = frozenset(vars(logging.LogRecord("x", logging.INFO, "x", 0, "x", None, None)).keys()) | {
+    "message",
+    "asctime",
+    "taskName",
+}
 
 
 class JSONFormatter(logging.Formatter):

@@ -62,9 +62,7 @@ BROKER_QUEUES = ("celery", "reconcile")
 
 def broker_queue_depth(redis_client, queues=BROKER_QUEUES) -> int:
     """Messages waiting in the given Celery queues (not counting tasks already in a worker)."""
-    keys = [
-        q if step == 0 else f"{q}{_PRIORITY_SEP}{step}" for q in queues for step in _PRIORITY_STEPS
-    ]
+    keys = [q if step == 0 else f"{q}{_PRIORITY_SEP}{step}" for q in queues for step in _PRIORITY_STEPS]
     pipe = redis_client.pipeline(transaction=False)
     for key in keys:
         pipe.llen(key)

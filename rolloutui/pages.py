@@ -19,10 +19,9 @@ OPERATE = "rolloutui.operate_modelserving"
 
 
 def _services():
+    import rolloutui.services as services
     import rolloutui.services.cluster
     import rolloutui.services.state  # noqa: F401
-
-    import rolloutui.services as services
 
     return services
 

@@ -19,9 +19,7 @@ def redis_db_url(redis_url: str, db: int) -> str:
     """Return `redis_url` pointing at database `db` (any database in the URL is replaced)."""
     parts = urlsplit(redis_url)
     if parts.scheme not in ("redis", "rediss", "unix"):
-        raise ValueError(
-            f"REDIS_URL must start with redis://, rediss:// or unix://, got {redis_url!r}"
-        )
+        raise ValueError(f"REDIS_URL must start with redis://, rediss:// or unix://, got {redis_url!r}")
     if parts.scheme == "unix":
         # unix:///path/to/socket?db=N: the database is a query parameter.
         query = "&".join(p for p in parts.query.split("&") if p and not p.startswith("db="))

@@ -74,9 +74,7 @@ def _secret_key() -> str:
             os.unlink(tmp)
     key = path.read_text().strip()
     if not key:
-        raise ImproperlyConfigured(
-            f"{path} is empty: delete it to generate a new key, or set ROLLOUTUI_SECRET_KEY"
-        )
+        raise ImproperlyConfigured(f"{path} is empty: delete it to generate a new key, or set ROLLOUTUI_SECRET_KEY")
     return key
 
 
@@ -141,11 +139,7 @@ TEMPLATES = [
 ]
 
 # --- Database --------------------------------------------------------------------------------
-DATABASES = {
-    "default": dj_database_url.config(
-        env="DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}"
-    )
-}
+DATABASES = {"default": dj_database_url.config(env="DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The web server, the Celery worker and beat write the same file: WAL lets readers run during
     # a write, IMMEDIATE takes the write lock up front (no lock-upgrade deadlocks), and the
@@ -216,16 +210,12 @@ os.environ["PROMETHEUS_MULTIPROC_DIR"] = PROMETHEUS_MULTIPROC_DIR
 # --- Product settings ------------------------------------------------------------------------
 ROLLOUTUI_BACKEND = _env("ROLLOUTUI_BACKEND", "sim") or "sim"
 if ROLLOUTUI_BACKEND not in ("sim", "kubernetes"):
-    raise ImproperlyConfigured(
-        f"ROLLOUTUI_BACKEND must be 'sim' or 'kubernetes', got {ROLLOUTUI_BACKEND!r}"
-    )
+    raise ImproperlyConfigured(f"ROLLOUTUI_BACKEND must be 'sim' or 'kubernetes', got {ROLLOUTUI_BACKEND!r}")
 
 try:
     ROLLOUTUI_SIM_SPEED = float(_env("ROLLOUTUI_SIM_SPEED", "1.0") or "1.0")
 except ValueError:
-    raise ImproperlyConfigured(
-        f"ROLLOUTUI_SIM_SPEED must be a number, got {_env('ROLLOUTUI_SIM_SPEED')!r}"
-    ) from None
+    raise ImproperlyConfigured(f"ROLLOUTUI_SIM_SPEED must be a number, got {_env('ROLLOUTUI_SIM_SPEED')!r}") from None
 if not ROLLOUTUI_SIM_SPEED > 0:
     raise ImproperlyConfigured(f"ROLLOUTUI_SIM_SPEED must be > 0, got {ROLLOUTUI_SIM_SPEED}")
 

@@ -127,10 +127,14 @@ def set_image(ms: dict[str, Any], *, role: str, image: str, container: str | Non
         containers = (template.get("spec") or {}).get("containers") or []
         if not containers:
             continue
-        chosen = containers[0] if container is None else next((c for c in containers if c.get("name") == container), None)
+        chosen = (
+            containers[0] if container is None else next((c for c in containers if c.get("name") == container), None)
+        )
         if chosen is None:
             if key == "entryTemplate":
-                raise ControlError(f"role {role!r} has no container {container!r} in its entry template", field="container")
+                raise ControlError(
+                    f"role {role!r} has no container {container!r} in its entry template", field="container"
+                )
             continue
         if chosen.get("image") != image:
             chosen["image"] = image
@@ -150,10 +154,22 @@ def rollback(ms: dict[str, Any], revisions: list[dict[str, Any]], *, to_revision
         numbers = ", ".join(str(r.number) for r in history.revisions) or "none"
         raise ControlError(f"revision {to_revision} does not exist (revisions: {numbers})", field="toRevision")
     if target.data is None:
-        raise ControlError(f"revision {to_revision} cannot be read ({target.error}); it cannot be rolled back to", field="toRevision")
+        raise ControlError(
+            f"revision {to_revision} cannot be read ({target.error}); it cannot be rolled back to", field="toRevision"
+        )
     spec = ms.get("spec") or {}
     new_spec = apply_revision(spec, target.data)
-    patch = {"spec": {"template": new_spec.get("template"), "schedulerName": new_spec.get("schedulerName"), "plugins": new_spec.get("plugins")}}
-    if new_spec.get("template") == spec.get("template") and new_spec.get("schedulerName") == spec.get("schedulerName") and new_spec.get("plugins") == spec.get("plugins"):
+    patch = {
+        "spec": {
+            "template": new_spec.get("template"),
+            "schedulerName": new_spec.get("schedulerName"),
+            "plugins": new_spec.get("plugins"),
+        }
+    }
+    if (
+        new_spec.get("template") == spec.get("template")
+        and new_spec.get("schedulerName") == spec.get("schedulerName")
+        and new_spec.get("plugins") == spec.get("plugins")
+    ):
         raise ControlError(f"the spec already matches revision {to_revision}", field="toRevision")
     return _validated(ms, patch)

@@ -9,14 +9,24 @@ restarted controller sees exactly what the previous one saw. A pod belongs to in
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from . import naming
 from .ports import Obj
 
 # Container waiting reasons that mean "this will not become Ready by itself".
-FAILING_REASONS = frozenset({"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError", "InvalidImageName", "RunContainerError"})
+FAILING_REASONS = frozenset(
+    {
+        "CrashLoopBackOff",
+        "ImagePullBackOff",
+        "ErrImagePull",
+        "CreateContainerConfigError",
+        "InvalidImageName",
+        "RunContainerError",
+    }
+)
 
 
 @dataclass(slots=True)

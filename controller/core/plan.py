@@ -55,7 +55,13 @@ class Action:
     condition: Obj | None = None  # setGate: the condition to set on each pod
 
     def to_trace(self) -> dict[str, Any]:
-        return {"verb": self.verb, "group": self.group, "role": self.role, "ordinal": self.ordinal, "revision": self.revision}
+        return {
+            "verb": self.verb,
+            "group": self.group,
+            "role": self.role,
+            "ordinal": self.ordinal,
+            "revision": self.revision,
+        }
 
     def describe(self) -> str:
         where = f"group {self.group}" if self.role is None else f"group {self.group} {self.role}-{self.ordinal}"

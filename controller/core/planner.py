@@ -96,7 +96,15 @@ class _Removal:
 
 
 class _Pass:
-    def __init__(self, ms: ModelServing, history: History, observed: Observed, now: float, status: dict[str, Any], settings: ClusterSettings | None):
+    def __init__(
+        self,
+        ms: ModelServing,
+        history: History,
+        observed: Observed,
+        now: float,
+        status: dict[str, Any],
+        settings: ClusterSettings | None,
+    ):
         self.ms = ms
         self.history = history
         self.observed = observed
@@ -122,28 +130,46 @@ class _Pass:
 
     def _revisions(self) -> None:
         spec = self.ms.manifest.get("spec") or {}
-        self.update = record_update_revision(self.ms.name, spec, self.history, int(self.prev.get("collisionCount") or 0))
+        self.update = record_update_revision(
+            self.ms.name, spec, self.history, int(self.prev.get("collisionCount") or 0)
+        )
         self.update_hash = self.update.hash
         self.update_role_hashes = {r["name"]: role_hash(r) for r in self.update.data.get("roles") or []}
         # Revisions whose data is the same as the update revision's after re-canonicalisation (a
         # serialisation change, not a template change): pods on them are up to date.
         self.equivalent = {self.update_hash}
         for rev in self.history.revisions:
-            if rev.hash != self.update_hash and rev.data is not None and canonicalize_data(rev.data) == self.update.data:
+            if (
+                rev.hash != self.update_hash
+                and rev.data is not None
+                and canonicalize_data(rev.data) == self.update.data
+            ):
                 self.equivalent.add(rev.hash)
         record = self.history.get(self.update_hash)
         self.update_unreadable = record is not None and not record.readable
         current = self.prev.get("currentRevision")
-        self.current_hash = current if current and (current in self.history.by_hash or current == self.update_hash) else self.update_hash
+        self.current_hash = (
+            current
+            if current and (current in self.history.by_hash or current == self.update_hash)
+            else self.update_hash
+        )
         # Every referenced revision whose stored data cannot be read is reported once, by name.
-        referenced = {self.current_hash} | set(self.recorded.group_revision.values()) | set(self.recorded.instance_revision.values())
+        referenced = (
+            {self.current_hash}
+            | set(self.recorded.group_revision.values())
+            | set(self.recorded.instance_revision.values())
+        )
         for group in self.observed.groups.values():
             referenced.update(group.revision_counts)
         for rev in sorted(referenced):
             record = self.history.get(rev)
             if record is None or record.readable:
                 continue
-            what = "the rollout and every create that needs it" if rev in self.equivalent else "every create and recovery that needs it"
+            what = (
+                "the rollout and every create that needs it"
+                if rev in self.equivalent
+                else "every create and recovery that needs it"
+            )
             self.report_unreadable(rev, None, None, what)
 
     def data_of(self, rev: str) -> dict[str, Any] | None:
@@ -178,8 +204,20 @@ class _Pass:
     def report_unreadable(self, rev: str, group: int | None, role: str | None, what: str) -> None:
         record = self.history.get(rev)
         why = record.error if record and record.error else "not found in the revision history"
-        fix = f"; deleting ControllerRevision {record.name} lets the controller store it again from the spec" if record and rev in self.equivalent else ""
-        self.blocked.append(Blocked(group, role, f"revision {rev} is unreadable ({why}): {what} is paused until it is repaired or the reference goes away{fix}", KIND_REVISION))
+        fix = (
+            f"; deleting ControllerRevision {record.name} lets the controller store it again from the spec"
+            if record and rev in self.equivalent
+            else ""
+        )
+        self.blocked.append(
+            Blocked(
+                group,
+                role,
+                f"revision {rev} is unreadable ({why}): {what} is paused until it is repaired or the "
+                f"reference goes away{fix}",
+                KIND_REVISION,
+            )
+        )
         self.unreadable_reported.add((rev, group))
 
     # -----------------------------------------------------------------------------------------
@@ -189,7 +227,9 @@ class _Pass:
         key = id(inst)
         cached = self._available_cache.get(key)
         if cached is None:
-            cached = self._available_cache[key] = inst.ready(self.expected_pods(inst.revision, inst.role)) and not inst.updating_in_place
+            cached = self._available_cache[key] = (
+                inst.ready(self.expected_pods(inst.revision, inst.role)) and not inst.updating_in_place
+            )
         return cached
 
     def group_available(self, group: GroupObs | None) -> bool:
@@ -203,7 +243,11 @@ class _Pass:
     def _group_available(self, group: GroupObs) -> bool:
         rev = group.revision
         data = self.data_of(rev)
-        roles = [r["name"] for r in data.get("roles") or []] if data is not None else sorted({r for r, _ in group.instances})
+        roles = (
+            [r["name"] for r in data.get("roles") or []]
+            if data is not None
+            else sorted({r for r, _ in group.instances})
+        )
         for role in roles:
             replicas = self.role_replicas(role) or sum(1 for (r, _) in group.instances if r == role)
             expected = self.expected_pods(rev, role)
@@ -213,7 +257,9 @@ class _Pass:
                     return False
         return True
 
-    def create_instance(self, group: int, role: str, ordinal: int, rev: str, reason: str, pod_indexes: list[int] | None = None) -> bool:
+    def create_instance(
+        self, group: int, role: str, ordinal: int, rev: str, reason: str, pod_indexes: list[int] | None = None
+    ) -> bool:
         rd = self.role_data_of(rev, role)
         if rd is None:
             if (rev, group) not in self.unreadable_reported:
@@ -229,10 +275,16 @@ class _Pass:
             scheduler_name=(self.data_of(rev) or {}).get("schedulerName"),
             pod_indexes=pod_indexes,
         )
-        self.actions.append(Action(CREATE, group, role, ordinal, rev, reason, pods=pods, pod_names=[p["metadata"]["name"] for p in pods]))
+        self.actions.append(
+            Action(
+                CREATE, group, role, ordinal, rev, reason, pods=pods, pod_names=[p["metadata"]["name"] for p in pods]
+            )
+        )
         return True
 
-    def _remove_pods(self, pods: list[PodObs], *, group: int, role: str, ordinal: int, revision: str, reason: str, may_start: bool) -> None:
+    def _remove_pods(
+        self, pods: list[PodObs], *, group: int, role: str, ordinal: int, revision: str, reason: str, may_start: bool
+    ) -> None:
         """Delete pods, draining the ones that serve traffic first.
 
         Per pod: already terminating -> wait; not Ready and not marked -> delete now (it serves no
@@ -278,13 +330,49 @@ class _Pass:
             to_delete = [p for p in to_delete if not p.ready and p.draining_since is None]
         if to_drain:
             mark = {"metadata": {"annotations": {naming.ANNOTATION_DRAINING: repr(float(self.now))}}}
-            self.actions.append(Action(DRAIN, group, role, ordinal, revision, reason, pod_names=[p.name for p in to_drain], patches={p.name: mark for p in to_drain}))
+            self.actions.append(
+                Action(
+                    DRAIN,
+                    group,
+                    role,
+                    ordinal,
+                    revision,
+                    reason,
+                    pod_names=[p.name for p in to_drain],
+                    patches={p.name: mark for p in to_drain},
+                )
+            )
             self._requeue(DRAIN_POLL_SECONDS)
         if to_delete:
-            self.actions.append(Action(DELETE, group, role, ordinal, revision, reason, pod_names=[p.name for p in to_delete], pod_uids=[p.uid for p in to_delete]))
+            self.actions.append(
+                Action(
+                    DELETE,
+                    group,
+                    role,
+                    ordinal,
+                    revision,
+                    reason,
+                    pod_names=[p.name for p in to_delete],
+                    pod_uids=[p.uid for p in to_delete],
+                )
+            )
         if waiting:
-            longest = max((self.observed.in_flight.get(p.name, 0) for p in pods if p.draining_since is not None and not p.deleting), default=0)
-            self.blocked.append(Blocked(group, role, f"draining {role}-{ordinal}: waiting for {longest} in-flight request(s) (timeout {timeout:g} s)", KIND_DRAIN))
+            longest = max(
+                (
+                    self.observed.in_flight.get(p.name, 0)
+                    for p in pods
+                    if p.draining_since is not None and not p.deleting
+                ),
+                default=0,
+            )
+            self.blocked.append(
+                Blocked(
+                    group,
+                    role,
+                    f"draining {role}-{ordinal}: waiting for {longest} in-flight request(s) (timeout {timeout:g} s)",
+                    KIND_DRAIN,
+                )
+            )
 
     def _requeue(self, seconds: float) -> None:
         seconds = max(seconds, 0.05)
@@ -293,12 +381,28 @@ class _Pass:
 
     def remove_instance(self, inst: InstanceObs, reason: str, *, may_start: bool) -> None:
         self.instance_removals[(inst.group, inst.role, inst.ordinal)] = _Removal(reason, inst.revision)
-        self._remove_pods(list(inst.pods.values()), group=inst.group, role=inst.role, ordinal=inst.ordinal, revision=inst.revision, reason=reason, may_start=may_start)
+        self._remove_pods(
+            list(inst.pods.values()),
+            group=inst.group,
+            role=inst.role,
+            ordinal=inst.ordinal,
+            revision=inst.revision,
+            reason=reason,
+            may_start=may_start,
+        )
 
     def remove_group(self, group: GroupObs, reason: str, *, may_start: bool) -> None:
         self.group_removals[group.ordinal] = _Removal(reason, group.revision)
         for (role, ordinal), inst in sorted(group.instances.items()):
-            self._remove_pods(list(inst.pods.values()), group=group.ordinal, role=role, ordinal=ordinal, revision=inst.revision, reason=reason, may_start=may_start)
+            self._remove_pods(
+                list(inst.pods.values()),
+                group=group.ordinal,
+                role=role,
+                ordinal=ordinal,
+                revision=inst.revision,
+                reason=reason,
+                may_start=may_start,
+            )
 
     @staticmethod
     def being_removed(group: GroupObs) -> bool:
@@ -320,7 +424,7 @@ class _Pass:
         policy = self.ms.recovery_policy
         recorded_desired = self.recorded.desired.get(group.ordinal, {})
         if policy == RECREATE_GROUP and group.instances:
-            for (role, ordinal), inst in group.instances.items():
+            for (role, _ordinal), inst in group.instances.items():
                 expected = self.expected_pods(inst.revision, role)
                 if inst.lost or not inst.complete(expected):
                     self.remove_group(group, BECAUSE_RECOVERY, may_start=True)
@@ -340,13 +444,23 @@ class _Pass:
             if policy == RECREATE_NONE and ordinal < self.role_replicas(role):
                 failed = [p for p in inst.pods.values() if p.failed and not p.deleting]
                 if failed:
-                    self._remove_pods(failed, group=group.ordinal, role=role, ordinal=ordinal, revision=inst.revision, reason=BECAUSE_RECOVERY, may_start=True)
+                    self._remove_pods(
+                        failed,
+                        group=group.ordinal,
+                        role=role,
+                        ordinal=ordinal,
+                        revision=inst.revision,
+                        reason=BECAUSE_RECOVERY,
+                        may_start=True,
+                    )
                 missing = [i for i in range(expected) if i not in inst.pods]
                 # Not while the instance is being removed, nor when the rollout is about to replace
                 # it anyway: recreating its pods on the old revision while the update deletes the
                 # rest would go round forever.
                 if missing and not inst.being_removed and not self.update_replaces(inst):
-                    self.create_instance(group.ordinal, role, ordinal, inst.revision, BECAUSE_RECOVERY, pod_indexes=missing)
+                    self.create_instance(
+                        group.ordinal, role, ordinal, inst.revision, BECAUSE_RECOVERY, pod_indexes=missing
+                    )
                 continue
             # (Also None for a surge or extra instance: it goes whole, and the surge logic makes
             # a new one if one is still needed; patching its pods back would race its removal.)
@@ -359,20 +473,30 @@ class _Pass:
             return False
         if self.ms.strategy.type == GROUP_ROLLING:
             partition = self.strategy.group.partition.count
-            rev = self.group_revisions.get(inst.group, inst.revision) if hasattr(self, "group_revisions") else inst.revision
+            rev = (
+                self.group_revisions.get(inst.group, inst.revision)
+                if hasattr(self, "group_revisions")
+                else inst.revision
+            )
             return partition <= inst.group < self.ms.replicas and rev not in self.equivalent
         budgets = self.strategy.roles.get(inst.role)
         if budgets is None:
             return False
-        return budgets.partition.count <= inst.ordinal < self.role_replicas(inst.role) and not self.instance_updated(inst)
+        return budgets.partition.count <= inst.ordinal < self.role_replicas(inst.role) and not self.instance_updated(
+            inst
+        )
 
-    def create_missing_instances(self, group_ordinal: int, group: GroupObs | None, roles: list[str], rev_for: Any) -> None:
+    def create_missing_instances(
+        self, group_ordinal: int, group: GroupObs | None, roles: list[str], rev_for: Any
+    ) -> None:
         for role in roles:
             for ordinal in range(self.role_replicas(role)):
                 if group is not None and (role, ordinal) in group.instances:
                     continue
                 rev = rev_for(role, ordinal)
-                self.create_instance(group_ordinal, role, ordinal, rev, BECAUSE_SCALE if group is not None else BECAUSE_RECOVERY)
+                self.create_instance(
+                    group_ordinal, role, ordinal, rev, BECAUSE_SCALE if group is not None else BECAUSE_RECOVERY
+                )
 
     # -----------------------------------------------------------------------------------------
     # ServingGroupRollingUpdate
@@ -412,23 +536,40 @@ class _Pass:
         max_surge = budgets.max_surge.count
         groups = self.observed.groups
         paused = ms.paused
-        self.group_revisions = {o: self.group_revision(o, groups.get(o), partition) for o in set(groups) | set(range(replicas))}
+        self.group_revisions = {
+            o: self.group_revision(o, groups.get(o), partition) for o in set(groups) | set(range(replicas))
+        }
 
         available = {o for o, g in groups.items() if self.group_available(g) and not self.being_removed(g)}
         floor = replicas - max_unavailable
-        outdated = [o for o in range(partition, replicas) if o in groups and groups[o].instances and self.group_revisions[o] not in self.equivalent]
+        outdated = [
+            o
+            for o in range(partition, replicas)
+            if o in groups and groups[o].instances and self.group_revisions[o] not in self.equivalent
+        ]
         pending = [o for o in outdated if not self.being_removed(groups[o])]
 
         # Outdated groups below the partition stay as they are: say so.
         for o in range(min(partition, replicas)):
             if o in groups and self.group_revisions[o] not in self.equivalent:
-                self.blocked.append(Blocked(o, None, f"protected by partition {partition} (ordinal {o} < {partition}); promote to update it", KIND_PARTITION))
+                self.blocked.append(
+                    Blocked(
+                        o,
+                        None,
+                        f"protected by partition {partition} (ordinal {o} < {partition}); promote to update it",
+                        KIND_PARTITION,
+                    )
+                )
 
         # Surge groups: ordinals >= replicas on the update revision, kept while outdated groups
         # remain to be replaced.
         wanted_surge = min(max_surge, len(pending))
         surge_now = sorted(
-            o for o in groups if replicas <= o < replicas + max_surge and self.group_revisions[o] in self.equivalent and not self.being_removed(groups[o])
+            o
+            for o in groups
+            if replicas <= o < replicas + max_surge
+            and self.group_revisions[o] in self.equivalent
+            and not self.being_removed(groups[o])
         )
         if paused:
             wanted_surge = len(surge_now) if pending else 0
@@ -441,7 +582,11 @@ class _Pass:
             is_surge = self.group_revisions[o] in self.equivalent and o < replicas + max_surge
             if is_surge and o in available and len(available) - 1 < floor:
                 if not pending:
-                    self.blocked.append(Blocked(o, None, f"surge group {o} stays until {floor} groups are available without it", KIND_BUDGET))
+                    self.blocked.append(
+                        Blocked(
+                            o, None, f"surge group {o} stays until {floor} groups are available without it", KIND_BUDGET
+                        )
+                    )
                 continue
             self.remove_group(groups[o], BECAUSE_SURGE_DONE if is_surge else BECAUSE_SCALE, may_start=True)
             available.discard(o)
@@ -468,7 +613,15 @@ class _Pass:
                 self.remove_group(groups[o], BECAUSE_UPDATE, may_start=True)
                 count_available -= 1
                 continue
-            self.blocked.append(Blocked(o, None, *self.group_budget_reason(count_available, floor, max_unavailable, keep_surge | set(surge_now), replicas)))
+            self.blocked.append(
+                Blocked(
+                    o,
+                    None,
+                    *self.group_budget_reason(
+                        count_available, floor, max_unavailable, keep_surge | set(surge_now), replicas
+                    ),
+                )
+            )
 
         # Create surge groups while outdated groups remain.
         existing = len(groups)
@@ -503,7 +656,9 @@ class _Pass:
             if o in self.group_removals:
                 continue  # recovery rebuilds it whole: nothing to add to a group on its way out
             roles = [r["name"] for r in (self.data_of(rev) or {}).get("roles") or []]
-            self.create_missing_instances(o, group, [r for r in roles if self.ms.role(r) is not None], lambda role, ordinal, rev=rev: rev)
+            self.create_missing_instances(
+                o, group, [r for r in roles if self.ms.role(r) is not None], lambda role, ordinal, rev=rev: rev
+            )
 
         self.unschedulable_surge_reasons(groups, replicas, max_unavailable)
 
@@ -519,7 +674,9 @@ class _Pass:
             for k in range(self.role_replicas(role["name"])):
                 self.create_instance(ordinal, role["name"], k, rev, reason)
 
-    def group_budget_reason(self, count_available: int, floor: int, max_unavailable: int, surge: set[int], replicas: int) -> tuple[str, str]:
+    def group_budget_reason(
+        self, count_available: int, floor: int, max_unavailable: int, surge: set[int], replicas: int
+    ) -> tuple[str, str]:
         groups = self.observed.groups
         for o in sorted(surge):
             group = groups.get(o)
@@ -528,13 +685,24 @@ class _Pass:
             for inst in group.instances.values():
                 message = inst.unschedulable
                 if message:
-                    return (f"blocked: surge pod unschedulable, {max_unavailable} unavailable allowed (group {o}: {message})", KIND_UNSCHEDULABLE)
+                    return (
+                        f"blocked: surge pod unschedulable, {max_unavailable} unavailable allowed (group "
+                        f"{o}: {message})",
+                        KIND_UNSCHEDULABLE,
+                    )
             if not self.group_available(group):
-                return (f"waiting for surge group {o} to become Ready ({max_unavailable} unavailable allowed)", KIND_BUDGET)
+                return (
+                    f"waiting for surge group {o} to become Ready ({max_unavailable} unavailable allowed)",
+                    KIND_BUDGET,
+                )
         unavailable = max(replicas - count_available, 0)
         if self._waiting_on is None:
             # Computed once per pass: every blocked group gets the same explanation.
-            self._waiting_on = [o for o in range(replicas) if not self.group_available(groups.get(o)) or (o in groups and self.being_removed(groups[o]))]
+            self._waiting_on = [
+                o
+                for o in range(replicas)
+                if not self.group_available(groups.get(o)) or (o in groups and self.being_removed(groups[o]))
+            ]
         waiting_on = self._waiting_on
         detail = f": waiting for group {', '.join(map(str, waiting_on[:5]))} to become Ready" if waiting_on else ""
         if max_unavailable == 0:
@@ -551,7 +719,9 @@ class _Pass:
                 message = inst.unschedulable
                 if message:
                     what = "surge group" if o >= replicas else "group"
-                    self.blocked.append(Blocked(o, inst.role, f"{what} {o} pod unschedulable: {message}", KIND_UNSCHEDULABLE))
+                    self.blocked.append(
+                        Blocked(o, inst.role, f"{what} {o} pod unschedulable: {message}", KIND_UNSCHEDULABLE)
+                    )
                     break
 
     # -----------------------------------------------------------------------------------------
@@ -559,7 +729,9 @@ class _Pass:
 
     def instance_revision_for_create(self, group: int, role: str, ordinal: int, partition: int) -> str:
         # An instance not recorded on its own ran its group's revision.
-        recorded = self.recorded.instance_revision.get((group, role, ordinal)) or self.recorded.group_revision.get(group)
+        recorded = self.recorded.instance_revision.get((group, role, ordinal)) or self.recorded.group_revision.get(
+            group
+        )
         if ordinal < partition:
             if recorded:
                 return recorded
@@ -591,7 +763,14 @@ class _Pass:
         for o in range(replicas):
             group = groups.get(o)
             if group is None or not group.instances:
-                self.create_missing_instances(o, None, list(ms.role_names), lambda role, k, o=o: self.instance_revision_for_create(o, role, k, self.strategy.roles[role].partition.count))
+                self.create_missing_instances(
+                    o,
+                    None,
+                    list(ms.role_names),
+                    lambda role, k, o=o: self.instance_revision_for_create(
+                        o, role, k, self.strategy.roles[role].partition.count
+                    ),
+                )
                 continue
             self.role_rolling_group(group, in_place)
 
@@ -602,7 +781,13 @@ class _Pass:
         states: dict[str, _RoleState] = {}
         for role in ms.roles:
             budgets = self.strategy.roles[role.name]
-            st = _RoleState(role.name, role.replicas, budgets.partition.count, budgets.max_unavailable.count, budgets.max_surge.count)
+            st = _RoleState(
+                role.name,
+                role.replicas,
+                budgets.partition.count,
+                budgets.max_unavailable.count,
+                budgets.max_surge.count,
+            )
             target = self.update_role_hashes.get(role.name, "")
             for (rname, k), inst in group.instances.items():
                 if rname != role.name:
@@ -642,15 +827,28 @@ class _Pass:
             return  # ServingGroupRecreate is rebuilding the whole group
         for role, st in states.items():
             for k in st.protected_outdated:
-                self.blocked.append(Blocked(o, role, f"{role}-{k} protected by partition {st.partition}; promote to update it", KIND_PARTITION))
+                self.blocked.append(
+                    Blocked(
+                        o,
+                        role,
+                        f"{role}-{k} protected by partition {st.partition}; promote to update it",
+                        KIND_PARTITION,
+                    )
+                )
             # Continue replacements already started (drains and terminations in progress).
             for k, inst in sorted(st.instances.items()):
                 if (o, role, k) in self.instance_removals:
                     continue
-                if k < st.replicas and k >= st.partition and not self.instance_updated(inst) and self.being_removed_instance(inst) and not in_place:
+                if (
+                    k < st.replicas
+                    and k >= st.partition
+                    and not self.instance_updated(inst)
+                    and self.being_removed_instance(inst)
+                    and not in_place
+                ):
                     self.remove_instance(inst, BECAUSE_UPDATE, may_start=not paused)
             if in_place:
-                for k, inst in sorted(st.instances.items()):
+                for _k, inst in sorted(st.instances.items()):
                     if self.inplace_in_progress(inst):
                         self.inplace_continue(inst)
 
@@ -667,11 +865,21 @@ class _Pass:
         # Surge instances (ordinals >= replicas on the target), scale-down of other extras, and
         # creation of missing instances.
         for role, st in states.items():
-            wanted_surge = 0 if in_place or paused else min(st.max_surge, len(st.outdated_pending) + st.removing_outdated(self))
+            wanted_surge = (
+                0 if in_place or paused else min(st.max_surge, len(st.outdated_pending) + st.removing_outdated(self))
+            )
             if paused:
-                wanted_surge = sum(1 for k in st.instances if st.replicas <= k < st.replicas + st.max_surge and k in st.at_target) if st.outdated_pending else 0
+                wanted_surge = (
+                    sum(1 for k in st.instances if st.replicas <= k < st.replicas + st.max_surge and k in st.at_target)
+                    if st.outdated_pending
+                    else 0
+                )
             surge_now = sorted(
-                k for k in st.instances if st.replicas <= k < st.replicas + st.max_surge and k in st.at_target and not self.being_removed_instance(st.instances[k])
+                k
+                for k in st.instances
+                if st.replicas <= k < st.replicas + st.max_surge
+                and k in st.at_target
+                and not self.being_removed_instance(st.instances[k])
             )
             keep = set(surge_now[:wanted_surge])
             floor = st.replicas - st.max_unavailable
@@ -695,12 +903,22 @@ class _Pass:
             for k in range(st.replicas):
                 if k not in st.instances:
                     rev = self.instance_revision_for_create(o, role, k, st.partition)
-                    self.create_instance(o, role, k, rev, BECAUSE_UPDATE if rev in self.equivalent else BECAUSE_RECOVERY)
+                    self.create_instance(
+                        o, role, k, rev, BECAUSE_UPDATE if rev in self.equivalent else BECAUSE_RECOVERY
+                    )
             for k, inst in st.instances.items():
                 message = inst.unschedulable
                 if message and (o, role, k) not in self.instance_removals:
                     kind_word = "surge instance" if k >= st.replicas else "instance"
-                    self.blocked.append(Blocked(o, role, f"{kind_word} {role}-{k} unschedulable: {message}" + (f"; {st.max_unavailable} unavailable allowed" if k >= st.replicas else ""), KIND_UNSCHEDULABLE))
+                    self.blocked.append(
+                        Blocked(
+                            o,
+                            role,
+                            f"{kind_word} {role}-{k} unschedulable: {message}"
+                            + (f"; {st.max_unavailable} unavailable allowed" if k >= st.replicas else ""),
+                            KIND_UNSCHEDULABLE,
+                        )
+                    )
                     break
 
     @staticmethod
@@ -785,14 +1003,21 @@ class _Pass:
         in_motion = any(
             states[r].in_flight > 0
             or any(k not in states[r].available for k in states[r].at_target)
-            or (states[r].outdated_pending and sum(1 for k in states[r].instances if k >= states[r].replicas) < states[r].max_surge)
+            or (
+                states[r].outdated_pending
+                and sum(1 for k in states[r].instances if k >= states[r].replicas) < states[r].max_surge
+            )
             for r in coordinated
         )
         stalled = not admitted and not in_motion
         for role, (reason, kind) in sorted(reasons.items()):
             if queues.get(role):
                 if stalled and kind in (KIND_SKEW, KIND_DEPENDENCY, KIND_BUDGET):
-                    reason, kind = f"stalled: {reason}; no role can move until an operator changes the strategy (maxSkew, maxSurge, maxUnavailable)", KIND_DEADLOCK
+                    reason, kind = (
+                        f"stalled: {reason}; no role can move until an operator changes the strategy "
+                        "(maxSkew, maxSurge, maxUnavailable)",
+                        KIND_DEADLOCK,
+                    )
                 self.blocked.append(Blocked(o, role, reason, kind))
         return admitted
 
@@ -841,7 +1066,15 @@ class _Pass:
                 baseline = min(baseline, Fraction(ready, st.target))
         return baseline
 
-    def coordination_refusal(self, role: str, k: int, states: dict[str, _RoleState], coordinated: set[str], skew: Fraction, callers: dict[str, list[str]]) -> tuple[str, str] | None:
+    def coordination_refusal(
+        self,
+        role: str,
+        k: int,
+        states: dict[str, _RoleState],
+        coordinated: set[str],
+        skew: Fraction,
+        callers: dict[str, list[str]],
+    ) -> tuple[str, str] | None:
         st = states[role]
         coordination = self.ms.strategy.coordination
         assert coordination is not None
@@ -851,7 +1084,8 @@ class _Pass:
         allowed = min(st.target, math.ceil(min(Fraction(1), baseline + skew) * st.target))
         if st.ready_target + st.in_flight + 1 > allowed:
             return (
-                f"maxSkew {coordination.max_skew_percent}%: {st.ready_target + st.in_flight} of {st.target} started, quota {allowed} "
+                f"maxSkew {coordination.max_skew_percent}%: {st.ready_target + st.in_flight} of {st.target} "
+                f"started, quota {allowed} "
                 f"until the slowest role passes {float(baseline) * 100:.0f}% Ready",
                 KIND_SKEW,
             )
@@ -862,21 +1096,35 @@ class _Pass:
                 dst = states.get(dep)
                 if dst is None:
                     continue
-                if not any(dst.instances[j].role_hash == self.update_role_hashes.get(dep) and j in dst.available for j in dst.instances):
+                if not any(
+                    dst.instances[j].role_hash == self.update_role_hashes.get(dep) and j in dst.available
+                    for j in dst.instances
+                ):
                     if dst.target == 0 and dst.old_alive:
-                        return (f"waits for dependency {dep}, whose replicas are all protected by its partition", KIND_DEADLOCK)
-                    return (f"waits for dependency {dep}: no Ready {dep} instance on the new template yet", KIND_DEPENDENCY)
+                        return (
+                            f"waits for dependency {dep}, whose replicas are all protected by its partition",
+                            KIND_DEADLOCK,
+                        )
+                    return (
+                        f"waits for dependency {dep}: no Ready {dep} instance on the new template yet",
+                        KIND_DEPENDENCY,
+                    )
         # Teardown order: while an old caller exists, keep at least one old instance of its
         # dependency. A single-instance dependency therefore needs surge or an interruption.
         old_callers = [c for c in callers.get(role, []) if states[c].old_alive > 0]
         if old_callers and st.old_routable - 1 < 1:
             if st.max_surge == 0:
                 return (
-                    f"replacing the last old {role} instance would leave old {', '.join(old_callers)} without an old {role}: "
-                    f"{role} needs maxSurge >= 1, an interruption (raise maxUnavailable and accept it), or cross-version compatibility",
+                    f"replacing the last old {role} instance would leave old {', '.join(old_callers)} "
+                    f"without an old {role}: "
+                    f"{role} needs maxSurge >= 1, an interruption (raise maxUnavailable and accept it), or "
+                    "cross-version compatibility",
                     KIND_DEADLOCK,
                 )
-            return (f"keeps its last old instance while old {', '.join(old_callers)} exist (teardown order)", KIND_DEPENDENCY)
+            return (
+                f"keeps its last old instance while old {', '.join(old_callers)} exist (teardown order)",
+                KIND_DEPENDENCY,
+            )
         return None
 
     # -----------------------------------------------------------------------------------------
@@ -892,7 +1140,12 @@ class _Pass:
             state = pod.inplace_state
             if state and not state.get("completed") and state.get("targetRevision"):
                 return True
-            if pod.draining_since is not None and not pod.deleting and pod.role_hash != target and inst.ordinal < self.role_replicas(inst.role):
+            if (
+                pod.draining_since is not None
+                and not pod.deleting
+                and pod.role_hash != target
+                and inst.ordinal < self.role_replicas(inst.role)
+            ):
                 return True  # marked for an in-place update (ungated pod, or killed between writes)
         return False
 
@@ -906,10 +1159,16 @@ class _Pass:
             return f"role {inst.role} is not in the new revision"
         differences = _non_image_differences(old, new)
         if differences:
-            return "in-place update refused: only container images may change, but " + "; ".join(differences[:3]) + " changed; switch rolloutStrategy.type to RoleRollingUpdate to recreate"
+            return (
+                "in-place update refused: only container images may change, but "
+                + "; ".join(differences[:3])
+                + " changed; switch rolloutStrategy.type to RoleRollingUpdate to recreate"
+            )
         return None
 
-    def inplace_filter(self, group: GroupObs, states: dict[str, _RoleState], queues: dict[str, list[int]]) -> dict[str, list[int]]:
+    def inplace_filter(
+        self, group: GroupObs, states: dict[str, _RoleState], queues: dict[str, list[int]]
+    ) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}
         for role, queue in queues.items():
             kept = []
@@ -935,7 +1194,16 @@ class _Pass:
         gated = [p for p in pods if p.has_gate and p.gate is not False]
         if gated:
             self.actions.append(
-                Action(SET_GATE, inst.group, inst.role, inst.ordinal, self.update_hash, BECAUSE_UPDATE, pod_names=[p.name for p in gated], condition=_gate_condition(False, "StartInPlaceUpdate", self.now))
+                Action(
+                    SET_GATE,
+                    inst.group,
+                    inst.role,
+                    inst.ordinal,
+                    self.update_hash,
+                    BECAUSE_UPDATE,
+                    pod_names=[p.name for p in gated],
+                    condition=_gate_condition(False, "StartInPlaceUpdate", self.now),
+                )
             )
             self._requeue(DRAIN_POLL_SECONDS)
         # A pod without the gate (created under another strategy) can only leave routing by the
@@ -943,7 +1211,18 @@ class _Pass:
         unmarked = [p for p in pods if not p.has_gate and p.draining_since is None]
         if unmarked:
             mark = {"metadata": {"annotations": {naming.ANNOTATION_DRAINING: repr(float(self.now))}}}
-            self.actions.append(Action(DRAIN, inst.group, inst.role, inst.ordinal, inst.revision, BECAUSE_UPDATE, pod_names=[p.name for p in unmarked], patches={p.name: mark for p in unmarked}))
+            self.actions.append(
+                Action(
+                    DRAIN,
+                    inst.group,
+                    inst.role,
+                    inst.ordinal,
+                    inst.revision,
+                    BECAUSE_UPDATE,
+                    pod_names=[p.name for p in unmarked],
+                    patches={p.name: mark for p in unmarked},
+                )
+            )
             self._requeue(DRAIN_POLL_SECONDS)
         self.removing_pods.update(p.name for p in pods)
 
@@ -1020,10 +1299,27 @@ class _Pass:
             # in-flight requests (which run on the worker too) are done or timed out.
             self._patch_images(inst, drained)
         if waiting_in_flight:
-            self.blocked.append(Blocked(inst.group, inst.role, f"in-place update of {inst.role}-{inst.ordinal}: waiting for {waiting_in_flight} in-flight request(s) (timeout {timeout:g} s)", KIND_DRAIN))
+            self.blocked.append(
+                Blocked(
+                    inst.group,
+                    inst.role,
+                    f"in-place update of {inst.role}-{inst.ordinal}: waiting for {waiting_in_flight} "
+                    f"in-flight request(s) (timeout {timeout:g} s)",
+                    KIND_DRAIN,
+                )
+            )
         if gate_up:
             self.actions.append(
-                Action(SET_GATE, inst.group, inst.role, inst.ordinal, self.update_hash, BECAUSE_UPDATE, pod_names=[p.name for p in gate_up], condition=_gate_condition(True, "InPlaceUpdateDone", self.now))
+                Action(
+                    SET_GATE,
+                    inst.group,
+                    inst.role,
+                    inst.ordinal,
+                    self.update_hash,
+                    BECAUSE_UPDATE,
+                    pod_names=[p.name for p in gate_up],
+                    condition=_gate_condition(True, "InPlaceUpdateDone", self.now),
+                )
             )
         if finish:
             labels = {naming.LABEL_REVISION: self.update_hash, naming.LABEL_ROLE_TEMPLATE_HASH: target}
@@ -1034,10 +1330,34 @@ class _Pass:
                 state["completedAt"] = self.now
                 # The state stays as the restart baseline: one restart per changed container is
                 # the update itself; more than that later is a crash, judged by recovery.
-                patches[pod.name] = {"metadata": {"labels": labels, "annotations": {naming.ANNOTATION_INPLACE_STATE: json.dumps(state, sort_keys=True)}}}
-            self.actions.append(Action(PATCH_IMAGE, inst.group, inst.role, inst.ordinal, self.update_hash, "in-place update complete", pod_names=[p.name for p in finish], patches=patches))
+                patches[pod.name] = {
+                    "metadata": {
+                        "labels": labels,
+                        "annotations": {naming.ANNOTATION_INPLACE_STATE: json.dumps(state, sort_keys=True)},
+                    }
+                }
+            self.actions.append(
+                Action(
+                    PATCH_IMAGE,
+                    inst.group,
+                    inst.role,
+                    inst.ordinal,
+                    self.update_hash,
+                    "in-place update complete",
+                    pod_names=[p.name for p in finish],
+                    patches=patches,
+                )
+            )
         if failing:
-            self.blocked.append(Blocked(inst.group, inst.role, f"in-place update of {inst.role}-{inst.ordinal} is not completing ({failing}); set a working image or roll back", KIND_FAILING))
+            self.blocked.append(
+                Blocked(
+                    inst.group,
+                    inst.role,
+                    f"in-place update of {inst.role}-{inst.ordinal} is not completing ({failing}); set a "
+                    "working image or roll back",
+                    KIND_FAILING,
+                )
+            )
 
     def _patch_images(self, inst: InstanceObs, pods: list[PodObs]) -> None:
         target_role = self.role_data_of(self.update_hash, inst.role)
@@ -1067,7 +1387,12 @@ class _Pass:
                         "containerID": cs.get("containerID"),
                         "restartCount": int(cs.get("restartCount") or 0),
                     }
-            state = {"targetRevision": self.update_hash, "targetRoleHash": self.update_role_hashes[inst.role], "startedAt": self.now, "containers": baseline}
+            state = {
+                "targetRevision": self.update_hash,
+                "targetRoleHash": self.update_role_hashes[inst.role],
+                "startedAt": self.now,
+                "containers": baseline,
+            }
             # The drain mark goes in the same write: from here the readiness gate (False until the
             # new image is Ready) keeps the pod out of routing.
             annotations: dict[str, Any] = {naming.ANNOTATION_INPLACE_STATE: json.dumps(state, sort_keys=True)}
@@ -1077,15 +1402,41 @@ class _Pass:
             if changed:
                 patch["spec"] = {"containers": merged}
             patches[pod.name] = patch
-        self.actions.append(Action(PATCH_IMAGE, inst.group, inst.role, inst.ordinal, self.update_hash, BECAUSE_UPDATE, pod_names=[p.name for p in pods], patches=patches))
+        self.actions.append(
+            Action(
+                PATCH_IMAGE,
+                inst.group,
+                inst.role,
+                inst.ordinal,
+                self.update_hash,
+                BECAUSE_UPDATE,
+                pod_names=[p.name for p in pods],
+                patches=patches,
+            )
+        )
 
     def init_gates(self) -> None:
         """Pods created with the InPlaceUpdateReady gate start with the condition True."""
         for group in self.observed.groups.values():
             for inst in group.instances.values():
-                names = [p.name for p in inst.pods.values() if p.has_gate and p.gate is None and p.inplace_state is None and not p.deleting]
+                names = [
+                    p.name
+                    for p in inst.pods.values()
+                    if p.has_gate and p.gate is None and p.inplace_state is None and not p.deleting
+                ]
                 if names:
-                    self.actions.append(Action(SET_GATE, inst.group, inst.role, inst.ordinal, inst.revision, "initialise readiness gate", pod_names=names, condition=_gate_condition(True, "PodCreated", self.now)))
+                    self.actions.append(
+                        Action(
+                            SET_GATE,
+                            inst.group,
+                            inst.role,
+                            inst.ordinal,
+                            inst.revision,
+                            "initialise readiness gate",
+                            pod_names=names,
+                            condition=_gate_condition(True, "PodCreated", self.now),
+                        )
+                    )
 
     # -----------------------------------------------------------------------------------------
 
@@ -1093,10 +1444,25 @@ class _Pass:
         """A drain whose pod is no longer to be deleted must be undone, or it stays unroutable."""
         for group in self.observed.groups.values():
             for inst in group.instances.values():
-                names = [p.name for p in inst.pods.values() if p.draining_since is not None and not p.deleting and p.name not in self.removing_pods]
+                names = [
+                    p.name
+                    for p in inst.pods.values()
+                    if p.draining_since is not None and not p.deleting and p.name not in self.removing_pods
+                ]
                 if names:
                     unmark = {"metadata": {"annotations": {naming.ANNOTATION_DRAINING: None}}}
-                    self.actions.append(Action(UNDRAIN, inst.group, inst.role, inst.ordinal, inst.revision, "drain cancelled", pod_names=names, patches={n: unmark for n in names}))
+                    self.actions.append(
+                        Action(
+                            UNDRAIN,
+                            inst.group,
+                            inst.role,
+                            inst.ordinal,
+                            inst.revision,
+                            "drain cancelled",
+                            pod_names=names,
+                            patches={n: unmark for n in names},
+                        )
+                    )
 
     def run(self) -> Plan:
         self._revisions()
@@ -1110,8 +1476,18 @@ class _Pass:
         status = build_status(self)
         referenced = set(status.get("referencedRevisions") or [])
         revision_actions = list(self.update.actions)
-        revision_actions += gc_actions(self.history, referenced=referenced | {self.update_hash}, limit=self.ms.revision_history_limit)
-        return Plan(self.actions, revision_actions, status, self.blocked, self.requeue_after, self.update_hash, status["currentRevision"])
+        revision_actions += gc_actions(
+            self.history, referenced=referenced | {self.update_hash}, limit=self.ms.revision_history_limit
+        )
+        return Plan(
+            self.actions,
+            revision_actions,
+            status,
+            self.blocked,
+            self.requeue_after,
+            self.update_hash,
+            status["currentRevision"],
+        )
 
 
 class _SubInstance:
@@ -1125,7 +1501,22 @@ class _SubInstance:
 class _RoleState:
     """Counters for one role inside one group while admitting replacements."""
 
-    __slots__ = ("role", "replicas", "partition", "max_unavailable", "max_surge", "instances", "available", "at_target", "outdated_pending", "protected_outdated", "ready_target", "in_flight", "old_alive", "old_routable")
+    __slots__ = (
+        "role",
+        "replicas",
+        "partition",
+        "max_unavailable",
+        "max_surge",
+        "instances",
+        "available",
+        "at_target",
+        "outdated_pending",
+        "protected_outdated",
+        "ready_target",
+        "in_flight",
+        "old_alive",
+        "old_routable",
+    )
 
     def __init__(self, role: str, replicas: int, partition: int, max_unavailable: int, max_surge: int):
         self.role = role
@@ -1158,7 +1549,11 @@ class _RoleState:
         self.old_routable -= 1
 
     def removing_outdated(self, p: _Pass) -> int:
-        return sum(1 for k, inst in self.instances.items() if k < self.replicas and k not in self.at_target and p.being_removed_instance(inst))
+        return sum(
+            1
+            for k, inst in self.instances.items()
+            if k < self.replicas and k not in self.at_target and p.being_removed_instance(inst)
+        )
 
 
 def _closure(role: str, coordination: Any) -> list[str]:
@@ -1174,7 +1569,12 @@ def _closure(role: str, coordination: Any) -> list[str]:
 
 
 def _gate_condition(ready: bool, reason: str, now: float) -> dict[str, Any]:
-    return {"type": naming.CONDITION_INPLACE_READY, "status": "True" if ready else "False", "reason": reason, "lastTransitionTime": now}
+    return {
+        "type": naming.CONDITION_INPLACE_READY,
+        "status": "True" if ready else "False",
+        "reason": reason,
+        "lastTransitionTime": now,
+    }
 
 
 def _strip_images(template: dict[str, Any] | None) -> Any:

@@ -32,7 +32,10 @@ def template_for(role_data: dict[str, Any], pod_index: int) -> dict[str, Any]:
 
 def template_images(role_data: dict[str, Any], pod_index: int) -> dict[str, str | None]:
     """Container name -> image in the template of pod ``pod_index``."""
-    return {c["name"]: c.get("image") for c in (template_for(role_data, pod_index).get("spec") or {}).get("containers") or []}
+    return {
+        c["name"]: c.get("image")
+        for c in (template_for(role_data, pod_index).get("spec") or {}).get("containers") or []
+    }
 
 
 def build_instance_pods(
@@ -92,7 +95,9 @@ def build_instance_pods(
         if scheduler_name:
             spec["schedulerName"] = scheduler_name
         if in_place_gate:
-            gates = [g for g in spec.get("readinessGates") or [] if g.get("conditionType") != naming.CONDITION_INPLACE_READY]
+            gates = [
+                g for g in spec.get("readinessGates") or [] if g.get("conditionType") != naming.CONDITION_INPLACE_READY
+            ]
             gates.append({"conditionType": naming.CONDITION_INPLACE_READY})
             spec["readinessGates"] = gates
         pods.append(

@@ -90,7 +90,9 @@ class ClusterPort(Protocol):
     def delete_revision(self, namespace: str, name: str) -> None: ...
 
     # Events
-    def record_event(self, namespace: str, ms_name: str, *, reason: str, message: str, type: str = "Normal") -> None: ...
+    def record_event(
+        self, namespace: str, ms_name: str, *, reason: str, message: str, type: str = "Normal"
+    ) -> None: ...
 
 
 @runtime_checkable

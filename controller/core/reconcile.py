@@ -99,7 +99,13 @@ def _reconcile_once(
         result.error = str(err)
         status = dict(prev_status)
         status["conditions"] = [c for c in prev_status.get("conditions") or [] if c.get("type") != "SpecInvalid"] + [
-            {"type": "SpecInvalid", "status": "True", "reason": "ValidationFailed", "message": str(err), "lastTransitionTime": now}
+            {
+                "type": "SpecInvalid",
+                "status": "True",
+                "reason": "ValidationFailed",
+                "message": str(err),
+                "lastTransitionTime": now,
+            }
         ]
         status["phase"] = "Blocked"
         status["waiting"] = [{"reason": f"spec invalid: {err}", "kind": "refused", "role": None, "groups": [None]}]
@@ -118,7 +124,8 @@ def _reconcile_once(
     for pod in pods:
         meta = pod.get("metadata") or {}
         leaving = (meta.get("annotations") or {}).get(naming.ANNOTATION_DRAINING) is not None or any(
-            c.get("type") == naming.CONDITION_INPLACE_READY and c.get("status") == "False" for c in (pod.get("status") or {}).get("conditions") or ()
+            c.get("type") == naming.CONDITION_INPLACE_READY and c.get("status") == "False"
+            for c in (pod.get("status") or {}).get("conditions") or ()
         )
         if leaving:
             in_flight[meta["name"]] = router.in_flight(namespace, meta["name"])
@@ -137,7 +144,9 @@ def _reconcile_once(
         state_obj = dict(obj)
         state_obj["status"] = status
         if the_plan.actions:
-            result.view = build_view(state_obj, cluster.list_pods(namespace, name), cluster.list_revisions(namespace, name), in_flight, now)
+            result.view = build_view(
+                state_obj, cluster.list_pods(namespace, name), cluster.list_revisions(namespace, name), in_flight, now
+            )
         else:
             revs = cluster.list_revisions(namespace, name) if the_plan.revision_actions else revision_objs
             result.view = build_view(state_obj, pods, revs, in_flight, now, observed=observed)
@@ -215,18 +224,41 @@ def _status_changed(prev: dict[str, Any], new: dict[str, Any]) -> bool:
     return prev != new
 
 
-def _record_transitions(cluster: ClusterPort, namespace: str, name: str, prev: dict[str, Any], new: dict[str, Any]) -> None:
+def _record_transitions(
+    cluster: ClusterPort, namespace: str, name: str, prev: dict[str, Any], new: dict[str, Any]
+) -> None:
     """Kubernetes Events on rollout transitions (what `kubectl describe` shows)."""
     try:
         if prev.get("updateRevision") and prev.get("updateRevision") != new.get("updateRevision"):
-            cluster.record_event(namespace, name, reason="RolloutStarted", message=f"rolling out revision {new.get('updateRevision')} (was {prev.get('updateRevision')})")
+            cluster.record_event(
+                namespace,
+                name,
+                reason="RolloutStarted",
+                message=f"rolling out revision {new.get('updateRevision')} (was {prev.get('updateRevision')})",
+            )
         if prev.get("phase") != new.get("phase") and prev:
             event_type = "Warning" if new.get("phase") in ("Blocked", "Degraded") else "Normal"
-            reason = {"Healthy": "RolloutHealthy", "Progressing": "RolloutProgressing", "Paused": "RolloutPaused", "Blocked": "RolloutBlocked", "Degraded": "RolloutDegraded"}.get(new.get("phase") or "", "RolloutPhaseChanged")
+            reason = {
+                "Healthy": "RolloutHealthy",
+                "Progressing": "RolloutProgressing",
+                "Paused": "RolloutPaused",
+                "Blocked": "RolloutBlocked",
+                "Degraded": "RolloutDegraded",
+            }.get(new.get("phase") or "", "RolloutPhaseChanged")
             detail = ""
             if new.get("phase") == "Blocked":
-                stuck = [b["reason"] for b in new.get("waiting") or [] if b.get("kind") in ("unschedulable", "revision", "refused", "failing", "deadlock")]
+                stuck = [
+                    b["reason"]
+                    for b in new.get("waiting") or []
+                    if b.get("kind") in ("unschedulable", "revision", "refused", "failing", "deadlock")
+                ]
                 detail = f": {stuck[0]}" if stuck else ""
-            cluster.record_event(namespace, name, reason=reason, message=f"phase {prev.get('phase')} -> {new.get('phase')}{detail}", type=event_type)
+            cluster.record_event(
+                namespace,
+                name,
+                reason=reason,
+                message=f"phase {prev.get('phase')} -> {new.get('phase')}{detail}",
+                type=event_type,
+            )
     except Exception:  # events are best effort; never fail a reconcile for one
         log.exception("could not record event for %s/%s", namespace, name)

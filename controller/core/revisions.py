@@ -103,7 +103,9 @@ def project(spec: dict[str, Any]) -> dict[str, Any]:
                 "name": role.get("name"),
                 "entryTemplate": canonical_template(role.get("entryTemplate")),
                 "workerReplicas": int(role.get("workerReplicas") or 0),
-                "workerTemplate": canonical_template(role.get("workerTemplate")) if int(role.get("workerReplicas") or 0) > 0 or role.get("workerTemplate") else None,
+                "workerTemplate": canonical_template(role.get("workerTemplate"))
+                if int(role.get("workerReplicas") or 0) > 0 or role.get("workerTemplate")
+                else None,
             }
         )
     roles.sort(key=lambda r: r["name"] or "")
@@ -211,7 +213,11 @@ def parse_revision(obj: Obj) -> Revision:
         except ValueError:
             raw = None
             error = "data is not JSON"
-    if isinstance(raw, dict) and isinstance(raw.get("roles"), list) and all(isinstance(r, dict) and r.get("name") for r in raw["roles"]):
+    if (
+        isinstance(raw, dict)
+        and isinstance(raw.get("roles"), list)
+        and all(isinstance(r, dict) and r.get("name") for r in raw["roles"])
+    ):
         data = raw
     elif error is None:
         error = "data is not a revision (expected an object with a 'roles' list)"
@@ -274,7 +280,9 @@ class UpdateRevision:
     number: int
 
 
-def record_update_revision(ms_name: str, spec: dict[str, Any], history: History, collision_count: int = 0) -> UpdateRevision:
+def record_update_revision(
+    ms_name: str, spec: dict[str, Any], history: History, collision_count: int = 0
+) -> UpdateRevision:
     """Find or create the revision for the current spec (StatefulSet-style).
 
     1. Hash the canonical data. If a revision with that hash holds the same data, reuse it.

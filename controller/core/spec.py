@@ -208,7 +208,9 @@ def _coordination(raw: Any, path: str, role_names: tuple[str, ...], strategy_typ
         raise ValidationError(f"{path}.roles", "must be a list of role names")
     for i, name in enumerate(roles_raw):
         if name not in role_names:
-            raise ValidationError(f"{path}.roles[{i}]", f"role {name!r} does not exist (roles: {', '.join(role_names)})")
+            raise ValidationError(
+                f"{path}.roles[{i}]", f"role {name!r} does not exist (roles: {', '.join(role_names)})"
+            )
     if len(set(roles_raw)) != len(roles_raw):
         raise ValidationError(f"{path}.roles", "lists a role twice")
     roles = tuple(roles_raw) if roles_raw else role_names
@@ -233,7 +235,9 @@ def _coordination(raw: Any, path: str, role_names: tuple[str, ...], strategy_typ
         dep = _mapping(dep, dpath)
         role = dep.get("role")
         if role not in roles:
-            raise ValidationError(f"{dpath}.role", f"role {role!r} is not a coordinated role (coordinated: {', '.join(roles)})")
+            raise ValidationError(
+                f"{dpath}.role", f"role {role!r} is not a coordinated role (coordinated: {', '.join(roles)})"
+            )
         if role in seen_roles:
             raise ValidationError(f"{dpath}.role", f"role {role!r} has two dependency entries; merge them")
         seen_roles.add(role)
@@ -244,7 +248,10 @@ def _coordination(raw: Any, path: str, role_names: tuple[str, ...], strategy_typ
             if target == role:
                 raise ValidationError(f"{dpath}.dependsOn[{j}]", f"role {role!r} cannot depend on itself")
             if target not in roles:
-                raise ValidationError(f"{dpath}.dependsOn[{j}]", f"role {target!r} is not a coordinated role (coordinated: {', '.join(roles)})")
+                raise ValidationError(
+                    f"{dpath}.dependsOn[{j}]",
+                    f"role {target!r} is not a coordinated role (coordinated: {', '.join(roles)})",
+                )
         if len(set(on)) != len(on):
             raise ValidationError(f"{dpath}.dependsOn", "lists a role twice")
         deps.append(Dependency(role, tuple(on)))
@@ -264,7 +271,7 @@ def _find_cycle(edges: dict[str, tuple[str, ...]]) -> list[str] | None:
         stack.append(node)
         for nxt in edges.get(node, ()):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if state.get(nxt) is None:
                 found = visit(nxt)
                 if found:
@@ -287,7 +294,9 @@ def parse_modelserving(manifest: Any) -> ModelServing:
         raise ValidationError("(manifest)", "must be an object")
     api_version = manifest.get("apiVersion")
     if api_version not in (naming.API_VERSION, naming.KTHENA_API_VERSION):
-        raise ValidationError("apiVersion", f"must be {naming.API_VERSION} (or Kthena's {naming.KTHENA_API_VERSION}), got {api_version!r}")
+        raise ValidationError(
+            "apiVersion", f"must be {naming.API_VERSION} (or Kthena's {naming.KTHENA_API_VERSION}), got {api_version!r}"
+        )
     if manifest.get("kind") != naming.KIND:
         raise ValidationError("kind", f"must be {naming.KIND}, got {manifest.get('kind')!r}")
     meta = _mapping(manifest.get("metadata"), "metadata", required=True)
@@ -308,7 +317,9 @@ def parse_modelserving(manifest: Any) -> ModelServing:
     strategy_raw = _mapping(spec.get("rolloutStrategy"), "spec.rolloutStrategy")
     strategy_type = strategy_raw.get("type") or GROUP_ROLLING
     if strategy_type not in STRATEGY_TYPES:
-        raise ValidationError("spec.rolloutStrategy.type", f"must be one of {', '.join(STRATEGY_TYPES)}, got {strategy_type!r}")
+        raise ValidationError(
+            "spec.rolloutStrategy.type", f"must be one of {', '.join(STRATEGY_TYPES)}, got {strategy_type!r}"
+        )
 
     roles: list[Role] = []
     seen: set[str] = set()
@@ -321,7 +332,8 @@ def parse_modelserving(manifest: Any) -> ModelServing:
         if len(rname) > MAX_ROLE_NAME or not _DNS1035.match(rname):
             raise ValidationError(
                 f"{path}.name",
-                f"must be a DNS-1035 label of at most {MAX_ROLE_NAME} characters (lowercase letters, digits, '-', starting with a letter), got {rname!r}",
+                f"must be a DNS-1035 label of at most {MAX_ROLE_NAME} characters (lowercase letters, digits, "
+                f"'-', starting with a letter), got {rname!r}",
             )
         if rname in seen:
             raise ValidationError(f"{path}.name", f"duplicate role name {rname!r}")
@@ -332,34 +344,51 @@ def parse_modelserving(manifest: Any) -> ModelServing:
         worker = raw.get("workerTemplate")
         if worker_replicas > 0:
             if worker is None:
-                raise ValidationError(f"{path}.workerTemplate", f"required when workerReplicas > 0 (workerReplicas is {worker_replicas})")
+                raise ValidationError(
+                    f"{path}.workerTemplate", f"required when workerReplicas > 0 (workerReplicas is {worker_replicas})"
+                )
             worker = _pod_template(worker, f"{path}.workerTemplate")
         elif worker is not None:
             # Unused with workerReplicas 0; Kthena's own examples carry `containers: []` here.
-            worker_containers = ((worker or {}).get("spec") or {}).get("containers") if isinstance(worker, dict) else None
+            worker_containers = (
+                ((worker or {}).get("spec") or {}).get("containers") if isinstance(worker, dict) else None
+            )
             worker = _pod_template(worker, f"{path}.workerTemplate") if worker_containers else None
         budgets = _budgets(raw, path)
         if strategy_type == GROUP_ROLLING and budgets.partition is not None:
-            raise ValidationError(f"{path}.partition", f"a role partition applies only to {ROLE_ROLLING} and {IN_PLACE}; use spec.rolloutStrategy.rollingUpdateConfiguration.partition")
+            raise ValidationError(
+                f"{path}.partition",
+                f"a role partition applies only to {ROLE_ROLLING} and {IN_PLACE}; use "
+                "spec.rolloutStrategy.rollingUpdateConfiguration.partition",
+            )
         if strategy_type == IN_PLACE and budgets.max_surge is not None and budgets.max_surge.value > 0:
             raise ValidationError(f"{path}.maxSurge", "in-place updates change existing pods and have no surge")
         if strategy_type in ROLE_LEVEL_TYPES:
             _check_both_budgets_not_zero(budgets, role_replicas, path)
         longest = naming.pod_name(name, max(replicas - 1, 0), rname, max(role_replicas - 1, 0), worker_replicas)
         if len(longest) > MAX_POD_NAME:
-            raise ValidationError(f"{path}.name", f"pod names would exceed {MAX_POD_NAME} characters (for example {longest!r}); shorten the ModelServing or role name")
+            raise ValidationError(
+                f"{path}.name",
+                f"pod names would exceed {MAX_POD_NAME} characters (for example {longest!r}); shorten the "
+                "ModelServing or role name",
+            )
         roles.append(Role(rname, role_replicas, entry, worker_replicas, worker, budgets))
 
-    rollout_raw = _mapping(strategy_raw.get("rollingUpdateConfiguration"), "spec.rolloutStrategy.rollingUpdateConfiguration")
+    rollout_raw = _mapping(
+        strategy_raw.get("rollingUpdateConfiguration"), "spec.rolloutStrategy.rollingUpdateConfiguration"
+    )
     group_budgets = _budgets(rollout_raw, "spec.rolloutStrategy.rollingUpdateConfiguration")
     if strategy_type == GROUP_ROLLING:
         _check_both_budgets_not_zero(group_budgets, replicas, "spec.rolloutStrategy.rollingUpdateConfiguration")
     elif rollout_raw:
         raise ValidationError(
             "spec.rolloutStrategy.rollingUpdateConfiguration",
-            f"applies only to {GROUP_ROLLING}; with {strategy_type} set maxUnavailable, maxSurge and partition on each role",
+            f"applies only to {GROUP_ROLLING}; with {strategy_type} set maxUnavailable, maxSurge and "
+            "partition on each role",
         )
-    role_config = _mapping(strategy_raw.get("roleRollingUpdateConfiguration"), "spec.rolloutStrategy.roleRollingUpdateConfiguration")
+    role_config = _mapping(
+        strategy_raw.get("roleRollingUpdateConfiguration"), "spec.rolloutStrategy.roleRollingUpdateConfiguration"
+    )
     coordination = _coordination(
         role_config.get("coordination"),
         "spec.rolloutStrategy.roleRollingUpdateConfiguration.coordination",
@@ -375,18 +404,23 @@ def parse_modelserving(manifest: Any) -> ModelServing:
     if recovery == RECREATE_GROUP and strategy_type == ROLE_ROLLING:
         raise ValidationError(
             "spec.recoveryPolicy",
-            f"{RECREATE_GROUP} cannot be combined with {ROLE_ROLLING}: it rebuilds the whole ServingGroup when any pod is lost, "
+            f"{RECREATE_GROUP} cannot be combined with {ROLE_ROLLING}: it rebuilds the whole ServingGroup "
+            "when any pod is lost, "
             "so replacing one role instance would restart every role of the group; use RoleRecreate or None",
         )
 
-    history = _int(spec.get("revisionHistoryLimit"), "spec.revisionHistoryLimit", default=DEFAULT_REVISION_HISTORY_LIMIT)
+    history = _int(
+        spec.get("revisionHistoryLimit"), "spec.revisionHistoryLimit", default=DEFAULT_REVISION_HISTORY_LIMIT
+    )
     paused = spec.get("paused", False)
     if not isinstance(paused, bool):
         raise ValidationError("spec.paused", f"must be true or false, got {paused!r}")
     drain = _mapping(spec.get("drain"), "spec.drain")
     timeout_raw = drain.get("timeoutSeconds", DEFAULT_DRAIN_TIMEOUT_SECONDS)
     if isinstance(timeout_raw, bool) or not isinstance(timeout_raw, (int, float)) or timeout_raw < 0:
-        raise ValidationError("spec.drain.timeoutSeconds", f"must be a non-negative number of seconds, got {timeout_raw!r}")
+        raise ValidationError(
+            "spec.drain.timeoutSeconds", f"must be a non-negative number of seconds, got {timeout_raw!r}"
+        )
     scheduler_name = spec.get("schedulerName")
     if scheduler_name is not None and not isinstance(scheduler_name, str):
         raise ValidationError("spec.schedulerName", "must be a string")
@@ -423,5 +457,6 @@ def _check_both_budgets_not_zero(budgets: Budgets, total: int, path: str) -> Non
         written = budgets.max_unavailable.to_json() if budgets.max_unavailable else "(default 1)"
         raise ValidationError(
             f"{path}.maxUnavailable",
-            f"maxUnavailable ({written} of {total} -> 0) and maxSurge (-> 0) cannot both be 0: the rollout could never progress",
+            f"maxUnavailable ({written} of {total} -> 0) and maxSurge (-> 0) cannot both be 0: the rollout "
+            "could never progress",
         )

@@ -24,7 +24,9 @@ PHASE_BLOCKED = "Blocked"
 PHASE_DEGRADED = "Degraded"
 
 
-def _condition(prev: dict[str, dict[str, Any]], ctype: str, status: bool, reason: str, message: str, now: float) -> dict[str, Any]:
+def _condition(
+    prev: dict[str, dict[str, Any]], ctype: str, status: bool, reason: str, message: str, now: float
+) -> dict[str, Any]:
     value = "True" if status else "False"
     old = prev.get(ctype)
     since = old.get("lastTransitionTime") if old and old.get("status") == value else now
@@ -38,7 +40,17 @@ def build_status(p: _Pass) -> dict[str, Any]:
     group_level = ms.strategy.type == GROUP_ROLLING
     partition = p.strategy.group.partition.count if group_level else 0
     roles_total: dict[str, dict[str, Any]] = {
-        r.name: {"name": r.name, "desired": 0, "ready": 0, "updated": 0, "updatedReady": 0, "unavailable": 0, "surge": 0, "eligible": 0, "draining": 0}
+        r.name: {
+            "name": r.name,
+            "desired": 0,
+            "ready": 0,
+            "updated": 0,
+            "updatedReady": 0,
+            "unavailable": 0,
+            "surge": 0,
+            "eligible": 0,
+            "draining": 0,
+        }
         for r in ms.roles
     }
     groups_out: list[dict[str, Any]] = []
@@ -68,10 +80,17 @@ def build_status(p: _Pass) -> dict[str, Any]:
             tot = roles_total[name]
             budgets = p.strategy.roles[name]
             role_partition = budgets.partition.count if not group_level else 0
-            counts = {"name": name, "desired": 0 if surge_group else role.replicas, "ready": 0, "updated": 0, "unavailable": 0, "surge": 0, "draining": 0}
+            counts = {
+                "name": name,
+                "desired": 0 if surge_group else role.replicas,
+                "ready": 0,
+                "updated": 0,
+                "unavailable": 0,
+                "surge": 0,
+                "draining": 0,
+            }
             instance_revisions: dict[str, str] = {}
             revisions: dict[str, int] = {}
-            target = p.update_role_hashes.get(name)
             for k in range(0 if surge_group else role.replicas):
                 inst = group.instances.get((name, k)) if group else None
                 if inst is None:
@@ -109,7 +128,11 @@ def build_status(p: _Pass) -> dict[str, Any]:
                         converged = False
                 if not ready or inst.deleting or inst.draining:
                     converged = False
-            extra = [inst for (r, k), inst in (group.instances.items() if group else []) if r == name and k >= (0 if surge_group else role.replicas)]
+            extra = [
+                inst
+                for (r, k), inst in (group.instances.items() if group else [])
+                if r == name and k >= (0 if surge_group else role.replicas)
+            ]
             counts["surge"] = len(extra)
             if extra:
                 converged = False
@@ -142,7 +165,13 @@ def build_status(p: _Pass) -> dict[str, Any]:
         # rebuilt on when missing), what it is rebuilt on if all its pods go when that differs (the
         # update revision once its replacement started), the roles that are not simply done, and
         # the revision of every instance that runs something else than the group.
-        entry: dict[str, Any] = {"ordinal": o, "revision": rev, "phase": phase, "ready": available, "updated": group_updated}
+        entry: dict[str, Any] = {
+            "ordinal": o,
+            "revision": rev,
+            "phase": phase,
+            "ready": available,
+            "updated": group_updated,
+        }
         if target_rev and target_rev != rev:
             entry["targetRevision"] = target_rev
         if surge_group:
@@ -173,7 +202,10 @@ def build_status(p: _Pass) -> dict[str, Any]:
     waiting: dict[tuple[str, str, str | None], list[int | None]] = {}
     for b in p.blocked:
         waiting.setdefault((b.reason, b.kind, b.role), []).append(b.group)
-    blocked = [{"reason": reason, "kind": kind, "role": role, "groups": groups} for (reason, kind, role), groups in waiting.items()]
+    blocked = [
+        {"reason": reason, "kind": kind, "role": role, "groups": groups}
+        for (reason, kind, role), groups in waiting.items()
+    ]
     stuck = [b for b in p.blocked if b.kind in STUCK_KINDS]
     prev_conditions = {c.get("type"): c for c in p.prev.get("conditions") or [] if isinstance(c, dict)}
     now = p.now
@@ -185,18 +217,30 @@ def build_status(p: _Pass) -> dict[str, Any]:
             prev_conditions,
             "Available",
             available_groups >= floor,
-            ("AllGroupsReady" if available_groups >= replicas else "MinimumGroupsAvailable") if available_groups >= floor else "GroupsUnavailable",
+            ("AllGroupsReady" if available_groups >= replicas else "MinimumGroupsAvailable")
+            if available_groups >= floor
+            else "GroupsUnavailable",
             f"{available_groups} of {replicas} ServingGroups available (at least {floor} required)",
             now,
         ),
     ]
     updating = any(b.kind != KIND_PARTITION for b in p.blocked) or not converged
     if ms.paused:
-        conditions.append(_condition(prev_conditions, "Progressing", False, "Paused", "rollout paused by spec.paused", now))
+        conditions.append(
+            _condition(prev_conditions, "Progressing", False, "Paused", "rollout paused by spec.paused", now)
+        )
     elif converged:
-        conditions.append(_condition(prev_conditions, "Progressing", False, "RolloutComplete", f"revision {p.update_hash} rolled out", now))
+        conditions.append(
+            _condition(
+                prev_conditions, "Progressing", False, "RolloutComplete", f"revision {p.update_hash} rolled out", now
+            )
+        )
     else:
-        conditions.append(_condition(prev_conditions, "Progressing", True, "RollingUpdate", f"rolling out revision {p.update_hash}", now))
+        conditions.append(
+            _condition(
+                prev_conditions, "Progressing", True, "RollingUpdate", f"rolling out revision {p.update_hash}", now
+            )
+        )
     outdated_groups = replicas - updated_groups
     # In progress until the last new group is Ready, not only until the last old one is gone.
     new_not_ready = any(g["phase"] != "Ready" and not g.get("surge") and g["updated"] for g in groups_out)
@@ -213,7 +257,9 @@ def build_status(p: _Pass) -> dict[str, Any]:
     )
     unreadable = [b for b in p.blocked if b.kind == "revision"]
     if unreadable:
-        conditions.append(_condition(prev_conditions, "RevisionUnreadable", True, "RevisionUnreadable", unreadable[0].reason, now))
+        conditions.append(
+            _condition(prev_conditions, "RevisionUnreadable", True, "RevisionUnreadable", unreadable[0].reason, now)
+        )
 
     if ms.paused:
         phase = PHASE_PAUSED
@@ -232,7 +278,7 @@ def build_status(p: _Pass) -> dict[str, Any]:
         phase = PHASE_HEALTHY
 
     roles_summary = []
-    for name, tot in roles_total.items():
+    for tot in roles_total.values():
         eligible_target = tot.pop("eligible")
         updated_ready = tot.pop("updatedReady")
         tot["progress"] = 1.0 if tot["desired"] == 0 else round(updated_ready / max(tot["desired"], 1), 4)
@@ -249,7 +295,10 @@ def build_status(p: _Pass) -> dict[str, Any]:
         "currentRevision": current,
         "updateRevision": p.update_hash,
         "collisionCount": p.update.collision_count,
-        "labelSelector": f"{naming.LABEL_NAME}={ms.name},{naming.LABEL_ENTRY}=true,{naming.LABEL_ROLE}={first_role},{naming.LABEL_ROLE_ORDINAL}=0",
+        "labelSelector": (
+            f"{naming.LABEL_NAME}={ms.name},{naming.LABEL_ENTRY}=true,"
+            f"{naming.LABEL_ROLE}={first_role},{naming.LABEL_ROLE_ORDINAL}=0"
+        ),
         "conditions": conditions,
         "phase": phase,
         "converged": converged,

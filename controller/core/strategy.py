@@ -99,7 +99,9 @@ def _pick(
     return EffectiveValue(value.to_json(), count, source)
 
 
-def resolve_budgets(budgets: Budgets, *, total: int, multi_node: bool, settings: ClusterSettings | None) -> EffectiveBudgets:
+def resolve_budgets(
+    budgets: Budgets, *, total: int, multi_node: bool, settings: ClusterSettings | None
+) -> EffectiveBudgets:
     settings = settings or ClusterSettings()
     standard = settings.deployment_mode == STANDARD_MODE
     override = settings.multi_node_override and multi_node

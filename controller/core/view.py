@@ -7,9 +7,9 @@ a view can be rebuilt at any moment without asking the controller.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from . import naming
 from .observe import InstanceObs, Observed, observe
 from .revisions import History
 
@@ -54,7 +54,11 @@ def _partition(spec: dict[str, Any]) -> Any:
     config = strategy.get("rollingUpdateConfiguration") or {}
     if "partition" in config:
         return config["partition"]
-    role_partitions = {r.get("name"): r.get("partition") for r in (spec.get("template") or {}).get("roles") or [] if r.get("partition") is not None}
+    role_partitions = {
+        r.get("name"): r.get("partition")
+        for r in (spec.get("template") or {}).get("roles") or []
+        if r.get("partition") is not None
+    }
     if role_partitions:
         values = set(map(str, role_partitions.values()))
         return next(iter(role_partitions.values())) if len(values) == 1 else role_partitions
@@ -78,17 +82,21 @@ def build_view(
     if observed is None:
         observed = observe(pods, in_flight)
     replicas = int(spec.get("replicas", 1) or 0)
-    role_replicas = {r.get("name"): int(r.get("replicas", 1) or 0) for r in (spec.get("template") or {}).get("roles") or []}
+    role_replicas = {
+        r.get("name"): int(r.get("replicas", 1) or 0) for r in (spec.get("template") or {}).get("roles") or []
+    }
     timeout = float((spec.get("drain") or {}).get("timeoutSeconds", 30))
     update_revision = status.get("updateRevision")
     update_record = history.get(update_revision)
     update_role_hashes = update_record.role_hashes() if update_record is not None else {}
-    role_level = ((spec.get("rolloutStrategy") or {}).get("type") or "ServingGroupRollingUpdate") != "ServingGroupRollingUpdate"
+    role_level = (
+        (spec.get("rolloutStrategy") or {}).get("type") or "ServingGroupRollingUpdate"
+    ) != "ServingGroupRollingUpdate"
     instances = []
     drain = []
     for g in sorted(observed.groups):
         group = observed.groups[g]
-        for (role, ordinal) in sorted(group.instances):
+        for role, ordinal in sorted(group.instances):
             inst = group.instances[(role, ordinal)]
             expected = _expected_pods(spec, history, inst.revision, role)
             pods_sorted = [inst.pods[i] for i in sorted(inst.pods)]
@@ -103,7 +111,10 @@ def build_view(
                     # change keeps its pods (and their old revision label) but runs exactly the
                     # update revision's template for that role: report the revision it runs.
                     "revision": update_revision
-                    if role_level and update_revision and inst.role_hash and update_role_hashes.get(role) == inst.role_hash
+                    if role_level
+                    and update_revision
+                    and inst.role_hash
+                    and update_role_hashes.get(role) == inst.role_hash
                     else inst.revision,
                     "state": instance_state(inst, expected),
                     "pods": len(pods_sorted),
@@ -141,7 +152,9 @@ def build_view(
         "converged": bool(status.get("converged")),
         "currentRevision": status.get("currentRevision"),
         "updateRevision": status.get("updateRevision"),
-        "conditions": [{k: c.get(k) for k in ("type", "status", "reason", "message")} for c in status.get("conditions") or []],
+        "conditions": [
+            {k: c.get(k) for k in ("type", "status", "reason", "message")} for c in status.get("conditions") or []
+        ],
         "counts": {k: status.get(k) for k in ("replicas", "currentReplicas", "updatedReplicas", "availableReplicas")},
         "revisions": revs,
         "instances": instances,
@@ -155,7 +168,13 @@ def build_view(
     }
 
 
-def _groups(status: dict[str, Any], instances: list[dict[str, Any]], replicas: int, role_replicas: dict[str, int], update_revision: str | None) -> list[dict[str, Any]]:
+def _groups(
+    status: dict[str, Any],
+    instances: list[dict[str, Any]],
+    replicas: int,
+    role_replicas: dict[str, int],
+    update_revision: str | None,
+) -> list[dict[str, Any]]:
     """Per-group, per-role counts for the dashboard, from the instances (status keeps only a
     compact summary per group so that 1,000 groups fit in one object)."""
     recorded = {g.get("ordinal"): g for g in status.get("groups") or []}

@@ -43,8 +43,9 @@ def django_enqueue() -> Callable[[str, str], None]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m controller.k8s", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m controller.k8s", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("command", choices=["watch"])
     parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "rolloutui"))
     parser.add_argument("--lease-name", default="rolloutui-controller")
@@ -54,7 +55,8 @@ def main(argv: list[str] | None = None) -> None:
 
     enqueue = django_enqueue()  # also configures logging from the settings
     logging.getLogger(__name__).info(
-        "watching %s; lease %s/%s", args.namespace or "all namespaces", args.lease_namespace, args.lease_name)
+        "watching %s; lease %s/%s", args.namespace or "all namespaces", args.lease_namespace, args.lease_name
+    )
 
     from controller.k8s.client import build_api_client
     from controller.k8s.runner import run_controller
@@ -63,8 +65,13 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     run_controller(
-        build_api_client(), enqueue, lease_namespace=args.lease_namespace, lease_name=args.lease_name,
-        namespace=args.namespace, resync_period=args.resync_period, stop=stop,
+        build_api_client(),
+        enqueue,
+        lease_namespace=args.lease_namespace,
+        lease_name=args.lease_name,
+        namespace=args.namespace,
+        resync_period=args.resync_period,
+        stop=stop,
     )
 
 

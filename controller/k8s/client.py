@@ -106,10 +106,16 @@ def raw_json(
     """
     headers = {"Accept": "application/json", "Content-Type": "application/json"}
     method_, url, headers, serialized, _ = api_client.param_serialize(
-        method=method, resource_path=path, header_params=headers, body=body, auth_settings=["BearerToken"],
+        method=method,
+        resource_path=path,
+        header_params=headers,
+        body=body,
+        auth_settings=["BearerToken"],
     )
     try:
-        response = api_client.call_api(method_, url, header_params=headers, body=serialized, _request_timeout=DEFAULT_TIMEOUT)
+        response = api_client.call_api(
+            method_, url, header_params=headers, body=serialized, _request_timeout=DEFAULT_TIMEOUT
+        )
         response.read()
     except ApiException as exc:
         raise translate(exc, what) from exc

@@ -50,7 +50,7 @@ EVENT_COMPONENT = "rolloutui-controller"
 
 
 def rfc3339_now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class KubernetesCluster:
@@ -61,7 +61,9 @@ class KubernetesCluster:
     ``~/.kube/config``.
     """
 
-    def __init__(self, api_client: kubernetes.client.ApiClient | None = None, *, event_component: str = EVENT_COMPONENT):
+    def __init__(
+        self, api_client: kubernetes.client.ApiClient | None = None, *, event_component: str = EVENT_COMPONENT
+    ):
         self.api_client = api_client if api_client is not None else build_api_client()
         self.custom = kubernetes.client.CustomObjectsApi(self.api_client)
         self.core = kubernetes.client.CoreV1Api(self.api_client)
@@ -78,10 +80,16 @@ class KubernetesCluster:
     def list_modelservings(self, namespace: str | None = None) -> list[Obj]:
         try:
             if namespace is None:
-                body = call_json(self.custom.list_cluster_custom_object, GROUP, VERSION, naming.PLURAL, what="list modelservings")
+                body = call_json(
+                    self.custom.list_cluster_custom_object, GROUP, VERSION, naming.PLURAL, what="list modelservings"
+                )
             else:
                 body = call_json(
-                    self.custom.list_namespaced_custom_object, GROUP, VERSION, namespace, naming.PLURAL,
+                    self.custom.list_namespaced_custom_object,
+                    GROUP,
+                    VERSION,
+                    namespace,
+                    naming.PLURAL,
                     what=f"list modelservings in {namespace}",
                 )
         except NotFound as exc:
@@ -95,7 +103,12 @@ class KubernetesCluster:
 
     def get_modelserving(self, namespace: str, name: str) -> Obj:
         obj = call_json(
-            self.custom.get_namespaced_custom_object, GROUP, VERSION, namespace, naming.PLURAL, name,
+            self.custom.get_namespaced_custom_object,
+            GROUP,
+            VERSION,
+            namespace,
+            naming.PLURAL,
+            name,
             what=f"modelserving {namespace}/{name}",
         )
         return self._remember(obj)
@@ -115,7 +128,12 @@ class KubernetesCluster:
         for server_owned in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"):
             meta.pop(server_owned, None)
         created = call_json(
-            self.custom.create_namespaced_custom_object, GROUP, VERSION, namespace, naming.PLURAL, body,
+            self.custom.create_namespaced_custom_object,
+            GROUP,
+            VERSION,
+            namespace,
+            naming.PLURAL,
+            body,
             what=f"create modelserving {namespace}/{meta['name']}",
         )
         return self._remember(created)
@@ -126,8 +144,15 @@ class KubernetesCluster:
             # A resourceVersion in a merge patch is a precondition: 409 if the object moved.
             body.setdefault("metadata", {})["resourceVersion"] = resource_version
         obj = call_json(
-            self.custom.patch_namespaced_custom_object, GROUP, VERSION, namespace, naming.PLURAL, name, body,
-            _content_type=MERGE_PATCH, what=f"patch modelserving {namespace}/{name}",
+            self.custom.patch_namespaced_custom_object,
+            GROUP,
+            VERSION,
+            namespace,
+            naming.PLURAL,
+            name,
+            body,
+            _content_type=MERGE_PATCH,
+            what=f"patch modelserving {namespace}/{name}",
         )
         return self._remember(obj)
 
@@ -147,7 +172,13 @@ class KubernetesCluster:
             "status": status,
         }
         obj = call_json(
-            self.custom.replace_namespaced_custom_object_status, GROUP, VERSION, namespace, naming.PLURAL, name, body,
+            self.custom.replace_namespaced_custom_object_status,
+            GROUP,
+            VERSION,
+            namespace,
+            naming.PLURAL,
+            name,
+            body,
             what=f"status of modelserving {namespace}/{name}",
         )
         return self._remember(obj)
@@ -156,8 +187,14 @@ class KubernetesCluster:
         # Background propagation: the garbage collector removes owned pods and revisions after the
         # ModelServing is gone, so the call returns at once.
         call_json(
-            self.custom.delete_namespaced_custom_object, GROUP, VERSION, namespace, naming.PLURAL, name,
-            propagation_policy="Background", what=f"delete modelserving {namespace}/{name}",
+            self.custom.delete_namespaced_custom_object,
+            GROUP,
+            VERSION,
+            namespace,
+            naming.PLURAL,
+            name,
+            propagation_policy="Background",
+            what=f"delete modelserving {namespace}/{name}",
         )
         with self._uids_lock:
             self._uids.pop((namespace, name), None)
@@ -166,16 +203,21 @@ class KubernetesCluster:
 
     def list_pods(self, namespace: str, ms_name: str) -> list[Obj]:
         body = call_json(
-            self.core.list_namespaced_pod, namespace, label_selector=f"{naming.LABEL_NAME}={ms_name}",
+            self.core.list_namespaced_pod,
+            namespace,
+            label_selector=f"{naming.LABEL_NAME}={ms_name}",
             what=f"list pods of {namespace}/{ms_name}",
         )
         return [
-            _with_kind(pod, "v1", "Pod") for pod in body.get("items", [])
+            _with_kind(pod, "v1", "Pod")
+            for pod in body.get("items", [])
             if (pod.get("metadata", {}).get("labels") or {}).get(naming.LABEL_NAME) == ms_name
         ]
 
     def get_pod(self, namespace: str, name: str) -> Obj:
-        return _with_kind(call_json(self.core.read_namespaced_pod, name, namespace, what=f"pod {namespace}/{name}"), "v1", "Pod")
+        return _with_kind(
+            call_json(self.core.read_namespaced_pod, name, namespace, what=f"pod {namespace}/{name}"), "v1", "Pod"
+        )
 
     def create_pod(self, pod: Obj) -> Obj:
         body = self._owned(pod, "pod")
@@ -187,7 +229,10 @@ class KubernetesCluster:
         # (``nvidia.com/gpu: 1``, as most Kthena examples do), which the API server accepts and the
         # client's model refuses; the pod must reach the server exactly as the core built it.
         created = raw_json(
-            self.api_client, "POST", f"/api/v1/namespaces/{meta['namespace']}/pods", body=body,
+            self.api_client,
+            "POST",
+            f"/api/v1/namespaces/{meta['namespace']}/pods",
+            body=body,
             what=f"create pod {meta['namespace']}/{meta.get('name')}",
         )
         return _with_kind(created, "v1", "Pod")
@@ -211,10 +256,18 @@ class KubernetesCluster:
         """
         spec_patch = patch.get("spec") or {}
         if not any(key in spec_patch for key in ("containers", "initContainers")):
-            return _with_kind(call_json(
-                self.core.patch_namespaced_pod, name, namespace, patch, _content_type=MERGE_PATCH,
-                what=f"patch pod {namespace}/{name}",
-            ), "v1", "Pod")
+            return _with_kind(
+                call_json(
+                    self.core.patch_namespaced_pod,
+                    name,
+                    namespace,
+                    patch,
+                    _content_type=MERGE_PATCH,
+                    what=f"patch pod {namespace}/{name}",
+                ),
+                "v1",
+                "Pod",
+            )
         for attempt in range(POD_WRITE_ATTEMPTS):
             current = self.get_pod(namespace, name)
             body = copy.deepcopy(patch)
@@ -223,12 +276,22 @@ class KubernetesCluster:
                     body["spec"][key] = _merge_containers(current.get("spec", {}).get(key) or [], spec_patch[key], key)
             body.setdefault("metadata", {})["resourceVersion"] = current["metadata"].get("resourceVersion")
             try:
-                return _with_kind(call_json(
-                    self.core.patch_namespaced_pod, name, namespace, body, _content_type=MERGE_PATCH,
-                    what=f"patch pod {namespace}/{name}",
-                ), "v1", "Pod")
+                return _with_kind(
+                    call_json(
+                        self.core.patch_namespaced_pod,
+                        name,
+                        namespace,
+                        body,
+                        _content_type=MERGE_PATCH,
+                        what=f"patch pod {namespace}/{name}",
+                    ),
+                    "v1",
+                    "Pod",
+                )
             except Conflict:
-                log.debug("pod %s/%s changed during an image patch (attempt %d); re-reading", namespace, name, attempt + 1)
+                log.debug(
+                    "pod %s/%s changed during an image patch (attempt %d); re-reading", namespace, name, attempt + 1
+                )
         raise Conflict(f"patch pod {namespace}/{name}: still changing after {POD_WRITE_ATTEMPTS} attempts")
 
     def set_pod_condition(self, namespace: str, name: str, condition: Obj) -> Obj:
@@ -239,7 +302,9 @@ class KubernetesCluster:
         between causes a re-read, never a lost ``Ready`` condition.
         """
         if not condition.get("type") or condition.get("status") not in ("True", "False", "Unknown"):
-            raise ValueError(f"set_pod_condition: a condition needs a type and status True/False/Unknown, got {condition!r}")
+            raise ValueError(
+                f"set_pod_condition: a condition needs a type and status True/False/Unknown, got {condition!r}"
+            )
         for attempt in range(POD_WRITE_ATTEMPTS):
             current = self.get_pod(namespace, name)
             conditions = list((current.get("status") or {}).get("conditions") or [])
@@ -255,25 +320,41 @@ class KubernetesCluster:
             for cond in conditions:
                 if cond.get("type") == new["type"]:
                     cond.setdefault("lastTransitionTime", rfc3339_now())
-            body = {"metadata": {"resourceVersion": current["metadata"].get("resourceVersion")}, "status": {"conditions": conditions}}
+            body = {
+                "metadata": {"resourceVersion": current["metadata"].get("resourceVersion")},
+                "status": {"conditions": conditions},
+            }
             try:
-                return _with_kind(call_json(
-                    self.core.patch_namespaced_pod_status, name, namespace, body, _content_type=MERGE_PATCH,
-                    what=f"status of pod {namespace}/{name}",
-                ), "v1", "Pod")
+                return _with_kind(
+                    call_json(
+                        self.core.patch_namespaced_pod_status,
+                        name,
+                        namespace,
+                        body,
+                        _content_type=MERGE_PATCH,
+                        what=f"status of pod {namespace}/{name}",
+                    ),
+                    "v1",
+                    "Pod",
+                )
             except Conflict:
-                log.debug("pod %s/%s changed during a condition write (attempt %d); re-reading", namespace, name, attempt + 1)
+                log.debug(
+                    "pod %s/%s changed during a condition write (attempt %d); re-reading", namespace, name, attempt + 1
+                )
         raise Conflict(f"status of pod {namespace}/{name}: still changing after {POD_WRITE_ATTEMPTS} attempts")
 
     # ------------------------------------------------------------------ ControllerRevisions
 
     def list_revisions(self, namespace: str, ms_name: str) -> list[Obj]:
         body = call_json(
-            self.apps.list_namespaced_controller_revision, namespace, label_selector=f"{naming.LABEL_NAME}={ms_name}",
+            self.apps.list_namespaced_controller_revision,
+            namespace,
+            label_selector=f"{naming.LABEL_NAME}={ms_name}",
             what=f"list revisions of {namespace}/{ms_name}",
         )
         return [
-            _with_kind(rev, "apps/v1", "ControllerRevision") for rev in body.get("items", [])
+            _with_kind(rev, "apps/v1", "ControllerRevision")
+            for rev in body.get("items", [])
             if (rev.get("metadata", {}).get("labels") or {}).get(naming.LABEL_NAME) == ms_name
         ]
 
@@ -287,7 +368,10 @@ class KubernetesCluster:
         # Raw JSON: ``data`` is the core's canonical revision data byte for byte (a RawExtension on
         # the server); the model would validate and re-serialize it.
         created = raw_json(
-            self.api_client, "POST", f"/apis/apps/v1/namespaces/{meta['namespace']}/controllerrevisions", body=body,
+            self.api_client,
+            "POST",
+            f"/apis/apps/v1/namespaces/{meta['namespace']}/controllerrevisions",
+            body=body,
             what=f"create revision {meta['namespace']}/{meta.get('name')}",
         )
         return _with_kind(created, "apps/v1", "ControllerRevision")
@@ -295,13 +379,23 @@ class KubernetesCluster:
     def set_revision_number(self, namespace: str, name: str, number: int) -> Obj:
         # data is immutable on a ControllerRevision; the number is not (StatefulSet renumbers the same
         # way when an old revision is re-applied).
-        return _with_kind(call_json(
-            self.apps.patch_namespaced_controller_revision, name, namespace, {"revision": int(number)},
-            _content_type=MERGE_PATCH, what=f"renumber revision {namespace}/{name}",
-        ), "apps/v1", "ControllerRevision")
+        return _with_kind(
+            call_json(
+                self.apps.patch_namespaced_controller_revision,
+                name,
+                namespace,
+                {"revision": int(number)},
+                _content_type=MERGE_PATCH,
+                what=f"renumber revision {namespace}/{name}",
+            ),
+            "apps/v1",
+            "ControllerRevision",
+        )
 
     def delete_revision(self, namespace: str, name: str) -> None:
-        call_json(self.apps.delete_namespaced_controller_revision, name, namespace, what=f"delete revision {namespace}/{name}")
+        call_json(
+            self.apps.delete_namespaced_controller_revision, name, namespace, what=f"delete revision {namespace}/{name}"
+        )
 
     # ------------------------------------------------------------------ Events
 
@@ -334,8 +428,13 @@ class KubernetesCluster:
             "count": 1,
         }
         try:
-            raw_json(self.api_client, "POST", f"/api/v1/namespaces/{namespace}/events", body=event,
-                     what=f"event on {namespace}/{ms_name}")
+            raw_json(
+                self.api_client,
+                "POST",
+                f"/api/v1/namespaces/{namespace}/events",
+                body=event,
+                what=f"event on {namespace}/{ms_name}",
+            )
         except ClusterError as exc:
             log.warning("could not record event %s on %s/%s: %s", reason, namespace, ms_name, exc)
 
@@ -374,14 +473,16 @@ class KubernetesCluster:
             )
         refs = list(meta.get("ownerReferences") or [])
         if not any(ref.get("controller") for ref in refs):
-            refs.append({
-                "apiVersion": naming.API_VERSION,
-                "kind": naming.KIND,
-                "name": ms_name,
-                "uid": self._owner_uid(namespace, ms_name),
-                "controller": True,
-                "blockOwnerDeletion": True,
-            })
+            refs.append(
+                {
+                    "apiVersion": naming.API_VERSION,
+                    "kind": naming.KIND,
+                    "name": ms_name,
+                    "uid": self._owner_uid(namespace, ms_name),
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            )
         meta["ownerReferences"] = refs
         for server_owned in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
             meta.pop(server_owned, None)
@@ -398,7 +499,7 @@ def _api_times(condition: Obj) -> Obj:
     for key in ("lastTransitionTime", "lastProbeTime"):
         value = out.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[key] = datetime.datetime.fromtimestamp(value, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            out[key] = datetime.datetime.fromtimestamp(value, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return out
 
 
@@ -420,4 +521,3 @@ def _merge_containers(current: list[Obj], patched: list[Obj], key: str) -> list[
     for change in patched:
         merged[index[change["name"]]].update(change)
     return merged
-

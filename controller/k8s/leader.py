@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 
 def to_microtime(seconds: float) -> str:
-    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def from_microtime(value: str | None) -> float | None:
@@ -208,7 +208,9 @@ class LeaseElector:
             return
         self._was_leader = leading
         callback = self.on_started_leading if leading else self.on_stopped_leading
-        log.info("lease %s/%s: %s is %s", self.namespace, self.name, self.identity, "leading" if leading else "not leading")
+        log.info(
+            "lease %s/%s: %s is %s", self.namespace, self.name, self.identity, "leading" if leading else "not leading"
+        )
         if callback is not None:
             try:
                 callback()

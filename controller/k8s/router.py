@@ -58,7 +58,9 @@ class RedisInFlightRouter:
             # Short timeouts and one retry: the count is read inside a reconcile pass, and a Redis
             # outage must cost that pass about a second per draining pod, not redis-py's default
             # retries with backoff.
-            client = redis.Redis.from_url(url, socket_timeout=1.0, socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 1))
+            client = redis.Redis.from_url(
+                url, socket_timeout=1.0, socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 1)
+            )
         self.redis = client
         self.key = key
         self.field_format = field_format
@@ -93,7 +95,9 @@ class RedisInFlightRouter:
         try:
             count = int(text.strip())
         except ValueError:
-            log.warning("in-flight count of %s/%s is not an integer (%r); treating the pod as busy", namespace, pod_name, text)
+            log.warning(
+                "in-flight count of %s/%s is not an integer (%r); treating the pod as busy", namespace, pod_name, text
+            )
             return 1
         # A router that decrements twice must not make a pod look "more idle than idle".
         return max(count, 0)

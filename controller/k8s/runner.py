@@ -56,7 +56,11 @@ def run_controller(
             watcher.stop(timeout=10)
 
     elector = elector_factory(
-        api_client, lease_namespace, lease_name, on_started_leading=started, on_stopped_leading=stopped,
+        api_client,
+        lease_namespace,
+        lease_name,
+        on_started_leading=started,
+        on_stopped_leading=stopped,
     )
     cluster = KubernetesCluster(api_client)
     elector.start()

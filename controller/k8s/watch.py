@@ -88,7 +88,8 @@ class ClusterWatcher:
         self._resume: dict[str, str | None] = {}
         # Counters, for health endpoints and tests: how often each stream listed and (re)connected.
         self.stats: dict[str, dict[str, int]] = {
-            kind: {"lists": 0, "watches": 0, "errors": 0, "expired": 0, "events": 0} for kind in ("modelservings", "pods")
+            kind: {"lists": 0, "watches": 0, "errors": 0, "expired": 0, "events": 0}
+            for kind in ("modelservings", "pods")
         }
 
     # ------------------------------------------------------------------ lifecycle
@@ -129,7 +130,9 @@ class ClusterWatcher:
         if kind == "modelservings":
             if self.namespace is None:
                 return lambda **kw: self.custom.list_cluster_custom_object(GROUP, VERSION, naming.PLURAL, **kw)
-            return lambda **kw: self.custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, naming.PLURAL, **kw)
+            return lambda **kw: self.custom.list_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, naming.PLURAL, **kw
+            )
         if self.namespace is None:
             return self.core.list_pod_for_all_namespaces
         return lambda **kw: self.core.list_namespaced_pod(self.namespace, **kw)

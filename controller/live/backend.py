@@ -53,7 +53,11 @@ def get_router() -> RouterPort:
     from controller.k8s import RedisInFlightRouter
 
     if backend_name() == "kubernetes":
-        url = getattr(settings, "ROLLOUTUI_ROUTER_REDIS_URL", None) or os.environ.get("ROLLOUTUI_ROUTER_REDIS_URL") or redisconn.redis_url()
+        url = (
+            getattr(settings, "ROLLOUTUI_ROUTER_REDIS_URL", None)
+            or os.environ.get("ROLLOUTUI_ROUTER_REDIS_URL")
+            or redisconn.redis_url()
+        )
         return RedisInFlightRouter(url=url) if url else NoRouter()
     client = redisconn.state_redis()
     if client is None:

@@ -40,7 +40,9 @@ class LiveClock:
             row = SimClock.objects.filter(pk=1).first()
             wall = time.time()
             if row is None:
-                row, _ = SimClock.objects.get_or_create(pk=1, defaults={"wall_base": wall, "sim_base": wall, "speed": wanted})
+                row, _ = SimClock.objects.get_or_create(
+                    pk=1, defaults={"wall_base": wall, "sim_base": wall, "speed": wanted}
+                )
             elif abs(row.speed - wanted) > 1e-9:
                 # Re-base: the simulated time right now stays, only its rate changes.
                 now = row.sim_now(wall)

@@ -16,12 +16,21 @@ from typing import Any
 from controller.sim.config import ClusterConfig, ImageBehaviour, Span
 from controller.sim.scenario import _images, _span
 
-DEFAULT_TIMING: dict[str, Any] = {"schedule": [0.5, 1.5], "pull": [2, 5], "start": [1, 2], "load": [5, 15], "terminate": [1, 3]}
+DEFAULT_TIMING: dict[str, Any] = {
+    "schedule": [0.5, 1.5],
+    "pull": [2, 5],
+    "start": [1, 2],
+    "load": [5, 15],
+    "terminate": [1, 3],
+}
 
 
 def parse_config(raw: dict[str, Any] | None) -> ClusterConfig:
     raw = raw or {}
-    timing = {phase: _span(value, f"timing.{phase}") for phase, value in {**DEFAULT_TIMING, **(raw.get("timing") or {})}.items()}
+    timing = {
+        phase: _span(value, f"timing.{phase}")
+        for phase, value in {**DEFAULT_TIMING, **(raw.get("timing") or {})}.items()
+    }
     images: dict[str, ImageBehaviour] = _images(raw.get("images") or {})
     return ClusterConfig(nodes=0, gpus_per_node=0, timing=timing, images=images)
 

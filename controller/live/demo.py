@@ -48,11 +48,19 @@ DEMO_MANIFEST: dict[str, Any] = {
         "rolloutStrategy": {"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": 1}},
         "template": {
             "roles": [
-                {"name": "prefill", "replicas": 1, "workerReplicas": 1,
-                 "entryTemplate": {"spec": {"containers": [_container(2)]}},
-                 "workerTemplate": {"spec": {"containers": [_container(2)]}}},
-                {"name": "decode", "replicas": 2, "workerReplicas": 0,
-                 "entryTemplate": {"spec": {"containers": [_container(1)]}}},
+                {
+                    "name": "prefill",
+                    "replicas": 1,
+                    "workerReplicas": 1,
+                    "entryTemplate": {"spec": {"containers": [_container(2)]}},
+                    "workerTemplate": {"spec": {"containers": [_container(2)]}},
+                },
+                {
+                    "name": "decode",
+                    "replicas": 2,
+                    "workerReplicas": 0,
+                    "entryTemplate": {"spec": {"containers": [_container(1)]}},
+                },
             ]
         },
     },
@@ -82,6 +90,11 @@ def load_demo(*, nodes: int = 6, gpus: int = 8, manifest: dict[str, Any] | None 
         body = copy.deepcopy(manifest or DEMO_MANIFEST)
         meta = body["metadata"]
         cluster.create_modelserving(body)
-        SimTraffic.objects.update_or_create(namespace=meta.get("namespace", "default"), name=meta["name"], defaults=TRAFFIC)
-        done.append(f"created ModelServing {meta.get('namespace', 'default')}/{meta['name']} with {TRAFFIC['rps']:g} requests/s of traffic")
+        SimTraffic.objects.update_or_create(
+            namespace=meta.get("namespace", "default"), name=meta["name"], defaults=TRAFFIC
+        )
+        done.append(
+            f"created ModelServing {meta.get('namespace', 'default')}/{meta['name']} with {TRAFFIC['rps']:g} "
+            "requests/s of traffic"
+        )
     return done

@@ -65,7 +65,9 @@ class ReconcileLock:
         self.lost = False
 
     def acquire_or_mark(self) -> bool:
-        ok = bool(self.client.eval(_ACQUIRE, 2, self.lock_key, self.dirty_key, self.token, self.ttl_ms, self.ttl_ms * 6))
+        ok = bool(
+            self.client.eval(_ACQUIRE, 2, self.lock_key, self.dirty_key, self.token, self.ttl_ms, self.ttl_ms * 6)
+        )
         if ok:
             self._start_renewer()
         return ok

@@ -35,7 +35,14 @@ from controller.sim.store import rfc3339
 
 ANNOTATION_KUBELET = "sim.rolloutui.io/kubelet"
 
-SCHEDULE, STARTING, LOADING, READY, BACKOFF, TERMINATING = "schedule", "starting", "loading", "ready", "backoff", "terminating"
+SCHEDULE, STARTING, LOADING, READY, BACKOFF, TERMINATING = (
+    "schedule",
+    "starting",
+    "loading",
+    "ready",
+    "backoff",
+    "terminating",
+)
 
 
 def kubelet_state(pod: Obj) -> dict[str, Any]:
@@ -78,6 +85,7 @@ def _crashes(config: ClusterConfig, pod: Obj) -> list[str]:
 
 # -- transitions (each returns the new pod; ``None`` from ``advance`` means "remove it") --------------
 
+
 def on_create(pod: Obj, now: float, config: ClusterConfig) -> Obj:
     state = {"stage": SCHEDULE, "at": now + draw(config, pod, "schedule"), "attempt": 0, "running": {}, "restarts": {}}
     return with_state({**pod, "status": {"phase": "Pending", "conditions": []}}, state)
@@ -90,7 +98,9 @@ def on_bind(pod: Obj, now: float, config: ClusterConfig, node: str, host_ip: str
     stamp = rfc3339(now)
     conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
     conditions.insert(0, {"type": "PodScheduled", "status": "True", "lastTransitionTime": stamp})
-    status.update(phase="Pending", conditions=conditions, hostIP=host_ip, podIP=pod_ip, podIPs=[{"ip": pod_ip}], startTime=stamp)
+    status.update(
+        phase="Pending", conditions=conditions, hostIP=host_ip, podIP=pod_ip, podIPs=[{"ip": pod_ip}], startTime=stamp
+    )
     new = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node}, "status": status}
     new = with_state(new, state)
     return {**new, "status": render_status(new, state, now)}
@@ -99,13 +109,21 @@ def on_bind(pod: Obj, now: float, config: ClusterConfig, node: str, host_ip: str
 def unschedulable(pod: Obj, now: float, nodes: int, need: int, most_free: int) -> Obj:
     """Stays Pending with kube-scheduler's reason; retried on the next tick."""
     status = dict(pod.get("status") or {})
-    message = (f"0/{nodes} nodes are available: {nodes} Insufficient {naming.GPU_RESOURCE} "
-               f"(pod needs {need} free {naming.GPU_RESOURCE}; the most free on one node is {most_free})")
+    message = (
+        f"0/{nodes} nodes are available: {nodes} Insufficient {naming.GPU_RESOURCE} "
+        f"(pod needs {need} free {naming.GPU_RESOURCE}; the most free on one node is {most_free})"
+    )
     old = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
     if old and old.get("status") == "False" and old.get("message") == message:
         return pod
     since = old.get("lastTransitionTime") if old and old.get("status") == "False" else rfc3339(now)
-    cond = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message, "lastTransitionTime": since}
+    cond = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": message,
+        "lastTransitionTime": since,
+    }
     conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
     return {**pod, "status": {**status, "phase": "Pending", "conditions": [cond, *conditions]}}
 
@@ -135,8 +153,12 @@ def on_images_changed(old: Obj, new: Obj, now: float, config: ClusterConfig) -> 
     for name in changed:
         restarts[name] = int(restarts.get(name, 0)) + 1
     attempt = int(state.get("attempt", 0)) + 1
-    state.update(stage=STARTING, attempt=attempt, restarts=restarts,
-                 at=now + draw(config, new, "pull", attempt) + draw(config, new, "start", attempt))
+    state.update(
+        stage=STARTING,
+        attempt=attempt,
+        restarts=restarts,
+        at=now + draw(config, new, "pull", attempt) + draw(config, new, "start", attempt),
+    )
     out = with_state(new, state)
     return {**out, "status": render_status(out, state, now)}
 
@@ -166,8 +188,12 @@ def advance(pod: Obj, now: float, config: ClusterConfig) -> Obj | None:
                 # Exit 1, then CrashLoopBackOff: 10 s after the first crash, 20 s, 40 s, ... at most 300 s.
                 worst = max(restarts[name] for name in crashing)
                 backoff = min(CRASH_BACKOFF_MAX, CRASH_BACKOFF_START * 2 ** (worst - 1))
-                state.update(stage=BACKOFF, restarts=restarts, attempt=attempt + 1,
-                             at=at + backoff + draw(config, pod, "start", attempt + 1))
+                state.update(
+                    stage=BACKOFF,
+                    restarts=restarts,
+                    attempt=attempt + 1,
+                    at=at + backoff + draw(config, pod, "start", attempt + 1),
+                )
             else:
                 state.update(stage=READY, at=None)
         elif stage == BACKOFF:
@@ -190,6 +216,7 @@ def fail(pod: Obj, node: str) -> Obj:
 
 # -- status -----------------------------------------------------------------------------------------
 
+
 def render_status(pod: Obj, state: dict[str, Any], now: float) -> Obj:
     """The kubelet's status of the pod (the same shape as ``controller.sim.kubelet.render_status``)."""
     status = dict(pod.get("status") or {})
@@ -208,8 +235,14 @@ def render_status(pod: Obj, state: dict[str, Any], now: float) -> Obj:
         started = is_running
         any_started = any_started or started or int(restarts.get(name, 0)) > 0
         shown = runs or c.get("image", "")
-        entry = {"name": name, "image": shown, "imageID": image_id(shown) if runs else "",
-                 "ready": ready, "started": started, "restartCount": int(restarts.get(name, 0))}
+        entry = {
+            "name": name,
+            "image": shown,
+            "imageID": image_id(shown) if runs else "",
+            "ready": ready,
+            "started": started,
+            "restartCount": int(restarts.get(name, 0)),
+        }
         if is_running:
             entry["state"] = {"running": {"startedAt": rfc3339(state.get("startedAt") or now)}}
         elif stage == BACKOFF:
@@ -247,11 +280,19 @@ def kill(pod: Obj, now: float, reason: str) -> Obj:
     status = dict(new.get("status") or {})
     stamp = rfc3339(now)
     status.update(phase="Failed", reason="Killed", message=reason)
-    status["conditions"] = [{**c, "status": "False", "lastTransitionTime": stamp} if c.get("type") in ("Ready", "ContainersReady") else c
-                            for c in status.get("conditions") or []]
-    status["containerStatuses"] = [{**c, "ready": False, "started": False,
-                                    "state": {"terminated": {"exitCode": 137, "reason": "Killed", "finishedAt": stamp}}}
-                                   for c in status.get("containerStatuses") or []]
+    status["conditions"] = [
+        {**c, "status": "False", "lastTransitionTime": stamp} if c.get("type") in ("Ready", "ContainersReady") else c
+        for c in status.get("conditions") or []
+    ]
+    status["containerStatuses"] = [
+        {
+            **c,
+            "ready": False,
+            "started": False,
+            "state": {"terminated": {"exitCode": 137, "reason": "Killed", "finishedAt": stamp}},
+        }
+        for c in status.get("containerStatuses") or []
+    ]
     return {**new, "status": status}
 
 

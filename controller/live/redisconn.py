@@ -24,7 +24,11 @@ _lock = threading.Lock()
 
 
 def state_db() -> int:
-    value = getattr(settings, "ROLLOUTUI_STATE_REDIS_DB", None) or os.environ.get("ROLLOUTUI_STATE_REDIS_DB") or DEFAULT_STATE_DB
+    value = (
+        getattr(settings, "ROLLOUTUI_STATE_REDIS_DB", None)
+        or os.environ.get("ROLLOUTUI_STATE_REDIS_DB")
+        or DEFAULT_STATE_DB
+    )
     return int(value)
 
 
@@ -45,8 +49,9 @@ def state_redis() -> redis.Redis | None:
             if client is None:
                 # Short timeouts: a Redis outage must cost a reconcile or a tick about a second,
                 # not redis-py's default of waiting forever.
-                client = redis.Redis.from_url(_db_url(url, db), socket_timeout=2.0, socket_connect_timeout=1.0,
-                                              health_check_interval=30)
+                client = redis.Redis.from_url(
+                    _db_url(url, db), socket_timeout=2.0, socket_connect_timeout=1.0, health_check_interval=30
+                )
                 _clients[key] = client
     return client
 

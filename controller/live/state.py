@@ -23,7 +23,9 @@ def in_flight_of(router: RouterPort, namespace: str, pods: list[dict[str, Any]])
     return {k: v for k, v in counts.items() if v}
 
 
-def current_state(namespace: str, name: str, *, cluster: ClusterPort | None = None, router: RouterPort | None = None) -> dict[str, Any]:
+def current_state(
+    namespace: str, name: str, *, cluster: ClusterPort | None = None, router: RouterPort | None = None
+) -> dict[str, Any]:
     """Raises ``NotFound``."""
     cluster = cluster or get_cluster()
     router = router or get_router()

@@ -31,7 +31,8 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from django.db import IntegrityError, transaction
 
@@ -113,10 +114,12 @@ class _DecodedCache:
             self.entries.clear()
             stale = [pk for pk, _ in versions]
         for i in range(0, len(stale), 500):  # SQLite allows a limited number of query parameters
-            for pk, rv, data in SimObject.objects.filter(pk__in=stale[i:i + 500]).values_list("pk", "resource_version", "data"):
+            for pk, rv, data in SimObject.objects.filter(pk__in=stale[i : i + 500]).values_list(
+                "pk", "resource_version", "data"
+            ):
                 self.entries[pk] = (rv, data)
         out = []
-        for pk, rv in versions:
+        for pk, _rv in versions:
             entry = self.entries.get(pk)
             if entry is not None:  # a row deleted between the two queries is skipped
                 out.append(entry[1])
@@ -129,7 +132,9 @@ _decoded = _DecodedCache()
 class DatabaseCluster:
     """``ClusterPort`` over the database, plus the physics-side API (nodes, binding, removal)."""
 
-    def __init__(self, clock: LiveClock | None = None, *, actor: str = "operator", config: ClusterConfig | None = None) -> None:
+    def __init__(
+        self, clock: LiveClock | None = None, *, actor: str = "operator", config: ClusterConfig | None = None
+    ) -> None:
         self.clock = clock or live_clock()
         self.actor = actor
         self._config = config
@@ -167,7 +172,8 @@ class DatabaseCluster:
         rv = _next_rv(row.resource_version)
         data = {**data, "metadata": {**data["metadata"], "resourceVersion": str(rv)}}
         updated = SimObject.objects.filter(pk=row.pk, resource_version=row.resource_version).update(
-            data=data, resource_version=rv, written_by=self.actor or "", written_at=time.time(), **columns)
+            data=data, resource_version=rv, written_by=self.actor or "", written_at=time.time(), **columns
+        )
         if updated != 1:
             raise _Lost()
         row.data, row.resource_version = data, rv
@@ -184,9 +190,18 @@ class DatabaseCluster:
         meta["resourceVersion"] = str(rv)
         try:
             with transaction.atomic():
-                SimObject.objects.create(kind=kind, namespace=meta["namespace"], name=meta["name"], ms_name=ms_name or "",
-                                         uid=meta.get("uid", ""), resource_version=rv, data=obj, written_by=self.actor or "",
-                                         written_at=time.time(), **columns)
+                SimObject.objects.create(
+                    kind=kind,
+                    namespace=meta["namespace"],
+                    name=meta["name"],
+                    ms_name=ms_name or "",
+                    uid=meta.get("uid", ""),
+                    resource_version=rv,
+                    data=obj,
+                    written_by=self.actor or "",
+                    written_at=time.time(),
+                    **columns,
+                )
         except IntegrityError:
             label = {MS: "modelserving", POD: "pod", REV: "controllerrevision"}[kind]
             raise Conflict(f"{label} {meta['namespace']}/{meta['name']} already exists") from None
@@ -226,7 +241,9 @@ class DatabaseCluster:
                 out = self._cas(row, new, generation=new["metadata"]["generation"], summary=ms_summary(new))
             except _Lost:
                 if resource_version is not None:
-                    raise Conflict(f"modelserving {namespace}/{name}: resourceVersion {resource_version} is stale") from None
+                    raise Conflict(
+                        f"modelserving {namespace}/{name}: resourceVersion {resource_version} is stale"
+                    ) from None
                 continue
             self._changed(namespace, name)
             return out
@@ -251,7 +268,9 @@ class DatabaseCluster:
     def delete_modelserving(self, namespace: str, name: str) -> None:
         row = self._row(MS, namespace, name)
         # Owner-reference garbage collection: the pods and revisions go with their owner.
-        for pod_name in SimObject.objects.filter(kind=POD, namespace=namespace, ms_name=name).values_list("name", flat=True):
+        for pod_name in SimObject.objects.filter(kind=POD, namespace=namespace, ms_name=name).values_list(
+            "name", flat=True
+        ):
             try:
                 self.delete_pod(namespace, pod_name)
             except NotFound:
@@ -280,7 +299,9 @@ class DatabaseCluster:
 
     def delete_pod(self, namespace: str, name: str, *, uid: str | None = None) -> None:
         def terminate(old: Obj) -> Any:
-            new = objects.terminating_pod(old, uid=uid, stamp=lambda: rfc3339(self._now()), what=f"pod {namespace}/{name}")
+            new = objects.terminating_pod(
+                old, uid=uid, stamp=lambda: rfc3339(self._now()), what=f"pod {namespace}/{name}"
+            )
             if new is None:
                 return REMOVE  # never bound: no kubelet has to stop anything
             if new is old:
@@ -296,8 +317,11 @@ class DatabaseCluster:
 
         def apply(old: Obj) -> Obj:
             new = objects.patched_pod(old, patch, f"pod {namespace}/{name}")
-            if (new is not old and (new.get("spec") or {}).get("containers") != (old.get("spec") or {}).get("containers")
-                    and not old["metadata"].get("deletionTimestamp")):
+            if (
+                new is not old
+                and (new.get("spec") or {}).get("containers") != (old.get("spec") or {}).get("containers")
+                and not old["metadata"].get("deletionTimestamp")
+            ):
                 new = physics.on_images_changed(old, new, self._now(), self.config)
                 restarted[:] = [True]
             return new
@@ -393,8 +417,14 @@ class DatabaseCluster:
 
     def record_event(self, namespace: str, ms_name: str, *, reason: str, message: str, type: str = "Normal") -> None:
         # Events do not wake the controller (it wrote them); they go to the structured log.
-        log.info("event %s %s/%s: %s", type, namespace, ms_name, message,
-                 extra={"event_reason": reason, "namespace": namespace, "modelserving": ms_name})
+        log.info(
+            "event %s %s/%s: %s",
+            type,
+            namespace,
+            ms_name,
+            message,
+            extra={"event_reason": reason, "namespace": namespace, "modelserving": ms_name},
+        )
 
     # -- Nodes (physics side) ---------------------------------------------------------------------------
 
@@ -427,7 +457,11 @@ class DatabaseCluster:
             if SimNode.objects.filter(name=name).exists():
                 raise Conflict(f"node {name} has already failed")
             raise NotFound(f"node {name} not found")
-        victims = list(SimObject.objects.filter(kind=POD, node=name).order_by("namespace", "name").values_list("namespace", "name", "ms_name"))
+        victims = list(
+            SimObject.objects.filter(kind=POD, node=name)
+            .order_by("namespace", "name")
+            .values_list("namespace", "name", "ms_name")
+        )
         for ns, pod_name, ms_name in victims:
             try:
                 self.update_pod(ns, pod_name, lambda old: physics.fail(old, name))

@@ -30,16 +30,24 @@ from .store import REMOVE, DatabaseCluster
 log = logging.getLogger(__name__)
 
 
-def tick(cluster: DatabaseCluster | None = None, *, now: float | None = None, with_traffic: bool = True) -> dict[str, Any]:
+def tick(
+    cluster: DatabaseCluster | None = None, *, now: float | None = None, with_traffic: bool = True
+) -> dict[str, Any]:
     cluster = cluster or DatabaseCluster(actor="kubelet")
     now = cluster.clock.now() if now is None else now
     config = cluster.config
     started = time.perf_counter()
     report: dict[str, Any] = {"now": now, "advanced": 0, "removed": 0, "bound": 0, "unschedulable": 0, "ready": []}
-    due = list(SimObject.objects.filter(kind=SimObject.KIND_POD, next_at__lte=now).order_by("next_at", "pk").values_list("namespace", "name", "pk", "data"))
+    due = list(
+        SimObject.objects.filter(kind=SimObject.KIND_POD, next_at__lte=now)
+        .order_by("next_at", "pk")
+        .values_list("namespace", "name", "pk", "data")
+    )
     to_schedule: list[tuple[str, str, int, Obj]] = []
     for ns, name, pk, data in due:
-        if physics.kubelet_state(data).get("stage") == physics.SCHEDULE and not (data.get("spec") or {}).get("nodeName"):
+        if physics.kubelet_state(data).get("stage") == physics.SCHEDULE and not (data.get("spec") or {}).get(
+            "nodeName"
+        ):
             to_schedule.append((ns, name, pk, data))
             continue
 
@@ -66,10 +74,15 @@ def tick(cluster: DatabaseCluster | None = None, *, now: float | None = None, wi
 
 
 def _ready(pod: Obj) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in (pod.get("status") or {}).get("conditions") or [])
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
 
 
-def _schedule(cluster: DatabaseCluster, pending: list[tuple[str, str, int, Obj]], now: float, report: dict[str, Any]) -> None:
+def _schedule(
+    cluster: DatabaseCluster, pending: list[tuple[str, str, int, Obj]], now: float, report: dict[str, Any]
+) -> None:
     nodes = cluster.list_nodes()
     used = cluster.gpus_used()
     config = cluster.config
@@ -85,7 +98,9 @@ def _schedule(cluster: DatabaseCluster, pending: list[tuple[str, str, int, Obj]]
         uid = data["metadata"].get("uid")
 
         if best is None:
-            def mark(old: Obj, n=len(nodes), need=need, most_free=most_free) -> Obj:
+            node_count = len(nodes)
+
+            def mark(old: Obj, n=node_count, need=need, most_free=most_free) -> Obj:
                 return physics.unschedulable(old, now, n, need, most_free)
 
             try:
@@ -95,8 +110,12 @@ def _schedule(cluster: DatabaseCluster, pending: list[tuple[str, str, int, Obj]]
             report["unschedulable"] += 1
             continue
 
-        def bind(old: Obj, node=best, pk=pk) -> Obj:
-            if old["metadata"].get("uid") != uid or (old.get("spec") or {}).get("nodeName") or old["metadata"].get("deletionTimestamp"):
+        def bind(old: Obj, node=best, pk=pk, uid=uid) -> Obj:
+            if (
+                old["metadata"].get("uid") != uid
+                or (old.get("spec") or {}).get("nodeName")
+                or old["metadata"].get("deletionTimestamp")
+            ):
                 return old
             return physics.on_bind(old, now, config, node.name, node.ip, physics.pod_ip(pk))
 

@@ -138,7 +138,9 @@ def _finish(client: redis.Redis, now: float) -> int:
         # Credit each ModelServing with its finished requests (one query for the pods' owners).
         by_pod = {f.split("/", 1)[1]: n for f, n in finished_by_field.items() if n}
         owners: dict[tuple[str, str], int] = {}
-        for ns, name, ms in SimObject.objects.filter(kind=SimObject.KIND_POD, name__in=list(by_pod)).values_list("namespace", "name", "ms_name"):
+        for ns, name, ms in SimObject.objects.filter(kind=SimObject.KIND_POD, name__in=list(by_pod)).values_list(
+            "namespace", "name", "ms_name"
+        ):
             if field(ns, name) in finished_by_field:
                 owners[(ns, ms)] = owners.get((ns, ms), 0) + finished_by_field[field(ns, name)]
         for (ns, ms), n in owners.items():
@@ -147,7 +149,9 @@ def _finish(client: redis.Redis, now: float) -> int:
 
 
 def routable_entry_pods(namespace: str, ms_name: str) -> list[Obj]:
-    pods = SimObject.objects.filter(kind=SimObject.KIND_POD, namespace=namespace, ms_name=ms_name).values_list("data", flat=True)
+    pods = SimObject.objects.filter(kind=SimObject.KIND_POD, namespace=namespace, ms_name=ms_name).values_list(
+        "data", flat=True
+    )
     return [p for p in pods if is_entry(p) and is_routable(p)]
 
 
@@ -180,5 +184,7 @@ def _arrivals(client: redis.Redis, t: SimTraffic, now: float) -> tuple[int, int]
             if counts[pod]:
                 pipe.hset(inflight_key(), field(t.namespace, pod), counts[pod])
         pipe.execute()
-    SimTraffic.objects.filter(pk=t.pk).update(generated_until=now, sent=F("sent") + n, rejected=F("rejected") + rejected)
+    SimTraffic.objects.filter(pk=t.pk).update(
+        generated_until=now, sent=F("sent") + n, rejected=F("rejected") + rejected
+    )
     return n, rejected

@@ -15,8 +15,17 @@ from .store import InMemoryStore
 
 
 class SimCluster:
-    def __init__(self, config: ClusterConfig, *, seed: int = 0, namespace: str = "default", ms_name: str = "",
-                 traffic: Traffic | None = None, copy_reads: bool = False, loop: EventLoop | None = None) -> None:
+    def __init__(
+        self,
+        config: ClusterConfig,
+        *,
+        seed: int = 0,
+        namespace: str = "default",
+        ms_name: str = "",
+        traffic: Traffic | None = None,
+        copy_reads: bool = False,
+        loop: EventLoop | None = None,
+    ) -> None:
         self.config = config
         self.seed = seed
         self.loop = loop or EventLoop(VirtualClock())
@@ -24,8 +33,9 @@ class SimCluster:
         self.store = InMemoryStore(self.clock, seed=seed, copy_reads=copy_reads)
         self.scheduler = Scheduler(self.store, self.loop, config, self.rng_for)
         self.kubelets = Kubelets(self.store, self.loop, config, self.rng_for)
-        self.router = SimRouter(self.store, self.loop, config, namespace, ms_name, traffic,
-                                random.Random(f"{seed}:traffic"))
+        self.router = SimRouter(
+            self.store, self.loop, config, namespace, ms_name, traffic, random.Random(f"{seed}:traffic")
+        )
         self.kubelets.on_stop.append(self.router.interrupt)
         self._node_count = 0
         self.add_nodes(config.nodes, config.gpus_per_node)

@@ -30,8 +30,13 @@ class Span:
 
 
 PHASES = ("schedule", "pull", "start", "load", "terminate")
-DEFAULT_TIMING = {"schedule": Span.fixed(1), "pull": Span.fixed(5), "start": Span.fixed(2),
-                  "load": Span.fixed(30), "terminate": Span.fixed(3)}
+DEFAULT_TIMING = {
+    "schedule": Span.fixed(1),
+    "pull": Span.fixed(5),
+    "start": Span.fixed(2),
+    "load": Span.fixed(30),
+    "terminate": Span.fixed(3),
+}
 
 
 @dataclass(frozen=True)

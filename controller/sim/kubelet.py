@@ -49,6 +49,7 @@ def image_id(image: str) -> str:
 # The kubelet's status rules that do not depend on how the runtime is kept (here in memory, in the
 # live app in the pod itself: ``controller.live.physics``), shared by both.
 
+
 def ready_conditions(pod: Obj, conditions: list[Obj], containers_ready: bool, stamp: str) -> list[Obj]:
     """Initialized / ContainersReady / Ready, keeping every other condition (readiness gates)."""
     gates = [g.get("conditionType") for g in (pod.get("spec") or {}).get("readinessGates") or []]
@@ -69,10 +70,16 @@ def ready_conditions(pod: Obj, conditions: list[Obj], containers_ready: bool, st
 
 def node_lost_status(status: Obj, node: str, pod_name: str | None) -> Obj:
     """The status of a pod whose node is lost: Failed, NodeLost, its containers no longer ready."""
-    status = {**status, "phase": "Failed", "reason": "NodeLost",
-              "message": f"Node {node} which was running pod {pod_name} is unresponsive"}
-    status["conditions"] = [{**c, "status": "False"} if c.get("type") in ("Ready", "ContainersReady") else c
-                            for c in status.get("conditions") or []]
+    status = {
+        **status,
+        "phase": "Failed",
+        "reason": "NodeLost",
+        "message": f"Node {node} which was running pod {pod_name} is unresponsive",
+    }
+    status["conditions"] = [
+        {**c, "status": "False"} if c.get("type") in ("Ready", "ContainersReady") else c
+        for c in status.get("conditions") or []
+    ]
     return status
 
 
@@ -105,8 +112,9 @@ class PodRuntime:
 class Kubelets:
     """All nodes' kubelets at once (one object; per-node state lives in the pod records)."""
 
-    def __init__(self, store: InMemoryStore, loop: EventLoop, config: ClusterConfig,
-                 rng_for: Callable[[Obj, str], random.Random]) -> None:
+    def __init__(
+        self, store: InMemoryStore, loop: EventLoop, config: ClusterConfig, rng_for: Callable[[Obj, str], random.Random]
+    ) -> None:
         self.store = store
         self.loop = loop
         self.config = config
@@ -173,8 +181,10 @@ class Kubelets:
     def _start_pod(self, pod: Obj) -> None:
         meta = pod["metadata"]
         rt = PodRuntime(meta["namespace"], meta["name"], meta["uid"], pod["spec"]["nodeName"])
-        rt.containers = [ContainerRuntime(c.get("name", f"c{i}"), c.get("image", ""))
-                         for i, c in enumerate(pod["spec"].get("containers") or [])]
+        rt.containers = [
+            ContainerRuntime(c.get("name", f"c{i}"), c.get("image", ""))
+            for i, c in enumerate(pod["spec"].get("containers") or [])
+        ]
         self.pods[(rt.namespace, rt.name)] = rt
         # Pull and start are drawn once per pod (one image pull per pod in this model); load per image.
         pull = self._draw(rt, "pull", self.config.timing["pull"])
@@ -262,8 +272,10 @@ class Kubelets:
             pod = self.store.peek_pod(rt.namespace, rt.name)
             if pod is not None:
                 status = node_lost_status(pod.get("status") or {}, node_name, rt.name)
-                self._write(lambda: self.store.write_pod_status(rt.namespace, rt.name, status, uid=rt.uid))
-            self._write(lambda: self.store.remove_pod(rt.namespace, rt.name, uid=rt.uid))
+                self._write(
+                    lambda rt=rt, status=status: self.store.write_pod_status(rt.namespace, rt.name, status, uid=rt.uid)
+                )
+            self._write(lambda rt=rt: self.store.remove_pod(rt.namespace, rt.name, uid=rt.uid))
         # Pods bound there but not yet started by the kubelet do not exist here: none (binding starts them).
         return [rt.name for rt in victims]
 
@@ -281,8 +293,14 @@ class Kubelets:
         statuses = []
         for c in rt.containers:
             shown = c.running_image or c.image
-            entry = {"name": c.name, "image": shown, "imageID": image_id(shown) if c.running_image else "",
-                     "ready": c.ready, "started": c.started, "restartCount": c.restart_count}
+            entry = {
+                "name": c.name,
+                "image": shown,
+                "imageID": image_id(shown) if c.running_image else "",
+                "ready": c.ready,
+                "started": c.started,
+                "restartCount": c.restart_count,
+            }
             if c.state == "running":
                 entry["state"] = {"running": {"startedAt": rfc3339(c.started_at or 0.0)}}
             else:

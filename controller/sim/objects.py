@@ -65,6 +65,7 @@ def rfc3339(seconds: float) -> str:
 
 # -- creation ---------------------------------------------------------------------------------------
 
+
 def object_key(obj: Obj) -> tuple[str, str]:
     """``(namespace, name)`` of an object to create (namespace "default" when absent); ``Invalid`` without a name."""
     meta = obj.get("metadata") or {}
@@ -75,7 +76,9 @@ def object_key(obj: Obj) -> tuple[str, str]:
     return namespace, name
 
 
-def _created_metadata(obj: Obj, uid: str, created: str, resource_version: str | None, generation: int | None = None) -> Obj:
+def _created_metadata(
+    obj: Obj, uid: str, created: str, resource_version: str | None, generation: int | None = None
+) -> Obj:
     # The server owns these fields; the order of the keys is the order the stores always wrote them in.
     meta = dict(obj.get("metadata") or {})
     meta.setdefault("namespace", "default")
@@ -168,7 +171,9 @@ def check_pod_spec_update(old: Obj, new: Obj, what: str) -> None:
         if key == "containers" or key in _MUTABLE_POD_SPEC:
             continue
         if old.get(key) != new.get(key):
-            raise Invalid(f"{what}: spec.{key}: forbidden: pod updates may not change fields other than container images")
+            raise Invalid(
+                f"{what}: spec.{key}: forbidden: pod updates may not change fields other than container images"
+            )
     old_c, new_c = old.get("containers") or [], new.get("containers") or []
     if len(old_c) != len(new_c):
         raise Invalid(f"{what}: spec.containers: forbidden: pod updates may not add or remove containers")

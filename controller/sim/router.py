@@ -45,9 +45,15 @@ class Request:
     end: float | None = None
 
     def record(self) -> dict:
-        return {"id": self.id, "revision": self.revision, "pod": self.pod, "start": round(self.start, 3),
-                "latencyMs": None if self.latency_ms is None else round(self.latency_ms, 1),
-                "end": None if self.end is None else round(self.end, 3), "result": self.result}
+        return {
+            "id": self.id,
+            "revision": self.revision,
+            "pod": self.pod,
+            "start": round(self.start, 3),
+            "latencyMs": None if self.latency_ms is None else round(self.latency_ms, 1),
+            "end": None if self.end is None else round(self.end, 3),
+            "result": self.result,
+        }
 
 
 def is_entry(pod: Obj) -> bool:
@@ -70,8 +76,16 @@ def is_routable(pod: Obj) -> bool:
 class SimRouter:
     """Routes simulated traffic to one ModelServing's entry pods; implements ``RouterPort``."""
 
-    def __init__(self, store: InMemoryStore, loop: EventLoop, config: ClusterConfig, namespace: str,
-                 ms_name: str, traffic: Traffic | None, rng: random.Random) -> None:
+    def __init__(
+        self,
+        store: InMemoryStore,
+        loop: EventLoop,
+        config: ClusterConfig,
+        namespace: str,
+        ms_name: str,
+        traffic: Traffic | None,
+        rng: random.Random,
+    ) -> None:
         self.store = store
         self.loop = loop
         self.config = config
@@ -95,8 +109,11 @@ class SimRouter:
         return len(self._in_flight.get(uid, ())) if uid else 0
 
     def in_flight_by_pod(self) -> dict[str, int]:
-        return {name: len(self._in_flight.get(uid, ())) for name, uid in self._uid_by_name.items()
-                if self._in_flight.get(uid)}
+        return {
+            name: len(self._in_flight.get(uid, ()))
+            for name, uid in self._uid_by_name.items()
+            if self._in_flight.get(uid)
+        }
 
     # -- traffic ----------------------------------------------------------------------------------
 
@@ -169,8 +186,9 @@ class SimRouter:
 
     def _routable_pods(self) -> list[Obj]:
         if self._routable is None:
-            self._routable = [p for p in self.store.list_pods(self.namespace, self.ms_name)
-                              if is_entry(p) and is_routable(p)]
+            self._routable = [
+                p for p in self.store.list_pods(self.namespace, self.ms_name) if is_entry(p) and is_routable(p)
+            ]
         return self._routable
 
     # -- summary ----------------------------------------------------------------------------------
@@ -191,15 +209,26 @@ class SimRouter:
         for r in done:
             if r.revision is not None:
                 by_rev.setdefault(r.revision, []).append(r)
-        out = {"total": len(done), "succeeded": counts["ok"], "failed": len(done) - counts["ok"],
-               "interrupted": counts["interrupted"], "rejected": counts["rejected"],
-               "errors": counts["error"], "unfinished": len(self.requests) - len(done), "byRevision": {}}
+        out = {
+            "total": len(done),
+            "succeeded": counts["ok"],
+            "failed": len(done) - counts["ok"],
+            "interrupted": counts["interrupted"],
+            "rejected": counts["rejected"],
+            "errors": counts["error"],
+            "unfinished": len(self.requests) - len(done),
+            "byRevision": {},
+        }
         for rev in sorted(by_rev):
             reqs = by_rev[rev]
             lat = sorted(r.latency_ms for r in reqs if r.result in ("ok", "error"))
-            out["byRevision"][rev] = {"total": len(reqs), "failed": sum(r.result != "ok" for r in reqs),
-                                      "interrupted": sum(r.result == "interrupted" for r in reqs),
-                                      "p50": _pct(lat, 0.50), "p99": _pct(lat, 0.99)}
+            out["byRevision"][rev] = {
+                "total": len(reqs),
+                "failed": sum(r.result != "ok" for r in reqs),
+                "interrupted": sum(r.result == "interrupted" for r in reqs),
+                "p50": _pct(lat, 0.50),
+                "p99": _pct(lat, 0.99),
+            }
         return out
 
 

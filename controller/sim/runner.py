@@ -112,8 +112,11 @@ class SimController:
         self.last_pass[key] = now
         if self.hot[key] >= HOT_LOOP_PASSES and key not in self.throttled:
             self.throttled.add(key)
-            self.runner.trace.error(now, f"hot loop: {HOT_LOOP_PASSES} back-to-back passes of {key[0]}/{key[1]}, "
-                                         f"each changing the cluster; from now on at most one pass per {HOT_LOOP_DELAY:g} s")
+            self.runner.trace.error(
+                now,
+                f"hot loop: {HOT_LOOP_PASSES} back-to-back passes of {key[0]}/{key[1]}, "
+                f"each changing the cluster; from now on at most one pass per {HOT_LOOP_DELAY:g} s",
+            )
         ok, requeue_after = self.runner.reconcile_once(key)
         if ok:
             self.failures.pop(key, None)
@@ -122,7 +125,7 @@ class SimController:
         else:
             n = self.failures.get(key, 0)
             self.failures[key] = n + 1
-            self.enqueue(key, min(BACKOFF_MAX, BACKOFF_START * 2 ** n))
+            self.enqueue(key, min(BACKOFF_MAX, BACKOFF_START * 2**n))
 
 
 class Runner:
@@ -133,8 +136,14 @@ class Runner:
         self._reconcile = core_reconcile.reconcile
         self._build_view = core_view.build_view
         self.scenario = scenario
-        self.cluster = SimCluster(scenario.cluster, seed=scenario.seed, namespace=scenario.namespace,
-                                  ms_name=scenario.ms_name, traffic=scenario.traffic, copy_reads=copy_reads)
+        self.cluster = SimCluster(
+            scenario.cluster,
+            seed=scenario.seed,
+            namespace=scenario.namespace,
+            ms_name=scenario.ms_name,
+            traffic=scenario.traffic,
+            copy_reads=copy_reads,
+        )
         self.loop = self.cluster.loop
         self.store = self.cluster.store
         self.router = self.cluster.router
@@ -168,9 +177,14 @@ class Runner:
             return
         if change.ms_name is None:
             return
-        if (change.by == "controller" and change.kind == "ModelServing" and change.old is not None
-                and change.obj is not None and change.obj.get("spec") == change.old.get("spec")
-                and change.obj["metadata"].get("annotations") == change.old["metadata"].get("annotations")):
+        if (
+            change.by == "controller"
+            and change.kind == "ModelServing"
+            and change.old is not None
+            and change.obj is not None
+            and change.obj.get("spec") == change.old.get("spec")
+            and change.obj["metadata"].get("annotations") == change.old["metadata"].get("annotations")
+        ):
             return  # its own status write: the pass that wrote it already knew
         self.controller.enqueue((change.namespace, change.ms_name))
 
@@ -210,8 +224,13 @@ class Runner:
             ms = self.store.get_modelserving(ns, name)
         except NotFound:
             return None
-        return self._build_view(ms, self.store.list_pods(ns, name), self.store.list_revisions(ns, name),
-                                self.router.in_flight_by_pod(), self.loop.now())
+        return self._build_view(
+            ms,
+            self.store.list_pods(ns, name),
+            self.store.list_revisions(ns, name),
+            self.router.in_flight_by_pod(),
+            self.loop.now(),
+        )
 
     @property
     def clock(self):
@@ -225,8 +244,9 @@ class Runner:
         except NotFound:
             return
         now = self.loop.now()
-        conv = is_converged(ms, view, self.store.list_revisions(self.scenario.namespace, self.scenario.ms_name),
-                            cache=self._parse_cache)
+        conv = is_converged(
+            ms, view, self.store.list_revisions(self.scenario.namespace, self.scenario.ms_name), cache=self._parse_cache
+        )
         if conv and not self.converged:
             self.converged_at = now
             self.router.start()  # traffic flows once the workload first stands
@@ -275,14 +295,22 @@ class Runner:
             ms = store.get_modelserving(ns, name)
             if e.do == "rollback":
                 from controller.core import controls
+
                 patch = controls.rollback(ms, store.list_revisions(ns, name), to_revision=e.args["toRevision"])
             else:
                 patch = control_patch(ms, e)
             # Who and why, like every control: "simulate: rollback: p99 regression".
             cause = f"simulate: {e.do}" + (f": {e.reason}" if e.reason else "")
-            patch = {**patch, "metadata": {**(patch.get("metadata") or {}), "annotations": {
-                **((patch.get("metadata") or {}).get("annotations") or {}),
-                naming.ANNOTATION_CHANGE_CAUSE: cause}}}
+            patch = {
+                **patch,
+                "metadata": {
+                    **(patch.get("metadata") or {}),
+                    "annotations": {
+                        **((patch.get("metadata") or {}).get("annotations") or {}),
+                        naming.ANNOTATION_CHANGE_CAUSE: cause,
+                    },
+                },
+            }
             store.patch_modelserving(ns, name, patch)
             return None
         if e.do == "deletePods":
@@ -320,9 +348,13 @@ class Runner:
             empty = {"spec": None, "currentRevision": None, "updateRevision": None, "conditions": [], "instances": []}
             self.trace.offer_frame(0.0, empty, [], force=True)
             return
-        view = self._build_view(ms, self.store.list_pods(s.namespace, s.ms_name),
-                                self.store.list_revisions(s.namespace, s.ms_name), self.router.in_flight_by_pod(),
-                                self.loop.now())
+        view = self._build_view(
+            ms,
+            self.store.list_pods(s.namespace, s.ms_name),
+            self.store.list_revisions(s.namespace, s.ms_name),
+            self.router.in_flight_by_pod(),
+            self.loop.now(),
+        )
         self.trace.offer_frame(0.0, view, [], force=True)
 
     def run(self) -> dict[str, Any]:
@@ -331,8 +363,9 @@ class Runner:
         self.loop.call_at(0.0, self.start_controller)
         self.loop.call_at(0.0, self._first_frame)
         end = self.loop.run_until(self.scenario.until)
-        return self.trace.document(converged=self.converged, converged_at=self.converged_at, end_time=end,
-                                   requests=self.router.summary())
+        return self.trace.document(
+            converged=self.converged, converged_at=self.converged_at, end_time=end, requests=self.router.summary()
+        )
 
 
 def _matches(pod: Obj, args: dict[str, Any]) -> bool:
@@ -346,8 +379,13 @@ def _matches(pod: Obj, args: dict[str, Any]) -> bool:
     return True
 
 
-def is_converged(ms: Obj, view: dict[str, Any], revisions: list[Obj] | None = None, *,
-                 cache: dict[tuple[str, str], Any] | None = None) -> bool:
+def is_converged(
+    ms: Obj,
+    view: dict[str, Any],
+    revisions: list[Obj] | None = None,
+    *,
+    cache: dict[tuple[str, str], Any] | None = None,
+) -> bool:
     """scenarios.md: the update revision runs on every instance outside the partition, every instance
     is Ready, nothing is draining or deleting; plus: the controller observed the latest generation
     and exactly the desired instances exist (no leftover surge, no missing instance).
@@ -397,6 +435,7 @@ def is_converged(ms: Obj, view: dict[str, Any], revisions: list[Obj] | None = No
         if have is None or want is None:
             return False
         return role_hashes(have).get(role) == role_hashes(want).get(role) is not None
+
     for inst in instances:
         k = (inst.get("group"), inst.get("role"), inst.get("ordinal"))
         if k not in expected:

@@ -268,7 +268,9 @@ def _events(raw: Any, until: float) -> list[Event]:
     events.sort(key=lambda e: (e.at, e.index))
     applies = [e for e in events if e.do == "apply"]
     if len(applies) > 1:
-        raise ScenarioError(f"events[{applies[1].index}].do", "apply may appear only once (use patch to change the manifest)")
+        raise ScenarioError(
+            f"events[{applies[1].index}].do", "apply may appear only once (use patch to change the manifest)"
+        )
     if not applies:
         events.insert(0, Event(-1, 0.0, "apply"))
     else:

@@ -47,7 +47,9 @@ def pod_gpus(pod: Obj) -> int:
 
 
 class Scheduler:
-    def __init__(self, store: InMemoryStore, loop: EventLoop, config: ClusterConfig, rng_for: Callable[[Obj, str], random.Random]) -> None:
+    def __init__(
+        self, store: InMemoryStore, loop: EventLoop, config: ClusterConfig, rng_for: Callable[[Obj, str], random.Random]
+    ) -> None:
         self.store = store
         self.loop = loop
         self.config = config
@@ -64,8 +66,10 @@ class Scheduler:
         return int(((node.get("status") or {}).get("allocatable") or {}).get(naming.GPU_RESOURCE, 0))
 
     def free(self) -> dict[str, int]:
-        return {n["metadata"]["name"]: self.capacity(n) - self.used.get(n["metadata"]["name"], 0)
-                for n in self.store.list_nodes()}
+        return {
+            n["metadata"]["name"]: self.capacity(n) - self.used.get(n["metadata"]["name"], 0)
+            for n in self.store.list_nodes()
+        }
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -123,15 +127,21 @@ class Scheduler:
             # Stays queued; the status says why (written once: an unchanged status is a no-op).
             self._unschedulable[(namespace, name)] = uid
             n = len(nodes)
-            message = (f"0/{n} nodes are available: {n} Insufficient {naming.GPU_RESOURCE} "
-                       f"(pod needs {need} free {naming.GPU_RESOURCE}; the most free on one node is {most_free})")
+            message = (
+                f"0/{n} nodes are available: {n} Insufficient {naming.GPU_RESOURCE} "
+                f"(pod needs {need} free {naming.GPU_RESOURCE}; the most free on one node is {most_free})"
+            )
             cond = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
             conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
             old = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
             if old and old.get("status") == "False" and old.get("message") == message:
                 return
-            cond["lastTransitionTime"] = now if not old or old.get("status") != "False" else old.get("lastTransitionTime", now)
-            self.store.write_pod_status(namespace, name, {**status, "phase": "Pending", "conditions": [cond, *conditions]}, uid=uid)
+            cond["lastTransitionTime"] = (
+                now if not old or old.get("status") != "False" else old.get("lastTransitionTime", now)
+            )
+            self.store.write_pod_status(
+                namespace, name, {**status, "phase": "Pending", "conditions": [cond, *conditions]}, uid=uid
+            )
             return
         self._unschedulable.pop((namespace, name), None)
         node_name = best["metadata"]["name"]
@@ -143,8 +153,15 @@ class Scheduler:
         pod_ip = f"10.{128 + (n >> 16) % 128}.{(n >> 8) & 255}.{n & 255}"
         conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
         conditions.insert(0, {"type": "PodScheduled", "status": "True", "lastTransitionTime": now})
-        new_status = {**status, "phase": "Pending", "conditions": conditions, "hostIP": host_ip, "podIP": pod_ip,
-                      "podIPs": [{"ip": pod_ip}], "startTime": now}
+        new_status = {
+            **status,
+            "phase": "Pending",
+            "conditions": conditions,
+            "hostIP": host_ip,
+            "podIP": pod_ip,
+            "podIPs": [{"ip": pod_ip}],
+            "startTime": now,
+        }
         try:
             self.store.bind_pod(namespace, name, node_name, uid=uid, status=new_status)
         except NotFound:

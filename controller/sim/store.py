@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -159,8 +159,9 @@ class InMemoryStore:
         ns, name = objects.object_key(obj)
         if (ns, name) in self._ms:
             raise Conflict(f"modelserving {ns}/{name} already exists")
-        new = objects.new_modelserving(obj, uid=self.new_uid(), resource_version=self._next_rv(),
-                                       created=self._now_str())
+        new = objects.new_modelserving(
+            obj, uid=self.new_uid(), resource_version=self._next_rv(), created=self._now_str()
+        )
         self._ms[(ns, name)] = new
         self._notify(Change("ModelServing", "ADDED", ns, name, name, new, None, self.actor))
         return self._out(new)
@@ -283,8 +284,12 @@ class InMemoryStore:
             raise Conflict(f"pod {namespace}/{name}: uid precondition failed")
         if (old.get("spec") or {}).get("nodeName"):
             raise Conflict(f"pod {namespace}/{name} is already bound")
-        new = {**old, "spec": {**(old.get("spec") or {}), "nodeName": node_name}, "status": status,
-               "metadata": {**old["metadata"], "resourceVersion": self._next_rv()}}
+        new = {
+            **old,
+            "spec": {**(old.get("spec") or {}), "nodeName": node_name},
+            "status": status,
+            "metadata": {**old["metadata"], "resourceVersion": self._next_rv()},
+        }
         self._put_pod(new)
         self._notify(Change("Pod", "MODIFIED", namespace, name, pod_ms_name(new), new, old, self.actor))
         return self._out(new)
@@ -327,8 +332,9 @@ class InMemoryStore:
         ns, name = objects.object_key(revision)
         if (ns, name) in self._revisions:
             raise Conflict(f"controllerrevision {ns}/{name} already exists")
-        new = objects.new_revision(revision, uid=self.new_uid(), resource_version=self._next_rv(),
-                                   created=self._now_str())
+        new = objects.new_revision(
+            revision, uid=self.new_uid(), resource_version=self._next_rv(), created=self._now_str()
+        )
         self._put_revision(new)
         self._notify(Change("ControllerRevision", "ADDED", ns, name, pod_ms_name(new), new, None, self.actor))
         return self._out(new)
@@ -356,8 +362,18 @@ class InMemoryStore:
         new["metadata"] = {**new["metadata"], "resourceVersion": self._next_rv()}
         self._put_revision(new)
         meta = new["metadata"]
-        self._notify(Change("ControllerRevision", "MODIFIED", meta["namespace"], meta["name"], pod_ms_name(new),
-                            new, old, self.actor))
+        self._notify(
+            Change(
+                "ControllerRevision",
+                "MODIFIED",
+                meta["namespace"],
+                meta["name"],
+                pod_ms_name(new),
+                new,
+                old,
+                self.actor,
+            )
+        )
         return self._out(new)
 
     def _put_revision(self, rev: Obj) -> None:
@@ -375,8 +391,16 @@ class InMemoryStore:
 
     def record_event(self, namespace: str, ms_name: str, *, reason: str, message: str, type: str = "Normal") -> None:
         # Events do not wake the controller (it wrote them); they are kept for the trace and tests.
-        self.events.append({"t": self.clock.now(), "namespace": namespace, "object": ms_name,
-                            "type": type, "reason": reason, "message": message})
+        self.events.append(
+            {
+                "t": self.clock.now(),
+                "namespace": namespace,
+                "object": ms_name,
+                "type": type,
+                "reason": reason,
+                "message": message,
+            }
+        )
 
     # -- Nodes (physics side) ---------------------------------------------------------------------
 
@@ -384,11 +408,20 @@ class InMemoryStore:
         if name in self._nodes:
             raise Conflict(f"node {name} already exists")
         gpu = str(int(gpus))
-        node = {"metadata": {"name": name, "uid": self.new_uid(), "resourceVersion": self._next_rv(),
-                             "creationTimestamp": self._now_str()},
-                "status": {"capacity": {naming.GPU_RESOURCE: gpu}, "allocatable": {naming.GPU_RESOURCE: gpu},
-                           "addresses": [{"type": "InternalIP", "address": ip}],
-                           "conditions": [{"type": "Ready", "status": "True"}]}}
+        node = {
+            "metadata": {
+                "name": name,
+                "uid": self.new_uid(),
+                "resourceVersion": self._next_rv(),
+                "creationTimestamp": self._now_str(),
+            },
+            "status": {
+                "capacity": {naming.GPU_RESOURCE: gpu},
+                "allocatable": {naming.GPU_RESOURCE: gpu},
+                "addresses": [{"type": "InternalIP", "address": ip}],
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
         self._nodes[name] = node
         self._notify(Change("Node", "ADDED", "", name, None, node, None, self.actor))
         return node
@@ -405,4 +438,3 @@ class InMemoryStore:
 
     def get_node(self, name: str) -> Obj | None:
         return self._nodes.get(name)
-

@@ -26,8 +26,9 @@ def frame_from_view(t: float, view: dict[str, Any], blocked: list[dict]) -> dict
         "spec": view.get("spec"),
         "currentRevision": view.get("currentRevision"),
         "updateRevision": view.get("updateRevision"),
-        "conditions": [{k: c[k] for k in ("type", "status", "reason", "message") if k in c}
-                       for c in view.get("conditions") or []],
+        "conditions": [
+            {k: c[k] for k in ("type", "status", "reason", "message") if k in c} for c in view.get("conditions") or []
+        ],
         "instances": list(view.get("instances") or []),
         "blocked": list(blocked or []),
     }
@@ -51,10 +52,19 @@ def _change_key(frame: dict[str, Any], revisions: list) -> tuple:
     try:
         instances = tuple((_instance_fields(inst), tuple(inst["podUids"])) for inst in frame["instances"])
     except KeyError:  # a view without some field: slower, same meaning
-        instances = tuple((tuple(inst.get(k) for k in _INSTANCE_KEYS), tuple(inst.get("podUids") or ()))
-                          for inst in frame["instances"])
-    return (_freeze(frame["spec"]), frame["currentRevision"], frame["updateRevision"], _freeze(frame["conditions"]),
-            instances, _freeze(frame["blocked"]), _freeze(revisions))
+        instances = tuple(
+            (tuple(inst.get(k) for k in _INSTANCE_KEYS), tuple(inst.get("podUids") or ()))
+            for inst in frame["instances"]
+        )
+    return (
+        _freeze(frame["spec"]),
+        frame["currentRevision"],
+        frame["updateRevision"],
+        _freeze(frame["conditions"]),
+        instances,
+        _freeze(frame["blocked"]),
+        _freeze(revisions),
+    )
 
 
 class TraceWriter:
@@ -101,8 +111,9 @@ class TraceWriter:
     def error(self, t: float, message: str) -> None:
         self.errors.append({"t": _t(t), "message": message})
 
-    def document(self, *, converged: bool, converged_at: float | None, end_time: float,
-                 requests: dict[str, Any]) -> dict[str, Any]:
+    def document(
+        self, *, converged: bool, converged_at: float | None, end_time: float, requests: dict[str, Any]
+    ) -> dict[str, Any]:
         doc = {
             "format": FORMAT,
             "scenario": self.scenario,

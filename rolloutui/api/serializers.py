@@ -75,8 +75,13 @@ class RollbackSerializer(_StrictSerializer):
 
 class SetImageSerializer(_StrictSerializer):
     role = serializers.CharField(max_length=253)
-    container = serializers.CharField(max_length=253, required=False, allow_null=True, default=None,
-                                      help_text="Container name; the first container when omitted.")
+    container = serializers.CharField(
+        max_length=253,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Container name; the first container when omitted.",
+    )
     image = serializers.CharField(max_length=1024)
     reason = ReasonField()
 
@@ -85,7 +90,9 @@ class DiffQuerySerializer(serializers.Serializer):
     # "from" is a Python keyword: declared through the fields mapping below.
     def get_fields(self):
         return {
-            "from": serializers.IntegerField(min_value=1, error_messages={"required": "from is required: ?from=N&to=M"}),
+            "from": serializers.IntegerField(
+                min_value=1, error_messages={"required": "from is required: ?from=N&to=M"}
+            ),
             "to": serializers.IntegerField(min_value=1, error_messages={"required": "to is required: ?from=N&to=M"}),
         }
 
@@ -144,8 +151,21 @@ class AuditRecordSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = AuditRecord
-        fields = ["id", "when", "who", "source", "action", "namespace", "name", "reason", "fromRevision",
-                  "toRevision", "details", "result", "error"]
+        fields = [
+            "id",
+            "when",
+            "who",
+            "source",
+            "action",
+            "namespace",
+            "name",
+            "reason",
+            "fromRevision",
+            "toRevision",
+            "details",
+            "result",
+            "error",
+        ]
 
 
 class SummarySerializer(serializers.Serializer):
@@ -210,12 +230,14 @@ def pod_summary(pod: dict[str, Any], in_flight: int) -> dict[str, Any]:
     containers = []
     for c in spec.get("containers") or []:
         st = statuses.get(c.get("name")) or {}
-        containers.append({
-            "name": c.get("name"),
-            "image": c.get("image"),
-            "ready": bool(st.get("ready")),
-            "restarts": int(st.get("restartCount") or 0),
-        })
+        containers.append(
+            {
+                "name": c.get("name"),
+                "image": c.get("image"),
+                "ready": bool(st.get("ready")),
+                "restarts": int(st.get("restartCount") or 0),
+            }
+        )
     gates = [
         {"type": g.get("conditionType"), "status": _condition(pod, g.get("conditionType"))}
         for g in spec.get("readinessGates") or []

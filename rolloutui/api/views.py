@@ -9,7 +9,8 @@ from __future__ import annotations
 from django.db.models import Q
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
-from rest_framework import exceptions, generics, serializers as drf_serializers, status
+from rest_framework import exceptions, generics, status
+from rest_framework import serializers as drf_serializers
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.pagination import PageNumberPagination
@@ -29,9 +30,8 @@ SOURCE = "api"
 def _services():
     # Imported at call time: the service layer is a separate package, and importing it lazily
     # keeps URL loading (and the schema) working even while a backend fails to initialise.
-    from rolloutui.services import cluster, controls, simulation, state  # noqa: F401
-
     import rolloutui.services as services
+    from rolloutui.services import cluster, controls, simulation, state  # noqa: F401
 
     return services
 
@@ -141,8 +141,13 @@ class Promote(_Control):
 
     def act(self, user, namespace, name, data):
         return _services().controls.promote(
-            user, namespace, name, partition=data.get("partition"), full=data.get("full", False),
-            reason=data["reason"], source=SOURCE,
+            user,
+            namespace,
+            name,
+            partition=data.get("partition"),
+            full=data.get("full", False),
+            reason=data["reason"],
+            source=SOURCE,
         )
 
 
@@ -168,8 +173,14 @@ class SetImage(_Control):
 
     def act(self, user, namespace, name, data):
         return _services().controls.set_image(
-            user, namespace, name, role=data["role"], image=data["image"], container=data.get("container"),
-            reason=data["reason"], source=SOURCE,
+            user,
+            namespace,
+            name,
+            role=data["role"],
+            image=data["image"],
+            container=data.get("container"),
+            reason=data["reason"],
+            source=SOURCE,
         )
 
 
@@ -177,14 +188,18 @@ class History(ServiceView):
     """Sampled progress points for the charts, oldest first (``services.state.progress_history``).
     The page loads them once and extends the charts from the websocket."""
 
-    @extend_schema(parameters=[OpenApiParameter("since", float, description="Only points after this cluster time.")],
-                   responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        parameters=[OpenApiParameter("since", float, description="Only points after this cluster time.")],
+        responses=OpenApiTypes.OBJECT,
+    )
     def get(self, request, namespace, name):
         since = request.query_params.get("since")
         try:
             since_value = float(since) if since not in (None, "") else None
         except ValueError:
-            raise exceptions.ValidationError({"since": [f"since must be a number (cluster seconds), got {since!r}"]}) from None
+            raise exceptions.ValidationError(
+                {"since": [f"since must be a number (cluster seconds), got {since!r}"]}
+            ) from None
         services = _services()
         services.cluster.get_cluster().get_modelserving(namespace, name)  # 404 for an unknown ModelServing
         return Response(services.state.progress_history(namespace, name, since=since_value))
@@ -253,7 +268,9 @@ class Pods(ServiceView):
                 continue
             pod_name = pod["metadata"]["name"]
             out.append(s.pod_summary(pod, router.in_flight(namespace, pod_name)))
-        out.sort(key=lambda p: (int(p["group"] or 0), p["role"] or "", int(p["roleOrdinal"] or 0), int(p["podIndex"] or 0)))
+        out.sort(
+            key=lambda p: (int(p["group"] or 0), p["role"] or "", int(p["roleOrdinal"] or 0), int(p["podIndex"] or 0))
+        )
         return Response(out)
 
 
@@ -271,15 +288,23 @@ class AuditList(generics.ListAPIView):
     serializer_class = s.AuditRecordSerializer
     pagination_class = AuditPagination
 
-    @extend_schema(parameters=[OpenApiParameter(p, str) for p in ("namespace", "name", "action", "who", "source", "result", "q")])
+    @extend_schema(
+        parameters=[OpenApiParameter(p, str) for p in ("namespace", "name", "action", "who", "source", "result", "q")]
+    )
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
         qs = AuditRecord.objects.all()
         p = self.request.query_params
-        for param, field in (("namespace", "namespace"), ("name", "name"), ("action", "action"),
-                             ("who", "actor_name"), ("source", "source"), ("result", "result")):
+        for param, field in (
+            ("namespace", "namespace"),
+            ("name", "name"),
+            ("action", "action"),
+            ("who", "actor_name"),
+            ("source", "source"),
+            ("result", "result"),
+        ):
             if p.get(param):
                 qs = qs.filter(**{field: p[param]})
         if p.get("q"):
@@ -291,7 +316,9 @@ class TokenView(ObtainAuthToken):
     """POST username + password -> {"token": ...}; use it as ``Authorization: Token <token>``."""
 
     @extend_schema(
-        request=inline_serializer("TokenRequest", {"username": drf_serializers.CharField(), "password": drf_serializers.CharField()}),
+        request=inline_serializer(
+            "TokenRequest", {"username": drf_serializers.CharField(), "password": drf_serializers.CharField()}
+        ),
         responses=inline_serializer("TokenResponse", {"token": drf_serializers.CharField()}),
     )
     def post(self, request, *args, **kwargs):

@@ -7,7 +7,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -16,38 +15,62 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='ModelServingAccess',
+            name="ModelServingAccess",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
             ],
             options={
-                'permissions': [('view_modelserving', 'Can view ModelServings, their rollout state and audit trail'), ('operate_modelserving', 'Can pause, resume, promote, roll back and edit ModelServings')],
-                'managed': False,
-                'default_permissions': (),
+                "permissions": [
+                    ("view_modelserving", "Can view ModelServings, their rollout state and audit trail"),
+                    ("operate_modelserving", "Can pause, resume, promote, roll back and edit ModelServings"),
+                ],
+                "managed": False,
+                "default_permissions": (),
             },
         ),
         migrations.CreateModel(
-            name='AuditRecord',
+            name="AuditRecord",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('actor_name', models.CharField(blank=True, max_length=150)),
-                ('source', models.CharField(choices=[('page', 'Dashboard page'), ('api', 'REST API'), ('cli', 'Command line'), ('scenario', 'Scenario'), ('system', 'System')], max_length=16)),
-                ('action', models.CharField(max_length=64)),
-                ('namespace', models.CharField(max_length=253)),
-                ('name', models.CharField(max_length=253)),
-                ('reason', models.TextField(blank=True)),
-                ('from_revision', models.CharField(blank=True, max_length=128)),
-                ('to_revision', models.CharField(blank=True, max_length=128)),
-                ('details', models.JSONField(blank=True, default=dict)),
-                ('result', models.CharField(choices=[('ok', 'OK'), ('error', 'Error')], default='ok', max_length=8)),
-                ('error', models.TextField(blank=True)),
-                ('actor', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='audit_records', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("actor_name", models.CharField(blank=True, max_length=150)),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("page", "Dashboard page"),
+                            ("api", "REST API"),
+                            ("cli", "Command line"),
+                            ("scenario", "Scenario"),
+                            ("system", "System"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("action", models.CharField(max_length=64)),
+                ("namespace", models.CharField(max_length=253)),
+                ("name", models.CharField(max_length=253)),
+                ("reason", models.TextField(blank=True)),
+                ("from_revision", models.CharField(blank=True, max_length=128)),
+                ("to_revision", models.CharField(blank=True, max_length=128)),
+                ("details", models.JSONField(blank=True, default=dict)),
+                ("result", models.CharField(choices=[("ok", "OK"), ("error", "Error")], default="ok", max_length=8)),
+                ("error", models.TextField(blank=True)),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="audit_records",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
-                'default_permissions': (),
-                'indexes': [models.Index(fields=['namespace', 'name', 'created_at'], name='audit_ms_time_idx')],
+                "ordering": ["-created_at", "-id"],
+                "default_permissions": (),
+                "indexes": [models.Index(fields=["namespace", "name", "created_at"], name="audit_ms_time_idx")],
             },
         ),
     ]

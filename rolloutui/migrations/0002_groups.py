@@ -22,9 +22,7 @@ def create_groups(apps, schema_editor):
     Group = apps.get_model("auth", "Group")
     db = schema_editor.connection.alias
 
-    content_type, _ = ContentType.objects.using(db).get_or_create(
-        app_label="rolloutui", model="modelservingaccess"
-    )
+    content_type, _ = ContentType.objects.using(db).get_or_create(app_label="rolloutui", model="modelservingaccess")
     permissions = {}
     for codename, name in PERMISSIONS.items():
         permissions[codename], _ = Permission.objects.using(db).get_or_create(

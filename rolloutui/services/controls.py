@@ -55,25 +55,52 @@ def resume(user, namespace: str, name: str, *, reason: str, source: str) -> Audi
     return _control(user, namespace, name, "resume", reason, source, lambda ms, revs: core.resume(ms), {})
 
 
-def promote(user, namespace: str, name: str, *, partition: int | None = None, full: bool = False, reason: str, source: str) -> AuditRecord:
-    return _control(user, namespace, name, "promote", reason, source,
-                    lambda ms, revs: core.promote(ms, partition=partition, full=full),
-                    {"partition": partition, "full": bool(full)})
+def promote(
+    user, namespace: str, name: str, *, partition: int | None = None, full: bool = False, reason: str, source: str
+) -> AuditRecord:
+    return _control(
+        user,
+        namespace,
+        name,
+        "promote",
+        reason,
+        source,
+        lambda ms, revs: core.promote(ms, partition=partition, full=full),
+        {"partition": partition, "full": bool(full)},
+    )
 
 
 def rollback(user, namespace: str, name: str, *, to_revision: int, reason: str, source: str) -> AuditRecord:
-    return _control(user, namespace, name, "rollback", reason, source,
-                    lambda ms, revs: core.rollback(ms, revs, to_revision=to_revision),
-                    {"toRevision": to_revision}, rollback_to=to_revision)
+    return _control(
+        user,
+        namespace,
+        name,
+        "rollback",
+        reason,
+        source,
+        lambda ms, revs: core.rollback(ms, revs, to_revision=to_revision),
+        {"toRevision": to_revision},
+        rollback_to=to_revision,
+    )
 
 
-def set_image(user, namespace: str, name: str, *, role: str, image: str, container: str | None = None, reason: str, source: str) -> AuditRecord:
-    return _control(user, namespace, name, "set_image", reason, source,
-                    lambda ms, revs: core.set_image(ms, role=role, image=image, container=container),
-                    {"role": role, "image": image, "container": container})
+def set_image(
+    user, namespace: str, name: str, *, role: str, image: str, container: str | None = None, reason: str, source: str
+) -> AuditRecord:
+    return _control(
+        user,
+        namespace,
+        name,
+        "set_image",
+        reason,
+        source,
+        lambda ms, revs: core.set_image(ms, role=role, image=image, container=container),
+        {"role": role, "image": image, "container": container},
+    )
 
 
 # -- shared machinery ----------------------------------------------------------------------------------
+
 
 def username(user) -> str:
     if user is None:
@@ -100,8 +127,19 @@ def check_source(source: Any) -> str:
     return source
 
 
-def audit(user, *, action: str, namespace: str, name: str, reason: Any, source: str, from_revision: str = "",
-          to_revision: str = "", details: dict[str, Any] | None = None, error: BaseException | None = None) -> AuditRecord:
+def audit(
+    user,
+    *,
+    action: str,
+    namespace: str,
+    name: str,
+    reason: Any,
+    source: str,
+    from_revision: str = "",
+    to_revision: str = "",
+    details: dict[str, Any] | None = None,
+    error: BaseException | None = None,
+) -> AuditRecord:
     return AuditRecord.objects.create(
         actor=user if getattr(user, "pk", None) else None,
         actor_name=username(user)[:150],
@@ -133,7 +171,9 @@ def _revision_of(ms: dict[str, Any], revisions: list[dict[str, Any]]) -> dict[st
     history = History.from_objects(revisions)
     collision = int((ms.get("status") or {}).get("collisionCount") or 0)
     try:
-        update = record_update_revision((ms.get("metadata") or {}).get("name", ""), ms.get("spec") or {}, history, collision)
+        update = record_update_revision(
+            (ms.get("metadata") or {}).get("name", ""), ms.get("spec") or {}, history, collision
+        )
     except Exception:  # an unusable spec: fall back to what status says
         h = (ms.get("status") or {}).get("updateRevision")
         rev = history.get(h)
@@ -144,9 +184,18 @@ def _revision_of(ms: dict[str, Any], revisions: list[dict[str, Any]]) -> dict[st
     return _ref(existing.number if existing else update.number, update.hash) | {"becomes": update.number}
 
 
-def _control(user, namespace: str, name: str, action: str, reason: Any, source: str,
-             build: Callable[[dict[str, Any], list[dict[str, Any]]], dict[str, Any]], args: dict[str, Any],
-             *, rollback_to: int | None = None) -> AuditRecord:
+def _control(
+    user,
+    namespace: str,
+    name: str,
+    action: str,
+    reason: Any,
+    source: str,
+    build: Callable[[dict[str, Any], list[dict[str, Any]]], dict[str, Any]],
+    args: dict[str, Any],
+    *,
+    rollback_to: int | None = None,
+) -> AuditRecord:
     details: dict[str, Any] = {"args": args}
     before: dict[str, Any] = {}
     try:
@@ -160,8 +209,10 @@ def _control(user, namespace: str, name: str, action: str, reason: Any, source: 
             before = _revision_of(ms, revisions)
             patch = build(ms, revisions)
             cause = f"{username(user)} via {source}: {action}: {reason}"
-            patch = {**patch, "metadata": {**(patch.get("metadata") or {}),
-                                           "annotations": {naming.ANNOTATION_CHANGE_CAUSE: cause}}}
+            patch = {
+                **patch,
+                "metadata": {**(patch.get("metadata") or {}), "annotations": {naming.ANNOTATION_CHANGE_CAUSE: cause}},
+            }
             rv = (ms.get("metadata") or {}).get("resourceVersion")
             try:
                 new = cluster.patch_modelserving(namespace, name, patch, resource_version=rv)
@@ -170,19 +221,41 @@ def _control(user, namespace: str, name: str, action: str, reason: Any, source: 
                 log.info("%s of %s/%s lost a race (attempt %d); re-reading", action, namespace, name, attempt + 1)
                 continue
         else:
-            raise Conflict(f"modelserving {namespace}/{name} kept changing; {action} not applied after {MAX_ATTEMPTS} attempts")
+            raise Conflict(
+                f"modelserving {namespace}/{name} kept changing; {action} not applied after {MAX_ATTEMPTS} attempts"
+            )
         after = _revision_of(new, revisions)
         if rollback_to is not None:
             target = History.from_objects(revisions).by_number(rollback_to)
             after = _ref(rollback_to, target.hash if target else after.get("hash")) | {"becomes": after.get("becomes")}
-        details.update(fromRevision=before, toRevision=after, patch=patch, generation=(new.get("metadata") or {}).get("generation"))
+        details.update(
+            fromRevision=before, toRevision=after, patch=patch, generation=(new.get("metadata") or {}).get("generation")
+        )
     except (ControlError, ControlDenied, NotFound, Conflict) as exc:
         details["fromRevision"] = before or None
-        audit(user, action=action, namespace=namespace, name=name, reason=reason, source=source,
-              from_revision=_label(before) if before else "", details=details, error=exc)
+        audit(
+            user,
+            action=action,
+            namespace=namespace,
+            name=name,
+            reason=reason,
+            source=source,
+            from_revision=_label(before) if before else "",
+            details=details,
+            error=exc,
+        )
         raise
-    record = audit(user, action=action, namespace=namespace, name=name, reason=reason, source=source,
-                   from_revision=_label(before), to_revision=_label(after), details=details)
+    record = audit(
+        user,
+        action=action,
+        namespace=namespace,
+        name=name,
+        reason=reason,
+        source=source,
+        from_revision=_label(before),
+        to_revision=_label(after),
+        details=details,
+    )
     enqueue.reconcile_soon(namespace, name)
     return record
 

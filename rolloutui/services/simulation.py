@@ -38,18 +38,31 @@ PREVIEW_STEP = 5.0
 
 def _sim_cluster() -> DatabaseCluster:
     if backend_name() != "sim":
-        raise ControlError(f"simulation is only available on the simulated cluster (backend is {backend_name()!r})", field="backend")
+        raise ControlError(
+            f"simulation is only available on the simulated cluster (backend is {backend_name()!r})", field="backend"
+        )
     return DatabaseCluster(actor="operator")
 
 
-def _fault(user, action: str, reason: Any, source: str, namespace: str, name: str, details: dict[str, Any], do) -> AuditRecord:
+def _fault(
+    user, action: str, reason: Any, source: str, namespace: str, name: str, details: dict[str, Any], do
+) -> AuditRecord:
     try:
         check_source(source)
         check_permission(user)
         reason = check_reason(reason)
         details.update(do() or {})
     except (ControlError, ControlDenied, NotFound, ValueError) as exc:
-        audit(user, action=action, namespace=namespace, name=name, reason=reason, source=source, details=details, error=exc)
+        audit(
+            user,
+            action=action,
+            namespace=namespace,
+            name=name,
+            reason=reason,
+            source=source,
+            details=details,
+            error=exc,
+        )
         raise
     return audit(user, action=action, namespace=namespace, name=name, reason=reason, source=source, details=details)
 
@@ -76,7 +89,9 @@ def kill_pod(user, namespace: str, pod_name: str, *, reason: str, source: str) -
 
     # The audit row names the ModelServing the pod belongs to, so it shows on that page.
     try:
-        label = ((_sim_cluster().get_pod(namespace, pod_name).get("metadata") or {}).get("labels") or {}).get(naming.LABEL_NAME, "")
+        label = ((_sim_cluster().get_pod(namespace, pod_name).get("metadata") or {}).get("labels") or {}).get(
+            naming.LABEL_NAME, ""
+        )
     except (NotFound, ControlError):
         label = ""
     return _fault(user, "kill_pod", reason, source, namespace, label or pod_name, details, do)
@@ -123,13 +138,28 @@ def list_nodes() -> list[dict[str, Any]]:
 
     cluster = _sim_cluster()
     used = cluster.gpus_used()
-    pods = dict(SimObject.objects.filter(kind=SimObject.KIND_POD).exclude(node="").values("node").annotate(n=Count("id")).values_list("node", "n"))
-    return [{"name": n.name, "ip": n.ip, "gpus": n.gpus, "gpusUsed": used.get(n.name, 0) if not n.failed else 0,
-             "pods": pods.get(n.name, 0) if not n.failed else 0, "failed": n.failed}
-            for n in cluster.list_nodes(include_failed=True)]
+    pods = dict(
+        SimObject.objects.filter(kind=SimObject.KIND_POD)
+        .exclude(node="")
+        .values("node")
+        .annotate(n=Count("id"))
+        .values_list("node", "n")
+    )
+    return [
+        {
+            "name": n.name,
+            "ip": n.ip,
+            "gpus": n.gpus,
+            "gpusUsed": used.get(n.name, 0) if not n.failed else 0,
+            "pods": pods.get(n.name, 0) if not n.failed else 0,
+            "failed": n.failed,
+        }
+        for n in cluster.list_nodes(include_failed=True)
+    ]
 
 
 # -- preview -------------------------------------------------------------------------------------------
+
 
 class _PreviewRunner(Runner):
     """The scenario runner, also recording capacity and blocked reasons from every pass."""
@@ -142,7 +172,9 @@ class _PreviewRunner(Runner):
         super()._check_convergence(view)
         counts = view.get("counts") or {}
         reasons = [b.get("reason", "") for b in view.get("blocked") or []]
-        self.samples.append((self.loop.now(), int(counts.get("availableReplicas") or 0), reasons, view.get("updateRevision")))
+        self.samples.append(
+            (self.loop.now(), int(counts.get("availableReplicas") or 0), reasons, view.get("updateRevision"))
+        )
 
 
 def preview(namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
@@ -157,19 +189,37 @@ def preview(namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
     ms = cluster.get_modelserving(namespace, name)
     if not isinstance(patch, dict) or not patch:
         raise ControlError("patch must be a non-empty JSON merge patch object", field="patch")
-    base = {"apiVersion": ms.get("apiVersion") or naming.API_VERSION, "kind": ms.get("kind") or naming.KIND,
-            "metadata": {"name": name, "namespace": namespace}, "spec": ms.get("spec") or {}}
+    base = {
+        "apiVersion": ms.get("apiVersion") or naming.API_VERSION,
+        "kind": ms.get("kind") or naming.KIND,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": ms.get("spec") or {},
+    }
     body = {k: v for k, v in patch.items() if k in ("spec", "metadata")}
     try:
         parsed = parse_modelserving(apply_merge_patch(base, body))
     except ValidationError as err:
-        raise ControlError(f"the change would make the ModelServing invalid: {err}", field=f"patch.{err.field}") from None
+        raise ControlError(
+            f"the change would make the ModelServing invalid: {err}", field=f"patch.{err.field}"
+        ) from None
     config = cluster.config
     traffic_row = SimTraffic.objects.filter(namespace=namespace, name=name, rps__gt=0).first()
-    traffic = Traffic(traffic_row.rps, Span(traffic_row.duration_low, max(traffic_row.duration_high, traffic_row.duration_low))) if traffic_row else None
-    scenario = Scenario(name=f"preview-{name}", seed=0, until=PREVIEW_SETTLE_LIMIT + PREVIEW_ROLLOUT_LIMIT,
-                        cluster=ClusterConfig(nodes=0, gpus_per_node=0, timing=dict(config.timing), images=dict(config.images)),
-                        traffic=traffic, manifest=base, events=[])
+    traffic = (
+        Traffic(
+            traffic_row.rps, Span(traffic_row.duration_low, max(traffic_row.duration_high, traffic_row.duration_low))
+        )
+        if traffic_row
+        else None
+    )
+    scenario = Scenario(
+        name=f"preview-{name}",
+        seed=0,
+        until=PREVIEW_SETTLE_LIMIT + PREVIEW_ROLLOUT_LIMIT,
+        cluster=ClusterConfig(nodes=0, gpus_per_node=0, timing=dict(config.timing), images=dict(config.images)),
+        traffic=traffic,
+        manifest=base,
+        events=[],
+    )
     runner = _PreviewRunner(scenario)
     for node in cluster.list_nodes():
         runner.cluster.add_nodes(1, node.gpus)
@@ -239,6 +289,12 @@ def traffic(namespace: str, name: str) -> dict[str, Any] | None:
     from controller.live.traffic import in_flight_counts
 
     pods = [p["metadata"]["name"] for p in _sim_cluster().list_pods(namespace, name)]
-    return {"rps": row.rps, "durationSeconds": [row.duration_low, row.duration_high], "sent": row.sent,
-            "completed": row.completed, "interrupted": row.interrupted, "rejected": row.rejected,
-            "inFlight": sum(in_flight_counts(namespace, pods).values())}
+    return {
+        "rps": row.rps,
+        "durationSeconds": [row.duration_low, row.duration_high],
+        "sent": row.sent,
+        "completed": row.completed,
+        "interrupted": row.interrupted,
+        "rejected": row.rejected,
+        "inFlight": sum(in_flight_counts(namespace, pods).values()),
+    }

@@ -15,7 +15,9 @@ from .cluster import backend_name, get_cluster
 PHASES = ("Healthy", "Progressing", "Paused", "Blocked", "Degraded", "Pending")
 
 
-def list_summaries(*, namespace: str | None = None, search: str | None = None, phase: str | None = None) -> list[dict[str, Any]]:
+def list_summaries(
+    *, namespace: str | None = None, search: str | None = None, phase: str | None = None
+) -> list[dict[str, Any]]:
     """Compact rows (namespace, name, phase, replicas, ready, updated, desired, currentRevision,
     updateRevision, paused, strategyType), sorted by namespace and name.
 
@@ -82,8 +84,10 @@ def revision_diff(namespace: str, name: str, from_number: int, to_number: int) -
             raise ControlError(f"revision {number} cannot be read ({rev.error})", field=field)
         picked[field] = rev
     spec = ms.get("spec") or {}
-    roles = {r.get("name"): {k: r.get(k) for k in RUNTIME_ROLE_FIELDS if r.get(k) is not None}
-             for r in (spec.get("template") or {}).get("roles") or []}
+    roles = {
+        r.get("name"): {k: r.get(k) for k in RUNTIME_ROLE_FIELDS if r.get(k) is not None}
+        for r in (spec.get("template") or {}).get("roles") or []
+    }
     return {
         "from": picked["from"].to_json(),
         "to": picked["to"].to_json(),
@@ -98,7 +102,9 @@ def revision_diff(namespace: str, name: str, from_number: int, to_number: int) -
     }
 
 
-def progress_history(namespace: str, name: str, *, since: float | None = None, limit: int = 3600) -> list[dict[str, Any]]:
+def progress_history(
+    namespace: str, name: str, *, since: float | None = None, limit: int = 3600
+) -> list[dict[str, Any]]:
     """The sampled progress points for the charts, oldest first (see ``controller.tasks.progress_point``)."""
     from controller.models import ProgressSample
 

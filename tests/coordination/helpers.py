@@ -112,7 +112,11 @@ def role_progress(cluster, *, group=0, hashes=None) -> dict[str, RoleProgress]:
         ready = in_flight = old = old_any = ready_any = old_alive = old_pending = 0
         for k, ps in instances.items():
             at_target = all(p["metadata"]["labels"].get(naming.LABEL_ROLE_TEMPLATE_HASH) == hashes[name] for p in ps)
-            removing = any(p["metadata"].get("deletionTimestamp") or naming.ANNOTATION_DRAINING in (p["metadata"].get("annotations") or {}) for p in ps)
+            removing = any(
+                p["metadata"].get("deletionTimestamp")
+                or naming.ANNOTATION_DRAINING in (p["metadata"].get("annotations") or {})
+                for p in ps
+            )
             is_ready = len(ps) == per_instance and all(_ready(p) for p in ps) and not removing
             terminating = any(p["metadata"].get("deletionTimestamp") for p in ps)
             if not at_target:
@@ -131,7 +135,9 @@ def role_progress(cluster, *, group=0, hashes=None) -> dict[str, RoleProgress]:
                 elif at_target or removing:
                     in_flight += 1
         in_flight += sum(1 for k in range(partition, replicas) if k not in instances)
-        out[name] = RoleProgress(max(replicas - partition, 0), ready, in_flight, old, old_any, ready_any, old_alive, old_pending)
+        out[name] = RoleProgress(
+            max(replicas - partition, 0), ready, in_flight, old, old_any, ready_any, old_alive, old_pending
+        )
     return out
 
 
@@ -139,7 +145,9 @@ def quota(baseline: Fraction, skew: Fraction, target: int) -> int:
     return min(target, math.ceil(min(Fraction(1), baseline + skew) * target))
 
 
-def baseline_of(progress: dict[str, RoleProgress], coordinated_roles=None, deps: dict[str, list[str]] | None = None) -> Fraction:
+def baseline_of(
+    progress: dict[str, RoleProgress], coordinated_roles=None, deps: dict[str, list[str]] | None = None
+) -> Fraction:
     """min Ready progress over roles still rolling out.
 
     With dependencies, domain.md's teardown order makes a dependency keep its last old instance
@@ -159,7 +167,12 @@ def baseline_of(progress: dict[str, RoleProgress], coordinated_roles=None, deps:
         if (coordinated_roles is not None and n not in coordinated_roles) or p.target == 0:
             continue
         ready = p.ready
-        if p.old == 1 and p.old_pending == 1 and p.ready == p.target - 1 and any(progress[c].old_alive > 0 for c in callers.get(n, [])):
+        if (
+            p.old == 1
+            and p.old_pending == 1
+            and p.ready == p.target - 1
+            and any(progress[c].old_alive > 0 for c in callers.get(n, []))
+        ):
             ready = min(ready + 1, p.target)
         if ready < p.target:
             out = min(out, Fraction(ready, p.target))

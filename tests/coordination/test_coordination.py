@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from .helpers import (
     NAME,
-    CountingRouter,
     NS,
+    CountingRouter,
     baseline_of,
     chain,
     closure,
@@ -48,18 +48,34 @@ def build(counts: dict[str, int], *, skew="10%", deps=None, replicas=1, role_ext
 
 
 def reasons(result, role_name=None, kind=None):
-    return [b["reason"] for b in result.blocked if (role_name is None or b["role"] == role_name) and (kind is None or b.get("kind") == kind)]
+    return [
+        b["reason"]
+        for b in result.blocked
+        if (role_name is None or b["role"] == role_name) and (kind is None or b.get("kind") == kind)
+    ]
 
 
 # -- start quotas from zero -------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "counts, skew, expected",
     [
-        pytest.param({"a": 100, "b": 50, "c": 10}, "10%", {"a": 10, "b": 5, "c": 1}, id="seed example A=100 B=50 C=10 at 10% gives 10, 5, 1"),
-        pytest.param({"a": 2, "b": 4, "c": 10}, "10%", {"a": 1, "b": 1, "c": 1}, id="kthena 2, 4, 10 at 10% each start one"),
-        pytest.param({"a": 8, "b": 4, "c": 10}, "10%", {"a": 1, "b": 1, "c": 1}, id="kthena 8, 4, 10 at 10% each start one"),
-        pytest.param({"prefill": 10, "decode": 20}, "10%", {"prefill": 1, "decode": 2}, id="PD 10 prefill 20 decode at 10%"),
+        pytest.param(
+            {"a": 100, "b": 50, "c": 10},
+            "10%",
+            {"a": 10, "b": 5, "c": 1},
+            id="seed example A=100 B=50 C=10 at 10% gives 10, 5, 1",
+        ),
+        pytest.param(
+            {"a": 2, "b": 4, "c": 10}, "10%", {"a": 1, "b": 1, "c": 1}, id="kthena 2, 4, 10 at 10% each start one"
+        ),
+        pytest.param(
+            {"a": 8, "b": 4, "c": 10}, "10%", {"a": 1, "b": 1, "c": 1}, id="kthena 8, 4, 10 at 10% each start one"
+        ),
+        pytest.param(
+            {"prefill": 10, "decode": 20}, "10%", {"prefill": 1, "decode": 2}, id="PD 10 prefill 20 decode at 10%"
+        ),
         pytest.param({"a": 100, "b": 50, "c": 10}, "25%", {"a": 25, "b": 13, "c": 3}, id="25% rounds up per role"),
         pytest.param({"a": 3, "b": 7}, "100%", {"a": 3, "b": 7}, id="100% skew lets the budget decide"),
     ],
@@ -101,6 +117,7 @@ def test_in_flight_replacements_count_against_the_quota_on_later_passes():
 
 # -- the proposal's worked examples ----------------------------------------------------------------
 
+
 def test_kthena_chain_of_three_with_four_each_starts_c_then_b_then_a_then_all_three():
     """A, B, C with 4 each, maxUnavailable 1, maxSkew 10%, A -> B -> C: each step is 25%.
 
@@ -108,7 +125,9 @@ def test_kthena_chain_of_three_with_four_each_starts_c_then_b_then_a_then_all_th
     then B once a new C is Ready, then A once a new B is Ready; after A's first is Ready the
     baseline is 25% and all three proceed together, governed only by skew and maxUnavailable, until
     the teardown order puts the last old instances in the order A, then B, then C."""
-    cluster, clock = build({"a": 4, "b": 4, "c": 4}, deps=chain("a", "b", "c"), role_extra={n: {"maxUnavailable": 1} for n in "abc"})
+    cluster, clock = build(
+        {"a": 4, "b": 4, "c": 4}, deps=chain("a", "b", "c"), role_extra={n: {"maxUnavailable": 1} for n in "abc"}
+    )
     set_images(cluster, "engine:v2")
     starts = []
     first_ready_when_started = {}
@@ -148,7 +167,9 @@ def test_kthena_different_partitions_a_stops_at_its_partition_while_b_and_c_comp
     by_instance = {}
     for pod in cluster.pods.values():
         labels = pod["metadata"]["labels"]
-        by_instance[(labels["serving.rolloutui.io/role"], int(labels["serving.rolloutui.io/role-ordinal"]))] = labels["serving.rolloutui.io/role-template-hash"]
+        by_instance[(labels["serving.rolloutui.io/role"], int(labels["serving.rolloutui.io/role-ordinal"]))] = labels[
+            "serving.rolloutui.io/role-template-hash"
+        ]
     assert [by_instance[("a", k)] for k in range(4)] == [old["a"], old["a"], new["a"], new["a"]]
     assert all(by_instance[(r, k)] == new[r] for r in "bc" for k in range(4))
 
@@ -162,7 +183,11 @@ def test_unchanged_roles_do_not_lower_the_baseline_and_satisfy_dependencies():
 
 
 def test_roles_outside_the_coordination_set_spend_only_their_own_budget():
-    cluster, clock = build({"a": 10, "b": 10, "c": 10}, coord_roles=["a", "b"], role_extra={"a": {"maxUnavailable": 5}, "b": {"maxUnavailable": 5}, "c": {"maxUnavailable": 5}})
+    cluster, clock = build(
+        {"a": 10, "b": 10, "c": 10},
+        coord_roles=["a", "b"],
+        role_extra={"a": {"maxUnavailable": 5}, "b": {"maxUnavailable": 5}, "c": {"maxUnavailable": 5}},
+    )
     set_images(cluster, "engine:v2")
     result = step(cluster, clock, settle=False)
     assert started_by_role(result.actions) == {"a": 1, "b": 1, "c": 5}
@@ -170,30 +195,47 @@ def test_roles_outside_the_coordination_set_spend_only_their_own_budget():
 
 # -- skew bound, dependency gate and teardown order on every pass of a full rollout -------------
 
-def check_pass(skew: Fraction, deps: dict[str, list[str]], ever_started: dict, problems: list, teardown: bool = True, bound: bool = True):
+
+def check_pass(
+    skew: Fraction,
+    deps: dict[str, list[str]],
+    ever_started: dict,
+    problems: list,
+    teardown: bool = True,
+    bound: bool = True,
+):
     def on_pass(result, before, after):
         for g, (b, a) in enumerate(zip(before, after)):
             base = baseline_of(b, deps=deps)
-            for r, rp in (a.items() if bound else ()):
+            for r, rp in a.items() if bound else ():
                 allowed = quota(base, skew, rp.target)
                 if rp.ready + rp.in_flight > max(allowed, b[r].ready + b[r].in_flight):
-                    problems.append(f"group {g} {r}: started {rp.ready}+{rp.in_flight} > quota {allowed} (baseline {base})")
-            for r, n in started_by_role([x for x in result.actions if x.group == g]).items():
+                    problems.append(
+                        f"group {g} {r}: started {rp.ready}+{rp.in_flight} > quota {allowed} (baseline {base})"
+                    )
+            for r, _n in started_by_role([x for x in result.actions if x.group == g]).items():
                 if (g, r) not in ever_started:
                     ever_started[(g, r)] = True
                     for d in closure(r, deps):
                         if b[d].ready_any == 0 and b[d].target > 0:
                             problems.append(f"group {g}: {r} started before a new {d} was Ready")
-            for caller, on in (deps.items() if teardown else ()):
+            for caller, on in deps.items() if teardown else ():
                 for d in on:
                     # "exists": not terminating (a draining caller still serves; a deleted one
                     # finished its requests or had them interrupted at the drain timeout).
                     if a[caller].old_alive > 0 and a[d].old == 0 and b[d].old_any > 0:
                         problems.append(f"group {g}: old {caller} exists but no old {d} is kept")
+
     return on_pass
 
 
-PROPERTY = settings(max_examples=25, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate], suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 class BusyRouter(CountingRouter):
@@ -211,14 +253,18 @@ def random_rollout(counts, skew, unavailable, deps, groups, surge_single_depende
         # A dependency with a single instance needs surge (domain.md); give it one.
         if surge_single_dependencies and n in {d for on in deps.values() for d in on} and counts[i] == 1:
             extra[n]["maxSurge"] = 1
-    cluster, clock = build(dict(zip(names, counts)), skew=f"{skew}%", deps=deps or None, role_extra=extra, replicas=groups, drain=drain)
+    cluster, clock = build(
+        dict(zip(names, counts)), skew=f"{skew}%", deps=deps or None, role_extra=extra, replicas=groups, drain=drain
+    )
     set_images(cluster, "engine:v2")
     return cluster, clock
 
 
 def all_on_target(cluster) -> bool:
     new = target_role_hashes(cluster)
-    return {p["metadata"]["labels"]["serving.rolloutui.io/role-template-hash"] for p in cluster.pods.values()} == set(new.values())
+    return {p["metadata"]["labels"]["serving.rolloutui.io/role-template-hash"] for p in cluster.pods.values()} == set(
+        new.values()
+    )
 
 
 COUNTS = st.lists(st.integers(1, 9), min_size=2, max_size=3)
@@ -228,7 +274,9 @@ UNAVAILABLE = st.lists(st.integers(1, 4), min_size=3, max_size=3)
 
 @PROPERTY
 @given(counts=COUNTS, skew=SKEWS, unavailable=UNAVAILABLE, groups=st.integers(1, 2))
-def test_without_dependencies_no_role_ever_starts_more_than_its_quota_and_the_rollout_completes(counts, skew, unavailable, groups):
+def test_without_dependencies_no_role_ever_starts_more_than_its_quota_and_the_rollout_completes(
+    counts, skew, unavailable, groups
+):
     cluster, clock = random_rollout(counts, skew, unavailable, {}, groups)
     problems: list[str] = []
     roll(cluster, clock, on_pass=check_pass(Fraction(skew, 100), {}, {}, problems))
@@ -239,11 +287,19 @@ def test_without_dependencies_no_role_ever_starts_more_than_its_quota_and_the_ro
 @PROPERTY
 @example(counts=[10, 5], skew=10, unavailable=[1, 1, 1], groups=1)
 @given(counts=COUNTS, skew=SKEWS, unavailable=UNAVAILABLE, groups=st.integers(1, 2))
-def test_with_a_dependency_chain_every_pass_keeps_the_skew_bound_and_the_startup_gate(counts, skew, unavailable, groups):
+def test_with_a_dependency_chain_every_pass_keeps_the_skew_bound_and_the_startup_gate(
+    counts, skew, unavailable, groups
+):
     deps = chain(*["a", "b", "c"][: len(counts)])
     cluster, clock = random_rollout(counts, skew, unavailable, deps, groups)
     problems: list[str] = []
-    roll(cluster, clock, on_pass=check_pass(Fraction(skew, 100), deps, {}, problems, teardown=False), max_steps=250, require_converged=False)
+    roll(
+        cluster,
+        clock,
+        on_pass=check_pass(Fraction(skew, 100), deps, {}, problems, teardown=False),
+        max_steps=250,
+        require_converged=False,
+    )
     assert problems == []
 
 
@@ -251,13 +307,22 @@ def test_with_a_dependency_chain_every_pass_keeps_the_skew_bound_and_the_startup
 @example(counts=[1, 1], skew=100, unavailable=[1, 1, 1], groups=1)
 @example(counts=[2, 2], skew=100, unavailable=[1, 1, 1], groups=1)
 @given(counts=COUNTS, skew=SKEWS, unavailable=UNAVAILABLE, groups=st.integers(1, 2))
-def test_with_a_dependency_chain_an_old_dependency_is_kept_on_every_pass_while_an_old_caller_exists(counts, skew, unavailable, groups):
+def test_with_a_dependency_chain_an_old_dependency_is_kept_on_every_pass_while_an_old_caller_exists(
+    counts, skew, unavailable, groups
+):
     """With drains (3 s, every pod busy until the timeout) so that an old caller visibly still
     exists while it drains."""
     deps = chain(*["a", "b", "c"][: len(counts)])
     cluster, clock = random_rollout(counts, skew, unavailable, deps, groups, drain={"timeoutSeconds": 3})
     problems: list[str] = []
-    roll(cluster, clock, on_pass=check_pass(Fraction(skew, 100), deps, {}, problems, bound=False), max_steps=400, require_converged=False, router=BusyRouter())
+    roll(
+        cluster,
+        clock,
+        on_pass=check_pass(Fraction(skew, 100), deps, {}, problems, bound=False),
+        max_steps=400,
+        require_converged=False,
+        router=BusyRouter(),
+    )
     assert problems == []
 
 
@@ -271,9 +336,19 @@ def test_with_a_dependency_chain_the_rollout_always_completes(counts, skew, unav
     assert all_on_target(cluster)
 
 
-@settings(max_examples=15, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate], suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=15,
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(
-    a=st.integers(1, 6), b=st.integers(1, 6), pa=st.integers(0, 5), pb=st.integers(0, 5), skew=st.sampled_from([10, 20, 50]),
+    a=st.integers(1, 6),
+    b=st.integers(1, 6),
+    pa=st.integers(0, 5),
+    pb=st.integers(0, 5),
+    skew=st.sampled_from([10, 20, 50]),
 )
 def test_partitions_shrink_the_eligible_target_and_the_bound_holds_against_it(a, b, pa, pb, skew):
     pa, pb = min(pa, a - 1), min(pb, b - 1)
@@ -290,8 +365,11 @@ def test_partitions_shrink_the_eligible_target_and_the_bound_holds_against_it(a,
 
 # -- dependency gate and teardown order ----------------------------------------------------------
 
+
 def test_a_caller_never_starts_before_its_new_dependency_is_ready_even_when_the_dependency_is_slow():
-    cluster, clock = build({"a": 4, "b": 4}, deps={"a": ["b"]}, role_extra={"a": {"maxUnavailable": 1}, "b": {"maxUnavailable": 1}})
+    cluster, clock = build(
+        {"a": 4, "b": 4}, deps={"a": ["b"]}, role_extra={"a": {"maxUnavailable": 1}, "b": {"maxUnavailable": 1}}
+    )
     set_images(cluster, "engine:v2")
     cluster.fail_images.add("engine:v2")  # new b never becomes Ready
     for _ in range(10):
@@ -334,9 +412,15 @@ def test_an_old_dependency_instance_stays_while_an_old_caller_exists_even_while_
     assert problems == []
 
 
-@pytest.mark.parametrize("max_unavailable", [pytest.param(1, id="maxUnavailable 1"), pytest.param("100%", id="maxUnavailable 100%")])
+@pytest.mark.parametrize(
+    "max_unavailable", [pytest.param(1, id="maxUnavailable 1"), pytest.param("100%", id="maxUnavailable 100%")]
+)
 def test_a_single_instance_dependency_without_surge_is_blocked_with_a_reason_naming_the_ways_out(max_unavailable):
-    cluster, clock = build({"a": 2, "b": 1}, deps={"a": ["b"]}, role_extra={"a": {"maxUnavailable": 1}, "b": {"maxUnavailable": max_unavailable}})
+    cluster, clock = build(
+        {"a": 2, "b": 1},
+        deps={"a": ["b"]},
+        role_extra={"a": {"maxUnavailable": 1}, "b": {"maxUnavailable": max_unavailable}},
+    )
     set_images(cluster, "engine:v2")
     for _ in range(5):
         result = step(cluster, clock)
@@ -359,15 +443,29 @@ def test_a_single_instance_dependency_without_surge_is_blocked_with_a_reason_nam
     ],
 )
 def test_a_single_instance_dependency_with_max_surge_one_completes(callers, b_unavailable, skew):
-    cluster, clock = build({"a": callers, "b": 1}, skew=skew, deps={"a": ["b"]}, role_extra={"a": {"maxUnavailable": 1}, "b": {"maxUnavailable": b_unavailable, "maxSurge": 1}})
+    cluster, clock = build(
+        {"a": callers, "b": 1},
+        skew=skew,
+        deps={"a": ["b"]},
+        role_extra={"a": {"maxUnavailable": 1}, "b": {"maxUnavailable": b_unavailable, "maxSurge": 1}},
+    )
     set_images(cluster, "engine:v2")
     problems: list[str] = []
-    roll(cluster, clock, on_pass=check_pass(Fraction(skew.rstrip("%")) / 100, {"a": ["b"]}, {}, problems, teardown=False), max_steps=120)
+    roll(
+        cluster,
+        clock,
+        on_pass=check_pass(Fraction(skew.rstrip("%")) / 100, {"a": ["b"]}, {}, problems, teardown=False),
+        max_steps=120,
+    )
     assert problems == []
     hashes = target_role_hashes(cluster)
     labels = [p["metadata"]["labels"] for p in cluster.pods.values()]
-    assert sorted((lb["serving.rolloutui.io/role"], lb["serving.rolloutui.io/role-ordinal"]) for lb in labels) == [("a", str(k)) for k in range(callers)] + [("b", "0")]
-    assert all(lb["serving.rolloutui.io/role-template-hash"] == hashes[lb["serving.rolloutui.io/role"]] for lb in labels)
+    assert sorted((lb["serving.rolloutui.io/role"], lb["serving.rolloutui.io/role-ordinal"]) for lb in labels) == [
+        ("a", str(k)) for k in range(callers)
+    ] + [("b", "0")]
+    assert all(
+        lb["serving.rolloutui.io/role-template-hash"] == hashes[lb["serving.rolloutui.io/role"]] for lb in labels
+    )
 
 
 @pytest.mark.parametrize(
@@ -380,7 +478,12 @@ def test_a_single_instance_dependency_with_max_surge_one_completes(callers, b_un
     ],
 )
 def test_a_multi_instance_dependency_with_coarser_steps_than_its_caller_completes(a, b, skew, b_surge):
-    cluster, clock = build({"a": a, "b": b}, skew=skew, deps={"a": ["b"]}, role_extra={"a": {"maxUnavailable": 1}, "b": {"maxUnavailable": 1, "maxSurge": b_surge}})
+    cluster, clock = build(
+        {"a": a, "b": b},
+        skew=skew,
+        deps={"a": ["b"]},
+        role_extra={"a": {"maxUnavailable": 1}, "b": {"maxUnavailable": 1, "maxSurge": b_surge}},
+    )
     set_images(cluster, "engine:v2")
     roll(cluster, clock, max_steps=200)
     assert all_on_target(cluster)
@@ -389,7 +492,12 @@ def test_a_multi_instance_dependency_with_coarser_steps_than_its_caller_complete
 def test_a_stalled_coordinated_rollout_is_not_reported_as_progressing():
     """When neither role can ever move (skew waits on the dependency, the dependency waits on the
     caller) the phase must say so, not claim progress forever."""
-    cluster, clock = build({"a": 3, "b": 2}, skew="10%", deps={"a": ["b"]}, role_extra={"a": {"maxUnavailable": 1}, "b": {"maxUnavailable": 1, "maxSurge": 1}})
+    cluster, clock = build(
+        {"a": 3, "b": 2},
+        skew="10%",
+        deps={"a": ["b"]},
+        role_extra={"a": {"maxUnavailable": 1}, "b": {"maxUnavailable": 1, "maxSurge": 1}},
+    )
     set_images(cluster, "engine:v2")
     result = roll(cluster, clock, max_steps=60, require_converged=False)
     status = cluster.get_modelserving(NS, NAME)["status"]
@@ -404,17 +512,32 @@ def test_a_held_dependency_instance_counts_as_done_only_once_everything_else_of_
     1 Ready, 1 replacement in flight and 1 old instance that teardown keeps for old A. B's progress
     is 1/3 until its in-flight replacement is Ready, so A may have ceil((1/3 + 5%) * 5) = 2 started,
     not ceil((2/3 + 5%) * 5) = 4."""
-    cluster, clock = build({"a": 5, "b": 3}, skew="5%", deps={"a": ["b"]}, role_extra={"a": {"maxUnavailable": 1}, "b": {"maxUnavailable": 2}})
+    cluster, clock = build(
+        {"a": 5, "b": 3},
+        skew="5%",
+        deps={"a": ["b"]},
+        role_extra={"a": {"maxUnavailable": 1}, "b": {"maxUnavailable": 2}},
+    )
     set_images(cluster, "engine:v2")
     problems: list[str] = []
-    roll(cluster, clock, on_pass=check_pass(Fraction(5, 100), {"a": ["b"]}, {}, problems, teardown=False), max_steps=150, require_converged=False)
+    roll(
+        cluster,
+        clock,
+        on_pass=check_pass(Fraction(5, 100), {"a": ["b"]}, {}, problems, teardown=False),
+        max_steps=150,
+        require_converged=False,
+    )
     assert problems == []
 
 
 def test_a_changed_dependency_fully_protected_by_its_partition_blocks_its_callers_with_a_reason():
     """Kthena: a changed dependency whose replicas are all below its partition has T = 0, never
     gets a Ready new instance, and blocks its dependents; intended, and said in words."""
-    cluster, clock = build({"a": 3, "b": 2}, deps={"a": ["b"]}, role_extra={"a": {"maxUnavailable": 1}, "b": {"maxUnavailable": 1, "partition": 2}})
+    cluster, clock = build(
+        {"a": 3, "b": 2},
+        deps={"a": ["b"]},
+        role_extra={"a": {"maxUnavailable": 1}, "b": {"maxUnavailable": 1, "partition": 2}},
+    )
     set_images(cluster, "engine:v2")
     for _ in range(5):
         result = step(cluster, clock)

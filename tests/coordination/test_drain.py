@@ -20,7 +20,13 @@ DRAINING = naming.ANNOTATION_DRAINING
 
 
 def role_rolling(timeout=100, replicas=2, groups=1, workers=0, **spec_extra):
-    return manifest(replicas=groups, roles=[role("serve", replicas=replicas, workers=workers, maxUnavailable=1)], strategy={"type": "RoleRollingUpdate"}, drain={"timeoutSeconds": timeout}, **spec_extra)
+    return manifest(
+        replicas=groups,
+        roles=[role("serve", replicas=replicas, workers=workers, maxUnavailable=1)],
+        strategy={"type": "RoleRollingUpdate"},
+        drain={"timeoutSeconds": timeout},
+        **spec_extra,
+    )
 
 
 def group_rolling(timeout=100, groups=2):
@@ -48,6 +54,7 @@ def passes(cluster, clock, router, n):
 
 # -- every deletion path drains a Ready pod first -----------------------------------------------
 
+
 def _rollout(cluster):
     set_images(cluster, "engine:v2")
 
@@ -74,7 +81,12 @@ def _recovery(cluster):
         pytest.param(group_rolling(), _rollout, "ms-1-serve-0-0", id="serving group rolling update"),
         pytest.param(role_rolling(), _scale_down_role, "ms-0-serve-1-0", id="role scale-down"),
         pytest.param(group_rolling(), _scale_down_groups, "ms-1-serve-0-0", id="group scale-down"),
-        pytest.param(role_rolling(workers=1), _recovery, "ms-0-serve-1-0", id="RoleRecreate recovery of an instance with a failed worker"),
+        pytest.param(
+            role_rolling(workers=1),
+            _recovery,
+            "ms-0-serve-1-0",
+            id="RoleRecreate recovery of an instance with a failed worker",
+        ),
     ],
 )
 def test_a_ready_pod_is_marked_draining_and_deleted_only_when_its_in_flight_requests_reach_zero(m, change, victim):
@@ -84,7 +96,9 @@ def test_a_ready_pod_is_marked_draining_and_deleted_only_when_its_in_flight_requ
     uid = cluster.pods[victim]["metadata"]["uid"]
     change(cluster)
     first = step(cluster, clock, router)
-    assert ("drain", (victim,)) in verbs(first) or any(a.verb == "drain" and victim in a.pod_names for a in first.actions)
+    assert ("drain", (victim,)) in verbs(first) or any(
+        a.verb == "drain" and victim in a.pod_names for a in first.actions
+    )
     assert victim in marked(cluster) and victim not in deleted(cluster)
     mark_time = float(cluster.pods[victim]["metadata"]["annotations"][DRAINING])
     assert mark_time == clock.t - 1
@@ -107,7 +121,9 @@ def test_a_ready_pod_is_marked_draining_and_deleted_only_when_its_in_flight_requ
         pytest.param(1, 500, True, id="1 request long after the timeout: delete"),
     ],
 )
-def test_a_draining_pod_is_deleted_at_zero_in_flight_or_at_the_drain_timeout(in_flight, seconds_after_mark, deleted_now):
+def test_a_draining_pod_is_deleted_at_zero_in_flight_or_at_the_drain_timeout(
+    in_flight, seconds_after_mark, deleted_now
+):
     cluster, clock = converged_cluster(role_rolling(timeout=100))
     router = CountingRouter()
     victim = "ms-0-serve-1-0"
@@ -132,7 +148,13 @@ def test_a_not_ready_pod_serves_no_traffic_and_is_deleted_without_a_drain():
     assert victim in deleted(cluster) and not any(a.verb == "drain" and victim in a.pod_names for a in result.actions)
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate], suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(timeout=st.integers(1, 20), counts=st.lists(st.integers(0, 4), min_size=1, max_size=30))
 def test_a_drain_ends_exactly_at_the_first_pass_with_no_requests_or_past_the_timeout(timeout, counts):
     cluster, clock = converged_cluster(role_rolling(timeout=timeout))
@@ -154,6 +176,7 @@ def test_a_drain_ends_exactly_at_the_first_pass_with_no_requests_or_past_the_tim
 
 
 # -- pause and cancel ---------------------------------------------------------------------------
+
 
 def test_a_paused_rollout_finishes_a_started_drain_but_starts_no_new_one():
     cluster, clock = converged_cluster(role_rolling(replicas=3))
@@ -206,7 +229,9 @@ def _scale_groups_back_up(cluster):
         pytest.param(role_rolling(), _rollout, _revert_image, "ms-0-serve-1-0", id="role rollout reverted"),
         pytest.param(role_rolling(), _scale_down_role, _scale_back_up, "ms-0-serve-1-0", id="role scale-down undone"),
         pytest.param(group_rolling(), _rollout, _revert_image, "ms-1-serve-0-0", id="group rollout reverted"),
-        pytest.param(group_rolling(), _scale_down_groups, _scale_groups_back_up, "ms-1-serve-0-0", id="group scale-down undone"),
+        pytest.param(
+            group_rolling(), _scale_down_groups, _scale_groups_back_up, "ms-1-serve-0-0", id="group scale-down undone"
+        ),
     ],
 )
 def test_a_cancelled_drain_clears_the_mark_and_keeps_the_pod(m, start, cancel, victim):

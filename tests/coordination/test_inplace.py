@@ -15,7 +15,7 @@ import pytest
 
 from controller.core import naming
 
-from .helpers import NAME, NS, MiniCluster, FixedClock, manifest, role, run_until_converged, spec_of, step
+from .helpers import NAME, NS, FixedClock, MiniCluster, manifest, role, run_until_converged, spec_of, step
 
 GATE = naming.CONDITION_INPLACE_READY
 
@@ -62,12 +62,29 @@ class InPlaceKubelet(MiniCluster):
                 if bad:
                     rt["restarts"] += 1
                 waiting = rt.get("pending") is not None
-                state = {"waiting": {"reason": "CrashLoopBackOff"}} if bad else {"waiting": {"reason": "ContainerCreating"}} if waiting else {"running": {}}
-                statuses.append({"name": c["name"], "image": rt["image"], "imageID": "sha256:" + rt["image"], "containerID": f"cri://{uid}/{c['name']}/{rt['restarts']}",
-                                 "ready": not bad and not waiting, "restartCount": rt["restarts"], "state": state})
+                state = (
+                    {"waiting": {"reason": "CrashLoopBackOff"}}
+                    if bad
+                    else {"waiting": {"reason": "ContainerCreating"}}
+                    if waiting
+                    else {"running": {}}
+                )
+                statuses.append(
+                    {
+                        "name": c["name"],
+                        "image": rt["image"],
+                        "imageID": "sha256:" + rt["image"],
+                        "containerID": f"cri://{uid}/{c['name']}/{rt['restarts']}",
+                        "ready": not bad and not waiting,
+                        "restartCount": rt["restarts"],
+                        "state": state,
+                    }
+                )
             status["phase"] = "Running"
             status["containerStatuses"] = statuses
-            status["conditions"] = [c for c in status.get("conditions", []) if c["type"] != "PodScheduled"] + [{"type": "PodScheduled", "status": "True"}]
+            status["conditions"] = [c for c in status.get("conditions", []) if c["type"] != "PodScheduled"] + [
+                {"type": "PodScheduled", "status": "True"}
+            ]
             self._refresh_ready(pod)
 
 
@@ -99,11 +116,14 @@ def set_image(image, role_name="serve"):
         for key in ("entryTemplate", "workerTemplate"):
             if r.get(key):
                 r[key]["spec"]["containers"][0]["image"] = image
+
     return fn
 
 
 def identity(cluster):
-    return {n: (p["metadata"]["uid"], p["spec"].get("nodeName"), p["status"].get("podIP")) for n, p in cluster.pods.items()}
+    return {
+        n: (p["metadata"]["uid"], p["spec"].get("nodeName"), p["status"].get("podIP")) for n, p in cluster.pods.items()
+    }
 
 
 def gate_of(pod):
@@ -131,6 +151,7 @@ def drive(cluster, clock, passes=40, *, until_converged=True):
 
 
 # -- only images may change ------------------------------------------------------------------------
+
 
 def _env(r):
     r["entryTemplate"]["spec"]["containers"][0]["env"] = [{"name": "MODE", "value": "fast"}]
@@ -191,9 +212,13 @@ def test_a_change_other_than_container_images_is_refused_with_a_reason_and_nothi
 
 # -- readiness gate --------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "strategy, gated",
-    [pytest.param(INPLACE, True, id="InPlaceRollingUpdate pods carry the gate"), pytest.param({"type": "RoleRollingUpdate"}, False, id="RoleRollingUpdate pods do not")],
+    [
+        pytest.param(INPLACE, True, id="InPlaceRollingUpdate pods carry the gate"),
+        pytest.param({"type": "RoleRollingUpdate"}, False, id="RoleRollingUpdate pods do not"),
+    ],
 )
 def test_pods_created_under_in_place_carry_the_in_place_update_ready_gate_initialised_true(strategy, gated):
     m = inplace_manifest()
@@ -216,7 +241,8 @@ def test_pods_recreated_by_scale_up_during_in_place_also_carry_the_gate():
 
 # -- the protocol ----------------------------------------------------------------------------------
 
-def test_the_protocol_runs_gate_false_then_annotation_and_image_then_gate_true_and_labels_after_the_new_image_is_ready():
+
+def test_the_protocol_runs_gate_false_then_annotation_and_image_then_gate_true_then_labels_once_the_image_is_ready():
     cluster, clock = started(inplace_manifest(replicas=1, workers=1), slow=2)
     old_rev = {p["metadata"]["labels"][naming.LABEL_REVISION] for p in cluster.pods.values()}
     before = identity(cluster)
@@ -265,7 +291,10 @@ def test_an_in_place_rollout_keeps_uid_node_and_ip_and_ends_on_the_new_revision(
     status = cluster.get_modelserving(NS, NAME)["status"]
     assert status["converged"]
     assert {p["metadata"]["labels"][naming.LABEL_REVISION] for p in cluster.pods.values()} == {status["updateRevision"]}
-    assert all(p["spec"]["containers"][0]["image"] == "engine:v2" and gate_of(p) == "True" and ready(p) for p in cluster.pods.values())
+    assert all(
+        p["spec"]["containers"][0]["image"] == "engine:v2" and gate_of(p) == "True" and ready(p)
+        for p in cluster.pods.values()
+    )
 
 
 def test_in_place_respects_max_unavailable_per_role_and_group():
@@ -275,7 +304,11 @@ def test_in_place_respects_max_unavailable_per_role_and_group():
     for _ in range(80):
         result = step(cluster, clock)
         for g in ("0", "1"):
-            not_ready = sum(1 for p in cluster.pods.values() if p["metadata"]["labels"][naming.LABEL_GROUP_ORDINAL] == g and not ready(p))
+            not_ready = sum(
+                1
+                for p in cluster.pods.values()
+                if p["metadata"]["labels"][naming.LABEL_GROUP_ORDINAL] == g and not ready(p)
+            )
             worst = max(worst, not_ready)
         if cluster.get_modelserving(NS, NAME)["status"].get("converged") and not result.actions:
             break
@@ -310,8 +343,6 @@ class CrashingController(InPlaceKubelet):
         return super().set_pod_condition(namespace, name, condition)
 
 
-
-
 @pytest.mark.parametrize(
     "writes_per_life",
     [
@@ -321,7 +352,10 @@ class CrashingController(InPlaceKubelet):
         pytest.param(5, id="killed after every fifth write"),
     ],
 )
-@pytest.mark.parametrize("settle_between", [pytest.param(True, id="kubelet runs between lives"), pytest.param(False, id="restart before the kubelet acts")])
+@pytest.mark.parametrize(
+    "settle_between",
+    [pytest.param(True, id="kubelet runs between lives"), pytest.param(False, id="restart before the kubelet acts")],
+)
 def test_the_protocol_resumes_after_a_controller_restart_at_every_intermediate_point(writes_per_life, settle_between):
     cluster = CrashingController(slow=1)
     clock = FixedClock()
@@ -350,8 +384,6 @@ def test_the_protocol_resumes_after_a_controller_restart_at_every_intermediate_p
         assert pod["spec"]["containers"][0]["image"] == "engine:v2" and gate_of(pod) == "True" and ready(pod)
         # exactly one restart per pod: the image was patched once, never twice with a stale baseline
         assert pod["status"]["containerStatuses"][0]["restartCount"] == 1
-
-
 
 
 @pytest.mark.parametrize(
@@ -386,6 +418,7 @@ def test_a_restart_between_the_pods_of_one_instance_still_updates_every_pod(kill
 
 # -- bad image -------------------------------------------------------------------------------------
 
+
 def test_a_bad_image_leaves_the_instance_updating_and_starts_no_further_batch():
     cluster, clock = started(inplace_manifest(replicas=3, workers=1, max_unavailable=1))
     cluster.fail_images.add("engine:v2-bad")
@@ -393,10 +426,15 @@ def test_a_bad_image_leaves_the_instance_updating_and_starts_no_further_batch():
     actions, result = drive(cluster, clock, passes=30, until_converged=False)
     patched = {(a.group, a.ordinal) for a in actions if a.verb == "patchImage"}
     assert len(patched) == 1
-    touched = {(a.group, a.ordinal) for a in actions if a.verb in ("patchImage", "drain") or (a.verb == "setGate" and a.condition and a.condition["status"] == "False")}
+    touched = {
+        (a.group, a.ordinal)
+        for a in actions
+        if a.verb in ("patchImage", "drain")
+        or (a.verb == "setGate" and a.condition and a.condition["status"] == "False")
+    }
     assert touched == patched, "a further instance was started"
     assert [a for a in actions if a.verb in POD_VERBS] == []
-    (g, k), = patched
+    ((g, k),) = patched
     view = {(i["group"], i["ordinal"]): i["state"] for i in result.view["instances"]}
     assert view[(g, k)] == "Updating"
     assert sorted(s for key, s in view.items() if key != (g, k)) == ["Ready", "Ready"]
@@ -405,7 +443,9 @@ def test_a_bad_image_leaves_the_instance_updating_and_starts_no_further_batch():
     assert cluster.get_modelserving(NS, NAME)["status"]["phase"] == "Blocked"
 
 
-@pytest.mark.parametrize("fix", [pytest.param("engine:v3", id="a working new image"), pytest.param("engine:v1", id="the old image back")])
+@pytest.mark.parametrize(
+    "fix", [pytest.param("engine:v3", id="a working new image"), pytest.param("engine:v1", id="the old image back")]
+)
 def test_after_a_bad_image_the_operator_setting_a_working_image_completes_in_place(fix):
     cluster, clock = started(inplace_manifest(replicas=2, workers=1, max_unavailable=1))
     before = identity(cluster)
@@ -417,10 +457,13 @@ def test_after_a_bad_image_the_operator_setting_a_working_image_completes_in_pla
     assert cluster.get_modelserving(NS, NAME)["status"]["converged"]
     assert [a for a in actions if a.verb in POD_VERBS] == []
     assert identity(cluster) == before
-    assert all(p["spec"]["containers"][0]["image"] == fix and ready(p) and gate_of(p) == "True" for p in cluster.pods.values())
+    assert all(
+        p["spec"]["containers"][0]["image"] == fix and ready(p) and gate_of(p) == "True" for p in cluster.pods.values()
+    )
 
 
 # -- restart counts --------------------------------------------------------------------------------
+
 
 def test_restart_counts_are_recorded_as_a_baseline_and_the_expected_restart_is_not_treated_as_a_failure():
     """What core does: the update-state annotation records each changed container's restartCount
@@ -443,6 +486,7 @@ def test_restart_counts_are_recorded_as_a_baseline_and_the_expected_restart_is_n
 
 # -- pause and partition ---------------------------------------------------------------------------
 
+
 def test_a_paused_in_place_rollout_finishes_the_started_instance_and_starts_no_other():
     cluster, clock = started(inplace_manifest(replicas=3, workers=1), slow=2)
     patch_role(cluster, set_image("engine:v2"))
@@ -463,11 +507,16 @@ def test_in_place_leaves_instances_below_the_partition_on_the_old_image():
     patch_role(cluster, set_image("engine:v2"))
     actions, result = drive(cluster, clock)
     assert identity(cluster) == before
-    assert {n: p["spec"]["containers"][0]["image"] for n, p in cluster.pods.items()} == {"ms-0-serve-0-0": "engine:v1", "ms-0-serve-1-0": "engine:v2", "ms-0-serve-2-0": "engine:v2"}
+    assert {n: p["spec"]["containers"][0]["image"] for n, p in cluster.pods.items()} == {
+        "ms-0-serve-0-0": "engine:v1",
+        "ms-0-serve-1-0": "engine:v2",
+        "ms-0-serve-2-0": "engine:v2",
+    }
     assert any(b.get("kind") == "partition" for b in result.blocked)
 
 
 # -- changes of mind and damaged state during an update ------------------------------------------
+
 
 def test_setting_the_old_image_back_before_the_kubelet_restarted_the_container_completes():
     cluster, clock = started(inplace_manifest(replicas=1, workers=0), slow=1)
@@ -479,7 +528,9 @@ def test_setting_the_old_image_back_before_the_kubelet_restarted_the_container_c
     actions, result = drive(cluster, clock, passes=30)
     assert identity(cluster) == before
     pod = next(iter(cluster.pods.values()))
-    assert pod["spec"]["containers"][0]["image"] == "engine:v1" and gate_of(pod) == "True" and ready(pod), result.blocked
+    assert pod["spec"]["containers"][0]["image"] == "engine:v1" and gate_of(pod) == "True" and ready(pod), (
+        result.blocked
+    )
     assert cluster.get_modelserving(NS, NAME)["status"]["converged"]
 
 
@@ -496,7 +547,10 @@ def test_a_malformed_update_state_annotation_is_never_taken_as_success():
         running = pod["status"]["containerStatuses"][0]
         if running["image"] != "engine:v2":
             assert gate_of(pod) == "False", "gate set True while the old image still runs"
-            assert pod["metadata"]["labels"][naming.LABEL_REVISION] != cluster.get_modelserving(NS, NAME)["status"]["updateRevision"]
+            assert (
+                pod["metadata"]["labels"][naming.LABEL_REVISION]
+                != cluster.get_modelserving(NS, NAME)["status"]["updateRevision"]
+            )
     drive(cluster, clock, passes=30)
     pod = cluster.pods[name]
     assert pod["status"]["containerStatuses"][0]["image"] == "engine:v2" and gate_of(pod) == "True" and ready(pod)
@@ -516,7 +570,10 @@ def test_no_pod_of_an_instance_is_restarted_while_its_entry_still_drains_request
     patch_role(cluster, set_image("engine:v2"))
     for _ in range(6):
         step(cluster, clock, router)
-        assert {n: p["spec"]["containers"][0]["image"] for n, p in cluster.pods.items()} == {"ms-0-serve-0-0": "engine:v1", "ms-0-serve-0-1": "engine:v1"}
+        assert {n: p["spec"]["containers"][0]["image"] for n, p in cluster.pods.items()} == {
+            "ms-0-serve-0-0": "engine:v1",
+            "ms-0-serve-0-1": "engine:v1",
+        }
     router.counts["ms-0-serve-0-0"] = 0
     drive(cluster, clock, passes=30)
     assert all(p["spec"]["containers"][0]["image"] == "engine:v2" and ready(p) for p in cluster.pods.values())

@@ -11,7 +11,11 @@ from controller.core.observe import parse_pod
 
 
 def _pod(*, restarts: int, ready: bool, completed: bool = True, baseline: int = 2) -> dict:
-    state = {"targetRevision": "r2", "completed": completed, "containers": {"engine": {"restartCount": baseline, "imageID": "sha256:old"}}}
+    state = {
+        "targetRevision": "r2",
+        "completed": completed,
+        "containers": {"engine": {"restartCount": baseline, "imageID": "sha256:old"}},
+    }
     labels = {
         naming.LABEL_GROUP_ORDINAL: "0",
         naming.LABEL_ROLE: "serve",
@@ -20,12 +24,25 @@ def _pod(*, restarts: int, ready: bool, completed: bool = True, baseline: int = 
         naming.LABEL_REVISION: "r2",
     }
     return {
-        "metadata": {"name": "ms-0-serve-0-0", "uid": "u1", "labels": labels, "annotations": {naming.ANNOTATION_INPLACE_STATE: json.dumps(state)}},
+        "metadata": {
+            "name": "ms-0-serve-0-0",
+            "uid": "u1",
+            "labels": labels,
+            "annotations": {naming.ANNOTATION_INPLACE_STATE: json.dumps(state)},
+        },
         "spec": {"containers": [{"name": "engine", "image": "engine:v2"}], "nodeName": "n0"},
         "status": {
             "phase": "Running",
             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-            "containerStatuses": [{"name": "engine", "ready": ready, "restartCount": restarts, "imageID": "sha256:new", "state": {"running": {}}}],
+            "containerStatuses": [
+                {
+                    "name": "engine",
+                    "ready": ready,
+                    "restartCount": restarts,
+                    "imageID": "sha256:new",
+                    "state": {"running": {}},
+                }
+            ],
         },
     }
 

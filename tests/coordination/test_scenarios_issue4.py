@@ -41,6 +41,7 @@ def key(inst):
 
 # -- coordinated prefill/decode ------------------------------------------------------------------
 
+
 def role_counts(frame, group, role_name, replicas, update):
     """Kthena's R (Ready on the update revision) and I (in flight) for one role of one group."""
     insts = {i["ordinal"]: i for i in frame["instances"] if i["group"] == group and i["role"] == role_name}
@@ -62,7 +63,9 @@ def role_counts(frame, group, role_name, replicas, update):
 def test_pd_coordinated_rollout_keeps_the_skew_bound_on_every_frame_and_starts_prefill_after_new_decode_is_ready():
     trace = trace_of("pd-coordinated")
     spec = manifest_of("pd-coordinated")["spec"]
-    skew = Fraction(int(spec["rolloutStrategy"]["roleRollingUpdateConfiguration"]["coordination"]["maxSkew"].rstrip("%")), 100)
+    skew = Fraction(
+        int(spec["rolloutStrategy"]["roleRollingUpdateConfiguration"]["coordination"]["maxSkew"].rstrip("%")), 100
+    )
     replicas = {r["name"]: r["replicas"] for r in spec["template"]["roles"]}
     assert trace["converged"] and not trace.get("controllerErrors")
     rolling = [f for f in frames_after(trace, 150) if f["updateRevision"] != trace["frames"][0]["updateRevision"]]
@@ -81,22 +84,37 @@ def test_pd_coordinated_rollout_keeps_the_skew_bound_on_every_frame_and_starts_p
     assert checked > 100
     # Dependency gate: per group, no prefill replacement before a new decode instance is Ready.
     for g in range(spec["replicas"]):
-        first_prefill = min(a["t"] for a in trace["actions"] if a["group"] == g and a["role"] == "prefill" and a["verb"] in ("delete", "drain"))
+        first_prefill = min(
+            a["t"]
+            for a in trace["actions"]
+            if a["group"] == g and a["role"] == "prefill" and a["verb"] in ("delete", "drain")
+        )
         # The frame of that very pass: a pass never makes a decode instance Ready, so a Ready new
         # decode in it was Ready when the pass decided.
         seen = [f for f in trace["frames"] if f["t"] <= first_prefill]
         assert seen[-1]["t"] == first_prefill
-        assert any(i["group"] == g and i["role"] == "decode" and i["revision"] == update and i["state"] == "Ready" for i in seen[-1]["instances"])
+        assert any(
+            i["group"] == g and i["role"] == "decode" and i["revision"] == update and i["state"] == "Ready"
+            for i in seen[-1]["instances"]
+        )
     assert {i["revision"] for i in trace["frames"][-1]["instances"]} == {update}
 
 
 # -- in-place ----------------------------------------------------------------------------------------
 
+
 def test_inplace_image_bump_keeps_every_pod_uid_and_converges_on_the_new_revision():
     trace = trace_of("inplace-image-bump")
     assert trace["converged"] and not trace.get("controllerErrors")
     before = frames_after(trace, 0)
-    stood = next(f for f in before if f["t"] < 120 and f["instances"] and all(i["state"] == "Ready" for i in f["instances"]) and len(f["instances"]) == 6)
+    stood = next(
+        f
+        for f in before
+        if f["t"] < 120
+        and f["instances"]
+        and all(i["state"] == "Ready" for i in f["instances"])
+        and len(f["instances"]) == 6
+    )
     uids = {key(i): i["podUids"] for i in stood["instances"]}
     assert all(len(u) == 2 for u in uids.values())
     for f in frames_after(trace, stood["t"]):
@@ -119,7 +137,9 @@ def test_inplace_bad_image_leaves_one_instance_updating_and_patches_no_further_i
     assert sum(1 for a in after if a["verb"] == "patchImage") == 1
     assert not any(a["verb"] in ("create", "delete", "recreate") for a in after)
     (victim,) = touched
-    first_updating = next(f["t"] for f in trace["frames"] if any(key(i) == victim and i["state"] == "Updating" for i in f["instances"]))
+    first_updating = next(
+        f["t"] for f in trace["frames"] if any(key(i) == victim and i["state"] == "Updating" for i in f["instances"])
+    )
     for f in frames_after(trace, first_updating):
         states = {key(i): i for i in f["instances"]}
         assert states[victim]["state"] == "Updating", f"t={f['t']}"
@@ -132,6 +152,7 @@ def test_inplace_bad_image_leaves_one_instance_updating_and_patches_no_further_i
 
 
 # -- drain with traffic --------------------------------------------------------------------------
+
 
 def test_with_a_drain_timeout_longer_than_the_longest_request_a_full_rollout_interrupts_no_request():
     trace = trace_of("drain-lossless-role-rollout")
@@ -172,7 +193,13 @@ def test_with_a_drain_timeout_shorter_than_the_requests_the_trace_reports_the_in
         k = (a["group"], a["role"], a["ordinal"])
         started = drains[k]
         assert timeout <= a["t"] - started < timeout + 1
-        last = [i for f in trace["frames"] if started <= f["t"] < a["t"] for i in f["instances"] if key(i) == k and i["state"] == "Draining"][-1]
+        last = [
+            i
+            for f in trace["frames"]
+            if started <= f["t"] < a["t"]
+            for i in f["instances"]
+            if key(i) == k and i["state"] == "Draining"
+        ][-1]
         assert last["inFlight"] > 0
         bound += last["inFlight"]
     assert 0 < req["interrupted"] <= bound
@@ -180,9 +207,23 @@ def test_with_a_drain_timeout_shorter_than_the_requests_the_trace_reports_the_in
 
 # -- the command line ------------------------------------------------------------------------------
 
+
 def test_manage_py_simulate_writes_the_same_trace_as_the_python_entry_point(tmp_path):
     out = tmp_path / "trace.json"
-    done = subprocess.run([sys.executable, str(REPO / "manage.py"), "simulate", str(SCENARIOS / "inplace-bad-image.yaml"), "--out", str(out)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "manage.py"),
+            "simulate",
+            str(SCENARIOS / "inplace-bad-image.yaml"),
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(out.read_text()) == json.loads(json.dumps(trace_of("inplace-bad-image")))
 
@@ -209,7 +250,11 @@ def test_inplace_under_traffic_with_controller_restarts_keeps_uids_and_interrupt
     trace = trace_of("inplace-lossless-restart")
     assert trace["converged"] and not trace.get("controllerErrors")
     assert [e["do"] for e in trace["events"]].count("restartController") == 2
-    stood = next(f for f in trace["frames"] if f["t"] < 120 and len(f["instances"]) == 4 and all(i["state"] == "Ready" for i in f["instances"]))
+    stood = next(
+        f
+        for f in trace["frames"]
+        if f["t"] < 120 and len(f["instances"]) == 4 and all(i["state"] == "Ready" for i in f["instances"])
+    )
     uids = {key(i): i["podUids"] for i in stood["instances"]}
     for f in frames_after(trace, stood["t"]):
         assert {key(i): i["podUids"] for i in f["instances"]} == uids, f"t={f['t']}: a pod was recreated"

@@ -91,7 +91,9 @@ class MiniCluster:
 
     # Pods
     def list_pods(self, namespace, ms_name):
-        return [copy.deepcopy(p) for p in self.pods.values() if p["metadata"]["labels"].get(naming.LABEL_NAME) == ms_name]
+        return [
+            copy.deepcopy(p) for p in self.pods.values() if p["metadata"]["labels"].get(naming.LABEL_NAME) == ms_name
+        ]
 
     def create_pod(self, pod):
         name = pod["metadata"]["name"]
@@ -134,7 +136,11 @@ class MiniCluster:
 
     # Revisions
     def list_revisions(self, namespace, ms_name):
-        return [copy.deepcopy(r) for r in self.revisions.values() if r["metadata"]["labels"].get(naming.LABEL_NAME) == ms_name]
+        return [
+            copy.deepcopy(r)
+            for r in self.revisions.values()
+            if r["metadata"]["labels"].get(naming.LABEL_NAME) == ms_name
+        ]
 
     def create_revision(self, revision):
         name = revision["metadata"]["name"]
@@ -179,7 +185,14 @@ class MiniCluster:
             status = pod["status"]
             if not pod["spec"].get("nodeName"):
                 if self.gpus is not None and used >= self.gpus:
-                    status["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/1 nodes have free nvidia.com/gpu"}]
+                    status["conditions"] = [
+                        {
+                            "type": "PodScheduled",
+                            "status": "False",
+                            "reason": "Unschedulable",
+                            "message": "0/1 nodes have free nvidia.com/gpu",
+                        }
+                    ]
                     continue
                 pod["spec"]["nodeName"] = "node-0"
                 used += 1
@@ -187,15 +200,25 @@ class MiniCluster:
             bad = any(i in self.fail_images for i in images)
             status["phase"] = "Running"
             status["containerStatuses"] = [
-                {"name": c["name"], "image": c["image"], "imageID": "sha256:" + c["image"], "ready": not bad, "restartCount": 0,
-                 "state": {"waiting": {"reason": "CrashLoopBackOff"}} if bad else {"running": {}}}
+                {
+                    "name": c["name"],
+                    "image": c["image"],
+                    "imageID": "sha256:" + c["image"],
+                    "ready": not bad,
+                    "restartCount": 0,
+                    "state": {"waiting": {"reason": "CrashLoopBackOff"}} if bad else {"running": {}},
+                }
                 for c in pod["spec"]["containers"]
             ]
-            status["conditions"] = [c for c in status.get("conditions", []) if c["type"] != "PodScheduled"] + [{"type": "PodScheduled", "status": "True"}]
+            status["conditions"] = [c for c in status.get("conditions", []) if c["type"] != "PodScheduled"] + [
+                {"type": "PodScheduled", "status": "True"}
+            ]
             self._refresh_ready(pod)
 
 
-def step(cluster: MiniCluster, clock: FixedClock, router=None, *, namespace="default", name="ms", settle=True, settings=None):
+def step(
+    cluster: MiniCluster, clock: FixedClock, router=None, *, namespace="default", name="ms", settle=True, settings=None
+):
     result = reconcile(cluster, router or CountingRouter(), clock, namespace, name, settings=settings)
     if settle:
         cluster.settle()
@@ -222,12 +245,22 @@ def manifest(*, name="ms", replicas=4, roles=None, strategy=None, recovery=None,
     if recovery:
         spec["recoveryPolicy"] = recovery
     spec.update(spec_extra)
-    return {"apiVersion": naming.API_VERSION, "kind": "ModelServing", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+    return {
+        "apiVersion": naming.API_VERSION,
+        "kind": "ModelServing",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+    }
 
 
 def role(name, *, replicas=1, workers=0, image="engine:v1", **extra):
     container = {"name": "engine", "image": image, "resources": {"limits": {naming.GPU_RESOURCE: "1"}}}
-    r = {"name": name, "replicas": replicas, "workerReplicas": workers, "entryTemplate": {"spec": {"containers": [dict(container)]}}}
+    r = {
+        "name": name,
+        "replicas": replicas,
+        "workerReplicas": workers,
+        "entryTemplate": {"spec": {"containers": [dict(container)]}},
+    }
     if workers:
         r["workerTemplate"] = {"spec": {"containers": [dict(container)]}}
     r.update(extra)

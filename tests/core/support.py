@@ -10,7 +10,7 @@ from controller.core.observe import observe
 from controller.core.revisions import History
 from controller.core.spec import parse_modelserving
 
-from .harness import FixedClock, MiniCluster, run_until_converged, step
+from .harness import FixedClock, MiniCluster, run_until_converged
 
 NS = "default"
 NAME = "ms"
@@ -130,6 +130,8 @@ def history(cluster: MiniCluster) -> History:
 
 
 def blocked_for(result, group: int | None = None, role: Any = ...) -> list[str]:
-    return [b["reason"] for b in result.blocked if (group is None or b["group"] == group) and (role is ... or b["role"] == role)]
-
-
+    return [
+        b["reason"]
+        for b in result.blocked
+        if (group is None or b["group"] == group) and (role is ... or b["role"] == role)
+    ]

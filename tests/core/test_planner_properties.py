@@ -180,7 +180,9 @@ def checked_step(cluster, clock, router, *, settle):
             r = ms.role(a.role)
             partition = eff.roles[a.role].partition.count
             if a.reason == "rolling update":
-                assert not (a.ordinal < partition), f"update removal of protected {a.role}-{a.ordinal} (partition {partition}): {a.describe()}"
+                assert not (a.ordinal < partition), (
+                    f"update removal of protected {a.role}-{a.ordinal} (partition {partition}): {a.describe()}"
+                )
             touched.setdefault((a.group, a.role), set()).add(a.ordinal)
             assert r is not None
         for (o, rname), ks in touched.items():
@@ -188,17 +190,23 @@ def checked_step(cluster, clock, router, *, settle):
             lost = ks & avail
             if lost:
                 floor = ms.role(rname).replicas - eff.roles[rname].max_unavailable.count
-                assert len(avail) - len(lost) >= floor, f"group {o} role {rname}: available {sorted(avail)}, update removes {sorted(lost)}, floor {floor}"
+                assert len(avail) - len(lost) >= floor, (
+                    f"group {o} role {rname}: available {sorted(avail)}, update removes {sorted(lost)}, floor {floor}"
+                )
     else:
         partition = eff.group.partition.count
         touched_groups = {a.group for a in removals}
         for a in removals:
             if a.reason == "rolling update":
-                assert a.group >= partition, f"update removal of protected group {a.group} (partition {partition}): {a.describe()}"
+                assert a.group >= partition, (
+                    f"update removal of protected group {a.group} (partition {partition}): {a.describe()}"
+                )
         lost = touched_groups & group_avail
         if lost:
             floor = ms.replicas - eff.group.max_unavailable.count
-            assert len(group_avail) - len(lost) >= floor, f"available {sorted(group_avail)}, update removes {sorted(lost)}, floor {floor}"
+            assert len(group_avail) - len(lost) >= floor, (
+                f"available {sorted(group_avail)}, update removes {sorted(lost)}, floor {floor}"
+            )
 
     # Never more than replicas + maxSurge in service.
     groups, instances = _in_service(cluster)
@@ -207,7 +215,9 @@ def checked_step(cluster, clock, router, *, settle):
         for (o, rname), ks in instances.items():
             r = ms.role(rname)
             if r is not None and o < ms.replicas:
-                assert len(ks) <= r.replicas + eff.roles[rname].max_surge.count, f"group {o} role {rname} has {sorted(ks)} in service"
+                assert len(ks) <= r.replicas + eff.roles[rname].max_surge.count, (
+                    f"group {o} role {rname} has {sorted(ks)} in service"
+                )
     else:
         assert len(groups) <= ms.replicas + eff.group.max_surge.count, f"groups in service {sorted(groups)}"
 
@@ -256,7 +266,9 @@ def _apply_operation(cluster, clock, router, op, arg, saved):
             conds = [c for c in pod["status"].get("conditions", []) if c["type"] != "Ready"]
             pod["status"]["conditions"] = conds + [{"type": "Ready", "status": "False"}]
     elif op == "lose-group":
-        for name in [n for n, p in cluster.pods.items() if p["metadata"]["labels"][naming.LABEL_GROUP_ORDINAL] == str(arg)]:
+        for name in [
+            n for n, p in cluster.pods.items() if p["metadata"]["labels"][naming.LABEL_GROUP_ORDINAL] == str(arg)
+        ]:
             del cluster.pods[name]
     elif op == "pause":
         patch_spec(cluster, {"paused": arg})
@@ -291,7 +303,9 @@ def _converge(cluster, clock, router):
         st_ = status(cluster)
         if st_.get("converged") and not result.actions:
             return n
-    raise AssertionError(f"did not converge within {CONVERGENCE_BOUND} passes; blocked: {json.dumps(result.blocked)[:800]}")
+    raise AssertionError(
+        f"did not converge within {CONVERGENCE_BOUND} passes; blocked: {json.dumps(result.blocked)[:800]}"
+    )
 
 
 def run_scenario(m, ops, settle_first):
@@ -337,11 +351,21 @@ def run_scenario(m, ops, settle_first):
             rname = labels[naming.LABEL_ROLE]
             if k >= eff.roles[rname].partition.count:
                 images = {c["image"] for c in pod["spec"]["containers"]}
-                want = {c["image"] for r in cluster.ms[(NS, NAME)]["spec"]["template"]["roles"] if r["name"] == rname for c in r["entryTemplate"]["spec"]["containers"]}
+                want = {
+                    c["image"]
+                    for r in cluster.ms[(NS, NAME)]["spec"]["template"]["roles"]
+                    if r["name"] == rname
+                    for c in r["entryTemplate"]["spec"]["containers"]
+                }
                 assert images == want
 
 
-PROPERTY_SETTINGS = settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+PROPERTY_SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def _manifest_for_example(recovery, strategy, roles):
@@ -351,20 +375,33 @@ def _manifest_for_example(recovery, strategy, roles):
 GROUP_STRATEGY = {"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": 1}}
 
 # Regressions the property found (fixed in core): each livelocked or broke a budget.
-SGR_WHOLE_INSTANCE_LOST = _manifest_for_example("ServingGroupRecreate", GROUP_STRATEGY, [role("prefill"), role("decode")])
+SGR_WHOLE_INSTANCE_LOST = _manifest_for_example(
+    "ServingGroupRecreate", GROUP_STRATEGY, [role("prefill"), role("decode")]
+)
 NONE_ROLE_LEVEL = _manifest_for_example("None", {"type": "RoleRollingUpdate"}, [role("decode", replicas=2, workers=1)])
 SURGE_SCALE_DOWN = manifest(
     replicas=3,
     roles=[role("prefill")],
-    strategy={"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": 0, "maxSurge": "50%"}},
+    strategy={
+        "type": "ServingGroupRollingUpdate",
+        "rollingUpdateConfiguration": {"maxUnavailable": 0, "maxSurge": "50%"},
+    },
     drain={"timeoutSeconds": 0},
 )
 
 
 @PROPERTY_SETTINGS
 @given(m=modelservings(), ops=operations, settle_first=st.integers(0, 6))
-@example(m=SGR_WHOLE_INSTANCE_LOST, ops=[("change-image", "engine:v1"), ("lose-pod", 0), ("step", True), ("step", True)], settle_first=0)
+@example(
+    m=SGR_WHOLE_INSTANCE_LOST,
+    ops=[("change-image", "engine:v1"), ("lose-pod", 0), ("step", True), ("step", True)],
+    settle_first=0,
+)
 @example(m=NONE_ROLE_LEVEL, ops=[("lose-pod", 3), ("step", True), ("step", True)], settle_first=0)
-@example(m=SURGE_SCALE_DOWN, ops=[("scale", 1), ("pause", True), ("step", False), ("step", False), ("step", False)], settle_first=1)
+@example(
+    m=SURGE_SCALE_DOWN,
+    ops=[("scale", 1), ("pause", True), ("step", False), ("step", False), ("step", False)],
+    settle_first=1,
+)
 def test_the_planner_keeps_its_budgets_on_every_pass_and_converges(m, ops, settle_first):
     run_scenario(m, ops, settle_first)

@@ -78,7 +78,13 @@ def test_the_first_pass_of_a_rollout_replaces_only_group_3_and_says_why_the_othe
     change_image(cluster, "engine:v2")
     # plan() directly against what the cluster holds
     obj = cluster.get_modelserving("default", "ms")
-    p = plan(parse_modelserving(obj), history(cluster), observe(cluster.list_pods("default", "ms")), clock.now(), status=obj.get("status"))
+    p = plan(
+        parse_modelserving(obj),
+        history(cluster),
+        observe(cluster.list_pods("default", "ms")),
+        clock.now(),
+        status=obj.get("status"),
+    )
     assert [(a.verb, a.group, a.reason) for a in p.actions] == [("delete", 3, "rolling update")]
     waiting = {b.group: b.reason for b in p.blocked}
     assert set(waiting) == {0, 1, 2}
@@ -385,7 +391,10 @@ RECOVERY_CASES = [
     pytest.param(
         "ServingGroupRecreate",
         [("delete", n) for n in ("ms-1-decode-0-0", "ms-1-prefill-0-0", "ms-1-prefill-0-1", "ms-1-prefill-1-0")]
-        + [("create", n) for n in ("ms-1-decode-0-0", "ms-1-prefill-0-0", "ms-1-prefill-0-1", "ms-1-prefill-1-0", "ms-1-prefill-1-1")],
+        + [
+            ("create", n)
+            for n in ("ms-1-decode-0-0", "ms-1-prefill-0-0", "ms-1-prefill-0-1", "ms-1-prefill-1-0", "ms-1-prefill-1-1")
+        ],
         id="ServingGroupRecreate-rebuilds-the-whole-group",
     ),
     pytest.param("None", [("create", "ms-1-prefill-1-1")], id="None-recreates-only-the-missing-pod"),
@@ -394,11 +403,15 @@ RECOVERY_CASES = [
 
 @pytest.mark.parametrize("recovery, expected_log", RECOVERY_CASES)
 def test_a_lost_worker_pod_is_recovered_by_the_recovery_policy(recovery, expected_log):
-    m = manifest(replicas=2, roles=[role("prefill", replicas=2, workers=1), role("decode")], recovery=recovery, drain=NO_DRAIN)
+    m = manifest(
+        replicas=2, roles=[role("prefill", replicas=2, workers=1), role("decode")], recovery=recovery, drain=NO_DRAIN
+    )
     cluster, clock = deploy(m)
     lose_pods(cluster, "ms-1-prefill-1-1")
     run_until_converged(cluster, clock)
-    assert sorted(cluster.log, key=lambda e: (e[0] != "delete", e[1])) == sorted(expected_log, key=lambda e: (e[0] != "delete", e[1]))
+    assert sorted(cluster.log, key=lambda e: (e[0] != "delete", e[1])) == sorted(
+        expected_log, key=lambda e: (e[0] != "delete", e[1])
+    )
     assert len(cluster.pods) == 2 * (2 * 2 + 1)
 
 
@@ -406,12 +419,18 @@ def test_a_lost_worker_pod_is_recovered_by_the_recovery_policy(recovery, expecte
     "recovery, deleted",
     [
         pytest.param("RoleRecreate", {"ms-0-decode-0-0"}, id="RoleRecreate-replaces-the-failed-instance"),
-        pytest.param("ServingGroupRecreate", {"ms-0-decode-0-0", "ms-0-prefill-0-0", "ms-0-prefill-0-1", "ms-0-prefill-1-0", "ms-0-prefill-1-1"}, id="ServingGroupRecreate-replaces-the-group"),
+        pytest.param(
+            "ServingGroupRecreate",
+            {"ms-0-decode-0-0", "ms-0-prefill-0-0", "ms-0-prefill-0-1", "ms-0-prefill-1-0", "ms-0-prefill-1-1"},
+            id="ServingGroupRecreate-replaces-the-group",
+        ),
         pytest.param("None", {"ms-0-decode-0-0"}, id="None-replaces-only-the-failed-pod"),
     ],
 )
 def test_a_failed_pod_is_recovered_by_the_recovery_policy(recovery, deleted):
-    m = manifest(replicas=2, roles=[role("prefill", replicas=2, workers=1), role("decode")], recovery=recovery, drain=NO_DRAIN)
+    m = manifest(
+        replicas=2, roles=[role("prefill", replicas=2, workers=1), role("decode")], recovery=recovery, drain=NO_DRAIN
+    )
     cluster, clock = deploy(m)
     cluster.pods["ms-0-decode-0-0"]["status"]["phase"] = "Failed"
     r = step(cluster, clock)
@@ -516,7 +535,14 @@ def test_status_revisions_and_counts_follow_the_rollout():
     assert [row[0] for row in rows[:8]] == [old] * 8
     assert rows[8][0] == new
     st = status(cluster)
-    assert (st["currentRevision"], st["updateRevision"], st["updatedReplicas"], st["currentReplicas"], st["availableReplicas"], st["replicas"]) == (new, new, 4, 0, 4, 4)
+    assert (
+        st["currentRevision"],
+        st["updateRevision"],
+        st["updatedReplicas"],
+        st["currentReplicas"],
+        st["availableReplicas"],
+        st["replicas"],
+    ) == (new, new, 4, 0, 4, 4)
     assert st["converged"] is True and st["phase"] == "Healthy"
 
 
@@ -531,13 +557,34 @@ def test_status_has_per_group_and_per_role_counts_and_reasons_for_each_waiting_g
     last = step(cluster, clock, settle=False)
     st = status(cluster)
     groups = {g["ordinal"]: g for g in st["groups"]}
-    assert (groups[0]["revision"], groups[0]["ready"], groups[0]["updated"], groups[0]["phase"]) == (old, True, False, "Ready")
+    assert (groups[0]["revision"], groups[0]["ready"], groups[0]["updated"], groups[0]["phase"]) == (
+        old,
+        True,
+        False,
+        "Ready",
+    )
     assert (groups[2]["revision"], groups[2]["ready"], groups[2]["updated"]) == (new, False, True)
     g2 = {x["name"]: x for x in groups[2]["roles"]}
-    assert {k: g2["prefill"][k] for k in ("desired", "ready", "updated", "unavailable", "surge")} == {"desired": 2, "ready": 0, "updated": 2, "unavailable": 2, "surge": 0}
-    assert {k: g2["decode"][k] for k in ("desired", "ready", "updated", "unavailable")} == {"desired": 1, "ready": 0, "updated": 1, "unavailable": 1}
+    assert {k: g2["prefill"][k] for k in ("desired", "ready", "updated", "unavailable", "surge")} == {
+        "desired": 2,
+        "ready": 0,
+        "updated": 2,
+        "unavailable": 2,
+        "surge": 0,
+    }
+    assert {k: g2["decode"][k] for k in ("desired", "ready", "updated", "unavailable")} == {
+        "desired": 1,
+        "ready": 0,
+        "updated": 1,
+        "unavailable": 1,
+    }
     roles = {x["name"]: x for x in st["roles"]}
-    assert {k: roles["prefill"][k] for k in ("desired", "ready", "updated", "unavailable")} == {"desired": 6, "ready": 4, "updated": 2, "unavailable": 2}
+    assert {k: roles["prefill"][k] for k in ("desired", "ready", "updated", "unavailable")} == {
+        "desired": 6,
+        "ready": 4,
+        "updated": 2,
+        "unavailable": 2,
+    }
     assert (st["updatedReplicas"], st["availableReplicas"]) == (1, 2)
     waiting = {b["group"]: b["reason"] for b in last.blocked}
     assert set(waiting) >= {0, 1}
@@ -601,7 +648,12 @@ def test_role_partition_keeps_instances_below_it_old():
     r = run_until_converged(cluster, clock)
     assert [n for v, n in cluster.log if v == "delete"] == ["ms-0-prefill-3-0", "ms-0-prefill-2-0"]
     images = {n: p["spec"]["containers"][0]["image"] for n, p in cluster.pods.items()}
-    assert images == {"ms-0-prefill-0-0": "engine:v1", "ms-0-prefill-1-0": "engine:v1", "ms-0-prefill-2-0": "engine:v2", "ms-0-prefill-3-0": "engine:v2"}
+    assert images == {
+        "ms-0-prefill-0-0": "engine:v1",
+        "ms-0-prefill-1-0": "engine:v1",
+        "ms-0-prefill-2-0": "engine:v2",
+        "ms-0-prefill-3-0": "engine:v2",
+    }
     reasons = blocked_for(r, 0, "prefill")
     assert any("prefill-0" in x and "partition" in x for x in reasons)
 

@@ -68,10 +68,19 @@ def add_env(m, name, env):
 RUNTIME_CHANGES = [
     pytest.param(lambda m: m["spec"].update(replicas=7), id="servinggroup-replicas"),
     pytest.param(lambda m: set_role(m, "prefill", replicas=6), id="role-replicas-4-to-6-is-capacity"),
-    pytest.param(lambda m: m["spec"].update(rolloutStrategy={"rollingUpdateConfiguration": {"maxUnavailable": 2, "maxSurge": "50%"}}), id="group-budgets"),
-    pytest.param(lambda m: m["spec"].update(rolloutStrategy={"rollingUpdateConfiguration": {"partition": 1}}), id="partition"),
+    pytest.param(
+        lambda m: m["spec"].update(
+            rolloutStrategy={"rollingUpdateConfiguration": {"maxUnavailable": 2, "maxSurge": "50%"}}
+        ),
+        id="group-budgets",
+    ),
+    pytest.param(
+        lambda m: m["spec"].update(rolloutStrategy={"rollingUpdateConfiguration": {"partition": 1}}), id="partition"
+    ),
     pytest.param(lambda m: m["spec"].update(rolloutStrategy={"type": "RoleRollingUpdate"}), id="strategy-type"),
-    pytest.param(lambda m: set_role(m, "decode", maxUnavailable=0, maxSurge=1, partition=1), id="role-budgets-and-partition"),
+    pytest.param(
+        lambda m: set_role(m, "decode", maxUnavailable=0, maxSurge=1, partition=1), id="role-budgets-and-partition"
+    ),
     pytest.param(lambda m: m["spec"].update(recoveryPolicy="None"), id="recovery-policy"),
     pytest.param(lambda m: m["spec"].update(paused=True), id="pause"),
     pytest.param(lambda m: m["spec"].update(drain={"timeoutSeconds": 120}), id="drain-timeout"),
@@ -95,7 +104,10 @@ VERSIONED_CHANGES = [
     pytest.param(lambda m: m["spec"].update(schedulerName="volcano"), id="scheduler-name"),
     pytest.param(lambda m: m["spec"].update(plugins=[{"name": "lws-standard-labels"}]), id="plugins"),
     pytest.param(lambda m: add_env(m, "prefill", [{"name": "MODEL", "value": "x"}]), id="a-users-env-var"),
-    pytest.param(lambda m: roles_of(m)["prefill"]["entryTemplate"].update(metadata={"labels": {"tier": "gold"}}), id="pod-template-labels"),
+    pytest.param(
+        lambda m: roles_of(m)["prefill"]["entryTemplate"].update(metadata={"labels": {"tier": "gold"}}),
+        id="pod-template-labels",
+    ),
     pytest.param(lambda m: m["spec"]["template"]["roles"].append(role("router")), id="a-new-role"),
 ]
 
@@ -127,7 +139,15 @@ def test_role_order_does_not_change_the_revision():
 def test_controller_injected_env_is_ignored():
     m = base()
     injected = copy.deepcopy(m)
-    add_env(injected, "prefill", [{"name": "GROUP_SIZE", "value": "1"}, {"name": "WORKER_INDEX", "value": "0"}, {"name": "ENTRY_ADDRESS", "value": "ms-0-prefill-0-0.default"}])
+    add_env(
+        injected,
+        "prefill",
+        [
+            {"name": "GROUP_SIZE", "value": "1"},
+            {"name": "WORKER_INDEX", "value": "0"},
+            {"name": "ENTRY_ADDRESS", "value": "ms-0-prefill-0-0.default"},
+        ],
+    )
     add_env(injected, "decode", [{"name": "GROUP_SIZE", "value": "2"}])
     assert rhash(m) == rhash(injected)
     assert "env" not in json.dumps(project(injected["spec"]))
@@ -137,13 +157,25 @@ def test_controller_injected_env_is_ignored():
     "change",
     [
         pytest.param(lambda m: add_env(m, "prefill", []), id="an-empty-env-list"),
-        pytest.param(lambda m: roles_of(m)["prefill"]["entryTemplate"].update(metadata={}), id="an-empty-metadata-block"),
-        pytest.param(lambda m: roles_of(m)["prefill"]["entryTemplate"].update(metadata={"labels": {}, "annotations": None}), id="empty-labels-and-null-annotations"),
-        pytest.param(lambda m: roles_of(m)["prefill"]["entryTemplate"]["spec"]["containers"][0].update(args=[], command=None, workingDir=""), id="empty-args-null-command-empty-workingDir"),
+        pytest.param(
+            lambda m: roles_of(m)["prefill"]["entryTemplate"].update(metadata={}), id="an-empty-metadata-block"
+        ),
+        pytest.param(
+            lambda m: roles_of(m)["prefill"]["entryTemplate"].update(metadata={"labels": {}, "annotations": None}),
+            id="empty-labels-and-null-annotations",
+        ),
+        pytest.param(
+            lambda m: roles_of(m)["prefill"]["entryTemplate"]["spec"]["containers"][0].update(
+                args=[], command=None, workingDir=""
+            ),
+            id="empty-args-null-command-empty-workingDir",
+        ),
         pytest.param(lambda m: m["spec"].update(plugins=[]), id="an-empty-plugin-list"),
         pytest.param(lambda m: m["spec"].update(schedulerName=""), id="an-empty-scheduler-name"),
         pytest.param(lambda m: roles_of(m)["prefill"].pop("workerReplicas"), id="workerReplicas-missing-defaults-to-0"),
-        pytest.param(lambda m: roles_of(m)["prefill"]["entryTemplate"]["spec"].update(volumes=[]), id="an-empty-volume-list"),
+        pytest.param(
+            lambda m: roles_of(m)["prefill"]["entryTemplate"]["spec"].update(volumes=[]), id="an-empty-volume-list"
+        ),
     ],
 )
 def test_empty_values_and_defaults_do_not_change_the_revision(change):
@@ -195,7 +227,11 @@ def test_the_stored_revision_objects_in_a_cluster_rehash_to_their_names():
 
 def stored(name_hash: str, number: int, data, *, ms="ms") -> dict:
     return {
-        "metadata": {"name": f"{ms}-{name_hash}", "namespace": "default", "labels": {naming.LABEL_NAME: ms, naming.LABEL_REVISION: name_hash}},
+        "metadata": {
+            "name": f"{ms}-{name_hash}",
+            "namespace": "default",
+            "labels": {naming.LABEL_NAME: ms, naming.LABEL_REVISION: name_hash},
+        },
         "data": data,
         "revision": number,
     }
@@ -288,7 +324,10 @@ def test_a_rollback_in_a_cluster_reuses_the_old_revision_object_and_renumbers_it
     for image in ("engine:v2", "engine:v3", "engine:v1"):
         cluster.patch_modelserving("default", "ms", {"spec": {"template": {"roles": [role("serve", image=image)]}}})
         run_until_converged(cluster, clock)
-    numbers = {r["data"]["roles"][0]["entryTemplate"]["spec"]["containers"][0]["image"]: r["revision"] for r in cluster.revisions.values()}
+    numbers = {
+        r["data"]["roles"][0]["entryTemplate"]["spec"]["containers"][0]["image"]: r["revision"]
+        for r in cluster.revisions.values()
+    }
     assert numbers == {"engine:v2": 2, "engine:v3": 3, "engine:v1": 4}
 
 
@@ -352,7 +391,9 @@ def test_gc_deletes_unreferenced_revisions_beyond_the_limit_oldest_first(limit, 
 
 def test_gc_in_a_cluster_keeps_the_history_limit_and_every_referenced_revision():
     cluster, clock = MiniCluster(), FixedClock()
-    cluster.create_modelserving(manifest(replicas=3, revisionHistoryLimit=1, strategy={"rollingUpdateConfiguration": {"partition": 1}}))
+    cluster.create_modelserving(
+        manifest(replicas=3, revisionHistoryLimit=1, strategy={"rollingUpdateConfiguration": {"partition": 1}})
+    )
     run_until_converged(cluster, clock)
     first = cluster.ms[("default", "ms")]["status"]["updateRevision"]
     for image in ("engine:v2", "engine:v3", "engine:v4", "engine:v5"):
@@ -417,7 +458,9 @@ def test_unreadable_data_under_our_own_hash_is_reported_and_no_pod_is_built_from
     for pod in cluster.pods.values():
         rev = pod["metadata"]["labels"][naming.LABEL_REVISION]
         assert parse_revision(cluster.revisions[f"ms-{rev}"]).readable
-    assert any(h in b["reason"] for b in result.blocked) or cluster.ms[("default", "ms")]["status"]["collisionCount"] == 1
+    assert (
+        any(h in b["reason"] for b in result.blocked) or cluster.ms[("default", "ms")]["status"]["collisionCount"] == 1
+    )
 
 
 def test_rollback_to_an_unreadable_revision_is_refused():
@@ -459,9 +502,19 @@ def test_rollback_writes_the_revisions_versioned_fields_and_keeps_runtime_fields
     # runtime fields stay
     assert new_spec["replicas"] == 6
     assert new_spec["rolloutStrategy"] == {"type": "RoleRollingUpdate"}
-    assert (new_spec["recoveryPolicy"], new_spec["paused"], new_spec["drain"], new_spec["revisionHistoryLimit"]) == ("None", True, {"timeoutSeconds": 60}, 4)
+    assert (new_spec["recoveryPolicy"], new_spec["paused"], new_spec["drain"], new_spec["revisionHistoryLimit"]) == (
+        "None",
+        True,
+        {"timeoutSeconds": 60},
+        4,
+    )
     roles = {r["name"]: r for r in new_spec["template"]["roles"]}
-    assert (roles["prefill"]["replicas"], roles["prefill"]["maxUnavailable"], roles["prefill"]["maxSurge"], roles["prefill"]["partition"]) == (4, 2, 1, 1)
+    assert (
+        roles["prefill"]["replicas"],
+        roles["prefill"]["maxUnavailable"],
+        roles["prefill"]["maxSurge"],
+        roles["prefill"]["partition"],
+    ) == (4, 2, 1, 1)
     # versioned fields come from the revision
     assert roles["prefill"]["entryTemplate"]["spec"]["containers"][0]["image"] == "engine:v1"
     assert new_spec["schedulerName"] == "volcano"
@@ -475,10 +528,18 @@ def test_rollback_writes_the_revisions_versioned_fields_and_keeps_runtime_fields
 
 def test_rollback_keeps_a_group_level_partition_and_budgets():
     old = manifest(replicas=2)
-    current = manifest(replicas=6, roles=[role("serve", image="engine:v2")], strategy={"rollingUpdateConfiguration": {"partition": 2, "maxUnavailable": 3, "maxSurge": "50%"}})
+    current = manifest(
+        replicas=6,
+        roles=[role("serve", image="engine:v2")],
+        strategy={"rollingUpdateConfiguration": {"partition": 2, "maxUnavailable": 3, "maxSurge": "50%"}},
+    )
     new_spec = apply_revision(current["spec"], project(old["spec"]))
     assert new_spec["replicas"] == 6
-    assert new_spec["rolloutStrategy"]["rollingUpdateConfiguration"] == {"partition": 2, "maxUnavailable": 3, "maxSurge": "50%"}
+    assert new_spec["rolloutStrategy"]["rollingUpdateConfiguration"] == {
+        "partition": 2,
+        "maxUnavailable": 3,
+        "maxSurge": "50%",
+    }
 
 
 def test_the_rollback_control_patches_by_revision_number_and_the_result_is_valid():
@@ -495,11 +556,15 @@ def test_the_rollback_control_patches_by_revision_number_and_the_result_is_valid
     after = apply_merge_patch(ms, patch)
     assert after["spec"]["replicas"] == 6
     roles = {r["name"]: r for r in after["spec"]["template"]["roles"]}
-    assert set(roles) == {"prefill", "router"} and roles["prefill"]["replicas"] == 4 and roles["router"]["replicas"] == 1
+    assert (
+        set(roles) == {"prefill", "router"} and roles["prefill"]["replicas"] == 4 and roles["router"]["replicas"] == 1
+    )
     assert roles["prefill"]["partition"] == 1
     assert project(after["spec"]) == project(old["spec"])
     # applying it reuses revision 1 and renumbers it 3
-    cluster.patch_modelserving("default", "ms", {"spec": {"template": after["spec"]["template"], "schedulerName": "volcano"}})
+    cluster.patch_modelserving(
+        "default", "ms", {"spec": {"template": after["spec"]["template"], "schedulerName": "volcano"}}
+    )
     step(cluster, clock)
     numbers = sorted(r["revision"] for r in cluster.revisions.values())
     assert numbers == [2, 3]
@@ -520,7 +585,9 @@ def test_the_diff_between_two_revisions_names_each_changed_field():
     b = copy.deepcopy(a)
     set_image(b, "decode", "engine:v2")
     set_role(b, "decode", workerReplicas=3)
-    b["spec"]["template"]["roles"] = [r for r in b["spec"]["template"]["roles"] if r["name"] != "prefill"] + [role("router")]
+    b["spec"]["template"]["roles"] = [r for r in b["spec"]["template"]["roles"] if r["name"] != "prefill"] + [
+        role("router")
+    ]
     b["spec"]["schedulerName"] = "volcano"
     changes = diff(project(a["spec"]), project(b["spec"]))
     by_path = {c["path"]: c for c in changes}
@@ -550,7 +617,14 @@ def test_the_diff_matches_env_by_name():
     add_env(a, "prefill", [{"name": "A", "value": "1"}, {"name": "B", "value": "1"}])
     add_env(b, "prefill", [{"name": "B", "value": "2"}, {"name": "A", "value": "1"}])
     changes = diff(project(a["spec"]), project(b["spec"]))
-    assert changes == [{"path": "roles[prefill].entryTemplate.spec.containers[engine].env[B].value", "change": "changed", "from": "1", "to": "2"}]
+    assert changes == [
+        {
+            "path": "roles[prefill].entryTemplate.spec.containers[engine].env[B].value",
+            "change": "changed",
+            "from": "1",
+            "to": "2",
+        }
+    ]
 
 
 def test_revision_actions_are_plain_values():

@@ -23,7 +23,11 @@ def effective(m, settings=None):
 
 def triple(budgets):
     return {
-        "maxUnavailable": (budgets.max_unavailable.written, budgets.max_unavailable.count, budgets.max_unavailable.source),
+        "maxUnavailable": (
+            budgets.max_unavailable.written,
+            budgets.max_unavailable.count,
+            budgets.max_unavailable.source,
+        ),
         "maxSurge": (budgets.max_surge.written, budgets.max_surge.count, budgets.max_surge.source),
         "partition": (budgets.partition.written, budgets.partition.count, budgets.partition.source),
     }
@@ -31,17 +35,27 @@ def triple(budgets):
 
 def test_with_nothing_set_every_value_is_the_builtin_default():
     eff = effective(manifest(replicas=4))
-    assert triple(eff.group) == {"maxUnavailable": (1, 1, BUILTIN), "maxSurge": (0, 0, BUILTIN), "partition": (0, 0, BUILTIN)}
+    assert triple(eff.group) == {
+        "maxUnavailable": (1, 1, BUILTIN),
+        "maxSurge": (0, 0, BUILTIN),
+        "partition": (0, 0, BUILTIN),
+    }
     assert eff.type == GROUP_ROLLING
 
 
 def test_the_cluster_default_applies_in_standard_mode_and_says_so():
     settings = ClusterSettings(deployment_mode="Standard", default_max_unavailable=P("50%"), default_max_surge=P(1))
     eff = effective(manifest(replicas=4), settings)
-    assert triple(eff.group) == {"maxUnavailable": ("50%", 2, CLUSTER), "maxSurge": (1, 1, CLUSTER), "partition": (0, 0, BUILTIN)}
+    assert triple(eff.group) == {
+        "maxUnavailable": ("50%", 2, CLUSTER),
+        "maxSurge": (1, 1, CLUSTER),
+        "partition": (0, 0, BUILTIN),
+    }
 
 
-@pytest.mark.parametrize("mode", [pytest.param("RawDeployment", id="raw-deployment-mode"), pytest.param("Serverless", id="serverless-mode")])
+@pytest.mark.parametrize(
+    "mode", [pytest.param("RawDeployment", id="raw-deployment-mode"), pytest.param("Serverless", id="serverless-mode")]
+)
 def test_the_cluster_default_is_ignored_outside_standard_mode(mode):
     settings = ClusterSettings(deployment_mode=mode, default_max_unavailable=P(2), default_max_surge=P(1))
     eff = effective(manifest(replicas=4), settings)
@@ -53,7 +67,11 @@ def test_the_objects_own_values_win_over_the_cluster_default():
     settings = ClusterSettings(default_max_unavailable=P(3), default_max_surge=P(2))
     m = manifest(replicas=4, strategy={"rollingUpdateConfiguration": {"maxUnavailable": "25%", "partition": 2}})
     eff = effective(m, settings)
-    assert triple(eff.group) == {"maxUnavailable": ("25%", 1, OBJECT), "maxSurge": (2, 2, CLUSTER), "partition": (2, 2, OBJECT)}
+    assert triple(eff.group) == {
+        "maxUnavailable": ("25%", 1, OBJECT),
+        "maxSurge": (2, 2, CLUSTER),
+        "partition": (2, 2, OBJECT),
+    }
 
 
 def test_each_value_keeps_its_own_source():
@@ -69,13 +87,17 @@ def test_partition_is_never_taken_from_the_cluster():
 
 
 def test_the_multi_node_override_is_opt_in():
-    m = manifest(replicas=4, roles=[role("decode", workers=2)], strategy={"rollingUpdateConfiguration": {"maxUnavailable": 2}})
+    m = manifest(
+        replicas=4, roles=[role("decode", workers=2)], strategy={"rollingUpdateConfiguration": {"maxUnavailable": 2}}
+    )
     eff = effective(m, ClusterSettings(multi_node_override=False))
     assert triple(eff.group)["maxUnavailable"] == (2, 2, OBJECT)
 
 
 def test_the_multi_node_override_wins_over_the_object_for_roles_with_workers():
-    m = manifest(replicas=4, roles=[role("decode", workers=2)], strategy={"rollingUpdateConfiguration": {"maxUnavailable": 2}})
+    m = manifest(
+        replicas=4, roles=[role("decode", workers=2)], strategy={"rollingUpdateConfiguration": {"maxUnavailable": 2}}
+    )
     eff = effective(m, ClusterSettings(multi_node_override=True))
     assert triple(eff.group)["maxUnavailable"] == (0, 0, MULTI_NODE)
     assert triple(eff.group)["maxSurge"] == ("100%", 4, MULTI_NODE)
@@ -83,7 +105,9 @@ def test_the_multi_node_override_wins_over_the_object_for_roles_with_workers():
 
 
 def test_the_multi_node_override_leaves_single_node_roles_alone():
-    m = manifest(replicas=4, roles=[role("serve", workers=0)], strategy={"rollingUpdateConfiguration": {"maxUnavailable": 2}})
+    m = manifest(
+        replicas=4, roles=[role("serve", workers=0)], strategy={"rollingUpdateConfiguration": {"maxUnavailable": 2}}
+    )
     eff = effective(m, ClusterSettings(multi_node_override=True))
     assert triple(eff.group)["maxUnavailable"] == (2, 2, OBJECT)
     assert eff.roles["serve"].max_unavailable.source == BUILTIN
@@ -91,7 +115,9 @@ def test_the_multi_node_override_leaves_single_node_roles_alone():
 
 def test_at_role_level_the_override_applies_only_to_the_role_with_workers():
     roles = [role("prefill", replicas=2, maxUnavailable=1), role("decode", replicas=3, workers=1, maxUnavailable=2)]
-    eff = effective(manifest(replicas=1, roles=roles, strategy={"type": ROLE_ROLLING}), ClusterSettings(multi_node_override=True))
+    eff = effective(
+        manifest(replicas=1, roles=roles, strategy={"type": ROLE_ROLLING}), ClusterSettings(multi_node_override=True)
+    )
     assert triple(eff.roles["prefill"])["maxUnavailable"] == (1, 1, OBJECT)
     assert triple(eff.roles["decode"])["maxUnavailable"] == (0, 0, MULTI_NODE)
     assert triple(eff.roles["decode"])["maxSurge"] == ("100%", 3, MULTI_NODE)
@@ -99,8 +125,14 @@ def test_at_role_level_the_override_applies_only_to_the_role_with_workers():
 
 def test_role_budgets_resolve_against_that_roles_replicas_with_sources():
     roles = [role("decode", replicas=4, maxUnavailable="50%")]
-    eff = effective(manifest(replicas=2, roles=roles, strategy={"type": ROLE_ROLLING}), ClusterSettings(default_max_surge=P("25%")))
-    assert triple(eff.roles["decode"]) == {"maxUnavailable": ("50%", 2, OBJECT), "maxSurge": ("25%", 1, CLUSTER), "partition": (0, 0, BUILTIN)}
+    eff = effective(
+        manifest(replicas=2, roles=roles, strategy={"type": ROLE_ROLLING}), ClusterSettings(default_max_surge=P("25%"))
+    )
+    assert triple(eff.roles["decode"]) == {
+        "maxUnavailable": ("50%", 2, OBJECT),
+        "maxSurge": ("25%", 1, CLUSTER),
+        "partition": (0, 0, BUILTIN),
+    }
 
 
 def test_the_json_form_carries_value_count_and_source_for_the_dashboard():

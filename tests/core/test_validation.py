@@ -186,7 +186,10 @@ def test_both_group_budgets_zero_is_refused(cfg, replicas):
     "cfg",
     [
         pytest.param({"maxUnavailable": 0, "maxSurge": 1}, id="maxUnavailable-0-with-a-surge-of-1"),
-        pytest.param({"maxUnavailable": "10%", "maxSurge": "10%"}, id="maxUnavailable-rounding-to-0-with-a-surge-rounding-up-to-1"),
+        pytest.param(
+            {"maxUnavailable": "10%", "maxSurge": "10%"},
+            id="maxUnavailable-rounding-to-0-with-a-surge-rounding-up-to-1",
+        ),
         pytest.param({"maxUnavailable": 1, "maxSurge": 0}, id="maxUnavailable-1-without-surge"),
     ],
 )
@@ -215,12 +218,36 @@ def test_a_role_with_maxunavailable_0_and_a_surge_is_accepted():
         pytest.param("spec.replicas", lambda m: m["spec"].update(replicas=-1), id="negative-replicas"),
         pytest.param("spec.replicas", lambda m: m["spec"].update(replicas="3"), id="quoted-replicas"),
         pytest.param("spec.replicas", lambda m: m["spec"].update(replicas=True), id="boolean-replicas"),
-        pytest.param("spec.template.roles[0].replicas", lambda m: m["spec"]["template"]["roles"][0].update(replicas=-2), id="negative-role-replicas"),
-        pytest.param("spec.template.roles[0].replicas", lambda m: m["spec"]["template"]["roles"][0].update(replicas="two"), id="non-numeric-role-replicas"),
-        pytest.param("spec.template.roles[0].workerReplicas", lambda m: m["spec"]["template"]["roles"][0].update(workerReplicas=-1), id="negative-workerReplicas"),
-        pytest.param("spec.revisionHistoryLimit", lambda m: m["spec"].update(revisionHistoryLimit=-1), id="negative-revisionHistoryLimit"),
-        pytest.param("spec.drain.timeoutSeconds", lambda m: m["spec"].update(drain={"timeoutSeconds": -5}), id="negative-drain-timeout"),
-        pytest.param("spec.drain.timeoutSeconds", lambda m: m["spec"].update(drain={"timeoutSeconds": "30s"}), id="non-numeric-drain-timeout"),
+        pytest.param(
+            "spec.template.roles[0].replicas",
+            lambda m: m["spec"]["template"]["roles"][0].update(replicas=-2),
+            id="negative-role-replicas",
+        ),
+        pytest.param(
+            "spec.template.roles[0].replicas",
+            lambda m: m["spec"]["template"]["roles"][0].update(replicas="two"),
+            id="non-numeric-role-replicas",
+        ),
+        pytest.param(
+            "spec.template.roles[0].workerReplicas",
+            lambda m: m["spec"]["template"]["roles"][0].update(workerReplicas=-1),
+            id="negative-workerReplicas",
+        ),
+        pytest.param(
+            "spec.revisionHistoryLimit",
+            lambda m: m["spec"].update(revisionHistoryLimit=-1),
+            id="negative-revisionHistoryLimit",
+        ),
+        pytest.param(
+            "spec.drain.timeoutSeconds",
+            lambda m: m["spec"].update(drain={"timeoutSeconds": -5}),
+            id="negative-drain-timeout",
+        ),
+        pytest.param(
+            "spec.drain.timeoutSeconds",
+            lambda m: m["spec"].update(drain={"timeoutSeconds": "30s"}),
+            id="non-numeric-drain-timeout",
+        ),
         pytest.param("spec.paused", lambda m: m["spec"].update(paused="yes"), id="paused-that-is-not-a-boolean"),
     ],
 )
@@ -252,7 +279,14 @@ def test_a_role_name_that_is_not_a_short_dns_1035_label_is_refused(name):
     assert "DNS-1035" in err.rule and "12" in err.rule
 
 
-@pytest.mark.parametrize("name", [pytest.param("abcdefghijkl", id="twelve-characters"), pytest.param("p", id="one-letter"), pytest.param("d-2", id="letters-digits-and-a-dash")])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("abcdefghijkl", id="twelve-characters"),
+        pytest.param("p", id="one-letter"),
+        pytest.param("d-2", id="letters-digits-and-a-dash"),
+    ],
+)
 def test_a_short_dns_1035_role_name_is_accepted(name):
     assert parse_modelserving(manifest(roles=[role(name)])).role_names == (name,)
 
@@ -365,15 +399,57 @@ def coordinated(coordination: dict) -> dict:
 @pytest.mark.parametrize(
     "coordination, path, words",
     [
-        pytest.param({"roles": ["a", "x"], "maxSkew": "10%"}, f"{COORD}.roles[1]", "'x' does not exist", id="a-coordinated-role-that-does-not-exist"),
-        pytest.param({"maxSkew": "10%", "dependencies": [{"role": "x", "dependsOn": ["a"]}]}, f"{COORD}.dependencies[0].role", "'x'", id="a-dependency-of-a-role-that-does-not-exist"),
-        pytest.param({"maxSkew": "10%", "dependencies": [{"role": "a", "dependsOn": ["b", "zz"]}]}, f"{COORD}.dependencies[0].dependsOn[1]", "'zz'", id="a-dependency-on-a-role-that-does-not-exist"),
-        pytest.param({"roles": ["a", "b"], "maxSkew": "10%", "dependencies": [{"role": "a", "dependsOn": ["c"]}]}, f"{COORD}.dependencies[0].dependsOn[0]", "'c'", id="a-dependency-on-a-role-outside-the-coordinated-set"),
-        pytest.param({"maxSkew": "10%", "dependencies": [{"role": "a", "dependsOn": ["a"]}]}, f"{COORD}.dependencies[0].dependsOn[0]", "itself", id="a-self-edge"),
-        pytest.param({"maxSkew": "10%", "dependencies": [{"role": "b", "dependsOn": ["c", "b"]}]}, f"{COORD}.dependencies[0].dependsOn[1]", "itself", id="a-self-edge-after-another-edge"),
-        pytest.param({"maxSkew": "10%", "dependencies": [{"role": "a", "dependsOn": ["b"]}, {"role": "b", "dependsOn": ["a"]}]}, f"{COORD}.dependencies", "cycle", id="a-two-role-cycle"),
         pytest.param(
-            {"maxSkew": "10%", "dependencies": [{"role": "a", "dependsOn": ["b"]}, {"role": "b", "dependsOn": ["c"]}, {"role": "c", "dependsOn": ["a"]}]},
+            {"roles": ["a", "x"], "maxSkew": "10%"},
+            f"{COORD}.roles[1]",
+            "'x' does not exist",
+            id="a-coordinated-role-that-does-not-exist",
+        ),
+        pytest.param(
+            {"maxSkew": "10%", "dependencies": [{"role": "x", "dependsOn": ["a"]}]},
+            f"{COORD}.dependencies[0].role",
+            "'x'",
+            id="a-dependency-of-a-role-that-does-not-exist",
+        ),
+        pytest.param(
+            {"maxSkew": "10%", "dependencies": [{"role": "a", "dependsOn": ["b", "zz"]}]},
+            f"{COORD}.dependencies[0].dependsOn[1]",
+            "'zz'",
+            id="a-dependency-on-a-role-that-does-not-exist",
+        ),
+        pytest.param(
+            {"roles": ["a", "b"], "maxSkew": "10%", "dependencies": [{"role": "a", "dependsOn": ["c"]}]},
+            f"{COORD}.dependencies[0].dependsOn[0]",
+            "'c'",
+            id="a-dependency-on-a-role-outside-the-coordinated-set",
+        ),
+        pytest.param(
+            {"maxSkew": "10%", "dependencies": [{"role": "a", "dependsOn": ["a"]}]},
+            f"{COORD}.dependencies[0].dependsOn[0]",
+            "itself",
+            id="a-self-edge",
+        ),
+        pytest.param(
+            {"maxSkew": "10%", "dependencies": [{"role": "b", "dependsOn": ["c", "b"]}]},
+            f"{COORD}.dependencies[0].dependsOn[1]",
+            "itself",
+            id="a-self-edge-after-another-edge",
+        ),
+        pytest.param(
+            {"maxSkew": "10%", "dependencies": [{"role": "a", "dependsOn": ["b"]}, {"role": "b", "dependsOn": ["a"]}]},
+            f"{COORD}.dependencies",
+            "cycle",
+            id="a-two-role-cycle",
+        ),
+        pytest.param(
+            {
+                "maxSkew": "10%",
+                "dependencies": [
+                    {"role": "a", "dependsOn": ["b"]},
+                    {"role": "b", "dependsOn": ["c"]},
+                    {"role": "c", "dependsOn": ["a"]},
+                ],
+            },
             f"{COORD}.dependencies",
             "cycle",
             id="a-three-role-cycle",
@@ -393,12 +469,27 @@ def test_bad_coordination_is_refused_naming_the_field(coordination, path, words)
 
 
 def test_a_dependency_cycle_error_spells_out_the_cycle():
-    err = rejects(coordinated({"maxSkew": "10%", "dependencies": [{"role": "a", "dependsOn": ["b"]}, {"role": "b", "dependsOn": ["c"]}, {"role": "c", "dependsOn": ["a"]}]}))
+    err = rejects(
+        coordinated(
+            {
+                "maxSkew": "10%",
+                "dependencies": [
+                    {"role": "a", "dependsOn": ["b"]},
+                    {"role": "b", "dependsOn": ["c"]},
+                    {"role": "c", "dependsOn": ["a"]},
+                ],
+            }
+        )
+    )
     assert "a -> b -> c -> a" in err.rule
 
 
 def test_an_acyclic_dependency_chain_is_accepted():
-    ms = parse_modelserving(coordinated({"maxSkew": "10%", "dependencies": [{"role": "a", "dependsOn": ["b"]}, {"role": "b", "dependsOn": ["c"]}]}))
+    ms = parse_modelserving(
+        coordinated(
+            {"maxSkew": "10%", "dependencies": [{"role": "a", "dependsOn": ["b"]}, {"role": "b", "dependsOn": ["c"]}]}
+        )
+    )
     coordination = ms.strategy.coordination
     assert coordination.max_skew_percent == 10
     assert coordination.depends_on("a") == ("b",) and coordination.depends_on("c") == ()
@@ -406,11 +497,21 @@ def test_an_acyclic_dependency_chain_is_accepted():
 
 
 def test_a_diamond_of_dependencies_is_not_a_cycle():
-    parse_modelserving(coordinated({"maxSkew": "25%", "dependencies": [{"role": "a", "dependsOn": ["b", "c"]}, {"role": "b", "dependsOn": ["c"]}]}))
+    parse_modelserving(
+        coordinated(
+            {
+                "maxSkew": "25%",
+                "dependencies": [{"role": "a", "dependsOn": ["b", "c"]}, {"role": "b", "dependsOn": ["c"]}],
+            }
+        )
+    )
 
 
 def test_coordination_is_refused_for_group_rolling_update():
-    m = manifest(roles=[role("a"), role("b")], strategy={"type": GROUP_ROLLING, "roleRollingUpdateConfiguration": {"coordination": {"maxSkew": "10%"}}})
+    m = manifest(
+        roles=[role("a"), role("b")],
+        strategy={"type": GROUP_ROLLING, "roleRollingUpdateConfiguration": {"coordination": {"maxSkew": "10%"}}},
+    )
     assert rejects(m).field == COORD
 
 
@@ -423,7 +524,13 @@ def test_defaults_are_those_of_domain_md():
         "apiVersion": naming.API_VERSION,
         "kind": "ModelServing",
         "metadata": {"name": "ms"},
-        "spec": {"template": {"roles": [{"name": "serve", "entryTemplate": {"spec": {"containers": [{"name": "engine", "image": "e:1"}]}}}]}},
+        "spec": {
+            "template": {
+                "roles": [
+                    {"name": "serve", "entryTemplate": {"spec": {"containers": [{"name": "engine", "image": "e:1"}]}}}
+                ]
+            }
+        },
     }
     ms = parse_modelserving(m)
     assert ms.namespace == "default"
@@ -484,7 +591,10 @@ def test_the_kthena_examples_are_all_there():
 
 
 @pytest.mark.parametrize("path", _example_params())
-@pytest.mark.parametrize("api_version", [pytest.param(naming.KTHENA_API_VERSION, id="as-kthena"), pytest.param(naming.API_VERSION, id="as-rolloutui")])
+@pytest.mark.parametrize(
+    "api_version",
+    [pytest.param(naming.KTHENA_API_VERSION, id="as-kthena"), pytest.param(naming.API_VERSION, id="as-rolloutui")],
+)
 def test_every_kthena_example_modelserving_parses_under_both_api_versions(path, api_version):
     docs = _modelserving_docs(path)
     assert len(docs) == 1, "take the ModelServing document of each file"
@@ -498,7 +608,10 @@ def test_every_kthena_example_modelserving_parses_under_both_api_versions(path, 
 
 @pytest.mark.parametrize(
     "path",
-    [pytest.param(p, id=f"scenario-{os.path.basename(p)[:-5]}-parses") for p in sorted(glob.glob(os.path.join(SCENARIOS, "*.yaml")))],
+    [
+        pytest.param(p, id=f"scenario-{os.path.basename(p)[:-5]}-parses")
+        for p in sorted(glob.glob(os.path.join(SCENARIOS, "*.yaml")))
+    ],
 )
 def test_every_shared_scenarios_modelserving_parses(path):
     with open(path) as f:

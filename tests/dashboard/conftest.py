@@ -27,8 +27,15 @@ ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
 
 # Variables that would make the child's settings depend on this shell or on the test process.
-_SCRUBBED = ("DATABASE_URL", "REDIS_URL", "PROMETHEUS_MULTIPROC_DIR", "DJANGO_SETTINGS_MODULE", "PORT", "HOST",
-             "DJANGO_ALLOW_ASYNC_UNSAFE")
+_SCRUBBED = (
+    "DATABASE_URL",
+    "REDIS_URL",
+    "PROMETHEUS_MULTIPROC_DIR",
+    "DJANGO_SETTINGS_MODULE",
+    "PORT",
+    "HOST",
+    "DJANGO_ALLOW_ASYNC_UNSAFE",
+)
 
 
 @pytest.fixture
@@ -81,8 +88,14 @@ class LiveStack:
         self.namespace, self.name = NAMESPACE, "chat"
 
     def manage(self, *args: str, timeout: float = 120) -> str:
-        out = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True,
-                             text=True, timeout=timeout)
+        out = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         if out.returncode != 0:
             raise AssertionError(f"manage.py {' '.join(args)} failed:\n{out.stdout}\n{out.stderr}")
         return out.stdout
@@ -95,14 +108,21 @@ def live_stack(tmp_path_factory):
     var_dir = tmp_path_factory.mktemp("live-var")
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED and not k.startswith("ROLLOUTUI_")}
-    env.update({"DJANGO_SETTINGS_MODULE": "rolloutui.settings", "ROLLOUTUI_VAR_DIR": str(var_dir),
-                "PYTHONUNBUFFERED": "1"})
+    env.update(
+        {"DJANGO_SETTINGS_MODULE": "rolloutui.settings", "ROLLOUTUI_VAR_DIR": str(var_dir), "PYTHONUNBUFFERED": "1"}
+    )
     # Simulated pods get Ready in 8-23 simulated seconds; at 4x a six-group rollout takes seconds.
     env["ROLLOUTUI_SIM_SPEED"] = os.environ.get("ROLLOUTUI_SIM_SPEED", "4")
     log = var_dir / "runall.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "manage.py", "runall", "--no-demo", "--port", str(port)], cwd=ROOT,
-                                env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "manage.py", "runall", "--no-demo", "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
     stack = LiveStack(url, env, proc, log)
     try:
@@ -119,7 +139,9 @@ def live_stack(tmp_path_factory):
             if time.monotonic() > deadline:
                 raise AssertionError(f"runall did not answer within 120 s:\n{log.read_text()[-4000:]}")
             time.sleep(0.5)
-        seeded = stack.manage("shell", "-c", SEED.format(password=TEST_PASSWORD, manifest=manifest("chat", replicas=6, partition=2)))
+        seeded = stack.manage(
+            "shell", "-c", SEED.format(password=TEST_PASSWORD, manifest=manifest("chat", replicas=6, partition=2))
+        )
         assert "seeded" in seeded
         yield stack
     finally:

@@ -14,7 +14,9 @@ NAMESPACE = "default"
 
 def manifest(name: str, *, replicas: int = 4, partition: int = 0, image: str = "engine:v1", max_surge: int = 1) -> dict:
     def template(img: str) -> dict:
-        return {"spec": {"containers": [{"name": "engine", "image": img, "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+        return {
+            "spec": {"containers": [{"name": "engine", "image": img, "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}
+        }
 
     return {
         "apiVersion": "serving.rolloutui.io/v1alpha1",
@@ -28,7 +30,13 @@ def manifest(name: str, *, replicas: int = 4, partition: int = 0, image: str = "
             },
             "template": {
                 "roles": [
-                    {"name": "prefill", "replicas": 1, "workerReplicas": 1, "entryTemplate": template(image), "workerTemplate": template(image)},
+                    {
+                        "name": "prefill",
+                        "replicas": 1,
+                        "workerReplicas": 1,
+                        "entryTemplate": template(image),
+                        "workerTemplate": template(image),
+                    },
                     {"name": "decode", "replicas": 2, "workerReplicas": 0, "entryTemplate": template(image)},
                 ]
             },

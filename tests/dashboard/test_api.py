@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from .helpers import NAMESPACE, reconcile, wait_for
+from .helpers import NAMESPACE, reconcile
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +59,9 @@ def test_viewer_can_read(viewer_client, ms):
 
 def test_token_auth(viewer, password):
     client = Client()
-    resp = client.post("/api/auth/token/", {"username": "viewer", "password": password}, content_type="application/json")
+    resp = client.post(
+        "/api/auth/token/", {"username": "viewer", "password": password}, content_type="application/json"
+    )
     assert resp.status_code == 200
     token = resp.json()["token"]
     resp = Client().get("/api/modelservings/", HTTP_AUTHORIZATION=f"Token {token}")
@@ -73,8 +75,9 @@ def test_token_auth(viewer, password):
 def test_token_user_posts_without_csrf(operator, password, ms):
     # Scripts authenticate with a token and need no CSRF token; session users do need one.
     token = Client().post("/api/auth/token/", {"username": "operator", "password": password}).json()["token"]
-    resp = Client(enforce_csrf_checks=True).post(url(ms, "pause"), {"reason": "script"}, content_type="application/json",
-                                                 HTTP_AUTHORIZATION=f"Token {token}")
+    resp = Client(enforce_csrf_checks=True).post(
+        url(ms, "pause"), {"reason": "script"}, content_type="application/json", HTTP_AUTHORIZATION=f"Token {token}"
+    )
     assert resp.status_code == 200, resp.content
 
 
@@ -152,7 +155,13 @@ def test_pause_and_resume_write_audit(operator_client, ms):
 @pytest.mark.parametrize("suffix", ["pause", "resume", "promote", "rollback", "set-image"])
 @pytest.mark.parametrize("reason", [None, "", "   "])
 def test_every_control_requires_a_reason(operator_client, ms, suffix, reason):
-    body = {"toRevision": 1} if suffix == "rollback" else {"role": "decode", "image": "x:1"} if suffix == "set-image" else {}
+    body = (
+        {"toRevision": 1}
+        if suffix == "rollback"
+        else {"role": "decode", "image": "x:1"}
+        if suffix == "set-image"
+        else {}
+    )
     if reason is not None:
         body["reason"] = reason
     resp = post(operator_client, url(ms, suffix), body)

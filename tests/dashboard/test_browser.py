@@ -85,7 +85,7 @@ def test_operator_watches_pauses_promotes_diffs_and_rolls_back(live_stack, page:
     expect(page.get_by_test_id("phase")).to_have_text("Progressing", timeout=20000)
 
     # Live: instances move to the new revision and get Ready, without reloading the page.
-    first = wait_state(page, lambda s: s["readyOnUpdate"] >= 1, what="a first updated instance")
+    wait_state(page, lambda s: s["readyOnUpdate"] >= 1, what="a first updated instance")
     page.wait_for_timeout(600)
     shot(page, screenshot_dir / "detail-progressing.png")
 
@@ -177,8 +177,11 @@ def test_viewer_sees_no_working_controls_and_gets_403(live_stack, page: Page, sc
 
     # The API refuses the viewer's control even with a valid session and CSRF token.
     token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
-    resp = page.request.post(live_stack.url + "/api/modelservings/default/chat/pause",
-                             data={"reason": "trying"}, headers={"X-CSRFToken": token, "Referer": live_stack.url + DETAIL})
+    resp = page.request.post(
+        live_stack.url + "/api/modelservings/default/chat/pause",
+        data={"reason": "trying"},
+        headers={"X-CSRFToken": token, "Referer": live_stack.url + DETAIL},
+    )
     assert resp.status == 403
     assert "operate" in resp.json()["detail"]
     assert page.request.get(live_stack.url + "/api/modelservings/default/chat/").status == 200

@@ -163,8 +163,12 @@ async def test_two_clients_share_one_subscription_and_both_receive(ms, viewer, o
     group = streaming.group_name(ms["namespace"], ms["name"])
     hubs = [h for (loop_id, g), h in _Hub._hubs.items() if g == group]
     assert len(hubs) == 1 and len(hubs[0].subscribers) == 2
-    snapshot = await database_sync_to_async(__import__("rolloutui.services.state", fromlist=["x"]).get_state)(ms["namespace"], ms["name"])
-    await get_channel_layer().group_send(group, {"type": "state.update", "state": {**snapshot, "seq": "x", "time": 5.0}})
+    snapshot = await database_sync_to_async(__import__("rolloutui.services.state", fromlist=["x"]).get_state)(
+        ms["namespace"], ms["name"]
+    )
+    await get_channel_layer().group_send(
+        group, {"type": "state.update", "state": {**snapshot, "seq": "x", "time": 5.0}}
+    )
     for comm in (a, b):
         delta = json.loads(await comm.receive_from(timeout=3))
         assert delta["type"] == "state.delta" and delta["set"]["seq"] == "x" and delta["time"] == 5.0
@@ -200,14 +204,27 @@ async def test_publish_state_from_the_services_reaches_the_client(ms, viewer):
 def test_make_delta_round_trips_values_none_and_removed_fields():
     from rolloutui.consumers import make_delta
 
-    old = {"phase": "Progressing", "spec": {"paused": False}, "gone": 1, "time": 1.0,
-           "instances": [{"group": 0, "role": "a", "ordinal": 0, "state": "Ready", "extra": 1},
-                         {"group": 1, "role": "a", "ordinal": 0, "state": "Ready"}],
-           "groups": [{"ordinal": 0, "updated": False, "revision": None}, {"ordinal": 1, "updated": False}]}
-    new = {"phase": "Paused", "spec": {"paused": True}, "time": 2.0,
-           "instances": [{"group": 0, "role": "a", "ordinal": 0, "state": "Draining", "note": None},
-                         {"group": 2, "role": "a", "ordinal": 0, "state": "Creating"}],
-           "groups": [{"ordinal": 0, "updated": True, "revision": None}, {"ordinal": 2, "updated": False}]}
+    old = {
+        "phase": "Progressing",
+        "spec": {"paused": False},
+        "gone": 1,
+        "time": 1.0,
+        "instances": [
+            {"group": 0, "role": "a", "ordinal": 0, "state": "Ready", "extra": 1},
+            {"group": 1, "role": "a", "ordinal": 0, "state": "Ready"},
+        ],
+        "groups": [{"ordinal": 0, "updated": False, "revision": None}, {"ordinal": 1, "updated": False}],
+    }
+    new = {
+        "phase": "Paused",
+        "spec": {"paused": True},
+        "time": 2.0,
+        "instances": [
+            {"group": 0, "role": "a", "ordinal": 0, "state": "Draining", "note": None},
+            {"group": 2, "role": "a", "ordinal": 0, "state": "Creating"},
+        ],
+        "groups": [{"ordinal": 0, "updated": True, "revision": None}, {"ordinal": 2, "updated": False}],
+    }
     delta = make_delta(old, new)
     assert delta["unset"] == ["gone"] and delta["set"] == {"phase": "Paused", "spec": {"paused": True}}
     assert delta["lists"]["instances"]["patch"] == [[[0, "a", 0], {"state": "Draining", "note": None}, ["extra"]]]
@@ -220,7 +237,11 @@ def test_make_delta_keeps_planner_order_and_falls_back_on_duplicate_keys():
 
     b = lambda g, reason: {"group": g, "role": None, "kind": "budget", "reason": reason}  # noqa: E731
     old = {"time": 1.0, "blocked": [b(3, "x"), b(1, "y")], "drain": [{"pod": "p1", "inFlight": 2}]}
-    new = {"time": 2.0, "blocked": [b(2, "z"), b(3, "x2")], "drain": [{"pod": "p1", "inFlight": 1}, {"pod": "p0", "inFlight": 0}]}
+    new = {
+        "time": 2.0,
+        "blocked": [b(2, "z"), b(3, "x2")],
+        "drain": [{"pod": "p1", "inFlight": 1}, {"pod": "p0", "inFlight": 0}],
+    }
     delta = make_delta(old, new)
     assert "order" in delta["lists"]["blocked"] and "order" not in delta["lists"]["drain"]
     assert replay([old, json.loads(json.dumps(delta))]) == new

@@ -38,7 +38,9 @@ def test_the_reference_examples_are_present():
 
 
 @pytest.mark.parametrize("name,manifest", EXAMPLE_MANIFESTS, ids=[n for n, _ in EXAMPLE_MANIFESTS])
-@pytest.mark.parametrize("api_version", [naming.KTHENA_API_VERSION, naming.API_VERSION], ids=["kthena-apiversion", "our-apiversion"])
+@pytest.mark.parametrize(
+    "api_version", [naming.KTHENA_API_VERSION, naming.API_VERSION], ids=["kthena-apiversion", "our-apiversion"]
+)
 def test_every_kthena_example_is_accepted(name, manifest, api_version):
     manifest = copy.deepcopy(manifest)
     manifest["apiVersion"] = api_version
@@ -60,8 +62,13 @@ def test_every_kthena_example_rolls_out_an_image_change_to_convergence(name, man
     manifest.setdefault("metadata", {}).setdefault("namespace", "default")
     parsed = parse_modelserving(manifest)
     # Room for the whole ModelServing twice over (surge, or a replacement beside the old pods).
-    per_group = sum(r.replicas * (_gpus(r.entry_template) + r.worker_replicas * _gpus(r.worker_template or {})) for r in parsed.roles)
-    largest_pod = max([_gpus(r.entry_template) for r in parsed.roles] + [_gpus(r.worker_template or {}) for r in parsed.roles] + [1])
+    per_group = sum(
+        r.replicas * (_gpus(r.entry_template) + r.worker_replicas * _gpus(r.worker_template or {}))
+        for r in parsed.roles
+    )
+    largest_pod = max(
+        [_gpus(r.entry_template) for r in parsed.roles] + [_gpus(r.worker_template or {}) for r in parsed.roles] + [1]
+    )
     gpus_per_node = max(8, largest_pod)
     nodes = max(2, (2 * per_group * max(parsed.replicas, 1)) // gpus_per_node + 2)
     first = parsed.roles[0]
@@ -71,7 +78,11 @@ def test_every_kthena_example_rolls_out_an_image_change_to_convergence(name, man
             "name": f"kthena-{name}",
             "seed": 1,
             "until": 3000,
-            "cluster": {"nodes": nodes, "gpusPerNode": gpus_per_node, "timing": {"schedule": 1, "pull": 2, "start": 1, "load": 5, "terminate": 1}},
+            "cluster": {
+                "nodes": nodes,
+                "gpusPerNode": gpus_per_node,
+                "timing": {"schedule": 1, "pull": 2, "start": 1, "load": 5, "terminate": 1},
+            },
             "modelServing": manifest,
             "events": [
                 {"at": 0, "do": "apply"},

@@ -49,7 +49,7 @@ CORE_GROUPS = {"", "apps", "coordination.k8s.io", "events.k8s.io"}
 
 
 def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _error(status: int, reason: str, message: str) -> KubernetesError:
@@ -99,7 +99,11 @@ class _Watcher:
 
     def wants(self, resource: str, obj: dict[str, Any]) -> bool:
         ns = (obj.get("metadata") or {}).get("namespace")
-        return resource == self.resource and (self.namespace is None or ns == self.namespace) and selector_matches(self.selector, obj)
+        return (
+            resource == self.resource
+            and (self.namespace is None or ns == self.namespace)
+            and selector_matches(self.selector, obj)
+        )
 
 
 class ApiServerDouble(kmock.KubernetesEmulator):
@@ -168,7 +172,8 @@ class ApiServerDouble(kmock.KubernetesEmulator):
     def _list(self, resource: str, ns: str | None, params: dict[str, str]) -> dict[str, Any]:
         terms = parse_selector(params.get("labelSelector"))
         items = [
-            copy.deepcopy(obj) for (res, obj_ns, _), obj in sorted(self.store.items(), key=lambda kv: (kv[0][1] or "", kv[0][2]))
+            copy.deepcopy(obj)
+            for (res, obj_ns, _), obj in sorted(self.store.items(), key=lambda kv: (kv[0][1] or "", kv[0][2]))
             if res == resource and (ns is None or obj_ns == ns) and selector_matches(terms, obj)
         ]
         return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": str(self.rv)}, "items": items}
@@ -188,7 +193,9 @@ class ApiServerDouble(kmock.KubernetesEmulator):
             raise _error(422, "Invalid", "metadata.name: Required value")
         if ns is not None:
             if meta.get("namespace") not in (None, ns):
-                raise _error(400, "BadRequest", "the namespace of the object does not match the namespace of the request")
+                raise _error(
+                    400, "BadRequest", "the namespace of the object does not match the namespace of the request"
+                )
             meta["namespace"] = ns
         _check_string_maps(obj)
         self._validate(resource, obj)
@@ -214,8 +221,9 @@ class ApiServerDouble(kmock.KubernetesEmulator):
         have = current["metadata"]["resourceVersion"]
         if wanted and wanted != have:
             raise _error(
-                409, "Conflict",
-                f'Operation cannot be fulfilled on {current["metadata"]["name"]}: the object has been modified; '
+                409,
+                "Conflict",
+                f"Operation cannot be fulfilled on {current['metadata']['name']}: the object has been modified; "
                 "please apply your changes to the latest version and try again",
             )
 
@@ -234,8 +242,12 @@ class ApiServerDouble(kmock.KubernetesEmulator):
                 new["status"] = copy.deepcopy(current.get("status"))
                 if new["status"] is None:
                     new.pop("status")
-            if resource == "/v1/pods" and not _pod_spec_update_allowed(current.get("spec") or {}, new.get("spec") or {}):
-                raise _error(422, "Invalid", "spec: Forbidden: pod updates may not change fields other than container images")
+            if resource == "/v1/pods" and not _pod_spec_update_allowed(
+                current.get("spec") or {}, new.get("spec") or {}
+            ):
+                raise _error(
+                    422, "Invalid", "spec: Forbidden: pod updates may not change fields other than container images"
+                )
         meta = new.setdefault("metadata", {})
         for kept in ("uid", "creationTimestamp", "name", "namespace", "generation"):
             if kept in current["metadata"]:
@@ -261,7 +273,9 @@ class ApiServerDouble(kmock.KubernetesEmulator):
         wanted = (body.get("metadata") or {}).get("resourceVersion")
         group = key[0].split("/")[0]
         if not wanted and group not in CORE_GROUPS:
-            raise _error(422, "Invalid", "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update")
+            raise _error(
+                422, "Invalid", "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+            )
         self._check_version(current, wanted)
         return self._commit(key, current, copy.deepcopy(body), sub)
 
@@ -283,8 +297,10 @@ class ApiServerDouble(kmock.KubernetesEmulator):
         pre = options.get("preconditions") or {}
         if pre.get("uid") and pre["uid"] != current["metadata"]["uid"]:
             raise _error(
-                409, "Conflict",
-                f'Precondition failed: UID in precondition: {pre["uid"]}, UID in object meta: {current["metadata"]["uid"]}',
+                409,
+                "Conflict",
+                f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
+                f"{current['metadata']['uid']}",
             )
         self._check_version(current, pre.get("resourceVersion"))
         del self.store[key]
@@ -302,7 +318,11 @@ class ApiServerDouble(kmock.KubernetesEmulator):
         check = self.validators.get(resource)
         errors = check(obj) if check else []
         if errors:
-            raise _error(422, "Invalid", f'{obj.get("kind", resource)} "{obj["metadata"].get("name")}" is invalid: ' + "; ".join(errors))
+            raise _error(
+                422,
+                "Invalid",
+                f'{obj.get("kind", resource)} "{obj["metadata"].get("name")}" is invalid: ' + "; ".join(errors),
+            )
 
     def _emit(self, type_: str, resource: str, obj: dict[str, Any]) -> None:
         snapshot = copy.deepcopy(obj)
@@ -323,13 +343,23 @@ class ApiServerDouble(kmock.KubernetesEmulator):
         if since and since != "0":
             if int(since) < self.compacted:
                 gone = True
-                initial.append({"type": "ERROR", "object": {
-                    "apiVersion": "v1", "kind": "Status", "status": "Failure", "code": 410, "reason": "Expired",
-                    "message": f"too old resource version: {since} ({self.compacted})",
-                }})
+                initial.append(
+                    {
+                        "type": "ERROR",
+                        "object": {
+                            "apiVersion": "v1",
+                            "kind": "Status",
+                            "status": "Failure",
+                            "code": 410,
+                            "reason": "Expired",
+                            "message": f"too old resource version: {since} ({self.compacted})",
+                        },
+                    }
+                )
             else:
                 initial = [
-                    {"type": type_, "object": obj} for rv, res, type_, obj in self.events_log
+                    {"type": type_, "object": obj}
+                    for rv, res, type_, obj in self.events_log
                     if rv > int(since) and watcher.wants(res, obj)
                 ]
         else:
@@ -403,7 +433,9 @@ def _check_pod_condition_times(pod: dict[str, Any]) -> None:
         for key in ("lastTransitionTime", "lastProbeTime"):
             value = cond.get(key)
             if value is not None and not (isinstance(value, str) and _is_rfc3339(value)):
-                raise _error(400, "BadRequest", f"status.conditions.{key}: cannot decode {value!r} as a time (RFC 3339 expected)")
+                raise _error(
+                    400, "BadRequest", f"status.conditions.{key}: cannot decode {value!r} as a time (RFC 3339 expected)"
+                )
 
 
 def _is_rfc3339(value: str) -> bool:
@@ -444,7 +476,12 @@ RESOURCES = {
 class RunningApiServer:
     """``ApiServerDouble`` + ``kmock.Server`` on 127.0.0.1 in a background thread's event loop."""
 
-    def __init__(self, resources: dict[str, kmock.ResourceInfo], status_subresources: set[str], validators: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        resources: dict[str, kmock.ResourceInfo],
+        status_subresources: set[str],
+        validators: dict[str, Any] | None = None,
+    ):
         self._resources = resources
         self._status = status_subresources
         self._validators = validators or {}
@@ -493,8 +530,10 @@ class RunningApiServer:
 
     def call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """Run ``fn`` in the server's loop (its state is only touched there) and return the result."""
+
         async def run() -> Any:
             return fn(*args, **kwargs)
+
         return asyncio.run_coroutine_threadsafe(run(), self.loop).result(10)
 
     def api_client(self) -> kubernetes.client.ApiClient:

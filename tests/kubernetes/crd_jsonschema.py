@@ -28,8 +28,11 @@ def to_json_schema(node: Any, *, strict: bool = False) -> Any:
         return [to_json_schema(n, strict=strict) for n in node]
     if not isinstance(node, dict):
         return node
-    out = {k: to_json_schema(v, strict=strict) for k, v in node.items()
-           if k != "properties" and not k.startswith("x-kubernetes-") and k not in ("nullable", "format")}
+    out = {
+        k: to_json_schema(v, strict=strict)
+        for k, v in node.items()
+        if k != "properties" and not k.startswith("x-kubernetes-") and k not in ("nullable", "format")
+    }
     if node.get("nullable") and "type" in out:
         out["type"] = [out["type"], "null"]
     if "properties" in node:

@@ -19,9 +19,9 @@ import jsonschema
 import kubernetes
 import pytest
 import yaml
+from crd_jsonschema import crd, crd_schema, schema_errors, to_json_schema
 
 from controller.core import naming
-from crd_jsonschema import crd, crd_schema, schema_errors, to_json_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -77,7 +77,9 @@ def test_every_manifest_parses_and_names_its_api_version_kind_and_metadata():
             assert doc["metadata"].get("namespace") == "rolloutui", where
 
 
-@pytest.mark.parametrize("path_doc", documents(), ids=lambda pd: f"{pd[0].name}:{pd[1]['kind']}/{pd[1]['metadata']['name']}")
+@pytest.mark.parametrize(
+    "path_doc", documents(), ids=lambda pd: f"{pd[0].name}:{pd[1]['kind']}/{pd[1]['metadata']['name']}"
+)
 def test_every_manifest_matches_the_kubernetes_openapi_model_of_its_kind(path_doc):
     path, doc = path_doc
     model = MODELS.get(doc["kind"])
@@ -126,7 +128,10 @@ def test_the_web_and_worker_run_one_image_with_the_kubernetes_backend_and_the_da
             assert container["image"] == "rolloutui:latest"
             assert {"configMapRef": {"name": "rolloutui-config"}} in container["envFrom"]
             env = {e["name"]: e for e in container["env"]}
-            assert env["DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {"name": "rolloutui-secrets", "key": "DATABASE_URL"}
+            assert env["DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {
+                "name": "rolloutui-secrets",
+                "key": "DATABASE_URL",
+            }
     commands = {c["name"]: c.get("command") for d in apps.values() for c in containers_of(d)}
     assert commands["web"][0] == "daphne" and "rolloutui.asgi:application" in commands["web"]
     assert commands["worker"][:4] == ["celery", "-A", "rolloutui", "worker"]
@@ -141,23 +146,32 @@ def test_the_web_is_probed_on_healthz_and_readyz_and_exposed_by_a_service():
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     port_names = {p["name"] for p in container["ports"]}
     for service in by_kind("Service"):
-        target = next(d for d in by_kind("Deployment") if service["spec"]["selector"].items() <= d["spec"]["template"]["metadata"]["labels"].items())
+        target = next(
+            d
+            for d in by_kind("Deployment")
+            if service["spec"]["selector"].items() <= d["spec"]["template"]["metadata"]["labels"].items()
+        )
         names = {p["name"] for c in target["spec"]["template"]["spec"]["containers"] for p in c.get("ports", [])}
         assert {p["targetPort"] for p in service["spec"]["ports"]} <= names, service["metadata"]["name"]
     assert "http" in port_names
 
 
 # Every API call the adapter, the watcher and the elector make: (apiGroup, resource, verb).
-ADAPTER_CALLS = {
-    ("serving.rolloutui.io", "modelservings", verb) for verb in ("get", "list", "watch", "patch")
-} | {
+ADAPTER_CALLS = {("serving.rolloutui.io", "modelservings", verb) for verb in ("get", "list", "watch", "patch")} | {
     ("serving.rolloutui.io", "modelservings/status", "update"),
     # ownerReferences with blockOwnerDeletion (OwnerReferencesPermissionEnforcement).
     ("serving.rolloutui.io", "modelservings/finalizers", "update"),
-    ("", "pods", "get"), ("", "pods", "list"), ("", "pods", "watch"), ("", "pods", "create"),
-    ("", "pods", "delete"), ("", "pods", "patch"), ("", "pods/status", "patch"),
-    ("apps", "controllerrevisions", "list"), ("apps", "controllerrevisions", "create"),
-    ("apps", "controllerrevisions", "patch"), ("apps", "controllerrevisions", "delete"),
+    ("", "pods", "get"),
+    ("", "pods", "list"),
+    ("", "pods", "watch"),
+    ("", "pods", "create"),
+    ("", "pods", "delete"),
+    ("", "pods", "patch"),
+    ("", "pods/status", "patch"),
+    ("apps", "controllerrevisions", "list"),
+    ("apps", "controllerrevisions", "create"),
+    ("apps", "controllerrevisions", "patch"),
+    ("apps", "controllerrevisions", "delete"),
     ("", "events", "create"),
 }
 
@@ -170,21 +184,32 @@ def test_the_cluster_role_allows_every_call_the_controller_makes_and_no_wildcard
     roles = {r["metadata"]["name"]: r for r in by_kind("ClusterRole")}
     controller = granted(roles["rolloutui-controller"]["rules"])
     assert ADAPTER_CALLS <= controller
-    for rule in [r for role in roles.values() for r in role["rules"]] + [r for role in by_kind("Role") for r in role["rules"]]:
+    for rule in [r for role in roles.values() for r in role["rules"]] + [
+        r for role in by_kind("Role") for r in role["rules"]
+    ]:
         assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "*" not in rule["apiGroups"]
     # Least privilege: nothing beyond what the brief lists (status patch+update, events patch too).
-    allowed_extra = {("serving.rolloutui.io", "modelservings/status", "patch"), ("", "events", "patch"),
-                     ("apps", "controllerrevisions", "get"), ("apps", "controllerrevisions", "watch")}
+    allowed_extra = {
+        ("serving.rolloutui.io", "modelservings/status", "patch"),
+        ("", "events", "patch"),
+        ("apps", "controllerrevisions", "get"),
+        ("apps", "controllerrevisions", "watch"),
+    }
     assert controller - ADAPTER_CALLS <= allowed_extra
     assert granted(roles["rolloutui-modelserving-editor"]["rules"]) == {
-        ("serving.rolloutui.io", "modelservings", "create"), ("serving.rolloutui.io", "modelservings", "delete")}
+        ("serving.rolloutui.io", "modelservings", "create"),
+        ("serving.rolloutui.io", "modelservings", "delete"),
+    }
 
 
 def test_the_lease_role_is_limited_to_the_controllers_namespace_and_lease():
     (role,) = by_kind("Role")
     assert role["metadata"]["namespace"] == "rolloutui"
     assert granted(role["rules"]) == {
-        ("coordination.k8s.io", "leases", "create"), ("coordination.k8s.io", "leases", "get"), ("coordination.k8s.io", "leases", "update")}
+        ("coordination.k8s.io", "leases", "create"),
+        ("coordination.k8s.io", "leases", "get"),
+        ("coordination.k8s.io", "leases", "update"),
+    }
     named = [r for r in role["rules"] if "get" in r["verbs"]]
     assert named[0]["resourceNames"] == ["rolloutui-controller"]
     bindings = by_kind("RoleBinding") + by_kind("ClusterRoleBinding")
@@ -219,12 +244,21 @@ def test_the_crd_names_scope_subresources_and_printer_columns():
     assert version["served"] and version["storage"]
     assert version["subresources"]["status"] == {}
     assert version["subresources"]["scale"] == {
-        "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".status.labelSelector"}
+        "specReplicasPath": ".spec.replicas",
+        "statusReplicasPath": ".status.replicas",
+        "labelSelectorPath": ".status.labelSelector",
+    }
     columns = [col["name"] for col in version["additionalPrinterColumns"]]
     assert columns == ["Replicas", "Available", "Updated", "Current revision", "Update revision", "Paused", "Age"]
     for col in version["additionalPrinterColumns"]:
-        assert node_at(crd_schema(), col["jsonPath"]) is not None or col["jsonPath"] == ".metadata.creationTimestamp", col
-    for path, kind in ((".spec.replicas", "integer"), (".status.replicas", "integer"), (".status.labelSelector", "string")):
+        assert node_at(crd_schema(), col["jsonPath"]) is not None or col["jsonPath"] == ".metadata.creationTimestamp", (
+            col
+        )
+    for path, kind in (
+        (".spec.replicas", "integer"),
+        (".status.replicas", "integer"),
+        (".status.labelSelector", "string"),
+    ):
         assert node_at(crd_schema(), path)["type"] == kind
 
 
@@ -235,8 +269,17 @@ def node_at(schema: dict[str, Any], json_path: str) -> dict[str, Any] | None:
     return node
 
 
-FORBIDDEN_IN_JUNCTORS = {"type", "properties", "items", "additionalProperties", "default", "description",
-                         "nullable", "x-kubernetes-preserve-unknown-fields", "x-kubernetes-int-or-string"}
+FORBIDDEN_IN_JUNCTORS = {
+    "type",
+    "properties",
+    "items",
+    "additionalProperties",
+    "default",
+    "description",
+    "nullable",
+    "x-kubernetes-preserve-unknown-fields",
+    "x-kubernetes-int-or-string",
+}
 
 
 def structural_errors(node: dict[str, Any], path: str = "", *, root: bool = True) -> list[str]:
@@ -367,18 +410,41 @@ def test_every_scenario_modelserving_is_accepted(name_doc):
 
 def base() -> dict[str, Any]:
     return {
-        "apiVersion": naming.API_VERSION, "kind": "ModelServing", "metadata": {"name": "chat", "namespace": "default"},
+        "apiVersion": naming.API_VERSION,
+        "kind": "ModelServing",
+        "metadata": {"name": "chat", "namespace": "default"},
         "spec": {
             "replicas": 2,
-            "rolloutStrategy": {"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": "25%", "maxSurge": 1, "partition": 0}},
-            "template": {"roles": [
-                {"name": "prefill", "replicas": 1, "workerReplicas": 1,
-                 "entryTemplate": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "e", "image": "i"}]}},
-                 "workerTemplate": {"spec": {"containers": [{"name": "e", "image": "i"}]}}},
-                {"name": "decode", "replicas": 2, "entryTemplate": {"spec": {"containers": [{"name": "e", "image": "i"}]}},
-                 "maxUnavailable": 1, "maxSurge": "100%", "partition": "50%"},
-            ]},
-            "recoveryPolicy": "RoleRecreate", "revisionHistoryLimit": 10, "paused": False, "drain": {"timeoutSeconds": 300},
+            "rolloutStrategy": {
+                "type": "ServingGroupRollingUpdate",
+                "rollingUpdateConfiguration": {"maxUnavailable": "25%", "maxSurge": 1, "partition": 0},
+            },
+            "template": {
+                "roles": [
+                    {
+                        "name": "prefill",
+                        "replicas": 1,
+                        "workerReplicas": 1,
+                        "entryTemplate": {
+                            "metadata": {"labels": {"a": "b"}},
+                            "spec": {"containers": [{"name": "e", "image": "i"}]},
+                        },
+                        "workerTemplate": {"spec": {"containers": [{"name": "e", "image": "i"}]}},
+                    },
+                    {
+                        "name": "decode",
+                        "replicas": 2,
+                        "entryTemplate": {"spec": {"containers": [{"name": "e", "image": "i"}]}},
+                        "maxUnavailable": 1,
+                        "maxSurge": "100%",
+                        "partition": "50%",
+                    },
+                ]
+            },
+            "recoveryPolicy": "RoleRecreate",
+            "revisionHistoryLimit": 10,
+            "paused": False,
+            "drain": {"timeoutSeconds": 300},
         },
     }
 
@@ -406,11 +472,19 @@ INVALID = {
     "negative replicas": ("spec.replicas", -1, "spec.replicas"),
     "no template": ("spec.template", ..., "'template' is a required property"),
     "no roles": ("spec.template.roles", [], "spec.template.roles"),
-    "five roles": ("spec.template.roles", [{"name": f"r{i}", "entryTemplate": {}} for i in range(5)], "spec.template.roles"),
+    "five roles": (
+        "spec.template.roles",
+        [{"name": f"r{i}", "entryTemplate": {}} for i in range(5)],
+        "spec.template.roles",
+    ),
     "role name with capitals": ("spec.template.roles.0.name", "Prefill", "spec.template.roles.0.name"),
     "role name of 13 characters": ("spec.template.roles.0.name", "abcdefghijklm", "spec.template.roles.0.name"),
     "role name starting with a digit": ("spec.template.roles.0.name", "1prefill", "spec.template.roles.0.name"),
-    "role without an entry template": ("spec.template.roles.1.entryTemplate", ..., "'entryTemplate' is a required property"),
+    "role without an entry template": (
+        "spec.template.roles.1.entryTemplate",
+        ...,
+        "'entryTemplate' is a required property",
+    ),
     "unknown strategy type": ("spec.rolloutStrategy.type", "BlueGreen", "spec.rolloutStrategy.type"),
     "percent above 100": ("spec.rolloutStrategy.rollingUpdateConfiguration.maxUnavailable", "150%", "maxUnavailable"),
     "a word for a budget": ("spec.rolloutStrategy.rollingUpdateConfiguration.maxSurge", "some", "maxSurge"),
@@ -457,9 +531,20 @@ def test_group_recreate_recovery_with_role_rolling_updates_is_rejected_with_the_
 def test_status_written_by_the_controller_is_kept_whole():
     obj = base()
     obj["status"] = {
-        "observedGeneration": 3, "replicas": 2, "availableReplicas": 1, "updatedReplicas": 1, "currentReplicas": 1,
-        "currentRevision": "abc", "updateRevision": "def", "collisionCount": None, "labelSelector": "x=y",
-        "conditions": [{"type": "Available", "status": "True", "reason": "R", "message": "m", "lastTransitionTime": 12.5}],
-        "phase": "Progressing", "groups": [{"ordinal": 0, "roles": [{"name": "prefill", "ready": 1}]}], "blocked": [],
+        "observedGeneration": 3,
+        "replicas": 2,
+        "availableReplicas": 1,
+        "updatedReplicas": 1,
+        "currentReplicas": 1,
+        "currentRevision": "abc",
+        "updateRevision": "def",
+        "collisionCount": None,
+        "labelSelector": "x=y",
+        "conditions": [
+            {"type": "Available", "status": "True", "reason": "R", "message": "m", "lastTransitionTime": 12.5}
+        ],
+        "phase": "Progressing",
+        "groups": [{"ordinal": 0, "roles": [{"name": "prefill", "ready": 1}]}],
+        "blocked": [],
     }
     assert validation_errors(obj) == []

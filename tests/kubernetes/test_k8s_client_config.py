@@ -10,12 +10,20 @@ from controller.k8s import KubernetesCluster, build_api_client
 
 
 def kubeconfig(path, server: str) -> str:
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "double",
-        "clusters": [{"name": "double", "cluster": {"server": server}}],
-        "users": [{"name": "tester", "user": {"token": "not-a-secret"}}],
-        "contexts": [{"name": "double", "context": {"cluster": "double", "user": "tester", "namespace": "default"}}],
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "double",
+                "clusters": [{"name": "double", "cluster": {"server": server}}],
+                "users": [{"name": "tester", "user": {"token": "not-a-secret"}}],
+                "contexts": [
+                    {"name": "double", "context": {"cluster": "double", "user": "tester", "namespace": "default"}}
+                ],
+            }
+        )
+    )
     return str(path)
 
 

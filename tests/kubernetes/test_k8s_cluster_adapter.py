@@ -21,10 +21,16 @@ def manifest(name: str = "chat", *, api_version: str = naming.API_VERSION, image
         "metadata": {"name": name, "namespace": NS},
         "spec": {
             "replicas": 1,
-            "template": {"roles": [{
-                "name": "decode", "replicas": 1, "workerReplicas": 0,
-                "entryTemplate": {"spec": {"containers": [{"name": "engine", "image": image}]}},
-            }]},
+            "template": {
+                "roles": [
+                    {
+                        "name": "decode",
+                        "replicas": 1,
+                        "workerReplicas": 0,
+                        "entryTemplate": {"spec": {"containers": [{"name": "engine", "image": image}]}},
+                    }
+                ]
+            },
         },
     }
 
@@ -39,7 +45,12 @@ def pod(name: str, ms: str = "chat", *, image: str = "engine:v1") -> dict:
         },
         "spec": {
             "containers": [
-                {"name": "engine", "image": image, "args": ["--port", "8000"], "resources": {"limits": {naming.GPU_RESOURCE: "1"}}},
+                {
+                    "name": "engine",
+                    "image": image,
+                    "args": ["--port", "8000"],
+                    "resources": {"limits": {naming.GPU_RESOURCE: "1"}},
+                },
                 {"name": "sidecar", "image": "proxy:1"},
             ],
             "readinessGates": [{"conditionType": naming.CONDITION_INPLACE_READY}],
@@ -64,7 +75,9 @@ def test_a_modelserving_round_trips_through_create_get_list_patch_and_delete(clu
     assert [m["metadata"]["name"] for m in cluster.list_modelservings()] == ["chat"]
     assert cluster.list_modelservings("elsewhere") == []
 
-    patched = cluster.patch_modelserving(NS, "chat", {"spec": {"paused": True}}, resource_version=created["metadata"]["resourceVersion"])
+    patched = cluster.patch_modelserving(
+        NS, "chat", {"spec": {"paused": True}}, resource_version=created["metadata"]["resourceVersion"]
+    )
     assert patched["spec"]["paused"] is True
     assert patched["spec"]["template"] == manifest()["spec"]["template"]  # a merge patch keeps the rest
 
@@ -103,7 +116,9 @@ def test_a_spec_patch_from_a_stale_resource_version_raises_conflict(cluster):
     created = cluster.create_modelserving(manifest())
     cluster.patch_modelserving(NS, "chat", {"spec": {"replicas": 2}})
     with pytest.raises(Conflict):
-        cluster.patch_modelserving(NS, "chat", {"spec": {"replicas": 3}}, resource_version=created["metadata"]["resourceVersion"])
+        cluster.patch_modelserving(
+            NS, "chat", {"spec": {"replicas": 3}}, resource_version=created["metadata"]["resourceVersion"]
+        )
     assert cluster.get_modelserving(NS, "chat")["spec"]["replicas"] == 2
 
 
@@ -114,12 +129,16 @@ def test_a_status_write_from_a_stale_version_raises_conflict_and_a_retry_from_fr
     cluster.patch_modelserving(NS, "chat", {"spec": {"replicas": 3}})
 
     with pytest.raises(Conflict):
-        cluster.replace_modelserving_status(NS, "chat", {"replicas": 1, "observedGeneration": 1}, resource_version=seen_version)
+        cluster.replace_modelserving_status(
+            NS, "chat", {"replicas": 1, "observedGeneration": 1}, resource_version=seen_version
+        )
     assert "status" not in cluster.get_modelserving(NS, "chat")  # nothing was overwritten
 
     fresh = cluster.get_modelserving(NS, "chat")  # re-read and re-plan from it
     status = {"replicas": fresh["spec"]["replicas"], "observedGeneration": fresh["metadata"]["generation"]}
-    written = cluster.replace_modelserving_status(NS, "chat", status, resource_version=fresh["metadata"]["resourceVersion"])
+    written = cluster.replace_modelserving_status(
+        NS, "chat", status, resource_version=fresh["metadata"]["resourceVersion"]
+    )
     assert written["status"] == {"replicas": 3, "observedGeneration": 2}
     assert written["spec"]["replicas"] == 3
 
@@ -127,9 +146,14 @@ def test_a_status_write_from_a_stale_version_raises_conflict_and_a_retry_from_fr
 def test_a_status_write_replaces_the_whole_status_and_never_touches_the_spec(cluster):
     created = cluster.create_modelserving(manifest())
     first = cluster.replace_modelserving_status(
-        NS, "chat", {"replicas": 1, "groups": [{"ordinal": 0}]}, resource_version=created["metadata"]["resourceVersion"],
+        NS,
+        "chat",
+        {"replicas": 1, "groups": [{"ordinal": 0}]},
+        resource_version=created["metadata"]["resourceVersion"],
     )
-    second = cluster.replace_modelserving_status(NS, "chat", {"replicas": 1}, resource_version=first["metadata"]["resourceVersion"])
+    second = cluster.replace_modelserving_status(
+        NS, "chat", {"replicas": 1}, resource_version=first["metadata"]["resourceVersion"]
+    )
     assert second["status"] == {"replicas": 1}
     assert second["spec"] == manifest()["spec"]
     assert second["metadata"]["generation"] == created["metadata"]["generation"]  # status is not a spec change
@@ -138,10 +162,16 @@ def test_a_status_write_replaces_the_whole_status_and_never_touches_the_spec(clu
 def test_pods_are_created_with_a_controller_owner_reference_to_their_modelserving(cluster):
     ms = cluster.create_modelserving(manifest())
     created = cluster.create_pod(pod("chat-0-decode-0-0"))
-    assert created["metadata"]["ownerReferences"] == [{
-        "apiVersion": naming.API_VERSION, "kind": "ModelServing", "name": "chat",
-        "uid": ms["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True,
-    }]
+    assert created["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": naming.API_VERSION,
+            "kind": "ModelServing",
+            "name": "chat",
+            "uid": ms["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
     assert created["metadata"]["namespace"] == NS
     assert created["status"]["phase"] == "Pending"
     assert created["spec"]["containers"][0]["args"] == ["--port", "8000"]
@@ -203,19 +233,27 @@ def test_pods_are_listed_per_modelserving_by_the_name_label(cluster, apiserver):
 def test_a_merge_patch_sets_and_removes_pod_annotations_and_keeps_the_others(cluster):
     cluster.create_modelserving(manifest())
     cluster.create_pod(pod("chat-0-decode-0-0"))
-    marked = cluster.patch_pod(NS, "chat-0-decode-0-0", {"metadata": {"annotations": {naming.ANNOTATION_DRAINING: "12.5"}}})
+    marked = cluster.patch_pod(
+        NS, "chat-0-decode-0-0", {"metadata": {"annotations": {naming.ANNOTATION_DRAINING: "12.5"}}}
+    )
     assert marked["metadata"]["annotations"] == {"keep": "me", naming.ANNOTATION_DRAINING: "12.5"}
-    cleared = cluster.patch_pod(NS, "chat-0-decode-0-0", {"metadata": {"annotations": {naming.ANNOTATION_DRAINING: None}}})
+    cleared = cluster.patch_pod(
+        NS, "chat-0-decode-0-0", {"metadata": {"annotations": {naming.ANNOTATION_DRAINING: None}}}
+    )
     assert cleared["metadata"]["annotations"] == {"keep": "me"}
 
 
 def test_an_image_patch_naming_only_the_container_keeps_the_rest_of_the_pod_spec(cluster, apiserver):
     cluster.create_modelserving(manifest())
     created = cluster.create_pod(pod("chat-0-decode-0-0"))
-    patched = cluster.patch_pod(NS, "chat-0-decode-0-0", {
-        "metadata": {"annotations": {naming.ANNOTATION_INPLACE_STATE: '{"targetRevision": "abc"}'}},
-        "spec": {"containers": [{"name": "engine", "image": "engine:v2"}]},
-    })
+    patched = cluster.patch_pod(
+        NS,
+        "chat-0-decode-0-0",
+        {
+            "metadata": {"annotations": {naming.ANNOTATION_INPLACE_STATE: '{"targetRevision": "abc"}'}},
+            "spec": {"containers": [{"name": "engine", "image": "engine:v2"}]},
+        },
+    )
     engine, sidecar = patched["spec"]["containers"]
     assert engine == {**created["spec"]["containers"][0], "image": "engine:v2"}
     assert sidecar == created["spec"]["containers"][1]
@@ -236,17 +274,26 @@ def test_setting_a_pod_condition_adds_or_replaces_it_by_type_and_keeps_the_other
     cluster.create_modelserving(manifest())
     cluster.create_pod(pod("chat-0-decode-0-0"))
     # The kubelet reported Ready.
-    apiserver.call(lambda: apiserver.emu.store[("/v1/pods", NS, "chat-0-decode-0-0")]["status"].update(
-        conditions=[{"type": "Ready", "status": "True"}], phase="Running"))
+    apiserver.call(
+        lambda: apiserver.emu.store[("/v1/pods", NS, "chat-0-decode-0-0")]["status"].update(
+            conditions=[{"type": "Ready", "status": "True"}], phase="Running"
+        )
+    )
 
-    gate_false = cluster.set_pod_condition(NS, "chat-0-decode-0-0", {"type": naming.CONDITION_INPLACE_READY, "status": "False", "reason": "StartInPlaceUpdate"})
+    gate_false = cluster.set_pod_condition(
+        NS,
+        "chat-0-decode-0-0",
+        {"type": naming.CONDITION_INPLACE_READY, "status": "False", "reason": "StartInPlaceUpdate"},
+    )
     conditions = {c["type"]: c for c in gate_false["status"]["conditions"]}
     assert conditions["Ready"]["status"] == "True"
     assert conditions[naming.CONDITION_INPLACE_READY]["status"] == "False"
     assert conditions[naming.CONDITION_INPLACE_READY]["reason"] == "StartInPlaceUpdate"
     assert conditions[naming.CONDITION_INPLACE_READY]["lastTransitionTime"]
 
-    gate_true = cluster.set_pod_condition(NS, "chat-0-decode-0-0", {"type": naming.CONDITION_INPLACE_READY, "status": "True"})
+    gate_true = cluster.set_pod_condition(
+        NS, "chat-0-decode-0-0", {"type": naming.CONDITION_INPLACE_READY, "status": "True"}
+    )
     types = [c["type"] for c in gate_true["status"]["conditions"]]
     assert types == ["Ready", naming.CONDITION_INPLACE_READY]  # replaced, not appended
     assert gate_true["status"]["phase"] == "Running"
@@ -258,8 +305,16 @@ def test_a_condition_time_in_clock_seconds_is_written_as_an_api_time(cluster):
     # The core's clock speaks epoch seconds; metav1.Time on the server needs RFC 3339.
     cluster.create_modelserving(manifest())
     cluster.create_pod(pod("chat-0-decode-0-0"))
-    written = cluster.set_pod_condition(NS, "chat-0-decode-0-0", {
-        "type": naming.CONDITION_INPLACE_READY, "status": "True", "reason": "PodCreated", "lastTransitionTime": 1_800_000_000.25})
+    written = cluster.set_pod_condition(
+        NS,
+        "chat-0-decode-0-0",
+        {
+            "type": naming.CONDITION_INPLACE_READY,
+            "status": "True",
+            "reason": "PodCreated",
+            "lastTransitionTime": 1_800_000_000.25,
+        },
+    )
     (gate,) = written["status"]["conditions"]
     assert gate["lastTransitionTime"] == "2027-01-15T08:00:00Z"
 
@@ -284,7 +339,15 @@ def test_deleting_a_pod_with_a_stale_uid_raises_conflict_and_keeps_the_replaceme
 
 def test_revisions_are_controller_revisions_holding_the_data_and_the_number(cluster):
     ms = cluster.create_modelserving(manifest())
-    data = {"roles": [{"name": "decode", "workerReplicas": 0, "entryTemplate": {"spec": {"containers": [{"name": "engine", "image": "engine:v1"}]}}}]}
+    data = {
+        "roles": [
+            {
+                "name": "decode",
+                "workerReplicas": 0,
+                "entryTemplate": {"spec": {"containers": [{"name": "engine", "image": "engine:v1"}]}},
+            }
+        ]
+    }
     revision = {
         "metadata": {
             "name": naming.revision_object_name("chat", "5d8f7c"),
@@ -317,12 +380,16 @@ def test_revision_data_that_cannot_be_parsed_comes_back_as_stored(cluster, apise
     # Reads are raw JSON, never the client's models: data the core cannot parse reaches it
     # unchanged (the core reports it, never guesses), even a non-object the models would reject.
     cluster.create_modelserving(manifest())
-    cluster.create_revision({
-        "metadata": {"name": "chat-bad", "namespace": NS, "labels": {naming.LABEL_NAME: "chat"}},
-        "data": {"roles": "not a list"},
-        "revision": 2,
-    })
-    apiserver.call(lambda: apiserver.emu.store[("apps/v1/controllerrevisions", NS, "chat-bad")].update(data="<corrupted>"))
+    cluster.create_revision(
+        {
+            "metadata": {"name": "chat-bad", "namespace": NS, "labels": {naming.LABEL_NAME: "chat"}},
+            "data": {"roles": "not a list"},
+            "revision": 2,
+        }
+    )
+    apiserver.call(
+        lambda: apiserver.emu.store[("apps/v1/controllerrevisions", NS, "chat-bad")].update(data="<corrupted>")
+    )
     assert cluster.list_revisions(NS, "chat")[0]["data"] == "<corrupted>"
 
 
@@ -334,7 +401,11 @@ def test_events_are_recorded_on_the_modelserving(cluster, apiserver):
     assert sorted(e["reason"] for e in events) == ["RolloutBlocked", "RolloutStarted"]
     for event in events:
         assert event["involvedObject"] == {
-            "apiVersion": naming.API_VERSION, "kind": "ModelServing", "name": "chat", "namespace": NS, "uid": ms["metadata"]["uid"],
+            "apiVersion": naming.API_VERSION,
+            "kind": "ModelServing",
+            "name": "chat",
+            "namespace": NS,
+            "uid": ms["metadata"]["uid"],
         }
         assert event["source"]["component"] == "rolloutui-controller"
     assert {e["type"] for e in events} == {"Normal", "Warning"}
@@ -349,7 +420,13 @@ def test_an_event_that_cannot_be_written_does_not_fail_the_caller():
 def test_deleting_a_modelserving_lets_the_garbage_collector_remove_what_it_owns(cluster):
     cluster.create_modelserving(manifest())
     cluster.create_pod(pod("chat-0-decode-0-0"))
-    cluster.create_revision({"metadata": {"name": "chat-1", "namespace": NS, "labels": {naming.LABEL_NAME: "chat"}}, "data": {}, "revision": 1})
+    cluster.create_revision(
+        {
+            "metadata": {"name": "chat-1", "namespace": NS, "labels": {naming.LABEL_NAME: "chat"}},
+            "data": {},
+            "revision": 1,
+        }
+    )
     cluster.delete_modelserving(NS, "chat")
     assert cluster.list_pods(NS, "chat") == []
     assert cluster.list_revisions(NS, "chat") == []

@@ -31,7 +31,17 @@ def clock() -> FakeClock:
 
 
 def elector(api_client, clock, identity: str, **kwargs) -> LeaseElector:
-    return LeaseElector(api_client, NS, "rolloutui-controller", identity=identity, lease_duration=15, renew_deadline=10, retry_period=2, clock=clock, **kwargs)
+    return LeaseElector(
+        api_client,
+        NS,
+        "rolloutui-controller",
+        identity=identity,
+        lease_duration=15,
+        renew_deadline=10,
+        retry_period=2,
+        clock=clock,
+        **kwargs,
+    )
 
 
 def lease(apiserver) -> dict:
@@ -129,8 +139,16 @@ def test_a_release_by_a_non_holder_leaves_the_lease_alone(api_client, apiserver,
 
 def test_the_election_loop_reports_leading_and_stepping_down(api_client, apiserver):
     started, stopped = threading.Event(), threading.Event()
-    a = LeaseElector(api_client, NS, identity="loop", lease_duration=3, renew_deadline=2, retry_period=0.1,
-                     on_started_leading=started.set, on_stopped_leading=stopped.set).start()
+    a = LeaseElector(
+        api_client,
+        NS,
+        identity="loop",
+        lease_duration=3,
+        renew_deadline=2,
+        retry_period=0.1,
+        on_started_leading=started.set,
+        on_stopped_leading=stopped.set,
+    ).start()
     assert started.wait(5)
     assert a.is_leader()
     time.sleep(0.3)  # a few renewals

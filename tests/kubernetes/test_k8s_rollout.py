@@ -47,14 +47,21 @@ def kubelet(core: kubernetes.client.CoreV1Api) -> None:
         for c in pod["spec"]["containers"]:
             before = old.get(c["name"])
             changed = before is not None and before["image"] != c["image"]
-            container_statuses.append({
-                "name": c["name"], "image": c["image"], "imageID": f"docker.io/library/{c['image']}@sha256:{abs(hash(c['image'])):x}",
-                "ready": True, "started": True,
-                # An image patch restarts the container in place (same pod, one more restart).
-                "restartCount": (before or {}).get("restartCount", 0) + (1 if changed else 0),
-                "state": {"running": {"startedAt": "2026-11-29T00:00:00Z"}},
-            })
-        conditions = [c for c in status.get("conditions") or [] if c["type"] not in ("Ready", "ContainersReady", "PodScheduled")]
+            container_statuses.append(
+                {
+                    "name": c["name"],
+                    "image": c["image"],
+                    "imageID": f"docker.io/library/{c['image']}@sha256:{abs(hash(c['image'])):x}",
+                    "ready": True,
+                    "started": True,
+                    # An image patch restarts the container in place (same pod, one more restart).
+                    "restartCount": (before or {}).get("restartCount", 0) + (1 if changed else 0),
+                    "state": {"running": {"startedAt": "2026-11-29T00:00:00Z"}},
+                }
+            )
+        conditions = [
+            c for c in status.get("conditions") or [] if c["type"] not in ("Ready", "ContainersReady", "PodScheduled")
+        ]
         gates_ok = all(
             any(c["type"] == g["conditionType"] and c["status"] == "True" for c in conditions)
             for g in pod["spec"].get("readinessGates") or []
@@ -64,27 +71,43 @@ def kubelet(core: kubernetes.client.CoreV1Api) -> None:
             {"type": "ContainersReady", "status": "True"},
             {"type": "Ready", "status": "True" if gates_ok else "False"},
         ]
-        new_status = {"phase": "Running", "podIP": "10.0.0.1", "containerStatuses": container_statuses, "conditions": conditions}
+        new_status = {
+            "phase": "Running",
+            "podIP": "10.0.0.1",
+            "containerStatuses": container_statuses,
+            "conditions": conditions,
+        }
         if new_status != {k: status.get(k) for k in new_status}:
             core.patch_namespaced_pod_status(
-                pod["metadata"]["name"], NS,
+                pod["metadata"]["name"],
+                NS,
                 {"metadata": {"resourceVersion": pod["metadata"]["resourceVersion"]}, "status": new_status},
-                _content_type=MERGE, _preload_content=False,
+                _content_type=MERGE,
+                _preload_content=False,
             )
 
 
 def modelserving(strategy: dict, image: str = "engine:v1") -> dict:
     template = {"spec": {"containers": [{"name": "engine", "image": image}]}}
     return {
-        "apiVersion": naming.API_VERSION, "kind": "ModelServing",
+        "apiVersion": naming.API_VERSION,
+        "kind": "ModelServing",
         "metadata": {"name": "chat", "namespace": NS},
         "spec": {
             "replicas": 2,
             "rolloutStrategy": strategy,
-            "template": {"roles": [
-                {"name": "prefill", "replicas": 1, "workerReplicas": 1, "entryTemplate": template, "workerTemplate": template},
-                {"name": "decode", "replicas": 2, "workerReplicas": 0, "entryTemplate": template},
-            ]},
+            "template": {
+                "roles": [
+                    {
+                        "name": "prefill",
+                        "replicas": 1,
+                        "workerReplicas": 1,
+                        "entryTemplate": template,
+                        "workerTemplate": template,
+                    },
+                    {"name": "decode", "replicas": 2, "workerReplicas": 0, "entryTemplate": template},
+                ]
+            },
         },
     }
 
@@ -101,7 +124,9 @@ def drive(cluster: KubernetesCluster, core, clock: Clock, *, until, max_passes: 
         clock.t += 1
         if until():
             return results
-    raise AssertionError(f"no convergence in {max_passes} passes; last status: {cluster.get_modelserving(NS, 'chat').get('status')}")
+    raise AssertionError(
+        f"no convergence in {max_passes} passes; last status: {cluster.get_modelserving(NS, 'chat').get('status')}"
+    )
 
 
 def images(cluster: KubernetesCluster) -> dict[str, str]:
@@ -111,12 +136,15 @@ def images(cluster: KubernetesCluster) -> dict[str, str]:
 def converged_on(cluster: KubernetesCluster, image: str) -> bool:
     pods = cluster.list_pods(NS, "chat")
     status = cluster.get_modelserving(NS, "chat").get("status") or {}
-    ready = all(any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions", [])) for p in pods)
+    ready = all(
+        any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions", [])) for p in pods
+    )
     return (
         len(pods) == 2 * (2 + 2)  # 2 groups x (prefill entry + worker, 2 decode entries)
         and all(p["spec"]["containers"][0]["image"] == image for p in pods)
         and ready
-        and status.get("updatedReplicas") == 2 and status.get("availableReplicas") == 2
+        and status.get("updatedReplicas") == 2
+        and status.get("availableReplicas") == 2
         and status.get("currentRevision") == status.get("updateRevision")
         and bool(status.get("converged"))
     )
@@ -134,7 +162,9 @@ def cluster(api_client) -> KubernetesCluster:
 
 def test_a_group_rolling_update_converges_through_the_kubernetes_adapter(cluster, core, apiserver):
     clock = Clock()
-    cluster.create_modelserving(modelserving({"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": 1}}))
+    cluster.create_modelserving(
+        modelserving({"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": 1}})
+    )
     drive(cluster, core, clock, until=lambda: converged_on(cluster, "engine:v1"))
     first_uids = {p["metadata"]["uid"] for p in cluster.list_pods(NS, "chat")}
     assert all(p["metadata"]["ownerReferences"][0]["kind"] == "ModelServing" for p in cluster.list_pods(NS, "chat"))
@@ -176,23 +206,36 @@ def test_an_in_place_update_patches_images_on_the_same_pods_through_the_kubernet
 KTHENA_EXAMPLES = Path("/work/shared/reference/kthena-examples")
 
 
-@pytest.mark.skipif(not (KTHENA_EXAMPLES / "model-serving__gpu-pd-disaggregation.yaml").exists(), reason="Kthena examples not available")
+@pytest.mark.skipif(
+    not (KTHENA_EXAMPLES / "model-serving__gpu-pd-disaggregation.yaml").exists(), reason="Kthena examples not available"
+)
 def test_a_real_kthena_manifest_comes_up_on_the_cluster_with_its_pod_specs_as_written(cluster, core):
     # It writes `nvidia.com/gpu: 1` (a number), as most Kthena examples do: the pods must carry it.
-    doc = next(d for d in yaml.safe_load_all((KTHENA_EXAMPLES / "model-serving__gpu-pd-disaggregation.yaml").read_text())
-               if d and d.get("kind") == "ModelServing")
+    doc = next(
+        d
+        for d in yaml.safe_load_all((KTHENA_EXAMPLES / "model-serving__gpu-pd-disaggregation.yaml").read_text())
+        if d and d.get("kind") == "ModelServing"
+    )
     doc["metadata"] = {"name": "chat", "namespace": NS}
     cluster.create_modelserving(doc)  # a Kthena apiVersion is stored under ours
     roles = doc["spec"]["template"]["roles"]
-    expected_pods = doc["spec"].get("replicas", 1) * sum(r.get("replicas", 1) * (1 + r.get("workerReplicas", 0)) for r in roles)
+    expected_pods = doc["spec"].get("replicas", 1) * sum(
+        r.get("replicas", 1) * (1 + r.get("workerReplicas", 0)) for r in roles
+    )
 
     def up() -> bool:
         status = cluster.get_modelserving(NS, "chat").get("status") or {}
-        return len(cluster.list_pods(NS, "chat")) == expected_pods and status.get("availableReplicas") == doc["spec"].get("replicas", 1)
+        return len(cluster.list_pods(NS, "chat")) == expected_pods and status.get("availableReplicas") == doc[
+            "spec"
+        ].get("replicas", 1)
 
     drive(cluster, core, Clock(), until=up)
     for p in cluster.list_pods(NS, "chat"):
         role = next(r for r in roles if r["name"] == p["metadata"]["labels"][naming.LABEL_ROLE])
-        template = role["entryTemplate"] if p["metadata"]["labels"].get(naming.LABEL_ENTRY) == "true" else role["workerTemplate"]
+        template = (
+            role["entryTemplate"]
+            if p["metadata"]["labels"].get(naming.LABEL_ENTRY) == "true"
+            else role["workerTemplate"]
+        )
         assert p["spec"]["containers"][0]["resources"] == template["spec"]["containers"][0]["resources"]
         assert p["spec"]["containers"][0]["image"] == template["spec"]["containers"][0]["image"]

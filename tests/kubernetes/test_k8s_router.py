@@ -66,6 +66,8 @@ def test_an_unreachable_redis_reports_the_pod_busy_instead_of_failing(caplog):
 
 
 def test_a_custom_key_and_field_format_are_honoured(redis_client):
-    router = RedisInFlightRouter(redis_client, key=f"{redis_client.test_prefix}:custom", field_format="{pod}.{namespace}")
+    router = RedisInFlightRouter(
+        redis_client, key=f"{redis_client.test_prefix}:custom", field_format="{pod}.{namespace}"
+    )
     redis_client.hset(router.key, "p.ns", 5)
     assert router.in_flight("ns", "p") == 5

@@ -12,7 +12,17 @@ from controller.k8s.runner import run_controller
 
 def fast_elector(identity: str):
     def factory(api_client, namespace, name, **callbacks):
-        return LeaseElector(api_client, namespace, name, identity=identity, lease_duration=2, renew_deadline=1.5, retry_period=0.1, **callbacks)
+        return LeaseElector(
+            api_client,
+            namespace,
+            name,
+            identity=identity,
+            lease_duration=2,
+            renew_deadline=1.5,
+            retry_period=0.1,
+            **callbacks,
+        )
+
     return factory
 
 
@@ -25,17 +35,29 @@ def wait_until(predicate, timeout: float = 5.0) -> None:
 
 def test_only_the_leader_watches_and_a_follower_takes_over_when_it_stops(api_client, apiserver):
     cluster = KubernetesCluster(api_client)
-    cluster.create_modelserving({
-        "apiVersion": naming.API_VERSION, "kind": "ModelServing", "metadata": {"name": "chat", "namespace": "default"},
-        "spec": {"template": {"roles": [{"name": "a", "entryTemplate": {}}]}},
-    })
+    cluster.create_modelserving(
+        {
+            "apiVersion": naming.API_VERSION,
+            "kind": "ModelServing",
+            "metadata": {"name": "chat", "namespace": "default"},
+            "spec": {"template": {"roles": [{"name": "a", "entryTemplate": {}}]}},
+        }
+    )
     got: dict[str, list] = {"one": [], "two": []}
     stops = {"one": threading.Event(), "two": threading.Event()}
     threads = {}
     for who in ("one", "two"):
-        threads[who] = threading.Thread(target=run_controller, args=(api_client, lambda ns, n, who=who: got[who].append((ns, n))), kwargs={
-            "lease_namespace": "rolloutui", "resync_period": 0.5, "stop": stops[who], "elector_factory": fast_elector(who),
-        }, daemon=True)
+        threads[who] = threading.Thread(
+            target=run_controller,
+            args=(api_client, lambda ns, n, who=who: got[who].append((ns, n))),
+            kwargs={
+                "lease_namespace": "rolloutui",
+                "resync_period": 0.5,
+                "stop": stops[who],
+                "elector_factory": fast_elector(who),
+            },
+            daemon=True,
+        )
         threads[who].start()
         if who == "one":
             wait_until(lambda: ("default", "chat") in got["one"])  # one leads and watches
@@ -58,6 +80,8 @@ def test_the_watch_entry_point_describes_itself():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, "-m", "controller.k8s", "--help"], cwd=root, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "controller.k8s", "--help"], cwd=root, capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     assert "watch" in out.stdout and "--lease-namespace" in out.stdout

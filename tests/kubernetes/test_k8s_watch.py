@@ -39,9 +39,15 @@ class Recorder:
 
 def ms(name: str) -> dict:
     return {
-        "apiVersion": naming.API_VERSION, "kind": "ModelServing",
+        "apiVersion": naming.API_VERSION,
+        "kind": "ModelServing",
         "metadata": {"name": name, "namespace": NS},
-        "spec": {"replicas": 1, "template": {"roles": [{"name": "a", "entryTemplate": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}]}},
+        "spec": {
+            "replicas": 1,
+            "template": {
+                "roles": [{"name": "a", "entryTemplate": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}]
+            },
+        },
     }
 
 
@@ -89,7 +95,9 @@ def test_a_status_only_update_enqueues_nothing_but_a_spec_change_does(cluster, w
     wait_until(lambda: len(apiserver.emu.watchers) >= 2, message="both watches open")
     seen = len(recorder.calls)
     # The controller's own status write: generation unchanged, so no new pass is asked for.
-    cluster.replace_modelserving_status(NS, "chat", {"replicas": 1}, resource_version=created["metadata"]["resourceVersion"])
+    cluster.replace_modelserving_status(
+        NS, "chat", {"replicas": 1}, resource_version=created["metadata"]["resourceVersion"]
+    )
     wait_until(lambda: watcher.stats["modelservings"]["events"] >= 1, message="status event seen")
     assert recorder.calls[seen:] == []
     cluster.patch_modelserving(NS, "chat", {"spec": {"replicas": 2}})
@@ -100,10 +108,13 @@ def test_a_pod_event_enqueues_the_modelserving_named_by_its_label(api_client, wa
     watcher.start()
     wait_until(lambda: watcher.stats["pods"]["watches"] >= 1, message="pod watch open")
     core = kubernetes.client.CoreV1Api(api_client)
-    core.create_namespaced_pod(NS, {
-        "metadata": {"name": "chat-0-a-0-0", "labels": {naming.LABEL_NAME: "chat"}},
-        "spec": {"containers": [{"name": "c", "image": "i"}]},
-    })
+    core.create_namespaced_pod(
+        NS,
+        {
+            "metadata": {"name": "chat-0-a-0-0", "labels": {naming.LABEL_NAME: "chat"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+        },
+    )
     recorder.wait_for((NS, "chat"))
     assert watcher.stats["pods"]["events"] >= 1
 
@@ -112,8 +123,16 @@ def test_pods_of_other_workloads_enqueue_nothing(api_client, watcher, recorder, 
     watcher.start()
     wait_until(lambda: watcher.stats["pods"]["watches"] >= 1, message="pod watch open")
     core = kubernetes.client.CoreV1Api(api_client)
-    core.create_namespaced_pod(NS, {"metadata": {"name": "nginx"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
-    core.create_namespaced_pod(NS, {"metadata": {"name": "ours", "labels": {naming.LABEL_NAME: "ours"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}})
+    core.create_namespaced_pod(
+        NS, {"metadata": {"name": "nginx"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+    )
+    core.create_namespaced_pod(
+        NS,
+        {
+            "metadata": {"name": "ours", "labels": {naming.LABEL_NAME: "ours"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+        },
+    )
     recorder.wait_for((NS, "ours"))
     assert all(name != "nginx" for _, name in recorder.calls)
     # The pod watch asked the server for our pods only.
@@ -122,10 +141,28 @@ def test_pods_of_other_workloads_enqueue_nothing(api_client, watcher, recorder, 
 
 def test_a_pod_maps_to_its_modelserving_by_label_or_else_by_controller_owner_reference():
     labelled = {"metadata": {"namespace": "ns", "name": "p", "labels": {naming.LABEL_NAME: "chat"}}}
-    owned = {"metadata": {"namespace": "ns", "name": "p", "ownerReferences": [
-        {"apiVersion": naming.API_VERSION, "kind": "ModelServing", "name": "chat", "uid": "u", "controller": True}]}}
-    foreign = {"metadata": {"namespace": "ns", "name": "p", "ownerReferences": [
-        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "u"}]}}
+    owned = {
+        "metadata": {
+            "namespace": "ns",
+            "name": "p",
+            "ownerReferences": [
+                {
+                    "apiVersion": naming.API_VERSION,
+                    "kind": "ModelServing",
+                    "name": "chat",
+                    "uid": "u",
+                    "controller": True,
+                }
+            ],
+        }
+    }
+    foreign = {
+        "metadata": {
+            "namespace": "ns",
+            "name": "p",
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "u"}],
+        }
+    }
     assert owner_of(labelled) == ("ns", "chat")
     assert owner_of(owned) == ("ns", "chat")
     assert owner_of(foreign) is None

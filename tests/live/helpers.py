@@ -7,7 +7,13 @@ import copy
 from controller.core import naming
 from controller.sim.config import ClusterConfig, ImageBehaviour, Span
 
-FIXED = {"schedule": Span.fixed(1), "pull": Span.fixed(5), "start": Span.fixed(2), "load": Span.fixed(30), "terminate": Span.fixed(3)}
+FIXED = {
+    "schedule": Span.fixed(1),
+    "pull": Span.fixed(5),
+    "start": Span.fixed(2),
+    "load": Span.fixed(30),
+    "terminate": Span.fixed(3),
+}
 
 
 class ManualClock:
@@ -26,15 +32,28 @@ class ManualClock:
 
 
 def config(images=None) -> ClusterConfig:
-    return ClusterConfig(nodes=0, gpus_per_node=0, timing=dict(FIXED), images={k: ImageBehaviour(**v) for k, v in (images or {}).items()})
+    return ClusterConfig(
+        nodes=0, gpus_per_node=0, timing=dict(FIXED), images={k: ImageBehaviour(**v) for k, v in (images or {}).items()}
+    )
 
 
 def pod(name, *, ms="demo", image="engine:v1", gpus=1, entry=True, gates=()):
     return {
-        "metadata": {"name": name, "namespace": "default",
-                     "labels": {naming.LABEL_NAME: ms, naming.LABEL_POD_INDEX: "0" if entry else "1", naming.LABEL_REVISION: "r1"}},
-        "spec": {"containers": [{"name": "engine", "image": image, "resources": {"limits": {naming.GPU_RESOURCE: str(gpus)}}}],
-                 "readinessGates": [{"conditionType": g} for g in gates]},
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "labels": {
+                naming.LABEL_NAME: ms,
+                naming.LABEL_POD_INDEX: "0" if entry else "1",
+                naming.LABEL_REVISION: "r1",
+            },
+        },
+        "spec": {
+            "containers": [
+                {"name": "engine", "image": image, "resources": {"limits": {naming.GPU_RESOURCE: str(gpus)}}}
+            ],
+            "readinessGates": [{"conditionType": g} for g in gates],
+        },
     }
 
 
@@ -46,9 +65,26 @@ MANIFEST = {
         "replicas": 2,
         "drain": {"timeoutSeconds": 30},
         "rolloutStrategy": {"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": 1}},
-        "template": {"roles": [{"name": "serve", "replicas": 1, "workerReplicas": 0,
-                                "entryTemplate": {"spec": {"containers": [{"name": "engine", "image": "engine:v1",
-                                                                           "resources": {"limits": {naming.GPU_RESOURCE: "1"}}}]}}}]},
+        "template": {
+            "roles": [
+                {
+                    "name": "serve",
+                    "replicas": 1,
+                    "workerReplicas": 0,
+                    "entryTemplate": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "engine",
+                                    "image": "engine:v1",
+                                    "resources": {"limits": {naming.GPU_RESOURCE: "1"}},
+                                }
+                            ]
+                        }
+                    },
+                }
+            ]
+        },
     },
 }
 

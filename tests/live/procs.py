@@ -31,15 +31,17 @@ class LiveEnv:
         self.redis = EmbeddedRedis(self.var_dir / "redis")
         self.redis_url = self.redis.start()
         self.env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED and not k.startswith("ROLLOUTUI_")}
-        self.env.update({
-            "DJANGO_SETTINGS_MODULE": "rolloutui.settings",
-            "ROLLOUTUI_VAR_DIR": str(self.var_dir),
-            "REDIS_URL": self.redis_url,
-            "ROLLOUTUI_SIM_SPEED": str(speed),
-            "ROLLOUTUI_LOG_LEVEL": "WARNING",
-            "PYTHONUNBUFFERED": "1",
-            **extra_env,
-        })
+        self.env.update(
+            {
+                "DJANGO_SETTINGS_MODULE": "rolloutui.settings",
+                "ROLLOUTUI_VAR_DIR": str(self.var_dir),
+                "REDIS_URL": self.redis_url,
+                "ROLLOUTUI_SIM_SPEED": str(speed),
+                "ROLLOUTUI_LOG_LEVEL": "WARNING",
+                "PYTHONUNBUFFERED": "1",
+                **extra_env,
+            }
+        )
         self.procs: dict[str, subprocess.Popen] = {}
         # On PostgreSQL (DATABASE_URL points at one, as in CI's second pass) the processes share a
         # database of their own, created here and dropped in close(); otherwise a file SQLite in
@@ -66,7 +68,14 @@ class LiveEnv:
 
     # -- one-off commands ---------------------------------------------------------------------------
     def manage(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
-        result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout)
+        result = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         if check and result.returncode != 0:
             raise AssertionError(f"manage.py {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
         return result
@@ -74,29 +83,78 @@ class LiveEnv:
     def python(self, code: str, timeout: float = 120) -> object:
         """Run ``code`` with Django set up in a fresh process; it must ``emit(value)``; returns value."""
         prelude = "import django, json, sys\ndjango.setup()\ndef emit(v):\n    print('@@' + json.dumps(v))\n"
-        result = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], cwd=ROOT, env=self.env,
-                                capture_output=True, text=True, timeout=timeout)
+        result = subprocess.run(
+            [sys.executable, "-c", prelude + textwrap.dedent(code)],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         for line in result.stdout.splitlines():
             if line.startswith("@@"):
                 return json.loads(line[2:])
-        raise AssertionError(f"script failed (exit {result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+        raise AssertionError(
+            f"script failed (exit {result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        )
 
     # -- long-running processes -----------------------------------------------------------------------
     def start(self, name: str, argv: list[str], **env: str) -> subprocess.Popen:
         log = open(self.var_dir / f"{name}.log", "ab")
-        proc = subprocess.Popen(argv, cwd=ROOT, env={**self.env, **env}, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            env={**self.env, **env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         self.procs[name] = proc
         return proc
 
     def start_worker(self, name: str = "worker", *, concurrency: int = 2, **env: str) -> subprocess.Popen:
-        return self.start(name, [sys.executable, "-m", "celery", "-A", "rolloutui", "--quiet", "worker", "--concurrency", str(concurrency),
-                                 "-Q", "celery,reconcile", "--loglevel", "WARNING", "--without-mingle", "--without-gossip",
-                                 "-n", f"{name}@%h"], **env)
+        return self.start(
+            name,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "rolloutui",
+                "--quiet",
+                "worker",
+                "--concurrency",
+                str(concurrency),
+                "-Q",
+                "celery,reconcile",
+                "--loglevel",
+                "WARNING",
+                "--without-mingle",
+                "--without-gossip",
+                "-n",
+                f"{name}@%h",
+            ],
+            **env,
+        )
 
     def start_beat(self) -> subprocess.Popen:
-        return self.start("beat", [sys.executable, "-m", "celery", "-A", "rolloutui", "--quiet", "beat", "--loglevel", "WARNING",
-                                   "--schedule", str(self.var_dir / "celerybeat-schedule")])
+        return self.start(
+            "beat",
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "rolloutui",
+                "--quiet",
+                "beat",
+                "--loglevel",
+                "WARNING",
+                "--schedule",
+                str(self.var_dir / "celerybeat-schedule"),
+            ],
+        )
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         proc = self.procs.pop(name)
@@ -171,7 +229,8 @@ while time.monotonic() < deadline:
         except NotFound:
             out[f"{{ns}}/{{name}}"] = None
             continue
-        out[f"{{ns}}/{{name}}"] = {{"phase": s["phase"], "converged": s["converged"], "updateRevision": s["updateRevision"],
+        out[f"{{ns}}/{{name}}"] = {{"phase": s["phase"], "converged": s["converged"],
+            "updateRevision": s["updateRevision"],
             "currentRevision": s["currentRevision"], "counts": s["counts"],
             "revisions": sorted({{i["revision"] for i in s["instances"]}}),
             "ready": sum(1 for i in s["instances"] if i["state"] == "Ready"), "instances": len(s["instances"])}}

@@ -41,12 +41,26 @@ def live(tmp_path_factory):
 def rolled_out_from(old: str) -> str:
     """Predicate (source, evaluated in the polling process): converged on a revision other than
     ``old``, and every instance runs it."""
-    return (f"lambda s: s['default/demo']['converged'] and s['default/demo']['updateRevision'] != {old!r} "
-            "and s['default/demo']['revisions'] == [s['default/demo']['updateRevision']]")
+    return (
+        f"lambda s: s['default/demo']['converged'] and s['default/demo']['updateRevision'] != {old!r} "
+        "and s['default/demo']['revisions'] == [s['default/demo']['updateRevision']]"
+    )
 
 
 def set_image(live, image):
-    out = live.manage("rollout", "set-image", "default/demo", "--role", "decode", "--image", image, "--reason", "integration test", "--user", "op")
+    out = live.manage(
+        "rollout",
+        "set-image",
+        "default/demo",
+        "--role",
+        "decode",
+        "--image",
+        image,
+        "--reason",
+        "integration test",
+        "--user",
+        "op",
+    )
     assert "ok" in out.stdout
 
 
@@ -88,7 +102,13 @@ def test_killing_the_worker_mid_rollout_loses_nothing(live):
     old = before["states"]["default/demo"]["updateRevision"]
     set_image(live, "vllm/vllm-openai:v0.9.3")
     # Mid-rollout: the new revision runs somewhere, the old one still somewhere else.
-    mid = wait_until(live, NAMES, f"lambda s: len(s['default/demo']['revisions']) > 1 and {old!r} in s['default/demo']['revisions']", timeout=60, poll=0.2)
+    mid = wait_until(
+        live,
+        NAMES,
+        f"lambda s: len(s['default/demo']['revisions']) > 1 and {old!r} in s['default/demo']['revisions']",
+        timeout=60,
+        poll=0.2,
+    )
     assert mid["ok"], mid
     live.kill("worker-b")  # SIGKILL the worker and its pool: no shutdown, locks and messages left behind
     live.start_worker("worker-c", concurrency=1)

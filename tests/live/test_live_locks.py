@@ -73,7 +73,9 @@ def test_enqueue_sends_one_reconcile_while_one_is_waiting(client, monkeypatch):
     from controller.live import enqueue
 
     sent = []
-    monkeypatch.setattr(tasks.reconcile_modelserving, "apply_async", lambda args, countdown=None, queue=None: sent.append(args))
+    monkeypatch.setattr(
+        tasks.reconcile_modelserving, "apply_async", lambda args, countdown=None, queue=None: sent.append(args)
+    )
     for _ in range(5):
         enqueue.send("default", "demo")
     assert sent == [("default", "demo")]

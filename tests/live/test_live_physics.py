@@ -92,7 +92,9 @@ def test_an_in_place_image_patch_restarts_the_container_and_keeps_uid_node_and_i
     run(cluster, 40)
     before = cluster.get_pod("default", "p-0")
     assert is_ready(before)
-    cluster.patch_pod("default", "p-0", {"spec": {"containers": [{**before["spec"]["containers"][0], "image": "engine:v2"}]}})
+    cluster.patch_pod(
+        "default", "p-0", {"spec": {"containers": [{**before["spec"]["containers"][0], "image": "engine:v2"}]}}
+    )
     restarting = cluster.get_pod("default", "p-0")
     assert not is_ready(restarting)
     assert restarting["status"]["containerStatuses"][0]["restartCount"] == 1

@@ -123,7 +123,11 @@ def test_list_summaries_reads_status_fields_and_filters(small):
     rows = state.list_summaries()
     assert [(r["namespace"], r["name"]) for r in rows] == [("default", "other"), ("default", "small")]
     row = rows[1]
-    assert row["desired"] == 2 and row["currentRevision"] == row["updateRevision"] and row["strategyType"] == "ServingGroupRollingUpdate"
+    assert (
+        row["desired"] == 2
+        and row["currentRevision"] == row["updateRevision"]
+        and row["strategyType"] == "ServingGroupRollingUpdate"
+    )
     assert [r["name"] for r in state.list_summaries(search="SMA")] == ["small"]
     assert [r["name"] for r in state.list_summaries(phase="Pending")] == ["other"]
 

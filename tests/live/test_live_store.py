@@ -112,7 +112,11 @@ def test_pods_and_revisions_are_listed_per_modelserving(cluster):
     cluster.create_pod(pod("a-0", ms="a"))
     cluster.create_pod(pod("b-0", ms="b"))
     assert [p["metadata"]["name"] for p in cluster.list_pods("default", "a")] == ["a-0"]
-    rev = {"metadata": {"name": "a-abc", "namespace": "default", "labels": {"serving.rolloutui.io/name": "a"}}, "data": {"roles": []}, "revision": 2}
+    rev = {
+        "metadata": {"name": "a-abc", "namespace": "default", "labels": {"serving.rolloutui.io/name": "a"}},
+        "data": {"roles": []},
+        "revision": 2,
+    }
     cluster.create_revision(rev)
     with pytest.raises(Conflict):
         cluster.create_revision(rev)
@@ -141,7 +145,13 @@ def test_deleting_a_modelserving_collects_its_pods_revisions_and_traffic(cluster
 
     cluster.create_modelserving(manifest())
     cluster.create_pod(pod("small-0", ms="small"))
-    cluster.create_revision({"metadata": {"name": "small-abc", "namespace": "default", "labels": {"serving.rolloutui.io/name": "small"}}, "data": {"roles": []}, "revision": 1})
+    cluster.create_revision(
+        {
+            "metadata": {"name": "small-abc", "namespace": "default", "labels": {"serving.rolloutui.io/name": "small"}},
+            "data": {"roles": []},
+            "revision": 1,
+        }
+    )
     SimTraffic.objects.create(namespace="default", name="small", rps=1)
     cluster.delete_modelserving("default", "small")
     assert cluster.list_pods("default", "small") == [] and cluster.list_revisions("default", "small") == []

@@ -71,11 +71,23 @@ def test_metrics_expose_reconcile_counts_durations_and_rollout_progress(client):
 
     families = _families(client)
     assert _sample(families, "rolloutui_reconcile", "rolloutui_reconcile_total", result="ok") == ok_before + 1
-    assert _sample(families, "rolloutui_reconcile_duration_seconds", "rolloutui_reconcile_duration_seconds_bucket", le="0.025") >= 1
-    assert _sample(
-        families, "rolloutui_rollout_progress_ratio", "rolloutui_rollout_progress_ratio",
-        namespace="default", name="demo", role="prefill",
-    ) == 0.5
+    assert (
+        _sample(
+            families, "rolloutui_reconcile_duration_seconds", "rolloutui_reconcile_duration_seconds_bucket", le="0.025"
+        )
+        >= 1
+    )
+    assert (
+        _sample(
+            families,
+            "rolloutui_rollout_progress_ratio",
+            "rolloutui_rollout_progress_ratio",
+            namespace="default",
+            name="demo",
+            role="prefill",
+        )
+        == 0.5
+    )
     assert "rolloutui_reconcile_queue_depth" in families
 
 

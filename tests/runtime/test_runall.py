@@ -102,9 +102,9 @@ def _processes_using(var_dir) -> list[psutil.Process]:
         try:
             if proc.pid == os.getpid():
                 continue
-            if str(var_dir) in " ".join(proc.info["cmdline"] or ()) or proc.environ().get(
-                "ROLLOUTUI_VAR_DIR"
-            ) == str(var_dir):
+            if str(var_dir) in " ".join(proc.info["cmdline"] or ()) or proc.environ().get("ROLLOUTUI_VAR_DIR") == str(
+                var_dir
+            ):
                 found.append(proc)
         except psutil.Error:
             continue
@@ -140,7 +140,12 @@ def test_runall_starts_everything_prints_how_to_sign_in_and_stops_cleanly_on_ctr
 
         children = run.descendants()
         names = " ".join(" ".join(p.cmdline()) for p in children)
-        for expected in ("redis-server", "daphne", "celery -A rolloutui --quiet worker", "celery -A rolloutui --quiet beat"):
+        for expected in (
+            "redis-server",
+            "daphne",
+            "celery -A rolloutui --quiet worker",
+            "celery -A rolloutui --quiet beat",
+        ):
             assert expected in names, names
         # Each service leads its own process group, so a terminal's Ctrl-C reaches runall only
         # and runall decides the order of shutdown.
@@ -150,12 +155,19 @@ def test_runall_starts_everything_prints_how_to_sign_in_and_stops_cleanly_on_ctr
 
         # The generated password signs in (checked in the database the children use).
         check = subprocess.run(
-            [sys.executable, "-c",
-             "import django; django.setup();"
-             "from django.contrib.auth import authenticate;"
-             f"u = authenticate(username='admin', password={generated_password!r});"
-             "print(u is not None and u.has_perm('rolloutui.operate_modelserving'))"],
-            cwd=ROOT, env=clean_env(var_dir), capture_output=True, text=True, timeout=60,
+            [
+                sys.executable,
+                "-c",
+                "import django; django.setup();"
+                "from django.contrib.auth import authenticate;"
+                f"u = authenticate(username='admin', password={generated_password!r});"
+                "print(u is not None and u.has_perm('rolloutui.operate_modelserving'))",
+            ],
+            cwd=ROOT,
+            env=clean_env(var_dir),
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert check.stdout.strip().splitlines()[-1] == "True", check.stderr
 

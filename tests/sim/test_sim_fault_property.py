@@ -44,8 +44,12 @@ def scenarios(draw):
     roles = []
     for i in range(n_roles):
         workers = draw(st.integers(0, 1))
-        role = {"name": f"r{i}", "replicas": draw(st.integers(1, 3)), "workerReplicas": workers,
-                "entryTemplate": {"spec": {"containers": [_container("engine:v1")]}}}
+        role = {
+            "name": f"r{i}",
+            "replicas": draw(st.integers(1, 3)),
+            "workerReplicas": workers,
+            "entryTemplate": {"spec": {"containers": [_container("engine:v1")]}},
+        }
         if workers:
             role["workerTemplate"] = {"spec": {"containers": [_container("engine:v1")]}}
         roles.append(role)
@@ -62,15 +66,27 @@ def scenarios(draw):
         partition = None
     else:
         partition = draw(st.integers(0, replicas - 1))
-        strategy = {"type": "ServingGroupRollingUpdate",
-                    "rollingUpdateConfiguration": {"maxUnavailable": mu, "maxSurge": ms_, "partition": partition}}
+        strategy = {
+            "type": "ServingGroupRollingUpdate",
+            "rollingUpdateConfiguration": {"maxUnavailable": mu, "maxSurge": ms_, "partition": partition},
+        }
     pods_per_group = sum(r["replicas"] * (1 + r["workerReplicas"]) for r in roles)
     # Room for every pod, the surge, and one lost node (4 GPUs), with margin.
     nodes = math.ceil((pods_per_group * (replicas + 1) + 8) / 4) + 1
-    events = [{"at": 0, "do": "apply"}, {"at": UPDATE_AT, "do": "setImage", "role": roles[-1]["name"], "image": "engine:v2"}]
-    faults = draw(st.lists(st.tuples(st.sampled_from(["deletePods", "failNode", "restartController"]),
-                                     st.floats(UPDATE_AT, UPDATE_AT + 250).map(lambda x: round(x, 1)),
-                                     st.integers(0, 10)), max_size=int(os.environ.get("SIM_PROPERTY_MAX_FAULTS", "3"))))
+    events = [
+        {"at": 0, "do": "apply"},
+        {"at": UPDATE_AT, "do": "setImage", "role": roles[-1]["name"], "image": "engine:v2"},
+    ]
+    faults = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(["deletePods", "failNode", "restartController"]),
+                st.floats(UPDATE_AT, UPDATE_AT + 250).map(lambda x: round(x, 1)),
+                st.integers(0, 10),
+            ),
+            max_size=int(os.environ.get("SIM_PROPERTY_MAX_FAULTS", "3")),
+        )
+    )
     for kind, at, k in faults:
         if kind == "deletePods":
             events.append({"at": at, "do": "deletePods", "group": k % replicas, "role": roles[k % n_roles]["name"]})
@@ -80,12 +96,20 @@ def scenarios(draw):
         else:
             events.append({"at": at, "do": "restartController"})
     doc = {
-        "name": "property", "seed": draw(st.integers(0, 1000)), "until": 2000,
-        "cluster": {"nodes": nodes, "gpusPerNode": 4,
-                    "timing": {"schedule": 1, "pull": [1, 3], "start": 1, "load": [5, 10], "terminate": 1}},
-        "modelServing": {"apiVersion": "serving.rolloutui.io/v1alpha1", "kind": "ModelServing",
-                         "metadata": {"name": "prop", "namespace": "default"},
-                         "spec": {"replicas": replicas, "rolloutStrategy": strategy, "template": {"roles": roles}}},
+        "name": "property",
+        "seed": draw(st.integers(0, 1000)),
+        "until": 2000,
+        "cluster": {
+            "nodes": nodes,
+            "gpusPerNode": 4,
+            "timing": {"schedule": 1, "pull": [1, 3], "start": 1, "load": [5, 10], "terminate": 1},
+        },
+        "modelServing": {
+            "apiVersion": "serving.rolloutui.io/v1alpha1",
+            "kind": "ModelServing",
+            "metadata": {"name": "prop", "namespace": "default"},
+            "spec": {"replicas": replicas, "rolloutStrategy": strategy, "template": {"roles": roles}},
+        },
         "events": events,
     }
     return doc
@@ -121,13 +145,19 @@ def check_trace(doc, trace):
             for r in spec["template"]["roles"]:
                 for g in range(replicas):
                     floor = r["replicas"] - min(r["maxUnavailable"], r["replicas"])
-                    assert ready_instances(f, g, r["name"]) >= floor, f"t={f['t']}: group {g} role {r['name']} below {floor} Ready"
-                    assert instance_count(f, g, r["name"]) <= r["replicas"] + r.get("maxSurge", 0), f"t={f['t']}: too many {r['name']}"
+                    assert ready_instances(f, g, r["name"]) >= floor, (
+                        f"t={f['t']}: group {g} role {r['name']} below {floor} Ready"
+                    )
+                    assert instance_count(f, g, r["name"]) <= r["replicas"] + r.get("maxSurge", 0), (
+                        f"t={f['t']}: too many {r['name']}"
+                    )
         else:
             cfg = spec["rolloutStrategy"]["rollingUpdateConfiguration"]
             floor = replicas - min(cfg["maxUnavailable"], replicas)
             assert available_groups(f, roles) >= floor, f"t={f['t']}: fewer than {floor} groups available"
-            assert len({i["group"] for i in f["instances"]}) <= replicas + cfg["maxSurge"], f"t={f['t']}: too many groups"
+            assert len({i["group"] for i in f["instances"]}) <= replicas + cfg["maxSurge"], (
+                f"t={f['t']}: too many groups"
+            )
     assert trace["converged"], f"did not converge; last blocked: {trace['frames'][-1]['blocked']}"
     assert "controllerErrors" not in trace, trace.get("controllerErrors")
 
@@ -151,15 +181,36 @@ def test_the_invariant_check_itself_catches_a_budget_breach_and_a_partition_brea
     import copy
 
     doc = {
-        "name": "doctored", "seed": 1, "until": 2000,
-        "cluster": {"nodes": 4, "gpusPerNode": 4,
-                    "timing": {"schedule": 1, "pull": 2, "start": 1, "load": 5, "terminate": 1}},
-        "modelServing": {"apiVersion": "serving.rolloutui.io/v1alpha1", "kind": "ModelServing",
-                         "metadata": {"name": "prop", "namespace": "default"},
-                         "spec": {"replicas": 3, "rolloutStrategy": {"type": "ServingGroupRollingUpdate",
-                                  "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": 0, "partition": 1}},
-                                  "template": {"roles": [{"name": "r0", "replicas": 1, "workerReplicas": 0,
-                                                          "entryTemplate": {"spec": {"containers": [_container("engine:v1")]}}}]}}},
+        "name": "doctored",
+        "seed": 1,
+        "until": 2000,
+        "cluster": {
+            "nodes": 4,
+            "gpusPerNode": 4,
+            "timing": {"schedule": 1, "pull": 2, "start": 1, "load": 5, "terminate": 1},
+        },
+        "modelServing": {
+            "apiVersion": "serving.rolloutui.io/v1alpha1",
+            "kind": "ModelServing",
+            "metadata": {"name": "prop", "namespace": "default"},
+            "spec": {
+                "replicas": 3,
+                "rolloutStrategy": {
+                    "type": "ServingGroupRollingUpdate",
+                    "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": 0, "partition": 1},
+                },
+                "template": {
+                    "roles": [
+                        {
+                            "name": "r0",
+                            "replicas": 1,
+                            "workerReplicas": 0,
+                            "entryTemplate": {"spec": {"containers": [_container("engine:v1")]}},
+                        }
+                    ]
+                },
+            },
+        },
         "events": [{"at": 0, "do": "apply"}, {"at": UPDATE_AT, "do": "setImage", "role": "r0", "image": "engine:v2"}],
     }
     trace = run_scenario(parse_scenario(doc))

@@ -100,8 +100,9 @@ def test_an_in_place_image_patch_keeps_uid_node_and_ip_and_bumps_restart_count_a
     c.store.create_pod(make_pod("p"))
     c.loop.run_until(40)
     before = c.store.get_pod("default", "p")
-    c.store.patch_pod("default", "p", {"spec": {"containers": [
-        {**before["spec"]["containers"][0], "image": "engine:v2"}]}})
+    c.store.patch_pod(
+        "default", "p", {"spec": {"containers": [{**before["spec"]["containers"][0], "image": "engine:v2"}]}}
+    )
     c.loop.run_until(41)
     during = c.store.get_pod("default", "p")
     assert not is_ready(during)
@@ -122,7 +123,11 @@ def test_the_api_refuses_pod_spec_changes_other_than_images():
     c.loop.run_until(40)
     pod = c.store.get_pod("default", "p")
     with pytest.raises(Invalid):
-        c.store.patch_pod("default", "p", {"spec": {"containers": [{**pod["spec"]["containers"][0], "env": [{"name": "A", "value": "1"}]}]}})
+        c.store.patch_pod(
+            "default",
+            "p",
+            {"spec": {"containers": [{**pod["spec"]["containers"][0], "env": [{"name": "A", "value": "1"}]}]}},
+        )
 
 
 def test_a_pod_with_a_readiness_gate_is_ready_only_when_the_gate_condition_is_true():
@@ -210,8 +215,14 @@ def test_requests_finish_ok_or_with_the_images_error_rate():
 
 def test_store_writes_with_a_stale_resource_version_conflict_and_identical_writes_are_no_ops():
     c = make_cluster()
-    ms = c.store.create_modelserving({"apiVersion": "x", "kind": "ModelServing",
-                                      "metadata": {"name": "demo", "namespace": "default"}, "spec": {"replicas": 1}})
+    ms = c.store.create_modelserving(
+        {
+            "apiVersion": "x",
+            "kind": "ModelServing",
+            "metadata": {"name": "demo", "namespace": "default"},
+            "spec": {"replicas": 1},
+        }
+    )
     rv = ms["metadata"]["resourceVersion"]
     changes = []
     c.store.add_listener(changes.append)
@@ -222,7 +233,9 @@ def test_store_writes_with_a_stale_resource_version_conflict_and_identical_write
     rv2 = ms2["metadata"]["resourceVersion"]
     ms3 = c.store.replace_modelserving_status("default", "demo", {"x": 1}, resource_version=rv2)
     assert ms3["metadata"]["generation"] == 2  # status does not bump generation
-    same = c.store.replace_modelserving_status("default", "demo", {"x": 1}, resource_version=ms3["metadata"]["resourceVersion"])
+    same = c.store.replace_modelserving_status(
+        "default", "demo", {"x": 1}, resource_version=ms3["metadata"]["resourceVersion"]
+    )
     assert same["metadata"]["resourceVersion"] == ms3["metadata"]["resourceVersion"]
     assert len(changes) == 2
 
@@ -248,7 +261,9 @@ def test_a_node_failure_and_an_in_place_restart_interrupt_the_requests_in_flight
     c.fail_node(c.store.get_pod("default", "a")["spec"]["nodeName"])
     assert c.router.summary()["interrupted"] == 2
     pod = c.store.get_pod("default", "b")
-    c.store.patch_pod("default", "b", {"spec": {"containers": [{**pod["spec"]["containers"][0], "image": "engine:v2"}]}})
+    c.store.patch_pod(
+        "default", "b", {"spec": {"containers": [{**pod["spec"]["containers"][0], "image": "engine:v2"}]}}
+    )
     assert c.router.summary()["interrupted"] == 4 and c.router.in_flight("default", "b") == 0
 
 
@@ -257,8 +272,13 @@ def test_the_same_seed_draws_the_same_timings_and_another_seed_other_ones():
     from controller.sim.config import ClusterConfig
 
     def ready_times(seed):
-        timing = {"schedule": Span.fixed(1), "pull": Span(1, 9), "start": Span.fixed(1), "load": Span(10, 50),
-                  "terminate": Span.fixed(1)}
+        timing = {
+            "schedule": Span.fixed(1),
+            "pull": Span(1, 9),
+            "start": Span.fixed(1),
+            "load": Span(10, 50),
+            "terminate": Span.fixed(1),
+        }
         c = SimCluster(ClusterConfig(nodes=1, gpus_per_node=8, timing=timing), seed=seed, ms_name="demo")
         for i in range(5):
             c.store.create_pod(make_pod(f"p{i}"))

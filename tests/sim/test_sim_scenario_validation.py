@@ -22,15 +22,38 @@ BASE = {
     "name": "t",
     "seed": 1,
     "until": 500,
-    "cluster": {"nodes": 2, "gpusPerNode": 4, "timing": {"schedule": 1, "pull": [1, 3], "start": 1, "load": 10,
-                                                          "terminate": 1}},
+    "cluster": {
+        "nodes": 2,
+        "gpusPerNode": 4,
+        "timing": {"schedule": 1, "pull": [1, 3], "start": 1, "load": 10, "terminate": 1},
+    },
     "modelServing": {
-        "apiVersion": "serving.rolloutui.io/v1alpha1", "kind": "ModelServing",
+        "apiVersion": "serving.rolloutui.io/v1alpha1",
+        "kind": "ModelServing",
         "metadata": {"name": "demo", "namespace": "default"},
-        "spec": {"replicas": 2, "template": {"roles": [{
-            "name": "serve", "replicas": 1, "workerReplicas": 0,
-            "entryTemplate": {"spec": {"containers": [{"name": "engine", "image": "engine:v1",
-                                                        "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}]}},
+        "spec": {
+            "replicas": 2,
+            "template": {
+                "roles": [
+                    {
+                        "name": "serve",
+                        "replicas": 1,
+                        "workerReplicas": 0,
+                        "entryTemplate": {
+                            "spec": {
+                                "containers": [
+                                    {
+                                        "name": "engine",
+                                        "image": "engine:v1",
+                                        "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                                    }
+                                ]
+                            }
+                        },
+                    }
+                ]
+            },
+        },
     },
     "events": [{"at": 0, "do": "apply"}],
 }
@@ -59,28 +82,40 @@ def error_of(doc) -> str:
     return text
 
 
-@pytest.mark.parametrize(("changes", "expected"), [
-    ({"events": [{"at": 0, "do": "apply"}, {"at": 5, "do": "restart"}]}, "events[1].do: unknown action 'restart'"),
-    ({"cluster__timing__load": "slow"}, "cluster.timing.load: expected a number or [min, max]"),
-    ({"cluster__timing__pull": [5, 1]}, "cluster.timing.pull: [min, max] needs 0 <= min <= max"),
-    ({"cluster__nodes": -1}, "cluster.nodes: must be >= 0"),
-    ({"cluster__gpu": 3}, "cluster.gpu: unknown field"),
-    ({"unitl": 3}, "unitl: unknown field"),
-    ({"until": 0}, "until: must be > 0"),
-    ({"seed": "x"}, "seed: expected an integer"),
-    ({"images": {"engine:v2": {"errorRate": 2}}}, "images.engine:v2.errorRate: must be between 0 and 1"),
-    ({"images": {"engine:v2": {"crash": "yes"}}}, "images.engine:v2.crash: expected true or false"),
-    ({"traffic": {"rps": "many"}}, "traffic.rps: expected a number"),
-    ({"traffic": {"durationSeconds": [1, 2]}}, "traffic.rps: required"),
-    ({"events": [{"do": "apply"}]}, "events[0].at: required"),
-    ({"events": [{"at": 0, "do": "apply"}, {"at": 10, "do": "failNode"}]}, "events[1].node: required for failNode"),
-    ({"events": [{"at": 0, "do": "apply"}, {"at": 10, "do": "addNodes", "count": 0}]}, "events[1].count: must be >= 1"),
-    ({"events": [{"at": 0, "do": "apply"}, {"at": 10, "do": "pause", "why": "x"}]}, "events[1].why: unknown field"),
-    ({"events": [{"at": 0, "do": "apply"}, {"at": 900, "do": "pause"}]}, "events[1].at: 900 is after until (500)"),
-    ({"events": [{"at": 5, "do": "apply"}, {"at": 1, "do": "pause"}]}, "events[1].at: pause at 1 comes before apply at 5"),
-    ({"events": [{"at": 0, "do": "apply"}, {"at": 10, "do": "rollback"}]}, "events[1].toRevision: required for rollback"),
-    ({"modelServing__metadata": {}}, "modelServing.metadata.name: required"),
-])
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"events": [{"at": 0, "do": "apply"}, {"at": 5, "do": "restart"}]}, "events[1].do: unknown action 'restart'"),
+        ({"cluster__timing__load": "slow"}, "cluster.timing.load: expected a number or [min, max]"),
+        ({"cluster__timing__pull": [5, 1]}, "cluster.timing.pull: [min, max] needs 0 <= min <= max"),
+        ({"cluster__nodes": -1}, "cluster.nodes: must be >= 0"),
+        ({"cluster__gpu": 3}, "cluster.gpu: unknown field"),
+        ({"unitl": 3}, "unitl: unknown field"),
+        ({"until": 0}, "until: must be > 0"),
+        ({"seed": "x"}, "seed: expected an integer"),
+        ({"images": {"engine:v2": {"errorRate": 2}}}, "images.engine:v2.errorRate: must be between 0 and 1"),
+        ({"images": {"engine:v2": {"crash": "yes"}}}, "images.engine:v2.crash: expected true or false"),
+        ({"traffic": {"rps": "many"}}, "traffic.rps: expected a number"),
+        ({"traffic": {"durationSeconds": [1, 2]}}, "traffic.rps: required"),
+        ({"events": [{"do": "apply"}]}, "events[0].at: required"),
+        ({"events": [{"at": 0, "do": "apply"}, {"at": 10, "do": "failNode"}]}, "events[1].node: required for failNode"),
+        (
+            {"events": [{"at": 0, "do": "apply"}, {"at": 10, "do": "addNodes", "count": 0}]},
+            "events[1].count: must be >= 1",
+        ),
+        ({"events": [{"at": 0, "do": "apply"}, {"at": 10, "do": "pause", "why": "x"}]}, "events[1].why: unknown field"),
+        ({"events": [{"at": 0, "do": "apply"}, {"at": 900, "do": "pause"}]}, "events[1].at: 900 is after until (500)"),
+        (
+            {"events": [{"at": 5, "do": "apply"}, {"at": 1, "do": "pause"}]},
+            "events[1].at: pause at 1 comes before apply at 5",
+        ),
+        (
+            {"events": [{"at": 0, "do": "apply"}, {"at": 10, "do": "rollback"}]},
+            "events[1].toRevision: required for rollback",
+        ),
+        ({"modelServing__metadata": {}}, "modelServing.metadata.name: required"),
+    ],
+)
 def test_an_invalid_scenario_field_gives_one_line_naming_that_field(changes, expected):
     assert error_of(scenario(**changes)).startswith(expected)
 
@@ -126,8 +161,9 @@ def test_unreadable_yaml_exits_2_naming_the_line(tmp_path):
 def test_manage_py_simulate_exits_2_with_one_line_naming_the_field(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(scenario(cluster__timing__load="slow")))
-    proc = subprocess.run([sys.executable, "manage.py", "simulate", str(bad)], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "simulate", str(bad)], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "cluster.timing.load: expected a number or [min, max]" in lines[0]

@@ -58,6 +58,7 @@ def revision_before(trace, t):
 
 # -- group-rolling --------------------------------------------------------------------------------
 
+
 def test_group_rolling_keeps_at_most_one_group_unavailable_replaces_highest_first_and_converges():
     trace = trace_of("group-rolling")
     roles = {"prefill": 1, "decode": 2}
@@ -81,6 +82,7 @@ def test_group_rolling_keeps_at_most_one_group_unavailable_replaces_highest_firs
 
 # -- partition-protected-recovery -------------------------------------------------------------
 
+
 def test_groups_below_the_partition_stay_old_through_pod_loss_and_a_controller_restart_until_promoted():
     trace = trace_of("partition-protected-recovery")
     old = revision_before(trace, 100)
@@ -94,14 +96,19 @@ def test_groups_below_the_partition_stay_old_through_pod_loss_and_a_controller_r
     # Group 1 really was lost and rebuilt (new pod UIDs) from the old revision, before the promote.
     before = [f for f in trace["frames"] if f["t"] < 600][-1]
     uids_before = {u for i in before["instances"] if i["group"] == 1 for u in i["podUids"]}
-    rebuilt = [f for f in trace["frames"] if 600 < f["t"] < 1200
-               and all(i["state"] == "Ready" for i in f["instances"] if i["group"] == 1)
-               and any(i["group"] == 1 for i in f["instances"])]
+    rebuilt = [
+        f
+        for f in trace["frames"]
+        if 600 < f["t"] < 1200
+        and all(i["state"] == "Ready" for i in f["instances"] if i["group"] == 1)
+        and any(i["group"] == 1 for i in f["instances"])
+    ]
     assert rebuilt, "group 1 never came back before the promote"
     uids_after = {u for i in rebuilt[-1]["instances"] if i["group"] == 1 for u in i["podUids"]}
     assert uids_before and uids_after and not uids_before & uids_after
-    recreated = [a for a in trace["actions"] if 600 <= a["t"] < 1200 and a["group"] == 1
-                 and a["verb"] in ("create", "recreate")]
+    recreated = [
+        a for a in trace["actions"] if 600 <= a["t"] < 1200 and a["group"] == 1 and a["verb"] in ("create", "recreate")
+    ]
     assert recreated and {a["revision"] for a in recreated} == {old}
     # Groups 3 and 4 (outside the partition) were updated before the promote.
     mid = [f for f in trace["frames"] if f["t"] < 1200][-1]
@@ -112,6 +119,7 @@ def test_groups_below_the_partition_stay_old_through_pod_loss_and_a_controller_r
 
 
 # -- surge-unschedulable ------------------------------------------------------------------------
+
 
 def test_surge_on_a_full_cluster_waits_with_a_reason_and_never_drops_below_the_ready_groups():
     trace = trace_of("surge-unschedulable")
@@ -200,8 +208,7 @@ def test_coordinated_update_never_starts_more_than_the_skew_quota():
         # caller A=10 at ceil(0.9 x 10) = 9 of 10: A never finishes, so B never lets go.
         progress = {}
         for r, target in COORD_TARGETS.items():
-            held = (old_routable[r] == 1 and ready[r] == target - 1
-                    and any(old_alive[c] > 0 for c in COORD_CALLERS[r]))
+            held = old_routable[r] == 1 and ready[r] == target - 1 and any(old_alive[c] > 0 for c in COORD_CALLERS[r])
             progress[r] = Fraction(min(ready[r] + held, target), target)
         min_progress = min((p for p in progress.values() if p < 1), default=Fraction(1))
         quotas = {r: skew_quota(min_progress, skew, target) for r, target in COORD_TARGETS.items()}
@@ -212,7 +219,9 @@ def test_coordinated_update_never_starts_more_than_the_skew_quota():
             # as done (a at 100 started, b from 45/50 back to 44/50 = 88%, quota 98).
             if started[r] > previous_started.get(r, 0):
                 quota = max(quotas[r], previous_quotas.get(r, 0))
-                assert started[r] <= quota, f"t={t}: role {r} started {started[r]} > quota {quota} (progress {progress})"
+                assert started[r] <= quota, (
+                    f"t={t}: role {r} started {started[r]} > quota {quota} (progress {progress})"
+                )
         previous_started, previous_quotas = started, quotas
 
 
@@ -222,6 +231,7 @@ def test_the_160_instance_example_runs_well_within_twelve_seconds():
 
 
 # -- drain-no-loss ------------------------------------------------------------------------------
+
 
 def test_draining_before_deleting_interrupts_no_request():
     trace = trace_of("drain-no-loss")
@@ -236,6 +246,7 @@ def test_draining_before_deleting_interrupts_no_request():
 
 
 # -- determinism and the command ----------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_the_same_seed_gives_a_byte_identical_trace_and_another_seed_may_differ():
@@ -266,8 +277,21 @@ def test_traces_are_byte_identical_across_processes_with_different_hash_seeds(tm
     for hash_seed in ("1", "987"):
         out = tmp_path / f"t{hash_seed}.json"
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-        proc = subprocess.run([sys.executable, "-m", "controller.sim.cli", str(SHARED / "partition-protected-recovery.yaml"),
-                               "--out", str(out)], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "controller.sim.cli",
+                str(SHARED / "partition-protected-recovery.yaml"),
+                "--out",
+                str(out),
+            ],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 0, proc.stderr
         outs.append(out.read_bytes())
     assert outs[0] == outs[1]
@@ -276,8 +300,22 @@ def test_traces_are_byte_identical_across_processes_with_different_hash_seeds(tm
 @pytest.mark.skipif(not (REPO / "manage.py").exists(), reason="manage.py not there yet")
 def test_manage_py_simulate_writes_the_trace_file_and_exits_0(tmp_path):
     out = tmp_path / "trace.json"
-    proc = subprocess.run([sys.executable, "manage.py", "simulate", str(SHARED / "surge-unschedulable.yaml"),
-                           "--out", str(out), "--seed", "4"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "simulate",
+            str(SHARED / "surge-unschedulable.yaml"),
+            "--out",
+            str(out),
+            "--seed",
+            "4",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
     assert doc["format"] == 1 and doc["scenario"] == "surge-unschedulable" and doc["seed"] == 4

@@ -19,13 +19,34 @@ SHARED = Path(os.environ.get("ROLLOUTUI_SHARED", REPO.parent / "shared")) / "sce
 SMALL = ["group-rolling", "partition-protected-recovery", "surge-unschedulable", "drain-no-loss"]
 STATES = {"Pending", "Creating", "Ready", "Updating", "Draining", "Deleting", "Failed"}
 VERBS = {"create", "delete", "drain", "undrain", "patchImage", "setGate", "recreate"}
-INSTANCE_KEYS = {"group", "role", "ordinal", "revision", "state", "pods", "readyPods", "surge", "podUids", "draining",
-                 "inFlight"}
+INSTANCE_KEYS = {
+    "group",
+    "role",
+    "ordinal",
+    "revision",
+    "state",
+    "pods",
+    "readyPods",
+    "surge",
+    "podUids",
+    "draining",
+    "inFlight",
+}
 
 
 def check_format(trace):
-    for key in ("format", "scenario", "seed", "converged", "convergedAt", "endTime", "revisions", "frames", "actions",
-                "requests"):
+    for key in (
+        "format",
+        "scenario",
+        "seed",
+        "converged",
+        "convergedAt",
+        "endTime",
+        "revisions",
+        "frames",
+        "actions",
+        "requests",
+    ):
         assert key in trace, key
     assert trace["format"] == 1
     assert trace["frames"][0]["t"] == 0.0

@@ -34,8 +34,11 @@ def instance_count(frame, group: int, role: str) -> int:
 
 def all_ready(frame, replicas: int, roles: dict[str, int]) -> bool:
     g = groups(frame)
-    return set(g) == set(range(replicas)) and all(group_complete_and_ready(g[o], roles) for o in range(replicas)) \
+    return (
+        set(g) == set(range(replicas))
+        and all(group_complete_and_ready(g[o], roles) for o in range(replicas))
         and len(frame["instances"]) == replicas * sum(roles.values())
+    )
 
 
 def first_converged_frame(trace, replicas: int, roles: dict[str, int]) -> float | None:

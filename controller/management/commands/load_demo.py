@@ -29,4 +29,3 @@ class Command(BaseCommand):
         done = load_demo(nodes=options["nodes"], gpus=options["gpus"])
         for line in done or ["the simulated cluster is not empty: nothing to do"]:
             self.stdout.write(line)
-

@@ -4,7 +4,8 @@
     manage.py rollout resume    default/demo --reason "fixed"
     manage.py rollout promote   default/demo --reason "canary ok" [--partition N | --full]
     manage.py rollout rollback  default/demo --reason "bad build" --to-revision 1
-    manage.py rollout set-image default/demo --reason "v0.9.2" --role decode --image vllm/vllm-openai:v0.9.2 [--container engine]
+    manage.py rollout set-image default/demo --reason "v0.9.2" --role decode \
+        --image vllm/vllm-openai:v0.9.2 [--container engine]
 
 A thin caller of ``rolloutui.services.controls`` with ``source="cli"``: the same permission check,
 audit record and reconcile as the dashboard and the API. ``--user`` must name an existing user with
@@ -27,7 +28,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("action", choices=ACTIONS)
         parser.add_argument("target", metavar="NAMESPACE/NAME")
-        parser.add_argument("--reason", required=True, help="Why (kept in the audit trail and the revision's change-cause).")
+        parser.add_argument(
+            "--reason", required=True, help="Why (kept in the audit trail and the revision's change-cause)."
+        )
         default_user = os.environ.get("ROLLOUTUI_CLI_USER") or os.environ.get("ROLLOUTUI_ADMIN_USER") or "admin"
         parser.add_argument("--user", default=default_user, help=f"Acting user (default {default_user!r}).")
         parser.add_argument("--partition", type=int, help="promote: set the partition to N.")
@@ -69,7 +72,9 @@ class Command(BaseCommand):
                 for key in ("role", "image"):
                     if not o[key]:
                         raise CommandError(f"{key}: required for set-image (--{key} ...)")
-                record = controls.set_image(user, namespace, name, role=o["role"], image=o["image"], container=o["container"], **common)
+                record = controls.set_image(
+                    user, namespace, name, role=o["role"], image=o["image"], container=o["container"], **common
+                )
         except controls.ControlDenied as exc:
             raise CommandError(f"permission denied: {exc}") from None
         except ControlError as exc:

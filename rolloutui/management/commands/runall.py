@@ -107,9 +107,7 @@ class Command(BaseCommand):
         self.stopping = False
 
         self._check_port_free()
-        previous = {
-            sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
-        }
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         exit_message = None
         try:
             redis_url = self._ensure_redis()
@@ -261,8 +259,7 @@ class Command(BaseCommand):
             operators = Group.objects.get(name="operators")
         except Group.DoesNotExist:
             raise CommandError(
-                "The 'operators' group is missing: migration rolloutui.0002_groups creates it; "
-                "was it rolled back?"
+                "The 'operators' group is missing: migration rolloutui.0002_groups creates it; was it rolled back?"
             ) from None
         user.groups.add(operators)
         return how
@@ -302,21 +299,57 @@ class Command(BaseCommand):
             Child(
                 "daphne",
                 # Daphne's access log is plain text; rolloutui.middleware logs requests as JSON.
-                [py, "-m", "daphne", "-b", self.host, "-p", str(self.port),
-                 "--access-log", os.devnull, "rolloutui.asgi:application"],
+                [
+                    py,
+                    "-m",
+                    "daphne",
+                    "-b",
+                    self.host,
+                    "-p",
+                    str(self.port),
+                    "--access-log",
+                    os.devnull,
+                    "rolloutui.asgi:application",
+                ],
             ),
             Child(
                 "celery worker",
                 # --quiet: no ASCII-art banner between the JSON log lines.
                 # No mingle/gossip: one worker per runall, nothing to synchronise with, and
                 # start-up is a second or two faster.
-                [py, "-m", "celery", "-A", "rolloutui", "--quiet", "worker", "--concurrency", "2",
-                 "-Q", "celery,reconcile", "--loglevel", level, "--without-mingle", "--without-gossip"],
+                [
+                    py,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "rolloutui",
+                    "--quiet",
+                    "worker",
+                    "--concurrency",
+                    "2",
+                    "-Q",
+                    "celery,reconcile",
+                    "--loglevel",
+                    level,
+                    "--without-mingle",
+                    "--without-gossip",
+                ],
             ),
             Child(
                 "celery beat",
-                [py, "-m", "celery", "-A", "rolloutui", "--quiet", "beat", "--loglevel", level,
-                 "--schedule", str(Path(settings.VAR_DIR) / "celerybeat-schedule")],
+                [
+                    py,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "rolloutui",
+                    "--quiet",
+                    "beat",
+                    "--loglevel",
+                    level,
+                    "--schedule",
+                    str(Path(settings.VAR_DIR) / "celerybeat-schedule"),
+                ],
             ),
         ]
         for child in self.children:
@@ -403,8 +436,7 @@ class Command(BaseCommand):
             # stop_timeout drops to 0 on a second Ctrl-C: kill without waiting any longer.
             if self.stop_timeout == 0 or time.monotonic() >= deadline:
                 self.stderr.write(
-                    f"{child.name} did not stop after SIGTERM; sending SIGKILL to "
-                    f"{len(alive)} process(es)"
+                    f"{child.name} did not stop after SIGTERM; sending SIGKILL to {len(alive)} process(es)"
                 )
                 self._signal_group(child.pgid, signal.SIGKILL)
                 child.popen.wait()
