@@ -10,9 +10,8 @@ from django.contrib.auth.decorators import login_required, permission_required
 from django.http import Http404
 from django.shortcuts import render
 
+from controller.core.phases import PENDING, PHASES
 from controller.core.ports import NotFound
-
-from .api.serializers import PHASES
 
 VIEW = "rolloutui.view_modelserving"
 OPERATE = "rolloutui.operate_modelserving"
@@ -45,7 +44,7 @@ def modelserving_list(request):
         "modelservings/list.html",
         {
             "rows": rows,
-            "phases": [p for p in PHASES if p != "Pending"],
+            "phases": [p for p in PHASES if p != PENDING],
             "phase": phase,
             "q": search,
             "namespace": namespace,

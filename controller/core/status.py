@@ -10,18 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import naming
+from . import naming, phases
 from .plan import KIND_PARTITION, STUCK_KINDS
 from .spec import GROUP_ROLLING
 
 if TYPE_CHECKING:
     from .planner import _Pass
-
-PHASE_HEALTHY = "Healthy"
-PHASE_PROGRESSING = "Progressing"
-PHASE_PAUSED = "Paused"
-PHASE_BLOCKED = "Blocked"
-PHASE_DEGRADED = "Degraded"
 
 
 def _condition(
@@ -262,20 +256,20 @@ def build_status(p: _Pass) -> dict[str, Any]:
         )
 
     if ms.paused:
-        phase = PHASE_PAUSED
+        phase = phases.PAUSED
     elif stuck:
-        phase = PHASE_BLOCKED
+        phase = phases.BLOCKED
     elif not converged and any(g["phase"] == "Failed" for g in groups_out):
         # Something failed and nothing in this pass is stuck on it: capacity is short.
-        phase = PHASE_DEGRADED
+        phase = phases.DEGRADED
     elif not converged:
         # Replacing, creating, draining or scaling: moving towards the spec (the last group of a
         # rollout being recreated is still progress, not degradation).
-        phase = PHASE_PROGRESSING
+        phase = phases.PROGRESSING
     elif available_groups < replicas:
-        phase = PHASE_DEGRADED
+        phase = phases.DEGRADED
     else:
-        phase = PHASE_HEALTHY
+        phase = phases.HEALTHY
 
     roles_summary = []
     for tot in roles_total.values():

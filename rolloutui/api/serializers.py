@@ -11,9 +11,8 @@ from typing import Any
 
 from rest_framework import serializers
 
+from controller.core.phases import PHASES
 from rolloutui.models import AuditRecord
-
-PHASES = ("Pending", "Healthy", "Progressing", "Paused", "Blocked", "Degraded")
 
 
 class _StrictSerializer(serializers.Serializer):

@@ -12,8 +12,6 @@ from controller.live.store import ms_summary
 
 from .cluster import backend_name, get_cluster
 
-PHASES = ("Healthy", "Progressing", "Paused", "Blocked", "Degraded", "Pending")
-
 
 def list_summaries(
     *, namespace: str | None = None, search: str | None = None, phase: str | None = None
