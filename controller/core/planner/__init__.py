@@ -1,0 +1,91 @@
+"""The planner: ``plan(ms, history, observed, now) -> Plan``. A pure function.
+
+Given the spec, the revision history, what the cluster holds (pods, the previous status) and the
+time, it returns the actions to take now, the status to write, and for every group and role that
+cannot progress the reason in words. It remembers nothing: everything it needs is in its arguments,
+so a restarted controller plans exactly as the old one would have.
+
+Where each rule lives:
+
+- ``context``: what the pass knows before deciding anything (revisions, availability), frozen;
+- ``budgets``: the arithmetic of every budget (floor, group step, surge, skew quota), pure;
+- ``group_rolling`` / ``role_rolling``: the two update units; ``coordination`` and ``inplace``
+  refine role rolling; ``recovery``: lost pods; ``drain``: every delete; ``create``: every create;
+- ``builder``: collects actions, blocked reasons and the requeue time, in order;
+- ``status``: the status written from the context and what the pass decided.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..observe import Observed
+from ..plan import Plan
+from ..revisions import History, gc_actions
+from ..spec import GROUP_ROLLING, IN_PLACE, ModelServing
+from ..strategy import ClusterSettings
+from . import inplace
+from .builder import PlanBuilder
+from .context import PassContext, build_context
+from .drain import undrain_cancelled
+from .group_rolling import roll_groups
+from .role_rolling import roll_roles
+from .status import build_status
+
+__all__ = ["plan"]
+
+
+def plan(
+    ms: ModelServing,
+    history: History,
+    observed: Observed,
+    now: float,
+    *,
+    status: dict[str, Any] | None = None,
+    settings: ClusterSettings | None = None,
+) -> Plan:
+    """Plan one reconcile pass. ``status`` is the ModelServing's status as last written."""
+    ctx = build_context(ms, history, observed, now, status or {}, settings)
+    out = PlanBuilder(ctx)
+    report_unreadable_references(out)
+    if ms.strategy.type == GROUP_ROLLING:
+        roll_groups(out)
+    else:
+        roll_roles(out)
+        if ms.strategy.type == IN_PLACE:
+            inplace.init_gates(out)
+    # Last: only now is every pod this pass removes known.
+    undrain_cancelled(out)
+    new_status = build_status(ctx, out)
+    keep = set(new_status["referencedRevisions"]) | {ctx.update_hash}
+    revision_actions = [*ctx.update.actions, *gc_actions(history, referenced=keep, limit=ms.revision_history_limit)]
+    return Plan(
+        out.actions,
+        revision_actions,
+        new_status,
+        out.blocked,
+        out.requeue_after,
+        ctx.update_hash,
+        new_status["currentRevision"],
+    )
+
+
+def report_unreadable_references(out: PlanBuilder) -> None:
+    """Every referenced revision whose stored data cannot be read is reported once, by name, with
+    what waits for it: the rollout itself when it is the update revision."""
+    ctx: PassContext = out.ctx
+    referenced = (
+        {ctx.current_hash} | set(ctx.recorded.group_revision.values()) | set(ctx.recorded.instance_revision.values())
+    )
+    for group in ctx.observed.groups.values():
+        referenced.update(group.revision_counts)
+    for rev in sorted(referenced):
+        record = ctx.history.get(rev)
+        if record is None or record.readable:
+            continue
+        what = (
+            "the rollout and every create that needs it"
+            if rev in ctx.equivalent
+            else "every create and recovery that needs it"
+        )
+        out.report_unreadable(rev, None, None, what)

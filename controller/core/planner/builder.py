@@ -1,0 +1,72 @@
+"""The plan under construction: what one pass decides, collected in order.
+
+The decision modules append actions and blocked reasons here (the trace and the status keep that
+order), ask for a timed requeue, and record what they remove, so that later steps of the same pass
+know it: a draining pod that nobody removes gets undrained at the end, and status records a group
+whose replacement started on the update revision.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..plan import KIND_REVISION, Action, Blocked
+from .context import InstanceKey, PassContext
+
+# A requeue is never sooner than this: a zero or negative wait would spin.
+MIN_REQUEUE_SECONDS = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class Removal:
+    reason: str
+    revision: str  # the revision the removed pods run (for the trace)
+
+
+class PlanBuilder:
+    def __init__(self, ctx: PassContext) -> None:
+        self.ctx = ctx
+        self.actions: list[Action] = []
+        self.blocked: list[Blocked] = []
+        self.requeue_after: float | None = None
+        # Pods that this pass deletes or keeps draining; any other draining pod gets undrained.
+        self.removing_pods: set[str] = set()
+        self.group_removals: dict[int, Removal] = {}
+        self.instance_removals: dict[InstanceKey, Removal] = {}
+        self.unreadable_reported: set[tuple[str, int | None]] = set()  # (revision, group)
+
+    def act(self, action: Action) -> None:
+        self.actions.append(action)
+
+    def block(self, group: int | None, role: str | None, reason: str, kind: str) -> None:
+        self.blocked.append(Blocked(group, role, reason, kind))
+
+    def requeue(self, seconds: float) -> None:
+        """Ask for a pass in ``seconds`` (the earliest request of the pass wins)."""
+        seconds = max(seconds, MIN_REQUEUE_SECONDS)
+        if self.requeue_after is None or seconds < self.requeue_after:
+            self.requeue_after = seconds
+
+    def report_unreadable(self, rev: str, group: int | None, role: str | None, what: str) -> None:
+        """A revision something needs cannot be read: say what waits and how to repair it."""
+        ctx = self.ctx
+        record = ctx.history.get(rev)
+        why = record.error if record and record.error else "not found in the revision history"
+        fix = (
+            f"; deleting ControllerRevision {record.name} lets the controller store it again from the spec"
+            if record and rev in ctx.equivalent
+            else ""
+        )
+        self.block(
+            group,
+            role,
+            f"revision {rev} is unreadable ({why}): {what} is paused until it is repaired or the reference "
+            f"goes away{fix}",
+            KIND_REVISION,
+        )
+        self.unreadable_reported.add((rev, group))
+
+    def report_unreadable_once(self, rev: str, group: int | None, role: str | None, what: str) -> None:
+        """The same, unless this revision was already reported for this group in this pass."""
+        if (rev, group) not in self.unreadable_reported:
+            self.report_unreadable(rev, group, role, what)

@@ -1,0 +1,232 @@
+"""The frozen context of one planning pass, built once before any decision is taken.
+
+Everything here is derived from the pass's inputs (spec, revision history, observed pods, the status
+written by the previous pass, the time): which revision the spec selects, which stored revisions are
+the same template, what every group runs or is rebuilt on, which instances and groups are available.
+The decision modules read it and never change it; what they decide goes to the ``PlanBuilder``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..observe import GroupObs, InstanceObs, Observed
+from ..revisions import History, UpdateRevision, canonicalize_data, record_update_revision, role_data, role_hash
+from ..spec import GROUP_ROLLING, ModelServing
+from ..strategy import ClusterSettings, EffectiveStrategy, resolve
+
+InstanceKey = tuple[int, str, int]  # (group, role, ordinal)
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """The revision references persisted in status by earlier passes (they survive restarts).
+
+    ``group_revision``: what each group runs (or, once its replacement started, is rebuilt on);
+    ``instance_revision``: instances on another revision than their group's; ``desired``: the role
+    sizes when status was written, so recovery tells "lost" from "not yet scaled up".
+    """
+
+    group_revision: dict[int, str]
+    instance_revision: dict[InstanceKey, str]
+    desired: dict[int, dict[str, int]]
+
+
+def recorded_revisions(status: dict[str, Any]) -> Recorded:
+    """Read the references back: ``groups[].revision`` / ``targetRevision`` per group,
+    ``groups[].instanceRevisions`` as ``{"role/ordinal": hash}``; every other instance of a group
+    runs the group's revision. ``roleReplicas`` is the role size then (surge groups have none)."""
+    groups: dict[int, str] = {}
+    instances: dict[InstanceKey, str] = {}
+    desired: dict[int, dict[str, int]] = {}
+    role_replicas = {k: v for k, v in (status.get("roleReplicas") or {}).items() if isinstance(v, int)}
+    for g in status.get("groups") or []:
+        try:
+            o = int(g.get("ordinal"))
+        except (TypeError, ValueError):
+            continue
+        rev = g.get("targetRevision") or g.get("revision")
+        if rev:
+            groups[o] = rev
+        if role_replicas and not g.get("surge"):
+            desired[o] = dict(role_replicas)
+        for key, irev in (g.get("instanceRevisions") or {}).items():
+            role, _, k = str(key).rpartition("/")
+            if role and k.isdigit() and irev:
+                instances[(o, role, int(k))] = irev
+    return Recorded(groups, instances, desired)
+
+
+@dataclass(frozen=True, slots=True)
+class PassContext:
+    ms: ModelServing
+    history: History
+    observed: Observed
+    now: float
+    prev_status: dict[str, Any]
+    strategy: EffectiveStrategy
+    recorded: Recorded
+    update: UpdateRevision
+    update_role_hashes: dict[str, str]
+    # Revisions whose data equals the update revision's after re-canonicalisation (a serialisation
+    # change, not a template change): pods on them are up to date.
+    equivalent: frozenset[str]
+    # The update revision is stored under its hash but its data cannot be read.
+    update_unreadable: bool
+    current_hash: str
+    # What each group runs, or is rebuilt on when all its pods are gone (see ``group_revision``).
+    group_revisions: dict[int, str]
+    instance_available: dict[InstanceKey, bool]
+    group_available: dict[int, bool]
+    # Instances per group of every role of the spec (a role absent here has left the spec).
+    role_sizes: dict[str, int]
+    _expected_pods: dict[tuple[str, str], int] = field(default_factory=dict, repr=False)
+
+    @property
+    def update_hash(self) -> str:
+        return self.update.hash
+
+    @property
+    def paused(self) -> bool:
+        return self.ms.paused
+
+    # -- revision data -------------------------------------------------------------------------
+
+    def data_of(self, rev: str) -> dict[str, Any] | None:
+        """A revision's stored data; None when it is missing or unreadable (never guessed)."""
+        if rev in self.equivalent:
+            # Stored but unreadable under the update hash: the spec hashes the same, yet a
+            # template is only ever taken from a readable revision, never assumed.
+            return None if self.update_unreadable else self.update.data
+        return self.history.data_of(rev)
+
+    def role_data_of(self, rev: str, role: str) -> dict[str, Any] | None:
+        data = self.data_of(rev)
+        return role_data(data, role) if data is not None else None
+
+    def expected_pods(self, rev: str, role: str) -> int:
+        """Pods per instance of ``role`` at ``rev``: 1 + workerReplicas of that revision (of the
+        spec when the revision cannot be read). Memoised: derived data only."""
+        key = (rev, role)
+        value = self._expected_pods.get(key)
+        if value is None:
+            rd = self.role_data_of(rev, role)
+            if rd is not None:
+                value = 1 + int(rd.get("workerReplicas") or 0)
+            else:
+                spec_role = self.ms.role(role)
+                value = spec_role.pods_per_instance if spec_role else 1
+            self._expected_pods[key] = value
+        return value
+
+    def role_replicas(self, role: str) -> int:
+        return self.role_sizes.get(role, 0)
+
+    def in_spec(self, role: str) -> bool:
+        return role in self.role_sizes
+
+    # -- instances and groups --------------------------------------------------------------------
+
+    def available(self, inst: InstanceObs) -> bool:
+        return self.instance_available[(inst.group, inst.role, inst.ordinal)]
+
+    def group_is_available(self, group: GroupObs | None) -> bool:
+        if group is None or not group.instances:
+            return False
+        return self.group_available[group.ordinal]
+
+    def instance_updated(self, inst: InstanceObs) -> bool:
+        """Runs the update revision's template for its role (the same role hash, or an
+        equivalent revision)."""
+        return inst.role_hash == self.update_role_hashes.get(inst.role) or inst.revision in self.equivalent
+
+
+def build_context(
+    ms: ModelServing,
+    history: History,
+    observed: Observed,
+    now: float,
+    status: dict[str, Any],
+    settings: ClusterSettings | None,
+) -> PassContext:
+    strategy = resolve(ms, settings)
+    recorded = recorded_revisions(status)
+    spec = ms.manifest.get("spec") or {}
+    update = record_update_revision(ms.name, spec, history, int(status.get("collisionCount") or 0))
+    update_hash = update.hash
+    equivalent = {update_hash}
+    for rev in history.revisions:
+        if rev.hash != update_hash and rev.data is not None and canonicalize_data(rev.data) == update.data:
+            equivalent.add(rev.hash)
+    record = history.get(update_hash)
+    current = status.get("currentRevision")
+    current_hash = current if current and (current in history.by_hash or current == update_hash) else update_hash
+    ctx = PassContext(
+        ms=ms,
+        history=history,
+        observed=observed,
+        now=now,
+        prev_status=status,
+        strategy=strategy,
+        recorded=recorded,
+        update=update,
+        update_role_hashes={r["name"]: role_hash(r) for r in update.data.get("roles") or []},
+        equivalent=frozenset(equivalent),
+        update_unreadable=record is not None and not record.readable,
+        current_hash=current_hash,
+        group_revisions={},
+        instance_available={},
+        group_available={},
+        role_sizes={r.name: r.replicas for r in ms.roles},
+    )
+    partition = strategy.group.partition.count
+    for o in set(observed.groups) | set(range(ms.replicas)):
+        ctx.group_revisions[o] = group_revision(ctx, o, observed.groups.get(o), partition)
+    for group in observed.groups.values():
+        for inst in group.instances.values():
+            ready = inst.ready(ctx.expected_pods(inst.revision, inst.role)) and not inst.updating_in_place
+            ctx.instance_available[(inst.group, inst.role, inst.ordinal)] = ready
+        ctx.group_available[group.ordinal] = bool(group.instances) and _every_instance_ready(ctx, group)
+    return ctx
+
+
+def group_revision(ctx: PassContext, ordinal: int, group: GroupObs | None, partition: int) -> str:
+    """The revision group ``ordinal`` runs, or is rebuilt on when all its pods are gone.
+
+    A protected group (ordinal < partition) with no pods is rebuilt on the revision recorded for it
+    in status, or on ``currentRevision``, never on the new spec; a group outside the partition with
+    no pods is simply created on the update revision. Example: partition 2, group 1 lost every pod,
+    status recorded it on ``a1`` -> rebuilt on ``a1`` although the spec now says ``b2``.
+    """
+    if group is not None and group.instances:
+        return group.revision
+    recorded = ctx.recorded.group_revision.get(ordinal)
+    if ordinal < partition:
+        return recorded or ctx.current_hash
+    if ctx.paused and recorded:
+        # Paused: a lost group is recovered at the revision it ran, not moved forward. A group
+        # whose replacement had started is recorded on the update revision and finishes.
+        return recorded
+    return ctx.update_hash
+
+
+def _every_instance_ready(ctx: PassContext, group: GroupObs) -> bool:
+    """Every instance the group's revision defines exists and is Ready (not updating in place)."""
+    rev = group.revision
+    data = ctx.data_of(rev)
+    roles = (
+        [r["name"] for r in data.get("roles") or []] if data is not None else sorted({r for r, _ in group.instances})
+    )
+    for role in roles:
+        replicas = ctx.role_replicas(role) or sum(1 for (r, _) in group.instances if r == role)
+        expected = ctx.expected_pods(rev, role)
+        for ordinal in range(replicas):
+            inst = group.instances.get((role, ordinal))
+            if inst is None or not inst.ready(expected) or inst.updating_in_place:
+                return False
+    return True
+
+
+def is_group_level(ctx: PassContext) -> bool:
+    return ctx.ms.strategy.type == GROUP_ROLLING

@@ -1,0 +1,227 @@
+"""RoleRollingUpdate and InPlaceRollingUpdate: replace (or patch) role instances inside each group.
+
+Only instances whose role template changed are replaced; unchanged roles keep running. Every group
+spends its own per-role budget: ``maxUnavailable: 1`` on a role means one instance of that role
+per group, not one in the whole ModelServing. Per group, in this order:
+
+1. recovery (``recovery``), then continue what is already under way (drains, in-place updates);
+2. admit new replacements: paused -> none; in place -> only image changes; uncoordinated roles by
+   their own budget; coordinated roles through ``coordination``;
+3. surge instances (ordinals >= replicas on the target), removal of extra instances, creation of
+   missing ones, and unschedulable new capacity reported.
+"""
+
+from __future__ import annotations
+
+from ..observe import GroupObs
+from ..plan import (
+    BECAUSE_RECOVERY,
+    BECAUSE_SCALE,
+    BECAUSE_SURGE,
+    BECAUSE_SURGE_DONE,
+    BECAUSE_UPDATE,
+    KIND_BUDGET,
+    KIND_PARTITION,
+    KIND_PAUSED,
+    KIND_UNSCHEDULABLE,
+)
+from ..spec import IN_PLACE
+from . import inplace
+from .budgets import availability_floor, replacement_allowed, wanted_surge
+from .builder import PlanBuilder
+from .context import PassContext
+from .coordination import admit_coordinated, role_budget_reason
+from .create import create_instance, create_missing_instances
+from .drain import remove_group, remove_instance
+from .recovery import recover_group
+from .role_state import RoleState, role_states
+
+PAUSED_REASON = "rollout paused: resume or promote to continue"
+
+
+def roll_roles(out: PlanBuilder) -> None:
+    ctx = out.ctx
+    replicas = ctx.ms.replicas
+    groups = ctx.observed.groups
+    in_place = ctx.ms.strategy.type == IN_PLACE
+    # Whole groups beyond replicas: scale down.
+    for o in sorted((o for o in groups if o >= replicas), reverse=True):
+        remove_group(out, groups[o], BECAUSE_SCALE, may_start=True)
+    for o in range(replicas):
+        group = groups.get(o)
+        if group is None or not group.instances:
+            create_missing_instances(
+                out,
+                o,
+                None,
+                list(ctx.ms.role_names),
+                lambda role, k, o=o: instance_revision_for_create(
+                    ctx, o, role, k, ctx.strategy.roles[role].partition.count
+                ),
+            )
+            continue
+        _roll_group(out, group, in_place)
+
+
+def instance_revision_for_create(ctx: PassContext, group: int, role: str, ordinal: int, partition: int) -> str:
+    """The revision a missing instance is created on: a protected one (ordinal < partition) at
+    the revision recorded for it (or its group, or currentRevision), a paused one at its recorded
+    revision, any other at the update revision."""
+    # An instance not recorded on its own ran its group's revision.
+    recorded = ctx.recorded.instance_revision.get((group, role, ordinal)) or ctx.recorded.group_revision.get(group)
+    if ordinal < partition:
+        if recorded:
+            return recorded
+        if ctx.role_data_of(ctx.current_hash, role) is not None or ctx.data_of(ctx.current_hash) is None:
+            return ctx.current_hash
+    if ctx.paused and recorded:
+        return recorded  # paused: recover at its own revision (see context.group_revision)
+    return ctx.update_hash
+
+
+def _roll_group(out: PlanBuilder, group: GroupObs, in_place: bool) -> None:
+    ctx = out.ctx
+    o = group.ordinal
+    states = role_states(ctx, group, in_place)
+    # Recovery and scale inside the group first (these keep their own rules).
+    recover_group(out, group)
+    if o in out.group_removals:
+        return  # ServingGroupRecreate is rebuilding the whole group
+    for role, st in states.items():
+        for k in st.protected_outdated:
+            out.block(
+                o, role, f"{role}-{k} protected by partition {st.partition}; promote to update it", KIND_PARTITION
+            )
+        _continue_started(out, o, role, st, in_place)
+    admitted = _admit(out, group, states, in_place)
+    for role, ks in admitted.items():
+        for k in ks:
+            inst = states[role].instances[k]
+            if in_place:
+                inplace.start(out, inst)
+            else:
+                remove_instance(out, inst, BECAUSE_UPDATE, may_start=True)
+    for role, st in states.items():
+        _surge_scale_and_fill(out, o, role, st, in_place)
+
+
+def _continue_started(out: PlanBuilder, o: int, role: str, st: RoleState, in_place: bool) -> None:
+    """Replacements already started go on (drains and terminations in progress; in-place
+    protocols), paused or not: a pause starts nothing new but lets started work finish."""
+    ctx = out.ctx
+    for k, inst in sorted(st.instances.items()):
+        if (o, role, k) in out.instance_removals:
+            continue
+        if (
+            k < st.replicas
+            and k >= st.partition
+            and not ctx.instance_updated(inst)
+            and inst.being_removed
+            and not in_place
+        ):
+            remove_instance(out, inst, BECAUSE_UPDATE, may_start=not ctx.paused)
+    if in_place:
+        for _k, inst in sorted(st.instances.items()):
+            if inplace.in_progress(ctx, inst):
+                inplace.continue_update(out, inst)
+
+
+def _admit(out: PlanBuilder, group: GroupObs, states: dict[str, RoleState], in_place: bool) -> dict[str, list[int]]:
+    """Which outdated instances start their replacement now, per role: unavailable ones first
+    (free), then the highest ordinal, each within the role's budget (and, for coordinated roles,
+    the coordination rules)."""
+    ctx = out.ctx
+    o = group.ordinal
+    coordination = ctx.ms.strategy.coordination
+    admitted: dict[str, list[int]] = {}
+    queues = {
+        role: sorted(st.outdated_pending, key=lambda k, st=st: (k in st.available, -k)) for role, st in states.items()
+    }
+    if ctx.paused:
+        for role, queue in queues.items():
+            if queue:
+                out.block(o, role, PAUSED_REASON, KIND_PAUSED)
+        return admitted
+    if ctx.update_unreadable:
+        return admitted
+    if in_place:
+        queues = inplace.updatable(out, group, queues)
+    coordinated = set(coordination.roles) if coordination else set()
+    # Uncoordinated roles: budgets only.
+    for role, queue in queues.items():
+        if role in coordinated:
+            continue
+        st = states[role]
+        for k in queue:
+            allowed = replacement_allowed(
+                candidate_available=k in st.available,
+                available=len(st.available),
+                total=st.replicas,
+                max_unavailable=st.max_unavailable,
+            )
+            if not allowed:
+                out.block(o, role, role_budget_reason(st), KIND_BUDGET)
+                break
+            admitted.setdefault(role, []).append(k)
+            st.take(k)
+    if coordination:
+        admit_coordinated(out, o, states, queues, admitted)
+    return admitted
+
+
+def _surge_scale_and_fill(out: PlanBuilder, o: int, role: str, st: RoleState, in_place: bool) -> None:
+    """Surge instances (ordinals >= replicas on the target), scale-down of other extras, creation
+    of missing instances, and unschedulable new capacity reported."""
+    ctx = out.ctx
+    paused = ctx.paused
+    surge_wanted = (
+        0 if in_place or paused else wanted_surge(st.max_surge, len(st.outdated_pending) + st.removing_outdated())
+    )
+    if paused:
+        # Paused: keep the surge there is while work remains, make none.
+        surge_wanted = (
+            sum(1 for k in st.instances if st.replicas <= k < st.replicas + st.max_surge and k in st.at_target)
+            if st.outdated_pending
+            else 0
+        )
+    surge_now = sorted(
+        k
+        for k in st.instances
+        if st.replicas <= k < st.replicas + st.max_surge and k in st.at_target and not st.instances[k].being_removed
+    )
+    keep = set(surge_now[:surge_wanted])
+    floor = availability_floor(st.replicas, st.max_unavailable)
+    for k in sorted((k for k in st.instances if k >= st.replicas and k not in keep), reverse=True):
+        if (o, role, k) in out.instance_removals:
+            continue
+        if k in st.available and k in st.at_target and len(st.available) - 1 < floor:
+            continue  # a Ready surge instance stays until its replacement is Ready
+        remove_instance(
+            out, st.instances[k], BECAUSE_SURGE_DONE if k in st.at_target else BECAUSE_SCALE, may_start=True
+        )
+        st.available.discard(k)
+    if not paused and len(keep) < surge_wanted:
+        k = st.replicas
+        for _ in range(surge_wanted - len(keep)):
+            while k in st.instances:
+                k += 1
+            if len(st.instances) >= st.replicas + st.max_surge:
+                break
+            create_instance(out, o, role, k, ctx.update_hash, BECAUSE_SURGE)
+            k += 1
+    for k in range(st.replicas):
+        if k not in st.instances:
+            rev = instance_revision_for_create(ctx, o, role, k, st.partition)
+            create_instance(out, o, role, k, rev, BECAUSE_UPDATE if rev in ctx.equivalent else BECAUSE_RECOVERY)
+    for k, inst in st.instances.items():
+        message = inst.unschedulable
+        if message and (o, role, k) not in out.instance_removals:
+            surge = k >= st.replicas
+            out.block(
+                o,
+                role,
+                f"{'surge instance' if surge else 'instance'} {role}-{k} unschedulable: {message}"
+                + (f"; {st.max_unavailable} unavailable allowed" if surge else ""),
+                KIND_UNSCHEDULABLE,
+            )
+            break

@@ -1,0 +1,352 @@
+"""The status a pass writes: Kthena's fields plus per-group and per-role detail.
+
+It describes the cluster as observed at the start of the pass (not what the pass's actions will
+do), so it is always true. It also persists what recovery needs after a restart: the revision every
+group and every off-update instance runs (``groups[].revision``, ``targetRevision``,
+``instanceRevisions``) and the set of revisions GC must keep (``referencedRevisions``).
+
+Compact on purpose (1,000 groups must fit in one object): per group only the roles that are not
+simply done and the instances that run something else than the group; blocked reasons grouped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import naming, phases
+from ..observe import GroupObs
+from ..plan import BECAUSE_UPDATE, KIND_PARTITION, KIND_REVISION, STUCK_KINDS, Blocked
+from .builder import PlanBuilder
+from .context import PassContext, is_group_level
+
+_ROLE_COUNTS = ("desired", "ready", "updated", "unavailable", "surge", "draining")
+
+
+@dataclass(slots=True)
+class _Totals:
+    """What the per-group walk adds up for the whole ModelServing."""
+
+    roles: dict[str, dict[str, Any]]
+    referenced: set[str]
+    group_level: bool
+    group_partition: int  # the group-level partition (0 under role-level strategies)
+    role_partitions: dict[str, int]
+    converged: bool = True
+    updated_groups: int = 0
+    available_groups: int = 0
+    non_updated_revisions: dict[str, int] = field(default_factory=dict)
+
+
+def build_status(ctx: PassContext, out: PlanBuilder) -> dict[str, Any]:
+    ms = ctx.ms
+    replicas = ms.replicas
+    totals = _Totals(
+        roles={
+            r.name: {"name": r.name, "updatedReady": 0, "eligible": 0} | dict.fromkeys(_ROLE_COUNTS, 0)
+            for r in ms.roles
+        },
+        referenced={ctx.update_hash, ctx.current_hash},
+        group_level=is_group_level(ctx),
+        group_partition=ctx.strategy.group.partition.count if is_group_level(ctx) else 0,
+        role_partitions={name: b.partition.count for name, b in ctx.strategy.roles.items()},
+    )
+    groups_out = [_group_entry(ctx, out, o, totals) for o in sorted(set(ctx.observed.groups) | set(range(replicas)))]
+    if ctx.observed.foreign:
+        totals.converged = False
+    current = _current_revision(ctx, totals)
+    totals.referenced.add(current)
+    first_role = ms.roles[0].name if ms.roles else ""
+    return {
+        "observedGeneration": ms.generation,
+        "replicas": sum(1 for g in ctx.observed.groups.values() if g.instances),
+        "currentReplicas": replicas - totals.updated_groups,
+        "updatedReplicas": totals.updated_groups,
+        "availableReplicas": totals.available_groups,
+        "currentRevision": current,
+        "updateRevision": ctx.update_hash,
+        "collisionCount": ctx.update.collision_count,
+        "labelSelector": (
+            f"{naming.LABEL_NAME}={ms.name},{naming.LABEL_ENTRY}=true,"
+            f"{naming.LABEL_ROLE}={first_role},{naming.LABEL_ROLE_ORDINAL}=0"
+        ),
+        "conditions": _conditions(ctx, out, totals, groups_out),
+        "phase": _phase(ctx, out, totals, groups_out),
+        "converged": totals.converged,
+        "paused": ms.paused,
+        "strategy": ctx.strategy.to_json(),
+        "groups": groups_out,
+        "roles": _roles_summary(totals),
+        # Role replicas at the time of writing: recovery tells "lost" from "not yet scaled up".
+        "roleReplicas": {r.name: r.replicas for r in ms.roles},
+        "waiting": _grouped_waiting(out.blocked),
+        "referencedRevisions": sorted(r for r in totals.referenced if r),
+    }
+
+
+def recorded_group_revision(ctx: PassContext, out: PlanBuilder, ordinal: int) -> str:
+    """What status records for a group: a group being replaced is recorded on the update revision,
+    so a restart mid-replacement (or a pause) rebuilds it as the update intended."""
+    removal = out.group_removals.get(ordinal)
+    if removal is not None and removal.reason == BECAUSE_UPDATE:
+        return ctx.update_hash
+    return ctx.group_revisions.get(ordinal, ctx.update_hash)
+
+
+def _group_entry(ctx: PassContext, out: PlanBuilder, o: int, totals: _Totals) -> dict[str, Any]:
+    ms = ctx.ms
+    replicas = ms.replicas
+    group_level = totals.group_level
+    partition = totals.group_partition
+    group = ctx.observed.groups.get(o)
+    present = group is not None and bool(group.instances)
+    surge_group = o >= replicas
+    target_rev = None
+    if group_level:
+        rev = ctx.group_revisions.get(o) or ctx.update_hash
+        target_rev = recorded_group_revision(ctx, out, o)
+        totals.referenced.add(target_rev)
+    else:
+        rev = group.revision if present else ctx.update_hash
+    if present:
+        totals.referenced.update(group.revisions())
+    available = ctx.group_is_available(group) and not (group is not None and group.being_removed)
+    group_updated = True
+    roles_out = []
+    group_instance_revisions: dict[str, str] = {}
+    for role in ms.roles:
+        name = role.name
+        tot = totals.roles[name]
+        role_partition = 0 if group_level else totals.role_partitions[name]
+        counts: dict[str, Any] = {
+            "name": name,
+            "desired": 0 if surge_group else role.replicas,
+            "ready": 0,
+            "updated": 0,
+            "unavailable": 0,
+            "surge": 0,
+            "draining": 0,
+        }
+        instance_revisions: dict[str, str] = {}
+        revisions: dict[str, int] = {}
+        for k in range(0 if surge_group else role.replicas):
+            inst = group.instances.get((name, k)) if group else None
+            if inst is None:
+                counts["unavailable"] += 1
+                totals.converged = False
+                kept = ctx.recorded.instance_revision.get((o, name, k))
+                if kept and kept not in ctx.equivalent:
+                    instance_revisions[str(k)] = kept  # still needed to rebuild it
+                    totals.referenced.add(kept)
+                if not group_level and k >= role_partition:
+                    group_updated = False
+                continue
+            ready = ctx.available(inst)
+            updated = rev in ctx.equivalent if group_level else ctx.instance_updated(inst)
+            revisions[inst.revision] = revisions.get(inst.revision, 0) + 1
+            counts["ready" if ready else "unavailable"] += 1
+            if updated:
+                counts["updated"] += 1
+                if ready:
+                    tot["updatedReady"] += 1
+            else:
+                group_updated = False
+                removal = out.instance_removals.get((o, name, k))
+                if removal is None or removal.reason != BECAUSE_UPDATE:
+                    instance_revisions[str(k)] = inst.revision
+            if inst.draining:
+                counts["draining"] += 1
+            eligible = (o >= partition) if group_level else (k >= role_partition)
+            if eligible:
+                tot["eligible"] += 1
+                if not updated:
+                    totals.converged = False
+            if not ready or inst.deleting or inst.draining:
+                totals.converged = False
+        extra = sum(
+            1
+            for (r, k) in (group.instances if group else ())
+            if r == name and k >= (0 if surge_group else role.replicas)
+        )
+        counts["surge"] = extra
+        if extra:
+            totals.converged = False
+        if len(revisions) > 1:
+            counts["revisions"] = revisions
+        for k, r in instance_revisions.items():
+            group_instance_revisions[f"{name}/{k}"] = r
+        roles_out.append(counts)
+        for key in _ROLE_COUNTS:
+            tot[key] += counts[key]
+    if present and {r for r, _ in group.instances} - set(ms.role_names):
+        totals.converged = False  # instances of a role that left the spec
+        group_updated = False
+    if group_level:
+        group_updated = rev in ctx.equivalent
+        totals.referenced.add(rev)
+    if surge_group:
+        totals.converged = False
+    else:
+        if group_updated and group is not None:
+            totals.updated_groups += 1
+        elif group is not None:
+            totals.non_updated_revisions[rev] = totals.non_updated_revisions.get(rev, 0) + 1
+        if available:
+            totals.available_groups += 1
+    # What the group runs (or is rebuilt on when missing), what it is rebuilt on if all its pods go
+    # when that differs (the update revision once its replacement started), the roles that are not
+    # simply done, and the revision of every instance that runs something else than the group.
+    entry: dict[str, Any] = {
+        "ordinal": o,
+        "revision": rev,
+        "phase": _group_phase(group, available),
+        "ready": available,
+        "updated": group_updated,
+    }
+    if target_rev and target_rev != rev:
+        entry["targetRevision"] = target_rev
+    if surge_group:
+        entry["surge"] = True
+    notable = [c for c in roles_out if c["unavailable"] or c["surge"] or c["draining"] or "revisions" in c]
+    if notable:
+        entry["roles"] = notable
+    differing = {key: r for key, r in group_instance_revisions.items() if r != rev}
+    if differing:
+        entry["instanceRevisions"] = differing
+    return entry
+
+
+def _group_phase(group: GroupObs | None, available: bool) -> str:
+    if group is None or not group.instances:
+        return "Missing"
+    if group.being_removed:
+        return "Deleting" if group.deleting else "Draining"
+    if available:
+        return "Ready"
+    instances = group.instances.values()
+    if any(inst.lost or inst.failing for inst in instances):
+        return "Failed"
+    if any(inst.updating_in_place for inst in instances):
+        return "Updating"
+    if any(inst.unschedulable for inst in instances):
+        return "Pending"
+    return "Creating"
+
+
+def _current_revision(ctx: PassContext, totals: _Totals) -> str:
+    """currentRevision follows StatefulSets: it becomes the update revision once every group runs
+    it; until then it keeps its value while a non-updated group still uses it (else the revision
+    most non-updated groups run)."""
+    replicas = ctx.ms.replicas
+    existing_groups = sum(1 for o, g in ctx.observed.groups.items() if o < replicas and g.instances)
+    if totals.updated_groups == replicas and existing_groups == replicas:
+        return ctx.update_hash
+    others = totals.non_updated_revisions
+    if ctx.current_hash in others or not others:
+        return ctx.current_hash
+    return max(sorted(others), key=lambda r: others[r])
+
+
+def _condition(
+    prev: dict[str, dict[str, Any]], ctype: str, status: bool, reason: str, message: str, now: float
+) -> dict:
+    value = "True" if status else "False"
+    old = prev.get(ctype)
+    since = old.get("lastTransitionTime") if old and old.get("status") == value else now
+    return {"type": ctype, "status": value, "reason": reason, "message": message, "lastTransitionTime": since}
+
+
+def _conditions(ctx: PassContext, out: PlanBuilder, totals: _Totals, groups_out: list[dict[str, Any]]) -> list[dict]:
+    ms = ctx.ms
+    replicas = ms.replicas
+    now = ctx.now
+    group_level = is_group_level(ctx)
+    prev = {c.get("type"): c for c in ctx.prev_status.get("conditions") or [] if isinstance(c, dict)}
+    available_groups = totals.available_groups
+    # Available as for Deployments: the minimum the budget promises is met (a rollout within
+    # maxUnavailable keeps it True; losing more than the budget allows makes it False).
+    floor = replicas - (ctx.strategy.group.max_unavailable.count if group_level else 0)
+    if available_groups >= floor:
+        available_reason = "AllGroupsReady" if available_groups >= replicas else "MinimumGroupsAvailable"
+    else:
+        available_reason = "GroupsUnavailable"
+    conditions = [
+        _condition(
+            prev,
+            "Available",
+            available_groups >= floor,
+            available_reason,
+            f"{available_groups} of {replicas} ServingGroups available (at least {floor} required)",
+            now,
+        ),
+    ]
+    if ms.paused:
+        conditions.append(_condition(prev, "Progressing", False, "Paused", "rollout paused by spec.paused", now))
+    elif totals.converged:
+        conditions.append(
+            _condition(prev, "Progressing", False, "RolloutComplete", f"revision {ctx.update_hash} rolled out", now)
+        )
+    else:
+        conditions.append(
+            _condition(prev, "Progressing", True, "RollingUpdate", f"rolling out revision {ctx.update_hash}", now)
+        )
+    # In progress until the last new group is Ready, not only until the last old one is gone.
+    partition = ctx.strategy.group.partition.count if group_level else 0
+    updating = any(b.kind != KIND_PARTITION for b in out.blocked) or not totals.converged
+    new_not_ready = any(g["phase"] != "Ready" and not g.get("surge") and g["updated"] for g in groups_out)
+    outdated_groups = replicas - totals.updated_groups
+    in_progress = updating and not totals.converged and (outdated_groups > partition or new_not_ready)
+    conditions.append(
+        _condition(
+            prev,
+            "UpdateInProgress",
+            in_progress,
+            "GroupsUpdating" if in_progress else "NoUpdate",
+            f"{totals.updated_groups} of {replicas} ServingGroups on revision {ctx.update_hash}",
+            now,
+        )
+    )
+    unreadable = [b for b in out.blocked if b.kind == KIND_REVISION]
+    if unreadable:
+        conditions.append(_condition(prev, "RevisionUnreadable", True, "RevisionUnreadable", unreadable[0].reason, now))
+    return conditions
+
+
+def _phase(ctx: PassContext, out: PlanBuilder, totals: _Totals, groups_out: list[dict[str, Any]]) -> str:
+    if ctx.ms.paused:
+        return phases.PAUSED
+    if any(b.kind in STUCK_KINDS for b in out.blocked):
+        return phases.BLOCKED
+    if not totals.converged and any(g["phase"] == "Failed" for g in groups_out):
+        # Something failed and nothing in this pass is stuck on it: capacity is short.
+        return phases.DEGRADED
+    if not totals.converged:
+        # Replacing, creating, draining or scaling: moving towards the spec (the last group of a
+        # rollout being recreated is still progress, not degradation).
+        return phases.PROGRESSING
+    if totals.available_groups < ctx.ms.replicas:
+        return phases.DEGRADED
+    return phases.HEALTHY
+
+
+def _roles_summary(totals: _Totals) -> list[dict[str, Any]]:
+    summary = []
+    for tot in totals.roles.values():
+        eligible_target = tot.pop("eligible")
+        updated_ready = tot.pop("updatedReady")
+        tot["progress"] = 1.0 if tot["desired"] == 0 else round(updated_ready / max(tot["desired"], 1), 4)
+        tot["eligible"] = eligible_target
+        summary.append(tot)
+    return summary
+
+
+def _grouped_waiting(blocked: list[Blocked]) -> list[dict[str, Any]]:
+    """Grouped by (reason, kind, role): during a 1,000-group rollout most groups wait for the same
+    reason, and status must stay small. The view expands it back to one entry per group."""
+    waiting: dict[tuple[str, str, str | None], list[int | None]] = {}
+    for b in blocked:
+        waiting.setdefault((b.reason, b.kind, b.role), []).append(b.group)
+    return [
+        {"reason": reason, "kind": kind, "role": role, "groups": groups}
+        for (reason, kind, role), groups in waiting.items()
+    ]
