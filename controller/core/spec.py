@@ -33,6 +33,8 @@ RECOVERY_POLICIES = (RECREATE_GROUP, RECREATE_ROLE, RECREATE_NONE)
 DEFAULT_REVISION_HISTORY_LIMIT = 10
 # Without an explicit drain timeout a pod gets as long as Kubernetes' default grace period.
 DEFAULT_DRAIN_TIMEOUT_SECONDS = 30.0
+# As Deployments and KServe: a rollout that makes no progress for 10 minutes is reported as failed.
+DEFAULT_PROGRESS_DEADLINE_SECONDS = 600
 
 # DNS-1035 label: the controller builds pod and service names from role names.
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -113,6 +115,7 @@ class ModelServing:
     revision_history_limit: int
     paused: bool
     drain_timeout_seconds: float
+    progress_deadline_seconds: int
     scheduler_name: str | None
     manifest: dict[str, Any] = field(repr=False, compare=False)
 
@@ -421,6 +424,12 @@ def parse_modelserving(manifest: Any) -> ModelServing:
         raise ValidationError(
             "spec.drain.timeoutSeconds", f"must be a non-negative number of seconds, got {timeout_raw!r}"
         )
+    deadline = _int(
+        spec.get("progressDeadlineSeconds"),
+        "spec.progressDeadlineSeconds",
+        default=DEFAULT_PROGRESS_DEADLINE_SECONDS,
+        minimum=1,
+    )
     scheduler_name = spec.get("schedulerName")
     if scheduler_name is not None and not isinstance(scheduler_name, str):
         raise ValidationError("spec.schedulerName", "must be a string")
@@ -440,6 +449,7 @@ def parse_modelserving(manifest: Any) -> ModelServing:
         revision_history_limit=history,
         paused=paused,
         drain_timeout_seconds=float(timeout_raw),
+        progress_deadline_seconds=deadline,
         scheduler_name=scheduler_name or None,
         manifest=manifest,
     )

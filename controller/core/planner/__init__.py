@@ -57,6 +57,7 @@ def plan(
     # Last: only now is every pod this pass removes known.
     undrain_cancelled(out)
     new_status = build_status(ctx, out)
+    _wake_at_progress_deadline(out, new_status)
     keep = set(new_status["referencedRevisions"]) | {ctx.update_hash}
     revision_actions = [*ctx.update.actions, *gc_actions(history, referenced=keep, limit=ms.revision_history_limit)]
     return Plan(
@@ -68,6 +69,22 @@ def plan(
         ctx.update_hash,
         new_status["currentRevision"],
     )
+
+
+# Every controller resyncs each ModelServing at least this often (controller.core.workqueue).
+RESYNC_SECONDS = 30.0
+
+
+def _wake_at_progress_deadline(out: PlanBuilder, status: dict[str, Any]) -> None:
+    """A stalled rollout changes nothing in the cluster, so nothing would wake the controller when
+    its progress deadline passes: ask for a pass then. Only once it is closer than the periodic
+    resync, which covers longer waits (a rollout that moves every few seconds never asks)."""
+    ctx = out.ctx
+    if ctx.ms.paused or status["converged"]:
+        return
+    left = status["progress"]["lastProgressTime"] + ctx.ms.progress_deadline_seconds - ctx.now
+    if 0 < left <= RESYNC_SECONDS:
+        out.requeue(left)
 
 
 def report_unreadable_references(out: PlanBuilder) -> None:

@@ -11,6 +11,7 @@ simply done and the instances that run something else than the group; blocked re
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,7 @@ def build_status(ctx: PassContext, out: PlanBuilder) -> dict[str, Any]:
         totals.converged = False
     current = _current_revision(ctx, totals)
     totals.referenced.add(current)
+    progress = _progress(ctx, totals)
     first_role = ms.roles[0].name if ms.roles else ""
     return {
         "observedGeneration": ms.generation,
@@ -70,8 +72,8 @@ def build_status(ctx: PassContext, out: PlanBuilder) -> dict[str, Any]:
             f"{naming.LABEL_NAME}={ms.name},{naming.LABEL_ENTRY}=true,"
             f"{naming.LABEL_ROLE}={first_role},{naming.LABEL_ROLE_ORDINAL}=0"
         ),
-        "conditions": _conditions(ctx, out, totals, groups_out),
-        "phase": _phase(ctx, out, totals, groups_out),
+        "conditions": _conditions(ctx, out, totals, groups_out, progress),
+        "phase": _phase(ctx, out, totals, groups_out, progress),
         "converged": totals.converged,
         "paused": ms.paused,
         "strategy": ctx.strategy.to_json(),
@@ -80,6 +82,7 @@ def build_status(ctx: PassContext, out: PlanBuilder) -> dict[str, Any]:
         # Role replicas at the time of writing: recovery tells "lost" from "not yet scaled up".
         "roleReplicas": {r.name: r.replicas for r in ms.roles},
         "waiting": _grouped_waiting(out.blocked),
+        "progress": progress.to_json(),
         "referencedRevisions": sorted(r for r in totals.referenced if r),
     }
 
@@ -216,6 +219,43 @@ def _group_entry(ctx: PassContext, out: PlanBuilder, o: int, totals: _Totals) ->
     return entry
 
 
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """When the rollout last moved, and whether it has been still for longer than
+    ``spec.progressDeadlineSeconds`` (as a Deployment's ``ProgressDeadlineExceeded``)."""
+
+    signature: str  # what counts as progress: the counts below, hashed
+    last_progress_time: float
+    deadline_seconds: int
+    exceeded: bool
+    seconds_left: float | None  # until the deadline passes; None when no deadline runs
+
+    def to_json(self) -> dict[str, Any]:
+        return {"signature": self.signature, "lastProgressTime": self.last_progress_time}
+
+
+def _progress(ctx: PassContext, totals: _Totals) -> Progress:
+    """Progress is any change in what has moved to the update revision or become Ready: the update
+    revision, updated and available groups, and per role the instances updated, Ready, and both.
+    A paused or complete rollout runs no deadline; resuming starts the clock afresh.
+
+    Example: deadline 600 s, the last instance became Ready at t=1000 and nothing changed since:
+    at t=1599 the rollout is still Progressing (1 s left), at t=1600 the deadline is exceeded.
+    """
+    counts = ",".join(f"{n}={r['updated']}/{r['ready']}/{r['updatedReady']}" for n, r in totals.roles.items())
+    text = f"{ctx.update_hash}|{totals.updated_groups}|{totals.available_groups}|{counts}"
+    signature = hashlib.sha256(text.encode()).hexdigest()[:16]
+    prev = ctx.prev_status.get("progress") or {}
+    last = prev.get("lastProgressTime")
+    resumed = bool(ctx.prev_status.get("paused")) and not ctx.ms.paused
+    if prev.get("signature") != signature or not isinstance(last, (int, float)) or resumed or ctx.ms.paused:
+        last = ctx.now
+    deadline = ctx.ms.progress_deadline_seconds
+    running = not ctx.ms.paused and not totals.converged
+    left = float(last) + deadline - ctx.now if running else None
+    return Progress(signature, float(last), deadline, left is not None and left <= 0, left)
+
+
 def _group_phase(group: GroupObs | None, available: bool) -> str:
     if group is None or not group.instances:
         return "Missing"
@@ -256,7 +296,9 @@ def _condition(
     return {"type": ctype, "status": value, "reason": reason, "message": message, "lastTransitionTime": since}
 
 
-def _conditions(ctx: PassContext, out: PlanBuilder, totals: _Totals, groups_out: list[dict[str, Any]]) -> list[dict]:
+def _conditions(
+    ctx: PassContext, out: PlanBuilder, totals: _Totals, groups_out: list[dict[str, Any]], progress: Progress
+) -> list[dict]:
     ms = ctx.ms
     replicas = ms.replicas
     now = ctx.now
@@ -286,6 +328,18 @@ def _conditions(ctx: PassContext, out: PlanBuilder, totals: _Totals, groups_out:
         conditions.append(
             _condition(prev, "Progressing", False, "RolloutComplete", f"revision {ctx.update_hash} rolled out", now)
         )
+    elif progress.exceeded:
+        conditions.append(
+            _condition(
+                prev,
+                "Progressing",
+                False,
+                "ProgressDeadlineExceeded",
+                f"revision {ctx.update_hash} made no progress within progressDeadlineSeconds "
+                f"({progress.deadline_seconds} s)",
+                now,
+            )
+        )
     else:
         conditions.append(
             _condition(prev, "Progressing", True, "RollingUpdate", f"rolling out revision {ctx.update_hash}", now)
@@ -312,9 +366,13 @@ def _conditions(ctx: PassContext, out: PlanBuilder, totals: _Totals, groups_out:
     return conditions
 
 
-def _phase(ctx: PassContext, out: PlanBuilder, totals: _Totals, groups_out: list[dict[str, Any]]) -> str:
+def _phase(
+    ctx: PassContext, out: PlanBuilder, totals: _Totals, groups_out: list[dict[str, Any]], progress: Progress
+) -> str:
     if ctx.ms.paused:
         return phases.PAUSED
+    if progress.exceeded:
+        return phases.DEGRADED
     if any(b.kind in STUCK_KINDS for b in out.blocked):
         return phases.BLOCKED
     if not totals.converged and any(g["phase"] == "Failed" for g in groups_out):
