@@ -1,5 +1,10 @@
 """Request bodies (validated here, so bad input is a 400 naming the field) and response shapes.
 
+The controls' bodies are generated from the action registry (``request_serializer``): one DRF
+field per declared argument plus the reason, with the registry's limits and error texts, and the
+declaration's own checks (``Action.clean``) as ``validate``; so the API and the CLI refuse the same
+values with the same words.
+
 State payloads are produced by ``controller.core.view.build_view`` through the services and are
 passed through unchanged (one serializer for REST and websocket); the classes below only describe
 them for the OpenAPI schema.

@@ -182,6 +182,9 @@ class Preset:
     label: str
     values: Mapping[str, Any]
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", MappingProxyType(dict(self.values)))  # a declaration is read-only
+
 
 @dataclass(frozen=True)
 class Action:
@@ -234,9 +237,10 @@ class Action:
         preview of the action, which changes nothing). Raises ``ControlError`` naming the field.
         """
         fields = self.fields if reason else self.args
-        allowed = [f.name for f in fields]
-        for key in sorted(set(values) - set(allowed)):
-            raise ControlError(f"unknown field (allowed: {', '.join(sorted(allowed))})", field=key)
+        allowed = sorted(f.name for f in fields)
+        unknown = sorted(set(values) - set(allowed))
+        if unknown:
+            raise ControlError(f"unknown field (allowed: {', '.join(allowed)})", field=unknown[0])
         cleaned = {f.name: f.clean(values.get(f.name)) for f in fields}
         for group in self.exclusive:
             given = [n for n in group if cleaned[n] not in (None, False)]
@@ -288,7 +292,9 @@ def all_actions() -> Iterator[Action]:
 def perform(action: Action, user, namespace: str, name: str, values: Mapping[str, Any], *, source: str):
     """Run ``action`` on one ModelServing with ``values`` (field name -> value, the reason included).
 
-    Returns the ``AuditRecord``. Raises ``ControlError`` (naming the field), ``ControlDenied``,
+    The user must have the action's declared permission; then the values are checked against the
+    declaration (``Action.clean``) and the service runs. Returns the ``AuditRecord``. Raises
+    ``ControlDenied`` (audited under ``action.audit``), ``ControlError`` naming the field,
     ``NotFound`` or ``Conflict``, as the service does.
     """
     try:
@@ -329,7 +335,11 @@ def page_description(user, *, api_base: str) -> dict[str, Any]:
 
 
 def _has_permission(user, permission: str) -> bool:
-    return bool(user is not None and getattr(user, "is_authenticated", False) and user.has_perm(permission))
+    try:
+        controls.check_permission(user, permission)
+    except controls.ControlDenied:
+        return False
+    return True
 
 
 # -- The declarations ------------------------------------------------------------------------------
@@ -378,7 +388,7 @@ PROMOTE = register(
             Arg("full", BOOLEAN, "Partition 0, and resume if paused.", label="Promote fully"),
         ),
         exclusive=(("partition", "full"),),
-        presets=(Preset("promote-full", "Promote fully", MappingProxyType({"full": True})),),
+        presets=(Preset("promote-full", "Promote fully", {"full": True}),),
         tone="primary",
     )
 )
@@ -424,8 +434,8 @@ ROLLBACK = register(
         name="rollback",
         label="Roll back",
         help=(
-            "Write an earlier revision's versioned fields (the role templates) back into the spec; "
-            "replicas, budgets and partition are kept."
+            "Write an earlier revision's versioned fields (role templates, scheduler name, plugins) back into "
+            "the spec; replicas, budgets, partition and pause are kept."
         ),
         service=controls.rollback,
         audit="rollback",
