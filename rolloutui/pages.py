@@ -1,44 +1,37 @@
 """Dashboard pages: server-rendered shells that the JavaScript in static/js/ brings to life.
 
 Both views only read through the services; every control on the pages posts to the REST API
-(session auth + CSRF), so the page, the API and the CLI run the same service functions.
+(session auth + CSRF), so the page, the API and the CLI run the same service functions. The detail
+page carries the action registry's description (``services.actions.page_description``) as JSON
+(``<script id="rollout-actions">``), from which its buttons and dialogs are built.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+
 from django.contrib.auth.decorators import login_required, permission_required
 from django.http import Http404
 from django.shortcuts import render
+from django.urls import reverse
 
 from controller.core.phases import PENDING, PHASES
 from controller.core.ports import NotFound
+from rolloutui.services import actions, cluster, state
 
 VIEW = "rolloutui.view_modelserving"
 OPERATE = "rolloutui.operate_modelserving"
 
 
-def _services():
-    import rolloutui.services as services
-    import rolloutui.services.cluster
-    import rolloutui.services.state  # noqa: F401
-
-    return services
-
-
 @login_required
 @permission_required(VIEW, raise_exception=True)
 def modelserving_list(request):
-    services = _services()
     phase = request.GET.get("phase") or ""
     search = request.GET.get("q") or ""
     namespace = request.GET.get("namespace") or ""
-    rows = services.state.list_summaries(
+    rows = state.list_summaries(
         namespace=namespace or None, search=search or None, phase=phase if phase in PHASES else None
     )
-    rows.sort(key=lambda r: (r["namespace"], r["name"]))
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[r["phase"]] = counts.get(r["phase"], 0) + 1
     return render(
         request,
         "modelservings/list.html",
@@ -48,8 +41,8 @@ def modelserving_list(request):
             "phase": phase,
             "q": search,
             "namespace": namespace,
-            "counts": counts,
-            "backend": services.cluster.backend_name(),
+            "counts": dict(Counter(r["phase"] for r in rows)),
+            "backend": cluster.backend_name(),
         },
     )
 
@@ -57,27 +50,27 @@ def modelserving_list(request):
 @login_required
 @permission_required(VIEW, raise_exception=True)
 def modelserving_detail(request, namespace, name):
-    services = _services()
     try:
-        state = services.state.get_state(namespace, name)
+        current = state.get_state(namespace, name)
     except NotFound:
         raise Http404(f"ModelServing {namespace}/{name} does not exist") from None
-    can_operate = request.user.has_perm(OPERATE)
+    api = reverse("api-modelserving", kwargs={"namespace": namespace, "name": name})
     return render(
         request,
         "modelservings/detail.html",
         {
             "ms_namespace": namespace,
             "ms_name": name,
-            "state": state,
+            "state": current,
             "boot": {
                 "namespace": namespace,
                 "name": name,
-                "canOperate": can_operate,
-                "backend": services.cluster.backend_name(),
+                "canOperate": request.user.has_perm(OPERATE),
+                "backend": cluster.backend_name(),
                 "user": request.user.get_username(),
-                "api": f"/api/modelservings/{namespace}/{name}/",
+                "api": api,
                 "ws": f"/ws/modelservings/{namespace}/{name}/",
             },
+            "actions": actions.page_description(request.user, api_base=api),
         },
     )

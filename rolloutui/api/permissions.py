@@ -26,3 +26,13 @@ class CanOperate(BasePermission):
     def has_permission(self, request, view) -> bool:
         user = request.user
         return bool(user and user.is_authenticated and user.has_perm(VIEW) and user.has_perm(OPERATE))
+
+
+class CanRun(BasePermission):
+    """The permission the action routed to the view (``view.control``) declares, and view."""
+
+    def has_permission(self, request, view) -> bool:
+        needed = view.control.permission
+        self.message = f"You need the {needed} permission to run {view.control.name}."
+        user = request.user
+        return bool(user and user.is_authenticated and user.has_perm(VIEW) and user.has_perm(needed))

@@ -1,5 +1,10 @@
 """Request bodies (validated here, so bad input is a 400 naming the field) and response shapes.
 
+The controls' bodies are generated from the action registry (``request_serializer``): one DRF
+field per declared argument plus the reason, with the registry's limits and error texts, and the
+declaration's own checks (``Action.clean``) as ``validate``; so the API and the CLI refuse the same
+values with the same words.
+
 State payloads are produced by ``controller.core.view.build_view`` through the services and are
 passed through unchanged (one serializer for REST and websocket); the classes below only describe
 them for the OpenAPI schema.
@@ -10,9 +15,13 @@ from __future__ import annotations
 from typing import Any
 
 from rest_framework import serializers
+from rest_framework.settings import api_settings
 
+from controller.core.controls import ControlError
 from controller.core.phases import PHASES
 from rolloutui.models import AuditRecord
+from rolloutui.services import actions
+from rolloutui.services.actions import REASON
 
 
 class _StrictSerializer(serializers.Serializer):
@@ -29,60 +38,76 @@ class _StrictSerializer(serializers.Serializer):
 
 
 class ReasonField(serializers.CharField):
+    """The reason of a simulated fault (the controls' reason comes from ``actions.REASON``)."""
+
     def __init__(self, **kwargs):
-        kwargs.setdefault("max_length", 2000)
+        kwargs.setdefault("max_length", REASON.max_length)
         kwargs.setdefault("trim_whitespace", True)
-        kwargs.setdefault(
-            "error_messages",
-            {
-                "required": "reason is required: say why you take this action (it goes to the audit trail).",
-                "blank": "reason must not be blank: say why you take this action (it goes to the audit trail).",
-            },
-        )
-        kwargs.setdefault("help_text", "Why the action is taken; recorded in the audit trail.")
+        kwargs.setdefault("error_messages", _messages(REASON))
+        kwargs.setdefault("help_text", REASON.help)
         super().__init__(**kwargs)
 
 
-class ReasonSerializer(_StrictSerializer):
-    reason = ReasonField()
+# -- Request bodies generated from the action registry ----------------------------------------------------
+
+_ERROR_CODES = ("required", "null", "blank", "invalid", "min_value", "max_value", "max_length")
 
 
-class PromoteSerializer(_StrictSerializer):
-    partition = serializers.IntegerField(
-        required=False,
-        min_value=0,
-        help_text="Lower the partition to this value. Omit it (and full) for one step down.",
-        error_messages={"min_value": "partition must be 0 or more, got a negative number."},
+def _messages(arg: actions.Arg) -> dict[str, str]:
+    # DRF formats these with str.format (e.g. {max_length}); the texts are final, so braces are escaped.
+    return {code: arg.message(code).replace("{", "{{").replace("}", "}}") for code in _ERROR_CODES}
+
+
+def _field(arg: actions.Arg) -> serializers.Field:
+    """The DRF field of one declared argument: same type, limits and error texts as ``Arg.clean``."""
+    common: dict[str, Any] = {"help_text": arg.help, "error_messages": _messages(arg)}
+    if arg.type == actions.BOOLEAN:
+        return serializers.BooleanField(required=False, default=False, **common)
+    if not arg.required:
+        common.update(required=False, allow_null=True, default=None)
+    if arg.type == actions.INTEGER:
+        return serializers.IntegerField(min_value=arg.min_value, max_value=arg.max_value, **common)
+    return serializers.CharField(
+        max_length=arg.max_length, trim_whitespace=True, allow_blank=not arg.required, **common
     )
-    full = serializers.BooleanField(required=False, default=False, help_text="Partition 0, and resume if paused.")
-    reason = ReasonField()
+
+
+class _ActionSerializer(_StrictSerializer):
+    """Base of the generated request bodies: the declaration's own rules (exclusive arguments) run
+    after the fields', with the same ``ControlError`` texts as the CLI, as a 400 naming the field."""
+
+    action: actions.Action
+    with_reason = True
 
     def validate(self, attrs):
-        if attrs.get("full") and attrs.get("partition") is not None:
-            raise serializers.ValidationError({"partition": ["give either partition or full, not both"]})
-        return attrs
+        try:
+            return self.action.clean(attrs, reason=self.with_reason)
+        except ControlError as err:
+            raise serializers.ValidationError({err.field or api_settings.NON_FIELD_ERRORS_KEY: [str(err)]}) from None
 
 
-class RollbackSerializer(_StrictSerializer):
-    toRevision = serializers.IntegerField(
-        min_value=1,
-        help_text="Revision number as listed by GET .../revisions/.",
-        error_messages={"required": "toRevision is required (a revision number from GET .../revisions/)."},
+_GENERATED: dict[tuple[str, bool], tuple[actions.Action, type[serializers.Serializer]]] = {}
+
+
+def request_serializer(action: actions.Action, *, with_reason: bool = True) -> type[serializers.Serializer]:
+    """The request body of ``action``, built once from its declared arguments (and the reason).
+
+    Named ``<Action>Request`` (``SetImageRequest``) in the OpenAPI schema; ``with_reason=False``
+    gives ``<Action>Preview``, the arguments alone (a preview changes nothing, so needs no reason).
+    """
+    key = (action.name, with_reason)
+    cached = _GENERATED.get(key)
+    if cached is not None and cached[0] is action:
+        return cached[1]
+    camel = "".join(part.capitalize() for part in action.name.split("-"))
+    fields = {arg.name: _field(arg) for arg in (action.fields if with_reason else action.args)}
+    cls = type(
+        f"{camel}Request" if with_reason else f"{camel}Preview",
+        (_ActionSerializer,),
+        {**fields, "action": action, "with_reason": with_reason, "__doc__": action.help, "__module__": __name__},
     )
-    reason = ReasonField()
-
-
-class SetImageSerializer(_StrictSerializer):
-    role = serializers.CharField(max_length=253)
-    container = serializers.CharField(
-        max_length=253,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="Container name; the first container when omitted.",
-    )
-    image = serializers.CharField(max_length=1024)
-    reason = ReasonField()
+    _GENERATED[key] = (action, cls)
+    return cls
 
 
 class DiffQuerySerializer(serializers.Serializer):
@@ -97,9 +122,29 @@ class DiffQuerySerializer(serializers.Serializer):
 
 
 class ListQuerySerializer(serializers.Serializer):
-    namespace = serializers.CharField(required=False, allow_blank=True)
-    search = serializers.CharField(required=False, allow_blank=True)
+    namespace = serializers.CharField(required=False, allow_blank=True, help_text="Only this namespace.")
+    search = serializers.CharField(required=False, allow_blank=True, help_text="Substring of namespace/name.")
     phase = serializers.ChoiceField(choices=PHASES, required=False, allow_blank=True)
+
+
+class HistoryQuerySerializer(serializers.Serializer):
+    since = serializers.FloatField(
+        required=False,
+        help_text="Only points after this cluster time.",
+        error_messages={"invalid": "since must be a number (cluster seconds)"},
+    )
+
+
+class AuditQuerySerializer(serializers.Serializer):
+    """Filters of the audit trail (``services.audit.search``); empty values are no filter."""
+
+    namespace = serializers.CharField(required=False, allow_blank=True)
+    name = serializers.CharField(required=False, allow_blank=True)
+    action = serializers.CharField(required=False, allow_blank=True, help_text="e.g. pause, set_image.")
+    who = serializers.CharField(required=False, allow_blank=True, help_text="The acting user's name.")
+    source = serializers.ChoiceField(choices=AuditRecord.Source.choices, required=False, allow_blank=True)
+    result = serializers.ChoiceField(choices=AuditRecord.Result.choices, required=False, allow_blank=True)
+    q = serializers.CharField(required=False, allow_blank=True, help_text="Substring of the reason or the user.")
 
 
 class PodQuerySerializer(serializers.Serializer):
@@ -125,16 +170,10 @@ class AddNodeSerializer(_StrictSerializer):
 
 
 class PreviewSerializer(_StrictSerializer):
-    """A spec change to simulate: a raw JSON merge patch, or a set-image shortcut."""
+    """A spec change to simulate: a raw JSON merge patch, or the arguments of a set-image."""
 
     patch = serializers.DictField(required=False, help_text="JSON merge patch of the ModelServing manifest.")
-    setImage = SetImageSerializer(required=False, partial=True)
-
-    def to_internal_value(self, data):
-        if isinstance(data, dict) and isinstance(data.get("setImage"), dict):
-            # The preview changes nothing, so it needs no reason.
-            data = {**data, "setImage": {"reason": "preview", **data["setImage"]}}
-        return super().to_internal_value(data)
+    setImage = request_serializer(actions.SET_IMAGE, with_reason=False)(required=False)
 
     def validate(self, attrs):
         if bool(attrs.get("patch")) == bool(attrs.get("setImage")):
@@ -207,57 +246,3 @@ class StateSerializer(serializers.Serializer):
 class ActionResultSerializer(serializers.Serializer):
     audit = AuditRecordSerializer()
     state = StateSerializer(required=False)
-
-
-def _condition(pod: dict[str, Any], ctype: str) -> str | None:
-    for c in (pod.get("status") or {}).get("conditions") or []:
-        if c.get("type") == ctype:
-            return c.get("status")
-    return None
-
-
-def pod_summary(pod: dict[str, Any], in_flight: int) -> dict[str, Any]:
-    """What the topology's pod panel shows of one Kubernetes-shaped pod dict."""
-    from controller.core import naming
-
-    meta = pod.get("metadata") or {}
-    spec = pod.get("spec") or {}
-    status = pod.get("status") or {}
-    labels = meta.get("labels") or {}
-    annotations = meta.get("annotations") or {}
-    statuses = {c.get("name"): c for c in status.get("containerStatuses") or []}
-    containers = []
-    for c in spec.get("containers") or []:
-        st = statuses.get(c.get("name")) or {}
-        containers.append(
-            {
-                "name": c.get("name"),
-                "image": c.get("image"),
-                "ready": bool(st.get("ready")),
-                "restarts": int(st.get("restartCount") or 0),
-            }
-        )
-    gates = [
-        {"type": g.get("conditionType"), "status": _condition(pod, g.get("conditionType"))}
-        for g in spec.get("readinessGates") or []
-    ]
-    return {
-        "name": meta.get("name"),
-        "uid": meta.get("uid"),
-        "node": spec.get("nodeName"),
-        "phase": status.get("phase"),
-        "ready": _condition(pod, "Ready") == "True",
-        "readinessGates": gates,
-        "containers": containers,
-        "restarts": sum(c["restarts"] for c in containers),
-        "inFlight": int(in_flight),
-        "revision": labels.get(naming.LABEL_REVISION),
-        "group": labels.get(naming.LABEL_GROUP_ORDINAL),
-        "role": labels.get(naming.LABEL_ROLE),
-        "roleOrdinal": labels.get(naming.LABEL_ROLE_ORDINAL),
-        "podIndex": labels.get(naming.LABEL_POD_INDEX),
-        "entry": labels.get(naming.LABEL_ENTRY) == "true",
-        "draining": naming.ANNOTATION_DRAINING in annotations,
-        "deleting": bool(meta.get("deletionTimestamp")),
-        "podIP": status.get("podIP"),
-    }

@@ -1,25 +1,41 @@
-"""/api/ routes. Control routes accept a trailing slash or not (`.../pause` and `.../pause/`)."""
+"""/api/ routes. Routes under a ModelServing accept a trailing slash or not (`.../pause` and `.../pause/`).
 
+One control route per action of the registry (``rolloutui.services.actions``), named ``api-<action>``.
+"""
+
+from django.core.exceptions import ImproperlyConfigured
 from django.urls import path, re_path
+
+from rolloutui.services import actions
 
 from . import views
 
-MS = r"^modelservings/(?P<namespace>[a-z0-9]([-a-z0-9]*[a-z0-9])?)/(?P<name>[a-z0-9]([-.a-z0-9]*[a-z0-9])?)"
+MS = r"^modelservings/(?P<namespace>[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)/(?P<name>[a-z0-9](?:[-.a-z0-9]*[a-z0-9])?)"
 
-urlpatterns = [
-    path("modelservings/", views.ModelServingList.as_view(), name="api-modelservings"),
-    re_path(MS + r"/$", views.ModelServingDetail.as_view(), name="api-modelserving"),
-    re_path(MS + r"/pause/?$", views.Pause.as_view(), name="api-pause"),
-    re_path(MS + r"/resume/?$", views.Resume.as_view(), name="api-resume"),
-    re_path(MS + r"/promote/?$", views.Promote.as_view(), name="api-promote"),
-    re_path(MS + r"/rollback/?$", views.Rollback.as_view(), name="api-rollback"),
-    re_path(MS + r"/set-image/?$", views.SetImage.as_view(), name="api-set-image"),
+# Paths under a ModelServing that are not actions (an action of the same name would be hidden).
+RESOURCES = [
     re_path(MS + r"/history/?$", views.History.as_view(), name="api-history"),
     re_path(MS + r"/manifest/?$", views.Manifest.as_view(), name="api-manifest"),
     re_path(MS + r"/revisions/?$", views.Revisions.as_view(), name="api-revisions"),
     re_path(MS + r"/revisions/diff/?$", views.RevisionDiff.as_view(), name="api-revision-diff"),
     re_path(MS + r"/pods/?$", views.Pods.as_view(), name="api-pods"),
     re_path(MS + r"/preview/?$", views.SimPreview.as_view(), name="api-preview"),
+]
+TAKEN = {"history", "manifest", "revisions", "pods", "preview"}
+
+
+def _control_routes():
+    for action in actions.all_actions():
+        if action.name in TAKEN:
+            raise ImproperlyConfigured(f"action {action.name!r} would share its path with .../{action.name}/")
+        yield re_path(MS + rf"/{action.name}/?$", views.Control.as_view(control=action), name=f"api-{action.name}")
+
+
+urlpatterns = [
+    path("modelservings/", views.ModelServingList.as_view(), name="api-modelservings"),
+    re_path(MS + r"/$", views.ModelServingDetail.as_view(), name="api-modelserving"),
+    *_control_routes(),
+    *RESOURCES,
     path("audit/", views.AuditList.as_view(), name="api-audit"),
     path("auth/token/", views.TokenView.as_view(), name="api-token"),
     path("sim/nodes/", views.SimNodes.as_view(), name="api-sim-nodes"),

@@ -1,6 +1,8 @@
 """Operator controls: pause, resume, promote, rollback, set_image. The only implementation of them.
 
-Every control, whoever calls it (page, API, CLI):
+Each is declared once in the action registry (``rolloutui.services.actions``), from which the API
+routes, the ``manage.py rollout`` subcommands and the page's controls are generated; they reach these
+functions through ``actions.perform``. Every control, whoever calls it (page, API, CLI):
 
 1. checks the permission ``rolloutui.operate_modelserving`` (``ControlDenied`` otherwise) and that
    a reason is given (``ControlError`` on field ``reason``);
@@ -108,11 +110,14 @@ def username(user) -> str:
     return user.get_username() if hasattr(user, "get_username") else str(user)
 
 
-def check_permission(user) -> None:
+def check_permission(user, permission: str = PERMISSION) -> None:
+    """``ControlDenied`` unless ``user`` is signed in, active and has ``permission``."""
     if user is None or not getattr(user, "is_authenticated", False) or not getattr(user, "is_active", True):
-        raise ControlDenied("sign in as a user with the operate permission (rolloutui.operate_modelserving)")
-    if not user.has_perm(PERMISSION):
-        raise ControlDenied(f"user {username(user)!r} may not operate ModelServings (needs {PERMISSION})")
+        raise ControlDenied(f"sign in as a user with the permission {permission}")
+    if not user.has_perm(permission):
+        if permission == PERMISSION:
+            raise ControlDenied(f"user {username(user)!r} may not operate ModelServings (needs {PERMISSION})")
+        raise ControlDenied(f"user {username(user)!r} lacks the permission {permission}")
 
 
 def check_reason(reason: Any) -> str:

@@ -1,16 +1,18 @@
-"""Read side of the dashboard: list rows, the live state view, revisions, diffs, progress history."""
+"""Read side of the dashboard: list rows, the live state view, the manifest, pods, revisions, diffs,
+progress history."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from controller.core import naming
 from controller.core.controls import ControlError
 from controller.core.ports import NotFound
 from controller.core.revisions import RUNTIME_ROLE_FIELDS, History, diff
-from controller.live.state import current_state
+from controller.live.state import current_state, in_flight_of
 from controller.live.store import ms_summary
 
-from .cluster import backend_name, get_cluster
+from .cluster import backend_name, get_cluster, get_router
 
 
 def list_summaries(
@@ -45,6 +47,94 @@ def get_state(namespace: str, name: str) -> dict[str, Any]:
     """``controller.core.view.build_view`` of the live objects (the REST GET and websocket payload).
     Raises ``NotFound``."""
     return current_state(namespace, name)
+
+
+def get_manifest(namespace: str, name: str) -> dict[str, Any]:
+    """The ModelServing object as stored, without its status (which the state carries). Raises ``NotFound``."""
+    obj = get_cluster().get_modelserving(namespace, name)
+    return {k: v for k, v in obj.items() if k != "status"}
+
+
+def list_pods(
+    namespace: str, name: str, *, group: int | None = None, role: str | None = None, ordinal: int | None = None
+) -> list[dict[str, Any]]:
+    """The pods of one ModelServing (``pod_summary`` each), optionally only those of one group, role
+    and/or role instance ordinal, sorted by group, role, role ordinal and pod index.
+
+    The in-flight counts of the selected pods come from the router in one call (one Redis round trip
+    with the Redis router), not one per pod. Raises ``NotFound``.
+    """
+    cluster = get_cluster()
+    cluster.get_modelserving(namespace, name)  # NotFound for an unknown ModelServing, even with no pods
+    wanted = {
+        naming.LABEL_GROUP_ORDINAL: group,
+        naming.LABEL_ROLE: role,
+        naming.LABEL_ROLE_ORDINAL: ordinal,
+    }
+    wanted = {label: str(value) for label, value in wanted.items() if value is not None}
+    pods = [
+        pod
+        for pod in cluster.list_pods(namespace, name)
+        if all(((pod.get("metadata") or {}).get("labels") or {}).get(k) == v for k, v in wanted.items())
+    ]
+    in_flight = in_flight_of(get_router(), namespace, pods)
+    rows = [pod_summary(pod, in_flight.get(pod["metadata"]["name"], 0)) for pod in pods]
+    rows.sort(
+        key=lambda p: (int(p["group"] or 0), p["role"] or "", int(p["roleOrdinal"] or 0), int(p["podIndex"] or 0))
+    )
+    return rows
+
+
+def _condition(pod: dict[str, Any], ctype: str) -> str | None:
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == ctype:
+            return c.get("status")
+    return None
+
+
+def pod_summary(pod: dict[str, Any], in_flight: int) -> dict[str, Any]:
+    """What the topology's pod panel shows of one Kubernetes-shaped pod dict."""
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    statuses = {c.get("name"): c for c in status.get("containerStatuses") or []}
+    containers = []
+    for c in spec.get("containers") or []:
+        st = statuses.get(c.get("name")) or {}
+        containers.append(
+            {
+                "name": c.get("name"),
+                "image": c.get("image"),
+                "ready": bool(st.get("ready")),
+                "restarts": int(st.get("restartCount") or 0),
+            }
+        )
+    gates = [
+        {"type": g.get("conditionType"), "status": _condition(pod, g.get("conditionType"))}
+        for g in spec.get("readinessGates") or []
+    ]
+    return {
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+        "node": spec.get("nodeName"),
+        "phase": status.get("phase"),
+        "ready": _condition(pod, "Ready") == "True",
+        "readinessGates": gates,
+        "containers": containers,
+        "restarts": sum(c["restarts"] for c in containers),
+        "inFlight": int(in_flight),
+        "revision": labels.get(naming.LABEL_REVISION),
+        "group": labels.get(naming.LABEL_GROUP_ORDINAL),
+        "role": labels.get(naming.LABEL_ROLE),
+        "roleOrdinal": labels.get(naming.LABEL_ROLE_ORDINAL),
+        "podIndex": labels.get(naming.LABEL_POD_INDEX),
+        "entry": labels.get(naming.LABEL_ENTRY) == "true",
+        "draining": naming.ANNOTATION_DRAINING in annotations,
+        "deleting": bool(meta.get("deletionTimestamp")),
+        "podIP": status.get("podIP"),
+    }
 
 
 def list_revisions(namespace: str, name: str) -> list[dict[str, Any]]:
@@ -103,8 +193,11 @@ def revision_diff(namespace: str, name: str, from_number: int, to_number: int) -
 def progress_history(
     namespace: str, name: str, *, since: float | None = None, limit: int = 3600
 ) -> list[dict[str, Any]]:
-    """The sampled progress points for the charts, oldest first (see ``controller.tasks.progress_point``)."""
+    """The sampled progress points for the charts, oldest first (see ``controller.tasks.progress_point``).
+    Raises ``NotFound`` for an unknown ModelServing (its samples may outlive it)."""
     from controller.models import ProgressSample
+
+    get_cluster().get_modelserving(namespace, name)
 
     rows = ProgressSample.objects.filter(namespace=namespace, name=name)
     if since is not None:
@@ -114,4 +207,14 @@ def progress_history(
     return newest
 
 
-__all__ = ["NotFound", "get_state", "list_revisions", "list_summaries", "progress_history", "revision_diff"]
+__all__ = [
+    "NotFound",
+    "get_manifest",
+    "get_state",
+    "list_pods",
+    "list_revisions",
+    "list_summaries",
+    "pod_summary",
+    "progress_history",
+    "revision_diff",
+]

@@ -132,6 +132,41 @@ def test_pods_of_one_instance(operator_client, ms):
     assert operator_client.get(url(ms, "pods/"), {"group": -1}).status_code == 400
 
 
+class CountingRouter:
+    """The router port over fixed counts, recording how it is asked (one call per pod, or one for all)."""
+
+    def __init__(self, counts):
+        self.counts, self.calls = counts, []
+
+    def in_flight(self, namespace, pod_name):
+        self.calls.append(("in_flight", pod_name))
+        return self.counts.get(pod_name, 0)
+
+    def in_flight_many(self, namespace, pod_names):
+        names = list(pod_names)
+        self.calls.append(("in_flight_many", len(names)))
+        return {n: self.counts.get(n, 0) for n in names}
+
+
+def test_the_pods_of_a_role_carry_in_flight_counts_from_one_router_call(operator_client, ms, monkeypatch):
+    from rolloutui.services import state
+
+    everything = operator_client.get(url(ms, "pods/")).json()
+    decode = [p["name"] for p in everything if p["role"] == "decode"]
+    assert len(everything) == 4 * (2 + 2) and len(decode) == 4 * 2  # 4 groups: prefill 1x(entry+worker), decode 2
+    router = CountingRouter({decode[0]: 3})
+    monkeypatch.setattr(state, "get_router", lambda: router)
+    pods = operator_client.get(url(ms, "pods/"), {"role": "decode"}).json()
+    assert router.calls == [("in_flight_many", len(decode))]
+    assert {p["name"]: p["inFlight"] for p in pods} == {name: 3 if name == decode[0] else 0 for name in decode}
+    keys = [(int(p["group"]), int(p["roleOrdinal"])) for p in pods]
+    assert keys == sorted(keys)
+
+
+def test_the_pods_of_an_unknown_modelserving_are_404(operator_client):
+    assert operator_client.get("/api/modelservings/default/does-not-exist/pods/").status_code == 404
+
+
 def test_manifest(operator_client, ms):
     body = operator_client.get(url(ms, "manifest/")).json()
     assert body["metadata"]["name"] == ms["name"] and "status" not in body
@@ -241,6 +276,43 @@ def test_set_image_rollback_revisions_and_diff(operator_client, ms):
     assert audit["fromRevision"] and audit["toRevision"]
 
 
+def test_a_set_image_preview_simulates_the_change_and_errors_name_the_field(viewer_client, ms):
+    resp = post(viewer_client, url(ms, "preview/"), {"setImage": {"role": "decode", "image": "engine:v2"}})
+    assert resp.status_code == 200, resp.content
+    assert resp.json()["desired"] == 4 and {"capacity", "durationSeconds", "blockedReasons"} <= set(resp.json())
+    bad_role = post(viewer_client, url(ms, "preview/"), {"setImage": {"role": "nope", "image": "engine:v2"}})
+    assert bad_role.status_code == 400 and "nope" in bad_role.json()["setImage.role"][0]
+    no_image = post(viewer_client, url(ms, "preview/"), {"setImage": {"role": "decode"}})
+    assert no_image.status_code == 400 and "image" in no_image.json()["setImage"]
+    neither = post(viewer_client, url(ms, "preview/"), {})
+    assert neither.status_code == 400 and "exactly one" in neither.json()["patch"][0]
+    invalid = post(viewer_client, url(ms, "preview/"), {"patch": {"spec": {"replicas": -1}}})
+    assert invalid.status_code == 400 and any(k.startswith("patch.") for k in invalid.json())
+
+
+def test_fault_injection_endpoints_are_audited_and_name_bad_fields(operator_client, viewer_client, ms):
+    added = post(operator_client, "/api/sim/add-node/", {"gpus": 4, "reason": "more room"})
+    assert added.status_code == 200, added.content
+    node = added.json()["audit"]["details"]["node"]
+    assert added.json()["audit"]["action"] == "add_node"
+    assert post(viewer_client, "/api/sim/add-node/", {"gpus": 4, "reason": "x"}).status_code == 403
+    assert "gpus" in post(operator_client, "/api/sim/add-node/", {"gpus": 0, "reason": "x"}).json()
+    failed = post(operator_client, "/api/sim/fail-node/", {"node": node, "reason": "rack down"})
+    assert failed.status_code == 200 and failed.json()["audit"]["action"] == "fail_node"
+    pod = operator_client.get(url(ms, "pods/")).json()[0]["name"]
+    killed = post(operator_client, "/api/sim/kill-pod/", {"namespace": ms["namespace"], "pod": pod, "reason": "chaos"})
+    assert killed.status_code == 200 and killed.json()["audit"]["name"] == ms["name"]
+    gone = post(operator_client, "/api/sim/kill-pod/", {"namespace": ms["namespace"], "pod": "nope", "reason": "x"})
+    assert gone.status_code == 400 and "pod" in gone.json()
+
+
+def test_history_refuses_a_since_that_is_not_a_number_and_an_unknown_modelserving(viewer_client, ms):
+    assert viewer_client.get(url(ms, "history/")).status_code == 200
+    bad = viewer_client.get(url(ms, "history/"), {"since": "yesterday"})
+    assert bad.status_code == 400 and "since" in bad.json()
+    assert viewer_client.get("/api/modelservings/default/does-not-exist/history/").status_code == 404
+
+
 # --- Audit ----------------------------------------------------------------------------------
 def test_audit_filters_and_pagination(operator_client, viewer_client, ms):
     for i in range(3):
@@ -254,6 +326,9 @@ def test_audit_filters_and_pagination(operator_client, viewer_client, ms):
     assert viewer_client.get("/api/audit/", {"name": ms["name"], "who": "someone-else"}).json()["count"] == 0
     for key in ("who", "when", "source", "action", "reason", "fromRevision", "toRevision", "result"):
         assert key in page["results"][0]
+    found = viewer_client.get("/api/audit/", {"name": ms["name"], "q": "R2"}).json()
+    assert [r["reason"] for r in found["results"]] == ["r2"]
+    assert viewer_client.get("/api/audit/", {"source": "fax"}).status_code == 400
 
 
 # --- Schema and docs ----------------------------------------------------------------------------

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 import signal
 import socket
 import subprocess
@@ -228,41 +227,24 @@ class Command(BaseCommand):
 
     def _ensure_operator(self) -> str:
         """Make sure an operator can sign in; return the sign-in instruction."""
-        from django.contrib.auth import get_user_model
-        from django.contrib.auth.models import Group
+        from rolloutui.services import accounts
 
-        User = get_user_model()
-        username = os.environ.get("ROLLOUTUI_ADMIN_USER", "").strip() or "admin"
-        password = os.environ.get("ROLLOUTUI_ADMIN_PASSWORD", "")
-        user, created = User.objects.get_or_create(username=username)
-        if password:
-            if created or not user.check_password(password):
-                user.set_password(password)
-                user.save()
-            how = f'as "{username}" with the password in ROLLOUTUI_ADMIN_PASSWORD'
-        elif created or not user.has_usable_password():
-            # Never a fixed default: generated, stored hashed, shown this once.
-            generated = secrets.token_urlsafe(16)
-            user.set_password(generated)
-            user.save()
-            how = (
-                f'as "{username}" with password {generated}\n'
+        try:
+            account = accounts.ensure_operator()
+        except LookupError as exc:
+            raise CommandError(str(exc)) from None
+        if account.password == "env":
+            return f'as "{account.username}" with the password in ROLLOUTUI_ADMIN_PASSWORD'
+        if account.password == "generated":
+            return (
+                f'as "{account.username}" with password {account.generated_password}\n'
                 "  (generated on first run and shown only once; set ROLLOUTUI_ADMIN_PASSWORD to "
                 "choose one)"
             )
-        else:
-            how = (
-                f'as "{username}" with the password printed on the first run\n'
-                "  (forgotten? restart with ROLLOUTUI_ADMIN_PASSWORD=... to set a new one)"
-            )
-        try:
-            operators = Group.objects.get(name="operators")
-        except Group.DoesNotExist:
-            raise CommandError(
-                "The 'operators' group is missing: migration rolloutui.0002_groups creates it; was it rolled back?"
-            ) from None
-        user.groups.add(operators)
-        return how
+        return (
+            f'as "{account.username}" with the password printed on the first run\n'
+            "  (forgotten? restart with ROLLOUTUI_ADMIN_PASSWORD=... to set a new one)"
+        )
 
     def _load_demo(self) -> None:
         if settings.ROLLOUTUI_BACKEND != "sim":

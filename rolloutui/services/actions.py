@@ -1,0 +1,470 @@
+"""The action registry: every operator control declared once, for the page, the REST API and the CLI.
+
+Place in the flow: an operator asks for a control through one of three entry points, and each is
+generated from (or reads) the declarations below:
+
+- the REST API (``rolloutui.api``): one route ``POST /api/modelservings/{ns}/{name}/<action.name>`` per
+  action, its request serializer built from ``action.args`` (OpenAPI documents each body);
+- the CLI (``manage.py rollout <action.name> NAMESPACE/NAME --reason ... --<arg> ...``): one subcommand
+  per action, one flag per argument;
+- the detail page: ``page_description`` is rendered into the page as JSON (``rollout-actions``), and the
+  page's buttons and dialogs are built from it.
+
+All three end in ``perform``: it validates the values against the declaration (``clean``: a
+``ControlError`` naming the field) and calls the action's service function in
+``rolloutui.services.controls``, the single implementation (permission check, reason, merge patch with
+conflict retry, ``AuditRecord``, reconcile). A declaration names that function, the permission it
+needs and the ``AuditRecord.action`` it writes; ``tests/dashboard/test_actions.py`` checks that every
+declared action is reachable from all three entry points and audits under its declared name.
+
+Adding a control is one ``register(Action(...))`` below (after its service function exists): the route,
+the subcommand, the schema and the page description follow.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from controller.core.controls import ControlError
+
+from . import controls
+
+INTEGER, BOOLEAN, STRING = "integer", "boolean", "string"
+_TYPES = {INTEGER: int, BOOLEAN: bool, STRING: str}
+_NO_MESSAGES: Mapping[str, str] = MappingProxyType({})
+
+
+def _snake(name: str) -> str:
+    """``toRevision`` -> ``to_revision`` (the service keyword of an API field)."""
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of an action.
+
+    ``name`` is the key in an API body and the page's field name (``toRevision``); the service
+    keyword is its snake case (``to_revision``) and the CLI flag its kebab case (``--to-revision``).
+    An optional argument that is not given is ``default`` (None, or False for a boolean).
+    ``messages`` replaces generated error texts, keyed like DRF's error codes (``required``,
+    ``blank``, ``invalid``, ``min_value``, ``max_value``, ``max_length``).
+    ``choices_from`` tells the page where to find candidate values in the state it holds
+    (``roles``: the role names, ``revisions``: the revision numbers); the server does not restrict
+    the value to them (the service refuses what does not exist, naming the field).
+    """
+
+    name: str
+    type: str
+    help: str
+    required: bool = False
+    label: str = ""
+    min_value: int | None = None
+    max_value: int | None = None
+    max_length: int | None = None
+    messages: Mapping[str, str] = _NO_MESSAGES
+    choices_from: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.type not in _TYPES:
+            raise ValueError(f"argument {self.name}: type must be one of {', '.join(_TYPES)}, got {self.type!r}")
+        if self.required and self.type == BOOLEAN:
+            raise ValueError(f"argument {self.name}: a boolean is a switch, it cannot be required")
+
+    @property
+    def param(self) -> str:
+        """The keyword of the service function."""
+        return _snake(self.name)
+
+    @property
+    def flag(self) -> str:
+        """The CLI option."""
+        return "--" + self.param.replace("_", "-")
+
+    @property
+    def metavar(self) -> str:
+        return "N" if self.type == INTEGER else "..."
+
+    @property
+    def default(self) -> Any:
+        return False if self.type == BOOLEAN else None
+
+    def message(self, code: str) -> str:
+        """The error text for one kind of bad value (the API and the CLI show the same)."""
+        if code in self.messages:
+            return self.messages[code]
+        generated = {
+            "required": f"{self.name} is required: {self.help}",
+            "null": f"{self.name} is required: {self.help}",
+            "blank": f"{self.name} must not be blank",
+            "invalid": f"{self.name} must be {'an integer' if self.type == INTEGER else 'true or false'}",
+            "min_value": (
+                f"{self.name} must not be negative"
+                if self.min_value == 0
+                else f"{self.name} must be {self.min_value} or more"
+            ),
+            "max_value": f"{self.name} must be {self.max_value} or less",
+            "max_length": f"{self.name} must be at most {self.max_length} characters",
+        }
+        return generated[code]
+
+    def clean(self, value: Any) -> Any:
+        """The value, checked; a ``ControlError`` naming this argument otherwise. None means not given."""
+        if value is None:
+            if self.required:
+                raise ControlError(self.message("required"), field=self.name)
+            return self.default
+        if self.type == INTEGER:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ControlError(self.message("invalid"), field=self.name)
+            if self.min_value is not None and value < self.min_value:
+                raise ControlError(self.message("min_value"), field=self.name)
+            if self.max_value is not None and value > self.max_value:
+                raise ControlError(self.message("max_value"), field=self.name)
+        elif self.type == BOOLEAN:
+            if not isinstance(value, bool):
+                raise ControlError(self.message("invalid"), field=self.name)
+        else:
+            if not isinstance(value, str):
+                raise ControlError(f"{self.name} must be a string", field=self.name)
+            value = value.strip()
+            if not value:
+                if self.required:
+                    raise ControlError(self.message("blank"), field=self.name)
+                return self.default
+            if self.max_length is not None and len(value) > self.max_length:
+                raise ControlError(self.message("max_length"), field=self.name)
+        return value
+
+    def describe(self) -> dict[str, Any]:
+        """This argument as a field of the page's description (see ``page_description``)."""
+        return {
+            "name": self.name,
+            "type": self.type,
+            "label": self.label or self.name,
+            "help": self.help,
+            "required": self.required,
+            "default": self.default,
+            "min": self.min_value,
+            "max": self.max_value,
+            "maxLength": self.max_length,
+            "choicesFrom": self.choices_from,
+        }
+
+
+# Every action takes a reason (the audit trail's "why"); the service requires it too.
+REASON = Arg(
+    "reason",
+    STRING,
+    "Why the action is taken; recorded in the audit trail and the revision's change-cause.",
+    required=True,
+    label="Reason",
+    max_length=2000,
+    messages=MappingProxyType(
+        {
+            "required": "reason is required: say why you take this action (it goes to the audit trail).",
+            "null": "reason is required: say why you take this action (it goes to the audit trail).",
+            "blank": "reason must not be blank: say why you take this action (it goes to the audit trail).",
+        }
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A shortcut the page may offer as its own button: the action with some values filled in
+    (``promote`` with ``{"full": true}`` is "Promote fully")."""
+
+    key: str
+    label: str
+    values: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", MappingProxyType(dict(self.values)))  # a declaration is read-only
+
+
+@dataclass(frozen=True)
+class Action:
+    """One operator control.
+
+    ``name``: the API path segment and the CLI subcommand (``set-image``); ``audit``: the
+    ``AuditRecord.action`` the service writes (``set_image``); ``service``: the function in
+    ``rolloutui.services.controls`` called as ``service(user, namespace, name, *, <arg.param>=...,
+    reason=..., source=...)``; ``exclusive``: groups of arguments of which at most one may be
+    given (the error names the first one given); ``tone``: how the page styles its button
+    (``default``, ``primary`` or ``danger``).
+    """
+
+    name: str
+    label: str
+    help: str
+    service: Callable[..., Any]
+    audit: str
+    permission: str = controls.PERMISSION
+    args: tuple[Arg, ...] = ()
+    exclusive: tuple[tuple[str, ...], ...] = ()
+    presets: tuple[Preset, ...] = ()
+    tone: str = "default"
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", self.name):
+            raise ValueError(f"action {self.name!r}: the name is a URL segment and a subcommand: lower-case-words")
+        names = [a.name for a in self.args]
+        if "reason" in names or len(set(names)) != len(names):
+            raise ValueError(f"action {self.name}: argument names must be unique and not 'reason' (always present)")
+        for group in self.exclusive:
+            unknown = set(group) - set(names)
+            if unknown:
+                raise ValueError(f"action {self.name}: exclusive names unknown arguments {sorted(unknown)}")
+        for preset in self.presets:
+            unknown = set(preset.values) - set(names)
+            if unknown:
+                raise ValueError(f"action {self.name}: preset {preset.key} sets unknown arguments {sorted(unknown)}")
+
+    @property
+    def fields(self) -> tuple[Arg, ...]:
+        """What a request carries: the action's arguments, then the reason."""
+        return (*self.args, REASON)
+
+    def clean(self, values: Mapping[str, Any], *, reason: bool = True) -> dict[str, Any]:
+        """Checked values by field name (every field present; not given = its default).
+
+        Unknown keys are refused (a typo such as ``toRevison`` must not be silently ignored), as are
+        two arguments of one ``exclusive`` group. ``reason=False`` checks the arguments alone (a
+        preview of the action, which changes nothing). Raises ``ControlError`` naming the field.
+        """
+        fields = self.fields if reason else self.args
+        allowed = sorted(f.name for f in fields)
+        unknown = sorted(set(values) - set(allowed))
+        if unknown:
+            raise ControlError(f"unknown field (allowed: {', '.join(allowed)})", field=unknown[0])
+        cleaned = {f.name: f.clean(values.get(f.name)) for f in fields}
+        for group in self.exclusive:
+            given = [n for n in group if cleaned[n] not in (None, False)]
+            if len(given) > 1:
+                raise ControlError(f"give either {' or '.join(group)}, not both", field=given[0])
+        return cleaned
+
+    def describe(self, *, allowed: bool, url: str) -> dict[str, Any]:
+        """This action as the page sees it (see ``page_description``)."""
+        return {
+            "name": self.name,
+            "label": self.label,
+            "help": self.help,
+            "method": "POST",
+            "url": url,
+            "permission": self.permission,
+            "allowed": allowed,
+            "audit": self.audit,
+            "tone": self.tone,
+            "fields": [f.describe() for f in self.fields],
+            "exclusive": [list(group) for group in self.exclusive],
+            "presets": [{"key": p.key, "label": p.label, "values": dict(p.values)} for p in self.presets],
+        }
+
+
+_REGISTRY: dict[str, Action] = {}
+
+
+def register(action: Action) -> Action:
+    if action.name in _REGISTRY:
+        raise ValueError(f"action {action.name!r} is declared twice")
+    _REGISTRY[action.name] = action
+    return action
+
+
+def get(name: str) -> Action:
+    """The action called ``name``; ``ControlError`` on field ``action`` when there is none."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ControlError(f"no action {name!r} (actions: {', '.join(_REGISTRY)})", field="action") from None
+
+
+def all_actions() -> Iterator[Action]:
+    """Every action, in declaration order (the order of the page's buttons and the CLI's help)."""
+    return iter(tuple(_REGISTRY.values()))
+
+
+def perform(action: Action, user, namespace: str, name: str, values: Mapping[str, Any], *, source: str):
+    """Run ``action`` on one ModelServing with ``values`` (field name -> value, the reason included).
+
+    The user must have the action's declared permission; then the values are checked against the
+    declaration (``Action.clean``) and the service runs. Returns the ``AuditRecord``. Raises
+    ``ControlDenied`` (audited under ``action.audit``), ``ControlError`` naming the field,
+    ``NotFound`` or ``Conflict``, as the service does.
+    """
+    try:
+        # The declared permission, checked first as the API does; a refusal is audited like the
+        # service's own (which checks the operate permission again for direct callers).
+        controls.check_permission(user, action.permission)
+    except controls.ControlDenied as denied:
+        given = {arg.name: values[arg.name] for arg in action.args if arg.name in values}
+        controls.audit(
+            user,
+            action=action.audit,
+            namespace=namespace,
+            name=name,
+            reason=values.get(REASON.name),
+            source=source,
+            details={"args": given},
+            error=denied,
+        )
+        raise
+    cleaned = action.clean(values)
+    kwargs = {arg.param: cleaned[arg.name] for arg in action.args}
+    return action.service(user, namespace, name, **kwargs, reason=cleaned[REASON.name], source=source)
+
+
+def page_description(user, *, api_base: str) -> dict[str, Any]:
+    """What the detail page needs to build its controls: every action with its label, fields, the
+    permission it needs and whether ``user`` has it. ``api_base`` is the ModelServing's API URL
+    (``/api/modelservings/{ns}/{name}/``); an action's URL is ``api_base + action.name``.
+    Rendered into the page with ``json_script`` (id ``rollout-actions``); the shape is in
+    docs/interfaces.md.
+    """
+    return {
+        "actions": [
+            action.describe(allowed=_has_permission(user, action.permission), url=api_base + action.name)
+            for action in all_actions()
+        ]
+    }
+
+
+def _has_permission(user, permission: str) -> bool:
+    try:
+        controls.check_permission(user, permission)
+    except controls.ControlDenied:
+        return False
+    return True
+
+
+# -- The declarations ------------------------------------------------------------------------------
+
+PAUSE = register(
+    Action(
+        name="pause",
+        label="Pause",
+        help=(
+            "Stop rollout progress: no update creates, deletes or drains start until it is resumed. "
+            "Recovery of failed pods continues."
+        ),
+        service=controls.pause,
+        audit="pause",
+    )
+)
+
+RESUME = register(
+    Action(
+        name="resume",
+        label="Resume",
+        help="Continue a paused rollout from where it stopped.",
+        service=controls.resume,
+        audit="resume",
+    )
+)
+
+PROMOTE = register(
+    Action(
+        name="promote",
+        label="Promote one step",
+        help=(
+            "Lower the partition: by one step, to a given value, or fully (partition 0, and resume if paused). "
+            "Groups at or above the partition move to the update revision."
+        ),
+        service=controls.promote,
+        audit="promote",
+        args=(
+            Arg(
+                "partition",
+                INTEGER,
+                "Lower the partition to this value. Omit it (and full) for one step down.",
+                label="Lower the partition to",
+                min_value=0,
+            ),
+            Arg("full", BOOLEAN, "Partition 0, and resume if paused.", label="Promote fully"),
+        ),
+        exclusive=(("partition", "full"),),
+        presets=(Preset("promote-full", "Promote fully", {"full": True}),),
+        tone="primary",
+    )
+)
+
+SET_IMAGE = register(
+    Action(
+        name="set-image",
+        label="Set image",
+        help="Set one container's image in a role's entry and worker templates: a new revision, rolled out.",
+        service=controls.set_image,
+        audit="set_image",
+        args=(
+            Arg(
+                "role",
+                STRING,
+                "The role whose image changes.",
+                required=True,
+                label="Role",
+                max_length=253,
+                choices_from="roles",
+            ),
+            Arg(
+                "image",
+                STRING,
+                "The new image, e.g. vllm/vllm-openai:v0.9.2.",
+                required=True,
+                label="Image",
+                max_length=1024,
+            ),
+            Arg(
+                "container",
+                STRING,
+                "Container name; the first container when omitted.",
+                label="Container",
+                max_length=253,
+            ),
+        ),
+    )
+)
+
+ROLLBACK = register(
+    Action(
+        name="rollback",
+        label="Roll back",
+        help=(
+            "Write an earlier revision's versioned fields (role templates, scheduler name, plugins) back into "
+            "the spec; replicas, budgets, partition and pause are kept."
+        ),
+        service=controls.rollback,
+        audit="rollback",
+        args=(
+            Arg(
+                "toRevision",
+                INTEGER,
+                "Revision number as listed by GET .../revisions/.",
+                required=True,
+                label="To revision",
+                min_value=1,
+                choices_from="revisions",
+            ),
+        ),
+        tone="danger",
+    )
+)
+
+__all__ = [
+    "BOOLEAN",
+    "INTEGER",
+    "REASON",
+    "STRING",
+    "Action",
+    "Arg",
+    "Preset",
+    "all_actions",
+    "get",
+    "page_description",
+    "perform",
+    "register",
+]

@@ -1,0 +1,40 @@
+"""Read side of the audit trail: the records the controls and faults write (``controls.audit``).
+
+Place in the flow: ``GET /api/audit/`` (and any other reader) -> ``search`` -> ``AuditRecord`` rows,
+newest first (the model's ordering).
+"""
+
+from __future__ import annotations
+
+from django.db.models import Q, QuerySet
+
+from ..models import AuditRecord
+
+# Filter name -> model field; each matches exactly.
+EXACT_FILTERS = {
+    "namespace": "namespace",
+    "name": "name",
+    "action": "action",
+    "who": "actor_name",
+    "source": "source",
+    "result": "result",
+}
+
+
+def search(
+    *,
+    namespace: str | None = None,
+    name: str | None = None,
+    action: str | None = None,
+    who: str | None = None,
+    source: str | None = None,
+    result: str | None = None,
+    q: str | None = None,
+) -> QuerySet[AuditRecord]:
+    """Audit records matching every given filter (empty or None: no filter); ``q`` is a
+    case-insensitive substring of the reason or the user's name."""
+    given = {"namespace": namespace, "name": name, "action": action, "who": who, "source": source, "result": result}
+    records = AuditRecord.objects.filter(**{EXACT_FILTERS[key]: value for key, value in given.items() if value})
+    if q:
+        records = records.filter(Q(reason__icontains=q) | Q(actor_name__icontains=q))
+    return records

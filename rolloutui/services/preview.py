@@ -1,0 +1,40 @@
+"""What-if of a change the operator is about to make, on the simulated cluster (nothing is applied).
+
+Place in the flow: the detail page's preview dialog -> ``POST .../preview/`` -> ``preview_change`` ->
+``simulation.preview`` (the simulated timeline of a merge patch). The request says what the operator
+asked for: a raw merge patch, or the arguments of a set-image; for the latter the patch is built by
+the same pure builder the set-image control uses (``controller.core.controls.set_image``), so the
+preview simulates exactly the change the control would make.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from controller.core import controls as core
+from controller.core.controls import ControlError
+
+from . import simulation
+from .cluster import get_cluster
+
+
+def preview_change(
+    namespace: str, name: str, *, patch: Mapping[str, Any] | None = None, set_image: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The simulated timeline (``simulation.preview``) of exactly one of: ``patch``, a JSON merge
+    patch of the manifest; ``set_image``, ``{"role", "image", "container"?}``.
+
+    Raises ``ControlError`` naming the field (``patch``, ``setImage.role``, ...) or ``NotFound``.
+    """
+    if bool(patch) == bool(set_image):
+        raise ControlError("give exactly one of patch or setImage", field="patch")
+    if set_image:
+        ms = get_cluster().get_modelserving(namespace, name)
+        try:
+            patch = core.set_image(
+                ms, role=set_image.get("role"), image=set_image.get("image"), container=set_image.get("container")
+            )
+        except ControlError as err:
+            raise ControlError(str(err), field=f"setImage.{err.field}" if err.field else "setImage") from None
+    return simulation.preview(namespace, name, dict(patch))

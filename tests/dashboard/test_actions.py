@@ -1,0 +1,377 @@
+"""The action registry: every declared control is reachable from the API, the CLI and the page, with
+the same arguments, errors, permission and audit, and a new declaration appears in all three."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import re
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.test import Client
+from django.urls import clear_url_caches, resolve, reverse
+
+from controller.core.controls import ControlError
+from rolloutui.models import AuditRecord
+from rolloutui.services import actions, controls
+
+from .helpers import NAMESPACE, reconcile
+
+pytestmark = pytest.mark.django_db
+
+# A valid request for every declared action, in registry order, on a ModelServing with partition 2
+# (each row applies after the previous ones: resume after pause, rollback to 1 after set-image made 2).
+# A new declaration fails the tests below until it has its row here.
+VALID = {
+    "pause": {},
+    "resume": {},
+    "promote": {"partition": 1},
+    "set-image": {"role": "decode", "image": "engine:v2"},
+    "rollback": {"toRevision": 1},
+}
+
+
+def every_action():
+    return list(actions.all_actions())
+
+
+def url(ms, action_name):
+    return f"/api/modelservings/{ms['namespace']}/{ms['name']}/{action_name}"
+
+
+def post(client, path, body):
+    return client.post(path, body, content_type="application/json")
+
+
+def cli(action, ms, values, *, reason="from the shell", user="operator"):
+    """``manage.py rollout`` with the flags the declaration generates for ``values``."""
+    flags = []
+    for arg in action.args:
+        value = values.get(arg.name)
+        if value is True:
+            flags.append(arg.flag)
+        elif value not in (None, False):
+            flags += [arg.flag, str(value)]
+    out = io.StringIO()
+    target = f"{ms['namespace']}/{ms['name']}"
+    call_command("rollout", action.name, target, "--reason", reason, "--user", user, *flags, stdout=out)
+    return out.getvalue()
+
+
+def page_actions(client, ms) -> dict:
+    html = client.get(f"/modelservings/{ms['namespace']}/{ms['name']}/").content.decode()
+    found = re.search(r'<script id="rollout-actions" type="application/json">(.*?)</script>', html, re.S)
+    assert found, "the detail page carries no rollout-actions JSON"
+    return json.loads(found.group(1))
+
+
+def reload_urls():
+    import rolloutui.api.urls
+    import rolloutui.urls
+
+    importlib.reload(rolloutui.api.urls)
+    importlib.reload(rolloutui.urls)
+    clear_url_caches()
+
+
+# --- Reachable from every entry point ------------------------------------------------------------------
+def test_every_declared_action_has_a_sample_request_in_this_file():
+    assert [a.name for a in every_action()] == list(VALID)
+
+
+def test_every_action_runs_through_the_api_and_audits_under_its_declared_name(operator_client, ms_partitioned):
+    ms = ms_partitioned
+    for action in every_action():
+        resp = post(operator_client, url(ms, action.name), {**VALID[action.name], "reason": f"api {action.name}"})
+        assert resp.status_code == 200, (action.name, resp.content)
+        body = resp.json()
+        assert body["audit"]["action"] == action.audit and body["audit"]["source"] == "api"
+        assert body["audit"]["reason"] == f"api {action.name}" and body["state"]["name"] == ms["name"]
+        reconcile(ms["name"])
+    assert AuditRecord.objects.filter(name=ms["name"], result="ok").count() == len(VALID)
+
+
+def test_every_action_runs_through_the_cli_and_audits_under_its_declared_name(operator, ms_partitioned):
+    ms = ms_partitioned
+    for action in every_action():
+        out = cli(action, ms, VALID[action.name], reason=f"cli {action.name}")
+        assert f"{action.name} {NAMESPACE}/{ms['name']}: ok" in out, out
+        record = AuditRecord.objects.latest("id")
+        assert (record.action, record.source, record.result) == (action.audit, "cli", "ok")
+        assert record.reason == f"cli {action.name}" and record.actor == operator
+        reconcile(ms["name"])
+
+
+def test_the_page_describes_every_action_with_a_url_that_routes_to_it(operator_client, ms):
+    described = page_actions(operator_client, ms)["actions"]
+    assert [a["name"] for a in described] == [a.name for a in every_action()]
+    for entry, action in zip(described, every_action()):
+        assert entry["url"] == reverse(f"api-{action.name}", kwargs={"namespace": NAMESPACE, "name": ms["name"]})
+        match = resolve(entry["url"])
+        assert match.func.view_initkwargs["control"] is action
+        assert entry["method"] == "POST" and entry["label"] == action.label and entry["audit"] == action.audit
+        assert [f["name"] for f in entry["fields"]] == [a.name for a in action.args] + ["reason"]
+
+
+def test_the_page_says_which_actions_the_signed_in_user_may_run(operator_client, viewer_client, ms):
+    for entry in page_actions(operator_client, ms)["actions"]:
+        assert entry["allowed"] is True and entry["permission"] == "rolloutui.operate_modelserving"
+    for entry in page_actions(viewer_client, ms)["actions"]:
+        assert entry["allowed"] is False
+
+
+def test_the_page_description_carries_labels_fields_exclusions_and_presets(viewer_client, ms):
+    by_name = {a["name"]: a for a in page_actions(viewer_client, ms)["actions"]}
+    promote = by_name["promote"]
+    assert promote["exclusive"] == [["partition", "full"]]
+    assert promote["presets"] == [{"key": "promote-full", "label": "Promote fully", "values": {"full": True}}]
+    partition = promote["fields"][0]
+    assert partition == {
+        "name": "partition",
+        "type": "integer",
+        "label": "Lower the partition to",
+        "help": partition["help"],
+        "required": False,
+        "default": None,
+        "min": 0,
+        "max": None,
+        "maxLength": None,
+        "choicesFrom": None,
+    }
+    assert by_name["rollback"]["fields"][0]["choicesFrom"] == "revisions" and by_name["rollback"]["tone"] == "danger"
+    assert by_name["set-image"]["fields"][0]["choicesFrom"] == "roles"
+    reason = by_name["pause"]["fields"][-1]
+    assert reason["name"] == "reason" and reason["required"] is True and reason["maxLength"] == 2000
+
+
+def test_the_page_escapes_the_description_it_embeds(operator_client, ms, monkeypatch):
+    sneaky = actions.Action(
+        name="sneaky",
+        label="</script><script>alert(1)</script>",
+        help="<b>bold</b>",
+        service=controls.pause,
+        audit="pause",
+    )
+    monkeypatch.setitem(actions._REGISTRY, "sneaky", sneaky)  # on the page only: the routes are not reloaded
+    html = operator_client.get(f"/modelservings/{ms['namespace']}/{ms['name']}/").content.decode()
+    assert "<script>alert(1)</script>" not in html
+    assert page_actions(operator_client, ms)["actions"][-1]["label"] == sneaky.label
+
+
+# --- A new declaration -------------------------------------------------------------------------------------
+RETAG = actions.Action(
+    name="retag",
+    label="Retag",
+    help="Set a role's image (a second declaration of the set-image service).",
+    service=controls.set_image,
+    audit="set_image",
+    args=(
+        actions.Arg("role", actions.STRING, "The role.", required=True),
+        actions.Arg("image", actions.STRING, "The image.", required=True),
+    ),
+)
+
+
+@pytest.fixture
+def retag_declared(monkeypatch):
+    monkeypatch.setattr(actions, "_REGISTRY", dict(actions._REGISTRY))
+    actions.register(RETAG)
+    reload_urls()
+    yield RETAG
+    monkeypatch.undo()
+    reload_urls()
+
+
+def test_a_new_declaration_appears_in_the_api_the_cli_the_page_and_the_schema(retag_declared, operator_client, ms):
+    resp = post(operator_client, url(ms, "retag"), {"role": "decode", "image": "engine:v2", "reason": "via api"})
+    assert resp.status_code == 200, resp.content
+    assert resp.json()["audit"]["action"] == "set_image"
+    missing = post(operator_client, url(ms, "retag"), {"role": "decode", "reason": "no image"})
+    assert missing.status_code == 400 and missing.json() == {"image": ["image is required: The image."]}
+
+    out = cli(RETAG, ms, {"role": "decode", "image": "engine:v3"}, reason="via cli")
+    assert f"retag {NAMESPACE}/{ms['name']}: ok" in out
+    with pytest.raises(CommandError, match=r"^image: required for retag \(--image \.\.\.\)$"):
+        cli(RETAG, ms, {"role": "decode"})
+
+    assert page_actions(operator_client, ms)["actions"][-1]["name"] == "retag"
+
+    schema = json.loads(operator_client.get("/api/schema/", HTTP_ACCEPT="application/json").content)
+    body = schema["paths"]["/api/modelservings/{namespace}/{name}/retag/"]["post"]["requestBody"]
+    assert body["content"]["application/json"]["schema"]["$ref"] == "#/components/schemas/RetagRequest"
+    assert schema["components"]["schemas"]["RetagRequest"]["required"] == ["image", "reason", "role"]
+
+
+def test_a_declaration_with_a_stricter_permission_is_refused_everywhere_to_an_operator(
+    monkeypatch, operator, operator_client, ms
+):
+    strict = actions.Action(
+        name="freeze",
+        label="Freeze",
+        help="Pause, for superusers only.",
+        service=controls.pause,
+        audit="pause",
+        permission="auth.delete_user",
+    )
+    monkeypatch.setattr(actions, "_REGISTRY", dict(actions._REGISTRY))
+    actions.register(strict)
+    reload_urls()
+    try:
+        resp = post(operator_client, url(ms, "freeze"), {"reason": "x"})
+        assert resp.status_code == 403 and "auth.delete_user" in resp.json()["detail"]
+        with pytest.raises(CommandError, match="permission denied: .*auth.delete_user"):
+            cli(strict, ms, {})
+        record = AuditRecord.objects.get()
+        assert (record.action, record.result, record.source) == ("pause", "error", "cli")
+        entry = page_actions(operator_client, ms)["actions"][-1]
+        assert (entry["name"], entry["allowed"], entry["permission"]) == ("freeze", False, "auth.delete_user")
+    finally:
+        monkeypatch.undo()
+        reload_urls()
+
+
+@pytest.mark.parametrize(
+    "declaration, complaint",
+    [
+        (dict(name="Pause Now"), "lower-case-words"),
+        (dict(name="x", args=(actions.Arg("reason", actions.STRING, "h"),)), "not 'reason'"),
+        (dict(name="x", exclusive=(("a", "b"),)), "unknown arguments"),
+        (dict(name="x", presets=(actions.Preset("p", "P", {"nope": 1}),)), "unknown arguments"),
+    ],
+    ids=["a name that is not a url segment", "an argument called reason", "an exclusion of unknown args", "a preset"],
+)
+def test_an_inconsistent_declaration_is_refused_when_it_is_made(declaration, complaint):
+    with pytest.raises(ValueError, match=complaint):
+        actions.Action(**{"label": "X", "help": "h", "service": controls.pause, "audit": "pause", **declaration})
+
+
+def test_a_boolean_argument_cannot_be_required_and_an_action_cannot_be_declared_twice():
+    with pytest.raises(ValueError, match="switch"):
+        actions.Arg("full", actions.BOOLEAN, "h", required=True)
+    with pytest.raises(ValueError, match="declared twice"):
+        actions.register(actions.PAUSE)
+
+
+# --- Errors name the field, with the same words in the API and the CLI -------------------------------------
+BAD_INPUT = [
+    ("an unknown key", "promote", {"partiton": 1}, "partiton", "unknown field (allowed: full, partition, reason)"),
+    ("text where a number belongs", "promote", {"partition": "two"}, "partition", "partition must be an integer"),
+    ("a negative partition", "promote", {"partition": -1}, "partition", "partition must not be negative"),
+    (
+        "partition and full together",
+        "promote",
+        {"partition": 1, "full": True},
+        "partition",
+        "give either partition or full, not both",
+    ),  # noqa: E501
+    ("full that is not a boolean", "promote", {"full": "maybe"}, "full", "full must be true or false"),
+    (
+        "a missing revision",
+        "rollback",
+        {},
+        "toRevision",
+        "toRevision is required: Revision number as listed by GET .../revisions/.",
+    ),  # noqa: E501
+    ("revision zero", "rollback", {"toRevision": 0}, "toRevision", "toRevision must be 1 or more"),
+    ("a blank image", "set-image", {"role": "decode", "image": "  "}, "image", "image must not be blank"),
+    (
+        "an image too long",
+        "set-image",
+        {"role": "decode", "image": "x" * 1025},
+        "image",
+        "image must be at most 1024 characters",
+    ),  # noqa: E501
+]
+
+
+@pytest.mark.parametrize(
+    "action_name, body, field, message", [row[1:] for row in BAD_INPUT], ids=[row[0] for row in BAD_INPUT]
+)
+def test_bad_input_is_refused_naming_the_field_with_the_same_words_in_the_api_and_the_cli(
+    operator_client, ms_partitioned, action_name, body, field, message
+):
+    resp = post(operator_client, url(ms_partitioned, action_name), {**body, "reason": "r"})
+    assert resp.status_code == 400
+    assert resp.json() == {field: [message]}
+    with pytest.raises(ControlError) as refused:
+        actions.get(action_name).clean({**body, "reason": "r"})
+    assert (refused.value.field, str(refused.value)) == (field, message)
+    assert not AuditRecord.objects.exists()  # refused before the service: nothing was attempted
+
+
+@pytest.mark.parametrize("reason, code", [(None, "required"), ("   ", "blank"), ("x" * 2001, "max_length")])
+def test_every_action_refuses_a_missing_blank_or_overlong_reason_naming_it(operator_client, ms, reason, code):
+    for action in every_action():
+        body = dict(VALID[action.name]) | ({} if reason is None else {"reason": reason})
+        resp = post(operator_client, url(ms, action.name), body)
+        assert resp.status_code == 400, action.name
+        assert resp.json() == {"reason": [actions.REASON.message(code)]}
+
+
+def test_the_cli_says_which_flag_is_missing_or_wrong(operator, ms_partitioned):
+    ms = ms_partitioned
+    rollback, promote = actions.get("rollback"), actions.get("promote")
+    with pytest.raises(CommandError, match=r"^to-revision: required for rollback \(--to-revision N\)$"):
+        cli(rollback, ms, {})
+    with pytest.raises(CommandError, match="^partition: give either partition or full, not both$"):
+        cli(promote, ms, {"partition": 1, "full": True})
+    with pytest.raises(CommandError, match="^partition: partition must not be negative$"):
+        cli(promote, ms, {"partition": -1})
+    with pytest.raises(CommandError, match="invalid int value"):
+        call_command("rollout", "promote", f"{NAMESPACE}/{ms['name']}", "--reason", "r", "--partition", "two")
+    with pytest.raises(CommandError, match="^toRevision: revision 9 does not exist"):
+        cli(rollback, ms, {"toRevision": 9})
+    with pytest.raises(CommandError, match="invalid choice: 'explode'"):
+        call_command("rollout", "explode", f"{NAMESPACE}/{ms['name']}", "--reason", "r")
+
+
+def test_the_cli_has_one_subcommand_per_action_and_one_flag_per_argument():
+    from rolloutui.management.commands.rollout import Command
+
+    parser = Command().create_parser("manage.py", "rollout")
+    subparsers = next(a for a in parser._actions if a.dest == "action")
+    assert list(subparsers.choices) == [a.name for a in every_action()]
+    for action in every_action():
+        flags = {o for a in subparsers.choices[action.name]._actions for o in a.option_strings}
+        assert {arg.flag for arg in action.args} | {"--reason", "--user"} <= flags, action.name
+
+
+# --- Permissions --------------------------------------------------------------------------------------------
+def test_anonymous_requests_to_every_action_get_401(ms):
+    for action in every_action():
+        resp = post(Client(), url(ms, action.name), {**VALID[action.name], "reason": "r"})
+        assert resp.status_code == 401, action.name
+        assert resp.headers["WWW-Authenticate"] == "Token"
+
+
+def test_a_viewer_is_refused_every_action_by_the_api_and_the_cli_and_the_cli_attempt_is_audited(
+    viewer, viewer_client, ms
+):
+    for action in every_action():
+        resp = post(viewer_client, url(ms, action.name), {**VALID[action.name], "reason": "r"})
+        assert resp.status_code == 403 and "rolloutui.operate_modelserving" in resp.json()["detail"], action.name
+        with pytest.raises(CommandError, match="permission denied"):
+            cli(action, ms, VALID[action.name], user="viewer")
+        record = AuditRecord.objects.latest("id")
+        assert (record.action, record.result, record.actor) == (action.audit, "error", viewer)
+        assert "ControlDenied" in record.error
+    assert AuditRecord.objects.count() == len(VALID)  # the API refused before any attempt
+
+
+# --- Schema ---------------------------------------------------------------------------------------------------
+def test_the_schema_documents_every_action_with_its_body_and_its_answer(operator_client):
+    schema = json.loads(operator_client.get("/api/schema/", HTTP_ACCEPT="application/json").content)
+    components = schema["components"]["schemas"]
+    for action in every_action():
+        operation = schema["paths"][f"/api/modelservings/{{namespace}}/{{name}}/{action.name}/"]["post"]
+        ref = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        body = components[ref.rsplit("/", 1)[1]]
+        assert list(body["properties"]) == [f.name for f in action.fields], action.name
+        assert sorted(body.get("required", [])) == sorted(f.name for f in action.fields if f.required)
+        assert operation["summary"] == action.label and operation["description"] == action.help
+        answer = operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+        assert answer.endswith("/ActionResult")
+        assert {"400", "401", "403", "404"} <= set(operation["responses"])
