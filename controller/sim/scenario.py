@@ -308,9 +308,8 @@ def _dry_run(s: Scenario) -> None:
     """Apply the manifest-changing events to a copy of the manifest, in time order; validate each."""
     if not any(e.do in MANIFEST_EVENTS for e in s.events):
         return
+    from controller.core.mergepatch import merge_patch
     from controller.core.spec import ValidationError, parse_modelserving
-
-    from .store import merge_patch
 
     ms = s.manifest
     for e in s.events:

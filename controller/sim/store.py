@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from controller.core import naming
+from controller.core.mergepatch import copy_json
 from controller.core.ports import ClusterPort, Conflict, NotFound, Obj
 
-# What a write does to an object lives in ``objects`` (shared with the live app's store); the names
-# below stay importable from here.
+# What a write does to an object lives in ``objects`` (shared with the live app's store).
 from . import objects
-from .objects import Invalid, _copy_json, merge_patch, rfc3339  # noqa: F401
+from .objects import rfc3339
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ class InMemoryStore:
         return str(uuid.UUID(bytes=digest, version=4))
 
     def _out(self, obj: Obj) -> Obj:
-        return _copy_json(obj) if self.copy_reads else obj
+        return copy_json(obj) if self.copy_reads else obj
 
     def _now_str(self) -> str:
         return rfc3339(self.clock.now())

@@ -16,7 +16,8 @@ import re
 from typing import Any
 
 from controller.core import naming
-from controller.core.controls import ControlError, apply_merge_patch
+from controller.core.controls import ControlError
+from controller.core.mergepatch import merge_patch
 from controller.core.ports import NotFound
 from controller.core.spec import ValidationError, parse_modelserving
 from controller.live import physics
@@ -197,7 +198,7 @@ def preview(namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
     }
     body = {k: v for k, v in patch.items() if k in ("spec", "metadata")}
     try:
-        parsed = parse_modelserving(apply_merge_patch(base, body))
+        parsed = parse_modelserving(merge_patch(base, body))
     except ValidationError as err:
         raise ControlError(
             f"the change would make the ModelServing invalid: {err}", field=f"patch.{err.field}"

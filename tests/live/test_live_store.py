@@ -7,7 +7,7 @@ import pytest
 from controller.core.ports import ClusterPort, Conflict, NotFound
 from controller.live.store import DatabaseCluster
 from controller.models import SimObject
-from controller.sim.store import Invalid
+from controller.sim.objects import Invalid
 
 from .helpers import ManualClock, config, manifest, pod
 

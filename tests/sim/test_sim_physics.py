@@ -8,7 +8,7 @@ from sim_helpers import Span, Traffic, condition, is_ready, make_cluster, make_p
 from controller.core import naming
 from controller.core.ports import Conflict
 from controller.sim.kubelet import image_id
-from controller.sim.store import Invalid
+from controller.sim.objects import Invalid
 
 
 def test_a_pod_goes_through_schedule_pull_start_load_and_becomes_ready_at_the_summed_time():
