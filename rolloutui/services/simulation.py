@@ -20,12 +20,12 @@ from controller.core.controls import ControlError
 from controller.core.mergepatch import merge_patch
 from controller.core.ports import NotFound
 from controller.core.spec import ValidationError, parse_modelserving
-from controller.live import physics
-from controller.live.store import DatabaseCluster
 from controller.models import SimTraffic
-from controller.sim.config import ClusterConfig, Span, Traffic
-from controller.sim.runner import Runner
-from controller.sim.scenario import Scenario
+from controller.runtime.backend import sim_cluster, sim_traffic
+from controller.simcluster.config import ClusterConfig, Span, Traffic
+from controller.simcluster.database.store import DatabaseCluster
+from controller.simcluster.runner import Runner
+from controller.simcluster.scenario import Scenario
 
 from ..models import AuditRecord
 from .cluster import backend_name
@@ -42,7 +42,7 @@ def _sim_cluster() -> DatabaseCluster:
         raise ControlError(
             f"simulation is only available on the simulated cluster (backend is {backend_name()!r})", field="backend"
         )
-    return DatabaseCluster(actor="operator")
+    return sim_cluster(actor="operator")
 
 
 def _fault(
@@ -72,7 +72,6 @@ def kill_pod(user, namespace: str, pod_name: str, *, reason: str, source: str) -
     """The pod's containers are killed for good (phase Failed): the controller's recovery replaces
     it. Requests in flight on it are interrupted."""
     details: dict[str, Any] = {"pod": pod_name}
-    owner = {"name": ""}
 
     def do() -> dict[str, Any]:
         cluster = _sim_cluster()
@@ -80,12 +79,10 @@ def kill_pod(user, namespace: str, pod_name: str, *, reason: str, source: str) -
             pod = cluster.get_pod(namespace, pod_name)
         except NotFound:
             raise ControlError(f"pod {namespace}/{pod_name} does not exist", field="pod") from None
-        owner["name"] = ((pod.get("metadata") or {}).get("labels") or {}).get(naming.LABEL_NAME, "")
         if (pod.get("status") or {}).get("phase") == "Failed" or (pod.get("metadata") or {}).get("deletionTimestamp"):
             raise ControlError(f"pod {namespace}/{pod_name} is already failed or terminating", field="pod")
         message = f"killed by {getattr(user, 'username', user)}: {reason}"
-        cluster.update_pod(namespace, pod_name, lambda old: physics.kill(old, cluster.clock.now(), message))
-        cluster._interrupt_after_commit(namespace, pod_name, "killed", owner["name"])
+        cluster.kill_pod(namespace, pod_name, message)
         return {"node": (pod.get("spec") or {}).get("nodeName")}
 
     # The audit row names the ModelServing the pod belongs to, so it shows on that page.
@@ -287,9 +284,9 @@ def traffic(namespace: str, name: str) -> dict[str, Any] | None:
     row = SimTraffic.objects.filter(namespace=namespace, name=name).first()
     if row is None:
         return None
-    from controller.live.traffic import in_flight_counts
-
     pods = [p["metadata"]["name"] for p in _sim_cluster().list_pods(namespace, name)]
+    traffic_driver = sim_traffic()
+    in_flight = traffic_driver.in_flight_counts(namespace, pods) if traffic_driver is not None else {}
     return {
         "rps": row.rps,
         "durationSeconds": [row.duration_low, row.duration_high],
@@ -297,5 +294,5 @@ def traffic(namespace: str, name: str) -> dict[str, Any] | None:
         "completed": row.completed,
         "interrupted": row.interrupted,
         "rejected": row.rejected,
-        "inFlight": sum(in_flight_counts(namespace, pods).values()),
+        "inFlight": sum(in_flight.values()),
     }

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from controller.core.ports import NotFound
-from controller.live import physics
-from controller.live.store import DatabaseCluster
-from controller.live.tick import tick
+from controller.simcluster.database import kubelet as physics
+from controller.simcluster.database.store import DatabaseCluster
+from controller.simcluster.database.tick import tick
 
 from .helpers import ManualClock, condition, config, is_ready, pod
 
@@ -25,7 +25,7 @@ def run(cluster, seconds, step=1.0):
     end = cluster.clock.t + seconds
     while cluster.clock.t < end:
         cluster.clock.t += step
-        tick(cluster, with_traffic=False)
+        tick(cluster)
 
 
 def test_ticks_move_a_pod_through_schedule_pull_start_and_load_to_ready():
@@ -50,7 +50,7 @@ def test_a_tick_after_an_outage_catches_up_on_every_due_step():
     cluster.create_pod(pod("p-0"))
     run(cluster, 1)
     cluster.clock.t += 300  # nothing ran for five minutes (every process was down)
-    tick(cluster, with_traffic=False)
+    tick(cluster)
     assert is_ready(cluster.get_pod("default", "p-0"))
 
 
@@ -129,5 +129,5 @@ def test_the_kubelet_state_survives_in_the_pod_annotations():
     # A brand-new cluster object (a restarted process) continues from the database alone.
     fresh = DatabaseCluster(cluster.clock, actor="kubelet", config=config())
     cluster.clock.t += 37
-    tick(fresh, with_traffic=False)
+    tick(fresh)
     assert is_ready(fresh.get_pod("default", "p-0"))

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from controller.sim.runner import run_to_json
-from controller.sim.scenario import ScenarioError, load_scenario
+from controller.simcluster.runner import run_to_json
+from controller.simcluster.scenario import ScenarioError, load_scenario
 
 
 class Command(BaseCommand):

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from controller.core import naming
 from controller.core.ports import Obj
 
+from ..config import DEFAULT_LATENCY_MS, ClusterConfig, Traffic
 from .clock import EventLoop, Timer
-from .config import DEFAULT_LATENCY_MS, ClusterConfig, Traffic
 from .store import Change, InMemoryStore
 
 

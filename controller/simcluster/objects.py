@@ -1,7 +1,7 @@
 """The API server's object semantics as pure functions, shared by both cluster stores.
 
-``controller.sim.store.InMemoryStore`` (dicts in memory, change listeners) and
-``controller.live.store.DatabaseCluster`` (database rows, compare-and-set) implement the same
+``controller.simcluster.memory.store.InMemoryStore`` (dicts in memory, change listeners) and
+``controller.simcluster.database.store.DatabaseCluster`` (database rows, compare-and-set) implement the same
 Kubernetes API-server semantics; what a write does to an object is decided here, once. Each function
 takes the stored object (and the request) and returns the new object, or raises ``Invalid`` /
 ``Conflict``; none of them stores anything, allocates a ``resourceVersion`` or notifies anyone: that

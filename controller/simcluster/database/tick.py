@@ -4,14 +4,15 @@
    loading; load done -> Ready (or a crash and CrashLoopBackOff); terminate done -> removed.
 2. The scheduler: pods whose scheduling delay passed go, oldest first, to the node with the most
    free GPUs that fits them (kube-scheduler's LeastAllocated; ties go to the earlier node), exactly
-   as ``controller.sim.scheduler``; pods that fit nowhere get ``PodScheduled=False,
+   as ``controller.simcluster.memory.scheduler``; pods that fit nowhere get ``PodScheduled=False,
    reason=Unschedulable`` with the scheduler's message and are retried on every tick.
-3. Traffic (``traffic.step``).
+3. Traffic (``cluster.traffic.step``, when the cluster was given a ``RedisTraffic``).
 
 Everything read and written is in the database (and Redis for in-flight requests), so a tick may
-run in any worker process; the task holds a Redis lock so two ticks never overlap. Every write goes
-through ``DatabaseCluster`` (compare-and-set), so a tick racing a reconcile never loses either
-write, and every change enqueues a reconcile of its ModelServing.
+run in any worker process; the ``sim_tick`` task (``controller.runtime.periodic``) holds a Redis lock
+so two ticks never overlap. Every write goes through ``DatabaseCluster`` (compare-and-set), so a tick
+racing a reconcile never loses either write, and every change is reported to the cluster's
+``on_change`` (the runtime enqueues a reconcile of its ModelServing).
 """
 
 from __future__ import annotations
@@ -22,18 +23,16 @@ from typing import Any
 
 from controller.core.ports import NotFound, Obj
 from controller.models import SimObject
-from controller.sim.scheduler import pod_gpus
+from controller.simcluster.memory.scheduler import pod_gpus
 
-from . import physics, traffic
+from . import kubelet as physics
 from .store import REMOVE, DatabaseCluster
 
 log = logging.getLogger(__name__)
 
 
-def tick(
-    cluster: DatabaseCluster | None = None, *, now: float | None = None, with_traffic: bool = True
-) -> dict[str, Any]:
-    cluster = cluster or DatabaseCluster(actor="kubelet")
+def tick(cluster: DatabaseCluster, *, now: float | None = None) -> dict[str, Any]:
+    """One tick at ``now`` (default: the cluster's clock). Returns what it did, for the task's log."""
     now = cluster.clock.now() if now is None else now
     config = cluster.config
     started = time.perf_counter()
@@ -67,8 +66,8 @@ def tick(
                 report["ready"].append(f"{ns}/{name}")
     if to_schedule:
         _schedule(cluster, to_schedule, now, report)
-    if with_traffic:
-        report["traffic"] = traffic.step(now)
+    if cluster.traffic is not None:
+        report["traffic"] = cluster.traffic.step(now)
     report["seconds"] = round(time.perf_counter() - started, 4)
     return report
 

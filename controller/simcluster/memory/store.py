@@ -34,8 +34,8 @@ from controller.core.mergepatch import copy_json
 from controller.core.ports import ClusterPort, Conflict, NotFound, Obj
 
 # What a write does to an object lives in ``objects`` (shared with the live app's store).
-from . import objects
-from .objects import rfc3339
+from .. import objects
+from ..objects import rfc3339
 
 
 @dataclass(frozen=True)

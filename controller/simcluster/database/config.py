@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.sim.config import ClusterConfig, ImageBehaviour, Span
-from controller.sim.scenario import _images, _span
+from controller.simcluster.config import ClusterConfig, ImageBehaviour, Span
+from controller.simcluster.scenario import _images, _span
 
 DEFAULT_TIMING: dict[str, Any] = {
     "schedule": [0.5, 1.5],

@@ -6,8 +6,8 @@ import random
 
 from controller.core.ports import Obj
 
+from ..config import ClusterConfig, Traffic
 from .clock import EventLoop, VirtualClock
-from .config import ClusterConfig, Traffic
 from .kubelet import Kubelets
 from .router import SimRouter
 from .scheduler import Scheduler

@@ -1,6 +1,6 @@
 """The simulated kubelet of the live app, as pure functions of a pod and the simulated time.
 
-The in-memory simulator (``controller.sim.kubelet``) keeps each pod's runtime in memory and sets
+The in-memory simulator (``controller.simcluster.memory.kubelet``) keeps each pod's runtime in memory and sets
 timers; the live app cannot (any process may die at any moment), so here the runtime state and the
 next deadline live in the pod itself, in the annotation ``sim.rolloutui.io/kubelet``::
 
@@ -29,9 +29,15 @@ from typing import Any
 
 from controller.core import naming
 from controller.core.ports import Obj
-from controller.sim.config import ClusterConfig, Span
-from controller.sim.kubelet import CRASH_BACKOFF_MAX, CRASH_BACKOFF_START, image_id, node_lost_status, ready_conditions
-from controller.sim.store import rfc3339
+from controller.simcluster.config import ClusterConfig, Span
+from controller.simcluster.memory.kubelet import (
+    CRASH_BACKOFF_MAX,
+    CRASH_BACKOFF_START,
+    image_id,
+    node_lost_status,
+    ready_conditions,
+)
+from controller.simcluster.objects import rfc3339
 
 ANNOTATION_KUBELET = "sim.rolloutui.io/kubelet"
 
@@ -218,7 +224,7 @@ def fail(pod: Obj, node: str) -> Obj:
 
 
 def render_status(pod: Obj, state: dict[str, Any], now: float) -> Obj:
-    """The kubelet's status of the pod (the same shape as ``controller.sim.kubelet.render_status``)."""
+    """The kubelet's status of the pod (the same shape as ``controller.simcluster.memory.kubelet.render_status``)."""
     status = dict(pod.get("status") or {})
     stamp = rfc3339(now)
     stage = state.get("stage")
@@ -302,5 +308,5 @@ def pod_ip(number: int) -> str:
 
 
 def node_ip(index: int) -> str:
-    # Node IPs 10.0.0.1, 10.0.0.2, ... (the first node is 10.0.0.1), as in controller.sim.cluster.
+    # Node IPs 10.0.0.1, 10.0.0.2, ... (the first node is 10.0.0.1), as in controller.simcluster.memory.cluster.
     return f"10.0.{(index + 1) >> 8}.{(index + 1) & 255}"

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 
 from controller.core.ports import NotFound, Obj
 
+from ..config import ClusterConfig, Span
 from .clock import EventLoop
-from .config import ClusterConfig, Span
 from .store import Change, InMemoryStore, rfc3339
 
 CRASH_BACKOFF_START = 10.0
@@ -47,7 +47,7 @@ def image_id(image: str) -> str:
 
 
 # The kubelet's status rules that do not depend on how the runtime is kept (here in memory, in the
-# live app in the pod itself: ``controller.live.physics``), shared by both.
+# live app in the pod itself: ``controller.simcluster.database.kubelet``), shared by both.
 
 
 def ready_conditions(pod: Obj, conditions: list[Obj], containers_ready: bool, stamp: str) -> list[Obj]:

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from controller.core import naming
 from controller.core.ports import NotFound, Obj
 
+from ..config import ClusterConfig
 from .clock import EventLoop
-from .config import ClusterConfig
 from .store import Change, InMemoryStore, rfc3339
 
 

@@ -29,9 +29,9 @@ from typing import Any
 from controller.core import naming
 from controller.core.ports import ClusterError, NotFound, Obj
 
-from .cluster import SimCluster
+from .memory.cluster import SimCluster
+from .memory.store import Change
 from .scenario import MANIFEST_EVENTS, Event, Scenario, control_patch
-from .store import Change
 from .trace import TraceWriter, dumps
 
 RECONCILE_DELAY = 0.005

@@ -1,8 +1,8 @@
 """``DatabaseCluster``: the ``ClusterPort`` of the live simulated cluster, over ``SimObject`` rows.
 
-The semantics are ``controller.sim.store.InMemoryStore``'s (the API server's), with the database as
+The semantics are ``controller.simcluster.memory.store.InMemoryStore``'s (the API server's), with the database as
 the only state, so several processes can share it; what a write does to an object is computed by the
-same pure functions (``controller.sim.objects``), only storing it differs:
+same pure functions (``controller.simcluster.objects``), only storing it differs:
 
 - every real write stores a new ``resourceVersion`` with a compare-and-set
   ``UPDATE ... WHERE id = X AND resource_version = RV``: a writer that lost the race either raises
@@ -13,8 +13,9 @@ same pure functions (``controller.sim.objects``), only storing it differs:
 - deleting a bound pod starts graceful termination (``deletionTimestamp``; the row stays, holding
   its name and its node's GPUs, until the kubelet removes it); creating a pod whose name is still
   taken raises ``Conflict``;
-- every real change enqueues a reconcile of the owning ModelServing after commit (deduplicated,
-  see ``enqueue``), except the controller's own status writes (the pass that wrote it already knew).
+- every real change is reported to ``on_change(namespace, modelserving)`` (the runtime passes
+  ``controller.runtime.enqueue.reconcile_soon``: a deduplicated reconcile after commit), except the
+  controller's own status writes (the pass that wrote it already knew).
 
 The kubelet's reactions that the in-memory simulator runs from change listeners (start terminating,
 restart a container on an in-place image change, recompute Ready after a readiness gate) are applied
@@ -39,15 +40,16 @@ from django.db import IntegrityError, transaction
 from controller.core import naming
 from controller.core.ports import Conflict, NotFound, Obj
 from controller.models import SimClock, SimNode, SimObject, SimTraffic
-from controller.sim import objects
-from controller.sim.config import ClusterConfig
-from controller.sim.objects import Invalid, rfc3339
-from controller.sim.scheduler import pod_gpus
-from controller.sim.store import pod_ms_name
+from controller.simcluster import objects
+from controller.simcluster.config import ClusterConfig
+from controller.simcluster.memory.scheduler import pod_gpus
+from controller.simcluster.memory.store import pod_ms_name
+from controller.simcluster.objects import Invalid, rfc3339
 
-from . import enqueue, physics
+from . import kubelet as physics
 from .clock import LiveClock, live_clock
 from .config import parse_config
+from .traffic import RedisTraffic
 
 log = logging.getLogger(__name__)
 
@@ -133,10 +135,22 @@ class DatabaseCluster:
     """``ClusterPort`` over the database, plus the physics-side API (nodes, binding, removal)."""
 
     def __init__(
-        self, clock: LiveClock | None = None, *, actor: str = "operator", config: ClusterConfig | None = None
+        self,
+        clock: LiveClock | None = None,
+        *,
+        actor: str = "operator",
+        config: ClusterConfig | None = None,
+        on_change: Callable[[str, str], None] | None = None,
+        traffic: RedisTraffic | None = None,
     ) -> None:
+        """``on_change(namespace, name)``: called for every real change of a ModelServing's objects
+        (inside the writing transaction); ``traffic``: the simulated requests, whose in-flight ones are
+        interrupted when their pod stops serving. The runtime wires both
+        (``controller.runtime.backend.sim_cluster``); without them (tests) nothing is enqueued."""
         self.clock = clock or live_clock()
         self.actor = actor
+        self.on_change = on_change
+        self.traffic = traffic
         self._config = config
         # A config given by the caller (tests, benchmarks) is fixed; otherwise it is the stored one.
         self._config_fixed = config is not None
@@ -164,8 +178,8 @@ class DatabaseCluster:
             raise NotFound(f"{label} {namespace}/{name} not found") from None
 
     def _changed(self, namespace: str, ms_name: str | None) -> None:
-        if ms_name:
-            enqueue.reconcile_soon(namespace, ms_name)
+        if ms_name and self.on_change is not None:
+            self.on_change(namespace, ms_name)
 
     def _cas(self, row: SimObject, data: Obj, **columns: Any) -> Obj:
         """Store ``data`` in ``row`` if nobody wrote it since we read it; raise ``_Lost`` otherwise."""
@@ -368,9 +382,16 @@ class DatabaseCluster:
         raise Conflict(f"pod {namespace}/{name}: too many concurrent writers")
 
     def _interrupt_after_commit(self, namespace: str, name: str, reason: str, ms_name: str | None) -> None:
-        from . import traffic
+        traffic = self.traffic
+        if traffic is not None:
+            transaction.on_commit(lambda: traffic.interrupt(namespace, name, reason, ms_name=ms_name))
 
-        transaction.on_commit(lambda: traffic.interrupt(namespace, name, reason, ms_name=ms_name))
+    def kill_pod(self, namespace: str, name: str, message: str) -> Obj:
+        """Fault injection: the pod's containers are killed for good (phase Failed; the controller's
+        recovery replaces it); the requests in flight on it are interrupted."""
+        _, after = self.update_pod(namespace, name, lambda old: physics.kill(old, self._now(), message))
+        self._interrupt_after_commit(namespace, name, "killed", pod_ms_name(after))
+        return after
 
     # -- ControllerRevisions --------------------------------------------------------------------------
 
