@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from controller.core import workqueue
 from controller.models import SimObject
 from controller.simcluster.database.tick import tick
 
@@ -18,7 +19,7 @@ from .backend import backend_name, get_cluster, sim_cluster
 from .locks import SimpleLock
 from .reconciler import maybe_queue_depth
 
-RESYNC_SECONDS = 30.0
+RESYNC_SECONDS = workqueue.RESYNC_SECONDS
 TICK_SECONDS = 1.0
 
 

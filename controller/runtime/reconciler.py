@@ -26,6 +26,7 @@ from typing import Any
 import redis
 from django.conf import settings
 
+from controller.core import workqueue
 from controller.core.reconcile import reconcile
 
 from . import enqueue, redisconn
@@ -39,7 +40,9 @@ log = logging.getLogger(__name__)
 # Passes run back to back for one task when reconciles keep being requested while it runs; after
 # that the task hands over to a fresh message (fairness to other ModelServings in the queue).
 MAX_RERUNS = 20
-BACKOFF_START, BACKOFF_MAX = 0.1, 10.0
+# A stored wake-up time is rounded to the millisecond and compared with the wall clock: one that is
+# due up to 50 ms after the wanted time still covers it (``workqueue.already_queued``).
+REQUEUE_SLACK_SECONDS = 0.05
 
 
 def run_reconcile(namespace: str, name: str) -> dict[str, Any]:
@@ -139,7 +142,7 @@ def _one_pass(namespace: str, name: str, client: redis.Redis | None, *, holder: 
     publish_state(namespace, name, result.view)
     sample_progress(namespace, name, result.status, clock.now(), client)
     if result.requeue_after is not None:
-        _requeue(client, namespace, name, clock.to_wall_seconds(max(float(result.requeue_after), 0.0)))
+        _requeue(client, namespace, name, clock.to_wall_seconds(workqueue.requeue_seconds(result.requeue_after)))
     return {
         "found": True,
         "actions": [a.to_trace() for a in result.actions],
@@ -163,22 +166,23 @@ def _env_flag(name: str) -> bool:
 
 
 def _requeue(client: redis.Redis | None, namespace: str, name: str, wall_seconds: float) -> None:
-    """A timed wake-up (drain timeout). Deduplicated: a wake-up already due earlier covers it."""
+    """A timed wake-up (drain timeout). Deduplicated: a wake-up still pending and due no later covers it."""
     due = time.time() + wall_seconds
     if client is not None:
         key = redisconn.key("requeue", f"{namespace}/{name}")
         try:
             current = client.get(key)
-            if current is not None and float(current) <= due + 0.05 and float(current) > time.time():
+            pending = float(current) if current is not None and float(current) > time.time() else None
+            if workqueue.already_queued(pending, due + REQUEUE_SLACK_SECONDS):
                 return
             client.set(key, f"{due:.3f}", px=int(wall_seconds * 1000) + 1000)
         except (redis.RedisError, ValueError):
             pass
-    enqueue.send(namespace, name, countdown=max(wall_seconds, 0.005), dedupe=False)
+    enqueue.send(namespace, name, countdown=wall_seconds, dedupe=False)
 
 
 def _backoff(client: redis.Redis | None, namespace: str, name: str) -> None:
-    # 0.1 s, 0.2 s, 0.4 s, ... at most 10 s between failing passes of one ModelServing.
+    # The count of consecutive failures lives in Redis (any worker may run the next pass).
     failures = 1
     if client is not None:
         try:
@@ -187,7 +191,7 @@ def _backoff(client: redis.Redis | None, namespace: str, name: str) -> None:
             client.expire(key, 600)
         except redis.RedisError:
             pass
-    enqueue.send(namespace, name, countdown=min(BACKOFF_MAX, BACKOFF_START * 2 ** (failures - 1)), dedupe=False)
+    enqueue.send(namespace, name, countdown=workqueue.backoff_seconds(failures), dedupe=False)
 
 
 def _clear_backoff(client: redis.Redis | None, namespace: str, name: str) -> None:

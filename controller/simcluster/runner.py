@@ -1,17 +1,19 @@
 """Run a scenario: build the simulated cluster, apply the events, run the real controller.
 
 The controller here is the production reconcile pass (``controller.core.reconcile.reconcile``)
-behind a work queue that lives in a ``SimController`` object:
+behind a work queue that lives in a ``SimController`` object, following the same policy as the live
+app's Celery tasks (``controller.core.workqueue``):
 
 - every real change in the store that concerns a ModelServing (its spec, its pods, its revisions;
-  nodes concern all) enqueues a reconcile of it ``RECONCILE_DELAY`` (5 ms) of virtual time later,
+  nodes concern all) enqueues a reconcile of it ``COALESCE_SECONDS`` (5 ms) of virtual time later,
   coalesced: ten pod changes in the same 5 ms make one pass. The controller's own status writes do
   not wake it (its pass already knew that status); its pod and revision writes do, so a pass that
   changed the cluster is followed by one that observes the result, like a watch-driven controller;
 - ``requeue_after`` from a pass (a drain timeout, ...) schedules a pass at that time;
-- a periodic resync every ``RESYNC`` (30 virtual s) enqueues every ModelServing;
+- a periodic resync every ``RESYNC_SECONDS`` (30 virtual s) enqueues every ModelServing;
 - a pass that raises (a lost race: Conflict, or a bug) is retried with exponential backoff
-  (0.1 s, 0.2 s, ... at most 10 s) and the error is recorded in the trace.
+  (0.1 s, 0.2 s, ... at most 10 s) and the error is recorded in the trace;
+- a hot loop (a pass changing the cluster on every pass) is slowed down and reported in the trace.
 
 ``restartController`` drops the ``SimController`` (its queue, timers and anything else in memory)
 and builds a new one, which starts with a full list like a fresh informer. Whatever the controller
@@ -26,7 +28,7 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
-from controller.core import naming
+from controller.core import naming, workqueue
 from controller.core.ports import ClusterError, NotFound, Obj
 
 from .memory.cluster import SimCluster
@@ -34,18 +36,7 @@ from .memory.store import Change
 from .scenario import MANIFEST_EVENTS, Event, Scenario, control_patch
 from .trace import TraceWriter, dumps
 
-RECONCILE_DELAY = 0.005
-RESYNC = 30.0
 SETTLE = 60.0
-BACKOFF_START = 0.1
-BACKOFF_MAX = 10.0
-# A controller that changes the cluster on every pass wakes itself every 5 ms forever (a hot loop:
-# e.g. rewriting an annotation with the current time). After HOT_LOOP_PASSES back-to-back passes
-# (each within 2 x RECONCILE_DELAY of the last) the runner reports it and slows that object to one
-# pass per HOT_LOOP_DELAY, so the run still ends and the trace shows the bug. A healthy chain is 2-3
-# passes long (a pass, the pass that observes its writes, maybe one more).
-HOT_LOOP_PASSES = 200
-HOT_LOOP_DELAY = 1.0
 
 
 class SimController:
@@ -59,9 +50,7 @@ class SimController:
         self.queue: dict[tuple[str, str], Any] = {}  # key -> Timer of the pending pass
         self.timers: list[Any] = []
         self.failures: dict[tuple[str, str], int] = {}
-        self.last_pass: dict[tuple[str, str], float] = {}
-        self.hot: dict[tuple[str, str], int] = {}
-        self.throttled: set[tuple[str, str]] = set()
+        self.history: dict[tuple[str, str], workqueue.PassHistory] = {}
 
     def start(self) -> None:
         for ms in self.runner.store.list_modelservings():
@@ -81,14 +70,14 @@ class SimController:
         for ms in self.runner.store.list_modelservings():
             self.enqueue((ms["metadata"]["namespace"], ms["metadata"]["name"]))
         self.timers = [t for t in self.timers if not t.cancelled and t.at > self.loop.now()]
-        self.timers.append(self.loop.call_later(RESYNC, self._resync))
+        self.timers.append(self.loop.call_later(workqueue.RESYNC_SECONDS, self._resync))
 
-    def enqueue(self, key: tuple[str, str], delay: float = RECONCILE_DELAY) -> None:
+    def enqueue(self, key: tuple[str, str], delay: float = workqueue.COALESCE_SECONDS) -> None:
         if not self.alive:
             return
         at = self.loop.now() + delay
         pending = self.queue.get(key)
-        if pending is not None and not pending.cancelled and pending.at <= at:
+        if workqueue.already_queued(None if pending is None or pending.cancelled else pending.at, at):
             return  # coalesced into the pass already queued
         if pending is not None:
             pending.cancel()
@@ -103,29 +92,26 @@ class SimController:
             return
         self.queue.pop(key, None)
         now = self.loop.now()
-        last = self.last_pass.get(key)
-        if key in self.throttled and last is not None and now - last < HOT_LOOP_DELAY - 1e-6:
-            # Never a zero delay: float rounding (0.9999999999 < 1) must not spin at one instant.
-            self.enqueue(key, max(HOT_LOOP_DELAY - (now - last), RECONCILE_DELAY))
+        history = self.history.get(key) or workqueue.PassHistory()
+        wait = history.wait_before_pass(now)
+        if wait is not None:
+            self.enqueue(key, wait)
             return
-        self.hot[key] = self.hot.get(key, 0) + 1 if last is not None and now - last <= 2 * RECONCILE_DELAY else 0
-        self.last_pass[key] = now
-        if self.hot[key] >= HOT_LOOP_PASSES and key not in self.throttled:
-            self.throttled.add(key)
+        self.history[key] = after = history.after_pass(now)
+        if after.throttled and not history.throttled:
             self.runner.trace.error(
                 now,
-                f"hot loop: {HOT_LOOP_PASSES} back-to-back passes of {key[0]}/{key[1]}, "
-                f"each changing the cluster; from now on at most one pass per {HOT_LOOP_DELAY:g} s",
+                f"hot loop: {workqueue.HOT_LOOP_PASSES} back-to-back passes of {key[0]}/{key[1]}, "
+                f"each changing the cluster; from now on at most one pass per {workqueue.HOT_LOOP_INTERVAL:g} s",
             )
         ok, requeue_after = self.runner.reconcile_once(key)
         if ok:
             self.failures.pop(key, None)
             if requeue_after is not None:
-                self.enqueue_at(key, max(float(requeue_after), RECONCILE_DELAY))
+                self.enqueue_at(key, workqueue.requeue_seconds(requeue_after))
         else:
-            n = self.failures.get(key, 0)
-            self.failures[key] = n + 1
-            self.enqueue(key, min(BACKOFF_MAX, BACKOFF_START * 2**n))
+            self.failures[key] = self.failures.get(key, 0) + 1
+            self.enqueue(key, workqueue.backoff_seconds(self.failures[key]))
 
 
 class Runner:
