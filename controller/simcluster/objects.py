@@ -13,7 +13,7 @@ store can skip the write like the API server does (no new resourceVersion, no ch
 Objects are copy-on-write: every function builds new dicts for the paths it changes and never
 mutates its input, so a stored object may be handed out without copying.
 
-Pure Python (no Django): ``controller.live`` imports it from here.
+Pure Python (no Django).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from controller.core import naming
 from controller.core.mergepatch import copy_json, merge_patch
 from controller.core.ports import ClusterError, Conflict, Obj
 
@@ -34,6 +35,11 @@ def rfc3339(seconds: float) -> str:
     if dt.microsecond:
         return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def owner_name(obj: Obj) -> str | None:
+    """The ModelServing a pod or ControllerRevision belongs to (its name label)."""
+    return ((obj.get("metadata") or {}).get("labels") or {}).get(naming.LABEL_NAME)
 
 
 # -- creation ---------------------------------------------------------------------------------------

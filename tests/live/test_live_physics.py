@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from controller.core.ports import NotFound
-from controller.simcluster.database import kubelet as physics
+from controller.simcluster import physics
 from controller.simcluster.database.store import DatabaseCluster
 from controller.simcluster.database.tick import tick
 
@@ -125,7 +125,7 @@ def test_the_kubelet_state_survives_in_the_pod_annotations():
     cluster.create_pod(pod("p-0"))
     run(cluster, 1)
     state = physics.kubelet_state(cluster.get_pod("default", "p-0"))
-    assert state["stage"] == physics.STARTING and state["at"] == pytest.approx(cluster.clock.t + 7)
+    assert state["phase"] == physics.RUNNING and physics.next_at(state) == pytest.approx(cluster.clock.t + 7)
     # A brand-new cluster object (a restarted process) continues from the database alone.
     fresh = DatabaseCluster(cluster.clock, actor="kubelet", config=config())
     cluster.clock.t += 37

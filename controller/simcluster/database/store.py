@@ -17,9 +17,10 @@ same pure functions (``controller.simcluster.objects``), only storing it differs
   ``controller.runtime.enqueue.reconcile_soon``: a deduplicated reconcile after commit), except the
   controller's own status writes (the pass that wrote it already knew).
 
-The kubelet's reactions that the in-memory simulator runs from change listeners (start terminating,
+The kubelet's reactions that the in-memory driver runs from change listeners (start terminating,
 restart a container on an in-place image change, recompute Ready after a readiness gate) are applied
-here in the same write, through ``physics``; timed steps are the tick's job (``tick.py``).
+here in the same write, by the same pure functions (``controller.simcluster.physics``); timed steps
+are the tick's job (``tick.py``). Each pod row's ``next_at`` mirrors the deadline in its kubelet state.
 
 resourceVersion values are ``max(previous + 1, wall-clock microseconds)``: strictly increasing per
 object, and a re-created object never reuses a value its predecessor had, so a stale precondition
@@ -40,13 +41,10 @@ from django.db import IntegrityError, transaction
 from controller.core import naming
 from controller.core.ports import Conflict, NotFound, Obj
 from controller.models import SimClock, SimNode, SimObject, SimTraffic
-from controller.simcluster import objects
+from controller.simcluster import objects, physics
 from controller.simcluster.config import ClusterConfig
-from controller.simcluster.memory.scheduler import pod_gpus
-from controller.simcluster.memory.store import pod_ms_name
-from controller.simcluster.objects import Invalid, rfc3339
+from controller.simcluster.objects import Invalid, owner_name, rfc3339
 
-from . import kubelet as physics
 from .clock import LiveClock, live_clock
 from .config import parse_config
 from .traffic import RedisTraffic
@@ -305,9 +303,9 @@ class DatabaseCluster:
     def create_pod(self, pod: Obj) -> Obj:
         ns, _ = objects.object_key(pod)
         new = objects.new_pod(pod, uid=str(uuid.uuid4()), created=rfc3339(self._now()))
-        new = physics.on_create(new, self._now(), self.config)
-        ms_name = pod_ms_name(new) or ""
-        self._insert(POD, new, ms_name, gpus=pod_gpus(new), next_at=physics.kubelet_state(new).get("at"))
+        new, next_at, _ = physics.on_create(new, self._now(), self.config)
+        ms_name = owner_name(new) or ""
+        self._insert(POD, new, ms_name, gpus=physics.pod_gpus(new), next_at=next_at)
         self._changed(ns, ms_name)
         return new
 
@@ -320,29 +318,28 @@ class DatabaseCluster:
                 return REMOVE  # never bound: no kubelet has to stop anything
             if new is old:
                 return old  # already terminating: deleting again changes nothing
-            return physics.on_delete(new, self._now(), self.config)
+            return physics.on_delete(new, self._now(), self.config).pod
 
         before, after = self.update_pod(namespace, name, terminate)
         if after is not before:
-            self._interrupt_after_commit(namespace, name, "deleted", pod_ms_name(before))
+            self._interrupt_after_commit(namespace, name, "deleted", owner_name(before))
 
     def patch_pod(self, namespace: str, name: str, patch: Obj) -> Obj:
         restarted = []
 
         def apply(old: Obj) -> Obj:
             new = objects.patched_pod(old, patch, f"pod {namespace}/{name}")
-            if (
-                new is not old
-                and (new.get("spec") or {}).get("containers") != (old.get("spec") or {}).get("containers")
-                and not old["metadata"].get("deletionTimestamp")
+            restarted[:] = []  # a lost race re-applies this
+            if new is not old and (new.get("spec") or {}).get("containers") != (old.get("spec") or {}).get(
+                "containers"
             ):
-                new = physics.on_images_changed(old, new, self._now(), self.config)
-                restarted[:] = [True]
+                new, _, stops_serving = physics.on_images_changed(new, self._now(), self.config)
+                restarted[:] = [True] if stops_serving else []
             return new
 
         _, after = self.update_pod(namespace, name, apply)
         if restarted:
-            self._interrupt_after_commit(namespace, name, "container restart", pod_ms_name(after))
+            self._interrupt_after_commit(namespace, name, "container restart", owner_name(after))
         return after
 
     def set_pod_condition(self, namespace: str, name: str, condition: Obj) -> Obj:
@@ -372,9 +369,9 @@ class DatabaseCluster:
                 return old, REMOVE
             if new is old or new == old:
                 return old, old
-            state = physics.kubelet_state(new)
+            next_at = physics.next_at(physics.kubelet_state(new))
             try:
-                out = self._cas(row, new, node=(new.get("spec") or {}).get("nodeName") or "", next_at=state.get("at"))
+                out = self._cas(row, new, node=(new.get("spec") or {}).get("nodeName") or "", next_at=next_at)
             except _Lost:
                 continue
             self._changed(namespace, row.ms_name)
@@ -389,8 +386,8 @@ class DatabaseCluster:
     def kill_pod(self, namespace: str, name: str, message: str) -> Obj:
         """Fault injection: the pod's containers are killed for good (phase Failed; the controller's
         recovery replaces it); the requests in flight on it are interrupted."""
-        _, after = self.update_pod(namespace, name, lambda old: physics.kill(old, self._now(), message))
-        self._interrupt_after_commit(namespace, name, "killed", pod_ms_name(after))
+        _, after = self.update_pod(namespace, name, lambda old: physics.kill(old, self._now(), message).pod)
+        self._interrupt_after_commit(namespace, name, "killed", owner_name(after))
         return after
 
     # -- ControllerRevisions --------------------------------------------------------------------------
@@ -403,7 +400,7 @@ class DatabaseCluster:
     def create_revision(self, revision: Obj) -> Obj:
         ns, _ = objects.object_key(revision)
         new = objects.new_revision(revision, uid=str(uuid.uuid4()), created=rfc3339(self._now()))
-        ms_name = pod_ms_name(new) or ""
+        ms_name = owner_name(new) or ""
         self._insert(REV, new, ms_name)
         self._changed(ns, ms_name)
         return new
@@ -485,7 +482,7 @@ class DatabaseCluster:
         )
         for ns, pod_name, ms_name in victims:
             try:
-                self.update_pod(ns, pod_name, lambda old: physics.fail(old, name))
+                self.update_pod(ns, pod_name, lambda old: physics.node_lost(old, name).pod)
                 self.update_pod(ns, pod_name, lambda old: REMOVE)
             except NotFound:
                 continue

@@ -1,18 +1,21 @@
-"""One step of the live simulated cluster's physics: run by the ``sim_tick`` task every second.
+"""One step of the live simulated cluster: run by the ``sim_tick`` task every second.
 
-1. The kubelet steps that are due (``SimObject.next_at <= now``): pull and start done -> running and
-   loading; load done -> Ready (or a crash and CrashLoopBackOff); terminate done -> removed.
-2. The scheduler: pods whose scheduling delay passed go, oldest first, to the node with the most
-   free GPUs that fits them (kube-scheduler's LeastAllocated; ties go to the earlier node), exactly
-   as ``controller.simcluster.memory.scheduler``; pods that fit nowhere get ``PodScheduled=False,
-   reason=Unschedulable`` with the scheduler's message and are retried on every tick.
+1. The kubelet steps that are due (``SimObject.next_at <= now``): ``physics.advance`` (pull and start
+   done -> running and loading; load done -> Ready, or a crash and CrashLoopBackOff; terminate done
+   -> removed), catching up on several steps after an outage.
+2. The scheduler: pods whose scheduling delay passed go, oldest first, to the node
+   ``physics.place`` picks (the most free GPUs that fit: kube-scheduler's LeastAllocated; ties to
+   the earlier node) and the node's kubelet starts them (``physics.bind`` then ``physics.start``, in
+   one write); pods that fit nowhere get ``physics.unschedulable``'s condition and are retried on
+   every tick.
 3. Traffic (``cluster.traffic.step``, when the cluster was given a ``RedisTraffic``).
 
-Everything read and written is in the database (and Redis for in-flight requests), so a tick may
-run in any worker process; the ``sim_tick`` task (``controller.runtime.periodic``) holds a Redis lock
-so two ticks never overlap. Every write goes through ``DatabaseCluster`` (compare-and-set), so a tick
-racing a reconcile never loses either write, and every change is reported to the cluster's
-``on_change`` (the runtime enqueues a reconcile of its ModelServing).
+The rules are the in-memory driver's (``controller.simcluster.physics``); only the storage and the
+timing differ: everything read and written is in the database (and Redis for in-flight requests),
+so a tick may run in any worker process; the ``sim_tick`` task (``controller.runtime.periodic``)
+holds a Redis lock so two ticks never overlap. Every write goes through ``DatabaseCluster``
+(compare-and-set), so a tick racing a reconcile never loses either write, and every change is
+reported to the cluster's ``on_change`` (the runtime enqueues a reconcile of its ModelServing).
 """
 
 from __future__ import annotations
@@ -23,9 +26,8 @@ from typing import Any
 
 from controller.core.ports import NotFound, Obj
 from controller.models import SimObject
-from controller.simcluster.memory.scheduler import pod_gpus
+from controller.simcluster import physics
 
-from . import kubelet as physics
 from .store import REMOVE, DatabaseCluster
 
 log = logging.getLogger(__name__)
@@ -44,14 +46,12 @@ def tick(cluster: DatabaseCluster, *, now: float | None = None) -> dict[str, Any
     )
     to_schedule: list[tuple[str, str, int, Obj]] = []
     for ns, name, pk, data in due:
-        if physics.kubelet_state(data).get("stage") == physics.SCHEDULE and not (data.get("spec") or {}).get(
-            "nodeName"
-        ):
+        if physics.awaiting_schedule(data):
             to_schedule.append((ns, name, pk, data))
             continue
 
         def step(old: Obj) -> Any:
-            new = physics.advance(old, now, config)
+            new = physics.advance(old, now, config).pod
             return REMOVE if new is None else new
 
         try:
@@ -87,16 +87,11 @@ def _schedule(
     config = cluster.config
     # Oldest first (creation order), like the scheduler's queue.
     for ns, name, pk, data in sorted(pending, key=lambda item: item[2]):
-        need = pod_gpus(data)
-        best, best_free, most_free = None, -1, 0
-        for node in nodes:
-            free = node.gpus - used.get(node.name, 0)
-            most_free = max(most_free, free)
-            if free >= need and free > best_free:
-                best, best_free = node, free
+        need = physics.pod_gpus(data)
+        best_name, most_free = physics.place([(n.name, n.gpus - used.get(n.name, 0)) for n in nodes], need)
         uid = data["metadata"].get("uid")
 
-        if best is None:
+        if best_name is None:
             node_count = len(nodes)
 
             def mark(old: Obj, n=node_count, need=need, most_free=most_free) -> Obj:
@@ -108,6 +103,7 @@ def _schedule(
                 pass
             report["unschedulable"] += 1
             continue
+        best = next(n for n in nodes if n.name == best_name)
 
         def bind(old: Obj, node=best, pk=pk, uid=uid) -> Obj:
             if (
@@ -116,7 +112,9 @@ def _schedule(
                 or old["metadata"].get("deletionTimestamp")
             ):
                 return old
-            return physics.on_bind(old, now, config, node.name, node.ip, physics.pod_ip(pk))
+            # Bound, and started at once by the node's kubelet (one write).
+            bound = physics.bind(old, now, node.name, node.ip, physics.pod_ip(pk))
+            return physics.start(bound, now, config).pod
 
         try:
             before, after = cluster.update_pod(ns, name, bind)

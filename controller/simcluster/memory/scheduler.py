@@ -1,59 +1,32 @@
-"""The simulated kube-scheduler: places pending pods on nodes by ``nvidia.com/gpu``.
+"""The in-memory driver's kube-scheduler: places pending pods on nodes by ``nvidia.com/gpu``.
 
-A new pod is considered ``schedule`` seconds (drawn per pod) after it is created. It goes to the
-node with the most free GPUs that fits it (kube-scheduler's default LeastAllocated scoring; ties go
-to the earlier node), which spreads a rollout's pods. When no node fits, the pod stays Pending with
-``PodScheduled=False, reason=Unschedulable`` and a message in kube-scheduler's words, e.g. on three
-full 2-GPU nodes: ``0/3 nodes are available: 3 Insufficient nvidia.com/gpu (pod needs 1 free
-nvidia.com/gpu; the most free on one node is 0)``. Unschedulable pods are retried, oldest first,
-whenever capacity appears (a bound pod is finally removed, or a node is added): like the real
-scheduler's unschedulable queue, no polling.
-
-GPU accounting is kept incrementally (bind: +n on the node; final removal of a bound pod: -n), so
-a placement costs O(nodes), not O(pods). A terminating pod keeps its GPUs until it is removed.
+The rules are ``controller.simcluster.physics``'s (shared with the database driver's tick): a new
+pod is considered ``physics.schedule_delay`` after it is created and goes to the node
+``physics.place`` picks (the most free GPUs that fit: LeastAllocated, ties to the earlier node);
+when none fits it stays Pending with ``physics.unschedulable``'s condition and message. What is
+particular to this driver is kept here: a timer per new pod, an incremental count of the GPUs held
+per node (bind: +n on the node; final removal of a bound pod: -n; a terminating pod keeps its GPUs
+until it is removed), so a placement costs O(nodes), and a queue of unschedulable pods retried,
+oldest first, as soon as capacity appears (a bound pod is removed, a node is added), like the real
+scheduler's unschedulable queue: no polling. Pod IPs are handed out in binding order.
 """
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable
-
 from controller.core import naming
 from controller.core.ports import NotFound, Obj
 
+from .. import physics
 from ..config import ClusterConfig
 from .clock import EventLoop
-from .store import Change, InMemoryStore, rfc3339
-
-
-def pod_gpus(pod: Obj) -> int:
-    """GPUs a pod needs: the sum over its containers of the GPU request (the limit when no request).
-
-    Example: containers with limits {"nvidia.com/gpu": "1"} and {"nvidia.com/gpu": "2"} need 3.
-    Init containers run before the others, so they add only what exceeds the regular sum.
-    """
-    spec = pod.get("spec") or {}
-
-    def need(container: Obj) -> int:
-        res = container.get("resources") or {}
-        value = (res.get("requests") or {}).get(naming.GPU_RESOURCE)
-        if value is None:
-            value = (res.get("limits") or {}).get(naming.GPU_RESOURCE)
-        return int(value or 0)
-
-    regular = sum(need(c) for c in spec.get("containers") or [])
-    init = max((need(c) for c in spec.get("initContainers") or []), default=0)
-    return max(regular, init)
+from .store import Change, InMemoryStore
 
 
 class Scheduler:
-    def __init__(
-        self, store: InMemoryStore, loop: EventLoop, config: ClusterConfig, rng_for: Callable[[Obj, str], random.Random]
-    ) -> None:
+    def __init__(self, store: InMemoryStore, loop: EventLoop, config: ClusterConfig) -> None:
         self.store = store
         self.loop = loop
         self.config = config
-        self.rng_for = rng_for
         self.used: dict[str, int] = {}  # node name -> GPUs held by bound pods
         self._unschedulable: dict[tuple[str, str], str] = {}  # (ns, name) -> uid, in arrival order
         self._retry_scheduled = False
@@ -77,14 +50,14 @@ class Scheduler:
         if change.kind == "Pod":
             if change.type == "ADDED":
                 pod = change.obj
-                delay = self.config.timing["schedule"].draw(self.rng_for(pod, "schedule"))
                 uid = pod["metadata"]["uid"]
+                delay = physics.schedule_delay(pod, self.config)
                 self.loop.call_later(delay, lambda: self._attempt(change.namespace, change.name, uid))
             elif change.type == "DELETED":
                 node = (change.old.get("spec") or {}).get("nodeName")
                 self._unschedulable.pop((change.namespace, change.name), None)
                 if node:
-                    self.used[node] = self.used.get(node, 0) - pod_gpus(change.old)
+                    self.used[node] = self.used.get(node, 0) - physics.pod_gpus(change.old)
                     self._schedule_retry()
         elif change.kind == "Node":
             if change.type == "ADDED":
@@ -100,69 +73,36 @@ class Scheduler:
     def _retry(self) -> None:
         self._retry_scheduled = False
         for (ns, name), uid in list(self._unschedulable.items()):
-            self._attempt(ns, name, uid, retry=True)
+            self._attempt(ns, name, uid)
 
     # -- placement ------------------------------------------------------------------------------
 
-    def _attempt(self, namespace: str, name: str, uid: str, *, retry: bool = False) -> None:
+    def _attempt(self, namespace: str, name: str, uid: str) -> None:
         pod = self.store.peek_pod(namespace, name)
         if pod is None or pod["metadata"].get("uid") != uid or (pod.get("spec") or {}).get("nodeName"):
             self._unschedulable.pop((namespace, name), None)
             return
         if pod["metadata"].get("deletionTimestamp"):
             return
-        need = pod_gpus(pod)
+        need = physics.pod_gpus(pod)
         nodes = self.store.list_nodes()
-        best, best_free = None, -1
-        most_free = 0
-        for node in nodes:
-            node_name = node["metadata"]["name"]
-            free = self.capacity(node) - self.used.get(node_name, 0)
-            most_free = max(most_free, free)
-            if free >= need and free > best_free:
-                best, best_free = node, free
-        status = dict(pod.get("status") or {})
-        now = rfc3339(self.loop.now())
+        free = [(n["metadata"]["name"], self.capacity(n) - self.used.get(n["metadata"]["name"], 0)) for n in nodes]
+        best, most_free = physics.place(free, need)
+        now = self.loop.now()
         if best is None:
             # Stays queued; the status says why (written once: an unchanged status is a no-op).
             self._unschedulable[(namespace, name)] = uid
-            n = len(nodes)
-            message = (
-                f"0/{n} nodes are available: {n} Insufficient {naming.GPU_RESOURCE} "
-                f"(pod needs {need} free {naming.GPU_RESOURCE}; the most free on one node is {most_free})"
-            )
-            cond = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
-            conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
-            old = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
-            if old and old.get("status") == "False" and old.get("message") == message:
-                return
-            cond["lastTransitionTime"] = (
-                now if not old or old.get("status") != "False" else old.get("lastTransitionTime", now)
-            )
-            self.store.write_pod_status(
-                namespace, name, {**status, "phase": "Pending", "conditions": [cond, *conditions]}, uid=uid
-            )
+            waiting = physics.unschedulable(pod, now, len(nodes), need, most_free)
+            if waiting is not pod:
+                self.store.write_pod_status(namespace, name, waiting["status"], uid=uid)
             return
         self._unschedulable.pop((namespace, name), None)
-        node_name = best["metadata"]["name"]
-        self.used[node_name] = self.used.get(node_name, 0) + need
-        host_ip = next((a["address"] for a in best["status"].get("addresses", []) if a.get("type") == "InternalIP"), "")
+        node = self.store.get_node(best)
+        self.used[best] = self.used.get(best, 0) + need
+        host_ip = next((a["address"] for a in node["status"].get("addresses", []) if a.get("type") == "InternalIP"), "")
         self._pod_ips += 1
-        n = self._pod_ips
-        # Pod IPs from 10.128.0.0/9 in binding order: 10.128.0.1, 10.128.0.2, ..., 10.128.1.0, ...
-        pod_ip = f"10.{128 + (n >> 16) % 128}.{(n >> 8) & 255}.{n & 255}"
-        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
-        conditions.insert(0, {"type": "PodScheduled", "status": "True", "lastTransitionTime": now})
-        new_status = {
-            **status,
-            "phase": "Pending",
-            "conditions": conditions,
-            "hostIP": host_ip,
-            "podIP": pod_ip,
-            "podIPs": [{"ip": pod_ip}],
-            "startTime": now,
-        }
+        bound = physics.bind(pod, now, best, host_ip, physics.pod_ip(self._pod_ips))
         try:
-            self.store.bind_pod(namespace, name, node_name, uid=uid, status=new_status)
+            self.store.bind_pod(namespace, name, best, uid=uid, status=bound["status"])
         except NotFound:
-            self.used[node_name] -= need
+            self.used[best] -= need
