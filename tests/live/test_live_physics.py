@@ -131,3 +131,35 @@ def test_the_kubelet_state_survives_in_the_pod_annotations():
     cluster.clock.t += 37
     tick(fresh)
     assert is_ready(fresh.get_pod("default", "p-0"))
+
+
+def test_pods_written_with_the_previous_kubelet_state_keep_going_after_the_upgrade():
+    import importlib
+    import json
+
+    upgrade = importlib.import_module("controller.migrations.0002_kubelet_state_per_container")
+    cluster = make()
+    cluster.create_pod(pod("p-0"))
+    run(cluster, 1)
+    bound = cluster.get_pod("default", "p-0")
+    # The previous shape: one stage for the whole pod, loading since t+8, Ready due at t+38.
+    t = cluster.clock.t
+    legacy = {"stage": "loading", "at": t + 37, "attempt": 1, "running": {"engine": "engine:v1"}, "restarts": {}}
+    state = upgrade.convert(legacy, bound)
+    assert physics.next_at(state) == t + 37
+    assert json.loads(json.dumps(state)) == state
+    # The migration rewrites the stored pods; the next tick continues from there.
+    from django.apps import apps
+
+    cluster.update_pod("default", "p-0", lambda old: {**old, "metadata": legacy_metadata(old, legacy)})
+    upgrade.forwards(apps, None)
+    cluster.clock.t = t + 37
+    tick(cluster)
+    assert is_ready(cluster.get_pod("default", "p-0"))
+
+
+def legacy_metadata(pod, state):
+    import json
+
+    annotations = {**pod["metadata"].get("annotations", {}), physics.ANNOTATION_KUBELET: json.dumps(state)}
+    return {**pod["metadata"], "annotations": annotations}
