@@ -67,7 +67,7 @@ def tick(cluster: DatabaseCluster, *, now: float | None = None) -> dict[str, Any
     if to_schedule:
         _schedule(cluster, to_schedule, now, report)
     if cluster.traffic is not None:
-        report["traffic"] = cluster.traffic.step(now)
+        report["traffic"] = cluster.traffic.step(now, config)
     report["seconds"] = round(time.perf_counter() - started, 4)
     return report
 

@@ -8,11 +8,13 @@ time, from which each tick finishes the requests that ended.
 
 Per tick, for every ``SimTraffic`` row with ``rps > 0``: the number of arrivals since the last tick
 is drawn from a Poisson distribution (mean ``rps * elapsed``; at rps 20 and a 1 s tick, 20 on
-average), each arrival goes to the routable entry pod (Ready, not terminating, not draining) with the
-fewest requests in flight (ties: pod name), like Kthena's least-request router, and keeps it busy for
-a duration drawn from ``[duration_low, duration_high]``. With no routable pod the request is
-rejected. When a busy pod stops serving (deleted, container restarted, node failed) its requests
-are interrupted and counted.
+average), each with a duration drawn from ``[duration_low, duration_high]``. Where a request goes,
+how long it keeps its pod busy and which requests a stopping pod interrupts are the rules of
+``controller.simcluster.routing`` (the in-memory router's too): the least busy routable entry pod,
+rejected when there is none; a pod that stops serving (deleted, container restarted, node failed,
+killed) interrupts the requests of its engine. Sent, completed, interrupted and rejected requests
+are counted in the ``SimTraffic`` row (an error answer counts as completed: the live app keeps no
+per-request records yet).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from django.db.models import F
 
 from controller.core.ports import Obj
 from controller.models import SimObject, SimTraffic
-from controller.simcluster.memory.router import is_entry, is_routable
+from controller.simcluster import routing
+from controller.simcluster.config import ClusterConfig
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +73,9 @@ class RedisTraffic:
         return f"{self.key_prefix}sim:requests:{field(namespace, pod)}"
 
     def interrupt(self, namespace: str, pod: str, reason: str = "", *, ms_name: str | None = None) -> int:
-        """The pod stopped serving: its requests in flight are interrupted. Returns how many."""
+        """The pod stopped serving: the requests in flight on its engine (``routing.engine_entry``)
+        are interrupted. Returns how many."""
+        pod = routing.engine_entry(pod)
         client = self.client
         try:
             pipe = client.pipeline()
@@ -95,13 +100,13 @@ class RedisTraffic:
             return {}
         return {p: int(v) for p, v in zip(pods, values) if v is not None and int(v) > 0}
 
-    def step(self, now: float) -> dict[str, int]:
+    def step(self, now: float, config: ClusterConfig) -> dict[str, int]:
         """Finish ended requests and send new ones. Returns counts for the tick's report."""
         report = {"finished": 0, "sent": 0, "rejected": 0}
         try:
             report["finished"] = self._finish(now)
             for t in SimTraffic.objects.filter(rps__gt=0):
-                sent, rejected = self._arrivals(t, now)
+                sent, rejected = self._arrivals(t, now, config)
                 report["sent"] += sent
                 report["rejected"] += rejected
         except redis.RedisError as exc:
@@ -143,7 +148,7 @@ class RedisTraffic:
                 SimTraffic.objects.filter(namespace=ns, name=ms).update(completed=F("completed") + n)
         return total
 
-    def _arrivals(self, t: SimTraffic, now: float) -> tuple[int, int]:
+    def _arrivals(self, t: SimTraffic, now: float, config: ClusterConfig) -> tuple[int, int]:
         start = t.generated_until if t.generated_until is not None else now
         start = max(start, now - MAX_BACKLOG_SECONDS)
         elapsed = now - start
@@ -164,10 +169,11 @@ class RedisTraffic:
             for i in range(n):
                 arrival = start + rng.random() * elapsed
                 duration = rng.uniform(t.duration_low, max(t.duration_high, t.duration_low))
-                pod = min(names, key=lambda p: (counts[p], p))
-                counts[pod] += 1
+                pod = routing.pick(pods, lambda p: counts[p["metadata"]["name"]])
+                request = routing.send(i, arrival, duration, pod, config, rng)
+                counts[request.pod] += 1
                 member = f"{arrival:.6f}:{i}:{rng.getrandbits(32)}"
-                pipe.zadd(self.requests_key(t.namespace, pod), {member: arrival + duration})
+                pipe.zadd(self.requests_key(t.namespace, request.pod), {member: arrival + request.busy})
             for pod in names:
                 if counts[pod]:
                     pipe.hset(self.inflight_key, field(t.namespace, pod), counts[pod])
@@ -182,4 +188,4 @@ def routable_entry_pods(namespace: str, ms_name: str) -> list[Obj]:
     pods = SimObject.objects.filter(kind=SimObject.KIND_POD, namespace=namespace, ms_name=ms_name).values_list(
         "data", flat=True
     )
-    return [p for p in pods if is_entry(p) and is_routable(p)]
+    return routing.routable_entries(pods)
