@@ -26,11 +26,13 @@ The run ends at ``until``, or once every event has run and the workload has stay
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from controller.core import naming, workqueue
 from controller.core.ports import ClusterError, NotFound, Obj
 
+from .convergence import is_converged
 from .memory.cluster import SimCluster
 from .memory.store import Change
 from .scenario import MANIFEST_EVENTS, Event, Scenario, control_patch
@@ -143,6 +145,9 @@ class Runner:
         self.last_event_at = max((e.at for e in scenario.events), default=0.0)
         self._end_timer = None
         self._parse_cache: dict[tuple[str, str], Any] = {}  # per run: UIDs repeat across runs of one seed
+        # Called after every pass that produced a view, with (time, view), once convergence is
+        # decided for it: how the preview records its timeline.
+        self.on_pass: list[Callable[[float, dict[str, Any]], None]] = []
         self.store.add_listener(self._on_change)
 
     # -- controller ---------------------------------------------------------------------------------
@@ -203,6 +208,8 @@ class Runner:
         if view:
             self.trace.offer_frame(now, view, result.blocked)
             self._check_convergence(view)
+            for observer in self.on_pass:
+                observer(now, view)
         return True, result.requeue_after
 
     def _view_now(self, ns: str, name: str) -> dict[str, Any] | None:
@@ -241,6 +248,11 @@ class Runner:
         self.converged = conv
         self._maybe_schedule_end()
 
+    def forget_convergence(self) -> None:
+        """After a change made from outside the scenario (the preview's): the next pass decides anew,
+        and ``converged_at`` is the time of the first converged pass after the change."""
+        self.converged, self.converged_at = False, None
+
     def _maybe_schedule_end(self) -> None:
         if not self.converged or self.events_left > 0 or self.converged_at is None:
             return
@@ -258,16 +270,21 @@ class Runner:
 
     # -- events -----------------------------------------------------------------------------------
 
+    def as_operator(self, write: Callable[[], Any]) -> Any:
+        """Run ``write`` (store calls) as the operator: the changes it makes wake the controller."""
+        previous, self.store.actor = self.store.actor, "operator"
+        try:
+            return write()
+        finally:
+            self.store.actor = previous
+
     def _apply_event(self, e: Event) -> None:
         self.events_left -= 1
         error = None
-        previous, self.store.actor = self.store.actor, "operator"
         try:
-            error = self._do(e)
+            error = self.as_operator(lambda: self._do(e))
         except (ClusterError, ValueError) as exc:
             error = f"{type(exc).__name__}: {exc}"
-        finally:
-            self.store.actor = previous
         self.trace.event(self.loop.now(), e.describe(), error=error)
         self._maybe_schedule_end()
 
@@ -362,80 +379,6 @@ def _matches(pod: Obj, args: dict[str, Any]) -> bool:
         return False
     if "instance" in args and str(labels.get(naming.LABEL_ROLE_ORDINAL)) != str(args["instance"]):
         return False
-    return True
-
-
-def is_converged(
-    ms: Obj,
-    view: dict[str, Any],
-    revisions: list[Obj] | None = None,
-    *,
-    cache: dict[tuple[str, str], Any] | None = None,
-) -> bool:
-    """scenarios.md: the update revision runs on every instance outside the partition, every instance
-    is Ready, nothing is draining or deleting; plus: the controller observed the latest generation
-    and exactly the desired instances exist (no leftover surge, no missing instance).
-
-    Example: replicas 5, partition 3, one role with 1 instance: groups 3 and 4 must run the update
-    revision; groups 0-2 may run any revision; all five must be Ready.
-
-    Under role-level strategies an unchanged role is not replaced (its pods keep the revision label
-    they were created with), and it does run the update revision's template for that role: so an
-    instance counts as updated when its revision's role template equals the update revision's
-    (same role hash), read from the stored revisions.
-    """
-    from controller.core import strategy
-    from controller.core.revisions import History, role_hashes
-    from controller.core.spec import ValidationError, parse_modelserving
-
-    meta = ms.get("metadata") or {}
-    if (ms.get("status") or {}).get("observedGeneration") != meta.get("generation"):
-        return False
-    instances = view.get("instances") or []
-    # Cheap test first: during a rollout most passes end here, before any parsing.
-    if any(inst.get("state") != "Ready" or inst.get("draining") or inst.get("surge") for inst in instances):
-        return False
-    key = (meta.get("uid", ""), meta.get("resourceVersion", ""))
-    cache = {} if cache is None else cache
-    parsed = cache.get(key)
-    if parsed is None:
-        try:
-            spec = parse_modelserving(ms)
-        except ValidationError:
-            return False
-        parsed = (spec, strategy.resolve(spec))
-        cache.clear()
-        cache[key] = parsed
-    spec, eff = parsed
-    update = view.get("updateRevision")
-    expected = {(g, r.name, o) for g in range(spec.replicas) for r in spec.roles for o in range(r.replicas)}
-    if len(instances) != len(expected):
-        return False
-    pods_per = {r.name: r.pods_per_instance for r in spec.roles}
-    history = History.from_objects(revisions or []) if spec.role_level else None
-
-    def same_role_template(revision: str, role: str) -> bool:
-        if history is None:
-            return False
-        have, want = history.data_of(revision), history.data_of(update)
-        if have is None or want is None:
-            return False
-        return role_hashes(have).get(role) == role_hashes(want).get(role) is not None
-
-    for inst in instances:
-        k = (inst.get("group"), inst.get("role"), inst.get("ordinal"))
-        if k not in expected:
-            return False
-        if inst.get("state") != "Ready" or inst.get("draining") or inst.get("surge"):
-            return False
-        if inst.get("readyPods") != pods_per[k[1]] or inst.get("pods") != pods_per[k[1]]:
-            return False
-        if spec.role_level:
-            protected = k[2] < eff.roles[k[1]].partition.count
-        else:
-            protected = k[0] < eff.group.partition.count
-        if not protected and inst.get("revision") != update and not same_role_template(inst.get("revision"), k[1]):
-            return False
     return True
 
 
