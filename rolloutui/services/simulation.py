@@ -32,7 +32,6 @@ from .cluster import backend_name
 from .controls import ControlDenied, audit, check_permission, check_reason, check_source
 
 
-
 def _sim_cluster() -> DatabaseCluster:
     if backend_name() != "sim":
         raise ControlError(

@@ -2,7 +2,7 @@
 
 Runs the real controller against the embedded simulated cluster on a virtual clock (no Redis,
 Celery or network) and writes the trace. Exit 0 when the run completed; 2 with a one-line error
-naming the field for an invalid scenario or manifest. A thin caller of ``controller.sim``.
+naming the field for an invalid scenario or manifest. A thin caller of ``controller.simcluster``.
 """
 
 from __future__ import annotations
