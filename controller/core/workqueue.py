@@ -6,7 +6,10 @@ Pure decisions shared by both queues that run passes: the live app's Celery task
 state where it must (Redis, memory); what to do with it is decided here, once:
 
 - a change asks for a pass ``COALESCE_SECONDS`` later, and a pass already queued at or before that
-  time covers it (``already_queued``): ten pod changes within 5 ms make one pass;
+  time covers it (``already_queued``): ten pod changes within 5 ms make one pass. (The Celery side
+  sends at once, after the change commits, and coalesces by its "queued" flag instead: while one
+  message waits in the broker, further changes queue nothing; a timed wake-up is covered by one
+  already due no later, ``already_queued`` again);
 - every ModelServing is queued again every ``RESYNC_SECONDS`` (the safety net for a lost wake-up);
 - a pass's own ``requeue_after`` (a drain timeout, ...) is honoured, never sooner than the
   coalescing delay (``requeue_seconds``);
