@@ -60,7 +60,7 @@ CHROMIUM_ARGS = [
 SEED = """
 from django.contrib.auth.models import Group, User
 from controller.core.ports import Conflict
-from controller.live.enqueue import send
+from controller.runtime.enqueue import send
 from rolloutui.services import cluster
 u, _ = User.objects.get_or_create(username={user!r})
 u.set_password({password!r}); u.save(); u.groups.add(Group.objects.get(name="operators"))

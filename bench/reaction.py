@@ -4,7 +4,7 @@
 
 Real processes: a private Redis, a file SQLite database, and a real ``celery worker`` (concurrency
 2) running ``controller.tasks.reconcile``. This process plays the simulated cluster's clock: it runs
-``controller.live.tick.tick`` itself (every phase timing is 0, so each tick moves pods one step), so
+``controller.simcluster.database.tick.tick`` itself (every phase timing is 0, so each tick moves pods one step), so
 it knows the exact moment a pod became Ready: the kubelet's write, stamped ``SimObject.written_at``.
 
 Reaction latency = (the first pod write by the controller after that moment: a drain mark, a delete,
@@ -71,11 +71,13 @@ def _pct(values: list[float], q: float) -> float:
 
 class Bench:
     def __init__(self, env) -> None:
-        from controller.live.store import DatabaseCluster
-        from controller.live.tick import tick
+        from controller.runtime.backend import sim_cluster
+        from controller.simcluster.database.tick import tick
 
         self.env = env
-        self.cluster = DatabaseCluster(actor="kubelet")
+        # Wired like the sim_tick task's cluster: every change enqueues a reconcile. No traffic.
+        self.cluster = sim_cluster(actor="kubelet")
+        self.cluster.traffic = None
         self.tick = tick
         import redis
         from django.conf import settings
@@ -83,7 +85,7 @@ class Bench:
         self.broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
 
     def step(self) -> dict:
-        return self.tick(self.cluster, with_traffic=False)
+        return self.tick(self.cluster)
 
     def quiet(self, name: str, timeout: float = 3.0) -> None:
         """Wait until the controller is idle for this ModelServing: no pass running, none queued.
@@ -92,7 +94,7 @@ class Bench:
         one still runs, so a sample would measure "wait for the previous pass" as well. On a real or
         demo cluster pod events are seconds apart; measuring from an idle controller is that case.
         """
-        from controller.live import redisconn
+        from controller.runtime import redisconn
 
         client = redisconn.state_redis()
         broker = self.broker
@@ -112,7 +114,7 @@ class Bench:
         )
 
     def state(self, name: str) -> dict:
-        from controller.live.state import current_state
+        from controller.runtime.state import current_state
 
         return current_state("bench", name)
 
@@ -196,8 +198,8 @@ def main(argv: list[str]) -> int:
         django.setup()
         from django.contrib.auth.models import Group, User
 
-        from controller.live.store import DatabaseCluster
         from controller.models import SimClock
+        from controller.runtime.backend import sim_cluster
 
         SimClock.objects.update_or_create(
             pk=1,
@@ -210,7 +212,7 @@ def main(argv: list[str]) -> int:
         )
         user, _ = User.objects.get_or_create(username="bench")
         user.groups.add(Group.objects.get(name="operators"))
-        operator = DatabaseCluster(actor="operator")
+        operator = sim_cluster(actor="operator")
         for _ in range(4):
             operator.add_node(0)
         worker = env.start_worker("worker", concurrency=2)

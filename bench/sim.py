@@ -26,8 +26,8 @@ import os
 import time
 from pathlib import Path
 
-from controller.sim.runner import Runner
-from controller.sim.scenario import load_scenario, parse_scenario
+from controller.simcluster.runner import Runner
+from controller.simcluster.scenario import load_scenario, parse_scenario
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("ROLLOUTUI_SHARED", REPO.parent / "shared")) / "scenarios"

@@ -1,4 +1,4 @@
-"""Database rows of the simulated cluster used by the live app (``controller.live``).
+"""Database rows of the simulated cluster used by the live app (``controller.simcluster.database``).
 
 The live app's simulated cluster keeps ALL of its state here, so restarting every process (web,
 worker, beat) loses nothing: the objects, the nodes, the clock and each pod's kubelet deadlines

@@ -1,363 +1,42 @@
-"""The controller as Celery tasks: reconcile, periodic resync, and the simulated cluster's clock.
+"""The controller's Celery tasks: thin wrappers around ``controller.runtime``.
 
-``reconcile_modelserving(namespace, name)`` (task name ``controller.tasks.reconcile``, sent to the
-queue ``reconcile``: what the Kubernetes watch process sends, see ``controller/k8s/__main__.py``):
+The task names are a contract (the Kubernetes watch process and ``controller.runtime.enqueue``
+send by name; beat schedules by name), so they are spelled out here:
 
-1. deletes the "queued" flag (see ``controller.live.enqueue``) before reading anything, so a change
-   made from now on queues another pass;
-2. takes the ModelServing's Redis lock (``controller.live.locks``): two workers never reconcile the
-   same ModelServing at once; if it is taken, it marks the holder "dirty" (the holder runs once
-   more) and returns;
-3. runs one level-triggered ``controller.core.reconcile.reconcile`` pass (nothing is kept in memory:
-   a worker killed mid-way loses nothing, the next pass starts from the cluster again);
-4. records Prometheus metrics, publishes the state to the ModelServing's Channels group, samples
-   the progress history, and schedules itself at ``requeue_after`` (a drain timeout).
+- ``controller.tasks.reconcile(namespace, name)``, on the queue ``reconcile``: one reconcile pass of
+  one ModelServing (``controller.runtime.reconciler.run_reconcile``: lock, pass, publish, requeue);
+- ``controller.tasks.resync()`` every 30 s: enqueue every ModelServing
+  (``controller.runtime.periodic.resync``);
+- ``controller.tasks.sim_tick()`` every second: one step of the simulated cluster's physics
+  (``controller.runtime.periodic.sim_tick``).
 
-``resync()`` every 30 s enqueues every ModelServing (the safety net for any lost message).
-``sim_tick()`` every second advances the live simulated cluster (``controller.live.tick``).
-Both are registered on the Celery app's beat schedule from here, so no settings entry is needed.
+Both periodic tasks are registered on the Celery app's beat schedule from here, so no settings
+entry is needed.
 """
 
 from __future__ import annotations
 
 import logging
-import random
-import threading
-import time
 from typing import Any
 
-import redis
 from celery import current_app, shared_task
-from django.conf import settings
 
-from controller.core.ports import ClusterError, NotFound
-from controller.core.reconcile import reconcile
-from controller.live import enqueue, redisconn
-from controller.live.backend import backend_name, get_clock, get_cluster, get_router
-from controller.live.locks import ReconcileLock, SimpleLock
-from controller.live.publish import publish_state
-from controller.models import ProgressSample, SimObject
-
-log = logging.getLogger(__name__)
-
-RESYNC_SECONDS = 30.0
-TICK_SECONDS = 1.0
-# Passes run back to back for one task when reconciles keep being requested while it runs; after
-# that the task hands over to a fresh message (fairness to other ModelServings in the queue).
-MAX_RERUNS = 20
-# Progress history: at most one sample per ModelServing per this many wall seconds, keeping the
-# newest MAX_SAMPLES (one hour at one a second).
-SAMPLE_EVERY_SECONDS = 1.0
-MAX_SAMPLES = 3600
-BACKOFF_START, BACKOFF_MAX = 0.1, 10.0
-
-
-# -- reconcile ---------------------------------------------------------------------------------------
+from controller.runtime import periodic, reconciler
 
 
 @shared_task(name="controller.tasks.reconcile", ignore_result=True)
 def reconcile_modelserving(namespace: str, name: str) -> dict[str, Any]:
-    return run_reconcile(namespace, name)
-
-
-def run_reconcile(namespace: str, name: str) -> dict[str, Any]:
-    client = redisconn.state_redis()
-    if client is None:
-        return _run_in_process(namespace, name)
-    try:
-        client.delete(enqueue.queued_key(namespace, name))
-        lock = ReconcileLock(client, f"{namespace}/{name}")
-        acquired = lock.acquire_or_mark()
-    except redis.RedisError as exc:
-        # Without Redis there is no lock; the resync retries once Redis is back.
-        log.warning("reconcile of %s/%s skipped: Redis unavailable (%s)", namespace, name, exc)
-        return {"skipped": "redis unavailable"}
-    if not acquired:
-        _retry_when_lock_expires(client, lock, namespace, name)
-        return {"skipped": "locked"}
-    passes = 0
-    try:
-        while True:
-            outcome = _one_pass(namespace, name, client, holder=lock.token)
-            passes += 1
-            if passes >= MAX_RERUNS:
-                lock.release()
-                enqueue.send(namespace, name)
-                break
-            if not lock.release_or_rerun():
-                break
-    except BaseException:
-        lock.release()
-        raise
-    return {**outcome, "passes": passes}
-
-
-_local = threading.local()
-
-
-def _run_in_process(namespace: str, name: str) -> dict[str, Any]:
-    """No Redis (unit tests, eager mode): an in-thread guard instead of the Redis lock, so a pass
-    whose writes enqueue a reconcile inline does not recurse, it marks itself to run again."""
-    running: dict[tuple[str, str], bool] = _local.__dict__.setdefault("running", {})
-    key = (namespace, name)
-    if key in running:
-        running[key] = True
-        return {"skipped": "running"}
-    running[key] = False
-    outcome: dict[str, Any] = {}
-    try:
-        for _ in range(MAX_RERUNS):
-            outcome = _one_pass(namespace, name, None, holder="local")
-            if not running[key]:
-                break
-            running[key] = False
-    finally:
-        del running[key]
-    return outcome
-
-
-def _retry_when_lock_expires(client: redis.Redis, lock: ReconcileLock, namespace: str, name: str) -> None:
-    # The holder runs again because of the dirty mark; but if the holder died, nobody would until
-    # the resync. One delayed retry per lock lifetime covers that case.
-    try:
-        remaining = lock.remaining_ms()
-        if remaining and client.set(redisconn.key("retry", f"{namespace}/{name}"), "1", nx=True, px=remaining + 200):
-            enqueue.send(namespace, name, countdown=remaining / 1000 + 0.05, dedupe=False)
-    except redis.RedisError:
-        pass
-
-
-def _one_pass(namespace: str, name: str, client: redis.Redis | None, *, holder: str) -> dict[str, Any]:
-    from rolloutui import metrics
-
-    _audit_holder(client, namespace, name, holder, "start")
-    cluster = get_cluster(actor="controller")
-    clock = get_clock()
-    started = time.perf_counter()
-    try:
-        result = reconcile(cluster, get_router(), clock, namespace, name)
-    except Exception as exc:  # a lost race beyond retries, a cluster error, or a bug: back off
-        metrics.observe_reconcile(
-            "conflict" if "Conflict" in type(exc).__name__ else "error", time.perf_counter() - started
-        )
-        log.exception("reconcile of %s/%s failed", namespace, name)
-        _backoff(client, namespace, name)
-        return {"error": f"{type(exc).__name__}: {exc}"}
-    finally:
-        _audit_holder(client, namespace, name, holder, "end")
-    if not result.found:
-        metrics.observe_reconcile("not_found", result.duration_seconds)
-        publish_state(namespace, name, {"namespace": namespace, "name": name, "deleted": True})
-        return {"found": False}
-    metrics.observe_reconcile("error" if result.error else "ok", result.duration_seconds)
-    _clear_backoff(client, namespace, name)
-    for role in result.status.get("roles") or []:
-        metrics.set_rollout_progress(namespace, name, role.get("name", ""), float(role.get("progress") or 0.0))
-    _maybe_queue_depth(client)
-    publish_state(namespace, name, result.view)
-    sample_progress(namespace, name, result.status, clock.now(), client)
-    if result.requeue_after is not None:
-        _requeue(client, namespace, name, clock.to_wall_seconds(max(float(result.requeue_after), 0.0)))
-    return {
-        "found": True,
-        "actions": [a.to_trace() for a in result.actions],
-        "seconds": round(result.duration_seconds, 4),
-    }
-
-
-def _audit_holder(client: redis.Redis | None, namespace: str, name: str, holder: str, what: str) -> None:
-    """Optional trace of who reconciled what when (``ROLLOUTUI_LOCK_AUDIT=1``): the integration
-    tests read it to prove that no two passes of one ModelServing overlapped."""
-    if client is None or not (getattr(settings, "ROLLOUTUI_LOCK_AUDIT", None) or _env_flag("ROLLOUTUI_LOCK_AUDIT")):
-        return
-    import os
-
-    try:
-        client.rpush(redisconn.key("audit", f"{namespace}/{name}"), f"{what} {holder} {os.getpid()} {time.time():.6f}")
-    except redis.RedisError:
-        pass
-
-
-def _env_flag(name: str) -> bool:
-    import os
-
-    return os.environ.get(name, "") == "1"
-
-
-def _requeue(client: redis.Redis | None, namespace: str, name: str, wall_seconds: float) -> None:
-    """A timed wake-up (drain timeout). Deduplicated: a wake-up already due earlier covers it."""
-    due = time.time() + wall_seconds
-    if client is not None:
-        key = redisconn.key("requeue", f"{namespace}/{name}")
-        try:
-            current = client.get(key)
-            if current is not None and float(current) <= due + 0.05 and float(current) > time.time():
-                return
-            client.set(key, f"{due:.3f}", px=int(wall_seconds * 1000) + 1000)
-        except (redis.RedisError, ValueError):
-            pass
-    enqueue.send(namespace, name, countdown=max(wall_seconds, 0.005), dedupe=False)
-
-
-def _backoff(client: redis.Redis | None, namespace: str, name: str) -> None:
-    # 0.1 s, 0.2 s, 0.4 s, ... at most 10 s between failing passes of one ModelServing.
-    failures = 1
-    if client is not None:
-        try:
-            key = redisconn.key("failures", f"{namespace}/{name}")
-            failures = int(client.incr(key))
-            client.expire(key, 600)
-        except redis.RedisError:
-            pass
-    enqueue.send(namespace, name, countdown=min(BACKOFF_MAX, BACKOFF_START * 2 ** (failures - 1)), dedupe=False)
-
-
-def _clear_backoff(client: redis.Redis | None, namespace: str, name: str) -> None:
-    if client is not None:
-        try:
-            client.delete(redisconn.key("failures", f"{namespace}/{name}"))
-        except redis.RedisError:
-            pass
-
-
-_last_depth = [0.0]
-
-
-def _maybe_queue_depth(client: redis.Redis | None) -> None:
-    """Broker queue depth gauge, at most every 2 s per process (one pipelined LLEN per queue)."""
-    if time.monotonic() - _last_depth[0] < 2.0:
-        return
-    _last_depth[0] = time.monotonic()
-    url = getattr(settings, "CELERY_BROKER_URL", "") or ""
-    if not url.startswith(("redis://", "rediss://", "unix://")):
-        return
-    from rolloutui import metrics
-
-    try:
-        broker = _broker_client(url)
-        metrics.set_queue_depth(metrics.broker_queue_depth(broker))
-    except redis.RedisError:
-        pass
-
-
-_broker_clients: dict[str, redis.Redis] = {}
-
-
-def _broker_client(url: str) -> redis.Redis:
-    import os
-
-    key = f"{url}@{os.getpid()}"
-    if key not in _broker_clients:
-        _broker_clients[key] = redis.Redis.from_url(url, socket_timeout=1.0, socket_connect_timeout=1.0)
-    return _broker_clients[key]
-
-
-# -- progress history ------------------------------------------------------------------------------------
-
-
-def progress_point(status: dict[str, Any], t: float) -> dict[str, Any]:
-    """One chart point: per-role updated-and-Ready fraction, capacity against the budget floor, skew.
-
-    Example: 4 groups, maxUnavailable 1 (count 1) -> floor 3; roles prefill 0.5 and decode 0.25 ->
-    skew 25 (percentage points).
-    """
-    roles = {r.get("name"): float(r.get("progress") or 0.0) for r in status.get("roles") or []}
-    strategy = status.get("strategy") or {}
-    group = strategy.get("group") or {}
-    desired = int((group.get("total")) or 0)
-    max_unavailable = int(((group.get("maxUnavailable") or {}).get("count")) or 0)
-    values = list(roles.values())
-    return {
-        "t": t,
-        "roles": roles,
-        "available": int(status.get("availableReplicas") or 0),
-        "desired": desired,
-        "floor": max(desired - max_unavailable, 0),
-        "updated": int(status.get("updatedReplicas") or 0),
-        "skew": round((max(values) - min(values)) * 100, 2) if len(values) > 1 else 0.0,
-        "phase": status.get("phase"),
-        "updateRevision": status.get("updateRevision"),
-    }
-
-
-def sample_progress(namespace: str, name: str, status: dict[str, Any], t: float, client: redis.Redis | None) -> None:
-    if not status:
-        return
-    if client is not None:
-        try:
-            if not client.set(
-                redisconn.key("sampled", f"{namespace}/{name}"), "1", nx=True, px=int(SAMPLE_EVERY_SECONDS * 1000)
-            ):
-                return
-        except redis.RedisError:
-            pass
-    point = progress_point(status, t)
-    try:
-        ms_max_skew = _max_skew(namespace, name)
-        if ms_max_skew is not None:
-            point["maxSkew"] = ms_max_skew
-        ProgressSample.objects.create(namespace=namespace, name=name, t=t, data=point)
-        if random.random() < 0.02:  # prune now and then, not on every sample
-            keep = (
-                ProgressSample.objects.filter(namespace=namespace, name=name)
-                .order_by("-t")
-                .values_list("t", flat=True)[MAX_SAMPLES : MAX_SAMPLES + 1]
-            )
-            cutoff = list(keep)
-            if cutoff:
-                ProgressSample.objects.filter(namespace=namespace, name=name, t__lte=cutoff[0]).delete()
-    except Exception:  # history is best effort; never fail a pass for it
-        log.exception("could not sample progress of %s/%s", namespace, name)
-
-
-def _max_skew(namespace: str, name: str) -> int | None:
-    from controller.core.spec import ValidationError, parse_modelserving
-
-    try:
-        ms = get_cluster(actor="controller").get_modelserving(namespace, name)
-        coordination = parse_modelserving(ms).strategy.coordination
-    except (NotFound, ValidationError, ClusterError):
-        return None
-    return coordination.max_skew_percent if coordination is not None else None
-
-
-# -- periodic --------------------------------------------------------------------------------------------
+    return reconciler.run_reconcile(namespace, name)
 
 
 @shared_task(name="controller.tasks.resync", ignore_result=True)
 def resync() -> int:
-    """Enqueue a reconcile of every ModelServing (deduplicated). Returns how many."""
-    if backend_name() == "sim":
-        keys = list(SimObject.objects.filter(kind=SimObject.KIND_MODELSERVING).values_list("namespace", "name"))
-    else:
-        keys = [
-            ((m.get("metadata") or {}).get("namespace", "default"), m["metadata"]["name"])
-            for m in get_cluster().list_modelservings()
-        ]
-    for namespace, name in keys:
-        enqueue.send(namespace, name)
-    _maybe_queue_depth(redisconn.state_redis())
-    return len(keys)
+    return periodic.resync()
 
 
 @shared_task(name="controller.tasks.sim_tick", ignore_result=True)
 def sim_tick() -> dict[str, Any]:
-    """Advance the live simulated cluster by one tick (skipped when another tick still runs)."""
-    if backend_name() != "sim":
-        return {"skipped": "backend is not sim"}
-    from controller.live.tick import tick
-
-    client = redisconn.state_redis()
-    lock = SimpleLock(client, "sim-tick", ttl_ms=30_000) if client is not None else None
-    if lock is not None and not lock.acquire():
-        return {"skipped": "another tick is running"}
-    try:
-        report = tick()
-    finally:
-        if lock is not None:
-            lock.release()
-    report.pop("ready", None)
-    return report
+    return periodic.sim_tick()
 
 
 class _QuietTicks(logging.Filter):
@@ -381,15 +60,16 @@ def register_periodic_tasks(app) -> None:
     schedule = app.conf.beat_schedule
     if schedule is None:
         app.conf.beat_schedule = schedule = {}
+    resync_every, tick_every = periodic.RESYNC_SECONDS, periodic.TICK_SECONDS
     schedule.setdefault(
         "rolloutui-resync",
-        {"task": "controller.tasks.resync", "schedule": RESYNC_SECONDS, "options": {"expires": RESYNC_SECONDS}},
+        {"task": "controller.tasks.resync", "schedule": resync_every, "options": {"expires": resync_every}},
     )
     # Expiring: ticks queued while no worker ran are dropped, not replayed in a burst (the tick
     # reads the clock; one tick catches up on everything that became due).
     schedule.setdefault(
         "rolloutui-sim-tick",
-        {"task": "controller.tasks.sim_tick", "schedule": TICK_SECONDS, "options": {"expires": 2 * TICK_SECONDS}},
+        {"task": "controller.tasks.sim_tick", "schedule": tick_every, "options": {"expires": 2 * tick_every}},
     )
 
 

@@ -1,7 +1,7 @@
 """Operator controls as JSON merge patches of the ModelServing manifest.
 
 The same functions serve the dashboard, the REST API, the CLI and scenario events: each takes the
-current manifest and returns the merge patch to apply (``apply_merge_patch`` applies one). They
+current manifest and returns the merge patch to apply (``core.mergepatch.merge_patch`` applies one). They
 refuse what does not apply with a ``ControlError`` that says why, and the result always passes
 validation (a control never produces a spec the controller would reject).
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from .mergepatch import merge_patch
 from .revisions import History, apply_revision
 from .spec import GROUP_ROLLING, ValidationError, parse_modelserving
 
@@ -23,22 +24,9 @@ class ControlError(ValueError):
         self.field = field
 
 
-def apply_merge_patch(obj: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch: objects merge, null deletes, anything else replaces."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(obj) if isinstance(obj, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = apply_merge_patch(result.get(key), value)
-    return result
-
-
 def _validated(ms: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     try:
-        parse_modelserving(apply_merge_patch(ms, patch))
+        parse_modelserving(merge_patch(ms, patch))
     except ValidationError as err:
         raise ControlError(f"the change would make the ModelServing invalid: {err}", field=err.field) from None
     return patch

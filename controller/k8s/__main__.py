@@ -2,7 +2,7 @@
 
 It campaigns for the Lease ``<POD_NAMESPACE>/rolloutui-controller`` and, while leading, watches
 ModelServings and their pods and enqueues a reconcile for every change through
-``controller.live.enqueue.send``, the same deduplicated path the dashboard uses (one message per
+``controller.runtime.enqueue.send``, the same deduplicated path the dashboard uses (one message per
 ModelServing waiting in the broker, however many pod events arrive), plus a full resync every
 ``--resync-period`` seconds. The Celery workers run the passes.
 
@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 
 def django_enqueue() -> Callable[[str, str], None]:
-    """Set up Django and a Celery app from its settings; return ``controller.live.enqueue.send``."""
+    """Set up Django and a Celery app from its settings; return ``controller.runtime.enqueue.send``."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rolloutui.settings")
     import django
 
@@ -37,7 +37,7 @@ def django_enqueue() -> Callable[[str, str], None]:
     app.config_from_object("django.conf:settings", namespace="CELERY")
     app.set_default()  # the controller's shared tasks bind to it
 
-    from controller.live.enqueue import send
+    from controller.runtime.enqueue import send
 
     return send
 

@@ -1,19 +1,19 @@
 """The active cluster backend: ``settings.ROLLOUTUI_BACKEND`` ("sim" by default, or "kubernetes").
 
-- "sim": ``controller.live.store.DatabaseCluster`` (the database-backed simulated cluster) and the
+- "sim": ``controller.simcluster.database.store.DatabaseCluster`` (the database-backed simulated cluster) and the
   Kubernetes adapter's ``RedisInFlightRouter`` over the in-flight counts the simulated traffic
   keeps in Redis;
 - "kubernetes": ``controller.k8s.KubernetesCluster`` and ``RedisInFlightRouter`` on the router's
   Redis (``ROLLOUTUI_ROUTER_REDIS_URL``, default ``REDIS_URL``).
 
-The selection itself lives in ``controller.live.backend`` because the controller's Celery tasks need
+The selection itself lives in ``controller.runtime.backend`` because the controller's Celery tasks need
 it too and the controller never imports the dashboard package.
 """
 
 from __future__ import annotations
 
 from controller.core.ports import ClusterPort, RouterPort
-from controller.live import backend
+from controller.runtime import backend
 
 
 def get_cluster() -> ClusterPort:

@@ -33,7 +33,7 @@ from controller.core import naming
 from controller.core.controls import ControlError
 from controller.core.ports import Conflict, NotFound
 from controller.core.revisions import History, record_update_revision
-from controller.live import enqueue
+from controller.runtime import enqueue
 
 from ..models import AuditRecord
 from .cluster import get_cluster

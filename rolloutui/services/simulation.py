@@ -4,10 +4,11 @@ Only for the "sim" backend (``ControlError`` otherwise). Faults need the operate
 reason, and are audited like the controls (action ``kill_pod``, ``fail_node``, ``add_node``).
 
 ``preview(namespace, name, patch)`` answers "what will this change do?" without touching anything:
-it runs the in-memory simulator (``controller.sim``: the real reconcile pass on a virtual clock) on a
-copy of the ModelServing, on a cluster with the live cluster's nodes, phase timings, image behaviour
-and traffic; lets the copy converge; applies ``patch`` as an operator event; and reports the
-timeline until the change has rolled out.
+it asks the simulated cluster's public preview (``controller.simcluster.preview.preview_change``: the
+real reconcile pass on a virtual clock) to run a copy of the ModelServing on a cluster with the live
+cluster's nodes, phase timings, image behaviour and traffic, let the copy converge, apply ``patch``
+as an operator would and run until the change has rolled out; and it shapes that timeline for the
+page (capacity steps, distinct blocked reasons, the budget's floor).
 """
 
 from __future__ import annotations
@@ -16,24 +17,19 @@ import re
 from typing import Any
 
 from controller.core import naming
-from controller.core.controls import ControlError, apply_merge_patch
+from controller.core.controls import ControlError
+from controller.core.mergepatch import merge_patch
 from controller.core.ports import NotFound
 from controller.core.spec import ValidationError, parse_modelserving
-from controller.live import physics
-from controller.live.store import DatabaseCluster
 from controller.models import SimTraffic
-from controller.sim.config import ClusterConfig, Span, Traffic
-from controller.sim.runner import Runner
-from controller.sim.scenario import Scenario
+from controller.runtime.backend import sim_cluster, sim_traffic
+from controller.simcluster.config import Span, Traffic
+from controller.simcluster.database.store import DatabaseCluster
+from controller.simcluster.preview import PreviewCluster, preview_change
 
 from ..models import AuditRecord
 from .cluster import backend_name
 from .controls import ControlDenied, audit, check_permission, check_reason, check_source
-
-# The preview's virtual-time budget: to converge before the change, and to roll it out.
-PREVIEW_SETTLE_LIMIT = 4 * 3600.0
-PREVIEW_ROLLOUT_LIMIT = 12 * 3600.0
-PREVIEW_STEP = 5.0
 
 
 def _sim_cluster() -> DatabaseCluster:
@@ -41,7 +37,7 @@ def _sim_cluster() -> DatabaseCluster:
         raise ControlError(
             f"simulation is only available on the simulated cluster (backend is {backend_name()!r})", field="backend"
         )
-    return DatabaseCluster(actor="operator")
+    return sim_cluster(actor="operator")
 
 
 def _fault(
@@ -71,7 +67,6 @@ def kill_pod(user, namespace: str, pod_name: str, *, reason: str, source: str) -
     """The pod's containers are killed for good (phase Failed): the controller's recovery replaces
     it. Requests in flight on it are interrupted."""
     details: dict[str, Any] = {"pod": pod_name}
-    owner = {"name": ""}
 
     def do() -> dict[str, Any]:
         cluster = _sim_cluster()
@@ -79,12 +74,10 @@ def kill_pod(user, namespace: str, pod_name: str, *, reason: str, source: str) -
             pod = cluster.get_pod(namespace, pod_name)
         except NotFound:
             raise ControlError(f"pod {namespace}/{pod_name} does not exist", field="pod") from None
-        owner["name"] = ((pod.get("metadata") or {}).get("labels") or {}).get(naming.LABEL_NAME, "")
         if (pod.get("status") or {}).get("phase") == "Failed" or (pod.get("metadata") or {}).get("deletionTimestamp"):
             raise ControlError(f"pod {namespace}/{pod_name} is already failed or terminating", field="pod")
         message = f"killed by {getattr(user, 'username', user)}: {reason}"
-        cluster.update_pod(namespace, pod_name, lambda old: physics.kill(old, cluster.clock.now(), message))
-        cluster._interrupt_after_commit(namespace, pod_name, "killed", owner["name"])
+        cluster.kill_pod(namespace, pod_name, message)
         return {"node": (pod.get("spec") or {}).get("nodeName")}
 
     # The audit row names the ModelServing the pod belongs to, so it shows on that page.
@@ -161,22 +154,6 @@ def list_nodes() -> list[dict[str, Any]]:
 # -- preview -------------------------------------------------------------------------------------------
 
 
-class _PreviewRunner(Runner):
-    """The scenario runner, also recording capacity and blocked reasons from every pass."""
-
-    def __init__(self, scenario: Scenario) -> None:
-        super().__init__(scenario)
-        self.samples: list[tuple[float, int, list[str], str | None]] = []
-
-    def _check_convergence(self, view: dict[str, Any]) -> None:
-        super()._check_convergence(view)
-        counts = view.get("counts") or {}
-        reasons = [b.get("reason", "") for b in view.get("blocked") or []]
-        self.samples.append(
-            (self.loop.now(), int(counts.get("availableReplicas") or 0), reasons, view.get("updateRevision"))
-        )
-
-
 def preview(namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
     """Simulated timeline of applying ``patch`` (a JSON merge patch of the manifest) to a copy.
 
@@ -197,12 +174,11 @@ def preview(namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
     }
     body = {k: v for k, v in patch.items() if k in ("spec", "metadata")}
     try:
-        parsed = parse_modelserving(apply_merge_patch(base, body))
+        parsed = parse_modelserving(merge_patch(base, body))
     except ValidationError as err:
         raise ControlError(
             f"the change would make the ModelServing invalid: {err}", field=f"patch.{err.field}"
         ) from None
-    config = cluster.config
     traffic_row = SimTraffic.objects.filter(namespace=namespace, name=name, rps__gt=0).first()
     traffic = (
         Traffic(
@@ -211,69 +187,39 @@ def preview(namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
         if traffic_row
         else None
     )
-    scenario = Scenario(
-        name=f"preview-{name}",
-        seed=0,
-        until=PREVIEW_SETTLE_LIMIT + PREVIEW_ROLLOUT_LIMIT,
-        cluster=ClusterConfig(nodes=0, gpus_per_node=0, timing=dict(config.timing), images=dict(config.images)),
-        traffic=traffic,
-        manifest=base,
-        events=[],
+    copy = PreviewCluster(
+        node_gpus=[node.gpus for node in cluster.list_nodes()], config=cluster.config, traffic=traffic
     )
-    runner = _PreviewRunner(scenario)
-    for node in cluster.list_nodes():
-        runner.cluster.add_nodes(1, node.gpus)
-    runner.store.actor = "operator"
-    runner.store.create_modelserving(base)
-    runner.store.actor = None
-    runner.loop.call_at(0.0, runner.start_controller)
-    t = 0.0
-    while not runner.converged and t < PREVIEW_SETTLE_LIMIT:
-        t = runner.loop.run_until(t + PREVIEW_STEP)
-    settled = runner.converged
-    t0 = runner.loop.now()
-    runner.store.actor = "operator"
-    runner.store.patch_modelserving(namespace, name, body)
-    runner.store.actor = None
-    runner.converged, runner.converged_at = False, None
-    first = len(runner.samples)
-    t = t0
-    while t < t0 + PREVIEW_ROLLOUT_LIMIT:
-        t = runner.loop.run_until(t + PREVIEW_STEP)
-        if runner.converged and runner.converged_at is not None and runner.converged_at >= t0:
-            break
-    samples = runner.samples[first:]
+    timeline = preview_change(base, body, copy)
     capacity: list[list[float]] = []
-    for ts, available, _, _ in samples:
-        point = [round(ts - t0, 3), available]
-        if not capacity or capacity[-1][1] != available:
-            capacity.append(point)
+    for sample in timeline.samples:
+        if not capacity or capacity[-1][1] != sample.available:
+            capacity.append([sample.t, sample.available])
     # Distinct reasons, first wording kept: "waiting for 5 in-flight request(s)" and "... 4 ..." are
     # one reason (numbers are masked for the comparison only).
     reasons: list[str] = []
     seen: set[str] = set()
-    for _, _, blocked, _ in samples:
-        for reason in blocked:
+    for sample in timeline.samples:
+        for reason in sample.blocked:
             shape = re.sub(r"\d+", "N", reason or "")
             if reason and shape not in seen:
                 seen.add(shape)
                 reasons.append(reason)
-    converged = bool(runner.converged and runner.converged_at is not None)
     from controller.core.strategy import resolve
 
     eff = resolve(parsed)
     return {
-        "durationSeconds": round(runner.converged_at - t0, 3) if converged else None,
-        "converged": converged,
-        "baselineConverged": settled,
-        "minAvailable": min((a for _, a, _, _ in samples), default=None),
+        "durationSeconds": timeline.converged_after,
+        "converged": timeline.converged,
+        "baselineConverged": timeline.baseline_converged,
+        "minAvailable": min((sample.available for sample in timeline.samples), default=None),
         "capacity": capacity,
         "desired": parsed.replicas,
         "floor": max(parsed.replicas - eff.group.max_unavailable.count, 0),
         "blockedReasons": reasons,
-        "simulatedSeconds": round(runner.loop.now() - t0, 3),
-        "nodes": len(runner.store.list_nodes()),
-        "requests": runner.router.summary() if traffic else None,
+        "simulatedSeconds": timeline.simulated_seconds,
+        "nodes": timeline.nodes,
+        "requests": timeline.requests,
     }
 
 
@@ -286,9 +232,9 @@ def traffic(namespace: str, name: str) -> dict[str, Any] | None:
     row = SimTraffic.objects.filter(namespace=namespace, name=name).first()
     if row is None:
         return None
-    from controller.live.traffic import in_flight_counts
-
     pods = [p["metadata"]["name"] for p in _sim_cluster().list_pods(namespace, name)]
+    traffic_driver = sim_traffic()
+    in_flight = traffic_driver.in_flight_counts(namespace, pods) if traffic_driver is not None else {}
     return {
         "rps": row.rps,
         "durationSeconds": [row.duration_low, row.duration_high],
@@ -296,5 +242,5 @@ def traffic(namespace: str, name: str) -> dict[str, Any] | None:
         "completed": row.completed,
         "interrupted": row.interrupted,
         "rejected": row.rejected,
-        "inFlight": sum(in_flight_counts(namespace, pods).values()),
+        "inFlight": sum(in_flight.values()),
     }

@@ -9,8 +9,8 @@ from controller.core import naming
 from controller.core.controls import ControlError
 from controller.core.ports import NotFound
 from controller.core.revisions import RUNTIME_ROLE_FIELDS, History, diff
-from controller.live.state import current_state, in_flight_of
-from controller.live.store import ms_summary
+from controller.runtime.state import current_state, in_flight_of
+from controller.simcluster.database.store import ms_summary
 
 from .cluster import backend_name, get_cluster, get_router
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.sim.runner import run_scenario
-from controller.sim.scenario import load_scenario
+from controller.simcluster.runner import run_scenario
+from controller.simcluster.scenario import load_scenario
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = REPO / "tests" / "scenarios"

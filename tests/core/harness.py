@@ -68,10 +68,11 @@ class MiniCluster:
         return copy.deepcopy(obj)
 
     def patch_modelserving(self, namespace, name, patch, *, resource_version=None):
-        from controller.core.controls import apply_merge_patch
+        from controller.core.mergepatch import merge_patch
 
         obj = self.ms[(namespace, name)]
-        new = apply_merge_patch(obj, patch)
+        new = merge_patch(obj, patch)
+        new["metadata"] = dict(new["metadata"])  # the merge shares what the patch left alone with obj
         if new.get("spec") != obj.get("spec"):
             new["metadata"]["generation"] = obj["metadata"]["generation"] + 1
         new["metadata"]["resourceVersion"] = str(next(self.rv))
@@ -116,11 +117,11 @@ class MiniCluster:
         self.log.append(("delete", name))
 
     def patch_pod(self, namespace, name, patch):
-        from controller.core.controls import apply_merge_patch
+        from controller.core.mergepatch import merge_patch
 
         if name not in self.pods:
             raise NotFound(name)
-        self.pods[name] = apply_merge_patch(self.pods[name], patch)
+        self.pods[name] = merge_patch(self.pods[name], patch)
         self.log.append(("patch", name))
         return copy.deepcopy(self.pods[name])
 

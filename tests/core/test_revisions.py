@@ -14,7 +14,8 @@ import json
 import pytest
 
 from controller.core import naming
-from controller.core.controls import ControlError, apply_merge_patch, rollback
+from controller.core.controls import ControlError, rollback
+from controller.core.mergepatch import merge_patch
 from controller.core.revisions import (
     History,
     Revision,
@@ -553,7 +554,7 @@ def test_the_rollback_control_patches_by_revision_number_and_the_result_is_valid
     run_until_converged(cluster, clock)
     ms = cluster.get_modelserving("default", "ms")
     patch = rollback(ms, cluster.list_revisions("default", "ms"), to_revision=1)
-    after = apply_merge_patch(ms, patch)
+    after = merge_patch(ms, patch)
     assert after["spec"]["replicas"] == 6
     roles = {r["name"]: r for r in after["spec"]["template"]["roles"]}
     assert (

@@ -76,7 +76,7 @@ try:
     c.create_modelserving({manifest!r})
 except Conflict:
     pass
-from controller.live.enqueue import send
+from controller.runtime.enqueue import send
 send("default", "chat")
 print("seeded")
 """

@@ -65,7 +65,7 @@ def reconcile(name: str, namespace: str = NAMESPACE) -> dict:
     Inside a test transaction the services' on-commit enqueue never fires, and no worker runs
     here, so tests that need the controller to react (a new revision after set-image) ask for it.
     """
-    from controller.tasks import run_reconcile
+    from controller.runtime.reconciler import run_reconcile
 
     return run_reconcile(namespace, name)
 

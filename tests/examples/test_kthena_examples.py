@@ -15,8 +15,8 @@ import yaml
 
 from controller.core import naming
 from controller.core.spec import parse_modelserving
-from controller.sim.runner import run_scenario
-from controller.sim.scenario import parse_scenario
+from controller.simcluster.runner import run_scenario
+from controller.simcluster.scenario import parse_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "kthena-examples"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 from controller.core import naming
-from controller.sim.config import ClusterConfig, ImageBehaviour, Span
+from controller.simcluster.config import ClusterConfig, ImageBehaviour, Span
 
 FIXED = {
     "schedule": Span.fixed(1),

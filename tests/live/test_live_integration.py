@@ -20,10 +20,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.database]
 NAMES = [("default", "demo")]
 SETUP = """
 from django.contrib.auth.models import Group, User
-from controller.live.demo import load_demo
+from controller.runtime.backend import sim_cluster
+from controller.simcluster.database.demo import load_demo
 user, _ = User.objects.get_or_create(username="op")
 user.groups.add(Group.objects.get(name="operators"))
-done = load_demo(nodes=6, gpus=8)
+done = load_demo(sim_cluster(actor="operator"), nodes=6, gpus=8)
 emit(done)
 """
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import redis
 
-from controller.live import redisconn
-from controller.live.locks import ReconcileLock
+from controller.runtime import redisconn
+from controller.runtime.locks import ReconcileLock
 
 pytestmark = pytest.mark.integration
 
@@ -69,13 +69,10 @@ def test_a_long_pass_keeps_its_lock_alive(client):
 
 
 def test_enqueue_sends_one_reconcile_while_one_is_waiting(client, monkeypatch):
-    from controller import tasks
-    from controller.live import enqueue
+    from controller.runtime import enqueue
 
     sent = []
-    monkeypatch.setattr(
-        tasks.reconcile_modelserving, "apply_async", lambda args, countdown=None, queue=None: sent.append(args)
-    )
+    monkeypatch.setattr(enqueue, "publish", lambda namespace, name, countdown=None: sent.append((namespace, name)))
     for _ in range(5):
         enqueue.send("default", "demo")
     assert sent == [("default", "demo")]
@@ -85,8 +82,8 @@ def test_enqueue_sends_one_reconcile_while_one_is_waiting(client, monkeypatch):
 
 
 def test_the_in_flight_counts_are_read_through_the_kubernetes_adapters_router(client, settings):
-    from controller.live.backend import get_router
-    from controller.live.traffic import field, inflight_key
+    from controller.runtime.backend import get_router, inflight_key
+    from controller.simcluster.database.traffic import field
 
     client.hset(inflight_key(), field("default", "demo-0-serve-0-0"), 3)
     router = get_router()

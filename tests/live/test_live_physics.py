@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from controller.core.ports import NotFound
-from controller.live import physics
-from controller.live.store import DatabaseCluster
-from controller.live.tick import tick
+from controller.simcluster import physics
+from controller.simcluster.database.store import DatabaseCluster
+from controller.simcluster.database.tick import tick
 
 from .helpers import ManualClock, condition, config, is_ready, pod
 
@@ -25,7 +25,7 @@ def run(cluster, seconds, step=1.0):
     end = cluster.clock.t + seconds
     while cluster.clock.t < end:
         cluster.clock.t += step
-        tick(cluster, with_traffic=False)
+        tick(cluster)
 
 
 def test_ticks_move_a_pod_through_schedule_pull_start_and_load_to_ready():
@@ -50,7 +50,7 @@ def test_a_tick_after_an_outage_catches_up_on_every_due_step():
     cluster.create_pod(pod("p-0"))
     run(cluster, 1)
     cluster.clock.t += 300  # nothing ran for five minutes (every process was down)
-    tick(cluster, with_traffic=False)
+    tick(cluster)
     assert is_ready(cluster.get_pod("default", "p-0"))
 
 
@@ -125,9 +125,41 @@ def test_the_kubelet_state_survives_in_the_pod_annotations():
     cluster.create_pod(pod("p-0"))
     run(cluster, 1)
     state = physics.kubelet_state(cluster.get_pod("default", "p-0"))
-    assert state["stage"] == physics.STARTING and state["at"] == pytest.approx(cluster.clock.t + 7)
+    assert state["phase"] == physics.RUNNING and physics.next_at(state) == pytest.approx(cluster.clock.t + 7)
     # A brand-new cluster object (a restarted process) continues from the database alone.
     fresh = DatabaseCluster(cluster.clock, actor="kubelet", config=config())
     cluster.clock.t += 37
-    tick(fresh, with_traffic=False)
+    tick(fresh)
     assert is_ready(fresh.get_pod("default", "p-0"))
+
+
+def test_pods_written_with_the_previous_kubelet_state_keep_going_after_the_upgrade():
+    import importlib
+    import json
+
+    upgrade = importlib.import_module("controller.migrations.0002_kubelet_state_per_container")
+    cluster = make()
+    cluster.create_pod(pod("p-0"))
+    run(cluster, 1)
+    bound = cluster.get_pod("default", "p-0")
+    # The previous shape: one stage for the whole pod, loading since t+8, Ready due at t+38.
+    t = cluster.clock.t
+    legacy = {"stage": "loading", "at": t + 37, "attempt": 1, "running": {"engine": "engine:v1"}, "restarts": {}}
+    state = upgrade.convert(legacy, bound)
+    assert physics.next_at(state) == t + 37
+    assert json.loads(json.dumps(state)) == state
+    # The migration rewrites the stored pods; the next tick continues from there.
+    from django.apps import apps
+
+    cluster.update_pod("default", "p-0", lambda old: {**old, "metadata": legacy_metadata(old, legacy)})
+    upgrade.forwards(apps, None)
+    cluster.clock.t = t + 37
+    tick(cluster)
+    assert is_ready(cluster.get_pod("default", "p-0"))
+
+
+def legacy_metadata(pod, state):
+    import json
+
+    annotations = {**pod["metadata"].get("annotations", {}), physics.ANNOTATION_KUBELET: json.dumps(state)}
+    return {**pod["metadata"], "annotations": annotations}

@@ -11,8 +11,8 @@ from django.core.management.base import CommandError
 from controller.core import naming
 from controller.core.controls import ControlError
 from controller.core.ports import NotFound
-from controller.live.store import DatabaseCluster
-from controller.tasks import run_reconcile
+from controller.runtime.reconciler import run_reconcile
+from controller.simcluster.database.store import DatabaseCluster
 from rolloutui.models import AuditRecord
 from rolloutui.services import controls, simulation, state, streaming
 

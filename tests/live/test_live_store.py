@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from controller.core.ports import ClusterPort, Conflict, NotFound
-from controller.live.store import DatabaseCluster
 from controller.models import SimObject
-from controller.sim.store import Invalid
+from controller.simcluster.database.store import DatabaseCluster
+from controller.simcluster.objects import Invalid
 
 from .helpers import ManualClock, config, manifest, pod
 
@@ -131,10 +131,10 @@ def test_a_readiness_gate_condition_makes_a_ready_pod_ready(cluster):
 
     cluster.add_node(8)
     cluster.create_pod(pod("g-0", gates=("InPlaceUpdateReady",)))
-    from controller.live.tick import tick
+    from controller.simcluster.database.tick import tick
 
     for t in range(0, 60, 1):
-        tick(cluster, now=cluster.clock.now() + t, with_traffic=False)
+        tick(cluster, now=cluster.clock.now() + t)
     assert not is_ready(cluster.get_pod("default", "g-0"))
     cluster.set_pod_condition("default", "g-0", {"type": "InPlaceUpdateReady", "status": "True"})
     assert is_ready(cluster.get_pod("default", "g-0"))

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from controller.core import naming
-from controller.sim.cluster import SimCluster
-from controller.sim.config import ClusterConfig, ImageBehaviour, Span, Traffic
+from controller.simcluster.config import ClusterConfig, ImageBehaviour, Span, Traffic
+from controller.simcluster.memory.cluster import SimCluster
 
 FIXED = {
     "schedule": Span.fixed(1),

@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("controller.core.reconcile")
 
-from controller.sim.runner import run_scenario  # noqa: E402
-from controller.sim.scenario import parse_scenario  # noqa: E402
+from controller.simcluster.runner import run_scenario  # noqa: E402
+from controller.simcluster.scenario import parse_scenario  # noqa: E402
 
 
 def _container(image="engine:v1"):
@@ -327,7 +327,8 @@ def test_an_in_place_update_with_a_long_drain_timeout_interrupts_no_request():
 
 
 def test_a_controller_that_rewrites_the_cluster_on_every_pass_is_reported_as_a_hot_loop_and_throttled():
-    from controller.sim.runner import HOT_LOOP_PASSES, Runner
+    from controller.core.workqueue import HOT_LOOP_PASSES
+    from controller.simcluster.runner import Runner
 
     runner = Runner(parse_scenario(make([], replicas=1, until=600)))
     real = runner._reconcile

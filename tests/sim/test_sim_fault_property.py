@@ -24,8 +24,8 @@ from trace_checks import available_groups, first_converged_frame, instance_count
 
 pytest.importorskip("controller.core.reconcile")
 
-from controller.sim.runner import run_scenario  # noqa: E402
-from controller.sim.scenario import parse_scenario  # noqa: E402
+from controller.simcluster.runner import run_scenario  # noqa: E402
+from controller.simcluster.scenario import parse_scenario  # noqa: E402
 
 FAULT_WINDOW = 60.0
 UPDATE_AT = 150.0

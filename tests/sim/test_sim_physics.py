@@ -7,8 +7,8 @@ from sim_helpers import Span, Traffic, condition, is_ready, make_cluster, make_p
 
 from controller.core import naming
 from controller.core.ports import Conflict
-from controller.sim.kubelet import image_id
-from controller.sim.store import Invalid
+from controller.simcluster.objects import Invalid
+from controller.simcluster.physics import image_id
 
 
 def test_a_pod_goes_through_schedule_pull_start_load_and_becomes_ready_at_the_summed_time():
@@ -240,15 +240,11 @@ def test_store_writes_with_a_stale_resource_version_conflict_and_identical_write
     assert len(changes) == 2
 
 
-def test_the_in_memory_store_satisfies_the_cluster_port_and_the_sim_store_protocols():
+def test_the_in_memory_store_satisfies_the_cluster_port():
     from controller.core.ports import ClusterPort
 
     c = make_cluster()
     assert isinstance(c.store, ClusterPort)
-    from controller.sim.store import SimStore
-
-    missing = [name for name in dir(SimStore) if not name.startswith("_") and not hasattr(c.store, name)]
-    assert missing == []
 
 
 def test_a_node_failure_and_an_in_place_restart_interrupt_the_requests_in_flight_there():
@@ -268,8 +264,8 @@ def test_a_node_failure_and_an_in_place_restart_interrupt_the_requests_in_flight
 
 
 def test_the_same_seed_draws_the_same_timings_and_another_seed_other_ones():
-    from controller.sim.cluster import SimCluster
-    from controller.sim.config import ClusterConfig
+    from controller.simcluster.config import ClusterConfig
+    from controller.simcluster.memory.cluster import SimCluster
 
     def ready_times(seed):
         timing = {

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.sim import cli
-from controller.sim.scenario import ScenarioError, parse_scenario
+from controller.simcluster import cli
+from controller.simcluster.scenario import ScenarioError, parse_scenario
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("ROLLOUTUI_SHARED", REPO.parent / "shared")) / "scenarios"
@@ -171,7 +171,7 @@ def test_manage_py_simulate_exits_2_with_one_line_naming_the_field(tmp_path):
 
 @pytest.mark.skipif(not SHARED.exists(), reason="shared scenarios not available")
 def test_every_shared_scenario_parses():
-    from controller.sim.scenario import load_scenario
+    from controller.simcluster.scenario import load_scenario
 
     for path in sorted(SHARED.glob("*.yaml")):
         s = load_scenario(path)

@@ -22,9 +22,9 @@ from trace_checks import (  # noqa: E402
     skew_quota,
 )
 
-from controller.sim.runner import run_scenario  # noqa: E402
-from controller.sim.scenario import load_scenario  # noqa: E402
-from controller.sim.trace import dumps  # noqa: E402
+from controller.simcluster.runner import run_scenario  # noqa: E402
+from controller.simcluster.scenario import load_scenario  # noqa: E402
+from controller.simcluster.trace import dumps  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("ROLLOUTUI_SHARED", REPO.parent / "shared")) / "scenarios"
@@ -281,7 +281,7 @@ def test_traces_are_byte_identical_across_processes_with_different_hash_seeds(tm
             [
                 sys.executable,
                 "-m",
-                "controller.sim.cli",
+                "controller.simcluster.cli",
                 str(SHARED / "partition-protected-recovery.yaml"),
                 "--out",
                 str(out),

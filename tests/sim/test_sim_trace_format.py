@@ -11,8 +11,8 @@ import yaml
 
 pytest.importorskip("controller.core.reconcile")
 
-from controller.sim.runner import run_scenario  # noqa: E402
-from controller.sim.scenario import load_scenario, parse_scenario  # noqa: E402
+from controller.simcluster.runner import run_scenario  # noqa: E402
+from controller.simcluster.scenario import load_scenario, parse_scenario  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("ROLLOUTUI_SHARED", REPO.parent / "shared")) / "scenarios"

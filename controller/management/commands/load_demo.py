@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from controller.live.demo import load_demo
+from controller.runtime.backend import sim_cluster
+from controller.simcluster.database.demo import load_demo
 
 
 class Command(BaseCommand):
@@ -26,6 +27,6 @@ class Command(BaseCommand):
             raise CommandError("load_demo needs the simulated cluster (ROLLOUTUI_BACKEND=sim)")
         if options["nodes"] < 1 or options["gpus"] < 1:
             raise CommandError("--nodes and --gpus must be at least 1")
-        done = load_demo(nodes=options["nodes"], gpus=options["gpus"])
+        done = load_demo(sim_cluster(actor="operator"), nodes=options["nodes"], gpus=options["gpus"])
         for line in done or ["the simulated cluster is not empty: nothing to do"]:
             self.stdout.write(line)

@@ -2,15 +2,15 @@
 
 Runs the real controller against the embedded simulated cluster on a virtual clock (no Redis,
 Celery or network) and writes the trace. Exit 0 when the run completed; 2 with a one-line error
-naming the field for an invalid scenario or manifest. A thin caller of ``controller.sim``.
+naming the field for an invalid scenario or manifest. A thin caller of ``controller.simcluster``.
 """
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from controller.sim.runner import run_to_json
-from controller.sim.scenario import ScenarioError, load_scenario
+from controller.simcluster.runner import run_to_json
+from controller.simcluster.scenario import ScenarioError, load_scenario
 
 
 class Command(BaseCommand):

@@ -1,17 +1,21 @@
-"""One step of the live simulated cluster's physics: run by the ``sim_tick`` task every second.
+"""One step of the live simulated cluster: run by the ``sim_tick`` task every second.
 
-1. The kubelet steps that are due (``SimObject.next_at <= now``): pull and start done -> running and
-   loading; load done -> Ready (or a crash and CrashLoopBackOff); terminate done -> removed.
-2. The scheduler: pods whose scheduling delay passed go, oldest first, to the node with the most
-   free GPUs that fits them (kube-scheduler's LeastAllocated; ties go to the earlier node), exactly
-   as ``controller.sim.scheduler``; pods that fit nowhere get ``PodScheduled=False,
-   reason=Unschedulable`` with the scheduler's message and are retried on every tick.
-3. Traffic (``traffic.step``).
+1. The kubelet steps that are due (``SimObject.next_at <= now``): ``physics.advance`` (pull and start
+   done -> running and loading; load done -> Ready, or a crash and CrashLoopBackOff; terminate done
+   -> removed), catching up on several steps after an outage.
+2. The scheduler: pods whose scheduling delay passed go, oldest first, to the node
+   ``physics.place`` picks (the most free GPUs that fit: kube-scheduler's LeastAllocated; ties to
+   the earlier node) and the node's kubelet starts them (``physics.bind`` then ``physics.start``, in
+   one write); pods that fit nowhere get ``physics.unschedulable``'s condition and are retried on
+   every tick.
+3. Traffic (``cluster.traffic.step``, when the cluster was given a ``RedisTraffic``).
 
-Everything read and written is in the database (and Redis for in-flight requests), so a tick may
-run in any worker process; the task holds a Redis lock so two ticks never overlap. Every write goes
-through ``DatabaseCluster`` (compare-and-set), so a tick racing a reconcile never loses either
-write, and every change enqueues a reconcile of its ModelServing.
+The rules are the in-memory driver's (``controller.simcluster.physics``); only the storage and the
+timing differ: everything read and written is in the database (and Redis for in-flight requests),
+so a tick may run in any worker process; the ``sim_tick`` task (``controller.runtime.periodic``)
+holds a Redis lock so two ticks never overlap. Every write goes through ``DatabaseCluster``
+(compare-and-set), so a tick racing a reconcile never loses either write, and every change is
+reported to the cluster's ``on_change`` (the runtime enqueues a reconcile of its ModelServing).
 """
 
 from __future__ import annotations
@@ -22,18 +26,15 @@ from typing import Any
 
 from controller.core.ports import NotFound, Obj
 from controller.models import SimObject
-from controller.sim.scheduler import pod_gpus
+from controller.simcluster import physics
 
-from . import physics, traffic
 from .store import REMOVE, DatabaseCluster
 
 log = logging.getLogger(__name__)
 
 
-def tick(
-    cluster: DatabaseCluster | None = None, *, now: float | None = None, with_traffic: bool = True
-) -> dict[str, Any]:
-    cluster = cluster or DatabaseCluster(actor="kubelet")
+def tick(cluster: DatabaseCluster, *, now: float | None = None) -> dict[str, Any]:
+    """One tick at ``now`` (default: the cluster's clock). Returns what it did, for the task's log."""
     now = cluster.clock.now() if now is None else now
     config = cluster.config
     started = time.perf_counter()
@@ -45,14 +46,12 @@ def tick(
     )
     to_schedule: list[tuple[str, str, int, Obj]] = []
     for ns, name, pk, data in due:
-        if physics.kubelet_state(data).get("stage") == physics.SCHEDULE and not (data.get("spec") or {}).get(
-            "nodeName"
-        ):
+        if physics.awaiting_schedule(data):
             to_schedule.append((ns, name, pk, data))
             continue
 
         def step(old: Obj) -> Any:
-            new = physics.advance(old, now, config)
+            new = physics.advance(old, now, config).pod
             return REMOVE if new is None else new
 
         try:
@@ -67,8 +66,8 @@ def tick(
                 report["ready"].append(f"{ns}/{name}")
     if to_schedule:
         _schedule(cluster, to_schedule, now, report)
-    if with_traffic:
-        report["traffic"] = traffic.step(now)
+    if cluster.traffic is not None:
+        report["traffic"] = cluster.traffic.step(now, config)
     report["seconds"] = round(time.perf_counter() - started, 4)
     return report
 
@@ -88,16 +87,11 @@ def _schedule(
     config = cluster.config
     # Oldest first (creation order), like the scheduler's queue.
     for ns, name, pk, data in sorted(pending, key=lambda item: item[2]):
-        need = pod_gpus(data)
-        best, best_free, most_free = None, -1, 0
-        for node in nodes:
-            free = node.gpus - used.get(node.name, 0)
-            most_free = max(most_free, free)
-            if free >= need and free > best_free:
-                best, best_free = node, free
+        need = physics.pod_gpus(data)
+        best_name, most_free = physics.place([(n.name, n.gpus - used.get(n.name, 0)) for n in nodes], need)
         uid = data["metadata"].get("uid")
 
-        if best is None:
+        if best_name is None:
             node_count = len(nodes)
 
             def mark(old: Obj, n=node_count, need=need, most_free=most_free) -> Obj:
@@ -109,6 +103,7 @@ def _schedule(
                 pass
             report["unschedulable"] += 1
             continue
+        best = next(n for n in nodes if n.name == best_name)
 
         def bind(old: Obj, node=best, pk=pk, uid=uid) -> Obj:
             if (
@@ -117,7 +112,9 @@ def _schedule(
                 or old["metadata"].get("deletionTimestamp")
             ):
                 return old
-            return physics.on_bind(old, now, config, node.name, node.ip, physics.pod_ip(pk))
+            # Bound, and started at once by the node's kubelet (one write).
+            bound = physics.bind(old, now, node.name, node.ip, physics.pod_ip(pk))
+            return physics.start(bound, now, config).pod
 
         try:
             before, after = cluster.update_pod(ns, name, bind)

@@ -1,7 +1,7 @@
 """The API server's object semantics as pure functions, shared by both cluster stores.
 
-``controller.sim.store.InMemoryStore`` (dicts in memory, change listeners) and
-``controller.live.store.DatabaseCluster`` (database rows, compare-and-set) implement the same
+``controller.simcluster.memory.store.InMemoryStore`` (dicts in memory, change listeners) and
+``controller.simcluster.database.store.DatabaseCluster`` (database rows, compare-and-set) implement the same
 Kubernetes API-server semantics; what a write does to an object is decided here, once. Each function
 takes the stored object (and the request) and returns the new object, or raises ``Invalid`` /
 ``Conflict``; none of them stores anything, allocates a ``resourceVersion`` or notifies anyone: that
@@ -13,15 +13,16 @@ store can skip the write like the API server does (no new resourceVersion, no ch
 Objects are copy-on-write: every function builds new dicts for the paths it changes and never
 mutates its input, so a stored object may be handed out without copying.
 
-Pure Python (no Django): ``controller.live`` imports it from here.
+Pure Python (no Django).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
+from controller.core import naming
+from controller.core.mergepatch import copy_json, merge_patch
 from controller.core.ports import ClusterError, Conflict, Obj
 
 
@@ -29,38 +30,16 @@ class Invalid(ClusterError):
     """The write was refused (HTTP 422), e.g. a pod spec change other than a container image."""
 
 
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch that builds new containers and never mutates ``target``.
-
-    Unchanged subtrees are shared with ``target`` (copy-on-write). ``None`` deletes a key; lists are
-    replaced whole. Example: merge_patch({"a": {"b": 1, "c": 2}}, {"a": {"c": None, "d": 3}})
-    == {"a": {"b": 1, "d": 3}}.
-    """
-    if not isinstance(patch, dict):
-        return _copy_json(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
-
-
-def _copy_json(value: Any) -> Any:
-    # Faster than copy.deepcopy for JSON-shaped data (dicts, lists, scalars).
-    if isinstance(value, dict):
-        return {k: _copy_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy_json(v) for v in value]
-    return value
-
-
 def rfc3339(seconds: float) -> str:
     dt = datetime.fromtimestamp(seconds, tz=UTC)
     if dt.microsecond:
         return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def owner_name(obj: Obj) -> str | None:
+    """The ModelServing a pod or ControllerRevision belongs to (its name label)."""
+    return ((obj.get("metadata") or {}).get("labels") or {}).get(naming.LABEL_NAME)
 
 
 # -- creation ---------------------------------------------------------------------------------------
@@ -97,7 +76,7 @@ def new_modelserving(obj: Obj, *, uid: str, created: str, resource_version: str 
     ``resource_version`` is left out when the store sets it on insert.
     """
     meta = _created_metadata(obj, uid, created, resource_version, generation=1)
-    new = _copy_json({**obj, "metadata": meta})
+    new = copy_json({**obj, "metadata": meta})
     new.setdefault("status", {})
     return new
 
@@ -108,7 +87,7 @@ def new_pod(pod: Obj, *, uid: str, created: str, resource_version: str | None = 
     meta.pop("deletionTimestamp", None)
     spec = dict(pod.get("spec") or {})
     spec.pop("nodeName", None)  # the scheduler binds; a controller does not pick nodes here
-    new = _copy_json({**pod, "metadata": meta, "spec": spec})
+    new = copy_json({**pod, "metadata": meta, "spec": spec})
     new["status"] = {"phase": "Pending", "conditions": []}
     return new
 
@@ -116,7 +95,7 @@ def new_pod(pod: Obj, *, uid: str, created: str, resource_version: str | None = 
 def new_revision(revision: Obj, *, uid: str, created: str, resource_version: str | None = None) -> Obj:
     """A ControllerRevision as created. Deep-copies ``revision``."""
     meta = _created_metadata(revision, uid, created, resource_version)
-    return _copy_json({**revision, "metadata": meta})
+    return copy_json({**revision, "metadata": meta})
 
 
 # -- ModelServings ----------------------------------------------------------------------------------
@@ -156,7 +135,7 @@ def with_status(old: Obj, status: Obj, *, copy: bool = True) -> Obj:
     """
     if status == old.get("status"):
         return old
-    return {**old, "status": _copy_json(status) if copy else status}
+    return {**old, "status": copy_json(status) if copy else status}
 
 
 # -- Pods -------------------------------------------------------------------------------------------

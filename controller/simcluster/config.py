@@ -62,6 +62,9 @@ class ClusterConfig:
     gpus_per_node: int = 8
     timing: dict[str, Span] = field(default_factory=lambda: dict(DEFAULT_TIMING))
     images: dict[str, ImageBehaviour] = field(default_factory=dict)
+    # Part of every random draw's key (``physics.draw``): the scenario's seed in ``simulate``, 0 in the
+    # live app (whose pod UIDs are random anyway).
+    seed: int = 0
 
     def image(self, image: str) -> ImageBehaviour:
         return self.images.get(image) or _HEALTHY

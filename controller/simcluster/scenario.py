@@ -103,7 +103,7 @@ def _int(v: Any, path: str, *, minimum: int = 0) -> int:
     return v
 
 
-def _span(v: Any, path: str) -> Span:
+def parse_span(v: Any, path: str) -> Span:
     """A number, or [min, max] with 0 <= min <= max."""
     if _is_number(v):
         if v < 0:
@@ -160,7 +160,7 @@ def parse_scenario(raw: Any, *, default_name: str = "scenario", seed: int | None
     file_seed = _int(doc["seed"], "seed") if "seed" in doc else 0
     until = _number(doc.get("until", 3600), "until", positive=True)
     cluster = _cluster(doc.get("cluster", {}))
-    cluster.images = _images(doc.get("images", {}))
+    cluster.images = parse_images(doc.get("images", {}))
     traffic = _traffic(doc["traffic"]) if doc.get("traffic") is not None else None
     if "modelServing" not in doc:
         raise ScenarioError("modelServing", "required: a full ModelServing manifest")
@@ -181,11 +181,11 @@ def _cluster(raw: Any) -> ClusterConfig:
     _no_unknown(t, set(PHASES), "cluster.timing")
     for phase in PHASES:
         if phase in t:
-            timing[phase] = _span(t[phase], f"cluster.timing.{phase}")
+            timing[phase] = parse_span(t[phase], f"cluster.timing.{phase}")
     return ClusterConfig(nodes=nodes, gpus_per_node=gpus, timing=timing)
 
 
-def _images(raw: Any) -> dict[str, ImageBehaviour]:
+def parse_images(raw: Any) -> dict[str, ImageBehaviour]:
     images = _mapping(raw, "images")
     out = {}
     for image, spec in images.items():
@@ -202,9 +202,9 @@ def _images(raw: Any) -> dict[str, ImageBehaviour]:
             raise ScenarioError(f"{path}.errorRate", f"must be between 0 and 1, got {rate:g}")
         out[image] = ImageBehaviour(
             crash=crash,
-            load=_span(spec["load"], f"{path}.load") if "load" in spec else None,
+            load=parse_span(spec["load"], f"{path}.load") if "load" in spec else None,
             error_rate=rate,
-            latency_ms=_span(spec["latencyMs"], f"{path}.latencyMs") if "latencyMs" in spec else None,
+            latency_ms=parse_span(spec["latencyMs"], f"{path}.latencyMs") if "latencyMs" in spec else None,
         )
     return out
 
@@ -215,7 +215,7 @@ def _traffic(raw: Any) -> Traffic:
     if "rps" not in t:
         raise ScenarioError("traffic.rps", "required")
     rps = _number(t["rps"], "traffic.rps")
-    duration = _span(t.get("durationSeconds", 1), "traffic.durationSeconds")
+    duration = parse_span(t.get("durationSeconds", 1), "traffic.durationSeconds")
     return Traffic(rps=rps, duration=duration)
 
 
@@ -308,9 +308,8 @@ def _dry_run(s: Scenario) -> None:
     """Apply the manifest-changing events to a copy of the manifest, in time order; validate each."""
     if not any(e.do in MANIFEST_EVENTS for e in s.events):
         return
+    from controller.core.mergepatch import merge_patch
     from controller.core.spec import ValidationError, parse_modelserving
-
-    from .store import merge_patch
 
     ms = s.manifest
     for e in s.events:

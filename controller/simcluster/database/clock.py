@@ -1,4 +1,4 @@
-"""The simulated clock of the live app: wall-clock time times a speed factor, kept in the database.
+"""The simulated clock of the live simulated cluster: wall-clock time times a speed factor, kept in the database.
 
 ``sim_now = sim_base + (wall - wall_base) * speed`` (see ``controller.models.SimClock``). The base is
 the wall time when the cluster was first created, so simulated times look like real dates, and at
@@ -74,18 +74,6 @@ class LiveClock:
 
     def forget(self) -> None:
         self._params = None
-
-
-class WallClock:
-    """Epoch seconds: the clock of a real cluster."""
-
-    speed = 1.0
-
-    def now(self) -> float:
-        return time.time()
-
-    def to_wall_seconds(self, seconds: float) -> float:
-        return seconds
 
 
 _shared: LiveClock | None = None

@@ -1,17 +1,19 @@
 """Run a scenario: build the simulated cluster, apply the events, run the real controller.
 
 The controller here is the production reconcile pass (``controller.core.reconcile.reconcile``)
-behind a work queue that lives in a ``SimController`` object:
+behind a work queue that lives in a ``SimController`` object, following the same policy as the live
+app's Celery tasks (``controller.core.workqueue``):
 
 - every real change in the store that concerns a ModelServing (its spec, its pods, its revisions;
-  nodes concern all) enqueues a reconcile of it ``RECONCILE_DELAY`` (5 ms) of virtual time later,
+  nodes concern all) enqueues a reconcile of it ``COALESCE_SECONDS`` (5 ms) of virtual time later,
   coalesced: ten pod changes in the same 5 ms make one pass. The controller's own status writes do
   not wake it (its pass already knew that status); its pod and revision writes do, so a pass that
   changed the cluster is followed by one that observes the result, like a watch-driven controller;
 - ``requeue_after`` from a pass (a drain timeout, ...) schedules a pass at that time;
-- a periodic resync every ``RESYNC`` (30 virtual s) enqueues every ModelServing;
+- a periodic resync every ``RESYNC_SECONDS`` (30 virtual s) enqueues every ModelServing;
 - a pass that raises (a lost race: Conflict, or a bug) is retried with exponential backoff
-  (0.1 s, 0.2 s, ... at most 10 s) and the error is recorded in the trace.
+  (0.1 s, 0.2 s, ... at most 10 s) and the error is recorded in the trace;
+- a hot loop (a pass changing the cluster on every pass) is slowed down and reported in the trace.
 
 ``restartController`` drops the ``SimController`` (its queue, timers and anything else in memory)
 and builds a new one, which starts with a full list like a fresh informer. Whatever the controller
@@ -24,28 +26,19 @@ The run ends at ``until``, or once every event has run and the workload has stay
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable
 from typing import Any
 
-from controller.core import naming
+from controller.core import naming, workqueue
 from controller.core.ports import ClusterError, NotFound, Obj
 
-from .cluster import SimCluster
+from .convergence import is_converged
+from .memory.cluster import SimCluster
+from .memory.store import Change
 from .scenario import MANIFEST_EVENTS, Event, Scenario, control_patch
-from .store import Change
 from .trace import TraceWriter, dumps
 
-RECONCILE_DELAY = 0.005
-RESYNC = 30.0
 SETTLE = 60.0
-BACKOFF_START = 0.1
-BACKOFF_MAX = 10.0
-# A controller that changes the cluster on every pass wakes itself every 5 ms forever (a hot loop:
-# e.g. rewriting an annotation with the current time). After HOT_LOOP_PASSES back-to-back passes
-# (each within 2 x RECONCILE_DELAY of the last) the runner reports it and slows that object to one
-# pass per HOT_LOOP_DELAY, so the run still ends and the trace shows the bug. A healthy chain is 2-3
-# passes long (a pass, the pass that observes its writes, maybe one more).
-HOT_LOOP_PASSES = 200
-HOT_LOOP_DELAY = 1.0
 
 
 class SimController:
@@ -59,9 +52,7 @@ class SimController:
         self.queue: dict[tuple[str, str], Any] = {}  # key -> Timer of the pending pass
         self.timers: list[Any] = []
         self.failures: dict[tuple[str, str], int] = {}
-        self.last_pass: dict[tuple[str, str], float] = {}
-        self.hot: dict[tuple[str, str], int] = {}
-        self.throttled: set[tuple[str, str]] = set()
+        self.history: dict[tuple[str, str], workqueue.PassHistory] = {}
 
     def start(self) -> None:
         for ms in self.runner.store.list_modelservings():
@@ -81,14 +72,14 @@ class SimController:
         for ms in self.runner.store.list_modelservings():
             self.enqueue((ms["metadata"]["namespace"], ms["metadata"]["name"]))
         self.timers = [t for t in self.timers if not t.cancelled and t.at > self.loop.now()]
-        self.timers.append(self.loop.call_later(RESYNC, self._resync))
+        self.timers.append(self.loop.call_later(workqueue.RESYNC_SECONDS, self._resync))
 
-    def enqueue(self, key: tuple[str, str], delay: float = RECONCILE_DELAY) -> None:
+    def enqueue(self, key: tuple[str, str], delay: float = workqueue.COALESCE_SECONDS) -> None:
         if not self.alive:
             return
         at = self.loop.now() + delay
         pending = self.queue.get(key)
-        if pending is not None and not pending.cancelled and pending.at <= at:
+        if workqueue.already_queued(None if pending is None or pending.cancelled else pending.at, at):
             return  # coalesced into the pass already queued
         if pending is not None:
             pending.cancel()
@@ -103,29 +94,26 @@ class SimController:
             return
         self.queue.pop(key, None)
         now = self.loop.now()
-        last = self.last_pass.get(key)
-        if key in self.throttled and last is not None and now - last < HOT_LOOP_DELAY - 1e-6:
-            # Never a zero delay: float rounding (0.9999999999 < 1) must not spin at one instant.
-            self.enqueue(key, max(HOT_LOOP_DELAY - (now - last), RECONCILE_DELAY))
+        history = self.history.get(key) or workqueue.PassHistory()
+        wait = history.wait_before_pass(now)
+        if wait is not None:
+            self.enqueue(key, wait)
             return
-        self.hot[key] = self.hot.get(key, 0) + 1 if last is not None and now - last <= 2 * RECONCILE_DELAY else 0
-        self.last_pass[key] = now
-        if self.hot[key] >= HOT_LOOP_PASSES and key not in self.throttled:
-            self.throttled.add(key)
+        self.history[key] = after = history.after_pass(now)
+        if after.throttled and not history.throttled:
             self.runner.trace.error(
                 now,
-                f"hot loop: {HOT_LOOP_PASSES} back-to-back passes of {key[0]}/{key[1]}, "
-                f"each changing the cluster; from now on at most one pass per {HOT_LOOP_DELAY:g} s",
+                f"hot loop: {workqueue.HOT_LOOP_PASSES} back-to-back passes of {key[0]}/{key[1]}, "
+                f"each changing the cluster; from now on at most one pass per {workqueue.HOT_LOOP_INTERVAL:g} s",
             )
         ok, requeue_after = self.runner.reconcile_once(key)
         if ok:
             self.failures.pop(key, None)
             if requeue_after is not None:
-                self.enqueue_at(key, max(float(requeue_after), RECONCILE_DELAY))
+                self.enqueue_at(key, workqueue.requeue_seconds(requeue_after))
         else:
-            n = self.failures.get(key, 0)
-            self.failures[key] = n + 1
-            self.enqueue(key, min(BACKOFF_MAX, BACKOFF_START * 2**n))
+            self.failures[key] = self.failures.get(key, 0) + 1
+            self.enqueue(key, workqueue.backoff_seconds(self.failures[key]))
 
 
 class Runner:
@@ -157,6 +145,9 @@ class Runner:
         self.last_event_at = max((e.at for e in scenario.events), default=0.0)
         self._end_timer = None
         self._parse_cache: dict[tuple[str, str], Any] = {}  # per run: UIDs repeat across runs of one seed
+        # Called after every pass that produced a view, with (time, view), once convergence is
+        # decided for it: how the preview records its timeline.
+        self.on_pass: list[Callable[[float, dict[str, Any]], None]] = []
         self.store.add_listener(self._on_change)
 
     # -- controller ---------------------------------------------------------------------------------
@@ -217,6 +208,8 @@ class Runner:
         if view:
             self.trace.offer_frame(now, view, result.blocked)
             self._check_convergence(view)
+            for observer in self.on_pass:
+                observer(now, view)
         return True, result.requeue_after
 
     def _view_now(self, ns: str, name: str) -> dict[str, Any] | None:
@@ -255,6 +248,11 @@ class Runner:
         self.converged = conv
         self._maybe_schedule_end()
 
+    def forget_convergence(self) -> None:
+        """After a change made from outside the scenario (the preview's): the next pass decides anew,
+        and ``converged_at`` is the time of the first converged pass after the change."""
+        self.converged, self.converged_at = False, None
+
     def _maybe_schedule_end(self) -> None:
         if not self.converged or self.events_left > 0 or self.converged_at is None:
             return
@@ -272,16 +270,21 @@ class Runner:
 
     # -- events -----------------------------------------------------------------------------------
 
+    def as_operator(self, write: Callable[[], Any]) -> Any:
+        """Run ``write`` (store calls) as the operator: the changes it makes wake the controller."""
+        previous, self.store.actor = self.store.actor, "operator"
+        try:
+            return write()
+        finally:
+            self.store.actor = previous
+
     def _apply_event(self, e: Event) -> None:
         self.events_left -= 1
         error = None
-        previous, self.store.actor = self.store.actor, "operator"
         try:
-            error = self._do(e)
+            error = self.as_operator(lambda: self._do(e))
         except (ClusterError, ValueError) as exc:
             error = f"{type(exc).__name__}: {exc}"
-        finally:
-            self.store.actor = previous
         self.trace.event(self.loop.now(), e.describe(), error=error)
         self._maybe_schedule_end()
 
@@ -376,80 +379,6 @@ def _matches(pod: Obj, args: dict[str, Any]) -> bool:
         return False
     if "instance" in args and str(labels.get(naming.LABEL_ROLE_ORDINAL)) != str(args["instance"]):
         return False
-    return True
-
-
-def is_converged(
-    ms: Obj,
-    view: dict[str, Any],
-    revisions: list[Obj] | None = None,
-    *,
-    cache: dict[tuple[str, str], Any] | None = None,
-) -> bool:
-    """scenarios.md: the update revision runs on every instance outside the partition, every instance
-    is Ready, nothing is draining or deleting; plus: the controller observed the latest generation
-    and exactly the desired instances exist (no leftover surge, no missing instance).
-
-    Example: replicas 5, partition 3, one role with 1 instance: groups 3 and 4 must run the update
-    revision; groups 0-2 may run any revision; all five must be Ready.
-
-    Under role-level strategies an unchanged role is not replaced (its pods keep the revision label
-    they were created with), and it does run the update revision's template for that role: so an
-    instance counts as updated when its revision's role template equals the update revision's
-    (same role hash), read from the stored revisions.
-    """
-    from controller.core import strategy
-    from controller.core.revisions import History, role_hashes
-    from controller.core.spec import ValidationError, parse_modelserving
-
-    meta = ms.get("metadata") or {}
-    if (ms.get("status") or {}).get("observedGeneration") != meta.get("generation"):
-        return False
-    instances = view.get("instances") or []
-    # Cheap test first: during a rollout most passes end here, before any parsing.
-    if any(inst.get("state") != "Ready" or inst.get("draining") or inst.get("surge") for inst in instances):
-        return False
-    key = (meta.get("uid", ""), meta.get("resourceVersion", ""))
-    cache = {} if cache is None else cache
-    parsed = cache.get(key)
-    if parsed is None:
-        try:
-            spec = parse_modelserving(ms)
-        except ValidationError:
-            return False
-        parsed = (spec, strategy.resolve(spec))
-        cache.clear()
-        cache[key] = parsed
-    spec, eff = parsed
-    update = view.get("updateRevision")
-    expected = {(g, r.name, o) for g in range(spec.replicas) for r in spec.roles for o in range(r.replicas)}
-    if len(instances) != len(expected):
-        return False
-    pods_per = {r.name: r.pods_per_instance for r in spec.roles}
-    history = History.from_objects(revisions or []) if spec.role_level else None
-
-    def same_role_template(revision: str, role: str) -> bool:
-        if history is None:
-            return False
-        have, want = history.data_of(revision), history.data_of(update)
-        if have is None or want is None:
-            return False
-        return role_hashes(have).get(role) == role_hashes(want).get(role) is not None
-
-    for inst in instances:
-        k = (inst.get("group"), inst.get("role"), inst.get("ordinal"))
-        if k not in expected:
-            return False
-        if inst.get("state") != "Ready" or inst.get("draining") or inst.get("surge"):
-            return False
-        if inst.get("readyPods") != pods_per[k[1]] or inst.get("pods") != pods_per[k[1]]:
-            return False
-        if spec.role_level:
-            protected = k[2] < eff.roles[k[1]].partition.count
-        else:
-            protected = k[0] < eff.group.partition.count
-        if not protected and inst.get("revision") != update and not same_role_template(inst.get("revision"), k[1]):
-            return False
     return True
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.sim.config import ClusterConfig, ImageBehaviour, Span
-from controller.sim.scenario import _images, _span
+from controller.simcluster.config import ClusterConfig, ImageBehaviour, Span
+from controller.simcluster.scenario import parse_images, parse_span
 
 DEFAULT_TIMING: dict[str, Any] = {
     "schedule": [0.5, 1.5],
@@ -28,10 +28,10 @@ DEFAULT_TIMING: dict[str, Any] = {
 def parse_config(raw: dict[str, Any] | None) -> ClusterConfig:
     raw = raw or {}
     timing = {
-        phase: _span(value, f"timing.{phase}")
+        phase: parse_span(value, f"timing.{phase}")
         for phase, value in {**DEFAULT_TIMING, **(raw.get("timing") or {})}.items()
     }
-    images: dict[str, ImageBehaviour] = _images(raw.get("images") or {})
+    images: dict[str, ImageBehaviour] = parse_images(raw.get("images") or {})
     return ClusterConfig(nodes=0, gpus_per_node=0, timing=timing, images=images)
 
 

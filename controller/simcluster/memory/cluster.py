@@ -1,13 +1,13 @@
-"""One simulated cluster: store + scheduler + kubelets + router, on one event loop."""
+"""One simulated cluster in memory: store + scheduler + kubelets + router, on one event loop."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
-from controller.core.ports import Obj
-
+from .. import physics
+from ..config import ClusterConfig, Traffic
 from .clock import EventLoop, VirtualClock
-from .config import ClusterConfig, Traffic
 from .kubelet import Kubelets
 from .router import SimRouter
 from .scheduler import Scheduler
@@ -26,24 +26,20 @@ class SimCluster:
         copy_reads: bool = False,
         loop: EventLoop | None = None,
     ) -> None:
-        self.config = config
+        # The seed is part of every physics draw's key (``physics.draw``).
+        self.config = config = dataclasses.replace(config, seed=seed)
         self.seed = seed
         self.loop = loop or EventLoop(VirtualClock())
         self.clock = self.loop.clock
         self.store = InMemoryStore(self.clock, seed=seed, copy_reads=copy_reads)
-        self.scheduler = Scheduler(self.store, self.loop, config, self.rng_for)
-        self.kubelets = Kubelets(self.store, self.loop, config, self.rng_for)
+        self.scheduler = Scheduler(self.store, self.loop, config)
+        self.kubelets = Kubelets(self.store, self.loop, config)
         self.router = SimRouter(
             self.store, self.loop, config, namespace, ms_name, traffic, random.Random(f"{seed}:traffic")
         )
         self.kubelets.on_stop.append(self.router.interrupt)
         self._node_count = 0
         self.add_nodes(config.nodes, config.gpus_per_node)
-
-    def rng_for(self, pod: Obj, key: str) -> random.Random:
-        # One independent stream per (seed, pod uid, purpose): a pod's timings do not depend on how
-        # many other pods drew before it, so one extra pod does not reshuffle every other timing.
-        return random.Random(f"{self.seed}:{pod['metadata']['uid']}:{key}")
 
     def node_name(self, index: int) -> str:
         return f"node-{index}"
@@ -53,8 +49,7 @@ class SimCluster:
         for _ in range(count):
             i = self._node_count
             self._node_count += 1
-            # Node IPs 10.0.0.1, 10.0.0.2, ... (node-0 is 10.0.0.1).
-            self.store.add_node(self.node_name(i), gpus, ip=f"10.0.{(i + 1) >> 8}.{(i + 1) & 255}")
+            self.store.add_node(self.node_name(i), gpus, ip=physics.node_ip(i))
             names.append(self.node_name(i))
         return names
 

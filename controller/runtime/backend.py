@@ -1,8 +1,10 @@
 """Which cluster, router and clock the live app uses: ``settings.ROLLOUTUI_BACKEND``.
 
-- ``"sim"`` (default): the database-backed simulated cluster (``DatabaseCluster``), the in-flight
-  counts the simulated traffic keeps in Redis read through the Kubernetes adapter's own
-  ``RedisInFlightRouter`` (``NoRouter`` when there is no Redis), and the simulated clock.
+- ``"sim"`` (default): the database-backed simulated cluster (``controller.simcluster.database``),
+  wired here to the app: every change enqueues a reconcile (``enqueue.reconcile_soon``) and its
+  simulated requests live in Redis (``RedisTraffic``); the in-flight counts are read through the
+  Kubernetes adapter's own ``RedisInFlightRouter`` (``NoRouter`` when there is no Redis), and the
+  clock is the simulated cluster's.
 - ``"kubernetes"``: ``KubernetesCluster`` over the official client (KUBECONFIG or in-cluster
   config), ``RedisInFlightRouter`` on ``ROLLOUTUI_ROUTER_REDIS_URL`` (the router's Redis; default
   ``REDIS_URL``), and the wall clock.
@@ -19,9 +21,13 @@ from functools import lru_cache
 from django.conf import settings
 
 from controller.core.ports import ClusterPort, NoRouter, RouterPort
+from controller.k8s.router import DEFAULT_KEY
+from controller.simcluster.database.clock import live_clock
+from controller.simcluster.database.store import DatabaseCluster
+from controller.simcluster.database.traffic import RedisTraffic
 
-from . import redisconn
-from .clock import WallClock, live_clock
+from . import enqueue, redisconn
+from .clock import WallClock
 
 
 def backend_name() -> str:
@@ -31,9 +37,25 @@ def backend_name() -> str:
 def get_cluster(*, actor: str = "operator") -> ClusterPort:
     if backend_name() == "kubernetes":
         return _kubernetes_cluster()
-    from .store import DatabaseCluster
+    return sim_cluster(actor=actor)
 
-    return DatabaseCluster(actor=actor)
+
+def sim_cluster(*, actor: str = "operator") -> DatabaseCluster:
+    """The database-backed simulated cluster, wired to the app (reconciles, traffic in Redis)."""
+    return DatabaseCluster(actor=actor, on_change=enqueue.reconcile_soon, traffic=sim_traffic())
+
+
+def sim_traffic() -> RedisTraffic | None:
+    """The simulated cluster's requests in the state Redis; ``None`` without Redis."""
+    client = redisconn.state_redis()
+    if client is None:
+        return None
+    return RedisTraffic(client, inflight_key=inflight_key(), key_prefix=redisconn.KEY_PREFIX)
+
+
+def inflight_key() -> str:
+    """The router's hash of in-flight counts (the router contract: ``controller.k8s.router``)."""
+    return getattr(settings, "ROLLOUTUI_INFLIGHT_KEY", None) or DEFAULT_KEY
 
 
 @lru_cache(maxsize=1)
@@ -62,8 +84,6 @@ def get_router() -> RouterPort:
     client = redisconn.state_redis()
     if client is None:
         return NoRouter()
-    from .traffic import inflight_key
-
     return RedisInFlightRouter(client, key=inflight_key())
 
 

@@ -27,15 +27,15 @@ import itertools
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from controller.core import naming
-from controller.core.ports import ClusterPort, Conflict, NotFound, Obj
+from controller.core.mergepatch import copy_json
+from controller.core.ports import Conflict, NotFound, Obj
 
-# What a write does to an object lives in ``objects`` (shared with the live app's store); the names
-# below stay importable from here.
-from . import objects
-from .objects import Invalid, _copy_json, merge_patch, rfc3339  # noqa: F401
+# What a write does to an object lives in ``objects`` (shared with the live app's store).
+from .. import objects
+from ..objects import owner_name, rfc3339
 
 
 @dataclass(frozen=True)
@@ -59,45 +59,9 @@ class Change:
 _RESOURCE_VERSIONS = itertools.count(1)
 
 
-def pod_ms_name(pod: Obj) -> str | None:
-    return ((pod.get("metadata") or {}).get("labels") or {}).get(naming.LABEL_NAME)
-
-
-class SimStore(ClusterPort, Protocol):
-    """What the physics (scheduler, kubelets, router) and the runner need beyond ``ClusterPort``.
-
-    ``InMemoryStore`` implements it for ``simulate``; the live app can implement it over database
-    rows (same semantics: resourceVersion concurrency, no-op identical writes, change listeners
-    fired after commit) and reuse ``scheduler``, ``kubelet`` and ``router`` unchanged.
-    """
-
-    actor: str | None
-
-    def add_listener(self, listener: Callable[[Change], None]) -> None: ...
-
-    def peek_pod(self, namespace: str, name: str) -> Obj | None: ...
-
-    def all_pods(self) -> list[Obj]: ...
-
-    def bind_pod(self, namespace: str, name: str, node_name: str, *, uid: str, status: Obj) -> Obj: ...
-
-    def write_pod_status(self, namespace: str, name: str, status: Obj, *, uid: str | None = None) -> Obj: ...
-
-    def remove_pod(self, namespace: str, name: str, *, uid: str | None = None) -> None: ...
-
-    def replace_revision_data(self, namespace: str, name: str, data: Any) -> Obj: ...
-
-    def add_node(self, name: str, gpus: int, *, ip: str) -> Obj: ...
-
-    def remove_node(self, name: str) -> None: ...
-
-    def list_nodes(self) -> list[Obj]: ...
-
-    def get_node(self, name: str) -> Obj | None: ...
-
-
 class InMemoryStore:
-    """``ClusterPort`` over dicts in memory, plus the physics-side API (``SimStore``)."""
+    """``ClusterPort`` over dicts in memory, plus the physics side's writes (nodes, binding, kubelet
+    writes, final removal)."""
 
     def __init__(self, clock, *, seed: int = 0, copy_reads: bool = False) -> None:
         self.clock = clock
@@ -138,7 +102,7 @@ class InMemoryStore:
         return str(uuid.UUID(bytes=digest, version=4))
 
     def _out(self, obj: Obj) -> Obj:
-        return _copy_json(obj) if self.copy_reads else obj
+        return copy_json(obj) if self.copy_reads else obj
 
     def _now_str(self) -> str:
         return rfc3339(self.clock.now())
@@ -232,7 +196,7 @@ class InMemoryStore:
             raise Conflict(f"pod {ns}/{name} already exists")
         new = objects.new_pod(pod, uid=self.new_uid(), resource_version=self._next_rv(), created=self._now_str())
         self._put_pod(new)
-        self._notify(Change("Pod", "ADDED", ns, name, pod_ms_name(new), new, None, self.actor))
+        self._notify(Change("Pod", "ADDED", ns, name, owner_name(new), new, None, self.actor))
         return self._out(new)
 
     def delete_pod(self, namespace: str, name: str, *, uid: str | None = None) -> None:
@@ -245,7 +209,7 @@ class InMemoryStore:
             return
         new["metadata"] = {**new["metadata"], "resourceVersion": self._next_rv()}
         self._put_pod(new)
-        self._notify(Change("Pod", "MODIFIED", namespace, name, pod_ms_name(new), new, old, self.actor))
+        self._notify(Change("Pod", "MODIFIED", namespace, name, owner_name(new), new, old, self.actor))
 
     def patch_pod(self, namespace: str, name: str, patch: Obj) -> Obj:
         old = self._get_pod(namespace, name)
@@ -254,7 +218,7 @@ class InMemoryStore:
             return self._out(old)
         new["metadata"] = {**new["metadata"], "resourceVersion": self._next_rv()}
         self._put_pod(new)
-        self._notify(Change("Pod", "MODIFIED", namespace, name, pod_ms_name(new), new, old, self.actor))
+        self._notify(Change("Pod", "MODIFIED", namespace, name, owner_name(new), new, old, self.actor))
         return self._out(new)
 
     def set_pod_condition(self, namespace: str, name: str, condition: Obj) -> Obj:
@@ -274,7 +238,20 @@ class InMemoryStore:
             return self._out(old)
         new["metadata"] = {**old["metadata"], "resourceVersion": self._next_rv()}
         self._put_pod(new)
-        self._notify(Change("Pod", "MODIFIED", namespace, name, pod_ms_name(new), new, old, self.actor))
+        self._notify(Change("Pod", "MODIFIED", namespace, name, owner_name(new), new, old, self.actor))
+        return self._out(new)
+
+    def replace_pod(self, namespace: str, name: str, pod: Obj, *, uid: str) -> Obj:
+        """The kubelet's write: the pod as ``physics`` computed it from the stored one (its status and
+        its kubelet-state annotation). No-op if unchanged. ``pod`` is handed over (never mutated)."""
+        old = self._get_pod(namespace, name)
+        if old["metadata"].get("uid") != uid:
+            raise Conflict(f"pod {namespace}/{name}: uid precondition failed")
+        if pod is old or (pod.get("status") == old.get("status") and pod["metadata"] == old["metadata"]):
+            return self._out(old)
+        new = {**pod, "metadata": {**pod["metadata"], "resourceVersion": self._next_rv()}}
+        self._put_pod(new)
+        self._notify(Change("Pod", "MODIFIED", namespace, name, owner_name(new), new, old, self.actor))
         return self._out(new)
 
     def bind_pod(self, namespace: str, name: str, node_name: str, *, uid: str, status: Obj) -> Obj:
@@ -291,7 +268,7 @@ class InMemoryStore:
             "metadata": {**old["metadata"], "resourceVersion": self._next_rv()},
         }
         self._put_pod(new)
-        self._notify(Change("Pod", "MODIFIED", namespace, name, pod_ms_name(new), new, old, self.actor))
+        self._notify(Change("Pod", "MODIFIED", namespace, name, owner_name(new), new, old, self.actor))
         return self._out(new)
 
     def remove_pod(self, namespace: str, name: str, *, uid: str | None = None) -> None:
@@ -304,16 +281,16 @@ class InMemoryStore:
     def _remove(self, old: Obj) -> None:
         ns, name = old["metadata"]["namespace"], old["metadata"]["name"]
         del self._pods[(ns, name)]
-        bucket = self._pods_by_ms.get((ns, pod_ms_name(old)))
+        bucket = self._pods_by_ms.get((ns, owner_name(old)))
         if bucket is not None:
             bucket.pop(name, None)
         self._next_rv()
-        self._notify(Change("Pod", "DELETED", ns, name, pod_ms_name(old), old, old, self.actor))
+        self._notify(Change("Pod", "DELETED", ns, name, owner_name(old), old, old, self.actor))
 
     def _put_pod(self, pod: Obj) -> None:
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         self._pods[(ns, name)] = pod
-        self._pods_by_ms.setdefault((ns, pod_ms_name(pod)), {})[name] = pod
+        self._pods_by_ms.setdefault((ns, owner_name(pod)), {})[name] = pod
 
     def _get_pod(self, namespace: str, name: str) -> Obj:
         try:
@@ -336,7 +313,7 @@ class InMemoryStore:
             revision, uid=self.new_uid(), resource_version=self._next_rv(), created=self._now_str()
         )
         self._put_revision(new)
-        self._notify(Change("ControllerRevision", "ADDED", ns, name, pod_ms_name(new), new, None, self.actor))
+        self._notify(Change("ControllerRevision", "ADDED", ns, name, owner_name(new), new, None, self.actor))
         return self._out(new)
 
     def set_revision_number(self, namespace: str, name: str, number: int) -> Obj:
@@ -354,9 +331,9 @@ class InMemoryStore:
     def delete_revision(self, namespace: str, name: str) -> None:
         old = self._get_revision(namespace, name)
         del self._revisions[(namespace, name)]
-        self._revs_by_ms.get((namespace, pod_ms_name(old)), {}).pop(name, None)
+        self._revs_by_ms.get((namespace, owner_name(old)), {}).pop(name, None)
         self._next_rv()
-        self._notify(Change("ControllerRevision", "DELETED", namespace, name, pod_ms_name(old), old, old, self.actor))
+        self._notify(Change("ControllerRevision", "DELETED", namespace, name, owner_name(old), old, old, self.actor))
 
     def _replace_revision(self, old: Obj, new: Obj) -> Obj:
         new["metadata"] = {**new["metadata"], "resourceVersion": self._next_rv()}
@@ -368,7 +345,7 @@ class InMemoryStore:
                 "MODIFIED",
                 meta["namespace"],
                 meta["name"],
-                pod_ms_name(new),
+                owner_name(new),
                 new,
                 old,
                 self.actor,
@@ -379,7 +356,7 @@ class InMemoryStore:
     def _put_revision(self, rev: Obj) -> None:
         ns, name = rev["metadata"]["namespace"], rev["metadata"]["name"]
         self._revisions[(ns, name)] = rev
-        self._revs_by_ms.setdefault((ns, pod_ms_name(rev)), {})[name] = rev
+        self._revs_by_ms.setdefault((ns, owner_name(rev)), {})[name] = rev
 
     def _get_revision(self, namespace: str, name: str) -> Obj:
         try:

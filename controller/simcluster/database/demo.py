@@ -19,7 +19,6 @@ from django.db import transaction
 from controller.core import naming
 from controller.models import SimClock, SimNode, SimObject, SimTraffic
 
-from .clock import live_clock
 from .config import DEFAULT_TIMING
 from .store import DatabaseCluster
 
@@ -67,10 +66,15 @@ DEMO_MANIFEST: dict[str, Any] = {
 }
 
 
-def load_demo(*, nodes: int = 6, gpus: int = 8, manifest: dict[str, Any] | None = None) -> list[str]:
-    """Fill an empty simulated cluster. Returns what was done (empty: nothing to do)."""
+def load_demo(
+    cluster: DatabaseCluster, *, nodes: int = 6, gpus: int = 8, manifest: dict[str, Any] | None = None
+) -> list[str]:
+    """Fill an empty simulated cluster. Returns what was done (empty: nothing to do).
+
+    ``cluster``: the database-backed cluster, wired by the runtime so the new ModelServing is
+    reconciled at once (``controller.runtime.backend.sim_cluster``)."""
     done = []
-    clock = live_clock()
+    clock = cluster.clock
     clock.forget()  # re-read (or create) the clock row now
     clock.now()
     with transaction.atomic():
@@ -81,7 +85,6 @@ def load_demo(*, nodes: int = 6, gpus: int = 8, manifest: dict[str, Any] | None 
             row.config = copy.deepcopy(CONFIG)
             row.save(update_fields=["config"])
             done.append("stored the simulated cluster's timings and image behaviour")
-    cluster = DatabaseCluster(actor="operator")
     if not SimNode.objects.exists():
         for _ in range(nodes):
             cluster.add_node(gpus)

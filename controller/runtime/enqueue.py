@@ -6,9 +6,12 @@ task deletes the flag as its first step, BEFORE it reads the cluster, so a chang
 point queues a new pass: no wakeup is lost. If a message is lost anyway (Redis restarted), the flag
 expires after ``QUEUED_TTL_MS`` and the periodic resync repairs.
 
-Without Redis (unit tests, one-off commands) the task is sent directly: to kombu's memory transport
-(nothing runs it) or, under ``task_always_eager``, inline; an inline reconcile that changes the
-cluster and so asks for another one while it runs is handled by the task's own re-run loop.
+Without Redis (unit tests, one-off commands) the message goes to kombu's memory transport, where
+nothing runs it; tests run ``controller.runtime.reconciler.run_reconcile`` themselves.
+
+The message names its task (``controller.tasks.reconcile``) instead of importing it: the task
+module imports the runtime, not the other way round, and the Kubernetes watch process sends by the
+same name.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import logging
 
 import redis
+from celery import current_app
 from django.db import transaction
 
 from . import redisconn
@@ -25,6 +29,8 @@ log = logging.getLogger(__name__)
 QUEUED_TTL_MS = 10_000
 # The reconcile queue (the Kubernetes watch process sends to it too; workers consume celery,reconcile).
 QUEUE = "reconcile"
+# The Celery task that runs one reconcile (``controller.tasks.reconcile_modelserving``).
+RECONCILE_TASK = "controller.tasks.reconcile"
 
 
 def queued_key(namespace: str, name: str) -> str:
@@ -37,8 +43,6 @@ def reconcile_soon(namespace: str, name: str) -> None:
 
 
 def send(namespace: str, name: str, *, countdown: float | None = None, dedupe: bool = True) -> None:
-    from controller.tasks import reconcile_modelserving
-
     client = redisconn.state_redis()
     if client is not None and dedupe and countdown is None:
         try:
@@ -47,7 +51,7 @@ def send(namespace: str, name: str, *, countdown: float | None = None, dedupe: b
         except redis.RedisError as exc:
             log.warning("queued flag unavailable (%s); sending the reconcile anyway", exc)
     try:
-        reconcile_modelserving.apply_async((namespace, name), countdown=countdown, queue=QUEUE)
+        publish(namespace, name, countdown=countdown)
     except Exception as exc:  # broker down: the periodic resync repairs once it is back
         log.warning("could not enqueue reconcile of %s/%s: %s", namespace, name, exc)
         if client is not None:
@@ -55,3 +59,8 @@ def send(namespace: str, name: str, *, countdown: float | None = None, dedupe: b
                 client.delete(queued_key(namespace, name))
             except redis.RedisError:
                 pass
+
+
+def publish(namespace: str, name: str, *, countdown: float | None = None) -> None:
+    """Put one reconcile message on the broker (no deduplication; ``send`` decides whether to)."""
+    current_app.send_task(RECONCILE_TASK, args=(namespace, name), countdown=countdown, queue=QUEUE)

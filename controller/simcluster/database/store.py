@@ -1,8 +1,8 @@
 """``DatabaseCluster``: the ``ClusterPort`` of the live simulated cluster, over ``SimObject`` rows.
 
-The semantics are ``controller.sim.store.InMemoryStore``'s (the API server's), with the database as
+The semantics are ``controller.simcluster.memory.store.InMemoryStore``'s (the API server's), with the database as
 the only state, so several processes can share it; what a write does to an object is computed by the
-same pure functions (``controller.sim.objects``), only storing it differs:
+same pure functions (``controller.simcluster.objects``), only storing it differs:
 
 - every real write stores a new ``resourceVersion`` with a compare-and-set
   ``UPDATE ... WHERE id = X AND resource_version = RV``: a writer that lost the race either raises
@@ -13,12 +13,14 @@ same pure functions (``controller.sim.objects``), only storing it differs:
 - deleting a bound pod starts graceful termination (``deletionTimestamp``; the row stays, holding
   its name and its node's GPUs, until the kubelet removes it); creating a pod whose name is still
   taken raises ``Conflict``;
-- every real change enqueues a reconcile of the owning ModelServing after commit (deduplicated,
-  see ``enqueue``), except the controller's own status writes (the pass that wrote it already knew).
+- every real change is reported to ``on_change(namespace, modelserving)`` (the runtime passes
+  ``controller.runtime.enqueue.reconcile_soon``: a deduplicated reconcile after commit), except the
+  controller's own status writes (the pass that wrote it already knew).
 
-The kubelet's reactions that the in-memory simulator runs from change listeners (start terminating,
+The kubelet's reactions that the in-memory driver runs from change listeners (start terminating,
 restart a container on an in-place image change, recompute Ready after a readiness gate) are applied
-here in the same write, through ``physics``; timed steps are the tick's job (``tick.py``).
+here in the same write, by the same pure functions (``controller.simcluster.physics``); timed steps
+are the tick's job (``tick.py``). Each pod row's ``next_at`` mirrors the deadline in its kubelet state.
 
 resourceVersion values are ``max(previous + 1, wall-clock microseconds)``: strictly increasing per
 object, and a re-created object never reuses a value its predecessor had, so a stale precondition
@@ -39,15 +41,13 @@ from django.db import IntegrityError, transaction
 from controller.core import naming
 from controller.core.ports import Conflict, NotFound, Obj
 from controller.models import SimClock, SimNode, SimObject, SimTraffic
-from controller.sim import objects
-from controller.sim.config import ClusterConfig
-from controller.sim.objects import Invalid, rfc3339
-from controller.sim.scheduler import pod_gpus
-from controller.sim.store import pod_ms_name
+from controller.simcluster import objects, physics
+from controller.simcluster.config import ClusterConfig
+from controller.simcluster.objects import Invalid, owner_name, rfc3339
 
-from . import enqueue, physics
 from .clock import LiveClock, live_clock
 from .config import parse_config
+from .traffic import RedisTraffic
 
 log = logging.getLogger(__name__)
 
@@ -133,10 +133,22 @@ class DatabaseCluster:
     """``ClusterPort`` over the database, plus the physics-side API (nodes, binding, removal)."""
 
     def __init__(
-        self, clock: LiveClock | None = None, *, actor: str = "operator", config: ClusterConfig | None = None
+        self,
+        clock: LiveClock | None = None,
+        *,
+        actor: str = "operator",
+        config: ClusterConfig | None = None,
+        on_change: Callable[[str, str], None] | None = None,
+        traffic: RedisTraffic | None = None,
     ) -> None:
+        """``on_change(namespace, name)``: called for every real change of a ModelServing's objects
+        (inside the writing transaction); ``traffic``: the simulated requests, whose in-flight ones are
+        interrupted when their pod stops serving. The runtime wires both
+        (``controller.runtime.backend.sim_cluster``); without them (tests) nothing is enqueued."""
         self.clock = clock or live_clock()
         self.actor = actor
+        self.on_change = on_change
+        self.traffic = traffic
         self._config = config
         # A config given by the caller (tests, benchmarks) is fixed; otherwise it is the stored one.
         self._config_fixed = config is not None
@@ -164,8 +176,8 @@ class DatabaseCluster:
             raise NotFound(f"{label} {namespace}/{name} not found") from None
 
     def _changed(self, namespace: str, ms_name: str | None) -> None:
-        if ms_name:
-            enqueue.reconcile_soon(namespace, ms_name)
+        if ms_name and self.on_change is not None:
+            self.on_change(namespace, ms_name)
 
     def _cas(self, row: SimObject, data: Obj, **columns: Any) -> Obj:
         """Store ``data`` in ``row`` if nobody wrote it since we read it; raise ``_Lost`` otherwise."""
@@ -291,9 +303,9 @@ class DatabaseCluster:
     def create_pod(self, pod: Obj) -> Obj:
         ns, _ = objects.object_key(pod)
         new = objects.new_pod(pod, uid=str(uuid.uuid4()), created=rfc3339(self._now()))
-        new = physics.on_create(new, self._now(), self.config)
-        ms_name = pod_ms_name(new) or ""
-        self._insert(POD, new, ms_name, gpus=pod_gpus(new), next_at=physics.kubelet_state(new).get("at"))
+        new, next_at, _ = physics.on_create(new, self._now(), self.config)
+        ms_name = owner_name(new) or ""
+        self._insert(POD, new, ms_name, gpus=physics.pod_gpus(new), next_at=next_at)
         self._changed(ns, ms_name)
         return new
 
@@ -306,29 +318,28 @@ class DatabaseCluster:
                 return REMOVE  # never bound: no kubelet has to stop anything
             if new is old:
                 return old  # already terminating: deleting again changes nothing
-            return physics.on_delete(new, self._now(), self.config)
+            return physics.on_delete(new, self._now(), self.config).pod
 
         before, after = self.update_pod(namespace, name, terminate)
         if after is not before:
-            self._interrupt_after_commit(namespace, name, "deleted", pod_ms_name(before))
+            self._interrupt_after_commit(namespace, name, "deleted", owner_name(before))
 
     def patch_pod(self, namespace: str, name: str, patch: Obj) -> Obj:
         restarted = []
 
         def apply(old: Obj) -> Obj:
             new = objects.patched_pod(old, patch, f"pod {namespace}/{name}")
-            if (
-                new is not old
-                and (new.get("spec") or {}).get("containers") != (old.get("spec") or {}).get("containers")
-                and not old["metadata"].get("deletionTimestamp")
+            restarted[:] = []  # a lost race re-applies this
+            if new is not old and (new.get("spec") or {}).get("containers") != (old.get("spec") or {}).get(
+                "containers"
             ):
-                new = physics.on_images_changed(old, new, self._now(), self.config)
-                restarted[:] = [True]
+                new, _, stops_serving = physics.on_images_changed(new, self._now(), self.config)
+                restarted[:] = [True] if stops_serving else []
             return new
 
         _, after = self.update_pod(namespace, name, apply)
         if restarted:
-            self._interrupt_after_commit(namespace, name, "container restart", pod_ms_name(after))
+            self._interrupt_after_commit(namespace, name, "container restart", owner_name(after))
         return after
 
     def set_pod_condition(self, namespace: str, name: str, condition: Obj) -> Obj:
@@ -358,9 +369,9 @@ class DatabaseCluster:
                 return old, REMOVE
             if new is old or new == old:
                 return old, old
-            state = physics.kubelet_state(new)
+            next_at = physics.next_at(physics.kubelet_state(new))
             try:
-                out = self._cas(row, new, node=(new.get("spec") or {}).get("nodeName") or "", next_at=state.get("at"))
+                out = self._cas(row, new, node=(new.get("spec") or {}).get("nodeName") or "", next_at=next_at)
             except _Lost:
                 continue
             self._changed(namespace, row.ms_name)
@@ -368,9 +379,16 @@ class DatabaseCluster:
         raise Conflict(f"pod {namespace}/{name}: too many concurrent writers")
 
     def _interrupt_after_commit(self, namespace: str, name: str, reason: str, ms_name: str | None) -> None:
-        from . import traffic
+        traffic = self.traffic
+        if traffic is not None:
+            transaction.on_commit(lambda: traffic.interrupt(namespace, name, reason, ms_name=ms_name))
 
-        transaction.on_commit(lambda: traffic.interrupt(namespace, name, reason, ms_name=ms_name))
+    def kill_pod(self, namespace: str, name: str, message: str) -> Obj:
+        """Fault injection: the pod's containers are killed for good (phase Failed; the controller's
+        recovery replaces it); the requests in flight on it are interrupted."""
+        _, after = self.update_pod(namespace, name, lambda old: physics.kill(old, self._now(), message).pod)
+        self._interrupt_after_commit(namespace, name, "killed", owner_name(after))
+        return after
 
     # -- ControllerRevisions --------------------------------------------------------------------------
 
@@ -382,7 +400,7 @@ class DatabaseCluster:
     def create_revision(self, revision: Obj) -> Obj:
         ns, _ = objects.object_key(revision)
         new = objects.new_revision(revision, uid=str(uuid.uuid4()), created=rfc3339(self._now()))
-        ms_name = pod_ms_name(new) or ""
+        ms_name = owner_name(new) or ""
         self._insert(REV, new, ms_name)
         self._changed(ns, ms_name)
         return new
@@ -464,7 +482,7 @@ class DatabaseCluster:
         )
         for ns, pod_name, ms_name in victims:
             try:
-                self.update_pod(ns, pod_name, lambda old: physics.fail(old, name))
+                self.update_pod(ns, pod_name, lambda old: physics.node_lost(old, name).pod)
                 self.update_pod(ns, pod_name, lambda old: REMOVE)
             except NotFound:
                 continue

@@ -1,0 +1,55 @@
+"""The two periodic jobs of the live app (run by Celery beat through ``controller.tasks``).
+
+- ``resync()`` every ``RESYNC_SECONDS``: enqueue a reconcile of every ModelServing (deduplicated),
+  the safety net for any lost message.
+- ``sim_tick()`` every ``TICK_SECONDS`` on the simulated backend: one step of the simulated
+  cluster's physics (``controller.simcluster.database.tick``), skipped while another tick still runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.core import workqueue
+from controller.models import SimObject
+from controller.simcluster.database.tick import tick
+
+from . import enqueue, redisconn
+from .backend import backend_name, get_cluster, sim_cluster
+from .locks import SimpleLock
+from .reconciler import maybe_queue_depth
+
+RESYNC_SECONDS = workqueue.RESYNC_SECONDS
+TICK_SECONDS = 1.0
+
+
+def resync() -> int:
+    """Enqueue a reconcile of every ModelServing (deduplicated). Returns how many."""
+    if backend_name() == "sim":
+        keys = list(SimObject.objects.filter(kind=SimObject.KIND_MODELSERVING).values_list("namespace", "name"))
+    else:
+        keys = [
+            ((m.get("metadata") or {}).get("namespace", "default"), m["metadata"]["name"])
+            for m in get_cluster().list_modelservings()
+        ]
+    for namespace, name in keys:
+        enqueue.send(namespace, name)
+    maybe_queue_depth(redisconn.state_redis())
+    return len(keys)
+
+
+def sim_tick() -> dict[str, Any]:
+    """Advance the live simulated cluster by one tick (skipped when another tick still runs)."""
+    if backend_name() != "sim":
+        return {"skipped": "backend is not sim"}
+    client = redisconn.state_redis()
+    lock = SimpleLock(client, "sim-tick", ttl_ms=30_000) if client is not None else None
+    if lock is not None and not lock.acquire():
+        return {"skipped": "another tick is running"}
+    try:
+        report = tick(sim_cluster(actor="kubelet"))
+    finally:
+        if lock is not None:
+            lock.release()
+    report.pop("ready", None)
+    return report

@@ -1,0 +1,108 @@
+"""The in-memory driver's kube-scheduler: places pending pods on nodes by ``nvidia.com/gpu``.
+
+The rules are ``controller.simcluster.physics``'s (shared with the database driver's tick): a new
+pod is considered ``physics.schedule_delay`` after it is created and goes to the node
+``physics.place`` picks (the most free GPUs that fit: LeastAllocated, ties to the earlier node);
+when none fits it stays Pending with ``physics.unschedulable``'s condition and message. What is
+particular to this driver is kept here: a timer per new pod, an incremental count of the GPUs held
+per node (bind: +n on the node; final removal of a bound pod: -n; a terminating pod keeps its GPUs
+until it is removed), so a placement costs O(nodes), and a queue of unschedulable pods retried,
+oldest first, as soon as capacity appears (a bound pod is removed, a node is added), like the real
+scheduler's unschedulable queue: no polling. Pod IPs are handed out in binding order.
+"""
+
+from __future__ import annotations
+
+from controller.core import naming
+from controller.core.ports import NotFound, Obj
+
+from .. import physics
+from ..config import ClusterConfig
+from .clock import EventLoop
+from .store import Change, InMemoryStore
+
+
+class Scheduler:
+    def __init__(self, store: InMemoryStore, loop: EventLoop, config: ClusterConfig) -> None:
+        self.store = store
+        self.loop = loop
+        self.config = config
+        self.used: dict[str, int] = {}  # node name -> GPUs held by bound pods
+        self._unschedulable: dict[tuple[str, str], str] = {}  # (ns, name) -> uid, in arrival order
+        self._retry_scheduled = False
+        self._pod_ips = 0
+        store.add_listener(self._on_change)
+
+    # -- capacity -------------------------------------------------------------------------------
+
+    def capacity(self, node: Obj) -> int:
+        return int(((node.get("status") or {}).get("allocatable") or {}).get(naming.GPU_RESOURCE, 0))
+
+    def free(self) -> dict[str, int]:
+        return {
+            n["metadata"]["name"]: self.capacity(n) - self.used.get(n["metadata"]["name"], 0)
+            for n in self.store.list_nodes()
+        }
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def _on_change(self, change: Change) -> None:
+        if change.kind == "Pod":
+            if change.type == "ADDED":
+                pod = change.obj
+                uid = pod["metadata"]["uid"]
+                delay = physics.schedule_delay(pod, self.config)
+                self.loop.call_later(delay, lambda: self._attempt(change.namespace, change.name, uid))
+            elif change.type == "DELETED":
+                node = (change.old.get("spec") or {}).get("nodeName")
+                self._unschedulable.pop((change.namespace, change.name), None)
+                if node:
+                    self.used[node] = self.used.get(node, 0) - physics.pod_gpus(change.old)
+                    self._schedule_retry()
+        elif change.kind == "Node":
+            if change.type == "ADDED":
+                self._schedule_retry()
+            elif change.type == "DELETED":
+                self.used.pop(change.name, None)
+
+    def _schedule_retry(self) -> None:
+        if self._unschedulable and not self._retry_scheduled:
+            self._retry_scheduled = True
+            self.loop.call_later(0, self._retry)
+
+    def _retry(self) -> None:
+        self._retry_scheduled = False
+        for (ns, name), uid in list(self._unschedulable.items()):
+            self._attempt(ns, name, uid)
+
+    # -- placement ------------------------------------------------------------------------------
+
+    def _attempt(self, namespace: str, name: str, uid: str) -> None:
+        pod = self.store.peek_pod(namespace, name)
+        if pod is None or pod["metadata"].get("uid") != uid or (pod.get("spec") or {}).get("nodeName"):
+            self._unschedulable.pop((namespace, name), None)
+            return
+        if pod["metadata"].get("deletionTimestamp"):
+            return
+        need = physics.pod_gpus(pod)
+        nodes = self.store.list_nodes()
+        free = [(n["metadata"]["name"], self.capacity(n) - self.used.get(n["metadata"]["name"], 0)) for n in nodes]
+        best, most_free = physics.place(free, need)
+        now = self.loop.now()
+        if best is None:
+            # Stays queued; the status says why (written once: an unchanged status is a no-op).
+            self._unschedulable[(namespace, name)] = uid
+            waiting = physics.unschedulable(pod, now, len(nodes), need, most_free)
+            if waiting is not pod:
+                self.store.write_pod_status(namespace, name, waiting["status"], uid=uid)
+            return
+        self._unschedulable.pop((namespace, name), None)
+        node = self.store.get_node(best)
+        self.used[best] = self.used.get(best, 0) + need
+        host_ip = next((a["address"] for a in node["status"].get("addresses", []) if a.get("type") == "InternalIP"), "")
+        self._pod_ips += 1
+        bound = physics.bind(pod, now, best, host_ip, physics.pod_ip(self._pod_ips))
+        try:
+            self.store.bind_pod(namespace, name, best, uid=uid, status=bound["status"])
+        except NotFound:
+            self.used[best] -= need

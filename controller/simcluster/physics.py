@@ -1,0 +1,484 @@
+"""Pod physics of the simulated cluster: the scheduler's placement and the kubelet, as pure functions.
+
+Both drivers call these and only store and schedule what they return: the in-memory driver
+(``memory``: ``simulate``, the preview, the tests) sets a wake-up on its event loop at ``next_at``;
+the database driver (``database``: the running product) stores ``next_at`` in ``SimObject.next_at``
+and its periodic tick calls ``advance`` for every pod that is due. So the two cannot drift.
+
+Timeline of a healthy pod (durations drawn per pod when a timing is a range ``[min, max]``)::
+
+    created --schedule--> bound (``bind``) --pull + start--> running, loading --load--> Ready
+    deleted --terminate (at most the grace period)--> removed; its GPUs are free only then
+
+Example with timing {schedule: 1, pull: 5, start: 2, load: 30, terminate: 3}: a pod created at
+t=100 is bound at 101, its container runs at 108 (101 + 5 + 2) and is Ready at 138; deleted at 200,
+it is gone (and its GPU free) at 203.
+
+- Images (config ``images``): a ``crash`` image exits at the end of every load, so it never gets
+  Ready; its restartCount grows and it waits in CrashLoopBackOff, 10 s after the first crash, then
+  20 s, 40 s, ... at most 300 s (as the real kubelet), before starting and loading again. ``load``
+  overrides the load timing for that image.
+- Pod ``Ready`` = every container ready AND every ``spec.readinessGates`` condition True;
+  ``recompute_ready`` runs when someone else (the controller) set a gate.
+- In-place image change (``on_images_changed``): a container whose spec image differs from the one
+  it was started from is killed and restarted from the new image: restartCount + 1, pull + start +
+  load again, and only then do ``image``/``imageID`` show the new image. UID, node and IP are kept.
+  ``imageID`` is ``sha256:`` + the SHA-256 of the image reference.
+- A pod stops serving (its requests in flight are interrupted: ``Outcome.stops_serving``) when it
+  starts terminating, when a container restarts for a new image, when its node is lost and when it
+  is killed.
+
+The kubelet's own state (what each container runs, its restarts, the next step and its deadline)
+lives in the pod, in the annotation ``sim.rolloutui.io/kubelet`` (JSON), so a pod is all a function
+needs and any process can continue where another stopped::
+
+    {"phase": "scheduling" | "running" | "terminating" | "killed",
+     "at": <deadline of the pod itself: the scheduling attempt, or the final removal>,
+     "containers": [{"name", "image" (to run), "runs" (running now, or null), "restarts",
+                     "state": "waiting" | "running", "reason", "startedAt", "ready", "started",
+                     "attempts" (start attempts), "step": "run" | "loaded" | null, "at"}]}
+
+A step's time is its deadline (not the time the driver got round to it), so a tick that comes late
+computes the same timeline as the event loop. Random durations come from one stream per (seed, pod
+UID, purpose): ``Random(f"{seed}:{uid}:{key}")``, so a pod's timings do not depend on other pods, the
+same seed replays the same run (``simulate``), and in the live app (seed 0, random UIDs) any process
+draws the same value for a pod.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from typing import Any, NamedTuple
+
+from controller.core import naming
+from controller.core.ports import Obj
+
+from .config import ClusterConfig, Span
+from .objects import rfc3339
+
+ANNOTATION_KUBELET = "sim.rolloutui.io/kubelet"
+CRASH_BACKOFF_START = 10.0
+CRASH_BACKOFF_MAX = 300.0
+# A tick after a long outage may owe a pod several steps; the event loop takes one round at a time.
+CATCH_UP_ROUNDS = 8
+KUBELET_OWNED = ("Initialized", "ContainersReady", "Ready")
+
+SCHEDULING, RUNNING, TERMINATING, KILLED = "scheduling", "running", "terminating", "killed"
+STEP_RUN, STEP_LOADED = "run", "loaded"
+
+
+class Outcome(NamedTuple):
+    """What a kubelet step did: the new pod (``None``: remove it), when the kubelet must look at it
+    again by itself (``None``: not before something happens to it), and whether the requests in
+    flight on it are interrupted now."""
+
+    pod: Obj | None
+    next_at: float | None
+    stops_serving: bool = False
+
+
+# -- small shared rules ---------------------------------------------------------------------------------
+
+
+def image_id(image: str) -> str:
+    return "sha256:" + hashlib.sha256(image.encode()).hexdigest()
+
+
+def draw(config: ClusterConfig, pod: Obj, key: str, span: Span) -> float:
+    """A duration from ``span`` on the pod's own random stream for ``key`` (e.g. ``"pull"``)."""
+    if span.low == span.high:
+        return span.low  # a fixed span draws nothing: no stream to build
+    uid = (pod.get("metadata") or {}).get("uid", "")
+    return span.draw(random.Random(f"{config.seed}:{uid}:{key}"))
+
+
+def pod_gpus(pod: Obj) -> int:
+    """GPUs a pod needs: the sum over its containers of the GPU request (the limit when no request).
+
+    Example: containers with limits {"nvidia.com/gpu": "1"} and {"nvidia.com/gpu": "2"} need 3.
+    Init containers run before the others, so they add only what exceeds the regular sum.
+    """
+    spec = pod.get("spec") or {}
+
+    def need(container: Obj) -> int:
+        res = container.get("resources") or {}
+        value = (res.get("requests") or {}).get(naming.GPU_RESOURCE)
+        if value is None:
+            value = (res.get("limits") or {}).get(naming.GPU_RESOURCE)
+        return int(value or 0)
+
+    regular = sum(need(c) for c in spec.get("containers") or [])
+    init = max((need(c) for c in spec.get("initContainers") or []), default=0)
+    return max(regular, init)
+
+
+def pod_ip(number: int) -> str:
+    """The ``number``-th pod IP from 10.128.0.0/9: 1 -> 10.128.0.1, 256 -> 10.128.1.0."""
+    return f"10.{128 + (number >> 16) % 128}.{(number >> 8) & 255}.{number & 255}"
+
+
+def node_ip(index: int) -> str:
+    """The IP of node ``index``: node-0 is 10.0.0.1, node-1 10.0.0.2, ..."""
+    return f"10.0.{(index + 1) >> 8}.{(index + 1) & 255}"
+
+
+# -- kubelet state in the pod ------------------------------------------------------------------------
+
+
+def kubelet_state(pod: Obj) -> dict[str, Any] | None:
+    """The kubelet's state of the pod (``None``: neither waiting for the scheduler nor started)."""
+    raw = ((pod.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_KUBELET)
+    return _parse(raw) if raw else None
+
+
+_parsed: dict[str, dict[str, Any]] = {}
+
+
+def _parse(raw: str) -> dict[str, Any]:
+    # Many changes of a pod leave its kubelet state as it was (a gate, a label); decode each text once.
+    # The result is shared: every transition below builds new dicts instead of changing it.
+    state = _parsed.get(raw)
+    if state is None:
+        if len(_parsed) > 50_000:
+            _parsed.clear()
+        try:
+            state = json.loads(raw)
+        except ValueError:
+            state = {}
+        _parsed[raw] = state
+    return state
+
+
+def with_state(pod: Obj, state: dict[str, Any]) -> Obj:
+    meta = dict(pod.get("metadata") or {})
+    meta["annotations"] = {
+        **(meta.get("annotations") or {}),
+        ANNOTATION_KUBELET: json.dumps(state, separators=(",", ":")),
+    }
+    return {**pod, "metadata": meta}
+
+
+def next_at(state: dict[str, Any] | None) -> float | None:
+    """The earliest deadline in a kubelet state: when the pod must be looked at again."""
+    if not state:
+        return None
+    times = [c["at"] for c in state.get("containers") or () if c.get("at") is not None]
+    if state.get("at") is not None:
+        times.append(state["at"])
+    return min(times) if times else None
+
+
+def awaiting_schedule(pod: Obj) -> bool:
+    """Not bound yet, and its scheduling delay is recorded in the pod (database driver)."""
+    state = kubelet_state(pod)
+    return bool(state) and state.get("phase") == SCHEDULING and not (pod.get("spec") or {}).get("nodeName")
+
+
+def is_terminating(pod: Obj) -> bool:
+    state = kubelet_state(pod)
+    return bool(state) and state.get("phase") in (TERMINATING, KILLED)
+
+
+# -- scheduler -------------------------------------------------------------------------------------------
+
+
+def schedule_delay(pod: Obj, config: ClusterConfig) -> float:
+    """How long after its creation the scheduler considers a pod."""
+    return draw(config, pod, "schedule", config.timing["schedule"])
+
+
+def on_create(pod: Obj, now: float, config: ClusterConfig) -> Outcome:
+    """A new pod waits for the scheduler; the deadline is kept in the pod (the database driver has no
+    memory between ticks; the in-memory scheduler keeps a timer at ``now + schedule_delay``)."""
+    at = now + schedule_delay(pod, config)
+    return Outcome(with_state(pod, {"phase": SCHEDULING, "at": at}), at)
+
+
+def place(free_by_node: list[tuple[str, int]], need: int) -> tuple[str | None, int]:
+    """kube-scheduler's LeastAllocated choice: the node with the most free GPUs that fits ``need``
+    (ties go to the earlier node). Returns ``(node or None, the most free GPUs on any node)``.
+
+    Example: free [("node-0", 2), ("node-1", 5), ("node-2", 5)], need 3 -> ("node-1", 5).
+    """
+    best, best_free, most_free = None, -1, 0
+    for name, free in free_by_node:
+        most_free = max(most_free, free)
+        if free >= need and free > best_free:
+            best, best_free = name, free
+    return best, most_free
+
+
+def unschedulable(pod: Obj, now: float, nodes: int, need: int, most_free: int) -> Obj:
+    """The pod stays Pending with kube-scheduler's reason, e.g. on three full 2-GPU nodes:
+    ``0/3 nodes are available: 3 Insufficient nvidia.com/gpu (pod needs 1 free nvidia.com/gpu; the
+    most free on one node is 0)``. The pod itself when that is already its status."""
+    status = dict(pod.get("status") or {})
+    message = (
+        f"0/{nodes} nodes are available: {nodes} Insufficient {naming.GPU_RESOURCE} "
+        f"(pod needs {need} free {naming.GPU_RESOURCE}; the most free on one node is {most_free})"
+    )
+    old = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
+    if old and old.get("status") == "False" and old.get("message") == message:
+        return pod
+    since = old.get("lastTransitionTime", rfc3339(now)) if old and old.get("status") == "False" else rfc3339(now)
+    cond = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": message,
+        "lastTransitionTime": since,
+    }
+    conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+    return {**pod, "status": {**status, "phase": "Pending", "conditions": [cond, *conditions]}}
+
+
+def bind(pod: Obj, now: float, node: str, host_ip: str, ip: str) -> Obj:
+    """The scheduler's binding: ``spec.nodeName``, ``PodScheduled=True``, the node's and the pod's IPs."""
+    status = dict(pod.get("status") or {})
+    stamp = rfc3339(now)
+    conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+    conditions.insert(0, {"type": "PodScheduled", "status": "True", "lastTransitionTime": stamp})
+    status.update(
+        phase="Pending", conditions=conditions, hostIP=host_ip, podIP=ip, podIPs=[{"ip": ip}], startTime=stamp
+    )
+    return {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node}, "status": status}
+
+
+# -- kubelet ---------------------------------------------------------------------------------------------
+
+
+def start(pod: Obj, now: float, config: ClusterConfig) -> Outcome:
+    """The node's kubelet takes a freshly bound pod: one image pull and one start for the pod (in this
+    model), then every container runs ``pull + start`` from now."""
+    until_running = draw(config, pod, "pull", config.timing["pull"]) + draw(
+        config, pod, "start", config.timing["start"]
+    )
+    containers = [
+        {
+            "name": c.get("name", f"c{i}"),
+            "image": c.get("image", ""),
+            "runs": None,
+            "restarts": 0,
+            "state": "waiting",
+            "reason": "ContainerCreating",
+            "startedAt": None,
+            "ready": False,
+            "started": False,
+            "attempts": 1,
+            "step": STEP_RUN,
+            "at": now + until_running,
+        }
+        for i, c in enumerate((pod.get("spec") or {}).get("containers") or [])
+    ]
+    return _outcome(pod, {"phase": RUNNING, "at": None, "containers": containers}, now)
+
+
+def advance(pod: Obj, now: float, config: ClusterConfig, *, rounds: int = CATCH_UP_ROUNDS) -> Outcome:
+    """Run the kubelet steps that are due at ``now``: a container that finished pulling and starting
+    runs and starts loading; one that finished loading is ready (or crashes into CrashLoopBackOff);
+    a terminating pod whose time is up is removed (``Outcome.pod is None``).
+
+    Each round runs every step due at its start once, in container order; a step that makes another
+    one due at once (a zero load time) runs in the next round. The database tick catches up on up
+    to ``CATCH_UP_ROUNDS`` rounds; the event loop takes one round per wake-up, so a step due at the
+    same instant comes after whatever else was already due then.
+    """
+    state = kubelet_state(pod)
+    if not state or state.get("phase") == SCHEDULING:
+        return Outcome(pod, next_at(state))
+    changed = False
+    for _ in range(rounds):
+        if state.get("phase") == TERMINATING and state["at"] <= now:
+            return Outcome(None, None)
+        due = [i for i, c in enumerate(state.get("containers") or ()) if c.get("at") is not None and c["at"] <= now]
+        if not due:
+            break
+        containers = list(state["containers"])
+        for i in due:
+            containers[i] = _container_step(containers[i], pod, config)
+        state = {**state, "containers": containers}
+        changed = True
+    if not changed:
+        return Outcome(pod, next_at(state))
+    return _outcome(pod, state, now)
+
+
+def _container_step(c: dict[str, Any], pod: Obj, config: ClusterConfig) -> dict[str, Any]:
+    t = c["at"]
+    behaviour = config.image(c["image"])
+    if c["step"] == STEP_RUN:
+        # Pulled and started: the container runs and loads its model.
+        c = {**c, "state": "running", "reason": "", "started": True, "ready": False, "runs": c["image"], "startedAt": t}
+        load = draw(config, pod, f"load/{c['name']}/{c['attempts']}", behaviour.load or config.timing["load"])
+        return {**c, "step": STEP_LOADED, "at": t + load}
+    if behaviour.crash:
+        # Exit 1, then CrashLoopBackOff: 10 s after the first crash, 20 s, 40 s, ... at most 300 s.
+        restarts = c["restarts"] + 1
+        backoff = min(CRASH_BACKOFF_MAX, CRASH_BACKOFF_START * 2 ** (restarts - 1))
+        start_after = draw(config, pod, f"start/{c['name']}/{c['attempts']}", config.timing["start"])
+        c = {**c, "restarts": restarts, "state": "waiting", "reason": "CrashLoopBackOff", "started": False}
+        return {**c, "ready": False, "attempts": c["attempts"] + 1, "step": STEP_RUN, "at": t + (backoff + start_after)}
+    return {**c, "ready": True, "step": None, "at": None}
+
+
+def on_images_changed(pod: Obj, now: float, config: ClusterConfig) -> Outcome:
+    """The pod's spec names a new image for some container (an in-place update): each such container
+    is killed and started again from the new image (restartCount + 1; pull, start and load again).
+    Nothing happens before the pod started (it starts from the spec) or once it is terminating."""
+    state = kubelet_state(pod)
+    if not state or state.get("phase") != RUNNING:
+        return Outcome(pod, next_at(state))
+    wanted = {c.get("name"): c.get("image", "") for c in (pod.get("spec") or {}).get("containers") or []}
+    containers, restarted = [], False
+    for c in state["containers"]:
+        image = wanted.get(c["name"], c["image"])
+        if image != c["image"]:
+            restarted = True
+            pull = draw(config, pod, f"pull/{c['name']}/{c['attempts']}", config.timing["pull"])
+            start_after = draw(config, pod, f"start/{c['name']}/{c['attempts']}", config.timing["start"])
+            c = {
+                **c,
+                "image": image,
+                "restarts": c["restarts"] + 1,
+                "state": "waiting",
+                "reason": "ContainerCreating",
+                "started": False,
+                "ready": False,
+                "attempts": c["attempts"] + 1,
+                "step": STEP_RUN,
+                "at": now + (pull + start_after),
+            }
+        containers.append(c)
+    if not restarted:
+        return Outcome(pod, next_at(state))
+    return _outcome(pod, {**state, "containers": containers}, now, stops_serving=True)
+
+
+def recompute_ready(pod: Obj, now: float) -> Obj:
+    """The kubelet's status sync after someone else changed the pod's conditions (a readiness gate):
+    ``Ready`` follows. The pod itself when nothing changes or the pod is not running."""
+    state = kubelet_state(pod)
+    if not state or state.get("phase") != RUNNING:
+        return pod
+    status = render_status(pod, state, now)
+    return pod if status == pod.get("status") else {**pod, "status": status}
+
+
+def on_delete(pod: Obj, now: float, config: ClusterConfig) -> Outcome:
+    """Graceful termination of a started pod (``deletionTimestamp`` set): it stops serving, its
+    containers are no longer ready, and it is removed ``terminate`` later (at most its grace period:
+    SIGKILL then)."""
+    state = kubelet_state(pod)
+    if not state or state.get("phase") in (SCHEDULING, TERMINATING):
+        return Outcome(pod, next_at(state))
+    delay = draw(config, pod, "terminate", config.timing["terminate"])
+    grace = (pod.get("metadata") or {}).get("deletionGracePeriodSeconds")
+    if grace is not None:
+        delay = min(delay, float(grace))
+    containers = [{**c, "ready": False, "step": None, "at": None} for c in state.get("containers") or ()]
+    return _outcome(pod, {**state, "phase": TERMINATING, "at": now + delay, "containers": containers}, now, True)
+
+
+def node_lost_status(status: Obj, node: str, pod_name: str | None) -> Obj:
+    """The status of a pod whose node is lost: Failed, NodeLost, its containers no longer ready."""
+    status = {
+        **status,
+        "phase": "Failed",
+        "reason": "NodeLost",
+        "message": f"Node {node} which was running pod {pod_name} is unresponsive",
+    }
+    status["conditions"] = [
+        {**c, "status": "False"} if c.get("type") in ("Ready", "ContainersReady") else c
+        for c in status.get("conditions") or []
+    ]
+    return status
+
+
+def node_lost(pod: Obj, node: str) -> Outcome:
+    """The pod's node is lost: the pod fails (the driver removes it right after); it stops serving."""
+    status = node_lost_status(pod.get("status") or {}, node, (pod.get("metadata") or {}).get("name"))
+    return Outcome({**pod, "status": status}, None, True)
+
+
+def kill(pod: Obj, now: float, reason: str) -> Outcome:
+    """The containers are killed for good (an operator's fault injection): phase Failed, not ready,
+    exit code 137; the controller's recovery replaces the pod."""
+    state = kubelet_state(pod) or {}
+    containers = [{**c, "ready": False, "step": None, "at": None} for c in state.get("containers") or ()]
+    new = with_state(pod, {**state, "phase": KILLED, "at": None, "containers": containers})
+    status = dict(new.get("status") or {})
+    stamp = rfc3339(now)
+    status.update(phase="Failed", reason="Killed", message=reason)
+    status["conditions"] = [
+        {**c, "status": "False", "lastTransitionTime": stamp} if c.get("type") in ("Ready", "ContainersReady") else c
+        for c in status.get("conditions") or []
+    ]
+    status["containerStatuses"] = [
+        {
+            **c,
+            "ready": False,
+            "started": False,
+            "state": {"terminated": {"exitCode": 137, "reason": "Killed", "finishedAt": stamp}},
+        }
+        for c in status.get("containerStatuses") or []
+    ]
+    return Outcome({**new, "status": status}, None, True)
+
+
+# -- status ----------------------------------------------------------------------------------------------
+
+
+def _outcome(pod: Obj, state: dict[str, Any], now: float, stops_serving: bool = False) -> Outcome:
+    new = with_state(pod, state)
+    return Outcome({**new, "status": render_status(new, state, now)}, next_at(state), stops_serving)
+
+
+def render_status(pod: Obj, state: dict[str, Any], now: float) -> Obj:
+    """The pod's status as the kubelet reports it, from its state: container statuses, phase, and the
+    conditions ``Initialized``, ``ContainersReady`` and ``Ready`` (every other condition is kept)."""
+    status = dict(pod.get("status") or {})
+    containers = state.get("containers") or []
+    statuses = []
+    for c in containers:
+        shown = c["runs"] or c["image"]
+        entry = {
+            "name": c["name"],
+            "image": shown,
+            "imageID": image_id(shown) if c["runs"] else "",
+            "ready": c["ready"],
+            "started": c["started"],
+            "restartCount": c["restarts"],
+        }
+        if c["state"] == "running":
+            entry["state"] = {"running": {"startedAt": rfc3339(c["startedAt"] or 0.0)}}
+        else:
+            entry["state"] = {"waiting": {"reason": c["reason"]}}
+        statuses.append(entry)
+    terminating = state.get("phase") != RUNNING
+    containers_ready = bool(containers) and all(c["ready"] for c in containers) and not terminating
+    conditions = ready_conditions(pod, status.get("conditions") or [], containers_ready, rfc3339(now))
+    phase = "Running" if any(c["started"] or c["restarts"] for c in containers) else "Pending"
+    if status.get("phase") == "Failed":
+        phase = "Failed"  # terminal: a failed pod never runs again
+    status.update(phase=phase, conditions=conditions, containerStatuses=statuses)
+    return status
+
+
+def ready_conditions(pod: Obj, conditions: list[Obj], containers_ready: bool, stamp: str) -> list[Obj]:
+    """Initialized / ContainersReady / Ready, keeping every other condition (readiness gates)."""
+    gates = [g.get("conditionType") for g in (pod.get("spec") or {}).get("readinessGates") or []]
+    by_type = {c.get("type"): c for c in conditions}
+    gates_ok = all((by_type.get(g) or {}).get("status") == "True" for g in gates)
+    ready = containers_ready and gates_ok
+    out = [c for c in conditions if c.get("type") not in KUBELET_OWNED]
+    for ctype, value in (("Initialized", True), ("ContainersReady", containers_ready), ("Ready", ready)):
+        text = "True" if value else "False"
+        old = by_type.get(ctype)
+        since = old.get("lastTransitionTime") if old and old.get("status") == text else stamp
+        cond = {"type": ctype, "status": text, "lastTransitionTime": since}
+        if ctype == "Ready" and not value and containers_ready and not gates_ok:
+            cond["reason"] = "ReadinessGatesNotReady"
+        out.append(cond)
+    return out

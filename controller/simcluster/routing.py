@@ -1,0 +1,180 @@
+"""Request routing of the simulated cluster, as pure rules: which pod a request goes to, how long it
+keeps the pod busy, how it ends, and which requests a pod that stops serving takes down with it.
+
+Both drivers apply these and only keep the requests their own way: the in-memory router
+(``memory.router``: request records and timers on the event loop; ``simulate``'s trace) and the
+live app's traffic (``database.traffic``: in-flight counts in the Redis hash a real router keeps,
+read by the controller through the Kubernetes adapter's ``RedisInFlightRouter``).
+
+- Only ENTRY pods serve (pod index 0, or the entry label), and only while routable: Ready (and
+  phase Running), not terminating (``deletionTimestamp``), not marked draining (annotation
+  ``serving.rolloutui.io/draining``, the controller's half of the router contract).
+- A request goes to the routable entry pod with the fewest requests in flight; ties go to the pod
+  name that sorts first (Kthena's least-request router). With none routable it is ``rejected``.
+- It has a latency (time to first token) drawn from the image's ``latencyMs`` (default 80-300 ms)
+  and is answered with an error with the image's ``errorRate``. An error answer frees the pod after
+  its latency; a good one streams for its whole duration (at least its latency).
+- A pod that stops serving (deleted, a container restarted, its node lost, killed) interrupts every
+  request in flight on its engine: an entry pod its own; a worker pod (index > 0) those of its
+  entry, since a request runs on the whole engine (entry and workers).
+
+Results: ``ok``, ``error``, ``interrupted``, ``rejected``. ``summary`` is the trace's ``requests``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from controller.core import naming
+from controller.core.ports import Obj
+
+from .config import DEFAULT_LATENCY_MS, ClusterConfig
+
+OK, ERROR, INTERRUPTED, REJECTED = "ok", "error", "interrupted", "rejected"
+
+
+def is_entry(pod: Obj) -> bool:
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    if naming.LABEL_ENTRY in labels:
+        return str(labels[naming.LABEL_ENTRY]).lower() == "true"
+    return str(labels.get(naming.LABEL_POD_INDEX, "0")) == "0"
+
+
+def is_routable(pod: Obj) -> bool:
+    meta = pod.get("metadata") or {}
+    if meta.get("deletionTimestamp") or naming.ANNOTATION_DRAINING in (meta.get("annotations") or {}):
+        return False
+    status = pod.get("status") or {}
+    if status.get("phase") != "Running":
+        return False
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+
+
+def routable_entries(pods: Iterable[Obj]) -> list[Obj]:
+    """The pods a new request may go to."""
+    return [p for p in pods if is_entry(p) and is_routable(p)]
+
+
+def pick(pods: list[Obj], in_flight: Callable[[Obj], int]) -> Obj | None:
+    """The least busy of ``pods`` (ties: the first name); ``None`` when there is none (rejected).
+
+    Example: in flight {"a": 2, "b": 1, "c": 1} -> "b".
+    """
+    if not pods:
+        return None
+    return min(pods, key=lambda p: (in_flight(p), p["metadata"]["name"]))
+
+
+def engine_entry(pod_name: str) -> str:
+    """The pod whose requests stop when ``pod_name`` stops serving: a worker's entry, else itself.
+
+    Pod names end in ``-<podIndex>`` (0 = the entry): "g-0-serve-0-1" -> "g-0-serve-0-0".
+    """
+    base, _, index = pod_name.rpartition("-")
+    if index.isdigit() and index != "0" and base:
+        return f"{base}-0"
+    return pod_name
+
+
+@dataclass
+class Request:
+    id: int
+    start: float
+    pod: str | None
+    pod_uid: str | None
+    revision: str | None
+    latency_ms: float | None
+    duration: float
+    result: str | None = None  # None while in flight
+    end: float | None = None
+    busy: float = 0.0  # seconds it keeps its pod busy from ``start``
+    answer: str | None = None  # the result it gets unless it is interrupted first
+
+    def record(self) -> dict:
+        return {
+            "id": self.id,
+            "revision": self.revision,
+            "pod": self.pod,
+            "start": round(self.start, 3),
+            "latencyMs": None if self.latency_ms is None else round(self.latency_ms, 1),
+            "end": None if self.end is None else round(self.end, 3),
+            "result": self.result,
+        }
+
+
+def send(request_id: int, now: float, duration: float, pod: Obj | None, config: ClusterConfig, rng: random.Random):
+    """A request arriving at ``now`` for ``duration`` seconds, sent to ``pod`` (``None``: rejected).
+
+    Draws from ``rng``, in this order: the latency, then (only for an image with an error rate)
+    whether it is answered with an error.
+    """
+    if pod is None:
+        return Request(request_id, now, None, None, None, None, duration, result=REJECTED, end=now)
+    meta = pod["metadata"]
+    containers = (pod.get("spec") or {}).get("containers") or [{}]
+    behaviour = config.image(containers[0].get("image", ""))
+    latency_ms = (behaviour.latency_ms or DEFAULT_LATENCY_MS).draw(rng)
+    error = behaviour.error_rate > 0 and rng.random() < behaviour.error_rate
+    # An error answer ends after its latency; a good one streams for the whole duration.
+    busy = latency_ms / 1000.0 if error else max(duration, latency_ms / 1000.0)
+    revision = (meta.get("labels") or {}).get(naming.LABEL_REVISION)
+    return Request(
+        request_id,
+        now,
+        meta["name"],
+        meta["uid"],
+        revision,
+        latency_ms,
+        duration,
+        busy=busy,
+        answer=ERROR if error else OK,
+    )
+
+
+def summary(requests: list[Request]) -> dict:
+    """The trace's ``requests`` object.
+
+    ``failed`` = every finished request that did not succeed (error + interrupted + rejected);
+    ``interrupted`` and ``rejected`` break it down; ``unfinished`` were still in flight at the end.
+    Per revision: p50/p99 of the latency (ms) of answered (ok or error) requests, nearest rank:
+    for 200 answers p99 is the 198th smallest (ceil(0.99 * 200) = 198).
+    """
+    done = [r for r in requests if r.result is not None]
+    counts = {k: 0 for k in (OK, ERROR, INTERRUPTED, REJECTED)}
+    for r in done:
+        counts[r.result] += 1
+    by_rev: dict[str, list[Request]] = {}
+    for r in done:
+        if r.revision is not None:
+            by_rev.setdefault(r.revision, []).append(r)
+    out = {
+        "total": len(done),
+        "succeeded": counts[OK],
+        "failed": len(done) - counts[OK],
+        "interrupted": counts[INTERRUPTED],
+        "rejected": counts[REJECTED],
+        "errors": counts[ERROR],
+        "unfinished": len(requests) - len(done),
+        "byRevision": {},
+    }
+    for rev in sorted(by_rev):
+        reqs = by_rev[rev]
+        lat = sorted(r.latency_ms for r in reqs if r.result in (OK, ERROR))
+        out["byRevision"][rev] = {
+            "total": len(reqs),
+            "failed": sum(r.result != OK for r in reqs),
+            "interrupted": sum(r.result == INTERRUPTED for r in reqs),
+            "p50": _percentile(lat, 0.50),
+            "p99": _percentile(lat, 0.99),
+        }
+    return out
+
+
+def _percentile(sorted_values: list[float], q: float) -> int | None:
+    if not sorted_values:
+        return None
+    rank = max(1, math.ceil(q * len(sorted_values)))
+    return int(round(sorted_values[rank - 1]))

@@ -1,0 +1,53 @@
+"""The live app's simulated traffic (Redis) follows the shared routing rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.models import SimTraffic
+from controller.runtime import redisconn
+from controller.simcluster.database.store import DatabaseCluster
+from controller.simcluster.database.tick import tick
+from controller.simcluster.database.traffic import RedisTraffic
+
+from .helpers import ManualClock, config, is_ready, pod
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+
+TEST_DB = 13  # away from the broker (0), the channel layer (1) and the live state (2)
+
+
+@pytest.fixture
+def client(redis_url, settings):
+    settings.REDIS_URL = redis_url
+    settings.ROLLOUTUI_STATE_REDIS_DB = TEST_DB
+    c = redisconn.state_redis()
+    for key in c.scan_iter(match=redisconn.KEY_PREFIX + "*"):
+        c.delete(key)
+    yield c
+    for key in c.scan_iter(match=redisconn.KEY_PREFIX + "*"):
+        c.delete(key)
+
+
+def test_losing_a_worker_pod_interrupts_the_requests_its_entry_was_serving(client, django_capture_on_commit_callbacks):
+    traffic = RedisTraffic(client, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
+    clock = ManualClock()
+    cluster = DatabaseCluster(clock, actor="kubelet", config=config(), traffic=traffic)
+    cluster.add_node(4)
+    entry, worker = "g-0-serve-0-0", "g-0-serve-0-1"
+    cluster.create_pod(pod(entry))
+    cluster.create_pod(pod(worker, entry=False))
+    for _ in range(40):
+        clock.t += 1
+        tick(cluster)
+    assert is_ready(cluster.get_pod("default", entry)) and is_ready(cluster.get_pod("default", worker))
+    SimTraffic.objects.create(namespace="default", name="demo", rps=20, duration_low=60, duration_high=60)
+    for _ in range(3):  # the first tick only starts the clock of the arrivals
+        clock.t += 1
+        tick(cluster)
+    busy = traffic.in_flight_counts("default", [entry, worker])
+    assert set(busy) == {entry} and busy[entry] > 10  # only the entry takes requests
+    with django_capture_on_commit_callbacks(execute=True):
+        cluster.delete_pod("default", worker)
+    assert traffic.in_flight_counts("default", [entry]) == {}
+    assert SimTraffic.objects.get(name="demo").interrupted == busy[entry]

@@ -1,0 +1,81 @@
+"""The simulated cluster's public preview: a manifest and a change run on a copy, as a timeline."""
+
+from __future__ import annotations
+
+import copy
+
+from controller.core import naming
+from controller.simcluster.config import ClusterConfig, ImageBehaviour, Span
+from controller.simcluster.preview import PreviewCluster, preview_change
+
+TIMING = {"schedule": 1, "pull": 2, "start": 1, "load": 10, "terminate": 1}
+
+
+def manifest(replicas=4):
+    container = {"name": "engine", "image": "engine:v1", "resources": {"limits": {naming.GPU_RESOURCE: "1"}}}
+    return {
+        "apiVersion": naming.API_VERSION,
+        "kind": naming.KIND,
+        "metadata": {"name": "demo", "namespace": "default"},
+        "spec": {
+            "replicas": replicas,
+            "rolloutStrategy": {
+                "type": "ServingGroupRollingUpdate",
+                "rollingUpdateConfiguration": {"maxUnavailable": 1},
+            },
+            "template": {
+                "roles": [
+                    {
+                        "name": "serve",
+                        "replicas": 1,
+                        "workerReplicas": 0,
+                        "entryTemplate": {"spec": {"containers": [container]}},
+                    }
+                ]
+            },
+        },
+    }
+
+
+def image_patch(ms, image):
+    roles = copy.deepcopy(ms["spec"]["template"]["roles"])
+    roles[0]["entryTemplate"]["spec"]["containers"][0]["image"] = image
+    return {"spec": {"template": {"roles": roles}}}
+
+
+def cluster(**images):
+    timing = {k: Span.fixed(v) for k, v in TIMING.items()}
+    return PreviewCluster(
+        node_gpus=[2, 2, 2],
+        config=ClusterConfig(timing=timing, images={k: ImageBehaviour(**v) for k, v in images.items()}),
+    )
+
+
+def test_an_image_change_rolls_out_one_group_at_a_time_and_the_timeline_shows_it():
+    ms = manifest()
+    timeline = preview_change(ms, image_patch(ms, "engine:v2"), cluster())
+    assert timeline.baseline_converged and timeline.converged and timeline.nodes == 3
+    # Four groups, one at a time: each is replaced (terminate 1 + schedule 1 + pull 2 + start 1 + load 10).
+    assert 4 * 15 <= timeline.converged_after <= 4 * 15 + 5
+    assert all(s.t >= 0 for s in timeline.samples)
+    assert min(s.available for s in timeline.samples) == 3  # never below the budget's floor
+    assert timeline.samples[-1].available == 4
+    assert timeline.requests is None  # no traffic asked for
+
+
+def test_a_change_that_cannot_finish_is_reported_as_not_converged_within_the_limit():
+    ms = manifest(replicas=2)
+    timeline = preview_change(
+        ms, image_patch(ms, "engine:bad"), cluster(**{"engine:bad": {"crash": True}}), rollout_limit=300
+    )
+    assert timeline.baseline_converged and not timeline.converged and timeline.converged_after is None
+    assert 300 <= timeline.simulated_seconds <= 305
+    assert any(s.blocked for s in timeline.samples)
+
+
+def test_the_preview_never_changes_what_it_was_given():
+    ms = manifest()
+    patch = image_patch(ms, "engine:v2")
+    before = copy.deepcopy((ms, patch))
+    preview_change(ms, patch, cluster())
+    assert (ms, patch) == before
