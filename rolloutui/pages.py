@@ -37,7 +37,10 @@ def modelserving_list(request):
         "modelservings/list.html",
         {
             "rows": rows,
+            # The filter offers the phases a reconciled object can have; the script colours every
+            # known phase (json_script "phases") and shows anything else as a plain badge.
             "phases": [p for p in PHASES if p != PENDING],
+            "known_phases": list(PHASES),
             "phase": phase,
             "q": search,
             "namespace": namespace,
@@ -62,6 +65,7 @@ def modelserving_detail(request, namespace, name):
             "ms_namespace": namespace,
             "ms_name": name,
             "state": current,
+            "known_phases": list(PHASES),
             "boot": {
                 "namespace": namespace,
                 "name": name,

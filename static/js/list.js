@@ -1,88 +1,194 @@
-// ModelServing list: instant client-side filtering, and a refresh of the rows every 5 s from
-// GET /api/modelservings/ (one request, rows rebuilt as one HTML string: fast with 1,000 rows).
-(function () {
-  "use strict";
-  const REFRESH_MS = 5000;
-  const form = document.getElementById("filters");
-  const tbody = document.getElementById("ms-rows");
-  const countEl = document.getElementById("ms-count");
-  const statusEl = document.getElementById("refresh-status");
-  let rows = null; // null until the first refresh: the server-rendered rows are shown meanwhile
+// ModelServing list: instant client-side filtering, and a refresh every 5 s from
+// GET /api/modelservings/ (one request) while the tab is visible.
+//
+// Rows are made once (the server renders the first ones; a ModelServing that appears gets a new
+// row) and then updated in place: a refresh touches only the cells whose values changed, so
+// 1,000 rows cost 1,000 comparisons, not 1,000 new rows every 5 s. Filtering hides rows.
 
-  const esc = (s) => String(s ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
-  const pct = (a, b) => (b > 0 ? Math.min(100, Math.round((100 * a) / b)) : 0);
+import { api } from "./lib/api.js";
+import { byId, h, mount, readJson } from "./lib/dom.js";
+import { phaseClass } from "./lib/format.js";
 
-  function filters() {
-    const data = new FormData(form);
-    return { q: (data.get("q") || "").toLowerCase().trim(), ns: (data.get("namespace") || "").trim(), phase: data.get("phase") || "" };
+const REFRESH_MS = 5000;
+const phases = readJson("phases", []);
+const form = byId("filters");
+const tbody = byId("ms-rows");
+const countEl = byId("ms-count");
+const statusEl = byId("refresh-status");
+
+const keyOf = (r) => `${r.namespace}/${r.name}`;
+const pct = (a, b) => (b > 0 ? Math.min(100, Math.round((100 * a) / b)) : 0);
+
+// key -> {tr, cells, data}: data is the row as last written (null for a server-rendered row not
+// yet refreshed, so the first refresh writes every cell once).
+const rows = new Map();
+let emptyRow = tbody.querySelector("tr.empty");
+
+function cellsOf(tr) {
+  return {
+    phase: tr.cells[1].querySelector(".phase"),
+    bars: tr.cells[2].querySelector(".bars"),
+    upd: tr.cells[2].querySelector(".bar-upd"),
+    ready: tr.cells[2].querySelector(".bar-ready"),
+    barsText: tr.cells[2].querySelector(".bars-text"),
+    revision: tr.cells[3],
+    strategy: tr.cells[4],
+  };
+}
+
+// A new row, in the same structure as the template's.
+function createRow(r) {
+  const href = `/modelservings/${encodeURIComponent(r.namespace)}/${encodeURIComponent(r.name)}/`;
+  const tr = h(
+    "tr",
+    { "data-key": keyOf(r) },
+    h("td", null, h("a", { class: "ms-link", href }, h("span", { class: "muted" }, r.namespace + "/"), r.name)),
+    h("td", null, h("span", { class: "phase" })),
+    h(
+      "td",
+      { class: "bars-col" },
+      h(
+        "div",
+        { class: "bars" },
+        h("div", { class: "bar" }, h("i", { class: "bar-upd" })),
+        h("div", { class: "bar" }, h("i", { class: "bar-ready" })),
+      ),
+      h("span", { class: "bars-text num" }),
+    ),
+    h("td", { class: "mono" }),
+    h("td", { class: "muted" }),
+  );
+  return { tr, cells: cellsOf(tr), data: null };
+}
+
+const changed = (prev, r, ...fields) => !prev || fields.some((f) => prev[f] !== r[f]);
+
+// Write what changed since the row's last data.
+function updateRow(row, r) {
+  const prev = row.data;
+  const { cells } = row;
+  if (changed(prev, r, "phase")) {
+    row.tr.dataset.phase = r.phase;
+    cells.phase.className = phaseClass(r.phase, phases);
+    cells.phase.textContent = r.phase;
   }
-
-  function rowHtml(r) {
-    const upd = r.updateRevision && r.updateRevision !== r.currentRevision ? ` <span class="arrow">→</span> <b>${esc(r.updateRevision)}</b>` : "";
-    const href = `/modelservings/${encodeURIComponent(r.namespace)}/${encodeURIComponent(r.name)}/`;
-    return `<tr data-key="${esc(r.namespace)}/${esc(r.name)}" data-phase="${esc(r.phase)}">` +
-      `<td><a class="ms-link" href="${href}"><span class="muted">${esc(r.namespace)}/</span>${esc(r.name)}</a></td>` +
-      `<td><span class="phase phase-${esc(String(r.phase).toLowerCase())}">${esc(r.phase)}</span></td>` +
-      `<td class="bars-col"><div class="bars" title="updated ${r.updated}, ready ${r.ready}, desired ${r.desired}">` +
-      `<div class="bar"><i class="bar-upd" style="width:${pct(r.updated, r.desired)}%"></i></div>` +
-      `<div class="bar"><i class="bar-ready" style="width:${pct(r.ready, r.desired)}%"></i></div></div>` +
-      `<span class="bars-text num">${r.updated} / ${r.ready} / ${r.desired}</span></td>` +
-      `<td class="mono">${esc(r.currentRevision || "—")}${upd}</td><td class="muted">${esc(r.strategyType)}</td></tr>`;
+  if (changed(prev, r, "updated", "ready", "desired")) {
+    cells.bars.title = `updated ${r.updated}, ready ${r.ready}, desired ${r.desired}`;
+    cells.upd.style.width = pct(r.updated, r.desired) + "%";
+    cells.ready.style.width = pct(r.ready, r.desired) + "%";
+    cells.barsText.textContent = `${r.updated} / ${r.ready} / ${r.desired}`;
   }
+  if (changed(prev, r, "currentRevision", "updateRevision")) {
+    const moving = r.updateRevision && r.updateRevision !== r.currentRevision;
+    mount(
+      cells.revision,
+      r.currentRevision || "—",
+      moving ? [" ", h("span", { class: "arrow" }, "→"), " ", h("b", null, r.updateRevision)] : null,
+    );
+  }
+  if (changed(prev, r, "strategyType")) cells.strategy.textContent = r.strategyType ?? "";
+  row.data = r;
+}
 
-  function render() {
-    const f = filters();
-    const counts = {};
-    if (rows) {
-      const shown = [];
-      for (const r of rows) {
-        if (f.ns && r.namespace !== f.ns) continue;
-        if (f.q && !(r.namespace + "/" + r.name).toLowerCase().includes(f.q)) continue;
-        counts[r.phase] = (counts[r.phase] || 0) + 1;
-        if (f.phase && r.phase !== f.phase) continue;
-        shown.push(rowHtml(r));
-      }
-      tbody.innerHTML = shown.length ? shown.join("") : '<tr class="empty"><td colspan="5">No ModelServing matches.</td></tr>';
-      countEl.textContent = shown.length;
-      document.querySelectorAll("[data-phase-count]").forEach((el) => { el.textContent = counts[el.dataset.phaseCount] || ""; });
-    } else {
-      // Before the first refresh: filter the server-rendered rows in place.
-      let n = 0;
-      tbody.querySelectorAll("tr[data-key]").forEach((tr) => {
-        const ok = (!f.q || tr.dataset.key.toLowerCase().includes(f.q)) && (!f.phase || tr.dataset.phase === f.phase) && (!f.ns || tr.dataset.key.startsWith(f.ns + "/"));
-        tr.hidden = !ok;
-        if (ok) n++;
-      });
-      countEl.textContent = n;
+// Adopt the rows the server rendered.
+for (const tr of tbody.querySelectorAll("tr[data-key]")) rows.set(tr.dataset.key, { tr, cells: cellsOf(tr), data: null });
+
+function filters() {
+  const data = new FormData(form);
+  return {
+    q: String(data.get("q") || "")
+      .toLowerCase()
+      .trim(),
+    ns: String(data.get("namespace") || "").trim(),
+    phase: String(data.get("phase") || ""),
+  };
+}
+
+// Show the rows that match the filters, count them per phase, and keep the URL in step.
+function applyFilters() {
+  const f = filters();
+  const counts = {};
+  let shown = 0;
+  for (const [key, row] of rows) {
+    const ns = key.slice(0, key.indexOf("/"));
+    const phase = row.tr.dataset.phase;
+    const inScope = (!f.ns || ns === f.ns) && (!f.q || key.toLowerCase().includes(f.q));
+    if (inScope) counts[phase] = (counts[phase] || 0) + 1;
+    const visible = inScope && (!f.phase || phase === f.phase);
+    row.tr.hidden = !visible;
+    if (visible) shown++;
+  }
+  if (!shown && !emptyRow) {
+    emptyRow = h("tr", { class: "empty" }, h("td", { colspan: 5 }, "No ModelServing matches."));
+    tbody.appendChild(emptyRow);
+  }
+  if (emptyRow) emptyRow.hidden = shown > 0;
+  countEl.textContent = shown;
+  for (const el of document.querySelectorAll("[data-phase-count]")) el.textContent = counts[el.dataset.phaseCount] || "";
+  for (const label of form.querySelectorAll(".seg-item")) label.classList.toggle("on", label.querySelector("input").checked);
+  const params = new URLSearchParams();
+  if (f.q) params.set("q", f.q);
+  if (f.ns) params.set("namespace", f.ns);
+  if (f.phase) params.set("phase", f.phase);
+  history.replaceState(null, "", params.toString() ? "?" + params : location.pathname);
+}
+
+// Bring the table to `data` (sorted by namespace/name): update rows in place, add the new ones,
+// remove the gone ones; a row moves only when its position changed.
+function sync(data) {
+  const keys = new Set(data.map(keyOf));
+  // The row in the table where the next row of `data` belongs (rows about to go, and the empty
+  // row, are skipped).
+  let cursor = tbody.firstElementChild;
+  const settle = () => {
+    while (cursor && !keys.has(cursor.dataset.key)) cursor = cursor.nextElementSibling;
+  };
+  for (const r of data) {
+    const key = keyOf(r);
+    let row = rows.get(key);
+    if (!row) {
+      row = createRow(r);
+      rows.set(key, row);
     }
-    form.querySelectorAll(".seg-item").forEach((l) => l.classList.toggle("on", l.querySelector("input").checked));
-    const params = new URLSearchParams();
-    if (f.q) params.set("q", f.q);
-    if (f.ns) params.set("namespace", f.ns);
-    if (f.phase) params.set("phase", f.phase);
-    history.replaceState(null, "", params.toString() ? "?" + params : location.pathname);
+    updateRow(row, r);
+    settle();
+    if (cursor === row.tr) cursor = cursor.nextElementSibling;
+    else tbody.insertBefore(row.tr, cursor);
   }
-
-  async function refresh() {
-    if (document.hidden) return; // no polling in background tabs
-    try {
-      const resp = await fetch("/api/modelservings/", { headers: { Accept: "application/json" }, credentials: "same-origin" });
-      if (resp.status === 401 || resp.status === 403) { location.reload(); return; }
-      if (!resp.ok) throw new Error(resp.status);
-      rows = await resp.json();
-      rows.sort((a, b) => (a.namespace + "/" + a.name).localeCompare(b.namespace + "/" + b.name));
-      render();
-      statusEl.textContent = "updated " + new Date().toLocaleTimeString();
-      statusEl.classList.remove("stale");
-    } catch (e) {
-      statusEl.textContent = "refresh failed; retrying";
-      statusEl.classList.add("stale");
+  for (const [key, row] of rows) {
+    if (!keys.has(key)) {
+      row.tr.remove();
+      rows.delete(key);
     }
   }
+}
 
-  form.addEventListener("input", render);
-  form.addEventListener("submit", (e) => { e.preventDefault(); render(); });
-  document.addEventListener("visibilitychange", () => { if (!document.hidden) refresh(); });
-  setInterval(refresh, REFRESH_MS);
-  refresh();
-})();
+async function refresh() {
+  if (document.hidden) return; // no polling in background tabs
+  try {
+    const data = await api("/api/modelservings/");
+    data.sort((a, b) => keyOf(a).localeCompare(keyOf(b)));
+    sync(data);
+    applyFilters();
+    statusEl.textContent = "updated " + new Date().toLocaleTimeString();
+    statusEl.classList.remove("stale");
+  } catch (err) {
+    if (err.status === 401 || err.status === 403) {
+      location.reload();
+      return;
+    }
+    statusEl.textContent = "refresh failed; retrying";
+    statusEl.classList.add("stale");
+  }
+}
+
+form.addEventListener("input", applyFilters);
+form.addEventListener("submit", (e) => {
+  e.preventDefault();
+  applyFilters();
+});
+document.addEventListener("visibilitychange", () => {
+  if (!document.hidden) refresh();
+});
+setInterval(refresh, REFRESH_MS);
+refresh();

@@ -11,286 +11,300 @@
 //   Draining half fill · Failed red border and cross · Deleting faded with a strike.
 // Surge instances carry a dark corner mark. Groups below the partition sit on a grey band and a
 // dark line marks where the partition starts.
-(function () {
-  "use strict";
+import { h, mount } from "./lib/dom.js";
+import { partitionOf } from "./lib/format.js";
 
-  const PALETTE = ["#3b6fd4", "#d98a1c", "#17a38b", "#8c5bd6", "#d2477f", "#6f9a22", "#4b6584", "#b0662d"];
-  const FAILED = "#cf222e";
-  const INK = "#1f2328";
+export const PALETTE = ["#3b6fd4", "#d98a1c", "#17a38b", "#8c5bd6", "#d2477f", "#6f9a22", "#4b6584", "#b0662d"];
+const FAILED = "#cf222e";
+const INK = "#1f2328";
 
-  function colourFor(number) {
-    return PALETTE[(Math.max(1, number) - 1) % PALETTE.length];
-  }
+export function colourFor(number) {
+  return PALETTE[(Math.max(1, number) - 1) % PALETTE.length];
+}
 
-  function alpha(hex, a) {
-    const n = parseInt(hex.slice(1), 16);
-    return `rgba(${(n >> 16) & 255},${(n >> 8) & 255},${n & 255},${a})`;
-  }
+export function alpha(hex, a) {
+  const n = parseInt(hex.slice(1), 16);
+  return `rgba(${(n >> 16) & 255},${(n >> 8) & 255},${n & 255},${a})`;
+}
 
-  class Topology {
-    constructor(canvas, tip, onSelect) {
-      this.canvas = canvas;
-      this.ctx = canvas.getContext("2d");
-      this.tip = tip;
-      this.onSelect = onSelect;
-      this.state = null;
-      this.layout = null;
-      this.selected = null;
-      this.patterns = new Map();
-      canvas.addEventListener("mousemove", (e) => this.hover(e));
-      canvas.addEventListener("mouseleave", () => { this.tip.hidden = true; });
-      canvas.addEventListener("click", (e) => {
-        const hit = this.hit(e);
-        if (!hit) return;
-        this.selected = hit.key;
-        this.draw();
-        this.onSelect(hit);
-      });
-      new ResizeObserver(() => { if (this.state) this.update(this.state, this.revNumbers, true); }).observe(canvas.parentElement);
-    }
-
-    stripes(colour) {
-      // One small tile per colour, cached: patterns are cheap to fill but not to create.
-      if (this.patterns.has(colour)) return this.patterns.get(colour);
-      const t = document.createElement("canvas");
-      t.width = t.height = 6;
-      const c = t.getContext("2d");
-      c.fillStyle = alpha(colour, 0.18);
-      c.fillRect(0, 0, 6, 6);
-      c.strokeStyle = colour;
-      c.lineWidth = 1.6;
-      c.beginPath();
-      c.moveTo(-1, 7); c.lineTo(7, -1);
-      c.moveTo(-4, 4); c.lineTo(4, -4);
-      c.moveTo(2, 10); c.lineTo(10, 2);
-      c.stroke();
-      const p = this.ctx.createPattern(t, "repeat");
-      this.patterns.set(colour, p);
-      return p;
-    }
-
-    // Slots: the (role, ordinal) rows every group column has, in role order then ordinal.
-    slotsOf(state) {
-      const order = new Map((state.roles || []).map((r, i) => [r.name, i]));
-      const seen = new Map();
-      for (const inst of state.instances) {
-        const k = inst.role + "|" + inst.ordinal;
-        if (!seen.has(k)) seen.set(k, { role: inst.role, ordinal: inst.ordinal });
-      }
-      for (const r of state.roles || []) {
-        for (let i = 0; i < (r.desired && state.spec.replicas ? Math.round(r.desired / Math.max(state.spec.replicas, 1)) : 0); i++) {
-          const k = r.name + "|" + i;
-          if (!seen.has(k)) seen.set(k, { role: r.name, ordinal: i });
-        }
-      }
-      return [...seen.values()].sort((a, b) => (order.get(a.role) ?? 99) - (order.get(b.role) ?? 99) || a.role.localeCompare(b.role) || a.ordinal - b.ordinal);
-    }
-
-    update(state, revNumbers, force) {
-      this.state = state;
-      this.revNumbers = revNumbers;
-      const byKey = new Map();
-      let maxGroup = (state.spec.replicas || 0) - 1;
-      for (const inst of state.instances) {
-        byKey.set(inst.group + "|" + inst.role + "|" + inst.ordinal, inst);
-        if (inst.group > maxGroup) maxGroup = inst.group;
-      }
-      this.byKey = byKey;
-      const slots = this.slotsOf(state);
-      const groups = maxGroup + 1;
-      const width = this.canvas.parentElement.clientWidth;
-      const sig = [groups, slots.map((s) => s.role + s.ordinal).join(","), width].join(";");
-      if (force || sig !== this.sig) {
-        this.sig = sig;
-        this.layout = this.computeLayout(groups, slots, width);
-      }
-      this.draw();
-    }
-
-    computeLayout(groups, slots, width) {
-      const cell = groups <= 12 ? 26 : groups <= 24 ? 22 : groups <= 96 ? 14 : groups <= 400 ? 10 : 7;
-      const gap = cell >= 14 ? 2 : 1;
-      const groupGap = cell >= 14 ? 4 : 2;
-      const labelW = cell >= 10 ? 74 : 56;
-      const colW = cell + groupGap;
-      const perBand = Math.max(1, Math.floor((width - labelW - 4) / colW));
-      const bandH = 14 + slots.length * (cell + gap) + 8;
-      const bands = Math.ceil(groups / perBand);
-      const height = bands * bandH + 4;
-      const dpr = window.devicePixelRatio || 1;
-      this.canvas.width = Math.floor(width * dpr);
-      this.canvas.height = Math.floor(height * dpr);
-      this.canvas.style.width = width + "px";
-      this.canvas.style.height = height + "px";
-      this.ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-      return { cell, gap, groupGap, labelW, colW, perBand, bandH, bands, groups, slots, width, height };
-    }
-
-    cellXY(g, s) {
-      const L = this.layout;
-      const band = Math.floor(g / L.perBand);
-      const col = g % L.perBand;
-      return [L.labelW + col * L.colW, band * L.bandH + 14 + s * (L.cell + L.gap)];
-    }
-
-    draw() {
-      const L = this.layout, ctx = this.ctx, st = this.state;
-      if (!L || !st) return;
-      ctx.clearRect(0, 0, L.width, L.height);
-      const partition = typeof st.spec.partition === "number" ? st.spec.partition : Math.max(0, ...Object.values(st.spec.partition || {}).map(Number).filter((n) => !isNaN(n)));
-      const groupLevel = (st.strategyType || "ServingGroupRollingUpdate") === "ServingGroupRollingUpdate";
-      const replicas = st.spec.replicas || 0;
-      // Small cells (hundreds of groups) get a smaller label font so role rows stay legible.
-      ctx.font = `${Math.min(10, L.cell + 2)}px system-ui, sans-serif`;
-      ctx.textBaseline = "middle";
-      for (let b = 0; b < L.bands; b++) {
-        const y0 = b * L.bandH;
-        // Role labels at the left of every band.
-        ctx.fillStyle = "#5b6470";
-        L.slots.forEach((s, i) => {
-          const y = y0 + 14 + i * (L.cell + L.gap) + L.cell / 2;
-          const sameRole = L.slots.filter((x) => x.role === s.role).length > 1;
-          const label = sameRole ? `${s.role} ${s.ordinal}` : s.role;
-          ctx.fillText(label.length > 12 ? label.slice(0, 11) + "…" : label, 2, y, L.labelW - 6);
-        });
-        // Group ordinal ticks above the band.
-        const first = b * L.perBand;
-        const step = L.cell >= 14 ? 5 : 10;
-        ctx.fillStyle = "#8a929c";
-        for (let g = first; g < Math.min(first + L.perBand, L.groups); g++) {
-          if (g % step === 0) {
-            const [x] = this.cellXY(g, 0);
-            ctx.fillText(String(g), x, y0 + 6);
-          }
-        }
-      }
-      // Partition: protected groups (below it) on a grey band; a dark line where it starts.
-      if (groupLevel && partition > 0) {
-        for (let g = 0; g < Math.min(partition, L.groups); g++) {
-          const [x, y] = this.cellXY(g, 0);
-          ctx.fillStyle = "#eceef1";
-          ctx.fillRect(x - L.groupGap / 2, y - 3, L.colW, L.slots.length * (L.cell + L.gap) + 4);
-        }
-        if (partition < L.groups) {
-          const [x, y] = this.cellXY(partition, 0);
-          ctx.fillStyle = INK;
-          ctx.fillRect(x - L.groupGap / 2 - 1.5, y - 5, 2.5, L.slots.length * (L.cell + L.gap) + 8);
-          ctx.fillText("partition " + partition, Math.min(x + 3, L.width - 70), y - 8);
-        }
-      }
-      const c = L.cell;
-      for (let g = 0; g < L.groups; g++) {
-        L.slots.forEach((s, i) => {
-          const [x, y] = this.cellXY(g, i);
-          const inst = this.byKey.get(g + "|" + s.role + "|" + s.ordinal);
-          if (!inst) {
-            // A slot with no instance yet (or a surge group without this role): faint outline.
-            if (g < replicas) {
-              ctx.strokeStyle = "#c4cad3";
-              ctx.setLineDash([2, 2]);
-              ctx.strokeRect(x + 0.5, y + 0.5, c - 1, c - 1);
-              ctx.setLineDash([]);
-            }
-            return;
-          }
-          this.drawCell(inst, x, y, c);
-        });
-      }
-      if (this.selected) {
-        const [g, role, ord] = this.selected.split("|");
-        const si = L.slots.findIndex((s) => s.role === role && String(s.ordinal) === ord);
-        if (si >= 0 && Number(g) < L.groups) {
-          const [x, y] = this.cellXY(Number(g), si);
-          ctx.strokeStyle = INK;
-          ctx.lineWidth = 2;
-          ctx.strokeRect(x - 2, y - 2, c + 4, c + 4);
-          ctx.lineWidth = 1;
-        }
-      }
-    }
-
-    drawCell(inst, x, y, c) {
-      const ctx = this.ctx;
-      const num = this.revNumbers.get(inst.revision) || 0;
-      const col = colourFor(num);
-      ctx.lineWidth = 1;
-      switch (inst.state) {
-        case "Ready":
-          ctx.fillStyle = col; ctx.fillRect(x, y, c, c);
-          break;
-        case "Creating":
-          ctx.fillStyle = alpha(col, 0.3); ctx.fillRect(x, y, c, c);
-          ctx.strokeStyle = col; ctx.strokeRect(x + 0.5, y + 0.5, c - 1, c - 1);
-          break;
-        case "Pending":
-          ctx.fillStyle = "#fff"; ctx.fillRect(x, y, c, c);
-          ctx.strokeStyle = col; ctx.setLineDash([2, 2]); ctx.strokeRect(x + 0.5, y + 0.5, c - 1, c - 1); ctx.setLineDash([]);
-          break;
-        case "Updating":
-          ctx.fillStyle = this.stripes(col); ctx.fillRect(x, y, c, c);
-          ctx.strokeStyle = col; ctx.strokeRect(x + 0.5, y + 0.5, c - 1, c - 1);
-          break;
-        case "Draining":
-          ctx.fillStyle = alpha(col, 0.25); ctx.fillRect(x, y, c, c);
-          ctx.fillStyle = col; ctx.fillRect(x, y + c / 2, c, c / 2);
-          ctx.strokeStyle = col; ctx.strokeRect(x + 0.5, y + 0.5, c - 1, c - 1);
-          break;
-        case "Failed":
-          ctx.fillStyle = alpha(col, 0.5); ctx.fillRect(x, y, c, c);
-          ctx.strokeStyle = FAILED; ctx.lineWidth = c >= 10 ? 2 : 1.5;
-          ctx.strokeRect(x + 1, y + 1, c - 2, c - 2);
-          ctx.beginPath(); ctx.moveTo(x + 2, y + 2); ctx.lineTo(x + c - 2, y + c - 2); ctx.moveTo(x + c - 2, y + 2); ctx.lineTo(x + 2, y + c - 2); ctx.stroke();
-          ctx.lineWidth = 1;
-          break;
-        case "Deleting":
-        default:
-          ctx.fillStyle = alpha(col, 0.15); ctx.fillRect(x, y, c, c);
-          ctx.strokeStyle = alpha(col, 0.7);
-          ctx.beginPath(); ctx.moveTo(x, y + c); ctx.lineTo(x + c, y); ctx.stroke();
-          break;
-      }
-      if (inst.surge) {
-        // Surge: a dark triangle in the top-right corner.
-        const m = Math.max(3, Math.round(c * 0.4));
-        ctx.fillStyle = INK;
-        ctx.beginPath(); ctx.moveTo(x + c - m, y); ctx.lineTo(x + c, y); ctx.lineTo(x + c, y + m); ctx.closePath(); ctx.fill();
-      }
-    }
-
-    hit(e) {
-      const L = this.layout;
-      if (!L) return null;
-      const r = this.canvas.getBoundingClientRect();
-      const px = e.clientX - r.left, py = e.clientY - r.top;
-      const band = Math.floor(py / L.bandH);
-      const col = Math.floor((px - L.labelW + L.groupGap / 2) / L.colW);
-      const slot = Math.floor((py - band * L.bandH - 14) / (L.cell + L.gap));
-      if (col < 0 || col >= L.perBand || slot < 0 || slot >= L.slots.length) return null;
-      const g = band * L.perBand + col;
-      if (g >= L.groups) return null;
-      const s = L.slots[slot];
-      const key = g + "|" + s.role + "|" + s.ordinal;
-      return { key, group: g, role: s.role, ordinal: s.ordinal, instance: this.byKey.get(key) || null };
-    }
-
-    hover(e) {
+export class Topology {
+  constructor(canvas, tip, onSelect) {
+    this.canvas = canvas;
+    this.ctx = canvas.getContext("2d");
+    this.tip = tip;
+    this.onSelect = onSelect;
+    this.state = null;
+    this.layout = null;
+    this.selected = null;
+    this.patterns = new Map();
+    canvas.addEventListener("mousemove", (e) => this.hover(e));
+    canvas.addEventListener("mouseleave", () => { this.tip.hidden = true; });
+    canvas.addEventListener("click", (e) => {
       const hit = this.hit(e);
-      if (!hit) { this.tip.hidden = true; this.canvas.style.cursor = "default"; return; }
-      this.canvas.style.cursor = "pointer";
-      const i = hit.instance;
-      const num = i ? this.revNumbers.get(i.revision) : null;
-      this.tip.innerHTML = i
-        ? `<b>group ${hit.group} · ${hit.role} ${hit.ordinal}</b><br>${i.state}${i.surge ? " · surge" : ""}<br>revision ${num ? "#" + num + " " : ""}<span class="mono">${i.revision}</span><br>pods ${i.readyPods}/${i.pods} ready${i.inFlight ? " · " + i.inFlight + " in flight" : ""}${i.draining ? " · " + i.draining + " draining" : ""}`
-        : `<b>group ${hit.group} · ${hit.role} ${hit.ordinal}</b><br>no instance`;
-      const r = this.canvas.getBoundingClientRect();
-      const wrap = this.canvas.parentElement.getBoundingClientRect();
-      let left = e.clientX - wrap.left + 14;
-      if (left > wrap.width - 200) left -= 220;
-      this.tip.style.left = left + "px";
-      this.tip.style.top = (e.clientY - r.top + 12) + "px";
-      this.tip.hidden = false;
+      if (!hit) return;
+      this.selected = hit.key;
+      this.draw();
+      this.onSelect(hit);
+    });
+    new ResizeObserver(() => { if (this.state) this.update(this.state, this.revNumbers, true); }).observe(canvas.parentElement);
+  }
+
+  stripes(colour) {
+    // One small tile per colour, cached: patterns are cheap to fill but not to create.
+    if (this.patterns.has(colour)) return this.patterns.get(colour);
+    const t = document.createElement("canvas");
+    t.width = t.height = 6;
+    const c = t.getContext("2d");
+    c.fillStyle = alpha(colour, 0.18);
+    c.fillRect(0, 0, 6, 6);
+    c.strokeStyle = colour;
+    c.lineWidth = 1.6;
+    c.beginPath();
+    c.moveTo(-1, 7); c.lineTo(7, -1);
+    c.moveTo(-4, 4); c.lineTo(4, -4);
+    c.moveTo(2, 10); c.lineTo(10, 2);
+    c.stroke();
+    const p = this.ctx.createPattern(t, "repeat");
+    this.patterns.set(colour, p);
+    return p;
+  }
+
+  // Slots: the (role, ordinal) rows every group column has, in role order then ordinal.
+  slotsOf(state) {
+    const order = new Map((state.roles || []).map((r, i) => [r.name, i]));
+    const seen = new Map();
+    for (const inst of state.instances) {
+      const k = inst.role + "|" + inst.ordinal;
+      if (!seen.has(k)) seen.set(k, { role: inst.role, ordinal: inst.ordinal });
+    }
+    for (const r of state.roles || []) {
+      for (let i = 0; i < (r.desired && state.spec.replicas ? Math.round(r.desired / Math.max(state.spec.replicas, 1)) : 0); i++) {
+        const k = r.name + "|" + i;
+        if (!seen.has(k)) seen.set(k, { role: r.name, ordinal: i });
+      }
+    }
+    return [...seen.values()].sort((a, b) => (order.get(a.role) ?? 99) - (order.get(b.role) ?? 99) || a.role.localeCompare(b.role) || a.ordinal - b.ordinal);
+  }
+
+  update(state, revNumbers, force) {
+    this.state = state;
+    this.revNumbers = revNumbers;
+    const byKey = new Map();
+    let maxGroup = (state.spec.replicas || 0) - 1;
+    for (const inst of state.instances) {
+      byKey.set(inst.group + "|" + inst.role + "|" + inst.ordinal, inst);
+      if (inst.group > maxGroup) maxGroup = inst.group;
+    }
+    this.byKey = byKey;
+    const slots = this.slotsOf(state);
+    const groups = maxGroup + 1;
+    const width = this.canvas.parentElement.clientWidth;
+    const sig = [groups, slots.map((s) => s.role + s.ordinal).join(","), width].join(";");
+    if (force || sig !== this.sig) {
+      this.sig = sig;
+      this.layout = this.computeLayout(groups, slots, width);
+    }
+    this.draw();
+  }
+
+  computeLayout(groups, slots, width) {
+    const cell = groups <= 12 ? 26 : groups <= 24 ? 22 : groups <= 96 ? 14 : groups <= 400 ? 10 : 7;
+    const gap = cell >= 14 ? 2 : 1;
+    const groupGap = cell >= 14 ? 4 : 2;
+    const labelW = cell >= 10 ? 74 : 56;
+    const colW = cell + groupGap;
+    const perBand = Math.max(1, Math.floor((width - labelW - 4) / colW));
+    const bandH = 14 + slots.length * (cell + gap) + 8;
+    const bands = Math.ceil(groups / perBand);
+    const height = bands * bandH + 4;
+    const dpr = window.devicePixelRatio || 1;
+    this.canvas.width = Math.floor(width * dpr);
+    this.canvas.height = Math.floor(height * dpr);
+    this.canvas.style.width = width + "px";
+    this.canvas.style.height = height + "px";
+    this.ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    return { cell, gap, groupGap, labelW, colW, perBand, bandH, bands, groups, slots, width, height };
+  }
+
+  cellXY(g, s) {
+    const L = this.layout;
+    const band = Math.floor(g / L.perBand);
+    const col = g % L.perBand;
+    return [L.labelW + col * L.colW, band * L.bandH + 14 + s * (L.cell + L.gap)];
+  }
+
+  draw() {
+    const L = this.layout, ctx = this.ctx, st = this.state;
+    if (!L || !st) return;
+    ctx.clearRect(0, 0, L.width, L.height);
+    const partition = partitionOf(st);
+    const groupLevel = (st.strategyType || "ServingGroupRollingUpdate") === "ServingGroupRollingUpdate";
+    const replicas = st.spec.replicas || 0;
+    // Small cells (hundreds of groups) get a smaller label font so role rows stay legible.
+    ctx.font = `${Math.min(10, L.cell + 2)}px system-ui, sans-serif`;
+    ctx.textBaseline = "middle";
+    for (let b = 0; b < L.bands; b++) {
+      const y0 = b * L.bandH;
+      // Role labels at the left of every band.
+      ctx.fillStyle = "#5b6470";
+      L.slots.forEach((s, i) => {
+        const y = y0 + 14 + i * (L.cell + L.gap) + L.cell / 2;
+        const sameRole = L.slots.filter((x) => x.role === s.role).length > 1;
+        const label = sameRole ? `${s.role} ${s.ordinal}` : s.role;
+        ctx.fillText(label.length > 12 ? label.slice(0, 11) + "…" : label, 2, y, L.labelW - 6);
+      });
+      // Group ordinal ticks above the band.
+      const first = b * L.perBand;
+      const step = L.cell >= 14 ? 5 : 10;
+      ctx.fillStyle = "#8a929c";
+      for (let g = first; g < Math.min(first + L.perBand, L.groups); g++) {
+        if (g % step === 0) {
+          const [x] = this.cellXY(g, 0);
+          ctx.fillText(String(g), x, y0 + 6);
+        }
+      }
+    }
+    // Partition: protected groups (below it) on a grey band; a dark line where it starts.
+    if (groupLevel && partition > 0) {
+      for (let g = 0; g < Math.min(partition, L.groups); g++) {
+        const [x, y] = this.cellXY(g, 0);
+        ctx.fillStyle = "#eceef1";
+        ctx.fillRect(x - L.groupGap / 2, y - 3, L.colW, L.slots.length * (L.cell + L.gap) + 4);
+      }
+      if (partition < L.groups) {
+        const [x, y] = this.cellXY(partition, 0);
+        ctx.fillStyle = INK;
+        ctx.fillRect(x - L.groupGap / 2 - 1.5, y - 5, 2.5, L.slots.length * (L.cell + L.gap) + 8);
+        ctx.fillText("partition " + partition, Math.min(x + 3, L.width - 70), y - 8);
+      }
+    }
+    const c = L.cell;
+    for (let g = 0; g < L.groups; g++) {
+      L.slots.forEach((s, i) => {
+        const [x, y] = this.cellXY(g, i);
+        const inst = this.byKey.get(g + "|" + s.role + "|" + s.ordinal);
+        if (!inst) {
+          // A slot with no instance yet (or a surge group without this role): faint outline.
+          if (g < replicas) {
+            ctx.strokeStyle = "#c4cad3";
+            ctx.setLineDash([2, 2]);
+            ctx.strokeRect(x + 0.5, y + 0.5, c - 1, c - 1);
+            ctx.setLineDash([]);
+          }
+          return;
+        }
+        this.drawCell(inst, x, y, c);
+      });
+    }
+    if (this.selected) {
+      const [g, role, ord] = this.selected.split("|");
+      const si = L.slots.findIndex((s) => s.role === role && String(s.ordinal) === ord);
+      if (si >= 0 && Number(g) < L.groups) {
+        const [x, y] = this.cellXY(Number(g), si);
+        ctx.strokeStyle = INK;
+        ctx.lineWidth = 2;
+        ctx.strokeRect(x - 2, y - 2, c + 4, c + 4);
+        ctx.lineWidth = 1;
+      }
     }
   }
 
-  window.RolloutTopology = { Topology, colourFor, alpha, PALETTE };
-})();
+  drawCell(inst, x, y, c) {
+    const ctx = this.ctx;
+    const num = this.revNumbers.get(inst.revision) || 0;
+    const col = colourFor(num);
+    ctx.lineWidth = 1;
+    switch (inst.state) {
+      case "Ready":
+        ctx.fillStyle = col; ctx.fillRect(x, y, c, c);
+        break;
+      case "Creating":
+        ctx.fillStyle = alpha(col, 0.3); ctx.fillRect(x, y, c, c);
+        ctx.strokeStyle = col; ctx.strokeRect(x + 0.5, y + 0.5, c - 1, c - 1);
+        break;
+      case "Pending":
+        ctx.fillStyle = "#fff"; ctx.fillRect(x, y, c, c);
+        ctx.strokeStyle = col; ctx.setLineDash([2, 2]); ctx.strokeRect(x + 0.5, y + 0.5, c - 1, c - 1); ctx.setLineDash([]);
+        break;
+      case "Updating":
+        ctx.fillStyle = this.stripes(col); ctx.fillRect(x, y, c, c);
+        ctx.strokeStyle = col; ctx.strokeRect(x + 0.5, y + 0.5, c - 1, c - 1);
+        break;
+      case "Draining":
+        ctx.fillStyle = alpha(col, 0.25); ctx.fillRect(x, y, c, c);
+        ctx.fillStyle = col; ctx.fillRect(x, y + c / 2, c, c / 2);
+        ctx.strokeStyle = col; ctx.strokeRect(x + 0.5, y + 0.5, c - 1, c - 1);
+        break;
+      case "Failed":
+        ctx.fillStyle = alpha(col, 0.5); ctx.fillRect(x, y, c, c);
+        ctx.strokeStyle = FAILED; ctx.lineWidth = c >= 10 ? 2 : 1.5;
+        ctx.strokeRect(x + 1, y + 1, c - 2, c - 2);
+        ctx.beginPath(); ctx.moveTo(x + 2, y + 2); ctx.lineTo(x + c - 2, y + c - 2); ctx.moveTo(x + c - 2, y + 2); ctx.lineTo(x + 2, y + c - 2); ctx.stroke();
+        ctx.lineWidth = 1;
+        break;
+      case "Deleting":
+      default:
+        ctx.fillStyle = alpha(col, 0.15); ctx.fillRect(x, y, c, c);
+        ctx.strokeStyle = alpha(col, 0.7);
+        ctx.beginPath(); ctx.moveTo(x, y + c); ctx.lineTo(x + c, y); ctx.stroke();
+        break;
+    }
+    if (inst.surge) {
+      // Surge: a dark triangle in the top-right corner.
+      const m = Math.max(3, Math.round(c * 0.4));
+      ctx.fillStyle = INK;
+      ctx.beginPath(); ctx.moveTo(x + c - m, y); ctx.lineTo(x + c, y); ctx.lineTo(x + c, y + m); ctx.closePath(); ctx.fill();
+    }
+  }
+
+  hit(e) {
+    const L = this.layout;
+    if (!L) return null;
+    const r = this.canvas.getBoundingClientRect();
+    const px = e.clientX - r.left, py = e.clientY - r.top;
+    const band = Math.floor(py / L.bandH);
+    const col = Math.floor((px - L.labelW + L.groupGap / 2) / L.colW);
+    const slot = Math.floor((py - band * L.bandH - 14) / (L.cell + L.gap));
+    if (col < 0 || col >= L.perBand || slot < 0 || slot >= L.slots.length) return null;
+    const g = band * L.perBand + col;
+    if (g >= L.groups) return null;
+    const s = L.slots[slot];
+    const key = g + "|" + s.role + "|" + s.ordinal;
+    return { key, group: g, role: s.role, ordinal: s.ordinal, instance: this.byKey.get(key) || null };
+  }
+
+  hover(e) {
+    const hit = this.hit(e);
+    if (!hit) { this.tip.hidden = true; this.canvas.style.cursor = "default"; return; }
+    this.canvas.style.cursor = "pointer";
+    const i = hit.instance;
+    const num = i ? this.revNumbers.get(i.revision) : null;
+    // Role names, states and revisions come from the server: text nodes only.
+    const title = h("b", null, `group ${hit.group} · ${hit.role} ${hit.ordinal}`);
+    if (i) {
+      const pods = [`pods ${i.readyPods}/${i.pods} ready`];
+      if (i.inFlight) pods.push(`${i.inFlight} in flight`);
+      if (i.draining) pods.push(`${i.draining} draining`);
+      mount(
+        this.tip,
+        title,
+        h("br"),
+        i.surge ? `${i.state} · surge` : String(i.state),
+        h("br"),
+        `revision ${num ? "#" + num + " " : ""}`,
+        h("span", { class: "mono" }, i.revision),
+        h("br"),
+        pods.join(" · "),
+      );
+    } else {
+      mount(this.tip, title, h("br"), "no instance");
+    }
+    const r = this.canvas.getBoundingClientRect();
+    const wrap = this.canvas.parentElement.getBoundingClientRect();
+    let left = e.clientX - wrap.left + 14;
+    if (left > wrap.width - 200) left -= 220;
+    this.tip.style.left = left + "px";
+    this.tip.style.top = (e.clientY - r.top + 12) + "px";
+    this.tip.hidden = false;
+  }
+}

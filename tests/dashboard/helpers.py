@@ -91,3 +91,65 @@ def create_modelserving(name: str, **kwargs) -> dict:
     if not ready():
         reconcile(name)
     return wait_for(ready, timeout=60, what=f"first revision of {name}")
+
+
+def apply_delta(base: dict, delta: dict) -> dict:
+    """What the page does with a websocket delta (``applyDelta`` in static/js/detail/stream.js),
+    written again in Python from the format's description, to check ``make_delta`` on its own."""
+    from rolloutui.consumers import KEYED_LISTS
+
+    assert delta["base"] == base["time"]
+    out = {**base, **delta["set"]}
+    for k in delta["unset"]:
+        out.pop(k, None)
+    for name, change in delta["lists"].items():
+        key, is_sorted = KEYED_LISTS[name]
+        wire = lambda k: tuple(k) if isinstance(k, list) else k  # noqa: E731
+        items = {key(i): i for i in base.get(name) or []}
+        order = list(items)
+        for r in change["remove"]:
+            items.pop(wire(r), None)
+        for k, fields, gone in change["patch"]:
+            item = {**items[wire(k)], **fields}
+            for f in gone:
+                item.pop(f, None)
+            items[wire(k)] = item
+        for u in change["upsert"]:
+            if key(u) not in items:
+                order.append(key(u))
+            items[key(u)] = u
+        if "order" in change:
+            out[name] = [items[wire(k)] for k in change["order"]]
+        elif is_sorted:
+            out[name] = [items[k] for k in sorted(items, key=lambda k: k if isinstance(k, tuple) else (k,))]
+        else:
+            out[name] = [items[k] for k in order if k in items]
+    out["time"] = delta["time"]
+    return out
+
+
+def same_json(a, b, path: str = "$") -> str | None:
+    """Where two JSON values differ, or None. Stricter than ``==``: true is not 1 (Python's
+    ``True == 1`` would hide a flag that turned into a number), while 2 and 2.0 are the same
+    number (JavaScript has one number type, so a page cannot keep them apart)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return None if type(a) is type(b) and a == b else f"{path}: {a!r} != {b!r}"
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            return f"{path}: keys {sorted(set(a) ^ set(b))} differ"
+        for k in a:
+            diff = same_json(a[k], b[k], f"{path}.{k}")
+            if diff:
+                return diff
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return f"{path}: {len(a)} items != {len(b)} items"
+        for i, (x, y) in enumerate(zip(a, b)):
+            diff = same_json(x, y, f"{path}[{i}]")
+            if diff:
+                return diff
+        return None
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return None if a == b else f"{path}: {a!r} != {b!r}"
+    return None if type(a) is type(b) and a == b else f"{path}: {a!r} != {b!r}"

@@ -15,41 +15,9 @@ from django.contrib.auth.models import AnonymousUser
 
 from rolloutui.routing import websocket_urlpatterns
 
+from .helpers import apply_delta
+
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
-
-
-def apply_delta(base: dict, delta: dict) -> dict:
-    """What the page does with a delta (static/js/detail.js applyDelta), in Python."""
-    from rolloutui.consumers import KEYED_LISTS
-
-    assert delta["base"] == base["time"]
-    out = {**base, **delta["set"]}
-    for k in delta["unset"]:
-        out.pop(k, None)
-    for name, change in delta["lists"].items():
-        key, is_sorted = KEYED_LISTS[name]
-        wire = lambda k: tuple(k) if isinstance(k, list) else k  # noqa: E731
-        items = {key(i): i for i in base.get(name) or []}
-        order = list(items)
-        for r in change["remove"]:
-            items.pop(wire(r), None)
-        for k, fields, gone in change["patch"]:
-            item = {**items[wire(k)], **fields}
-            for f in gone:
-                item.pop(f, None)
-            items[wire(k)] = item
-        for u in change["upsert"]:
-            if key(u) not in items:
-                order.append(key(u))
-            items[key(u)] = u
-        if "order" in change:
-            out[name] = [items[wire(k)] for k in change["order"]]
-        elif is_sorted:
-            out[name] = [items[k] for k in sorted(items, key=lambda k: k if isinstance(k, tuple) else (k,))]
-        else:
-            out[name] = [items[k] for k in order if k in items]
-    out["time"] = delta["time"]
-    return out
 
 
 def replay(messages: list[dict]) -> dict:
@@ -199,53 +167,3 @@ async def test_publish_state_from_the_services_reaches_the_client(ms, viewer):
     update = json.loads(await comm.receive_from(timeout=3))
     assert update["type"] == "state.delta" and update["time"] is not None
     await comm.disconnect()
-
-
-def test_make_delta_round_trips_values_none_and_removed_fields():
-    from rolloutui.consumers import make_delta
-
-    old = {
-        "phase": "Progressing",
-        "spec": {"paused": False},
-        "gone": 1,
-        "time": 1.0,
-        "instances": [
-            {"group": 0, "role": "a", "ordinal": 0, "state": "Ready", "extra": 1},
-            {"group": 1, "role": "a", "ordinal": 0, "state": "Ready"},
-        ],
-        "groups": [{"ordinal": 0, "updated": False, "revision": None}, {"ordinal": 1, "updated": False}],
-    }
-    new = {
-        "phase": "Paused",
-        "spec": {"paused": True},
-        "time": 2.0,
-        "instances": [
-            {"group": 0, "role": "a", "ordinal": 0, "state": "Draining", "note": None},
-            {"group": 2, "role": "a", "ordinal": 0, "state": "Creating"},
-        ],
-        "groups": [{"ordinal": 0, "updated": True, "revision": None}, {"ordinal": 2, "updated": False}],
-    }
-    delta = make_delta(old, new)
-    assert delta["unset"] == ["gone"] and delta["set"] == {"phase": "Paused", "spec": {"paused": True}}
-    assert delta["lists"]["instances"]["patch"] == [[[0, "a", 0], {"state": "Draining", "note": None}, ["extra"]]]
-    assert delta["lists"]["groups"]["patch"] == [[0, {"updated": True}, []]]
-    assert replay([old, json.loads(json.dumps(delta))]) == new
-
-
-def test_make_delta_keeps_planner_order_and_falls_back_on_duplicate_keys():
-    from rolloutui.consumers import make_delta
-
-    b = lambda g, reason: {"group": g, "role": None, "kind": "budget", "reason": reason}  # noqa: E731
-    old = {"time": 1.0, "blocked": [b(3, "x"), b(1, "y")], "drain": [{"pod": "p1", "inFlight": 2}]}
-    new = {
-        "time": 2.0,
-        "blocked": [b(2, "z"), b(3, "x2")],
-        "drain": [{"pod": "p1", "inFlight": 1}, {"pod": "p0", "inFlight": 0}],
-    }
-    delta = make_delta(old, new)
-    assert "order" in delta["lists"]["blocked"] and "order" not in delta["lists"]["drain"]
-    assert replay([old, json.loads(json.dumps(delta))]) == new
-    dup = {"time": 3.0, "blocked": [b(2, "z"), b(2, "z again")], "drain": []}
-    delta = make_delta(new, dup)
-    assert "blocked" not in delta["lists"] and delta["set"]["blocked"] == dup["blocked"]
-    assert replay([new, json.loads(json.dumps(delta))]) == dup

@@ -1,0 +1,153 @@
+// Detail page of one ModelServing: live state over the websocket, controls through the REST API.
+//
+// Flow, one way: the websocket (stream.js) and the answers to controls put states into the store;
+// on the next animation frame every panel renders from the model it is given
+// ({state, revNumbers, manifest, conn, boot}); panels never change the state themselves. Several
+// messages within one frame render once.
+//
+// The server renders the first state into the page (json_script "initial-state": no blank screen
+// while the socket opens); on a lost connection the page says so (indicator, banner, content
+// dimmed) and reconnects by itself.
+
+import { api } from "../lib/api.js";
+import { readJson } from "../lib/dom.js";
+import { revisionNumbers } from "./common.js";
+import { createDialog, toast } from "./dialog.js";
+import { createAudit } from "./panels/audit.js";
+import { createCharts } from "./panels/charts.js";
+import { createControls } from "./panels/controls.js";
+import { createDrain } from "./panels/drain.js";
+import { createHeader } from "./panels/header.js";
+import { createRevisions } from "./panels/revisions.js";
+import { createRoles } from "./panels/roles.js";
+import { createSimulation } from "./panels/simulation.js";
+import { createStrategy } from "./panels/strategy.js";
+import { createTopologyPanel } from "./panels/topology.js";
+import { createWaits } from "./panels/waits.js";
+import { connectStream, createStore } from "./stream.js";
+
+const AUDIT_REFRESH_MS = 15000;
+
+const boot = readJson("boot");
+const phases = readJson("phases", []);
+const registry = readJson("rollout-actions");
+const plotlySrc = readJson("plotly-src");
+
+const store = createStore({
+  state: readJson("initial-state"),
+  manifest: null,
+  conn: { kind: "connecting", text: "connecting", lastMessageAt: null },
+});
+
+// A control's answer carries the state after it; it replaces the shown state unless the socket
+// already brought a newer one.
+function controlDone(result) {
+  const current = store.get().state;
+  if (result && result.state && !(current && result.state.time <= current.time)) store.set({ state: result.state });
+  audit.load();
+  const a = result && result.audit;
+  toast(a ? `${a.action} recorded (${a.fromRevision || "—"} → ${a.toRevision || "—"})` : "Done");
+}
+
+const dialog = createDialog({ onDone: controlDone });
+const audit = createAudit({ boot });
+const charts = createCharts({ boot, plotlySrc });
+const simulation = createSimulation({ boot, dialog });
+const controls = createControls({ boot, dialog, registry, onDone: controlDone });
+const topology = createTopologyPanel({ boot, onKillPod: (pod) => simulation.killPod(pod) });
+const panels = [
+  createHeader({ boot, phases }),
+  controls,
+  topology,
+  createWaits(),
+  createDrain(),
+  createRoles(),
+  charts,
+  createRevisions({
+    boot: { ...boot, canOperate: boot.canOperate && controls.granted("rollback") },
+    onRollback: (number) => controls.open("rollback", { toRevision: number }),
+  }),
+  createStrategy(),
+  simulation,
+];
+
+async function loadManifest() {
+  try {
+    store.set({ manifest: await api(boot.api + "manifest/") });
+  } catch {
+    // the charts show no maxSkew, set-image no current image
+  }
+}
+
+// What, when it changes, makes the audit and the manifest worth reading again.
+const specSignature = (s) => JSON.stringify([s.spec, s.updateRevision, (s.revisions || []).length, s.generation]);
+
+let frame = 0;
+let model = null;
+let lastState = null;
+let lastSignature = specSignature(store.get().state);
+
+function render() {
+  frame = 0;
+  const started = performance.now();
+  const { state, manifest, conn } = store.get();
+  if (!model || model.state !== state) model = { ...model, state, revNumbers: revisionNumbers(state) };
+  model = { ...model, manifest, conn, boot };
+  for (const panel of panels) panel.render(model);
+  // Test and benchmark hooks: render time, time to the first complete render, render count.
+  window.__lastRenderMs = performance.now() - started;
+  if (window.__firstRenderMs === undefined) {
+    window.__firstRenderMs = performance.now();
+    charts.start();
+  }
+  window.__renders = (window.__renders || 0) + 1;
+  document.body.dataset.stateTime = String(state.time);
+}
+
+store.subscribe(({ state }) => {
+  if (state !== lastState) {
+    lastState = state;
+    charts.observe(state);
+    const signature = specSignature(state);
+    if (signature !== lastSignature) {
+      lastSignature = signature;
+      audit.load();
+      loadManifest();
+    }
+  }
+  if (!frame) frame = requestAnimationFrame(render);
+});
+
+// Start: render the server-provided state at once, then go live.
+lastState = store.get().state;
+charts.observe(lastState);
+render();
+simulation.start();
+loadManifest();
+charts.loadHistory();
+audit.load();
+setInterval(audit.load, AUDIT_REFRESH_MS);
+
+const stream = connectStream(boot.ws, {
+  onState: (state) => store.set({ state }),
+  onStatus: (kind, text) => {
+    const previous = store.get().conn;
+    store.set({ conn: { kind, text, lastMessageAt: kind === "live" ? new Date() : previous.lastMessageAt } });
+  },
+  onSignedOut: () => {
+    location.href = "/accounts/login/?next=" + encodeURIComponent(location.pathname);
+  },
+});
+
+// Test and debugging hooks (read-only views, plus a way to simulate a dropped connection).
+window.__rollout = {
+  get state() {
+    return store.get().state;
+  },
+  get wireState() {
+    return stream.wireState;
+  },
+  samples: charts.samples,
+  topo: topology.topo,
+  dropSocket: () => stream.drop(),
+};

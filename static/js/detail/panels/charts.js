@@ -1,0 +1,196 @@
+// Progress charts (Plotly, served from /static/vendor/plotly.min.js): per-role updated-and-Ready
+// fraction over time, available groups against the budget floor, and the skew between roles
+// against maxSkew.
+//
+// The history starts with the stored samples (GET .../history/, sampled by the controller) and
+// is extended with every state the page receives (`observe`). Plotly (4.6 MB) is loaded after the
+// first render, off the critical path, and the charts redraw at most once a second: Plotly is the
+// most expensive thing on the page.
+
+import { api } from "../../lib/api.js";
+import { byId } from "../../lib/dom.js";
+import { isEpoch } from "../../lib/format.js";
+
+const MAX_SAMPLES = 4000;
+const LINE_COLOURS = ["#3b6fd4", "#d98a1c", "#17a38b", "#8c5bd6", "#d2477f", "#6f9a22"];
+export const chartConfig = { displayModeBar: false, responsive: true, staticPlot: false };
+
+export function chartLayout(title, ytitle, extra = {}, time = 0) {
+  return {
+    title: { text: title, font: { size: 12, color: "#1f2328" }, x: 0.01, xanchor: "left" },
+    margin: { l: 42, r: 10, t: 28, b: 30 },
+    height: 220,
+    font: { family: "system-ui, sans-serif", size: 11, color: "#5b6470" },
+    paper_bgcolor: "#fff",
+    plot_bgcolor: "#fff",
+    xaxis: {
+      title: { text: isEpoch(time) ? "" : "cluster time (s)", standoff: 4 },
+      gridcolor: "#eef0f3",
+      zeroline: false,
+      ...(isEpoch(time) ? { type: "date", tickformat: "%H:%M:%S" } : {}),
+    },
+    yaxis: { title: { text: ytitle }, gridcolor: "#eef0f3", zeroline: false, ...extra },
+    legend: { orientation: "h", y: -0.28, font: { size: 10 } },
+    showlegend: true,
+  };
+}
+
+// Plotly reads a few HTML-like tags in legend text (<b>, <br>, <a href>); a role name from the
+// server is shown as written: its markup characters become entities, which Plotly prints as is.
+const plotlyText = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+const xOf = (t) => (isEpoch(t) ? new Date(t * 1000) : t);
+
+// maxSkew of the coordination settings as a fraction: "20%" -> 0.2, 20 -> 0.2, 0.2 -> 0.2.
+function maxSkew(manifest) {
+  const strategy = manifest && manifest.spec && manifest.spec.rolloutStrategy;
+  const role = strategy && strategy.roleRollingUpdateConfiguration;
+  const coord = role && role.coordination;
+  if (!coord || coord.maxSkew == null) return null;
+  const v = String(coord.maxSkew);
+  return v.endsWith("%") ? parseFloat(v) / 100 : Number(v) > 1 ? Number(v) / 100 : Number(v);
+}
+
+// Plotly is a classic script (a UMD bundle that sets window.Plotly): added as a <script src> from
+// our own origin, which a `script-src 'self'` policy allows.
+export function loadPlotly(src, onLoad) {
+  if (window.Plotly) return onLoad();
+  if (document.getElementById("plotly-js")) return;
+  const script = document.createElement("script");
+  script.id = "plotly-js";
+  script.src = src;
+  script.addEventListener("load", onLoad);
+  document.head.appendChild(script);
+}
+
+export function createCharts({ boot, plotlySrc }) {
+  const samples = [];
+  let dirty = true;
+  let latest = null;
+
+  // One sample per state time: the values the three charts plot.
+  function observe(state) {
+    const t = state.time;
+    if (samples.length && samples[samples.length - 1].t >= t) return;
+    const progress = {};
+    for (const r of state.roles || []) progress[r.name] = Number(r.progress) || 0;
+    const vals = Object.values(progress);
+    const g = (state.strategy && state.strategy.group) || {};
+    // floor = total groups - maxUnavailable: 6 groups, maxUnavailable 1 -> 5 must stay available.
+    const floor = Math.max(0, (g.total ?? state.spec.replicas ?? 0) - ((g.maxUnavailable && g.maxUnavailable.count) || 0));
+    samples.push({
+      t,
+      progress,
+      available: (state.counts || {}).availableReplicas || 0,
+      floor,
+      skew: vals.length > 1 ? Math.max(...vals) - Math.min(...vals) : 0,
+    });
+    if (samples.length > MAX_SAMPLES) samples.splice(0, samples.length - MAX_SAMPLES);
+    dirty = true;
+  }
+
+  async function loadHistory() {
+    try {
+      const points = await api(boot.api + "history/");
+      if (!points.length) return;
+      const older = points
+        .filter((p) => !samples.length || p.t < samples[0].t)
+        .map((p) => ({ t: p.t, progress: p.roles || {}, available: p.available, floor: p.floor, skew: (p.skew || 0) / 100 }));
+      samples.unshift(...older);
+      byId("charts-note").textContent = "stored history, extended live";
+      dirty = true;
+    } catch {
+      byId("charts-note").textContent = "no stored history: since this page opened, extended live";
+    }
+  }
+
+  function draw() {
+    if (!dirty || !window.Plotly || !samples.length || !latest) return;
+    dirty = false;
+    const { state, manifest } = latest;
+    const Plotly = window.Plotly;
+    const xs = samples.map((s) => xOf(s.t));
+    const names = (state.roles || []).map((r) => r.name);
+    const layout = (title, ytitle, extra) => chartLayout(title, ytitle, extra, state.time);
+    Plotly.react(
+      "chart-progress",
+      names.map((n, i) => ({
+        x: xs,
+        y: samples.map((s) => s.progress[n] ?? null),
+        name: plotlyText(n),
+        mode: "lines",
+        line: { width: 2, color: LINE_COLOURS[i % LINE_COLOURS.length], shape: "hv" },
+      })),
+      layout("Updated and Ready, per role", "fraction", { range: [0, 1.05], tickformat: ".0%" }),
+      chartConfig,
+    );
+    const replicas = state.spec.replicas || 0;
+    Plotly.react(
+      "chart-capacity",
+      [
+        {
+          x: xs,
+          y: samples.map((s) => s.available),
+          name: "available groups",
+          mode: "lines",
+          fill: "tozeroy",
+          fillcolor: "rgba(31,136,61,0.08)",
+          line: { width: 2, color: "#1f883d", shape: "hv" },
+        },
+        {
+          x: xs,
+          y: samples.map((s) => s.floor),
+          name: "budget floor (replicas − maxUnavailable)",
+          mode: "lines",
+          line: { width: 1.5, dash: "dash", color: "#cf222e", shape: "hv" },
+        },
+      ],
+      layout("Available capacity vs budget floor", "groups", { range: [0, replicas * 1.1 + 0.5], rangemode: "tozero" }),
+      chartConfig,
+    );
+    const skewLimit = maxSkew(manifest);
+    const traces = [
+      {
+        x: xs,
+        y: samples.map((s) => s.skew),
+        name: "skew (max − min role progress)",
+        mode: "lines",
+        line: { width: 2, color: "#8c5bd6", shape: "hv" },
+      },
+    ];
+    if (skewLimit != null) {
+      traces.push({
+        x: [xs[0], xs[xs.length - 1]],
+        y: [skewLimit, skewLimit],
+        name: "maxSkew",
+        mode: "lines",
+        line: { width: 1.5, dash: "dash", color: "#cf222e" },
+      });
+    }
+    Plotly.react(
+      "chart-skew",
+      traces,
+      layout(skewLimit != null ? "Skew between roles vs maxSkew" : "Skew between roles (no maxSkew set)", "fraction", {
+        range: [0, 1.05],
+        tickformat: ".0%",
+      }),
+      chartConfig,
+    );
+  }
+
+  function render(model) {
+    if (!latest || latest.manifest !== model.manifest) dirty = true;
+    latest = model;
+  }
+
+  // Called once after the first render of the page.
+  function start() {
+    loadPlotly(plotlySrc, () => {
+      dirty = true;
+      draw();
+    });
+    setInterval(draw, 1000);
+  }
+
+  return { observe, loadHistory, render, start, samples };
+}

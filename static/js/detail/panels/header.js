@@ -1,0 +1,51 @@
+// Header: phase badge, facts (revisions, counts, partition, strategy, cluster time), the paused
+// banner, and the connection indicator with its "showing data as of" banner.
+
+import { byId, h, memo, mount } from "../../lib/dom.js";
+import { phaseClass } from "../../lib/format.js";
+import { revLabel } from "../common.js";
+
+export function createHeader({ boot, phases }) {
+  const changed = memo();
+
+  function renderConn(conn) {
+    const el = byId("conn");
+    el.className = "conn conn-" + conn.kind;
+    el.textContent = conn.text;
+    document.body.classList.toggle("is-stale", conn.kind !== "live");
+    byId("stale-banner").hidden = conn.kind === "live" || conn.kind === "connecting";
+    byId("stale-since").textContent = conn.lastMessageAt ? conn.lastMessageAt.toLocaleTimeString() : "page load";
+  }
+
+  function render({ state, revNumbers, conn }) {
+    renderConn(conn);
+    if (!changed(state)) return;
+    const phase = byId("phase");
+    phase.textContent = state.phase;
+    phase.className = phaseClass(state.phase, phases);
+    byId("paused-banner").hidden = !state.spec.paused;
+    const cur = state.currentRevision;
+    const upd = state.updateRevision;
+    mount(
+      byId("fact-rev"),
+      cur && upd && cur !== upd
+        ? [revLabel(cur, revNumbers), " ", h("span", { class: "arrow" }, "→"), " ", revLabel(upd, revNumbers)]
+        : revLabel(upd || cur, revNumbers),
+    );
+    const c = state.counts || {};
+    byId("fact-updated").textContent = `${c.updatedReplicas ?? "—"} / ${state.spec.replicas}`;
+    byId("fact-available").textContent = `${c.availableReplicas ?? "—"} / ${state.spec.replicas}`;
+    const p = state.spec.partition;
+    byId("fact-partition").textContent = p !== null && typeof p === "object" ? JSON.stringify(p) : String(p);
+    byId("fact-strategy").textContent = state.strategyType;
+    byId("fact-time").textContent =
+      state.time == null
+        ? "—"
+        : state.time > 1e9
+          ? new Date(state.time * 1000).toLocaleTimeString()
+          : Math.round(state.time) + " s";
+    document.title = `${state.phase} · ${boot.namespace}/${boot.name} · RolloutUI`;
+  }
+
+  return { render };
+}

@@ -1,0 +1,150 @@
+// Revisions: the history with "compare" radios (A, B), the diff of two revisions' versioned fields
+// (runtime fields shown apart, since a rollback keeps them), and "Roll back to #N" on each older
+// revision.
+
+import { api } from "../../lib/api.js";
+import { byId, h, memo, mount } from "../../lib/dom.js";
+import { fmtAge } from "../../lib/format.js";
+import { colourFor } from "../../topology.js";
+
+function fmtVal(v) {
+  if (v === null || v === undefined) return h("span", { class: "muted" }, "—");
+  if (typeof v === "object") return h("pre", null, JSON.stringify(v, null, 2));
+  return h("code", null, String(v));
+}
+
+export function createRevisions({ boot, onRollback }) {
+  const table = byId("revisions");
+  const tbody = table.querySelector("tbody");
+  const diffButton = byId("diff-btn");
+  const diffBox = byId("diff");
+  const changed = memo();
+  // The two revisions to compare: the newest against the one before, until the operator picks.
+  const pick = { a: null, b: null };
+
+  const canCompare = () => pick.a && pick.b && pick.a !== pick.b;
+
+  function row(r, state) {
+    const created = r.created ? Date.parse(r.created) / 1000 : null;
+    const canRollBack = boot.canOperate && r.hash !== state.updateRevision && r.readable !== false;
+    const radio = (name, title) =>
+      h("input", {
+        type: "radio",
+        name,
+        value: r.number,
+        checked: pick[name === "diff-a" ? "a" : "b"] === r.number,
+        "aria-label": `${title} #${r.number}`,
+      });
+    return h(
+      "tr",
+      { dataset: { rev: r.number } },
+      h("td", null, radio("diff-a", "compare from")),
+      h("td", null, radio("diff-b", "compare to")),
+      h("td", null, h("span", { class: "rev-dot", style: { background: colourFor(r.number) } }), r.number),
+      h("td", { class: "mono" }, r.hash),
+      h("td", { class: "num" }, fmtAge(created != null ? state.time - created : null)),
+      h(
+        "td",
+        null,
+        r.hash === state.updateRevision ? [h("span", { class: "badge badge-info" }, "update"), " "] : null,
+        r.hash === state.currentRevision ? [h("span", { class: "badge" }, "current"), " "] : null,
+        r.readable === false ? h("span", { class: "badge badge-error", title: r.error || "" }, "unreadable") : null,
+        r.changeCause || "",
+      ),
+      h(
+        "td",
+        null,
+        canRollBack
+          ? h(
+              "button",
+              {
+                class: "btn btn-quiet btn-xs",
+                type: "button",
+                dataset: { action: "rollback", revision: r.number },
+                onclick: () => onRollback(Number(r.number)),
+              },
+              `Roll back to #${r.number}`,
+            )
+          : null,
+      ),
+    );
+  }
+
+  function render({ state }) {
+    const revs = (state.revisions || []).slice().reverse();
+    if (pick.a == null && revs.length > 1) {
+      pick.a = revs[1].number;
+      pick.b = revs[0].number;
+    }
+    // Ages move with the cluster clock: re-render when a minute-level age could change.
+    const key = JSON.stringify([revs, state.updateRevision, state.currentRevision, pick, Math.floor(state.time / 30)]);
+    if (changed(key)) mount(tbody, revs.map((r) => row(r, state)));
+    diffButton.disabled = !canCompare();
+  }
+
+  table.addEventListener("change", (e) => {
+    if (e.target.name === "diff-a") pick.a = Number(e.target.value);
+    if (e.target.name === "diff-b") pick.b = Number(e.target.value);
+    diffButton.disabled = !canCompare();
+  });
+
+  diffButton.addEventListener("click", async () => {
+    const from = pick.a;
+    const to = pick.b;
+    mount(diffBox, h("p", { class: "muted" }, "Loading diff…"));
+    try {
+      const d = await api(`${boot.api}revisions/diff?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`);
+      const changes = d.changes || [];
+      const runtime = { ...(d.runtime || {}) };
+      const note = runtime.note || "Runtime fields are not versioned: a rollback keeps them; these are the current values.";
+      delete runtime.note;
+      mount(
+        diffBox,
+        h(
+          "div",
+          { class: "panel-subtitle" },
+          `Versioned fields: #${from} → #${to} · ${changes.length} change${changes.length === 1 ? "" : "s"}`,
+        ),
+        changes.length
+          ? h(
+              "table",
+              { class: "table compact diff-table" },
+              h("thead", null, h("tr", null, h("th", null, "Field"), h("th", null, `#${from}`), h("th", null, `#${to}`))),
+              h(
+                "tbody",
+                null,
+                changes.map((c) =>
+                  h(
+                    "tr",
+                    { class: "chg-" + String(c.change) },
+                    h("td", { class: "mono path" }, c.path),
+                    h("td", { class: "from" }, fmtVal(c.from)),
+                    h("td", { class: "to" }, fmtVal(c.to)),
+                  ),
+                ),
+              ),
+            )
+          : h("p", { class: "calm" }, "No versioned field differs."),
+        Object.keys(runtime).length
+          ? [
+              h("div", { class: "panel-subtitle" }, "Runtime fields, shown apart"),
+              h("p", { class: "muted" }, note),
+              h(
+                "table",
+                { class: "table compact runtime-table" },
+                h(
+                  "tbody",
+                  null,
+                  Object.entries(runtime).map(([k, v]) => h("tr", null, h("td", { class: "mono" }, k), h("td", null, fmtVal(v)))),
+                ),
+              ),
+            ]
+          : null,
+      );
+    } catch (err) {
+      mount(diffBox, h("p", { class: "field-error" }, err.message));
+    }
+  });
+
+  return { render };
+}

@@ -1,0 +1,175 @@
+// Topology panel: the canvas of groups x role instances (static/js/topology.js), its legend, and
+// the pods of the clicked cell (node, phase, readiness gates, image, restarts, in-flight requests),
+// with a "Kill…" button per pod on the simulated cluster.
+
+import { api } from "../../lib/api.js";
+import { byId, h, memo, mount } from "../../lib/dom.js";
+import { colourFor, Topology } from "../../topology.js";
+import { revLabel } from "../common.js";
+
+// The instance states of build_view, in legend order, with their swatch class.
+const STATES = [
+  ["Ready", "st-ready"],
+  ["Creating", "st-creating"],
+  ["Pending", "st-pending"],
+  ["Updating", "st-updating"],
+  ["Draining", "st-draining"],
+  ["Failed", "st-failed"],
+  ["Deleting", "st-deleting"],
+];
+
+export function createTopologyPanel({ boot, onKillPod }) {
+  const box = byId("cell-detail");
+  const topo = new Topology(byId("topology"), byId("tip"), (hit) => loadPods(hit));
+  const legendChanged = memo();
+  let selected = null;
+  let revNumbers = new Map();
+
+  function renderLegend(state) {
+    const used = new Map();
+    const counts = {};
+    for (const inst of state.instances) {
+      used.set(inst.revision, (used.get(inst.revision) || 0) + 1);
+      counts[inst.state] = (counts[inst.state] || 0) + 1;
+    }
+    const revs = (state.revisions || []).filter((r) => used.has(r.hash) || r.hash === state.updateRevision);
+    const surge = state.instances.filter((i) => i.surge).length;
+    const tag = (r) => (r.hash === state.updateRevision ? " update" : r.hash === state.currentRevision ? " current" : "");
+    mount(
+      byId("legend"),
+      h(
+        "div",
+        { class: "lg-row" },
+        revs.map((r) =>
+          h(
+            "span",
+            { class: "lg" },
+            h("i", { class: "sw", style: { background: colourFor(r.number) } }),
+            `#${r.number}${tag(r)} `,
+            h("span", { class: "muted" }, used.get(r.hash) || 0),
+          ),
+        ),
+      ),
+      h(
+        "div",
+        { class: "lg-row" },
+        STATES.map(([name, cls]) =>
+          h(
+            "span",
+            { class: counts[name] ? "lg" : "lg lg-zero" },
+            h("i", { class: "sw " + cls }),
+            name + " ",
+            h("span", { class: "muted" }, counts[name] || 0),
+          ),
+        ),
+        h(
+          "span",
+          { class: surge ? "lg" : "lg lg-zero" },
+          h("i", { class: "sw st-surge" }),
+          "Surge ",
+          h("span", { class: "muted" }, surge),
+        ),
+      ),
+    );
+    byId("topo-sub").textContent = `${state.spec.replicas} groups · ${state.instances.length} role instances`;
+  }
+
+  function cellHead(hit) {
+    const inst = hit.instance;
+    return h(
+      "div",
+      { class: "cell-head" },
+      h("b", null, `group ${hit.group} · ${hit.role} ${hit.ordinal}`),
+      " ",
+      inst
+        ? [
+            h("span", { class: "badge" }, inst.state),
+            " ",
+            revLabel(inst.revision, revNumbers),
+            inst.surge ? [" ", h("span", { class: "badge badge-info" }, "surge")] : null,
+          ]
+        : h("span", { class: "muted" }, "no instance"),
+    );
+  }
+
+  function podRow(p, canKill) {
+    const gates = p.readinessGates || [];
+    const images = (p.containers || []).map((c) => c.image);
+    const lines = (values) => values.flatMap((v, i) => (i ? [h("br"), v] : [v]));
+    return h(
+      "tr",
+      null,
+      h("td", { class: "mono" }, p.name, p.entry ? [" ", h("span", { class: "badge" }, "entry")] : null),
+      h("td", { class: "mono" }, p.node || "—"),
+      h(
+        "td",
+        null,
+        p.phase || "—",
+        p.deleting ? [" ", h("span", { class: "badge badge-error" }, "deleting")] : null,
+        p.draining ? [" ", h("span", { class: "badge badge-warn" }, "draining")] : null,
+      ),
+      h("td", null, p.ready ? h("span", { class: "ok" }, "Ready") : h("span", { class: "warn" }, "not ready")),
+      h(
+        "td",
+        null,
+        gates.length ? lines(gates.map((g) => `${g.type}=${g.status || "unset"}`)) : h("span", { class: "muted" }, "none"),
+      ),
+      h("td", { class: "mono" }, lines(images)),
+      h("td", { class: "num" }, p.restarts),
+      h("td", { class: "num" }, p.inFlight),
+      canKill
+        ? h(
+            "td",
+            null,
+            h("button", { class: "btn btn-quiet btn-xs", type: "button", onclick: () => onKillPod(p.name) }, "Kill…"),
+          )
+        : null,
+    );
+  }
+
+  async function loadPods(hit) {
+    selected = hit;
+    const status = h("p", { class: "muted" }, "Loading pods…");
+    mount(box, cellHead(hit), status);
+    try {
+      const query = `group=${hit.group}&role=${encodeURIComponent(hit.role)}&ordinal=${hit.ordinal}`;
+      const pods = await api(`${boot.api}pods/?${query}`);
+      if (selected !== hit) return;
+      const canKill = boot.backend === "sim" && boot.canOperate;
+      const heads = ["Pod", "Node", "Phase", "Ready", "Readiness gates", "Image", "Restarts", "In flight"];
+      status.replaceWith(
+        pods.length
+          ? h(
+              "table",
+              { class: "table compact" },
+              h(
+                "thead",
+                null,
+                h(
+                  "tr",
+                  null,
+                  heads.map((t) => h("th", { class: t === "Restarts" || t === "In flight" ? "num" : null }, t)),
+                  canKill ? h("th") : null,
+                ),
+              ),
+              h(
+                "tbody",
+                null,
+                pods.map((p) => podRow(p, canKill)),
+              ),
+            )
+          : h("p", { class: "muted" }, "No pods."),
+      );
+    } catch (err) {
+      status.textContent = err.message;
+    }
+  }
+
+  function render(model) {
+    revNumbers = model.revNumbers;
+    topo.update(model.state, model.revNumbers);
+    if (legendChanged(model.state)) renderLegend(model.state);
+  }
+
+  return { render, topo };
+}

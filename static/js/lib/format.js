@@ -1,0 +1,43 @@
+// Formatting shared by the pages: ages, ordinal ranges, the partition, phase badges.
+
+// 42 -> "42s", 600 -> "10m", 7200 -> "2h", 200000 -> "2d".
+export function fmtAge(seconds) {
+  if (seconds == null || Number.isNaN(seconds)) return "—";
+  const s = Math.max(0, seconds);
+  if (s < 90) return Math.round(s) + "s";
+  if (s < 5400) return Math.round(s / 60) + "m";
+  if (s < 129600) return Math.round(s / 3600) + "h";
+  return Math.round(s / 86400) + "d";
+}
+
+// [0, 1, 2, 5, 7, 8] -> "0–2, 5, 7–8"
+export function ranges(nums) {
+  const s = [...new Set(nums)].sort((a, b) => a - b);
+  const out = [];
+  for (let i = 0; i < s.length; i++) {
+    let j = i;
+    while (j + 1 < s.length && s[j + 1] === s[j] + 1) j++;
+    out.push(j > i ? `${s[i]}–${s[j]}` : String(s[i]));
+    i = j;
+  }
+  return out.join(", ");
+}
+
+// The partition as one number: the view gives a number, or per-role partitions ({prefill: 2,
+// decode: 1}) when they differ; the highest one is what still holds groups back.
+export function partitionOf(state) {
+  const p = state.spec ? state.spec.partition : 0;
+  if (typeof p === "number") return p;
+  if (p && typeof p === "object") return Math.max(0, ...Object.values(p).map(Number).filter((n) => !Number.isNaN(n)));
+  return Number(p) || 0;
+}
+
+// The badge classes of a phase. Only the phases the server declares (controller.core.phases,
+// passed with json_script) get a colour class; anything else (status is untyped) is a plain badge.
+export function phaseClass(phase, phases) {
+  return (phases || []).includes(phase) ? "phase phase-" + String(phase).toLowerCase() : "phase";
+}
+
+// Cluster time is epoch seconds on a live cluster (and the wall-clock simulation), virtual seconds
+// in a scenario: the former are shown as clock times, the latter as seconds.
+export const isEpoch = (t) => t > 1e9;

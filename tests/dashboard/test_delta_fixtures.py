@@ -1,0 +1,115 @@
+"""The websocket delta format, Python side: ``make_delta`` on small cases, and the golden fixtures
+(tests/dashboard/fixtures/deltas/), which are exactly what ``make_delta`` writes today, each turn
+their base into their expected state, and together use every part of the format. The page's side
+of the same fixtures: ``test_pages_offline.py``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from . import delta_fixtures
+from .helpers import apply_delta, same_json
+
+REGENERATE = "regenerate them with `.venv/bin/python -m tests.dashboard.delta_fixtures` if the change is deliberate"
+
+
+def committed() -> dict[str, dict]:
+    return {p.stem: json.loads(p.read_text()) for p in sorted(delta_fixtures.FIXTURES.glob("*.json"))}
+
+
+@pytest.mark.slow
+def test_the_committed_fixtures_are_what_make_delta_writes_for_the_recorded_rollout_today():
+    built = delta_fixtures.build()
+    files = {p.stem: p.read_text() for p in delta_fixtures.FIXTURES.glob("*.json")}
+    assert sorted(files) == sorted(built), f"fixture files differ from the generated set; {REGENERATE}"
+    stale = [name for name, fixture in built.items() if delta_fixtures.dumps(fixture) != files[name]]
+    assert not stale, f"make_delta or the state payload changed for {stale}; {REGENERATE}"
+
+
+@pytest.mark.parametrize("name", sorted(committed()))
+def test_each_fixture_delta_is_make_delta_of_its_states_and_rebuilds_the_expected_state(name):
+    from rolloutui.consumers import make_delta
+
+    fixture = committed()[name]
+    assert json.loads(json.dumps(make_delta(fixture["base"], fixture["expected"]))) == fixture["delta"]
+    assert same_json(apply_delta(fixture["base"], fixture["delta"]), fixture["expected"]) is None
+
+
+def test_the_fixtures_use_every_part_of_the_delta_format():
+    seen = set()
+    for fixture in committed().values():
+        delta = fixture["delta"]
+        seen |= {f"set:{k}" for k in delta["set"]} | ({"unset"} if delta["unset"] else set())
+        for name, change in delta["lists"].items():
+            for part in ("upsert", "patch", "remove"):
+                if change[part]:
+                    seen.add(f"{name}:{part}")
+            if "order" in change:
+                seen.add(f"{name}:order")
+            if any(gone for _, _, gone in change["patch"]):
+                seen.add(f"{name}:removed-field")
+    wanted = {
+        "unset",
+        "set:blocked",  # a keyed list sent whole (duplicate identities)
+        "set:drain",  # a keyed list that is not a list on one side
+        "set:spec",
+        *(f"instances:{p}" for p in ("upsert", "patch", "remove", "removed-field")),
+        *(f"groups:{p}" for p in ("upsert", "patch", "remove", "removed-field")),
+        *(f"drain:{p}" for p in ("upsert", "patch", "remove")),
+        "blocked:upsert",
+        "blocked:remove",
+        "blocked:order",
+    }
+    assert wanted <= seen, f"no fixture shows {sorted(wanted - seen)}"
+
+
+def test_make_delta_round_trips_values_none_and_removed_fields():
+    from rolloutui.consumers import make_delta
+
+    old = {
+        "phase": "Progressing",
+        "spec": {"paused": False},
+        "gone": 1,
+        "time": 1.0,
+        "instances": [
+            {"group": 0, "role": "a", "ordinal": 0, "state": "Ready", "extra": 1},
+            {"group": 1, "role": "a", "ordinal": 0, "state": "Ready"},
+        ],
+        "groups": [{"ordinal": 0, "updated": False, "revision": None}, {"ordinal": 1, "updated": False}],
+    }
+    new = {
+        "phase": "Paused",
+        "spec": {"paused": True},
+        "time": 2.0,
+        "instances": [
+            {"group": 0, "role": "a", "ordinal": 0, "state": "Draining", "note": None},
+            {"group": 2, "role": "a", "ordinal": 0, "state": "Creating"},
+        ],
+        "groups": [{"ordinal": 0, "updated": True, "revision": None}, {"ordinal": 2, "updated": False}],
+    }
+    delta = make_delta(old, new)
+    assert delta["unset"] == ["gone"] and delta["set"] == {"phase": "Paused", "spec": {"paused": True}}
+    assert delta["lists"]["instances"]["patch"] == [[[0, "a", 0], {"state": "Draining", "note": None}, ["extra"]]]
+    assert delta["lists"]["groups"]["patch"] == [[0, {"updated": True}, []]]
+    assert apply_delta(old, json.loads(json.dumps(delta))) == new
+
+
+def test_make_delta_keeps_planner_order_and_falls_back_on_duplicate_keys():
+    from rolloutui.consumers import make_delta
+
+    b = lambda g, reason: {"group": g, "role": None, "kind": "budget", "reason": reason}  # noqa: E731
+    old = {"time": 1.0, "blocked": [b(3, "x"), b(1, "y")], "drain": [{"pod": "p1", "inFlight": 2}]}
+    new = {
+        "time": 2.0,
+        "blocked": [b(2, "z"), b(3, "x2")],
+        "drain": [{"pod": "p1", "inFlight": 1}, {"pod": "p0", "inFlight": 0}],
+    }
+    delta = make_delta(old, new)
+    assert "order" in delta["lists"]["blocked"] and "order" not in delta["lists"]["drain"]
+    assert apply_delta(old, json.loads(json.dumps(delta))) == new
+    dup = {"time": 3.0, "blocked": [b(2, "z"), b(2, "z again")], "drain": []}
+    delta = make_delta(new, dup)
+    assert "blocked" not in delta["lists"] and delta["set"]["blocked"] == dup["blocked"]
+    assert apply_delta(new, json.loads(json.dumps(delta))) == dup
