@@ -98,8 +98,8 @@ def record_states() -> list[dict[str, Any]]:
     The simulator offers the trace writer the full view after every reconcile pass (with traffic,
     the view with every pod's in-flight count: what the REST GET returns); recording is a wrapper
     around that one call."""
-    from controller.sim.runner import Runner
-    from controller.sim.scenario import parse_scenario
+    from controller.simcluster.runner import Runner
+    from controller.simcluster.scenario import parse_scenario
 
     runner = Runner(parse_scenario(copy.deepcopy(SCENARIO)))
     states: list[dict[str, Any]] = []
