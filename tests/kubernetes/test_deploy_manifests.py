@@ -49,7 +49,9 @@ CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResou
 def manifest_files() -> list[Path]:
     # The Helm chart (deploy/helm) holds Go templates, checked by test_helm_chart.py.
     return sorted(
-        p for p in DEPLOY.rglob("*.yaml") if p.name != "kustomization.yaml" and "helm" not in p.relative_to(DEPLOY).parts
+        p
+        for p in DEPLOY.rglob("*.yaml")
+        if p.name != "kustomization.yaml" and "helm" not in p.relative_to(DEPLOY).parts
     )
 
 
@@ -245,7 +247,7 @@ def test_the_controller_may_do_what_the_reconcile_and_the_watch_call_and_nothing
 def test_nobody_may_create_or_delete_modelservings():
     # Issue 14: a ModelServing create/delete grant nothing uses was bound to the shared account.
     for role in by_kind("ClusterRole") + by_kind("Role"):
-        for group, resource, verb in granted(role["rules"]):
+        for _group, resource, verb in granted(role["rules"]):
             assert not (resource == "modelservings" and verb in ("create", "delete", "deletecollection")), role
 
 
