@@ -20,11 +20,10 @@ import pytest
 import yaml
 from crd_jsonschema import crd, crd_schema, schema_errors
 from crd_structural import schema_violations
+from manifests import DEPLOY, ROOT, by_kind, containers_of, documents, manifest_files
 
 from controller.core import naming
 
-ROOT = Path(__file__).resolve().parents[2]
-DEPLOY = ROOT / "deploy"
 SHARED = Path("/work/shared")
 KTHENA_EXAMPLES = sorted(glob.glob(str(SHARED / "reference" / "kthena-examples" / "*.yaml")))
 SCENARIOS = sorted(glob.glob(str(SHARED / "scenarios" / "*.yaml")))
@@ -44,28 +43,6 @@ MODELS = {
     "CustomResourceDefinition": kubernetes.client.V1CustomResourceDefinition,
 }
 CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
-
-
-def manifest_files() -> list[Path]:
-    # The Helm chart (deploy/helm) holds Go templates, checked by test_helm_chart.py.
-    return sorted(
-        p
-        for p in DEPLOY.rglob("*.yaml")
-        if p.name != "kustomization.yaml" and "helm" not in p.relative_to(DEPLOY).parts
-    )
-
-
-def documents() -> list[tuple[Path, dict[str, Any]]]:
-    docs = []
-    for path in manifest_files():
-        for doc in yaml.safe_load_all(path.read_text()):
-            if doc is not None:
-                docs.append((path, doc))
-    return docs
-
-
-def by_kind(kind: str) -> list[dict[str, Any]]:
-    return [doc for _, doc in documents() if doc["kind"] == kind]
 
 
 # ---------------------------------------------------------------------------------------- built-ins
@@ -103,11 +80,6 @@ def test_the_kustomization_lists_every_manifest_and_nothing_missing():
     assert listed == set(manifest_files())
     assert kustomization["namespace"] == "rolloutui"
     assert any(img["name"] == "rolloutui" for img in kustomization["images"])
-
-
-def containers_of(deployment: dict[str, Any]) -> list[dict[str, Any]]:
-    spec = deployment["spec"]["template"]["spec"]
-    return spec.get("initContainers", []) + spec["containers"]
 
 
 def test_deployments_select_their_own_pods_and_every_container_has_resources():
