@@ -78,6 +78,11 @@ lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(PY) manage.py makemigrations --check --dry-run
+	@# Django's deployment checklist with production settings (HTTPS on, a named host, a real key);
+	@# tests/kubernetes/test_production_settings.py runs it with the manifests' full environment.
+	@var="$$(mktemp -d)"; ROLLOUTUI_VAR_DIR="$$var" ROLLOUTUI_HTTPS=1 ROLLOUTUI_ALLOWED_HOSTS=rollouts.example.com \
+	  ROLLOUTUI_SECRET_KEY="$$($(PY) -c 'import secrets; print(secrets.token_hex(32))')" ROLLOUTUI_DEBUG=0 \
+	  $(PY) manage.py check --deploy --fail-level WARNING; rc=$$?; rm -rf "$$var"; exit $$rc
 
 # Each pytest pass tolerates exit code 5 ("no tests collected": that selection is empty); any
 # other failure is remembered, the remaining passes still run, and the target fails at the end.

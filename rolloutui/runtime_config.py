@@ -7,6 +7,7 @@ derive the same URLs the same way.
 
 from __future__ import annotations
 
+import os
 from urllib.parse import urlsplit, urlunsplit
 
 # Broker and channel layer live in separate Redis databases so a `FLUSHDB` or a key scan on one
@@ -15,11 +16,46 @@ BROKER_DB = 0
 CHANNEL_LAYER_DB = 1
 
 
-def redis_db_url(redis_url: str, db: int) -> str:
-    """Return `redis_url` pointing at database `db` (any database in the URL is replaced)."""
+# Comma-separated keys for channels-redis' symmetric encryption of channel messages (the first one
+# encrypts, every one decrypts, so a key can be rotated by prepending the new one). Unset: off.
+CHANNELS_ENCRYPTION_ENV = "ROLLOUTUI_CHANNELS_ENCRYPTION_KEYS"
+
+
+def check_redis_url(redis_url: str, variable: str = "REDIS_URL") -> str:
+    """``redis_url`` if it is a usable Redis URL, else ``ValueError`` naming ``variable``.
+
+    The password travels in the URL's user-info (``redis://:PASSWORD@host:6379``), percent-encoded
+    where it has reserved characters (``@`` -> ``%40``, ``/`` -> ``%2F``, ``:`` -> ``%3A``): redis-py,
+    kombu and channels-redis all unquote it. The URL is never echoed back in the error, so a
+    password cannot leak into a log through it.
+    """
     parts = urlsplit(redis_url)
     if parts.scheme not in ("redis", "rediss", "unix"):
-        raise ValueError(f"REDIS_URL must start with redis://, rediss:// or unix://, got {redis_url!r}")
+        raise ValueError(f"{variable} must start with redis://, rediss:// or unix://")
+    if "$(" in redis_url:
+        # Kubernetes leaves "$(NAME)" as written when NAME is not defined before it in the
+        # container's env: the Secret key the URL refers to is missing.
+        raise ValueError(
+            f"{variable} holds an unexpanded $(...) reference: the Secret key it names is missing from the pod's env"
+        )
+    try:
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        raise ValueError(
+            f"{variable} has an invalid port; percent-encode reserved characters in the password "
+            "(@ -> %40, / -> %2F, : -> %3A)"
+        ) from None
+    return redis_url
+
+
+def redis_db_url(redis_url: str, db: int) -> str:
+    """Return `redis_url` pointing at database `db` (any database in the URL is replaced).
+
+    User and password are kept exactly as written (still percent-encoded):
+    redis_db_url("redis://:p%40ss@redis:6379/3", 1) == "redis://:p%40ss@redis:6379/1".
+    """
+    check_redis_url(redis_url)
+    parts = urlsplit(redis_url)
     if parts.scheme == "unix":
         # unix:///path/to/socket?db=N: the database is a query parameter.
         query = "&".join(p for p in parts.query.split("&") if p and not p.startswith("db="))
@@ -39,20 +75,28 @@ def result_backend(redis_url: str | None) -> str | None:
     return redis_db_url(redis_url, BROKER_DB) if redis_url else None
 
 
-def channel_layers(redis_url: str | None) -> dict:
+def channels_encryption_keys(value: str | None = None) -> list[str]:
+    """The channel layer's encryption keys from ``value`` (default: the environment variable)."""
+    raw = os.environ.get(CHANNELS_ENCRYPTION_ENV, "") if value is None else value
+    return [key.strip() for key in raw.split(",") if key.strip()]
+
+
+def channel_layers(redis_url: str | None, encryption_keys: list[str] | None = None) -> dict:
+    """The Channels layer; ``encryption_keys`` default to ``$ROLLOUTUI_CHANNELS_ENCRYPTION_KEYS``."""
     if not redis_url:
         # In-process layer: consumers and group_send work inside one process (tests,
         # WebsocketCommunicator); it cannot carry messages between the worker and Daphne.
         return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    return {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {
-                "hosts": [redis_db_url(redis_url, CHANNEL_LAYER_DB)],
-                # Dashboard updates are coalesced "latest state" messages: dropping an old one
-                # quickly is better than queueing many behind a slow client.
-                "expiry": 10,
-                "capacity": 200,
-            },
-        }
+    config = {
+        "hosts": [redis_db_url(redis_url, CHANNEL_LAYER_DB)],
+        # Dashboard updates are coalesced "latest state" messages: dropping an old one
+        # quickly is better than queueing many behind a slow client.
+        "expiry": 10,
+        "capacity": 200,
     }
+    keys = channels_encryption_keys() if encryption_keys is None else encryption_keys
+    if keys:
+        # Messages in Redis are then Fernet tokens: whoever reaches Redis can neither read the
+        # states the worker publishes nor forge one the consumers would forward to browsers.
+        config["symmetric_encryption_keys"] = keys
+    return {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": config}}

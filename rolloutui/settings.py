@@ -48,6 +48,19 @@ def _env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def _env_int(name: str, default: int, minimum: int = 0) -> int:
+    value = _env(name)
+    if not value:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a whole number, got {value!r}") from None
+    if number < minimum:
+        raise ImproperlyConfigured(f"{name} must be >= {minimum}, got {number}")
+    return number
+
+
 # --- Local state: database file, secret key, embedded Redis, beat schedule, metrics ------------
 # ROLLOUTUI_VAR_DIR lets tests and several checkouts run side by side without sharing state.
 VAR_DIR = Path(_env("ROLLOUTUI_VAR_DIR") or BASE_DIR / "var").resolve()
@@ -82,9 +95,42 @@ SECRET_KEY = _secret_key()
 
 DEBUG = _env_flag("ROLLOUTUI_DEBUG")
 
+# Fail closed: only the loopback names unless the deployment names its host. "*" is refused outside
+# debug mode: it would accept any Host header (cache poisoning, password-reset links to another
+# host) and it also turns off the websocket Origin check (AllowedHostsOriginValidator), so any
+# web page a signed-in operator opens could drive the dashboard's socket.
 ALLOWED_HOSTS = _env_list("ROLLOUTUI_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+if "*" in ALLOWED_HOSTS and not DEBUG:
+    raise ImproperlyConfigured(
+        "ROLLOUTUI_ALLOWED_HOSTS must list the host names the dashboard is served under "
+        "(e.g. rollouts.example.com), not '*': '*' accepts any Host header and disables the websocket Origin check"
+    )
 # Needed behind a TLS-terminating proxy on another origin, e.g. "https://rollouts.example.com".
 CSRF_TRUSTED_ORIGINS = _env_list("ROLLOUTUI_CSRF_TRUSTED_ORIGINS", [])
+
+
+# --- HTTPS: one switch for a deployment served over TLS (usually terminated by an Ingress) -------
+# ROLLOUTUI_HTTPS=1: cookies are sent over HTTPS only, browsers are told to use HTTPS only (HSTS),
+# plain HTTP is redirected, and the proxy's X-Forwarded-Proto says whether a request came in over
+# TLS. Only set it behind a proxy that overwrites X-Forwarded-Proto (every Ingress controller does).
+ROLLOUTUI_HTTPS = _env_flag("ROLLOUTUI_HTTPS")
+if ROLLOUTUI_HTTPS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    # The kubelet's probes and Prometheus reach the pod directly over plain HTTP: a redirect to
+    # https://<pod IP> would fail them. These paths carry no session and no form.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    # One year, the value browsers' preload lists ask for; ROLLOUTUI_HSTS_SECONDS=300 to try it out.
+    SECURE_HSTS_SECONDS = _env_int("ROLLOUTUI_HSTS_SECONDS", 31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    # The header's preload directive only; nothing is submitted to any preload list.
+    SECURE_HSTS_PRELOAD = True
+
+# Sessions end after a working day rather than Django's two weeks, and when the browser closes.
+SESSION_COOKIE_AGE = _env_int("ROLLOUTUI_SESSION_SECONDS", 12 * 3600, minimum=60)
+SESSION_EXPIRE_AT_BROWSER_CLOSE = True
 
 # --- Applications ----------------------------------------------------------------------------
 INSTALLED_APPS = [
@@ -160,8 +206,16 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # start without REDIS_URL). `manage.py runall` starts an embedded Redis and sets REDIS_URL for
 # every process it starts. Tests that want tasks to run inline use the `celery_eager` fixture
 # (tests/conftest.py); nothing here turns eager mode on behind their back.
+# With a password (the Redis of deploy/ requires one): redis://:PASSWORD@host:6379, the password
+# percent-encoded where it has reserved characters; every URL derived below keeps it as written.
 REDIS_URL = _env("REDIS_URL") or None
+# The Redis the request router keeps in-flight counts in (controller/k8s/router.py); default REDIS_URL.
+ROLLOUTUI_ROUTER_REDIS_URL = _env("ROLLOUTUI_ROUTER_REDIS_URL") or None
 try:
+    if REDIS_URL:
+        runtime_config.check_redis_url(REDIS_URL, "REDIS_URL")
+    if ROLLOUTUI_ROUTER_REDIS_URL:
+        runtime_config.check_redis_url(ROLLOUTUI_ROUTER_REDIS_URL, "ROLLOUTUI_ROUTER_REDIS_URL")
     CELERY_BROKER_URL = runtime_config.broker_url(REDIS_URL)
     CELERY_RESULT_BACKEND = runtime_config.result_backend(REDIS_URL)
     CHANNEL_LAYERS = runtime_config.channel_layers(REDIS_URL)

@@ -12,7 +12,7 @@ in-cluster service account for the API server. The Celery app is configured here
 the project's (``CELERY_*`` settings) without importing the dashboard package.
 
 Environment: POD_NAMESPACE (the Lease's namespace, default rolloutui), ROLLOUTUI_WATCH_NAMESPACE
-(watch one namespace; default all).
+(watch one namespace; default all), ROLLOUTUI_WATCH_HEARTBEAT_FILE (the default of --heartbeat-file).
 """
 
 from __future__ import annotations
@@ -51,6 +51,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lease-name", default="rolloutui-controller")
     parser.add_argument("--namespace", default=os.environ.get("ROLLOUTUI_WATCH_NAMESPACE") or None)
     parser.add_argument("--resync-period", type=float, default=300.0)
+    parser.add_argument(
+        "--heartbeat-file",
+        default=os.environ.get("ROLLOUTUI_WATCH_HEARTBEAT_FILE") or None,
+        help="touch this file every 10 s while healthy (for a liveness probe: python -m controller.k8s.liveness)",
+    )
     args = parser.parse_args(argv)
 
     enqueue = django_enqueue()  # also configures logging from the settings
@@ -59,6 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     )
 
     from controller.k8s.client import build_api_client
+    from controller.k8s.liveness import Heartbeat
     from controller.k8s.runner import run_controller
 
     stop = threading.Event()
@@ -72,6 +78,7 @@ def main(argv: list[str] | None = None) -> None:
         namespace=args.namespace,
         resync_period=args.resync_period,
         stop=stop,
+        heartbeat=Heartbeat(args.heartbeat_file) if args.heartbeat_file else None,
     )
 
 

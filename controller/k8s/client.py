@@ -54,23 +54,53 @@ def build_api_client(kubeconfig: str | None = None, *, context: str | None = Non
     )
 
 
+class Invalid(ClusterError):
+    """The API server refused the object (422 Invalid, or 400 for a strict decoding error such as
+    an unknown field). ``causes``: the Status's ``details.causes`` (``field``, ``message``,
+    ``reason``); the message names every field, e.g. ``create modelserving default/chat: invalid:
+    spec.replicas: Invalid value: -1: ...``."""
+
+    def __init__(self, message: str, causes: list[dict[str, str]] | None = None):
+        super().__init__(message)
+        self.causes = causes or []
+
+    @property
+    def fields(self) -> list[str]:
+        return [c.get("field", "") for c in self.causes if c.get("field")]
+
+
+class Forbidden(ClusterError):
+    """RBAC refused the call (403); the message says which verb on which resource, and for whom."""
+
+
 def translate(exc: ApiException, what: str) -> ClusterError:
-    """The port's error for an API error: 404 -> NotFound, 409 -> Conflict, else ClusterError."""
-    message = _status_message(exc)
+    """The port's error for an API error: 404 -> NotFound, 409 -> Conflict, 422 (and a 400 about the
+    body) -> Invalid with the causes, 403 -> Forbidden, else ClusterError."""
+    status = _status(exc)
+    message = str(status.get("message") or exc.reason or "")
     if exc.status == 404:
         return NotFound(f"{what}: not found ({message})")
     if exc.status == 409:
         return Conflict(f"{what}: conflict ({message})")
+    if exc.status == 403:
+        return Forbidden(f"{what}: forbidden ({message})")
+    if exc.status in (400, 422):
+        causes = [c for c in (status.get("details") or {}).get("causes") or [] if isinstance(c, dict)]
+        if causes:
+            detail = "; ".join(f"{c.get('field') or '<object>'}: {c.get('message', '')}" for c in causes)
+        else:
+            detail = message
+        return Invalid(f"{what}: invalid: {detail}", causes)
     return ClusterError(f"{what}: HTTP {exc.status} {exc.reason} ({message})")
 
 
-def _status_message(exc: ApiException) -> str:
-    # The API server answers errors with a Status object; its message says what went wrong.
+def _status(exc: ApiException) -> dict[str, Any]:
+    # The API server answers errors with a Status object: message, reason, details.causes.
     try:
         body = json.loads(exc.body) if exc.body else {}
-        return str(body.get("message") or exc.reason or "")
     except (TypeError, ValueError):
-        return str(exc.body or exc.reason or "")
+        return {"message": str(exc.body or exc.reason or "")}
+    return body if isinstance(body, dict) else {"message": str(body)}
 
 
 def call_json(fn: Callable[..., Any], *args: Any, what: str, **kwargs: Any) -> dict[str, Any]:

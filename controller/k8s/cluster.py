@@ -17,6 +17,12 @@ Objects:
   ModelServing lets the garbage collector remove them, and a leftover of an earlier ModelServing of
   the same name (other uid) is recognisable.
 
+Errors: the API server's refusals arrive as the port's errors (``client.translate``): 404
+``NotFound``, 409 ``Conflict``, 422 ``client.Invalid`` (its ``causes`` name each field, as the
+Status' ``details.causes`` did), 403 ``client.Forbidden``. ModelServing creates and patches are
+sent with ``fieldValidation=Strict``: a misspelt field (``spec.replica``) is refused naming it,
+where the server would otherwise prune it silently and the operator's change would vanish.
+
 Concurrency: ``replace_modelserving_status`` and ``patch_modelserving(resource_version=...)`` send
 ``metadata.resourceVersion``; the API server answers 409 if the object moved, which raises
 ``Conflict``. The caller must then re-read the ModelServing and re-plan from fresh state; it must
@@ -134,6 +140,7 @@ class KubernetesCluster:
             namespace,
             naming.PLURAL,
             body,
+            field_validation="Strict",
             what=f"create modelserving {namespace}/{meta['name']}",
         )
         return self._remember(created)
@@ -152,6 +159,7 @@ class KubernetesCluster:
             name,
             body,
             _content_type=MERGE_PATCH,
+            field_validation="Strict",
             what=f"patch modelserving {namespace}/{name}",
         )
         return self._remember(obj)

@@ -97,6 +97,8 @@ class LeaseElector:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._was_leader = False
+        # time.monotonic() when the renewal loop last completed an attempt (successful or not).
+        self.last_attempt: float | None = None
 
     # ------------------------------------------------------------------ state
 
@@ -200,7 +202,17 @@ class LeaseElector:
                 # Not renewed this period; is_leader() turns False once renew_deadline passes.
                 log.warning("lease %s/%s: %s", self.namespace, self.name, exc)
             self._transition()
+            self.last_attempt = time.monotonic()
             self._stop.wait(self.retry_period)
+
+    def running(self, max_silence: float) -> bool:
+        """The renewal thread is alive and completed an attempt within ``max_silence`` seconds."""
+        return (
+            self._thread is not None
+            and self._thread.is_alive()
+            and self.last_attempt is not None
+            and time.monotonic() - self.last_attempt <= max_silence
+        )
 
     def _transition(self) -> None:
         leading = self.is_leader()

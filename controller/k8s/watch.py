@@ -91,6 +91,9 @@ class ClusterWatcher:
             kind: {"lists": 0, "watches": 0, "errors": 0, "expired": 0, "events": 0}
             for kind in ("modelservings", "pods")
         }
+        # time.monotonic() of each stream's last sign of progress (a list, a connect, an event, a
+        # quiet stream's read timeout, a reconnect attempt): what ``healthy()`` judges.
+        self.last_activity: dict[str, float] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -117,6 +120,23 @@ class ClusterWatcher:
     @property
     def stopped(self) -> bool:
         return self._stop.is_set()
+
+    def healthy(self, max_silence: float | None = None) -> bool:
+        """Every stream thread is alive and made progress within ``max_silence`` seconds.
+
+        A working stream shows progress at least every ``idle_timeout`` (a quiet stream's read
+        times out and is re-opened) plus one backoff wait and one connect. Default:
+        idle_timeout + max backoff + 30 s, e.g. 60 + 30 + 30 = 120 s.
+        """
+        if max_silence is None:
+            max_silence = self.idle_timeout + self.backoff[1] + 30.0
+        if not self._threads or not all(t.is_alive() for t in self._threads):
+            return False
+        now = time.monotonic()
+        return all(now - self.last_activity.get(kind, float("-inf")) <= max_silence for kind in self.stats)
+
+    def _progress(self, kind: str) -> None:
+        self.last_activity[kind] = time.monotonic()
 
     def run_forever(self) -> None:
         """Start and block until ``stop()`` (for a dedicated process, e.g. a management command)."""
@@ -146,6 +166,7 @@ class ClusterWatcher:
         self._resume[kind] = None
         delay = self.backoff[0]
         while not self._stop.is_set():
+            self._progress(kind)
             try:
                 if self._resume[kind] is None:
                     self._resume[kind] = self._relist(kind)
@@ -205,6 +226,7 @@ class ClusterWatcher:
                 version = (raw.get("metadata") or {}).get("resourceVersion")
                 if version:
                     self._resume[kind] = version
+                self._progress(kind)
                 if event.get("type") == "BOOKMARK":
                     continue
                 self.stats[kind]["events"] += 1

@@ -16,6 +16,21 @@ resources with one that behaves like the real API server where it matters:
 - ``status`` subresources: writes to the main resource keep the stored status and writes to
   ``/status`` change only status;
 - pods: spec is immutable except container images (422 otherwise), status starts ``Pending``;
+  a ControllerRevision's ``data`` is immutable;
+- custom resources with a schema (``schemas``): unknown fields are pruned as the structural schema
+  says before validation and storage; ``?fieldValidation=Strict`` refuses them instead (400,
+  ``strict decoding error: unknown field "spec.replica"``), the default (Warn) answers with a
+  ``Warning`` header per pruned field;
+- ``metadata.name``/``namespace`` cannot change (a PUT naming another object is 400, a patch that
+  changes them is 422), a PUT with another ``metadata.uid`` is a failed precondition (409), a
+  patch that changes it is 422; ``creationTimestamp``/``generation`` are the server's;
+- errors are ``Status`` objects as the API server writes them: ``reason``, ``message`` and
+  ``details`` (``name``, ``group``, ``kind``, and for 422 ``causes[]`` of ``reason``, ``message``,
+  ``field``), never a traceback;
+- optional RBAC (``authorizer``): a request carrying ``Impersonate-User`` is checked against that
+  user's rules (verb from the method: get/list/watch/create/update/patch/delete, resource with its
+  subresource, namespace, resourceNames) and refused with the API server's 403; a request without
+  it is the cluster admin (the tests' kubelet and fixtures);
 - WATCH from a resourceVersion (replaying the event log) or from "now" (ADDED for every object),
   ``timeoutSeconds``, label selectors; an ERROR event with code 410 when the version was compacted.
 
@@ -52,8 +67,44 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _error(status: int, reason: str, message: str) -> KubernetesError:
-    return KubernetesError(status=status, reason=reason, message=message, details={})
+def _error(status: int, reason: str, message: str, details: dict[str, Any] | None = None) -> KubernetesError:
+    return KubernetesError(status=status, reason=reason, message=message, details=details or {})
+
+
+def _group_kind(resource: str) -> tuple[str, str]:
+    """``"serving.rolloutui.io/v1alpha1/modelservings"`` -> ("serving.rolloutui.io", "modelservings")."""
+    group, _, plural = resource.split("/")
+    return group, plural
+
+
+def _qualified(resource: str) -> str:
+    group, plural = _group_kind(resource)
+    return f"{plural}.{group}" if group else plural
+
+
+def _invalid(resource: str, obj: dict[str, Any], causes: list[dict[str, str]]) -> KubernetesError:
+    """422 as the API server writes it: ``ModelServing.serving.rolloutui.io "chat" is invalid: ...``."""
+    group, plural = _group_kind(resource)
+    kind = obj.get("kind") or plural
+    name = (obj.get("metadata") or {}).get("name", "")
+    parts = [f"{c['field']}: {c['message']}" for c in causes]
+    joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    return _error(
+        422,
+        "Invalid",
+        f'{kind}{"." + group if group else ""} "{name}" is invalid: {joined}',
+        {"name": name, "group": group, "kind": kind, "causes": causes},
+    )
+
+
+def _conflict(resource: str, name: str, message: str) -> KubernetesError:
+    group, plural = _group_kind(resource)
+    return _error(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {_qualified(resource)} "{name}": {message}',
+        {"name": name, "group": group, "kind": plural},
+    )
 
 
 def parse_selector(text: str | None) -> list[tuple[str, str, str | None]]:
@@ -118,10 +169,33 @@ class ApiServerDouble(kmock.KubernetesEmulator):
         self.watchers: set[_Watcher] = set()
         self.status_subresources: set[str] = set()
         self.calls: list[tuple[str, str, dict[str, str]]] = []
-        # resource -> fn(obj) -> list of errors: the CRD's schema, checked on every write (422).
+        # resource -> fn(obj) -> list of causes ({reason, message, field}) or of strings: the CRD's
+        # schema and CEL rules, checked on every write (422).
         self.validators: dict[str, Any] = {}
+        # resource -> structural schema (openAPIV3Schema): unknown fields are pruned on writes.
+        self.schemas: dict[str, dict[str, Any]] = {}
+        # fn(user, verb, resource, subresource, namespace, name) -> bool; None: no RBAC.
+        self.authorizer: Any = None
+        self._request_params: dict[str, str] = {}
+        self._warnings: list[str] = []
 
     # ------------------------------------------------------------------ dispatch
+
+    async def _render_error(self, exc: Exception) -> aiohttp.web.StreamResponse:
+        if isinstance(exc, KubernetesError):
+            body: dict[str, Any] = {
+                "apiVersion": "v1",
+                "kind": "Status",
+                "metadata": {},
+                "status": "Failure",
+                "message": exc.message or "",
+                "reason": exc.reason or "",
+                "code": exc.status,
+            }
+            if exc.details:
+                body["details"] = exc.details
+            return aiohttp.web.json_response(body, status=exc.status)
+        return await super()._render_error(exc)
 
     def _declared(self, res: Any) -> str | None:
         for known in self._resources:
@@ -140,6 +214,9 @@ class ApiServerDouble(kmock.KubernetesEmulator):
         params = dict(request.params)
         self.calls.append((method, str(request.url.path), params))
         name, ns, sub = request.name, request.namespace, request.subresource
+        self._request_params = params
+        self._warnings = []
+        self._authorize(request.headers.get("Impersonate-User"), method, params, resource, sub, ns, name)
         if method == "GET" and params.get("watch") in ("true", "1"):
             return await self._watch(request, resource)
         if method == "GET" and name is None:
@@ -157,9 +234,31 @@ class ApiServerDouble(kmock.KubernetesEmulator):
             return self._json(self._delete((resource, ns, name), request.data or {}))
         raise _error(405, "MethodNotAllowed", f"{method} is not supported on {request.url.path}")
 
-    @staticmethod
-    def _json(obj: dict[str, Any], status: int = 200) -> aiohttp.web.Response:
-        return aiohttp.web.json_response(obj, status=status)
+    def _json(self, obj: dict[str, Any], status: int = 200) -> aiohttp.web.Response:
+        response = aiohttp.web.json_response(obj, status=status)
+        for warning in self._warnings:
+            response.headers.add("Warning", f'299 - "{warning}"')
+        return response
+
+    def _authorize(self, user, method, params, resource, sub, namespace, name) -> None:
+        if self.authorizer is None or not user:
+            return
+        if method == "GET":
+            verb = "watch" if params.get("watch") in ("true", "1") else ("get" if name else "list")
+        else:
+            verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
+        group, plural = _group_kind(resource)
+        full = f"{plural}/{sub}" if sub else plural
+        if self.authorizer(user, verb, group, full, namespace, name):
+            return
+        scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+        subject = f'{_qualified(resource)} "{name}"' if name else _qualified(resource)
+        raise _error(
+            403,
+            "Forbidden",
+            f'{subject} is forbidden: User "{user}" cannot {verb} resource "{full}" in API group "{group}" {scope}',
+            {"name": name or "", "group": group, "kind": plural},
+        )
 
     # ------------------------------------------------------------------ store operations
 
@@ -198,14 +297,26 @@ class ApiServerDouble(kmock.KubernetesEmulator):
                 )
             meta["namespace"] = ns
         _check_string_maps(obj)
+        obj = self._prune(resource, obj)
+        meta = obj["metadata"]
         self._validate(resource, obj)
         key = (resource, ns, meta["name"])
         if key in self.store:
-            raise _error(409, "AlreadyExists", f'{resource.rsplit("/", 1)[-1]} "{meta["name"]}" already exists')
+            group, plural = _group_kind(resource)
+            raise _error(
+                409,
+                "AlreadyExists",
+                f'{_qualified(resource)} "{meta["name"]}" already exists',
+                {"name": meta["name"], "group": group, "kind": plural},
+            )
         if resource == "/v1/pods":
             containers = (obj.get("spec") or {}).get("containers") or []
             if not containers or not all(c.get("name") and c.get("image") for c in containers):
-                raise _error(422, "Invalid", "spec.containers: every container needs a name and an image")
+                raise _invalid(
+                    resource,
+                    {"kind": "Pod", **obj},
+                    [{"reason": "FieldValueRequired", "message": "Required value", "field": "spec.containers"}],
+                )
             obj["status"] = {"phase": "Pending"}
         elif resource in self.status_subresources:
             obj.pop("status", None)
@@ -217,14 +328,13 @@ class ApiServerDouble(kmock.KubernetesEmulator):
         self._emit("ADDED", resource, obj)
         return copy.deepcopy(obj)
 
-    def _check_version(self, current: dict[str, Any], wanted: str | None) -> None:
+    def _check_version(self, current: dict[str, Any], wanted: str | None, resource: str) -> None:
         have = current["metadata"]["resourceVersion"]
         if wanted and wanted != have:
-            raise _error(
-                409,
-                "Conflict",
-                f"Operation cannot be fulfilled on {current['metadata']['name']}: the object has been modified; "
-                "please apply your changes to the latest version and try again",
+            raise _conflict(
+                resource,
+                current["metadata"]["name"],
+                "the object has been modified; please apply your changes to the latest version and try again",
             )
 
     def _commit(self, key: Key, current: dict[str, Any], new: dict[str, Any], sub: str | None) -> dict[str, Any]:
@@ -245,13 +355,44 @@ class ApiServerDouble(kmock.KubernetesEmulator):
             if resource == "/v1/pods" and not _pod_spec_update_allowed(
                 current.get("spec") or {}, new.get("spec") or {}
             ):
-                raise _error(
-                    422, "Invalid", "spec: Forbidden: pod updates may not change fields other than container images"
+                raise _invalid(
+                    resource,
+                    {"kind": "Pod", **current},
+                    [
+                        {
+                            "reason": "FieldValueForbidden",
+                            "message": "Forbidden: pod updates may not change fields other than "
+                            "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"
+                            "`spec.tolerations` (only additions to existing tolerations)",
+                            "field": "spec",
+                        }
+                    ],
+                )
+            if resource == "apps/v1/controllerrevisions" and new.get("data") != current.get("data"):
+                raise _invalid(
+                    resource,
+                    {"kind": "ControllerRevision", **current},
+                    [{"reason": "FieldValueInvalid", "message": "Invalid value: field is immutable", "field": "data"}],
                 )
         meta = new.setdefault("metadata", {})
+        for immutable in ("name", "namespace", "uid"):
+            if meta.get(immutable) not in (None, current["metadata"].get(immutable)):
+                raise _invalid(
+                    resource,
+                    current,
+                    [
+                        {
+                            "reason": "FieldValueInvalid",
+                            "message": f"Invalid value: {json.dumps(meta[immutable])}: field is immutable",
+                            "field": f"metadata.{immutable}",
+                        }
+                    ],
+                )
         for kept in ("uid", "creationTimestamp", "name", "namespace", "generation"):
             if kept in current["metadata"]:
                 meta[kept] = current["metadata"][kept]
+        new = self._prune(resource, new)
+        meta = new["metadata"]
         if "spec" in current and new.get("spec") != current.get("spec"):
             meta["generation"] = current["metadata"].get("generation", 1) + 1
         # Checked on the object as it would be stored (after the status subresource's merge).
@@ -270,13 +411,27 @@ class ApiServerDouble(kmock.KubernetesEmulator):
         current = self._get(key)
         if not isinstance(body, dict):
             raise _error(400, "BadRequest", "the body of a replace must be a JSON object")
-        wanted = (body.get("metadata") or {}).get("resourceVersion")
+        body_meta = body.get("metadata") or {}
+        if body_meta.get("name") not in (None, key[2]):
+            raise _error(
+                400,
+                "BadRequest",
+                f"the name of the object ({body_meta['name']}) does not match the name on the URL ({key[2]})",
+            )
+        if body_meta.get("uid") not in (None, current["metadata"]["uid"]):
+            raise _conflict(
+                key[0],
+                key[2],
+                f"Precondition failed: UID in precondition: {body_meta['uid']}, "
+                f"UID in object meta: {current['metadata']['uid']}",
+            )
+        wanted = body_meta.get("resourceVersion")
         group = key[0].split("/")[0]
         if not wanted and group not in CORE_GROUPS:
             raise _error(
                 422, "Invalid", "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
             )
-        self._check_version(current, wanted)
+        self._check_version(current, wanted, key[0])
         return self._commit(key, current, copy.deepcopy(body), sub)
 
     def _patch(self, key: Key, body: Any, content_type: str, sub: str | None) -> dict[str, Any]:
@@ -284,10 +439,12 @@ class ApiServerDouble(kmock.KubernetesEmulator):
         if content_type.startswith("application/merge-patch+json"):
             if not isinstance(body, dict):
                 raise _error(400, "BadRequest", "a merge patch must be a JSON object")
-            self._check_version(current, (body.get("metadata") or {}).get("resourceVersion"))
+            self._check_version(current, (body.get("metadata") or {}).get("resourceVersion"), key[0])
             new = dict(kmock_dicts.merge_patch_dict(copy.deepcopy(current), body))
         elif content_type.startswith("application/json-patch+json"):
             new = dict(kmock_dicts.json_patch_dict(copy.deepcopy(current), body))
+            # A JSON patch that sets metadata.resourceVersion makes it a precondition too.
+            self._check_version(current, (new.get("metadata") or {}).get("resourceVersion"), key[0])
         else:
             raise _error(415, "UnsupportedMediaType", f"the double serves merge and JSON patches, not {content_type!r}")
         return self._commit(key, current, copy.deepcopy(new), sub)
@@ -296,13 +453,13 @@ class ApiServerDouble(kmock.KubernetesEmulator):
         current = self._get(key)
         pre = options.get("preconditions") or {}
         if pre.get("uid") and pre["uid"] != current["metadata"]["uid"]:
-            raise _error(
-                409,
-                "Conflict",
+            raise _conflict(
+                key[0],
+                key[2],
                 f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
                 f"{current['metadata']['uid']}",
             )
-        self._check_version(current, pre.get("resourceVersion"))
+        self._check_version(current, pre.get("resourceVersion"), key[0])
         del self.store[key]
         self._bump(current)
         self._emit("DELETED", key[0], current)
@@ -318,11 +475,38 @@ class ApiServerDouble(kmock.KubernetesEmulator):
         check = self.validators.get(resource)
         errors = check(obj) if check else []
         if errors:
+            causes = [
+                e if isinstance(e, dict) else {"reason": "FieldValueInvalid", "message": str(e), "field": ""}
+                for e in errors
+            ]
+            raise _invalid(resource, obj, causes)
+
+    def _prune(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """Drop the fields the resource's structural schema does not know, as the API server does;
+        ``fieldValidation=Strict`` refuses them (400), the default warns."""
+        schema = self.schemas.get(resource)
+        if schema is None:
+            return obj
+        from crd_jsonschema import prune
+
+        pruned, removed = prune(obj, schema)
+        if removed and self._request_params.get("fieldValidation") == "Strict":
+            unknown = ", ".join(f'unknown field "{path}"' for path in removed)
+            group, plural = _group_kind(resource)
             raise _error(
-                422,
-                "Invalid",
-                f'{obj.get("kind", resource)} "{obj["metadata"].get("name")}" is invalid: ' + "; ".join(errors),
+                400,
+                "BadRequest",
+                f'{obj.get("kind", plural)} in version "{resource.split("/")[1]}" cannot be handled as a '
+                f"{obj.get('kind', plural)}: strict decoding error: {unknown}",
+                {
+                    "causes": [
+                        {"reason": "FieldValueInvalid", "message": f'unknown field "{p}"', "field": p} for p in removed
+                    ]
+                },
             )
+        if self._request_params.get("fieldValidation") != "Ignore":
+            self._warnings += [f'unknown field "{path}"' for path in removed]
+        return pruned
 
     def _emit(self, type_: str, resource: str, obj: dict[str, Any]) -> None:
         snapshot = copy.deepcopy(obj)
@@ -481,10 +665,14 @@ class RunningApiServer:
         resources: dict[str, kmock.ResourceInfo],
         status_subresources: set[str],
         validators: dict[str, Any] | None = None,
+        schemas: dict[str, dict[str, Any]] | None = None,
+        authorizer: Any = None,
     ):
         self._resources = resources
         self._status = status_subresources
         self._validators = validators or {}
+        self._schemas = schemas or {}
+        self._authorizer = authorizer
         self._ready = threading.Event()
         self._failure: BaseException | None = None
         self.loop = asyncio.new_event_loop()
@@ -521,6 +709,8 @@ class RunningApiServer:
                 emu.resources[path] = info
             emu.status_subresources = set(self._status)
             emu.validators = dict(self._validators)
+            emu.schemas = dict(self._schemas)
+            emu.authorizer = self._authorizer
             self.emu = emu
             self.url = f"http://127.0.0.1:{server.port}"
             self._ready.set()
@@ -536,6 +726,10 @@ class RunningApiServer:
 
         return asyncio.run_coroutine_threadsafe(run(), self.loop).result(10)
 
-    def api_client(self) -> kubernetes.client.ApiClient:
+    def api_client(self, user: str | None = None) -> kubernetes.client.ApiClient:
+        """A client; with ``user``, every request impersonates it (checked by the authorizer)."""
         configuration = kubernetes.client.Configuration(host=self.url)
-        return kubernetes.client.ApiClient(configuration)
+        client = kubernetes.client.ApiClient(configuration)
+        if user:
+            client.set_default_header("Impersonate-User", user)
+        return client

@@ -22,13 +22,16 @@ for path in (str(HERE), str(ROOT)):
         sys.path.insert(0, path)
 
 from apiserver_double import MODELSERVINGS, RESOURCES, RunningApiServer  # noqa: E402
-from crd_jsonschema import schema_errors  # noqa: E402
+from crd_jsonschema import crd_schema, modelserving_causes  # noqa: E402
 
 
 @pytest.fixture
 def apiserver() -> Iterator[RunningApiServer]:
-    # ModelServing writes are checked against deploy/crd's schema, as a real API server would.
-    with RunningApiServer(RESOURCES, {MODELSERVINGS}, {MODELSERVINGS: schema_errors}) as server:
+    # ModelServing writes are pruned and checked against deploy/crd's schema and CEL rules, as a
+    # real API server would.
+    with RunningApiServer(
+        RESOURCES, {MODELSERVINGS}, {MODELSERVINGS: modelserving_causes}, {MODELSERVINGS: crd_schema()}
+    ) as server:
         yield server
 
 

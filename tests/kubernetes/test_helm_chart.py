@@ -1,0 +1,162 @@
+"""deploy/helm/rolloutui, rendered by Helm's own engine (helm-python-sdk: the Helm v4 Go SDK in a
+shared library; no `helm` binary is installable from the registries these machines reach), compared
+object by object with the kustomization as kustomize renders it, and its values exercised."""
+
+from __future__ import annotations
+
+import base64
+import copy
+from typing import Any
+
+import pytest
+import yaml
+from manifests import DEPLOY, container_env, containers_of, deployment, kustomize_build, kustomize_command
+from test_production_settings import SECRETS, check_deploy
+
+helm_python = pytest.importorskip(
+    "helm_python", reason="helm-python-sdk renders the chart (pip install helm-python-sdk)"
+)
+helm_python.disable_logging()
+
+CHART = DEPLOY / "helm" / "rolloutui"
+# Labels Helm charts carry by convention and kustomize cannot know (release bookkeeping).
+HELM_ONLY_LABELS = {"helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/instance"}
+
+needs_kustomize = pytest.mark.skipif(
+    kustomize_command() is None, reason="kubectl (with its embedded kustomize) or kustomize renders deploy/"
+)
+
+
+def render(values: dict[str, Any] | None = None, *, crds: bool = True) -> list[dict[str, Any]]:
+    chart = helm_python.Chart.load(str(CHART))
+    docs: list[dict[str, Any]] = []
+    if crds:
+        for crd in chart.crds:
+            docs += [d for d in yaml.safe_load_all(crd["data"]) if d]
+    for name, text in sorted(chart.render(values or {}, name="rolloutui", namespace="rolloutui").items()):
+        if name.endswith(".yaml"):
+            docs += [d for d in yaml.safe_load_all(text) if d]
+    return docs
+
+
+def keyed(docs: list[dict[str, Any]]) -> dict[tuple[str, str | None, str], dict[str, Any]]:
+    out = {}
+    for doc in docs:
+        doc = copy.deepcopy(doc)
+        labels = doc["metadata"].get("labels") or {}
+        for label in HELM_ONLY_LABELS:
+            labels.pop(label, None)
+        out[(doc["kind"], doc["metadata"].get("namespace"), doc["metadata"]["name"])] = doc
+    return out
+
+
+@needs_kustomize
+def test_the_chart_renders_every_object_of_the_kustomization_with_the_same_content():
+    chart = keyed(render({"namespace": {"create": True}}))
+    kustomized = keyed(kustomize_build())
+    assert sorted(chart) == sorted(kustomized)
+    for key, expected in kustomized.items():
+        assert chart[key] == expected, f"{key} differs between the chart and the kustomization"
+
+
+def test_by_default_the_chart_leaves_the_namespace_to_the_user():
+    assert "Namespace" not in {d["kind"] for d in render()}
+    assert "Secret" not in {d["kind"] for d in render()}
+
+
+def test_the_chart_passes_helm_lint_in_strict_mode():
+    report = helm_python.lint(str(CHART), strict=True)
+    assert report["errors"] == []
+    assert [m for m in report["messages"] if m["severity"] >= 2] == []
+
+
+def test_image_and_replicas_come_from_the_values():
+    docs = render({"image": {"repository": "registry.example.com/rolloutui", "tag": "1.2.0"}, "web": {"replicas": 3}})
+    assert deployment("rolloutui-web", docs)["spec"]["replicas"] == 3
+    for name in ("rolloutui-web", "rolloutui-worker"):
+        for c in containers_of(deployment(name, docs)):
+            assert c["image"] == "registry.example.com/rolloutui:1.2.0"
+
+
+def config_of(docs: list[dict[str, Any]]) -> dict[str, str]:
+    return next(d for d in docs if d["kind"] == "ConfigMap")["data"]
+
+
+def test_an_ingress_with_tls_serves_its_host_over_https(tmp_path):
+    values = {
+        "ingress": {
+            "enabled": True,
+            "className": "nginx",
+            "host": "rollouts.example.com",
+            "tls": {"enabled": True, "secretName": "rollouts-tls"},
+        }
+    }
+    docs = render(values)
+    (ingress,) = [d for d in docs if d["kind"] == "Ingress"]
+    assert ingress["spec"]["tls"] == [{"hosts": ["rollouts.example.com"], "secretName": "rollouts-tls"}]
+    assert ingress["spec"]["rules"][0]["host"] == "rollouts.example.com"
+    assert ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"] == {
+        "name": "rolloutui-web",
+        "port": {"name": "http"},
+    }
+    config = config_of(docs)
+    assert config["ROLLOUTUI_ALLOWED_HOSTS"].split(",")[0] == "rollouts.example.com"
+    assert config["ROLLOUTUI_HTTPS"] == "1"
+    # The production environment the chart gives the web pods passes `manage.py check --deploy`.
+    (web,) = containers_of(deployment("rolloutui-web", docs), init=False)
+    env = container_env(web, {"rolloutui-config": config}, SECRETS)
+    result = check_deploy(tmp_path, env)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_without_tls_the_dashboard_is_not_told_it_is_behind_https():
+    docs = render({"ingress": {"enabled": True, "host": "rollouts.example.com"}})
+    assert config_of(docs)["ROLLOUTUI_HTTPS"] == "0"
+
+
+def test_the_cluster_settings_reach_the_app_as_environment_variables():
+    values = {
+        "clusterSettings": {
+            "deploymentMode": "Serverless",
+            "defaultMaxUnavailable": 1,
+            "defaultMaxSurge": "25%",
+            "multiNodeOverride": True,
+        }
+    }
+    config = config_of(render(values))
+    assert {
+        k: config[k] for k in config if k.startswith(("ROLLOUTUI_DEPLOYMENT", "ROLLOUTUI_DEFAULT", "ROLLOUTUI_MULTI"))
+    } == {
+        "ROLLOUTUI_DEPLOYMENT_MODE": "Serverless",
+        "ROLLOUTUI_DEFAULT_MAX_UNAVAILABLE": "1",
+        "ROLLOUTUI_DEFAULT_MAX_SURGE": "25%",
+        "ROLLOUTUI_MULTI_NODE_OVERRIDE": "1",
+    }
+    for name in ("rolloutui-web", "rolloutui-worker"):
+        for c in containers_of(deployment(name, render(values)), init=False):
+            assert {"configMapRef": {"name": "rolloutui-config"}} in c["envFrom"]
+
+
+def test_the_chart_refuses_to_allow_every_host():
+    with pytest.raises(helm_python.HelmError, match='not \\\\?"\\*\\\\?"'):
+        render({"config": {"allowedHosts": "*"}})
+
+
+def test_the_chart_can_create_the_secret_and_then_needs_the_database_url():
+    with pytest.raises(helm_python.HelmError, match="secrets.databaseUrl is required"):
+        render({"secrets": {"create": True}})
+    docs = render({"secrets": {"create": True, "databaseUrl": "postgres://u:p@db:5432/r"}})
+    (secret,) = [d for d in docs if d["kind"] == "Secret"]
+    data = {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+    assert data["DATABASE_URL"] == "postgres://u:p@db:5432/r"
+    assert len(data["ROLLOUTUI_SECRET_KEY"]) >= 50
+    assert data["REDIS_PASSWORD"].isalnum() and len(data["REDIS_PASSWORD"]) >= 32  # safe inside a URL
+    assert data["ROLLOUTUI_CHANNELS_ENCRYPTION_KEYS"]
+
+
+def test_the_router_redis_can_point_elsewhere():
+    docs = render({"config": {"routerRedisUrl": "redis://kthena-router-redis.kthena:6379/0"}})
+    for name in ("rolloutui-web", "rolloutui-worker"):
+        for c in containers_of(deployment(name, docs), init=False):
+            env = {e["name"]: e.get("value") for e in c["env"]}
+            assert env["ROLLOUTUI_ROUTER_REDIS_URL"] == "redis://kthena-router-redis.kthena:6379/0"
