@@ -9,8 +9,10 @@ validation (a control never produces a spec the controller would reject).
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
+from . import naming
 from .mergepatch import merge_patch
 from .revisions import History, apply_revision
 from .spec import GROUP_ROLLING, ValidationError, parse_modelserving
@@ -60,6 +62,9 @@ def promote(ms: dict[str, Any], *, partition: int | None = None, full: bool = Fa
     Example: partition 3 -> promote() -> 2; promote(partition=0) -> 0; promote(full=True) -> 0 and
     ``paused: false``.
     """
+    canary = _running_canary(ms)
+    if canary is not None:
+        return _promote_canary(ms, canary, partition=partition, full=full)
     spec = ms.get("spec") or {}
     if partition is not None and full:
         raise ControlError("give either partition or full, not both", field="partition")
@@ -92,6 +97,37 @@ def promote(ms: dict[str, Any], *, partition: int | None = None, full: bool = Fa
     if full and spec.get("paused"):
         patch["spec"]["paused"] = False
     return _validated(ms, patch)
+
+
+def _running_canary(ms: dict[str, Any]) -> dict[str, Any] | None:
+    """The canary of the revision being rolled out, while its steps run (status.canary)."""
+    status = ms.get("status") or {}
+    canary = status.get("canary") or {}
+    strategy = (ms.get("spec") or {}).get("rolloutStrategy") or {}
+    if not strategy.get("canary") or canary.get("phase") not in ("Running", "Paused"):
+        return None
+    return canary if canary.get("revision") == status.get("updateRevision") else None
+
+
+def _promote_canary(ms: dict[str, Any], canary: dict[str, Any], *, partition: int | None, full: bool) -> dict[str, Any]:
+    """With canary steps, promote moves through the steps: one step skips the step the canary is
+    on (a pause, typically), ``full`` skips every remaining step (and resumes a paused rollout).
+    The partition is the steps' to set, so a partition cannot be given."""
+    if partition is not None:
+        raise ControlError(
+            "this rollout runs canary steps, which set the partition: promote one step or fully", field="partition"
+        )
+    request: dict[str, Any] = {"revision": canary["revision"]}
+    if full:
+        request["full"] = True
+    else:
+        request["step"] = int(canary.get("stepIndex") or 0)
+    patch: dict[str, Any] = {
+        "metadata": {"annotations": {naming.ANNOTATION_CANARY_PROMOTE: json.dumps(request, sort_keys=True)}}
+    }
+    if full and (ms.get("spec") or {}).get("paused"):
+        patch["spec"] = {"paused": False}
+    return patch
 
 
 def set_image(ms: dict[str, Any], *, role: str, image: str, container: str | None = None) -> dict[str, Any]:

@@ -49,6 +49,11 @@ REVISION_DATA_VERSION = "v1"
 # On ModelServings: who changed it last through a control, and why (the audit also keeps it).
 ANNOTATION_CHANGE_CAUSE = PREFIX + "change-cause"
 
+# On ModelServings: an operator's promote of a running canary (JSON {"revision", "step"} to skip the
+# step it is on, or {"revision", "full": true} to skip every remaining step). The planner reads it;
+# a promote of another revision or an already passed step does nothing.
+ANNOTATION_CANARY_PROMOTE = PREFIX + "canary-promote"
+
 # Readiness gate for in-place updates.
 CONDITION_INPLACE_READY = "InPlaceUpdateReady"
 

@@ -90,3 +90,8 @@ class Plan:
     requeue_after: float | None
     update_revision: str
     current_revision: str
+    # A change of the ModelServing's own spec the pass decided (the canary analysis pausing or
+    # rolling back), with the audit entries that say why, and the analysis windows judged.
+    spec_patch: dict[str, Any] | None = None
+    audit: list[dict[str, Any]] = field(default_factory=list)
+    analysis: list[dict[str, Any]] = field(default_factory=list)

@@ -116,6 +116,17 @@ class VerifierPort(Protocol):
 
 
 @runtime_checkable
+class MetricsPort(Protocol):
+    """Request figures of one revision of a ModelServing over a time window (canary analysis)."""
+
+    def window(self, namespace: str, name: str, revision: str, start: float, end: float) -> dict[str, Any]:
+        """``{"requests", "errorRate", "timeoutRate", "latencyP50Ms", "latencyP95Ms",
+        "latencyP99Ms", "feedbackMean"}`` for requests of ``revision`` that started in
+        [start, end) and have finished; rates and latencies None when there were none."""
+        ...
+
+
+@runtime_checkable
 class Clock(Protocol):
     def now(self) -> float: ...
 

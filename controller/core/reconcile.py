@@ -24,7 +24,8 @@ from . import naming
 from .observe import observe
 from .plan import CREATE, DELETE, DRAIN, PATCH_IMAGE, SET_GATE, UNDRAIN, VERIFY, Action, Plan
 from .planner import plan
-from .ports import Clock, ClusterPort, Conflict, NotFound, Obj, RouterPort, VerifierPort
+from .planner.canary import windows_to_fetch
+from .ports import Clock, ClusterPort, Conflict, MetricsPort, NotFound, Obj, RouterPort, VerifierPort
 from .revisions import History, revision_object
 from .spec import ValidationError, Verification, parse_modelserving
 from .strategy import ClusterSettings
@@ -47,6 +48,8 @@ class ReconcileResult:
     view: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     duration_seconds: float = 0.0
+    audit: list[dict[str, Any]] = field(default_factory=list)  # what the pass did that must be audited
+    analysis: list[dict[str, Any]] = field(default_factory=list)  # canary analysis windows judged
 
 
 def reconcile(
@@ -59,14 +62,18 @@ def reconcile(
     settings: ClusterSettings | None = None,
     build_state_view: bool = True,
     verifier: VerifierPort | None = None,
+    metrics: MetricsPort | None = None,
 ) -> ReconcileResult:
-    """``verifier`` sends ``spec.verification`` requests; without one, a verification the spec asks
-    for is recorded as failed with that reason (never as passed)."""
+    """``metrics`` gives the canary analysis its figures (no analysis without it). ``verifier``
+    sends ``spec.verification`` requests; without one, a verification the spec asks for is
+    recorded as failed with that reason (never as passed)."""
     started = time.perf_counter()
     result = ReconcileResult(namespace, name)
     for attempt in range(MAX_STATUS_ATTEMPTS):
         try:
-            _reconcile_once(cluster, router, clock, namespace, name, settings, result, build_state_view, verifier)
+            _reconcile_once(
+                cluster, router, clock, namespace, name, settings, result, build_state_view, verifier, metrics
+            )
             break
         except Conflict:
             # Someone else changed the object between our read and our status write: re-read and
@@ -87,6 +94,7 @@ def _reconcile_once(
     result: ReconcileResult,
     build_state_view: bool,
     verifier: VerifierPort | None = None,
+    metrics: MetricsPort | None = None,
 ) -> None:
     try:
         obj = cluster.get_modelserving(namespace, name)
@@ -135,9 +143,15 @@ def _reconcile_once(
         if leaving:
             in_flight[meta["name"]] = router.in_flight(namespace, meta["name"])
     observed = observe(pods, in_flight)
-    the_plan = plan(ms, history, observed, now, status=prev_status, settings=settings)
+    figures = _analysis_figures(metrics, namespace, name, ms, prev_status, now)
+    the_plan = plan(ms, history, observed, now, status=prev_status, settings=settings, analysis_figures=figures)
     verify = _verifying(verifier, namespace, ms.verification, pods, now)
     _apply(cluster, obj, the_plan, verify)
+    if the_plan.spec_patch is not None:
+        _apply_spec_patch(cluster, namespace, name, the_plan)
+        resource_version = str(
+            (cluster.get_modelserving(namespace, name).get("metadata") or {}).get("resourceVersion") or ""
+        )
     status = the_plan.status
     if _status_changed(prev_status, status):
         cluster.replace_modelserving_status(namespace, name, status, resource_version=resource_version)
@@ -145,6 +159,8 @@ def _reconcile_once(
     result.actions = the_plan.actions
     result.blocked = [b.to_json() for b in the_plan.blocked]
     result.requeue_after = the_plan.requeue_after
+    result.audit = [{**entry, "t": now} for entry in the_plan.audit]
+    result.analysis = the_plan.analysis
     result.status = status
     if build_state_view:
         state_obj = dict(obj)
@@ -156,6 +172,31 @@ def _reconcile_once(
         else:
             revs = cluster.list_revisions(namespace, name) if the_plan.revision_actions else revision_objs
             result.view = build_view(state_obj, pods, revs, in_flight, now, observed=observed)
+
+
+def _analysis_figures(
+    metrics: MetricsPort | None, namespace: str, name: str, ms: Any, status: dict[str, Any], now: float
+) -> dict[tuple[float, float], dict[str, Any]]:
+    """The figures of the canary analysis windows that are due, stable and canary side by side."""
+    windows = windows_to_fetch(ms.canary, status, now)
+    if metrics is None or not windows:
+        return {}
+    canary = status.get("canary") or {}
+    out = {}
+    for start, end in windows:
+        out[(start, end)] = {
+            "stable": metrics.window(namespace, name, canary["stable"], start, end),
+            "canary": metrics.window(namespace, name, canary["revision"], start, end),
+        }
+    return out
+
+
+def _apply_spec_patch(cluster: ClusterPort, namespace: str, name: str, the_plan: Plan) -> None:
+    """The analysis pauses or rolls back: a spec change like an operator's, saying who and why."""
+    cause = "; ".join(f"analysis: {a['action']}: {a['reason']}" for a in the_plan.audit) or "analysis"
+    patch = dict(the_plan.spec_patch or {})
+    patch["metadata"] = {"annotations": {naming.ANNOTATION_CHANGE_CAUSE: cause[:1000]}}
+    cluster.patch_modelserving(namespace, name, patch)
 
 
 def _owned_revisions(revision_objs: list[dict[str, Any]], uid: str) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import naming
+from .canary import Canary, CanaryError, parse_canary
 from .intorpercent import IntOrPercent, IntOrPercentError
 
 GROUP_ROLLING = "ServingGroupRollingUpdate"
@@ -143,6 +144,7 @@ class ModelServing:
     drain_timeout_seconds: float
     progress_deadline_seconds: int
     verification: Verification | None
+    canary: Canary | None
     scheduler_name: str | None
     manifest: dict[str, Any] = field(repr=False, compare=False)
 
@@ -439,6 +441,16 @@ def parse_modelserving(manifest: Any) -> ModelServing:
     if coordination is not None and not strategy_raw.get("type"):
         raise ValidationError("spec.rolloutStrategy.type", f"coordination needs type: {ROLE_ROLLING} set explicitly")
 
+    try:
+        canary = parse_canary(
+            strategy_raw.get("canary"),
+            "spec.rolloutStrategy.canary",
+            strategy_type=strategy_type,
+            group_partition_set=group_budgets.partition is not None,
+        )
+    except CanaryError as err:
+        raise ValidationError(err.field, err.rule) from None
+
     recovery = spec.get("recoveryPolicy") or RECREATE_ROLE
     if recovery not in RECOVERY_POLICIES:
         raise ValidationError("spec.recoveryPolicy", f"must be one of {', '.join(RECOVERY_POLICIES)}, got {recovery!r}")
@@ -489,6 +501,7 @@ def parse_modelserving(manifest: Any) -> ModelServing:
         drain_timeout_seconds=float(timeout_raw),
         progress_deadline_seconds=deadline,
         verification=_verification(spec.get("verification")),
+        canary=canary,
         scheduler_name=scheduler_name or None,
         manifest=manifest,
     )

@@ -177,10 +177,37 @@ def build_view(
         "roles": status.get("roles") or [],
         "strategy": status.get("strategy") or {},
         "drain": drain,
+        "canary": _canary_view(status.get("canary"), parsed, now),
         "gateFunnel": serving_gates.funnel(all_gates, now),
         "servingRevisions": serving,
         "verification": parsed.verification.to_json() if parsed is not None and parsed.verification else None,
         "time": now,
+    }
+
+
+def _canary_view(canary: dict[str, Any] | None, ms: ModelServing | None, now: float) -> dict[str, Any] | None:
+    """The canary as the page shows it: the steps with the current one, the time left in a timed
+    pause, the phase, the recent analysis windows."""
+    if not canary or ms is None or ms.canary is None:
+        return None
+    steps = [step.to_json() for step in ms.canary.steps]
+    index = int(canary.get("stepIndex") or 0)
+    left = None
+    if index < len(ms.canary.steps) and canary.get("phase") == "Paused":
+        seconds = ms.canary.steps[index].pause_seconds
+        if seconds is not None:
+            left = max(round(canary.get("stepStartedAt", now) + seconds - now, 3), 0.0)
+    return {
+        "revision": canary.get("revision"),
+        "stable": canary.get("stable"),
+        "stepIndex": index,
+        "steps": steps,
+        "phase": canary.get("phase"),
+        "pauseSecondsLeft": left,
+        "failures": canary.get("failures", 0),
+        "message": canary.get("message"),
+        "windows": canary.get("windows") or [],
+        "analysis": ms.canary.analysis is not None,
     }
 
 

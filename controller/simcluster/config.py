@@ -44,6 +44,7 @@ class ImageBehaviour:
     crash: bool = False  # the container exits after its load phase, forever (CrashLoopBackOff)
     load: Span | None = None  # overrides the cluster's load timing for this image
     error_rate: float = 0.0  # share of requests answered with an error
+    timeout_rate: float = 0.0  # share of requests that time out (no answer; the pod stays busy)
     latency_ms: Span | None = None  # request latency (time to first token); default DEFAULT_LATENCY_MS
 
 

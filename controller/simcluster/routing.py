@@ -33,7 +33,7 @@ from controller.core.ports import Obj
 
 from .config import DEFAULT_LATENCY_MS, ClusterConfig
 
-OK, ERROR, INTERRUPTED, REJECTED = "ok", "error", "interrupted", "rejected"
+OK, ERROR, TIMEOUT, INTERRUPTED, REJECTED = "ok", "error", "timeout", "interrupted", "rejected"
 
 
 def is_entry(pod: Obj) -> bool:
@@ -118,9 +118,16 @@ def send(request_id: int, now: float, duration: float, pod: Obj | None, config: 
     behaviour = config.image(containers[0].get("image", ""))
     latency_ms = (behaviour.latency_ms or DEFAULT_LATENCY_MS).draw(rng)
     error = behaviour.error_rate > 0 and rng.random() < behaviour.error_rate
-    # An error answer ends after its latency; a good one streams for the whole duration.
+    # Drawn only for an image with a timeout rate, so other runs draw exactly as before.
+    timeout = not error and behaviour.timeout_rate > 0 and rng.random() < behaviour.timeout_rate
+    # An error answer ends after its latency; a good one streams for the whole duration; a request
+    # that times out holds the pod for its whole duration and never answers.
     busy = latency_ms / 1000.0 if error else max(duration, latency_ms / 1000.0)
     revision = (meta.get("labels") or {}).get(naming.LABEL_REVISION)
+    if timeout:
+        return Request(
+            request_id, now, meta["name"], meta["uid"], revision, None, duration, busy=duration, answer=TIMEOUT
+        )
     return Request(
         request_id,
         now,
@@ -134,6 +141,35 @@ def send(request_id: int, now: float, duration: float, pod: Obj | None, config: 
     )
 
 
+def window_figures(requests: list[Request], revision: str, start: float, end: float) -> dict:
+    """The canary analysis' figures of one revision: requests that started in [start, end) on its
+    pods and have finished (rejected ones never reached a revision). Rates are shares of those
+    requests; latencies (time to first token) are of answered ones, nearest rank."""
+    mine = [
+        r for r in requests if r.revision == revision and start <= r.start < end and r.result not in (None, REJECTED)
+    ]
+    if not mine:
+        return {
+            "requests": 0,
+            "errorRate": None,
+            "timeoutRate": None,
+            "latencyP50Ms": None,
+            "latencyP95Ms": None,
+            "latencyP99Ms": None,
+            "feedbackMean": None,
+        }
+    latencies = sorted(r.latency_ms for r in mine if r.result in (OK, ERROR) and r.latency_ms is not None)
+    return {
+        "requests": len(mine),
+        "errorRate": round(sum(r.result == ERROR for r in mine) / len(mine), 6),
+        "timeoutRate": round(sum(r.result == TIMEOUT for r in mine) / len(mine), 6),
+        "latencyP50Ms": _percentile(latencies, 0.50),
+        "latencyP95Ms": _percentile(latencies, 0.95),
+        "latencyP99Ms": _percentile(latencies, 0.99),
+        "feedbackMean": None,
+    }
+
+
 def summary(requests: list[Request]) -> dict:
     """The trace's ``requests`` object.
 
@@ -143,7 +179,7 @@ def summary(requests: list[Request]) -> dict:
     for 200 answers p99 is the 198th smallest (ceil(0.99 * 200) = 198).
     """
     done = [r for r in requests if r.result is not None]
-    counts = {k: 0 for k in (OK, ERROR, INTERRUPTED, REJECTED)}
+    counts = {k: 0 for k in (OK, ERROR, TIMEOUT, INTERRUPTED, REJECTED)}
     for r in done:
         counts[r.result] += 1
     by_rev: dict[str, list[Request]] = {}
@@ -157,17 +193,23 @@ def summary(requests: list[Request]) -> dict:
         "interrupted": counts[INTERRUPTED],
         "rejected": counts[REJECTED],
         "errors": counts[ERROR],
+        "timeouts": counts[TIMEOUT],
         "unfinished": len(requests) - len(done),
         "byRevision": {},
     }
     for rev in sorted(by_rev):
         reqs = by_rev[rev]
         lat = sorted(r.latency_ms for r in reqs if r.result in (OK, ERROR))
+        errors = sum(r.result == ERROR for r in reqs)
         out["byRevision"][rev] = {
             "total": len(reqs),
+            "ok": sum(r.result == OK for r in reqs),
             "failed": sum(r.result != OK for r in reqs),
+            "timeouts": sum(r.result == TIMEOUT for r in reqs),
             "interrupted": sum(r.result == INTERRUPTED for r in reqs),
+            "errorRate": round(errors / len(reqs), 4),
             "p50": _percentile(lat, 0.50),
+            "p95": _percentile(lat, 0.95),
             "p99": _percentile(lat, 0.99),
         }
     return out

@@ -187,7 +187,9 @@ class Runner:
         self.passes += 1
         previous, self.store.actor = self.store.actor, "controller"
         try:
-            result = self._reconcile(self.store, self.router, self.clock, ns, name, verifier=self.verifier)
+            result = self._reconcile(
+                self.store, self.router, self.clock, ns, name, verifier=self.verifier, metrics=self.router
+            )
         except NotFound:
             return True, None  # the ModelServing is gone
         except ClusterError as exc:
@@ -201,6 +203,10 @@ class Runner:
             self.store.actor = previous
         for action in result.actions:
             self.trace.action(now, action.to_trace())
+        for window in result.analysis:
+            self.trace.window(now, window)
+        for entry in result.audit:
+            self.trace.audited(now, entry)
         view = result.view
         if view and self.scenario.traffic is not None:
             # The pass asks the router only about draining pods (that is all it needs), so its view
@@ -316,7 +322,18 @@ class Runner:
                     },
                 },
             }
-            store.patch_modelserving(ns, name, patch)
+            before = (ms.get("status") or {}).get("updateRevision")
+            new = store.patch_modelserving(ns, name, patch)
+            self.trace.audited(
+                self.loop.now(),
+                {
+                    "action": e.do,
+                    "source": "scenario",
+                    "reason": e.reason or "",
+                    "fromRevision": before,
+                    "toRevision": _selected_revision(new, store.list_revisions(ns, name)),
+                },
+            )
             return None
         if e.do == "deletePods":
             victims = [p for p in store.list_pods(ns, name) if _matches(p, e.args)]
@@ -371,6 +388,16 @@ class Runner:
         return self.trace.document(
             converged=self.converged, converged_at=self.converged_at, end_time=end, requests=self.router.summary()
         )
+
+
+def _selected_revision(ms: Obj, revisions: list[Obj]) -> str:
+    """The revision hash the spec selects now (what the controller will roll out)."""
+    from controller.core.revisions import History, record_update_revision
+
+    status = ms.get("status") or {}
+    history = History.from_objects(revisions)
+    spec = ms.get("spec") or {}
+    return record_update_revision(ms["metadata"]["name"], spec, history, int(status.get("collisionCount") or 0)).hash
 
 
 def _matches(pod: Obj, args: dict[str, Any]) -> bool:

@@ -193,17 +193,21 @@ def parse_images(raw: Any) -> dict[str, ImageBehaviour]:
         if not isinstance(image, str) or not image:
             raise ScenarioError(path, "image names must be non-empty strings")
         spec = _mapping(spec if spec is not None else {}, path)
-        _no_unknown(spec, {"crash", "load", "errorRate", "latencyMs"}, path)
+        _no_unknown(spec, {"crash", "load", "errorRate", "timeoutRate", "latencyMs"}, path)
         crash = spec.get("crash", False)
         if not isinstance(crash, bool):
             raise ScenarioError(f"{path}.crash", f"expected true or false, got {_show(crash)}")
         rate = _number(spec.get("errorRate", 0), f"{path}.errorRate")
         if rate > 1:
             raise ScenarioError(f"{path}.errorRate", f"must be between 0 and 1, got {rate:g}")
+        timeouts = _number(spec.get("timeoutRate", 0), f"{path}.timeoutRate")
+        if timeouts > 1:
+            raise ScenarioError(f"{path}.timeoutRate", f"must be between 0 and 1, got {timeouts:g}")
         out[image] = ImageBehaviour(
             crash=crash,
             load=parse_span(spec["load"], f"{path}.load") if "load" in spec else None,
             error_rate=rate,
+            timeout_rate=timeouts,
             latency_ms=parse_span(spec["latencyMs"], f"{path}.latencyMs") if "latencyMs" in spec else None,
         )
     return out
@@ -315,6 +319,8 @@ def _dry_run(s: Scenario) -> None:
     for e in s.events:
         if e.do not in MANIFEST_EVENTS:
             continue
+        if e.do == "promote" and ((ms.get("spec") or {}).get("rolloutStrategy") or {}).get("canary"):
+            continue  # with canary steps, what promote does depends on the running canary (status)
         path = f"events[{e.index}]"
         try:
             patch = control_patch(ms, e)

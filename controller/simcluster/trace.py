@@ -21,7 +21,7 @@ def _t(t: float) -> float:
 
 
 def frame_from_view(t: float, view: dict[str, Any], blocked: list[dict]) -> dict[str, Any]:
-    return {
+    frame = {
         "t": _t(t),
         "spec": view.get("spec"),
         "currentRevision": view.get("currentRevision"),
@@ -36,6 +36,10 @@ def frame_from_view(t: float, view: dict[str, Any], blocked: list[dict]) -> dict
         ],
         "blocked": list(blocked or []),
     }
+    canary = view.get("canary")
+    if canary:
+        frame["canary"] = {"stepIndex": canary["stepIndex"], "phase": canary["phase"]}
+    return frame
 
 
 _VIEW_ONLY_INSTANCE_KEYS = frozenset({"gateTimes", "gateWaiting"})
@@ -80,6 +84,7 @@ def _change_key(frame: dict[str, Any], revisions: list) -> tuple:
         _freeze(frame["conditions"]),
         instances,
         _freeze(frame["blocked"]),
+        _freeze(frame.get("canary")),
         _freeze(revisions),
     )
 
@@ -92,6 +97,8 @@ class TraceWriter:
         self.actions: list[dict[str, Any]] = []
         self.events: list[dict[str, Any]] = []
         self.errors: list[dict[str, Any]] = []
+        self.analysis: list[dict[str, Any]] = []  # every judged canary analysis window
+        self.audit: list[dict[str, Any]] = []  # every audited action (scenario controls, the analysis)
         self.revisions: dict[str, dict[str, Any]] = {}  # hash -> {number, hash, name}
         self._last_key: tuple | None = None
 
@@ -125,6 +132,13 @@ class TraceWriter:
             entry["error"] = error
         self.events.append(entry)
 
+    def window(self, t: float, window: dict[str, Any]) -> None:
+        self.analysis.append({"t": _t(t), **window})
+
+    def audited(self, t: float, entry: dict[str, Any]) -> None:
+        keys = ("action", "source", "reason", "fromRevision", "toRevision")
+        self.audit.append({"t": _t(t), **{k: entry.get(k) for k in keys}})
+
     def error(self, t: float, message: str) -> None:
         self.errors.append({"t": _t(t), "message": message})
 
@@ -143,6 +157,8 @@ class TraceWriter:
             "actions": self.actions,
             "requests": requests,
             "events": self.events,
+            "analysis": self.analysis,
+            "audit": self.audit,
         }
         if self.errors:
             doc["controllerErrors"] = self.errors

@@ -216,7 +216,13 @@ def _control(
             cause = f"{username(user)} via {source}: {action}: {reason}"
             patch = {
                 **patch,
-                "metadata": {**(patch.get("metadata") or {}), "annotations": {naming.ANNOTATION_CHANGE_CAUSE: cause}},
+                "metadata": {
+                    **(patch.get("metadata") or {}),
+                    "annotations": {
+                        **((patch.get("metadata") or {}).get("annotations") or {}),
+                        naming.ANNOTATION_CHANGE_CAUSE: cause,
+                    },
+                },
             }
             rv = (ms.get("metadata") or {}).get("resourceVersion")
             try:

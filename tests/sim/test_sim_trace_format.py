@@ -50,6 +50,8 @@ def check_format(trace):
         "frames",
         "actions",
         "requests",
+        "analysis",
+        "audit",
     ):
         assert key in trace, key
     assert trace["format"] == 1
@@ -57,7 +59,15 @@ def check_format(trace):
     times = [f["t"] for f in trace["frames"]]
     assert times == sorted(times) and len(set(times)) == len(times)
     for f in trace["frames"]:
-        assert set(f) == {"t", "spec", "currentRevision", "updateRevision", "conditions", "instances", "blocked"}
+        assert set(f) - {"canary"} == {
+            "t",
+            "spec",
+            "currentRevision",
+            "updateRevision",
+            "conditions",
+            "instances",
+            "blocked",
+        }
         keys = [(i["group"], i["role"], i["ordinal"]) for i in f["instances"]]
         assert keys == sorted(keys), f"t={f['t']}: instances out of (group, role, ordinal) order"
         for inst in f["instances"]:

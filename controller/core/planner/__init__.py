@@ -26,7 +26,8 @@ from ..spec import GROUP_ROLLING, IN_PLACE, ModelServing
 from ..strategy import ClusterSettings
 from . import inplace
 from .builder import PlanBuilder
-from .context import PassContext, build_context
+from .canary import run_canary
+from .context import PassContext, as_paused, build_context, with_partition
 from .drain import undrain_cancelled
 from .group_rolling import roll_groups
 from .role_rolling import roll_roles
@@ -44,10 +45,21 @@ def plan(
     *,
     status: dict[str, Any] | None = None,
     settings: ClusterSettings | None = None,
+    analysis_figures: dict[tuple[float, float], dict[str, Any]] | None = None,
 ) -> Plan:
-    """Plan one reconcile pass. ``status`` is the ModelServing's status as last written."""
+    """Plan one reconcile pass. ``status`` is the ModelServing's status as last written;
+    ``analysis_figures`` the metrics of the canary analysis windows due (``canary.windows_to_fetch``):
+    ``{(start, end): {"stable": figures, "canary": figures}}``."""
     ctx = build_context(ms, history, observed, now, status or {}, settings)
+    canary = run_canary(ctx, analysis_figures or {})
+    if canary.partition is not None:
+        ctx = with_partition(ctx, canary.partition, "canary")
+    if canary.spec_patch is not None:
+        ctx = as_paused(ctx)  # the analysis stops the rollout in this very pass
     out = PlanBuilder(ctx)
+    out.canary = canary
+    if canary.wake_in is not None:
+        out.requeue(canary.wake_in)
     report_unreadable_references(out)
     if ms.strategy.type == GROUP_ROLLING:
         roll_groups(out)
@@ -70,6 +82,9 @@ def plan(
         out.requeue_after,
         ctx.update_hash,
         new_status["currentRevision"],
+        spec_patch=canary.spec_patch,
+        audit=canary.audit,
+        analysis=canary.windows,
     )
 
 

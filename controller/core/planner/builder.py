@@ -9,9 +9,13 @@ whose replacement started on the update revision.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..plan import KIND_REVISION, Action, Blocked
 from .context import InstanceKey, PassContext
+
+if TYPE_CHECKING:
+    from .canary import CanaryRun
 
 # A requeue is never sooner than this: a zero or negative wait would spin.
 MIN_REQUEUE_SECONDS = 0.05
@@ -34,6 +38,7 @@ class PlanBuilder:
         self.group_removals: dict[int, Removal] = {}
         self.instance_removals: dict[InstanceKey, Removal] = {}
         self.unreadable_reported: set[tuple[str, int | None]] = set()  # (revision, group)
+        self.canary: CanaryRun | None = None  # the canary steps' and analysis' decisions
 
     def act(self, action: Action) -> None:
         self.actions.append(action)

@@ -8,14 +8,16 @@ The decision modules read it and never change it; what they decide goes to the `
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..gates import verification_passed
+from ..intorpercent import IntOrPercent
 from ..observe import GroupObs, InstanceObs, Observed
 from ..revisions import History, UpdateRevision, canonicalize_data, record_update_revision, role_data, role_hash
 from ..spec import GROUP_ROLLING, ModelServing
-from ..strategy import ClusterSettings, EffectiveStrategy, resolve
+from ..strategy import ClusterSettings, EffectiveStrategy, EffectiveValue, resolve
 
 InstanceKey = tuple[int, str, int]  # (group, role, ordinal)
 
@@ -190,6 +192,22 @@ def build_context(
             ctx.instance_available[(inst.group, inst.role, inst.ordinal)] = ready and verified_enough(ctx, inst)
         ctx.group_available[group.ordinal] = bool(group.instances) and _every_instance_ready(ctx, group)
     return ctx
+
+
+def with_partition(ctx: PassContext, partition: IntOrPercent, source: str) -> PassContext:
+    """The same pass with the group partition set by ``source`` (the canary steps) instead of the
+    spec: the strategy says so, and the groups below it are protected like any partition."""
+    count = min(partition.resolve(ctx.ms.replicas, round_up=True), ctx.ms.replicas)
+    group = dataclasses.replace(ctx.strategy.group, partition=EffectiveValue(partition.to_json(), count, source))
+    ctx = dataclasses.replace(ctx, strategy=dataclasses.replace(ctx.strategy, group=group), group_revisions={})
+    for o in set(ctx.observed.groups) | set(range(ctx.ms.replicas)):
+        ctx.group_revisions[o] = group_revision(ctx, o, ctx.observed.groups.get(o), count)
+    return ctx
+
+
+def as_paused(ctx: PassContext) -> PassContext:
+    """The same pass for a ModelServing that is being paused in this very pass."""
+    return dataclasses.replace(ctx, ms=dataclasses.replace(ctx.ms, paused=True))
 
 
 def group_revision(ctx: PassContext, ordinal: int, group: GroupObs | None, partition: int) -> str:

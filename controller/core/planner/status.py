@@ -59,7 +59,7 @@ def build_status(ctx: PassContext, out: PlanBuilder) -> dict[str, Any]:
     totals.referenced.add(current)
     progress = _progress(ctx, totals)
     first_role = ms.roles[0].name if ms.roles else ""
-    return {
+    status = {
         "observedGeneration": ms.generation,
         "replicas": sum(1 for g in ctx.observed.groups.values() if g.instances),
         "currentReplicas": replicas - totals.updated_groups,
@@ -85,6 +85,9 @@ def build_status(ctx: PassContext, out: PlanBuilder) -> dict[str, Any]:
         "progress": progress.to_json(),
         "referencedRevisions": sorted(r for r in totals.referenced if r),
     }
+    if out.canary is not None and out.canary.status is not None:
+        status["canary"] = out.canary.status
+    return status
 
 
 def recorded_group_revision(ctx: PassContext, out: PlanBuilder, ordinal: int) -> str:
@@ -360,6 +363,8 @@ def _conditions(
             now,
         )
     )
+    if out.canary is not None and out.canary.failure:
+        conditions.append(_condition(prev, "AnalysisFailed", True, "AnalysisFailed", out.canary.failure, now))
     unreadable = [b for b in out.blocked if b.kind == KIND_REVISION]
     if unreadable:
         conditions.append(_condition(prev, "RevisionUnreadable", True, "RevisionUnreadable", unreadable[0].reason, now))

@@ -64,6 +64,13 @@ class SimRouter:
             if self._in_flight.get(uid)
         }
 
+    # -- MetricsPort --------------------------------------------------------------------------------
+
+    def window(self, namespace: str, name: str, revision: str, start: float, end: float) -> dict:
+        if namespace != self.namespace or name != self.ms_name:
+            return routing.window_figures([], revision, start, end)
+        return routing.window_figures(self.requests, revision, start, end)
+
     # -- traffic ----------------------------------------------------------------------------------
 
     def start(self) -> None:

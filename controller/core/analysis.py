@@ -1,0 +1,148 @@
+"""Canary analysis: one window's figures for the stable and the canary revision, judged by the checks.
+
+Both revisions are measured over the same window (the same traffic conditions). A window is:
+
+- **Inconclusive** when the canary answered fewer than ``minRequests`` requests (too little evidence:
+  neither pass nor fail, the failure count is unchanged);
+- **Fail** when any check fails: ``max`` / ``min`` on the canary's own value, ``maxRatioToStable``
+  (canary / stable), ``maxDeltaToStable`` (canary - stable);
+- **Pass** otherwise.
+
+Worked example: stable p99 960 ms, canary p99 1,840 ms, check ``latencyP99Ms maxRatioToStable 1.3``:
+1,840 / 960 = 1.92 > 1.3 -> Fail, "canary p99 1,840 ms is 1.9x stable 960 ms, limit 1.3x".
+
+Windows start when the canary starts and follow each other every ``intervalSeconds``; a window is
+judged once it has ended (``due_windows``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .canary import Analysis, Check
+
+PASS, FAIL, INCONCLUSIVE = "Pass", "Fail", "Inconclusive"
+
+FIGURE_KEYS = ("requests", "errorRate", "timeoutRate", "latencyP50Ms", "latencyP95Ms", "latencyP99Ms", "feedbackMean")
+
+_WORDS = {
+    "errorRate": ("error rate", "%"),
+    "timeoutRate": ("timeout rate", "%"),
+    "latencyP50Ms": ("p50", " ms"),
+    "latencyP95Ms": ("p95", " ms"),
+    "latencyP99Ms": ("p99", " ms"),
+    "feedbackMean": ("mean feedback", ""),
+}
+
+
+def empty_figures() -> dict[str, Any]:
+    return {"requests": 0, **{k: None for k in FIGURE_KEYS[1:]}}
+
+
+def due_windows(started_at: float, last_end: float | None, interval: float, now: float) -> list[tuple[float, float]]:
+    """Windows [start, end) that have ended by ``now`` and were not judged yet.
+
+    Example: started 100, interval 60, last judged window ended at 160, now 290 -> [(160, 220),
+    (220, 280)]."""
+    start = started_at if last_end is None else last_end
+    out = []
+    while start + interval <= now + 1e-9:
+        out.append((start, start + interval))
+        start += interval
+    return out
+
+
+def _show(metric: str, value: float) -> str:
+    name, unit = _WORDS[metric]
+    if unit == "%":
+        return f"{value * 100:.1f}%"
+    if unit == " ms":
+        return f"{value:,.0f} ms"
+    return f"{value:.2f}"
+
+
+def _judge(check: Check, canary: dict[str, Any], stable: dict[str, Any]) -> str | None:
+    """None when the check holds (or cannot be computed), else why it failed, in words."""
+    mine = canary.get(check.metric)
+    if mine is None:
+        return None
+    name = _WORDS[check.metric][0]
+    if check.kind == "max":
+        if mine > check.limit:
+            return f"canary {name} {_show(check.metric, mine)} is above the limit {_show(check.metric, check.limit)}"
+        return None
+    if check.kind == "min":
+        if mine < check.limit:
+            return f"canary {name} {_show(check.metric, mine)} is below the limit {_show(check.metric, check.limit)}"
+        return None
+    theirs = stable.get(check.metric)
+    if theirs is None:
+        return None  # nothing to compare with in this window
+    if check.kind == "maxRatioToStable":
+        if theirs == 0:
+            failed = mine > 0
+            ratio_text = "above stable's 0"
+        else:
+            ratio = mine / theirs
+            failed = ratio > check.limit
+            ratio_text = f"{ratio:.1f}x stable {_show(check.metric, theirs)}"
+        if failed:
+            return f"canary {name} {_show(check.metric, mine)} is {ratio_text}, limit {check.limit:g}x"
+        return None
+    delta = mine - theirs
+    if delta > check.limit:
+        return (
+            f"canary {name} {_show(check.metric, mine)} is {_show(check.metric, delta)} above stable "
+            f"{_show(check.metric, theirs)}, limit {_show(check.metric, check.limit)}"
+        )
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class WindowResult:
+    start: float
+    end: float
+    stable_revision: str
+    canary_revision: str
+    stable: dict[str, Any]
+    canary: dict[str, Any]
+    verdict: str
+    failed: tuple[str, ...]  # the metrics that failed
+    reasons: tuple[str, ...]  # in words, one per failed check
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "start": self.start,
+            "end": self.end,
+            "stable": self.stable_revision,
+            "canary": self.canary_revision,
+            "figures": {"stable": self.stable, "canary": self.canary},
+            "verdict": self.verdict,
+            "failed": list(self.failed),
+            "reasons": list(self.reasons),
+        }
+
+
+def judge_window(
+    analysis: Analysis,
+    start: float,
+    end: float,
+    stable_revision: str,
+    canary_revision: str,
+    stable: dict[str, Any],
+    canary: dict[str, Any],
+) -> WindowResult:
+    if (canary.get("requests") or 0) < analysis.min_requests:
+        reason = f"{canary.get('requests') or 0} canary requests, fewer than minRequests {analysis.min_requests}"
+        return WindowResult(start, end, stable_revision, canary_revision, stable, canary, INCONCLUSIVE, (), (reason,))
+    failed, reasons = [], []
+    for check in analysis.checks:
+        why = _judge(check, canary, stable)
+        if why is not None:
+            failed.append(check.metric)
+            reasons.append(why)
+    verdict = FAIL if failed else PASS
+    return WindowResult(
+        start, end, stable_revision, canary_revision, stable, canary, verdict, tuple(failed), tuple(reasons)
+    )

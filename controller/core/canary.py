@@ -1,0 +1,197 @@
+"""Canary steps and their automatic analysis: ``spec.rolloutStrategy.canary`` (our extension).
+
+    canary:
+      steps:                           # run in order whenever a new update revision appears
+        - setPartition: 75%            # ordinals >= partition get the new revision
+        - pause: {durationSeconds: 300} # without durationSeconds: wait for promote
+        - setPartition: 0
+      analysis:                        # windows from the first step until the rollout completes
+        intervalSeconds: 60
+        minRequests: 50                # fewer canary requests in a window: Inconclusive, not Fail
+        failureLimit: 1                # consecutive failed windows before acting
+        onFailure: Pause               # or Rollback (to the stable revision)
+        metrics:
+          - {metric: errorRate, max: 0.02}
+          - {metric: latencyP99Ms, maxRatioToStable: 1.3}
+
+Only for ServingGroupRollingUpdate (a step's partition counts ServingGroups), and without a partition
+in rollingUpdateConfiguration (the steps set it). This module parses and validates it; the planner
+runs the steps (``planner.canary``) and ``analysis`` judges the windows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .intorpercent import IntOrPercent, IntOrPercentError
+
+METRICS = ("errorRate", "timeoutRate", "latencyP50Ms", "latencyP95Ms", "latencyP99Ms", "feedbackMean")
+CHECK_KINDS = ("max", "min", "maxRatioToStable", "maxDeltaToStable")
+ON_FAILURE = ("Pause", "Rollback")
+PROVIDERS = ("simulated", "prometheus")
+PLACEHOLDERS = ("{{revision}}", "{{namespace}}", "{{name}}", "{{window}}")
+
+
+class CanaryError(ValueError):
+    def __init__(self, field: str, rule: str) -> None:
+        super().__init__(f"{field}: {rule}")
+        self.field = field
+        self.rule = rule
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    set_partition: IntOrPercent | None = None  # a setPartition step
+    pause: bool = False  # a pause step
+    pause_seconds: float | None = None  # None: wait for promote
+
+    def to_json(self) -> dict[str, Any]:
+        if self.set_partition is not None:
+            return {"setPartition": self.set_partition.to_json()}
+        return {"pause": {} if self.pause_seconds is None else {"durationSeconds": self.pause_seconds}}
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    metric: str
+    kind: str  # max | min | maxRatioToStable | maxDeltaToStable
+    limit: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"metric": self.metric, self.kind: self.limit}
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    interval_seconds: float
+    min_requests: int
+    failure_limit: int
+    on_failure: str
+    provider: str
+    checks: tuple[Check, ...]
+    queries: dict[str, str]  # prometheus: metric -> query template
+
+
+@dataclass(frozen=True, slots=True)
+class Canary:
+    steps: tuple[Step, ...]
+    analysis: Analysis | None
+
+
+def _number(raw: Any, path: str, *, minimum: float | None = None) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        raise CanaryError(path, f"must be a number, got {raw!r}")
+    if minimum is not None and raw < minimum:
+        raise CanaryError(path, f"must be at least {minimum:g}, got {raw!r}")
+    return float(raw)
+
+
+def _dict(raw: Any, path: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise CanaryError(path, f"must be an object, got {type(raw).__name__}")
+    return raw
+
+
+def _step(raw: Any, path: str) -> Step:
+    raw = _dict(raw, path)
+    keys = set(raw)
+    if keys == {"setPartition"}:
+        try:
+            return Step(set_partition=IntOrPercent.parse(raw["setPartition"], max_percent=100))
+        except IntOrPercentError as err:
+            raise CanaryError(f"{path}.setPartition", str(err)) from None
+    if keys == {"pause"}:
+        pause = raw["pause"] if raw["pause"] is not None else {}
+        pause = _dict(pause, f"{path}.pause")
+        unknown = set(pause) - {"durationSeconds"}
+        if unknown:
+            raise CanaryError(f"{path}.pause.{sorted(unknown)[0]}", "unknown field (allowed: durationSeconds)")
+        seconds = pause.get("durationSeconds")
+        if seconds is not None:
+            seconds = _number(seconds, f"{path}.pause.durationSeconds", minimum=0)
+        return Step(pause=True, pause_seconds=seconds)
+    raise CanaryError(path, "a step is exactly one of {setPartition: N} or {pause: {durationSeconds?}}")
+
+
+def _check(raw: Any, path: str) -> Check:
+    raw = _dict(raw, path)
+    metric = raw.get("metric")
+    if metric not in METRICS:
+        raise CanaryError(f"{path}.metric", f"must be one of {', '.join(METRICS)}, got {metric!r}")
+    kinds = [k for k in CHECK_KINDS if k in raw]
+    unknown = set(raw) - {"metric", *CHECK_KINDS}
+    if unknown:
+        raise CanaryError(f"{path}.{sorted(unknown)[0]}", f"unknown field (allowed: metric, {', '.join(CHECK_KINDS)})")
+    if len(kinds) != 1:
+        raise CanaryError(path, f"give exactly one of {', '.join(CHECK_KINDS)}")
+    kind = kinds[0]
+    if metric == "feedbackMean" and kind == "max":
+        raise CanaryError(f"{path}.max", "feedback is better when higher: use min")
+    if kind == "min" and metric != "feedbackMean":
+        raise CanaryError(
+            f"{path}.min", f"{metric} is better when lower: use max, maxRatioToStable or maxDeltaToStable"
+        )
+    limit = _number(raw[kind], f"{path}.{kind}", minimum=0)
+    if kind == "maxRatioToStable" and limit < 1:
+        raise CanaryError(
+            f"{path}.{kind}", f"a ratio limit below 1 would fail a canary as good as stable, got {limit:g}"
+        )
+    return Check(metric, kind, limit)
+
+
+def _analysis(raw: Any, path: str) -> Analysis:
+    raw = _dict(raw, path)
+    interval = _number(raw.get("intervalSeconds", 60), f"{path}.intervalSeconds", minimum=1)
+    min_requests = raw.get("minRequests", 50)
+    if isinstance(min_requests, bool) or not isinstance(min_requests, int) or min_requests < 0:
+        raise CanaryError(f"{path}.minRequests", f"must be a non-negative integer, got {min_requests!r}")
+    limit = raw.get("failureLimit", 1)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise CanaryError(f"{path}.failureLimit", f"must be an integer of at least 1, got {limit!r}")
+    on_failure = raw.get("onFailure", "Pause")
+    if on_failure not in ON_FAILURE:
+        raise CanaryError(f"{path}.onFailure", f"must be Pause or Rollback, got {on_failure!r}")
+    provider = raw.get("provider", "simulated")
+    if provider not in PROVIDERS:
+        raise CanaryError(f"{path}.provider", f"must be simulated or prometheus, got {provider!r}")
+    metrics = raw.get("metrics")
+    if not isinstance(metrics, list) or not metrics:
+        raise CanaryError(f"{path}.metrics", "must list at least one check")
+    checks = tuple(_check(m, f"{path}.metrics[{i}]") for i, m in enumerate(metrics))
+    queries_raw = raw.get("queries") or {}
+    queries_raw = _dict(queries_raw, f"{path}.queries")
+    queries: dict[str, str] = {}
+    for metric, template in queries_raw.items():
+        if metric not in METRICS and metric != "requests":
+            raise CanaryError(f"{path}.queries.{metric}", f"unknown metric (known: requests, {', '.join(METRICS)})")
+        if not isinstance(template, str) or "{{revision}}" not in template:
+            raise CanaryError(f"{path}.queries.{metric}", "must be a PromQL template using {{revision}}")
+        queries[metric] = template
+    if provider == "prometheus":
+        missing = [m for m in ("requests", *sorted({c.metric for c in checks})) if m not in queries]
+        if missing:
+            raise CanaryError(f"{path}.queries", f"the prometheus provider needs a query for {', '.join(missing)}")
+    return Analysis(interval, min_requests, limit, on_failure, provider, checks, queries)
+
+
+def parse_canary(raw: Any, path: str, *, strategy_type: str, group_partition_set: bool) -> Canary | None:
+    if raw is None:
+        return None
+    raw = _dict(raw, path)
+    if strategy_type != "ServingGroupRollingUpdate":
+        raise CanaryError(path, f"canary steps apply to ServingGroupRollingUpdate, not {strategy_type}")
+    if group_partition_set:
+        raise CanaryError(
+            "spec.rolloutStrategy.rollingUpdateConfiguration.partition",
+            "remove it: with canary steps the steps set the partition",
+        )
+    unknown = set(raw) - {"steps", "analysis"}
+    if unknown:
+        raise CanaryError(f"{path}.{sorted(unknown)[0]}", "unknown field (allowed: steps, analysis)")
+    steps_raw = raw.get("steps")
+    if not isinstance(steps_raw, list) or not steps_raw:
+        raise CanaryError(f"{path}.steps", "must list at least one step")
+    steps = tuple(_step(s, f"{path}.steps[{i}]") for i, s in enumerate(steps_raw))
+    analysis = _analysis(raw["analysis"], f"{path}.analysis") if raw.get("analysis") is not None else None
+    return Canary(steps, analysis)

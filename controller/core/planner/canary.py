@@ -1,0 +1,235 @@
+"""Canary steps and automatic analysis, run on every new update revision (``spec.rolloutStrategy.canary``).
+
+The steps set the partition the group rolling update works with: ``setPartition: 75%`` of 4 groups
+is 3, so group 3 gets the new revision; a ``pause`` waits its ``durationSeconds`` or for promote. A
+``setPartition`` step is done when every group at or above its partition runs the update revision
+and is available; then the next step starts. After the last step the partition is 0.
+
+Worked example, 4 groups, steps [setPartition 75%, pause 300 s, setPartition 0]: at t=100 the new
+revision appears -> partition 3; group 3 is replaced and Ready at t=160 -> the pause starts; at
+t=460 it ends -> partition 0, groups 2, 1, 0 follow within the budget.
+
+Promote (annotation ``serving.rolloutui.io/canary-promote``) skips the step it names, or every
+remaining step with ``full``. Analysis judges a window every ``intervalSeconds`` from the canary's
+start, comparing the canary revision with the stable one over the same window (the figures come
+from the metrics port, fetched by the reconcile pass: ``windows_to_fetch``); after ``failureLimit``
+consecutive failed windows it pauses the ModelServing or rolls it back to the stable revision, and
+records why. Everything it remembers is in ``status.canary``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..analysis import FAIL, PASS, due_windows, judge_window
+from ..canary import Canary
+from ..intorpercent import IntOrPercent
+from ..naming import ANNOTATION_CANARY_PROMOTE
+from ..revisions import apply_revision
+from .context import PassContext
+
+RUNNING, PAUSED, SUCCEEDED, FAILED = "Running", "Paused", "Succeeded", "Failed"
+KEEP_WINDOWS = 20  # windows kept in status (the trace and the metrics store keep all)
+
+
+@dataclass(slots=True)
+class CanaryRun:
+    """What this pass decided about the canary."""
+
+    status: dict[str, Any] | None
+    partition: IntOrPercent | None  # the partition the steps set now (None: no canary running)
+    windows: list[dict[str, Any]] = field(default_factory=list)  # judged in this pass
+    spec_patch: dict[str, Any] | None = None  # pause or rollback decided by the analysis
+    audit: list[dict[str, Any]] = field(default_factory=list)
+    failure: str | None = None  # the AnalysisFailed message, while the failure stands
+    wake_in: float | None = None  # a timed pause or the next window ends then
+
+
+def windows_to_fetch(ms_canary: Canary | None, status: dict[str, Any], now: float) -> list[tuple[float, float]]:
+    """The analysis windows whose figures the reconcile pass should fetch before planning."""
+    prev = status.get("canary") or {}
+    if ms_canary is None or ms_canary.analysis is None or prev.get("phase") not in (RUNNING, PAUSED):
+        return []
+    return due_windows(prev["startedAt"], prev.get("lastWindowEnd"), ms_canary.analysis.interval_seconds, now)
+
+
+def _promote_request(ctx: PassContext) -> dict[str, Any]:
+    raw = ((ctx.ms.manifest.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_CANARY_PROMOTE)
+    try:
+        value = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _partition_at(canary: Canary, index: int, replicas: int) -> IntOrPercent:
+    """The partition step ``index`` runs with: the last setPartition at or before it; before any,
+    all groups stay (partition = replicas); after the last step, 0."""
+    if index >= len(canary.steps):
+        return IntOrPercent(0, False)
+    for step in reversed(canary.steps[: index + 1]):
+        if step.set_partition is not None:
+            return step.set_partition
+    return IntOrPercent(replicas, False)
+
+
+def _groups_done(ctx: PassContext, partition: int) -> bool:
+    """Every group at or above ``partition`` runs the update revision and is available."""
+    groups = ctx.observed.groups
+    for o in range(partition, ctx.ms.replicas):
+        group = groups.get(o)
+        if group is None or group.being_removed or group.revision not in ctx.equivalent:
+            return False
+        if not ctx.group_is_available(group):
+            return False
+    return True
+
+
+def run_canary(ctx: PassContext, figures: dict[tuple[float, float], dict[str, Any]]) -> CanaryRun:
+    canary = ctx.ms.canary
+    prev = ctx.prev_status.get("canary")
+    if canary is None:
+        return CanaryRun(None, None)
+    rolling = ctx.update_hash != ctx.current_hash and ctx.current_hash not in ctx.equivalent
+    continuing = bool(prev) and prev.get("revision") == ctx.update_hash
+    if not continuing and not rolling:
+        return CanaryRun(prev, None)  # nothing to roll: the last canary's outcome stays on show
+    if not continuing and prev and ctx.update_hash == prev.get("stable"):
+        # Back to the revision the last canary was compared with (a rollback): it is known good,
+        # so it rolls out at once, without steps (Argo Rollouts' fast-track rollback).
+        return CanaryRun(prev, None)
+    if continuing and prev.get("phase") == SUCCEEDED:
+        return CanaryRun(prev, None)
+    now = ctx.now
+    if not continuing:
+        prev = {
+            "revision": ctx.update_hash,
+            "stable": ctx.current_hash,
+            "startedAt": now,
+            "stepIndex": 0,
+            "stepStartedAt": now,
+            "phase": RUNNING,
+            "failures": 0,
+            "windows": [],
+        }
+    state = dict(prev)
+    run = CanaryRun(state, None)
+    if state["phase"] == FAILED:
+        if state.get("onFailure") == "Pause" and not ctx.ms.paused:
+            state.update(phase=RUNNING, failures=0)  # an operator resumed: the canary goes on
+        else:
+            run.failure = state.get("message")
+            run.partition = _partition_at(canary, state["stepIndex"], ctx.ms.replicas)
+            return run
+    _apply_promote(ctx, canary, state)
+    _advance(ctx, canary, state, run)
+    if canary.analysis is not None and state["phase"] in (RUNNING, PAUSED):
+        _analyse(ctx, canary, state, figures, run)
+    run.partition = _partition_at(canary, state["stepIndex"], ctx.ms.replicas)
+    return run
+
+
+def _apply_promote(ctx: PassContext, canary: Canary, state: dict[str, Any]) -> None:
+    request = _promote_request(ctx)
+    if request.get("revision") != state["revision"]:
+        return
+    if request.get("full"):
+        if state["stepIndex"] < len(canary.steps):
+            state.update(stepIndex=len(canary.steps), stepStartedAt=ctx.now)
+    elif request.get("step") == state["stepIndex"] and state["stepIndex"] < len(canary.steps):
+        state.update(stepIndex=state["stepIndex"] + 1, stepStartedAt=ctx.now)
+
+
+def _advance(ctx: PassContext, canary: Canary, state: dict[str, Any], run: CanaryRun) -> None:
+    """Move through every step that is done now (a paused ModelServing moves through none)."""
+    steps = canary.steps
+    while state["stepIndex"] < len(steps) and not ctx.ms.paused:
+        step = steps[state["stepIndex"]]
+        if step.set_partition is not None:
+            if not _groups_done(ctx, step.set_partition.resolve(ctx.ms.replicas, round_up=True)):
+                state["phase"] = RUNNING
+                return
+        elif step.pause_seconds is None:
+            state["phase"] = PAUSED  # waits for promote
+            return
+        else:
+            left = state["stepStartedAt"] + step.pause_seconds - ctx.now
+            if left > 0:
+                state["phase"] = PAUSED
+                run.wake_in = left
+                return
+        state.update(stepIndex=state["stepIndex"] + 1, stepStartedAt=ctx.now)
+    if state["stepIndex"] >= len(steps):
+        state["phase"] = SUCCEEDED if _groups_done(ctx, 0) else RUNNING
+
+
+def _analyse(
+    ctx: PassContext,
+    canary: Canary,
+    state: dict[str, Any],
+    figures: dict[tuple[float, float], dict[str, Any]],
+    run: CanaryRun,
+) -> None:
+    analysis = canary.analysis
+    assert analysis is not None
+    windows = list(state.get("windows") or [])
+    for start, end in due_windows(state["startedAt"], state.get("lastWindowEnd"), analysis.interval_seconds, ctx.now):
+        got = figures.get((start, end))
+        if got is None:
+            break  # not fetched (no metrics source): judged in a later pass
+        result = judge_window(analysis, start, end, state["stable"], state["revision"], got["stable"], got["canary"])
+        record = result.to_json()
+        windows.append(record)
+        run.windows.append(record)
+        state["lastWindowEnd"] = end
+        if result.verdict == FAIL:
+            state["failures"] = int(state.get("failures") or 0) + 1
+        elif result.verdict == PASS:
+            state["failures"] = 0
+        if state["failures"] >= analysis.failure_limit:
+            _fail(ctx, canary, state, result.reasons, run)
+            break
+    state["windows"] = windows[-KEEP_WINDOWS:]
+    if state["phase"] in (RUNNING, PAUSED):
+        next_end = (state.get("lastWindowEnd") or state["startedAt"]) + analysis.interval_seconds
+        wait = next_end - ctx.now
+        run.wake_in = wait if run.wake_in is None else min(run.wake_in, wait)
+
+
+def _fail(ctx: PassContext, canary: Canary, state: dict[str, Any], reasons: tuple[str, ...], run: CanaryRun) -> None:
+    analysis = canary.analysis
+    assert analysis is not None
+    message = "; ".join(reasons) or "analysis failed"
+    count = analysis.failure_limit
+    message = f"{message} ({count} failed window{'s' if count > 1 else ''} in a row)"
+    state.update(phase=FAILED, message=message, onFailure=analysis.on_failure)
+    run.failure = message
+    audit = {
+        "source": "analysis",
+        "reason": message,
+        "fromRevision": state["revision"],
+        "details": {"window": state["windows"][-1] if state.get("windows") else None},
+    }
+    if analysis.on_failure == "Pause":
+        run.spec_patch = {"spec": {"paused": True}}
+        run.audit.append({**audit, "action": "pause", "toRevision": state["revision"]})
+        return
+    data = ctx.history.data_of(state["stable"])
+    if data is None:
+        # The stable revision cannot be read: pausing is the safe fallback, and it is said.
+        run.spec_patch = {"spec": {"paused": True}}
+        run.audit.append(
+            {**audit, "action": "pause", "toRevision": state["revision"], "reason": message + "; rollback impossible"}
+        )
+        return
+    spec = apply_revision(ctx.ms.manifest.get("spec") or {}, data)
+    run.spec_patch = {
+        "spec": {
+            "template": spec.get("template"),
+            "schedulerName": spec.get("schedulerName"),
+            "plugins": spec.get("plugins"),
+        }
+    }
+    run.audit.append({**audit, "action": "rollback", "toRevision": state["stable"]})

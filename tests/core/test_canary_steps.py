@@ -1,0 +1,267 @@
+"""Canary steps and automatic analysis, run by the real reconcile pass on the planner-test cluster
+(``harness.MiniCluster``: pods get Ready at once) with a metrics source the test controls."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.core import controls
+from controller.core.mergepatch import merge_patch
+from controller.core.reconcile import reconcile
+from controller.core.spec import ValidationError, parse_modelserving
+
+from .harness import CountingRouter, manifest, role
+from .support import NAME, NS, change_image, deploy, status
+
+STEPS = [
+    {"setPartition": "75%"},
+    {"pause": {"durationSeconds": 60}},
+    {"setPartition": 2},
+    {"pause": {}},
+    {"setPartition": 0},
+]
+
+
+class Metrics:
+    """Figures per revision: the canary revision (as the cluster's status names it) gets ``bad``
+    figures once told so."""
+
+    def __init__(self, cluster) -> None:
+        self.cluster = cluster
+        self.bad: dict | None = None
+        self.asked: list[tuple[str, float, float]] = []
+
+    def window(self, namespace, name, revision, start, end):
+        self.asked.append((revision, start, end))
+        good = {
+            "requests": 100,
+            "errorRate": 0.0,
+            "timeoutRate": 0.0,
+            "latencyP50Ms": 100.0,
+            "latencyP95Ms": 200.0,
+            "latencyP99Ms": 300.0,
+            "feedbackMean": None,
+        }
+        canary = (status(self.cluster).get("canary") or {}).get("revision")
+        return {**good, **(self.bad or {})} if revision == canary else good
+
+
+def canary_manifest(analysis: dict | None = None, steps=STEPS):
+    strategy = {
+        "type": "ServingGroupRollingUpdate",
+        "rollingUpdateConfiguration": {"maxUnavailable": 1},
+        "canary": {"steps": steps},
+    }
+    if analysis is not None:
+        strategy["canary"]["analysis"] = analysis
+    return manifest(replicas=4, roles=[role("serve")], strategy=strategy)
+
+
+def run(cluster, clock, metrics, seconds):
+    end = clock.t + seconds
+    while clock.t < end:
+        reconcile(cluster, CountingRouter(), clock, NS, NAME, metrics=metrics)
+        cluster.settle()
+        clock.t += 1
+
+
+def canary(cluster) -> dict:
+    return status(cluster).get("canary") or {}
+
+
+def updated_groups(cluster) -> set[int]:
+    update = status(cluster)["updateRevision"]
+    return {g["ordinal"] for g in status(cluster)["groups"] if g["revision"] == update}
+
+
+def promote(cluster, **kwargs):
+    ms = cluster.get_modelserving(NS, NAME)
+    cluster.patch_modelserving(NS, NAME, controls.promote(ms, **kwargs))
+
+
+@pytest.fixture
+def rollout():
+    cluster, clock = deploy(canary_manifest())
+    change_image(cluster, "engine:v2")
+    return cluster, clock, Metrics(cluster)
+
+
+def test_the_first_step_gives_the_new_revision_to_the_groups_above_its_partition(rollout):
+    cluster, clock, metrics = rollout
+    run(cluster, clock, metrics, 10)
+    assert updated_groups(cluster) == {3}  # 75% of 4 -> partition 3
+    assert (canary(cluster)["stepIndex"], canary(cluster)["phase"]) == (1, "Paused")
+
+
+def test_a_timed_pause_ends_by_itself_and_the_next_step_follows(rollout):
+    cluster, clock, metrics = rollout
+    run(cluster, clock, metrics, 10)
+    run(cluster, clock, metrics, 70)
+    assert updated_groups(cluster) == {2, 3}
+    assert (canary(cluster)["stepIndex"], canary(cluster)["phase"]) == (3, "Paused")  # waits for promote
+
+
+def test_a_pause_without_duration_waits_for_promote_and_promote_one_step_skips_it(rollout):
+    cluster, clock, metrics = rollout
+    run(cluster, clock, metrics, 100)
+    assert updated_groups(cluster) == {2, 3}
+    promote(cluster)
+    run(cluster, clock, metrics, 20)
+    assert updated_groups(cluster) == {0, 1, 2, 3}
+    assert canary(cluster)["phase"] == "Succeeded"
+
+
+def test_promote_one_step_during_a_timed_pause_skips_only_that_pause(rollout):
+    cluster, clock, metrics = rollout
+    run(cluster, clock, metrics, 10)
+    promote(cluster)
+    run(cluster, clock, metrics, 10)
+    assert updated_groups(cluster) == {2, 3}
+    assert canary(cluster)["stepIndex"] == 3
+
+
+def test_promote_full_skips_every_remaining_step(rollout):
+    cluster, clock, metrics = rollout
+    run(cluster, clock, metrics, 10)
+    promote(cluster, full=True)
+    run(cluster, clock, metrics, 20)
+    assert updated_groups(cluster) == {0, 1, 2, 3}
+    assert canary(cluster)["phase"] == "Succeeded"
+
+
+def test_promote_with_a_partition_is_refused_while_canary_steps_run(rollout):
+    cluster, clock, metrics = rollout
+    run(cluster, clock, metrics, 10)
+    with pytest.raises(controls.ControlError) as err:
+        controls.promote(cluster.get_modelserving(NS, NAME), partition=1)
+    assert err.value.field == "partition"
+
+
+ANALYSIS = {
+    "intervalSeconds": 10,
+    "minRequests": 50,
+    "failureLimit": 2,
+    "metrics": [{"metric": "errorRate", "max": 0.05}],
+}
+
+
+def analysed(on_failure: str):
+    cluster, clock = deploy(canary_manifest({**ANALYSIS, "onFailure": on_failure}))
+    change_image(cluster, "engine:v2")
+    return cluster, clock, Metrics(cluster)
+
+
+def test_one_failed_window_below_the_failure_limit_does_not_act():
+    cluster, clock, metrics = analysed("Pause")
+    run(cluster, clock, metrics, 12)
+    metrics.bad = {"errorRate": 0.3}
+    run(cluster, clock, metrics, 10)
+    assert canary(cluster)["failures"] == 1 and canary(cluster)["phase"] != "Failed"
+    assert not cluster.get_modelserving(NS, NAME)["spec"].get("paused")
+
+
+def test_failure_limit_failed_windows_pause_the_rollout_with_the_reason():
+    cluster, clock, metrics = analysed("Pause")
+    run(cluster, clock, metrics, 12)
+    metrics.bad = {"errorRate": 0.3}
+    run(cluster, clock, metrics, 25)
+    ms = cluster.get_modelserving(NS, NAME)
+    assert ms["spec"]["paused"] is True
+    assert canary(cluster)["phase"] == "Failed"
+    cond = next(c for c in status(cluster)["conditions"] if c["type"] == "AnalysisFailed")
+    assert "canary error rate 30.0% is above the limit 5.0%" in cond["message"]
+    assert updated_groups(cluster) == {3}  # nothing beyond the first step
+    assert "analysis: pause" in ms["metadata"]["annotations"]["serving.rolloutui.io/change-cause"]
+
+
+def test_failure_limit_failed_windows_roll_back_to_the_stable_revision():
+    cluster, clock, metrics = analysed("Rollback")
+    stable = status(cluster)["currentRevision"]
+    run(cluster, clock, metrics, 12)
+    metrics.bad = {"errorRate": 0.3}
+    run(cluster, clock, metrics, 40)
+    assert status(cluster)["updateRevision"] == stable
+    assert updated_groups(cluster) == {0, 1, 2, 3}  # every group back on the stable revision
+    assert canary(cluster)["phase"] == "Failed"  # the failed canary stays on show
+
+
+def test_a_window_passing_again_resets_the_count_of_failures():
+    cluster, clock, metrics = analysed("Pause")
+    run(cluster, clock, metrics, 12)
+    metrics.bad = {"errorRate": 0.3}
+    run(cluster, clock, metrics, 10)
+    metrics.bad = None
+    run(cluster, clock, metrics, 10)
+    assert canary(cluster)["failures"] == 0
+
+
+def test_inconclusive_windows_neither_fail_nor_pass():
+    cluster, clock, metrics = analysed("Pause")
+    run(cluster, clock, metrics, 12)
+    metrics.bad = {"requests": 10, "errorRate": 0.9}
+    run(cluster, clock, metrics, 40)
+    assert canary(cluster)["failures"] == 0
+    assert {w["verdict"] for w in canary(cluster)["windows"][-3:]} == {"Inconclusive"}
+
+
+BAD_SPECS = [
+    (
+        "canary steps with a role-level strategy are refused",
+        {"type": "RoleRollingUpdate", "canary": {"steps": [{"setPartition": 0}]}},
+        "spec.rolloutStrategy.canary",
+    ),
+    (
+        "a partition beside canary steps is refused",
+        {"rollingUpdateConfiguration": {"partition": 2}, "canary": {"steps": [{"setPartition": 0}]}},
+        "spec.rolloutStrategy.rollingUpdateConfiguration.partition",
+    ),
+    (
+        "a step that is neither setPartition nor pause is refused",
+        {"canary": {"steps": [{"wait": 3}]}},
+        "spec.rolloutStrategy.canary.steps[0]",
+    ),
+    (
+        "an unknown metric is refused",
+        {"canary": {"steps": [{"setPartition": 0}], "analysis": {"metrics": [{"metric": "p99", "max": 1}]}}},
+        "spec.rolloutStrategy.canary.analysis.metrics[0].metric",
+    ),
+    (
+        "a check with two limits is refused",
+        {
+            "canary": {
+                "steps": [{"setPartition": 0}],
+                "analysis": {"metrics": [{"metric": "errorRate", "max": 1, "maxDeltaToStable": 1}]},
+            }
+        },
+        "spec.rolloutStrategy.canary.analysis.metrics[0]",
+    ),
+    (
+        "an onFailure other than Pause or Rollback is refused",
+        {
+            "canary": {
+                "steps": [{"setPartition": 0}],
+                "analysis": {"onFailure": "Abort", "metrics": [{"metric": "errorRate", "max": 1}]},
+            }
+        },
+        "spec.rolloutStrategy.canary.analysis.onFailure",
+    ),
+    (
+        "the prometheus provider without a query per metric is refused",
+        {
+            "canary": {
+                "steps": [{"setPartition": 0}],
+                "analysis": {"provider": "prometheus", "metrics": [{"metric": "errorRate", "max": 1}]},
+            }
+        },
+        "spec.rolloutStrategy.canary.analysis.queries",
+    ),
+]
+
+
+@pytest.mark.parametrize("strategy,field", [c[1:] for c in BAD_SPECS], ids=[c[0] for c in BAD_SPECS])
+def test_invalid_canary_specs_are_refused_naming_the_field(strategy, field):
+    m = manifest(replicas=4, roles=[role("serve")])
+    m = merge_patch(m, {"spec": {"rolloutStrategy": strategy}})
+    with pytest.raises(ValidationError) as err:
+        parse_modelserving(m)
+    assert err.value.field == field
