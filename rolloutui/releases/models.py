@@ -244,6 +244,9 @@ class DeploymentRevision(models.Model):
     # about this release (see services.releases.status).
     generation = models.BigIntegerField(null=True, blank=True)
     events = models.JSONField(default=list, blank=True, help_text='[{"status", "at", "by", "reason"}], oldest first.')
+    # What the deploy left in the resources layer (replicas and container resources per role), so a
+    # rollback to this release restores them too (services.releases.templates.snapshot).
+    applied = models.JSONField(default=dict, blank=True)
 
     CONTENT = (
         "environment_id",

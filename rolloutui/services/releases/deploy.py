@@ -74,9 +74,7 @@ def _write_modelserving(dr: DeploymentRevision, cause: str) -> dict[str, Any]:
     """Write ``dr`` into its ModelServing. Returns {"before", "after", "generation", "patch"} (revisions
     as ``controls._revision_of`` gives them: number, hash, becomes)."""
     cluster = get_cluster()
-    content = templates.content_of(
-        dr.model_version.contract_values(), roles=list(dr.roles), config=dr.config, profile=dr.profile
-    )
+    content = release_content(dr)
     namespace, name = dr.target.namespace, dr.target.name
     for attempt in range(MAX_ATTEMPTS):
         try:
@@ -102,7 +100,19 @@ def _write_modelserving(dr: DeploymentRevision, cause: str) -> dict[str, Any]:
         "after": after,
         "generation": (new.get("metadata") or {}).get("generation"),
         "patch": patch,
+        "applied": templates.snapshot(new, roles=list(dr.roles), container=dr.container),
     }
+
+
+def release_content(dr: DeploymentRevision) -> templates.ReleaseContent:
+    """What ``dr`` writes: its version, profile and config; a rollback (``dr.restores``) also brings
+    back the replicas and resources the restored release had when it was deployed."""
+    content = templates.content_of(
+        dr.model_version.contract_values(), roles=list(dr.roles), config=dr.config, profile=dr.profile
+    )
+    if dr.restores_id and dr.restores.applied:
+        content = content.restoring(dr.restores.applied)
+    return content
 
 
 def _write_inferenceservice(dr: DeploymentRevision, cause: str) -> dict[str, Any]:
@@ -296,6 +306,7 @@ def _release_action(
             dr.controller_revision = after.get("hash") or ""
             dr.controller_revision_number = after.get("becomes") or after.get("number")
             dr.generation = written.get("generation")
+            dr.applied = written.get("applied") or {}
             dr.save()
         details.update(fromRevision=written["before"], toRevision=after, patch=written["patch"])
     except (ControlError, ControlDenied, NotFound, Conflict) as exc:
@@ -347,9 +358,9 @@ def release_change(namespace: str, name: str, number: int) -> dict[str, Any]:
         out["note"] = "InferenceService targets: the layered comparison arrives with KServe support"
         return out
     ms = get_cluster().get_modelserving(dr.target.namespace, dr.target.name)
-    content = templates.content_of(
-        dr.model_version.contract_values(), roles=list(dr.roles), config=dr.config, profile=dr.profile
-    )
+    content = release_content(dr)
+    if dr.status != DeploymentRevision.Status.PENDING and dr.applied:
+        content = content.restoring(dr.applied)  # restoring dr: it comes back as it was deployed
     diff = templates.change_of(ms, content, roles=list(dr.roles), container=dr.container)
     out["layers"] = [{"layer": layer, "changes": diff[layer]} for layer in templates.LAYERS]
     out["changed"] = [layer for layer in templates.LAYERS if diff[layer]]

@@ -72,6 +72,23 @@ class ReleaseContent:
     env: dict[str, str]  # the managed variables that have a value, in MANAGED_ENV order
     resources: dict[str, dict[str, Any]] = field(default_factory=dict)  # role -> {"cpu", "memory", "gpus"}
     replicas: dict[str, int] = field(default_factory=dict)  # role -> replicas (absent: keep)
+    # role -> the container's whole ``resources`` object, written as is (a restored release: see ``restoring``).
+    exact_resources: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def restoring(self, applied: dict[str, Any]) -> ReleaseContent:
+        """This content with the resources and replicas a release had when it was deployed
+        (``applied``, from ``snapshot``), so a rollback also restores what that release left as it
+        was: a release that set no replicas ran with the replicas of its day, and restoring it after
+        one that scaled a role to 2 brings back that count."""
+        roles = (applied or {}).get("roles") or {}
+        return ReleaseContent(
+            image=self.image,
+            label=self.label,
+            env=dict(self.env),
+            resources=dict(self.resources),
+            replicas={**self.replicas, **{r: v["replicas"] for r, v in roles.items() if v.get("replicas")}},
+            exact_resources={r: v.get("resources") or {} for r, v in roles.items()},
+        )
 
 
 def effective_config(version: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -153,6 +170,13 @@ def _write_container(c: dict[str, Any], content: ReleaseContent, role: str) -> N
     env = [e for e in c.get("env") or [] if e.get("name") not in MANAGED_ENV]
     env += [{"name": name, "value": value} for name, value in content.env.items()]
     c["env"] = env
+    if role in content.exact_resources:
+        exact = content.exact_resources[role]
+        if exact:
+            c["resources"] = copy.deepcopy(exact)
+        else:
+            c.pop("resources", None)
+        return
     wanted = content.resources.get(role) or {}
     if wanted:
         res = copy.deepcopy(c.get("resources") or {})
@@ -201,6 +225,23 @@ def patch_for(ms: Mapping[str, Any], content: ReleaseContent, *, roles: list[str
     except ValidationError as err:
         raise ControlError(f"the release would make the ModelServing invalid: {err}", field=err.field) from None
     return patch
+
+
+def snapshot(ms: Mapping[str, Any], *, roles: list[str], container: str = "") -> dict[str, Any]:
+    """What a deploy left in the resources layer, to restore it later (``ReleaseContent.restoring``):
+    ``{"roles": {role: {"replicas": n, "resources": <the entry container's resources>}}}``."""
+    out: dict[str, Any] = {}
+    by_name = {r.get("name"): r for r in _roles_of(ms)}
+    for role in roles:
+        spec_role = by_name.get(role)
+        if spec_role is None:
+            continue
+        try:
+            c = _container(spec_role.get("entryTemplate") or {}, container, role=role, where="entryTemplate") or {}
+        except ControlError:
+            c = {}
+        out[role] = {"replicas": spec_role.get("replicas", 1), "resources": copy.deepcopy(c.get("resources") or {})}
+    return {"roles": out}
 
 
 def _env(c: Mapping[str, Any]) -> dict[str, str]:
@@ -289,4 +330,5 @@ __all__ = [
     "patch_for",
     "read_layers",
     "role_resources",
+    "snapshot",
 ]
