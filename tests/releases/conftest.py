@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +23,7 @@ def digest(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 IMAGE_V1 = "registry.example/vllm-openai@" + digest("engine v1")
 IMAGE_V2 = "registry.example/vllm-openai@" + digest("engine v2")
 IMAGE_CRASH = "registry.example/vllm-openai@" + digest("engine crash")

@@ -127,7 +127,7 @@ def test_a_crashing_image_makes_the_release_failed_with_the_reason(world, operat
     deploy.deploy(operator, "default", "chat", dr.number, reason="try the broken build", source="api")
     dr = roll(world["sim"], dr)
     assert dr.status == "Failed"
-    assert "failed" in dr.status_reason and "group 1" in dr.status_reason, dr.status_reason
+    assert "failed at gate" in dr.status_reason and "group 1" in dr.status_reason, dr.status_reason
     # The rollout stopped on it: the other group still runs the old revision.
     view = state.get_state("default", "chat")
     assert any(i["revision"] != dr.controller_revision for i in view["instances"])
