@@ -225,7 +225,7 @@ def promote_release(
         env = records.get_environment(environment or "production")
         if env.pk == src.environment_id:
             raise ControlError(f"r{src.number} is in {env.name} already", field="environment")
-        dest = records._target_in(env, target)
+        dest = records.target_in(env, target)
         check_approval(env, src.model_version)
         profile = resource_profile or ""
         if not profile and src.resource_profile in (env.resource_profiles or {}):

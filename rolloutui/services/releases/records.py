@@ -24,7 +24,7 @@ from django.utils import timezone
 from controller.core.controls import ControlError
 from controller.core.ports import NotFound
 from rolloutui.releases import contract
-from rolloutui.releases.models import DeploymentRevision, Environment, ModelVersion, Target  # noqa: F401
+from rolloutui.releases.models import DeploymentRevision, Environment, ModelVersion, Target
 from rolloutui.releases.permissions import APPROVE_PERMISSION
 
 from .. import controls
@@ -394,7 +394,7 @@ def create_environment(user, values: Mapping[str, Any], *, reason: str = "", sou
     return env, record
 
 
-def _target_in(env: Environment, value: Any) -> Target:
+def target_in(env: Environment, value: Any) -> Target:
     targets = list(env.targets.all())
     if value in (None, ""):
         if len(targets) == 1:
@@ -506,7 +506,7 @@ def create_release(user, values: Mapping[str, Any], *, source: str):
             raise ControlError(f"{unknown[0]} is not a field of a release ({', '.join(allowed)})", field=unknown[0])
         why = check_reason(reason)
         env = get_environment(contract.text(values.get("environment"), "environment"))
-        target = _target_in(env, values.get("target"))
+        target = target_in(env, values.get("target"))
         where.update(namespace=target.namespace, name=target.name)
         model, version = parse_version_key(values.get("modelVersion"))
         try:
@@ -611,5 +611,6 @@ __all__ = [
     "release_summary",
     "releases",
     "releases_of_modelserving",
+    "target_in",
     "target_of",
 ]
