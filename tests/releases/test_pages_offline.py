@@ -122,6 +122,20 @@ def test_the_modelserving_page_shows_the_release_the_gate_funnel_and_ready_besid
     ready = sum(1 for i in current["instances"] if i["state"] == "Ready")
     serving = sum(1 for i in current["instances"] if i["gate"] == "Serving")
     expect(page.get_by_test_id("fact-serving")).to_have_text(f"{ready} / {serving} of {len(current['instances'])}")
+    # The topology's tooltip and the cell's pod panel show the instance's gate beside its state.
+    first = current["instances"][0]
+    box = page.get_by_test_id("topology").bounding_box()
+    layout = page.evaluate(
+        "() => { const L = window.__rollout.topo.layout; return { labelW: L.labelW, cell: L.cell, gap: L.gap }; }"
+    )
+    x = box["x"] + layout["labelW"] + layout["cell"] / 2
+    y = box["y"] + 14 + layout["cell"] / 2
+    page.mouse.move(x, y)
+    expect(page.locator("#tip")).to_contain_text(f"gate {first['gate']}")
+    page.mouse.click(x, y)
+    expect(page.get_by_test_id("cell-gate")).to_contain_text(first["gate"])
+    for gate in first["gateTimes"]:
+        expect(page.locator(f"[data-testid=cell-gates] [data-gate={gate}]")).to_contain_text(f"✓ {gate}")
     # The Revisions panel names the release beside the hash it produced.
     expect(page.get_by_test_id("rev-release")).to_have_text("r1 · v2")
     page.set_viewport_size({"width": 1440, "height": 1000})
