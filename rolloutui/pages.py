@@ -18,6 +18,7 @@ from django.urls import reverse
 from controller.core.phases import PENDING, PHASES
 from controller.core.ports import NotFound
 from rolloutui.services import actions, cluster, state
+from rolloutui.services.releases import records as release_records
 
 VIEW = "rolloutui.view_modelserving"
 OPERATE = "rolloutui.operate_modelserving"
@@ -74,7 +75,12 @@ def modelserving_detail(request, namespace, name):
                 "user": request.user.get_username(),
                 "api": api,
                 "ws": f"/ws/modelservings/{namespace}/{name}/",
+                "releasesApi": reverse("api-modelserving-releases", kwargs={"namespace": namespace, "name": name}),
+                "releasesPage": reverse("releases"),
             },
             "actions": actions.page_description(request.user, api_base=api),
+            # The release this ModelServing runs, its environment, and "r31 · v12" per controller
+            # revision hash (static/js/detail/panels/release.js re-reads it from the API).
+            "releases": release_records.releases_of_modelserving(namespace, name),
         },
     )

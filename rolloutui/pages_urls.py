@@ -1,8 +1,9 @@
 from django.urls import path
 
-from . import pages
+from . import pages, release_pages
 
 urlpatterns = [
     path("", pages.modelserving_list, name="home"),
     path("modelservings/<str:namespace>/<str:name>/", pages.modelserving_detail, name="modelserving-detail"),
+    path("releases/", release_pages.releases, name="releases"),
 ]

@@ -148,8 +148,10 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "django.contrib.admin",
     "controller",
     "rolloutui",
+    "rolloutui.releases",
 ]
 
 MIDDLEWARE = [
@@ -221,6 +223,10 @@ try:
     CHANNEL_LAYERS = runtime_config.channel_layers(REDIS_URL)
 except ValueError as exc:
     raise ImproperlyConfigured(str(exc)) from exc
+
+# Called by the controller's runtime after every reconcile pass with the state view
+# (controller/runtime/hooks.py): the release status machine (Deploying -> Serving | Failed).
+ROLLOUTUI_POST_RECONCILE_HOOKS = ["rolloutui.services.releases.status.after_reconcile"]
 
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_DEFAULT_QUEUE = "celery"

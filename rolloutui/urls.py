@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 
+from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
@@ -31,6 +32,8 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    # Staff only: the release records (rolloutui/releases/admin.py).
+    path("admin/", admin.site.urls),
 ]
 
 if _module_exists("rolloutui.api.urls"):

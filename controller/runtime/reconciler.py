@@ -11,7 +11,8 @@
    (``backend``); nothing is kept in memory: a worker killed mid-way loses nothing, the next pass
    starts from the cluster again;
 4. records Prometheus metrics, publishes the state to the ModelServing's Channels group
-   (``publish``), samples the progress history (``progress``), and schedules itself at
+   (``publish``), calls the post-reconcile hooks with it (``hooks``: the releases' status),
+   samples the progress history (``progress``), and schedules itself at
    ``requeue_after`` (a drain timeout); a pass that raised is retried with backoff.
 """
 
@@ -29,7 +30,7 @@ from django.conf import settings
 from controller.core import workqueue
 from controller.core.reconcile import reconcile
 
-from . import enqueue, redisconn
+from . import enqueue, hooks, redisconn
 from .backend import get_clock, get_cluster, get_router, get_verifier
 from .locks import ReconcileLock
 from .progress import sample_progress
@@ -140,6 +141,7 @@ def _one_pass(namespace: str, name: str, client: redis.Redis | None, *, holder: 
         metrics.set_rollout_progress(namespace, name, role.get("name", ""), float(role.get("progress") or 0.0))
     maybe_queue_depth(client)
     publish_state(namespace, name, result.view)
+    hooks.run_post_reconcile(namespace, name, result.view)
     sample_progress(namespace, name, result.status, clock.now(), client)
     if result.requeue_after is not None:
         _requeue(client, namespace, name, clock.to_wall_seconds(workqueue.requeue_seconds(result.requeue_after)))

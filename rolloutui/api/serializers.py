@@ -246,3 +246,13 @@ class StateSerializer(serializers.Serializer):
 class ActionResultSerializer(serializers.Serializer):
     audit = AuditRecordSerializer()
     state = StateSerializer(required=False)
+
+
+def action_result_serializer(target: actions.Target) -> type[serializers.Serializer] | serializers.Serializer:
+    """The answer to an action on ``target``: the audit record and the object after it, under the
+    target's ``answer`` key (``state`` for a ModelServing)."""
+    if target is actions.MODELSERVING:
+        return ActionResultSerializer
+    from .release_serializers import ANSWERS
+
+    return ANSWERS[target.kind]

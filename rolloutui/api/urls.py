@@ -1,6 +1,8 @@
 """/api/ routes. Routes under a ModelServing accept a trailing slash or not (`.../pause` and `.../pause/`).
 
-One control route per action of the registry (``rolloutui.services.actions``), named ``api-<action>``.
+One control route per action of the registry (``rolloutui.services.actions``), named ``api-<action>``,
+under its target's path (``modelservings/{ns}/{name}/pause``, ``model-versions/{model}/{version}/approve``,
+``deployment-revisions/{ns}/{name}/{number}/deploy``). The release records' routes are in ``releases.py``.
 """
 
 from django.core.exceptions import ImproperlyConfigured
@@ -8,9 +10,9 @@ from django.urls import path, re_path
 
 from rolloutui.services import actions
 
-from . import views
+from . import releases, views
 
-MS = r"^modelservings/(?P<namespace>[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)/(?P<name>[a-z0-9](?:[-.a-z0-9]*[a-z0-9])?)"
+MS = actions.MODELSERVING.route
 
 # Paths under a ModelServing that are not actions (an action of the same name would be hidden).
 RESOURCES = [
@@ -20,15 +22,19 @@ RESOURCES = [
     re_path(MS + r"/revisions/diff/?$", views.RevisionDiff.as_view(), name="api-revision-diff"),
     re_path(MS + r"/pods/?$", views.Pods.as_view(), name="api-pods"),
     re_path(MS + r"/preview/?$", views.SimPreview.as_view(), name="api-preview"),
+    re_path(MS + r"/releases/?$", releases.ModelServingReleases.as_view(), name="api-modelserving-releases"),
 ]
-TAKEN = {"history", "manifest", "revisions", "pods", "preview"}
 
 
 def _control_routes():
     for action in actions.all_actions():
-        if action.name in TAKEN:
+        if action.name in action.target.taken:
             raise ImproperlyConfigured(f"action {action.name!r} would share its path with .../{action.name}/")
-        yield re_path(MS + rf"/{action.name}/?$", views.Control.as_view(control=action), name=f"api-{action.name}")
+        yield re_path(
+            action.target.route + rf"/{action.name}/?$",
+            views.Control.as_view(control=action),
+            name=f"api-{action.name}",
+        )
 
 
 urlpatterns = [
@@ -36,6 +42,7 @@ urlpatterns = [
     re_path(MS + r"/$", views.ModelServingDetail.as_view(), name="api-modelserving"),
     *_control_routes(),
     *RESOURCES,
+    *releases.urlpatterns,
     path("audit/", views.AuditList.as_view(), name="api-audit"),
     path("auth/token/", views.TokenView.as_view(), name="api-token"),
     path("sim/nodes/", views.SimNodes.as_view(), name="api-sim-nodes"),

@@ -79,13 +79,13 @@ class ControlSchema(AutoSchema):
 
     def get_response_serializers(self):
         return {
-            200: s.ActionResultSerializer,
+            200: s.action_result_serializer(self.view.control.target),
             400: OpenApiResponse(
                 OpenApiTypes.OBJECT, description='Bad input, naming the field: {"toRevision": ["..."]}'
             ),
             401: OpenApiResponse(description="Not signed in (send a session cookie or Authorization: Token ...)."),
             403: OpenApiResponse(description=f"Signed in without the {self.view.control.permission} permission."),
-            404: OpenApiResponse(description="No such ModelServing."),
+            404: OpenApiResponse(description=f"No such {self.view.control.target.label}."),
         }
 
     def get_summary(self):
@@ -94,10 +94,15 @@ class ControlSchema(AutoSchema):
     def get_description(self):
         return self.view.control.help
 
+    def get_tags(self):
+        return ["releases"] if self.view.control.target is not actions.MODELSERVING else super().get_tags()
+
 
 class Control(ServiceView):
-    """``POST .../<action>``: one view for every action of the registry (``services.actions``),
-    routed once per action by ``urls.py`` with ``as_view(control=action)``."""
+    """``POST <target path>/<action>``: one view for every action of the registry (``services.actions``),
+    routed once per action by ``urls.py`` with ``as_view(control=action)``. The answer is the audit
+    record and the object after the action, under the target's ``answer`` key (``state`` for a
+    ModelServing, ``modelVersion``, ``deploymentRevision``)."""
 
     control: actions.Action | None = None
     schema = ControlSchema()
@@ -105,12 +110,14 @@ class Control(ServiceView):
     def get_permissions(self):
         return [CanRun()]
 
-    def post(self, request, namespace, name):
+    def post(self, request, **path):
+        target = self.control.target
+        keys = target.convert(path)
         data = self.validated(s.request_serializer(self.control), request.data)
-        record = actions.perform(self.control, request.user, namespace, name, data, source=SOURCE)
+        record = actions.perform(self.control, request.user, *keys.values(), data, source=SOURCE)
         body = {"audit": s.AuditRecordSerializer(record).data}
         try:
-            body["state"] = state.get_state(namespace, name)
+            body[target.answer] = target.read(*keys.values())
         except NotFound:  # deleted meanwhile: the audit record still says what was done
             pass
         return Response(body, status=status.HTTP_200_OK)

@@ -19,6 +19,14 @@ declared action is reachable from all three entry points and audits under its de
 
 Adding a control is one ``register(Action(...))`` below (after its service function exists): the route,
 the subcommand, the schema and the page description follow.
+
+Targets: an action acts on one kind of object, its ``target`` (``Target``): a ModelServing (the
+default; service ``service(user, namespace, name, ...)``), a model version (``MODEL_VERSION``:
+``service(user, model, version, ...)``) or a release (``DEPLOYMENT_REVISION``: ``service(user,
+namespace, name, number, ...)``). The target says how the API routes the action
+(``/api/model-versions/{model}/{version}/approve``), how the CLI names the object
+(``manage.py rollout approve demo-llm:v2``), where the page shows the button (the ModelServing page
+shows ModelServing actions, the Releases page the others) and what the API answers with.
 """
 
 from __future__ import annotations
@@ -31,7 +39,9 @@ from typing import Any
 
 from controller.core.controls import ControlError
 
-from . import controls
+from . import controls, state
+from .releases import deploy as release_deploy
+from .releases import records as release_records
 
 INTEGER, BOOLEAN, STRING = "integer", "boolean", "string"
 _TYPES = {INTEGER: int, BOOLEAN: bool, STRING: str}
@@ -186,14 +196,120 @@ class Preset:
         object.__setattr__(self, "values", MappingProxyType(dict(self.values)))  # a declaration is read-only
 
 
+_DNS = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
+_OBJECT = r"[a-z0-9](?:[-.a-z0-9]*[a-z0-9])?"
+_VERSION = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
+
+
+@dataclass(frozen=True)
+class Target:
+    """The kind of object an action acts on, and how each entry point names one.
+
+    ``keys``: the service's positional arguments after the user, in order (also the API path's
+    parameters); ``route``: the API path regex (named groups = keys) the action's segment follows;
+    ``path``: the same path as a format string (``"/api/model-versions/{model}/{version}/"``);
+    ``cli``: the CLI's positional argument (``metavar``) and its regex (named groups = keys);
+    ``integers``: keys converted to ``int``; ``read``: the object after the action, for the API's
+    answer under ``answer``; ``where``: the audit record's (namespace, name) for these keys;
+    ``describe``: how messages name one (``default/demo``, ``demo-llm:v2``, ``default/demo r3``).
+    """
+
+    kind: str
+    label: str
+    keys: tuple[str, ...]
+    route: str
+    path: str
+    metavar: str
+    cli: str
+    read: Callable[..., Any]
+    answer: str
+    where: Callable[..., tuple[str, str]]
+    describe: Callable[..., str]
+    integers: tuple[str, ...] = ()
+    # Path segments under the object that are resources, not actions (an action of that name would hide them).
+    taken: frozenset[str] = frozenset()
+
+    def convert(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Path or CLI values -> the service's keys (numbers as ``int``)."""
+        return {k: int(values[k]) if k in self.integers else values[k] for k in self.keys}
+
+    def parse(self, text: str) -> dict[str, Any]:
+        """The CLI's positional argument -> keys; ``ControlError`` on field ``target`` otherwise."""
+        found = re.fullmatch(self.cli, text.strip()) if isinstance(text, str) else None
+        if not found:
+            raise ControlError(f"expected {self.metavar}, got {text!r}", field="target")
+        return self.convert(found.groupdict())
+
+    def url(self, **keys: Any) -> str:
+        return self.path.format(**keys)
+
+
+def _ms_where(namespace: str, name: str) -> tuple[str, str]:
+    return namespace, name
+
+
+def _mv_read(model: str, version: str) -> dict[str, Any]:
+    return release_records.model_version_json(release_records.get_model_version(model, version))
+
+
+def _dr_read(namespace: str, name: str, number: int) -> dict[str, Any]:
+    return release_records.release_json(release_records.get_release(namespace, name, number))
+
+
+MODELSERVING = Target(
+    kind="modelserving",
+    label="ModelServing",
+    keys=("namespace", "name"),
+    route=rf"^modelservings/(?P<namespace>{_DNS})/(?P<name>{_OBJECT})",
+    path="/api/modelservings/{namespace}/{name}/",
+    metavar="NAMESPACE/NAME",
+    cli=r"(?P<namespace>[^/\s]+)/(?P<name>[^/\s]+)",
+    read=state.get_state,
+    answer="state",
+    where=_ms_where,
+    describe=lambda namespace, name: f"{namespace}/{name}",
+    taken=frozenset({"history", "manifest", "revisions", "pods", "preview", "releases"}),
+)
+MODEL_VERSION = Target(
+    kind="modelversion",
+    label="Model version",
+    keys=("model", "version"),
+    route=rf"^model-versions/(?P<model>{_DNS})/(?P<version>{_VERSION})",
+    path="/api/model-versions/{model}/{version}/",
+    metavar="MODEL:VERSION",
+    cli=rf"(?P<model>{_DNS}):(?P<version>{_VERSION})",
+    read=_mv_read,
+    answer="modelVersion",
+    where=lambda model, version: ("", f"{model}:{version}"),
+    describe=lambda model, version: f"{model}:{version}",
+)
+DEPLOYMENT_REVISION = Target(
+    kind="deploymentrevision",
+    label="Release",
+    keys=("namespace", "name", "number"),
+    route=rf"^deployment-revisions/(?P<namespace>{_DNS})/(?P<name>{_OBJECT})/(?P<number>[0-9]{{1,9}})",
+    path="/api/deployment-revisions/{namespace}/{name}/{number}/",
+    metavar="NAMESPACE/NAME/rN",
+    cli=r"(?P<namespace>[^/\s]+)/(?P<name>[^/\s]+)/r?(?P<number>[0-9]{1,9})",
+    read=_dr_read,
+    answer="deploymentRevision",
+    where=lambda namespace, name, number: (namespace, name),
+    describe=lambda namespace, name, number: f"{namespace}/{name} r{number}",
+    integers=("number",),
+    taken=frozenset({"change"}),
+)
+TARGETS = (MODELSERVING, MODEL_VERSION, DEPLOYMENT_REVISION)
+
+
 @dataclass(frozen=True)
 class Action:
     """One operator control.
 
     ``name``: the API path segment and the CLI subcommand (``set-image``); ``audit``: the
-    ``AuditRecord.action`` the service writes (``set_image``); ``service``: the function in
-    ``rolloutui.services.controls`` called as ``service(user, namespace, name, *, <arg.param>=...,
-    reason=..., source=...)``; ``exclusive``: groups of arguments of which at most one may be
+    ``AuditRecord.action`` the service writes (``set_image``); ``service``: the service function,
+    called as ``service(user, *<target keys>, *, <arg.param>=..., reason=..., source=...)`` (for a
+    ModelServing: ``service(user, namespace, name, ...)``); ``target``: what it acts on
+    (``Target``, default ``MODELSERVING``); ``exclusive``: groups of arguments of which at most one may be
     given (the error names the first one given); ``tone``: how the page styles its button
     (``default``, ``primary`` or ``danger``).
     """
@@ -208,11 +324,14 @@ class Action:
     exclusive: tuple[tuple[str, ...], ...] = ()
     presets: tuple[Preset, ...] = ()
     tone: str = "default"
+    target: Target = MODELSERVING
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", self.name):
             raise ValueError(f"action {self.name!r}: the name is a URL segment and a subcommand: lower-case-words")
         names = [a.name for a in self.args]
+        if self.name in self.target.taken:
+            raise ValueError(f"action {self.name}: the path .../{self.name} is a resource of a {self.target.label}")
         if "reason" in names or len(set(names)) != len(names):
             raise ValueError(f"action {self.name}: argument names must be unique and not 'reason' (always present)")
         for group in self.exclusive:
@@ -248,14 +367,18 @@ class Action:
                 raise ControlError(f"give either {' or '.join(group)}, not both", field=given[0])
         return cleaned
 
-    def describe(self, *, allowed: bool, url: str) -> dict[str, Any]:
-        """This action as the page sees it (see ``page_description``)."""
+    def describe(self, *, allowed: bool, url: str | None) -> dict[str, Any]:
+        """This action as the page sees it (see ``page_description``). ``url`` is None on a page
+        listing many objects: it builds each from ``urlTemplate`` (``{key}`` placeholders)."""
         return {
             "name": self.name,
             "label": self.label,
             "help": self.help,
             "method": "POST",
             "url": url,
+            "urlTemplate": self.target.path + self.name,
+            "target": self.target.kind,
+            "targetKeys": list(self.target.keys),
             "permission": self.permission,
             "allowed": allowed,
             "audit": self.audit,
@@ -284,25 +407,32 @@ def get(name: str) -> Action:
         raise ControlError(f"no action {name!r} (actions: {', '.join(_REGISTRY)})", field="action") from None
 
 
-def all_actions() -> Iterator[Action]:
-    """Every action, in declaration order (the order of the page's buttons and the CLI's help)."""
-    return iter(tuple(_REGISTRY.values()))
+def all_actions(*, target: Target | None = None) -> Iterator[Action]:
+    """Every action (of ``target`` only, when given), in declaration order (the order of the page's
+    buttons and the CLI's help)."""
+    return iter(tuple(a for a in _REGISTRY.values() if target is None or a.target is target))
 
 
-def perform(action: Action, user, namespace: str, name: str, values: Mapping[str, Any], *, source: str):
-    """Run ``action`` on one ModelServing with ``values`` (field name -> value, the reason included).
+def perform(action: Action, user, *args: Any, source: str):
+    """Run ``action`` on one object of its target: ``perform(action, user, *<target keys>, values,
+    source=...)`` with ``values`` (field name -> value, the reason included); for a ModelServing
+    ``perform(action, user, namespace, name, values, source=...)``.
 
     The user must have the action's declared permission; then the values are checked against the
     declaration (``Action.clean``) and the service runs. Returns the ``AuditRecord``. Raises
     ``ControlDenied`` (audited under ``action.audit``), ``ControlError`` naming the field,
     ``NotFound`` or ``Conflict``, as the service does.
     """
+    *keys, values = args
+    if len(keys) != len(action.target.keys):
+        raise TypeError(f"{action.name} acts on a {action.target.label}: give {', '.join(action.target.keys)}")
     try:
         # The declared permission, checked first as the API does; a refusal is audited like the
-        # service's own (which checks the operate permission again for direct callers).
+        # service's own (which checks the permission again for direct callers).
         controls.check_permission(user, action.permission)
     except controls.ControlDenied as denied:
         given = {arg.name: values[arg.name] for arg in action.args if arg.name in values}
+        namespace, name = action.target.where(*keys)
         controls.audit(
             user,
             action=action.audit,
@@ -316,20 +446,27 @@ def perform(action: Action, user, namespace: str, name: str, values: Mapping[str
         raise
     cleaned = action.clean(values)
     kwargs = {arg.param: cleaned[arg.name] for arg in action.args}
-    return action.service(user, namespace, name, **kwargs, reason=cleaned[REASON.name], source=source)
+    return action.service(user, *keys, **kwargs, reason=cleaned[REASON.name], source=source)
 
 
-def page_description(user, *, api_base: str) -> dict[str, Any]:
-    """What the detail page needs to build its controls: every action with its label, fields, the
-    permission it needs and whether ``user`` has it. ``api_base`` is the ModelServing's API URL
-    (``/api/modelservings/{ns}/{name}/``); an action's URL is ``api_base + action.name``.
-    Rendered into the page with ``json_script`` (id ``rollout-actions``); the shape is in
-    docs/interfaces.md.
+def page_description(user, *, api_base: str | None = None, targets: tuple[Target, ...] = (MODELSERVING,)):
+    """What a page needs to build its controls: every action of ``targets`` with its label, fields,
+    the permission it needs and whether ``user`` has it.
+
+    The ModelServing page passes ``api_base``, the ModelServing's API URL
+    (``/api/modelservings/{ns}/{name}/``): an action's ``url`` is ``api_base + action.name``. A
+    page of many objects (the Releases page) passes no ``api_base`` and builds each URL from
+    ``urlTemplate``. Rendered into the page with ``json_script`` (id ``rollout-actions``); the
+    shape is in docs/interfaces.md.
     """
     return {
         "actions": [
-            action.describe(allowed=_has_permission(user, action.permission), url=api_base + action.name)
-            for action in all_actions()
+            action.describe(
+                allowed=_has_permission(user, action.permission),
+                url=api_base + action.name if api_base is not None else None,
+            )
+            for target in targets
+            for action in all_actions(target=target)
         ]
     }
 
@@ -454,7 +591,105 @@ ROLLBACK = register(
     )
 )
 
+# -- Release actions: a model version's approval, a release's deploy, rollback and promotion --------------
+
+APPROVE = register(
+    Action(
+        name="approve",
+        label="Approve",
+        help=(
+            "Approve a Registered model version for release (who, when and why are kept). Environments that "
+            "require approval, such as production, take only approved versions."
+        ),
+        service=release_records.approve,
+        audit="approve",
+        permission=release_records.APPROVE,
+        target=MODEL_VERSION,
+        tone="primary",
+    )
+)
+
+DEPRECATE = register(
+    Action(
+        name="deprecate",
+        label="Deprecate",
+        help="Mark a model version Deprecated: no new release may use it (a rollback to a release of it still may).",
+        service=release_records.deprecate,
+        audit="deprecate",
+        permission=release_records.APPROVE,
+        target=MODEL_VERSION,
+        tone="danger",
+    )
+)
+
+DEPLOY = register(
+    Action(
+        name="deploy",
+        label="Deploy",
+        help=(
+            "Write a Pending release into its target's templates: the version's image, artifact and checksum, "
+            "schema versions, config and resources, together. Refused for an unapproved version where the "
+            "environment requires approval."
+        ),
+        service=release_deploy.deploy,
+        audit="deploy",
+        target=DEPLOYMENT_REVISION,
+        tone="primary",
+    )
+)
+
+ROLLBACK_RELEASE = register(
+    Action(
+        name="rollback-release",
+        label="Roll back to this release",
+        help=(
+            "Restore this release's model, image, config, schema and resources together, as a new release; the "
+            "live release becomes RolledBack."
+        ),
+        service=release_deploy.rollback_release,
+        audit="rollback_release",
+        target=DEPLOYMENT_REVISION,
+        tone="danger",
+    )
+)
+
+PROMOTE_RELEASE = register(
+    Action(
+        name="promote-release",
+        label="Promote to production",
+        help=(
+            "Create and deploy the release of this Serving release's version in another environment "
+            "(production by default), with the same config."
+        ),
+        service=release_deploy.promote_release,
+        audit="promote_release",
+        target=DEPLOYMENT_REVISION,
+        args=(
+            Arg("environment", STRING, "The environment to promote to (default production).", max_length=63),
+            Arg(
+                "target",
+                STRING,
+                "The environment's ModelServing (namespace/name); optional when it has one.",
+                max_length=320,
+            ),
+            Arg(
+                "resourceProfile",
+                STRING,
+                "A resource profile of that environment; default the same name as this release's, if it has it.",
+                label="Resource profile",
+                max_length=63,
+            ),
+        ),
+        tone="primary",
+    )
+)
+
 __all__ = [
+    "DEPLOYMENT_REVISION",
+    "MODELSERVING",
+    "MODEL_VERSION",
+    "TARGETS",
+    "Target",
     "BOOLEAN",
     "INTEGER",
     "REASON",

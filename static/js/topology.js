@@ -285,11 +285,22 @@ export class Topology {
       const pods = [`pods ${i.readyPods}/${i.pods} ready`];
       if (i.inFlight) pods.push(`${i.inFlight} in flight`);
       if (i.draining) pods.push(`${i.draining} draining`);
+      // Serving gates (Ready is not Serving): the highest reached, a failed one, what it waits on.
+      const waiting = i.gateWaiting;
+      const gate = i.gate
+        ? [
+            h("br"),
+            `gate ${i.gate}`,
+            i.gateFailed ? h("b", { class: "tip-failed" }, ` · failed at ${i.gateFailed}`) : null,
+            waiting && !i.gateFailed ? ` · waiting for ${waiting.gate}` : null,
+          ]
+        : null;
       mount(
         this.tip,
         title,
         h("br"),
         i.surge ? `${i.state} · surge` : String(i.state),
+        gate,
         h("br"),
         `revision ${num ? "#" + num + " " : ""}`,
         h("span", { class: "mono" }, i.revision),

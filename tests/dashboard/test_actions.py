@@ -22,9 +22,10 @@ from .helpers import NAMESPACE, reconcile
 
 pytestmark = pytest.mark.django_db
 
-# A valid request for every declared action, in registry order, on a ModelServing with partition 2
-# (each row applies after the previous ones: resume after pause, rollback to 1 after set-image made 2).
-# A new declaration fails the tests below until it has its row here.
+# A valid request for every declared ModelServing action, in registry order, on a ModelServing with
+# partition 2 (each row applies after the previous ones: resume after pause, rollback to 1 after
+# set-image made 2). A new declaration fails the tests below until it has its row here. The actions
+# on model versions and releases are exercised the same way in tests/releases/test_release_actions.py.
 VALID = {
     "pause": {},
     "resume": {},
@@ -35,7 +36,7 @@ VALID = {
 
 
 def every_action():
-    return list(actions.all_actions())
+    return list(actions.all_actions(target=actions.MODELSERVING))
 
 
 def url(ms, action_name):
@@ -333,8 +334,8 @@ def test_the_cli_has_one_subcommand_per_action_and_one_flag_per_argument():
 
     parser = Command().create_parser("manage.py", "rollout")
     subparsers = next(a for a in parser._actions if a.dest == "action")
-    assert list(subparsers.choices) == [a.name for a in every_action()]
-    for action in every_action():
+    assert list(subparsers.choices) == [a.name for a in actions.all_actions()]
+    for action in actions.all_actions():
         flags = {o for a in subparsers.choices[action.name]._actions for o in a.option_strings}
         assert {arg.flag for arg in action.args} | {"--reason", "--user"} <= flags, action.name
 

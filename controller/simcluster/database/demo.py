@@ -6,11 +6,18 @@ demo 24 of the 48: room for surge and for a failed node. ``maxUnavailable: 1`` r
 time; replaced pods are drained (up to 60 s) while 4 requests a second stream to the decode and
 prefill entry pods. Two extra images show the physics: ``...-crash`` never becomes Ready, ``...-slow``
 loads for 40-60 s.
+
+Releases pin runtime images by digest (``name@sha256:<64 hex>``), and the simulated cluster knows an
+image by its exact reference, so every demo image also has a digest-pinned twin in ``DIGESTS``
+(``vllm/vllm-openai@sha256:`` + the SHA-256 of the tag's reference, a stand-in digest: nothing is
+pulled) with the same behaviour, plus ``...-flaky`` (one request in five fails). The release demo
+(``rolloutui.services.releases.demo``) registers model versions with these images.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import time
 from typing import Any
 
@@ -23,13 +30,35 @@ from .config import DEFAULT_TIMING
 from .store import DatabaseCluster
 
 IMAGE = "vllm/vllm-openai:v0.9.1"
-CONFIG: dict[str, Any] = {
-    "timing": DEFAULT_TIMING,
-    "images": {
-        "vllm/vllm-openai:v0.9.2-crash": {"crash": True},
-        "vllm/vllm-openai:v0.9.2-slow": {"load": [40, 60]},
-    },
+
+
+def pinned(tag_reference: str) -> str:
+    """The demo's digest-pinned twin of a tag reference: ``vllm/vllm-openai:v0.9.1`` ->
+    ``vllm/vllm-openai@sha256:<SHA-256 of "vllm/vllm-openai:v0.9.1">``."""
+    repository = tag_reference.rsplit(":", 1)[0]
+    return f"{repository}@sha256:{hashlib.sha256(tag_reference.encode()).hexdigest()}"
+
+
+# Tag reference -> its digest-pinned twin, for the release demo and the README.
+DIGESTS = {
+    tag: pinned(tag)
+    for tag in (
+        "vllm/vllm-openai:v0.9.1",
+        "vllm/vllm-openai:v0.9.2",
+        "vllm/vllm-openai:v0.9.2-crash",
+        "vllm/vllm-openai:v0.9.2-slow",
+        "vllm/vllm-openai:v0.9.2-flaky",
+    )
 }
+_PROFILES: dict[str, dict[str, Any]] = {
+    "vllm/vllm-openai:v0.9.2-crash": {"crash": True},
+    "vllm/vllm-openai:v0.9.2-slow": {"load": [40, 60]},
+}
+_DIGEST_PROFILES: dict[str, dict[str, Any]] = {
+    **{DIGESTS[tag]: profile for tag, profile in _PROFILES.items()},
+    DIGESTS["vllm/vllm-openai:v0.9.2-flaky"]: {"errorRate": 0.2},
+}
+CONFIG: dict[str, Any] = {"timing": DEFAULT_TIMING, "images": {**_PROFILES, **_DIGEST_PROFILES}}
 TRAFFIC = {"rps": 4.0, "duration_low": 2.0, "duration_high": 20.0}
 
 
@@ -85,19 +114,32 @@ def load_demo(
             row.config = copy.deepcopy(CONFIG)
             row.save(update_fields=["config"])
             done.append("stored the simulated cluster's timings and image behaviour")
+        else:
+            # A cluster stored before the digest-pinned images existed learns them (and nothing an
+            # operator configured is overwritten).
+            images = dict(row.config.get("images") or {})
+            missing = {image: p for image, p in _DIGEST_PROFILES.items() if image not in images}
+            if missing:
+                row.config = {**row.config, "images": {**images, **copy.deepcopy(missing)}}
+                row.save(update_fields=["config"])
+                done.append(f"stored the behaviour of {len(missing)} digest-pinned demo images")
     if not SimNode.objects.exists():
         for _ in range(nodes):
             cluster.add_node(gpus)
         done.append(f"created {nodes} nodes with {gpus} GPUs each")
     if not SimObject.objects.filter(kind=SimObject.KIND_MODELSERVING).exists():
-        body = copy.deepcopy(manifest or DEMO_MANIFEST)
-        meta = body["metadata"]
-        cluster.create_modelserving(body)
-        SimTraffic.objects.update_or_create(
-            namespace=meta.get("namespace", "default"), name=meta["name"], defaults=TRAFFIC
-        )
-        done.append(
-            f"created ModelServing {meta.get('namespace', 'default')}/{meta['name']} with {TRAFFIC['rps']:g} "
-            "requests/s of traffic"
-        )
+        done.append(create_with_traffic(cluster, manifest or DEMO_MANIFEST))
     return done
+
+
+def create_with_traffic(cluster: DatabaseCluster, manifest: dict[str, Any], traffic: dict | None = None) -> str:
+    """Create a demo ModelServing and its simulated traffic (``TRAFFIC`` by default). Returns what was done."""
+    body = copy.deepcopy(manifest)
+    meta = body["metadata"]
+    traffic = TRAFFIC if traffic is None else traffic
+    cluster.create_modelserving(body)
+    SimTraffic.objects.update_or_create(namespace=meta.get("namespace", "default"), name=meta["name"], defaults=traffic)
+    return (
+        f"created ModelServing {meta.get('namespace', 'default')}/{meta['name']} with {traffic['rps']:g} "
+        "requests/s of traffic"
+    )

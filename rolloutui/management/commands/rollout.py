@@ -7,12 +7,19 @@
     manage.py rollout set-image default/demo --reason "v0.9.2" --role decode \
         --image vllm/vllm-openai:v0.9.2 [--container engine]
 
-One subcommand per action of the registry (``rolloutui.services.actions``), one flag per declared
-argument (``toRevision`` -> ``--to-revision``; a boolean is a switch), run through
-``actions.perform`` with ``source="cli"``: the same validation, permission check, audit record and
-reconcile as the dashboard and the API. ``--user`` must name an existing user with the action's
-permission (default: ``$ROLLOUTUI_CLI_USER``, else ``$ROLLOUTUI_ADMIN_USER``, else ``admin``, the
-account ``runall`` creates). Exit status 1 with a one-line error naming the field.
+    manage.py rollout approve          demo-llm:v2 --reason "eval 4711 passed" --user alice
+    manage.py rollout deploy           default/demo/r3 --reason "v2 to staging"
+    manage.py rollout rollback-release default/demo/r1 --reason "v2 answers wrongly"
+    manage.py rollout promote-release  default/demo/r3 --reason "green in staging" [--environment production]
+
+One subcommand per action of the registry (``rolloutui.services.actions``), its positional argument
+naming an object of the action's target (``NAMESPACE/NAME``, ``MODEL:VERSION`` or
+``NAMESPACE/NAME/rN``), one flag per declared argument (``toRevision`` -> ``--to-revision``; a
+boolean is a switch), run through ``actions.perform`` with ``source="cli"``: the same validation,
+permission check, audit record and reconcile as the dashboard and the API. ``--user`` must name an
+existing user with the action's permission (default: ``$ROLLOUTUI_CLI_USER``, else
+``$ROLLOUTUI_ADMIN_USER``, else ``admin``, the account ``runall`` creates). Exit status 1 with a
+one-line error naming the field.
 """
 
 from __future__ import annotations
@@ -28,8 +35,9 @@ SOURCE = "cli"
 
 
 class Command(BaseCommand):
-    help = "Run an operator control on a ModelServing (audited, source cli): " + ", ".join(
-        a.name for a in actions.all_actions()
+    help = (
+        "Run an operator control on a ModelServing, a model version or a release (audited, source cli): "
+        + ", ".join(a.name for a in actions.all_actions())
     )
 
     def add_arguments(self, parser):
@@ -37,7 +45,7 @@ class Command(BaseCommand):
         user = accounts.cli_username()
         for action in actions.all_actions():
             sub = subcommands.add_parser(action.name, help=action.help, description=action.help)
-            sub.add_argument("target", metavar="NAMESPACE/NAME")
+            sub.add_argument("target", metavar=action.target.metavar, help=f"The {action.target.label}.")
             sub.add_argument("--reason", required=True, help=actions.REASON.help)
             sub.add_argument("--user", default=user, help=f"Acting user (default {user!r}).")
             for arg in action.args:
@@ -51,9 +59,10 @@ class Command(BaseCommand):
         from django.contrib.auth import get_user_model
 
         action = actions.get(o["action"])
-        namespace, sep, name = o["target"].partition("/")
-        if not sep or not namespace or not name:
-            raise CommandError(f"target: expected NAMESPACE/NAME, got {o['target']!r}")
+        try:
+            keys = action.target.parse(o["target"])
+        except ControlError as exc:
+            raise CommandError(f"target: {exc}") from None
         values = {arg.name: o[arg.param] for arg in action.args}
         for arg in action.args:
             if arg.required and values[arg.name] in (None, ""):
@@ -65,7 +74,7 @@ class Command(BaseCommand):
         except User.DoesNotExist:
             raise CommandError(f"user: no user named {o['user']!r} (choose one with --user)") from None
         try:
-            record = actions.perform(action, user, namespace, name, {**values, "reason": o["reason"]}, source=SOURCE)
+            record = actions.perform(action, user, *keys.values(), {**values, "reason": o["reason"]}, source=SOURCE)
         except ControlDenied as exc:
             raise CommandError(f"permission denied: {exc}") from None
         except ControlError as exc:
@@ -74,7 +83,8 @@ class Command(BaseCommand):
             raise CommandError(f"target: {exc}") from None
         except ClusterError as exc:
             raise CommandError(f"{type(exc).__name__}: {exc}") from None
-        revisions = f"revision {record.from_revision or '?'} -> {record.to_revision or '?'}"
-        self.stdout.write(
-            f"{action.name} {namespace}/{name}: ok ({revisions}; audit #{record.pk}, by {record.actor_name})"
-        )
+        what = action.target.describe(*keys.values())
+        revisions = f"revision {record.from_revision or '?'} -> {record.to_revision or '?'}; "
+        if action.target is not actions.MODELSERVING and not (record.from_revision or record.to_revision):
+            revisions = ""
+        self.stdout.write(f"{action.name} {what}: ok ({revisions}audit #{record.pk}, by {record.actor_name})")

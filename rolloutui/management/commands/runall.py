@@ -1,7 +1,8 @@
 """`python manage.py runall`: everything `make run` needs, in one foreground command.
 
 1. Redis: REDIS_URL if set (it must answer), else an embedded redis-server on a free port.
-2. `migrate`, then an operator account, then the demo data (`load_demo`, when installed).
+2. `migrate`, then an operator account, then the demo data (`load_demo`, then `load_release_demo`,
+   when installed).
 3. Daphne (HTTP + websockets), a Celery worker (queues celery, reconcile) and Celery beat, each a
    subprocess in its own process group with REDIS_URL and PROMETHEUS_MULTIPROC_DIR exported.
 4. Prints the URL and how to sign in, then watches: Ctrl-C or SIGTERM stops every child (SIGTERM,
@@ -256,6 +257,10 @@ class Command(BaseCommand):
         self.say("Loading the demo data (load_demo)")
         try:
             call_command("load_demo")
+            # The releases of the demo model (versions, environments, r1) once the cluster has its
+            # ModelServings: rolloutui/services/releases/demo.py.
+            if "load_release_demo" in get_commands():
+                call_command("load_release_demo")
         except _Stop:
             raise
         except Exception as exc:

@@ -2,7 +2,7 @@
 //
 // Flow, one way: the websocket (stream.js) and the answers to controls put states into the store;
 // on the next animation frame every panel renders from the model it is given
-// ({state, revNumbers, manifest, conn, boot}); panels never change the state themselves. Several
+// ({state, revNumbers, manifest, conn, boot, releases}); panels never change the state themselves. Several
 // messages within one frame render once.
 //
 // The server renders the first state into the page (json_script "initial-state": no blank screen
@@ -18,6 +18,7 @@ import { createCharts } from "./panels/charts.js";
 import { createControls } from "./panels/controls.js";
 import { createDrain } from "./panels/drain.js";
 import { createHeader } from "./panels/header.js";
+import { createRelease } from "./panels/release.js";
 import { createRevisions } from "./panels/revisions.js";
 import { createRoles } from "./panels/roles.js";
 import { createSimulation } from "./panels/simulation.js";
@@ -35,6 +36,7 @@ const plotlySrc = readJson("plotly-src");
 
 const store = createStore({
   state: readJson("initial-state"),
+  releases: readJson("releases"),
   manifest: null,
   conn: { kind: "connecting", text: "connecting", lastMessageAt: null },
 });
@@ -55,8 +57,10 @@ const charts = createCharts({ boot, plotlySrc });
 const simulation = createSimulation({ boot, dialog });
 const controls = createControls({ boot, dialog, registry, onDone: controlDone });
 const topology = createTopologyPanel({ boot, onKillPod: (pod) => simulation.killPod(pod) });
+const release = createRelease({ boot, initial: store.get().releases, onReleases: (releases) => store.set({ releases }) });
 const panels = [
   createHeader({ boot, phases }),
+  release,
   controls,
   topology,
   createWaits(),
@@ -90,9 +94,9 @@ let lastSignature = specSignature(store.get().state);
 function render() {
   frame = 0;
   const started = performance.now();
-  const { state, manifest, conn } = store.get();
+  const { state, manifest, conn, releases } = store.get();
   if (!model || model.state !== state) model = { ...model, state, revNumbers: revisionNumbers(state) };
-  model = { ...model, manifest, conn, boot };
+  model = { ...model, manifest, conn, boot, releases };
   for (const panel of panels) panel.render(model);
   // Test and benchmark hooks: render time, time to the first complete render, render count.
   window.__lastRenderMs = performance.now() - started;
@@ -113,6 +117,7 @@ store.subscribe(({ state }) => {
       lastSignature = signature;
       audit.load();
       loadManifest();
+      release.load();
     }
   }
   if (!frame) frame = requestAnimationFrame(render);

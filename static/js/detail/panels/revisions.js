@@ -1,6 +1,6 @@
 // Revisions: the history with "compare" radios (A, B), the diff of two revisions' versioned fields
-// (runtime fields shown apart, since a rollback keeps them), and "Roll back to #N" on each older
-// revision.
+// (runtime fields shown apart, since a rollback keeps them), "Roll back to #N" on each older
+// revision, and beside a hash the release that produced it ("r31 · v12").
 
 import { api } from "../../lib/api.js";
 import { byId, h, memo, mount } from "../../lib/dom.js";
@@ -24,7 +24,18 @@ export function createRevisions({ boot, onRollback }) {
 
   const canCompare = () => pick.a && pick.b && pick.a !== pick.b;
 
-  function row(r, state) {
+  // "r31 · v12": the release that produced this controller revision (GET .../releases, byRevision).
+  function releaseChip(r, releases) {
+    const rel = releases && releases.byRevision ? releases.byRevision[r.hash] : null;
+    if (!rel) return null;
+    return h(
+      "span",
+      { class: "rel-chip", title: `${rel.environment}: ${rel.model}:${rel.version} (${rel.status})`, "data-testid": "rev-release" },
+      rel.label,
+    );
+  }
+
+  function row(r, state, releases) {
     const created = r.created ? Date.parse(r.created) / 1000 : null;
     const canRollBack = boot.canOperate && r.hash !== state.updateRevision && r.readable !== false;
     const radio = (name, title) =>
@@ -41,7 +52,7 @@ export function createRevisions({ boot, onRollback }) {
       h("td", null, radio("diff-a", "compare from")),
       h("td", null, radio("diff-b", "compare to")),
       h("td", null, h("span", { class: "rev-dot", style: { background: colourFor(r.number) } }), r.number),
-      h("td", { class: "mono" }, r.hash),
+      h("td", null, h("span", { class: "mono" }, r.hash), releaseChip(r, releases)),
       h("td", { class: "num" }, fmtAge(created != null ? state.time - created : null)),
       h(
         "td",
@@ -70,15 +81,16 @@ export function createRevisions({ boot, onRollback }) {
     );
   }
 
-  function render({ state }) {
+  function render({ state, releases }) {
     const revs = (state.revisions || []).slice().reverse();
     if (pick.a == null && revs.length > 1) {
       pick.a = revs[1].number;
       pick.b = revs[0].number;
     }
     // Ages move with the cluster clock: re-render when a minute-level age could change.
-    const key = JSON.stringify([revs, state.updateRevision, state.currentRevision, pick, Math.floor(state.time / 30)]);
-    if (changed(key)) mount(tbody, revs.map((r) => row(r, state)));
+    const byRevision = releases ? releases.byRevision : null;
+    const key = JSON.stringify([revs, state.updateRevision, state.currentRevision, pick, Math.floor(state.time / 30), byRevision]);
+    if (changed(key)) mount(tbody, revs.map((r) => row(r, state, releases)));
     diffButton.disabled = !canCompare();
   }
 

@@ -1,11 +1,13 @@
 // Topology panel: the canvas of groups x role instances (static/js/topology.js), its legend, and
-// the pods of the clicked cell (node, phase, readiness gates, image, restarts, in-flight requests),
-// with a "Kill…" button per pod on the simulated cluster.
+// the clicked cell: its Kubernetes state beside its serving gate (each gate reached, failed or
+// awaited) and its pods (node, phase, readiness gates, image, restarts, in-flight requests), with a
+// "Kill…" button per pod on the simulated cluster.
 
 import { api } from "../../lib/api.js";
 import { byId, h, memo, mount } from "../../lib/dom.js";
 import { colourFor, Topology } from "../../topology.js";
 import { revLabel } from "../common.js";
+import { GATES } from "./release.js";
 
 // The instance states of build_view, in legend order, with their swatch class.
 const STATES = [
@@ -74,22 +76,62 @@ export function createTopologyPanel({ boot, onKillPod }) {
     byId("topo-sub").textContent = `${state.spec.replicas} groups · ${state.instances.length} role instances`;
   }
 
-  function cellHead(hit) {
-    const inst = hit.instance;
+  // The instance's serving gates in order: reached (with the cluster time), failed, or not yet.
+  function gateTimes(inst) {
+    if (!inst || !inst.gate) return null;
+    const times = inst.gateTimes || {};
+    const waiting = inst.gateWaiting;
     return h(
       "div",
-      { class: "cell-head" },
-      h("b", null, `group ${hit.group} · ${hit.role} ${hit.ordinal}`),
-      " ",
-      inst
-        ? [
-            h("span", { class: "badge" }, inst.state),
-            " ",
-            revLabel(inst.revision, revNumbers),
-            inst.surge ? [" ", h("span", { class: "badge badge-info" }, "surge")] : null,
-          ]
-        : h("span", { class: "muted" }, "no instance"),
+      { class: "gate-times", "data-testid": "cell-gates" },
+      GATES.map((g) => {
+        if (inst.gateFailed === g) {
+          const why = waiting && waiting.reason ? `: ${waiting.reason}` : "";
+          return h("span", { class: "failed", dataset: { gate: g } }, `✗ ${g}${why}`);
+        }
+        if (times[g] != null) {
+          const at = times[g] > 1e9 ? new Date(times[g] * 1000).toLocaleTimeString() : `${Math.round(times[g])} s`;
+          return h("span", { class: "done", dataset: { gate: g }, title: `reached at ${at}` }, `✓ ${g}`);
+        }
+        const since = waiting && waiting.gate === g && waiting.since != null ? ` (waiting since ${new Date(waiting.since * 1000).toLocaleTimeString()})` : "";
+        return h("span", { class: "muted", dataset: { gate: g } }, `· ${g}${since}`);
+      }),
     );
+  }
+
+  function cellHead(hit) {
+    const inst = hit.instance;
+    return [
+      h(
+        "div",
+        { class: "cell-head" },
+        h("b", null, `group ${hit.group} · ${hit.role} ${hit.ordinal}`),
+        " ",
+        inst
+          ? [
+              h("span", { class: "badge", title: "Kubernetes state" }, inst.state),
+              " ",
+              inst.gate
+                ? [
+                    h(
+                      "span",
+                      {
+                        class: "badge " + (inst.gateFailed ? "badge-error" : inst.gate === "Serving" ? "badge-ok" : "badge-info"),
+                        title: "Highest serving gate reached",
+                        "data-testid": "cell-gate",
+                      },
+                      inst.gateFailed ? `failed at ${inst.gateFailed}` : `gate ${inst.gate}`,
+                    ),
+                    " ",
+                  ]
+                : null,
+              revLabel(inst.revision, revNumbers),
+              inst.surge ? [" ", h("span", { class: "badge badge-info" }, "surge")] : null,
+            ]
+          : h("span", { class: "muted" }, "no instance"),
+      ),
+      gateTimes(inst),
+    ];
   }
 
   function podRow(p, canKill) {

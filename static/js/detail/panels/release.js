@@ -1,0 +1,147 @@
+// Release panel of the ModelServing page: which release runs here (environment, "r31 · v12", its
+// status and why), the serving-gate funnel from the state (`gateFunnel`: instances per highest gate,
+// the slowest per gate), and "Ready / Serving" side by side in the header facts, because a Ready pod
+// is not yet a serving one.
+//
+// The releases come from the page (json_script "releases") and from GET boot.releasesApi, re-read
+// when the spec's revision or the rollout's outcome changes, and every few seconds while the
+// release is Deploying (the controller moves it to Serving or Failed). `releasesOf()` gives the
+// latest answer to other panels (the Revisions panel shows "r31 · v12" beside each hash).
+
+import { api } from "../../lib/api.js";
+import { byId, h, memo, mount } from "../../lib/dom.js";
+import { deployReason, fmtSeconds, GATES, readyServing, statusBadge } from "../../releases/common.js";
+
+export { GATES };
+
+const POLL_DEPLOYING_MS = 3000;
+
+export function createRelease({ boot, initial, onReleases }) {
+  let releases = initial || { environment: null, active: null, byRevision: {}, history: [] };
+  const summaryChanged = memo();
+  const funnelChanged = memo();
+  let lastSignature = null;
+  let timer = 0;
+  let loading = false;
+
+  async function load() {
+    if (loading) return;
+    loading = true;
+    try {
+      releases = await api(boot.releasesApi);
+      onReleases(releases);
+    } catch {
+      // keep the last answer; the next state change or poll tries again
+    } finally {
+      loading = false;
+    }
+  }
+
+  function schedule() {
+    clearTimeout(timer);
+    const active = releases.active;
+    if (active && (active.status === "Deploying" || active.status === "Pending")) {
+      timer = setTimeout(async () => {
+        await load();
+        schedule();
+      }, POLL_DEPLOYING_MS);
+    }
+  }
+
+  function renderSummary() {
+    const env = releases.environment;
+    byId("release-env").textContent = env ? `environment ${env}${releases.requiresApproval ? " · approval required" : ""}` : "";
+    const a = releases.active;
+    mount(
+      byId("fact-release"),
+      a ? [h("span", { class: "rel-label" }, a.label), " ", statusBadge(a.status)] : h("span", { class: "muted" }, "—"),
+    );
+    if (!env) {
+      mount(
+        byId("release-summary"),
+        h("p", { class: "calm" }, "No environment targets this ModelServing: its changes are not releases. "),
+        h("a", { href: boot.releasesPage }, "Releases"),
+      );
+      return;
+    }
+    if (!a) {
+      mount(byId("release-summary"), h("p", { class: "calm" }, `Nothing released to ${env} here yet.`));
+      return;
+    }
+    const mv = a.modelVersion || {};
+    const rev = a.controllerRevision;
+    mount(
+      byId("release-summary"),
+      h(
+        "p",
+        { class: "release-line" },
+        h("span", { class: "rel-label" }, a.label),
+        " ",
+        statusBadge(a.status),
+        " ",
+        h("span", { class: "mono" }, mv.key || ""),
+        rev ? [" → revision ", h("span", { class: "mono" }, rev.number ? `#${rev.number} ` : "", rev.hash)] : null,
+      ),
+      a.statusReason && a.status !== "Deploying" ? h("p", { class: a.status === "Failed" ? "field-error" : "release-why" }, a.statusReason) : null,
+      h(
+        "p",
+        { class: "release-why" },
+        a.restores ? `Rollback to r${a.restores}. ` : "",
+        a.promotedFrom ? `Promoted from ${a.promotedFrom.environment} r${a.promotedFrom.number}. ` : "",
+        `By ${a.deployedBy || a.createdBy || "?"}: `,
+        deployReason(a),
+      ),
+    );
+  }
+
+  function renderFunnel(state) {
+    const funnel = Array.isArray(state.gateFunnel) ? state.gateFunnel : null;
+    const rs = readyServing(state);
+    byId("fact-serving").textContent = `${rs.ready} / ${rs.gates ? rs.serving : "—"} of ${rs.total}`;
+    byId("gate-sub").textContent = rs.gates ? `Ready ${rs.ready} · Serving ${rs.serving} of ${rs.total}` : "";
+    if (!funnel) {
+      mount(byId("gate-funnel"), h("p", { class: "calm" }, "The controller reports no serving gates for this ModelServing."));
+      return;
+    }
+    const total = Math.max(1, rs.total);
+    const failed = new Map();
+    for (const i of state.instances || []) if (i.gateFailed) failed.set(i.gateFailed, (failed.get(i.gateFailed) || 0) + 1);
+    const rows = funnel.map((f) => {
+      const slow = f.slowest;
+      const waitingOn = GATES[GATES.indexOf(f.gate) + 1];
+      return h(
+        "div",
+        { class: "gate-row" + (failed.has(f.gate) ? " gate-failed" : ""), dataset: { gate: f.gate, count: f.count } },
+        h("span", { class: "gate-name" }, f.gate),
+        h("span", { class: "gate-bar" }, h("i", { style: { width: `${(100 * f.count) / total}%` } })),
+        h("span", { class: "num gate-count" }, f.count),
+        h(
+          "span",
+          { class: "gate-slowest", title: slow ? "the instance at this gate that has waited longest for the next" : "" },
+          slow
+            ? `slowest: group ${slow.group} ${slow.role}-${slow.ordinal}, ${fmtSeconds(slow.seconds)} waiting for ${waitingOn || "—"}`
+            : "",
+          failed.has(f.gate) ? h("span", { class: "warn" }, ` · ${failed.get(f.gate)} failed here`) : null,
+        ),
+      );
+    });
+    mount(byId("gate-funnel"), rows, h("p", { class: "muted gate-note" }, "Instances at their highest gate. Ready (Kubernetes) is Loaded; Serving also needs the route and the verification."));
+  }
+
+  function render(model) {
+    const state = model.state;
+    // What, when it changes, may have moved the release: the revision rolled out, convergence, phase.
+    const signature = JSON.stringify([state.updateRevision, state.currentRevision, state.converged, state.phase]);
+    if (signature !== lastSignature) {
+      const first = lastSignature === null;
+      lastSignature = signature;
+      if (!first) load().then(schedule);
+      else schedule();
+    }
+    if (summaryChanged(releases)) renderSummary();
+    const funnelKey = JSON.stringify([state.gateFunnel, (state.instances || []).map((i) => [i.state, i.gate, i.gateFailed])]);
+    if (funnelChanged(funnelKey)) renderFunnel(state);
+  }
+
+  return { render, load, releasesOf: () => releases };
+}
