@@ -35,17 +35,26 @@ Pure Python (no Django); every function takes the time, none reads a clock.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any
 
-from controller.core.intorpercent import IntOrPercent, IntOrPercentError
-from controller.core.kserve.rolling import (
-    ReplicaSetCount,
-    new_replica_set_target,
-    old_replica_set_targets,
-    resolve_fenceposts,
+from controller.core.kserve.apps import (
+    ANNOTATION_REVISION,
+    LABEL_TEMPLATE_HASH,
+    PROGRESSING_COMPLETE,
+    PROGRESSING_PAUSED,
+    PROGRESSING_TIMED_OUT,
+    fenceposts,
+    is_complete,
+    progress_deadline,
+    replica_set_count,
+    replicas_of,
+    revision_of,
+    split_replica_sets,
+    status_count,
+    template_hash,
 )
+from controller.core.kserve.rolling import ReplicaSetCount, new_replica_set_target, old_replica_set_targets
+from controller.core.mergepatch import copy_json
 from controller.core.ports import Conflict, NotFound, Obj
 
 from . import objects, workloads
@@ -53,107 +62,16 @@ from .objects import DEPLOYMENT, REPLICASET, parse_rfc3339, rfc3339
 from .workloads import WorkloadStore
 
 API_VERSION = "apps/v1"
-LABEL_TEMPLATE_HASH = "pod-template-hash"
-ANNOTATION_REVISION = "deployment.kubernetes.io/revision"
 
 # Progressing reasons (kube's deploymentutil).
 NEW_RS_CREATED = "NewReplicaSetCreated"
 FOUND_NEW_RS = "FoundNewReplicaSet"
 RS_UPDATED = "ReplicaSetUpdated"
-NEW_RS_AVAILABLE = "NewReplicaSetAvailable"
-TIMED_OUT = "ProgressDeadlineExceeded"
-PAUSED = "DeploymentPaused"
+NEW_RS_AVAILABLE = PROGRESSING_COMPLETE
+TIMED_OUT = PROGRESSING_TIMED_OUT
+PAUSED = PROGRESSING_PAUSED
 RESUMED = "DeploymentResumed"
-
-DEFAULT_BUDGET = IntOrPercent(25, True)
 DEFAULT_REVISION_HISTORY_LIMIT = 10
-DEFAULT_PROGRESS_DEADLINE_SECONDS = 600
-
-
-# -- small readers --------------------------------------------------------------------------------
-
-
-def replicas_of(obj: Obj) -> int:
-    value = (obj.get("spec") or {}).get("replicas")
-    return 1 if value is None else int(value)
-
-
-def revision_of(rs: Obj) -> int:
-    try:
-        return int(((rs.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_REVISION) or 0)
-    except ValueError:
-        return 0
-
-
-def status_count(obj: Obj, key: str) -> int:
-    return int((obj.get("status") or {}).get(key) or 0)
-
-
-def _safe_encode(digest: bytes, length: int = 10) -> str:
-    alphabet = "bcdfghjklmnpqrstvwxz2456789"
-    return "".join(alphabet[b % len(alphabet)] for b in digest[:length])
-
-
-def template_hash(template: Obj, collision_count: int = 0) -> str:
-    """The ``pod-template-hash`` of a pod template: a hash of its canonical JSON (and the
-    Deployment's collision count), in kube's safe alphabet. Equal templates, equal hashes."""
-    body = json.dumps([template, collision_count], sort_keys=True, separators=(",", ":"))
-    return _safe_encode(hashlib.sha256(body.encode()).digest())
-
-
-def _without_hash(template: Obj) -> Obj:
-    meta = dict(template.get("metadata") or {})
-    meta["labels"] = {k: v for k, v in (meta.get("labels") or {}).items() if k != LABEL_TEMPLATE_HASH}
-    return {**template, "metadata": meta}
-
-
-def same_template(rs: Obj, template: Obj) -> bool:
-    """kube's ``EqualIgnoreHash``: the ReplicaSet runs this template."""
-    return _without_hash((rs.get("spec") or {}).get("template") or {}) == _without_hash(template)
-
-
-def budgets(deployment: Obj) -> tuple[IntOrPercent, IntOrPercent]:
-    """``maxSurge``, ``maxUnavailable`` as written (apps/v1 defaults: 25% each)."""
-    rolling = ((deployment.get("spec") or {}).get("strategy") or {}).get("rollingUpdate") or {}
-    out = []
-    for key in ("maxSurge", "maxUnavailable"):
-        raw = rolling.get(key)
-        try:
-            out.append(DEFAULT_BUDGET if raw is None else IntOrPercent.parse(raw, max_percent=None))
-        except IntOrPercentError:
-            out.append(DEFAULT_BUDGET)
-    return out[0], out[1]
-
-
-def fenceposts(deployment: Obj) -> tuple[int, int]:
-    """(surge, unavailable) pod counts for the Deployment's replicas (``rolling.resolve_fenceposts``),
-    unavailable capped at the replicas."""
-    desired = replicas_of(deployment)
-    surge_raw, unavailable_raw = budgets(deployment)
-    surge, unavailable = resolve_fenceposts(surge_raw, unavailable_raw, desired)
-    return surge, min(unavailable, desired)
-
-
-def progress_deadline(deployment: Obj) -> int | None:
-    value = (deployment.get("spec") or {}).get("progressDeadlineSeconds", DEFAULT_PROGRESS_DEADLINE_SECONDS)
-    return None if value is None else int(value)
-
-
-def _count(rs: Obj, replicas: int | None = None) -> ReplicaSetCount:
-    return ReplicaSetCount(
-        workloads.name(rs), replicas_of(rs) if replicas is None else replicas, status_count(rs, "availableReplicas")
-    )
-
-
-def _oldest_first(rss: list[Obj]) -> list[Obj]:
-    return sorted(rss, key=lambda r: (revision_of(r), r["metadata"].get("creationTimestamp") or "", workloads.name(r)))
-
-
-def split_replica_sets(deployment: Obj, rss: list[Obj]) -> tuple[Obj | None, list[Obj]]:
-    """(the ReplicaSet running the Deployment's template, the others oldest first)."""
-    template = (deployment.get("spec") or {}).get("template") or {}
-    new = next((rs for rs in _oldest_first(rss) if same_template(rs, template)), None)
-    return new, [rs for rs in _oldest_first(rss) if rs is not new]
 
 
 def owned(store: WorkloadStore, kind: str, owner: Obj) -> list[Obj]:
@@ -220,7 +138,7 @@ def pod_from_template(rs: Obj) -> Obj:
     }
     if tmeta.get("annotations"):
         meta["annotations"] = dict(tmeta["annotations"])
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": objects.copy_json(template.get("spec") or {})}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": copy_json(template.get("spec") or {})}
 
 
 def replicaset_status(rs: Obj, pods: list[Obj]) -> Obj:
@@ -303,17 +221,6 @@ def _progressing(old: Obj, new: Obj) -> bool:
     )
 
 
-def is_complete(deployment: Obj, status: Obj) -> bool:
-    """kube's ``DeploymentComplete``: every wanted pod is updated and available, nothing old left."""
-    desired = replicas_of(deployment)
-    return (
-        int(status.get("updatedReplicas") or 0) == desired
-        and int(status.get("replicas") or 0) == desired
-        and int(status.get("availableReplicas") or 0) == desired
-        and int(status.get("observedGeneration") or 0) >= int(deployment["metadata"].get("generation") or 1)
-    )
-
-
 def timed_out(deployment: Obj, conditions: list[Obj], now: float) -> bool:
     deadline = progress_deadline(deployment)
     cond = _find(conditions, "Progressing")
@@ -375,10 +282,10 @@ def _set_revision(store: WorkloadStore, obj: Obj, kind: str, revision: int) -> O
 
 def new_replica_set(deployment: Obj, hash_: str, replicas: int, revision: int) -> Obj:
     spec = deployment.get("spec") or {}
-    template = objects.copy_json(spec.get("template") or {})
+    template = copy_json(spec.get("template") or {})
     tmeta = template.setdefault("metadata", {})
     tmeta["labels"] = {**(tmeta.get("labels") or {}), LABEL_TEMPLATE_HASH: hash_}
-    selector = objects.copy_json(spec.get("selector") or {"matchLabels": {}})
+    selector = copy_json(spec.get("selector") or {"matchLabels": {}})
     selector["matchLabels"] = {**(selector.get("matchLabels") or {}), LABEL_TEMPLATE_HASH: hash_}
     dmeta = deployment["metadata"]
     return {
@@ -459,13 +366,15 @@ def sync_deployment(store: WorkloadStore, namespace: str, name: str, now: float)
 
     # Scale up the new ReplicaSet within maxSurge; a pass that does so does nothing else.
     total = sum(replicas_of(rs) for rs in olds) + replicas_of(new)
-    target = new_replica_set_target(desired, _count(new), total, surge)
+    target = new_replica_set_target(desired, replica_set_count(new), total, surge)
     if target != replicas_of(new):
         new = _scale(store, new, target)
         return _finish(store, deployment, new, [new, *olds], conditions, old_status, now)
 
     # Scale old ReplicaSets down within maxUnavailable (unhealthy pods first, oldest first).
-    targets = old_replica_set_targets(desired, unavailable, _count(new), [_count(rs) for rs in olds])
+    targets = old_replica_set_targets(
+        desired, unavailable, replica_set_count(new), [replica_set_count(rs) for rs in olds]
+    )
     scaled = False
     for i, rs in enumerate(olds):
         if targets[workloads.name(rs)] != replicas_of(rs):

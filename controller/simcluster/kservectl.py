@@ -33,6 +33,7 @@ Pure Python (no Django); times are the caller's.
 
 from __future__ import annotations
 
+from controller.core.kserve import apps
 from controller.core.kserve.config import DeployConfig, parse_deploy_config
 from controller.core.kserve.errors import KServeError
 from controller.core.kserve.materialize import (
@@ -55,10 +56,10 @@ from .workloads import WorkloadStore
 
 CONFIG_NAMESPACE = "kserve"
 CONFIG_NAME = "inferenceservice-config"
-LABEL_APP = "app"
-LABEL_REVISION = "serving.knative.dev/revision"
-LABEL_CONFIGURATION = "serving.knative.dev/configuration"
-LABEL_SERVICE = "serving.knative.dev/service"
+LABEL_APP = apps.LABEL_APP
+LABEL_REVISION = apps.LABEL_KNATIVE_REVISION
+LABEL_CONFIGURATION = apps.LABEL_KNATIVE_CONFIGURATION
+LABEL_SERVICE = apps.LABEL_KNATIVE_SERVICE
 ANNOTATION_TEMPLATE_HASH = "sim.rolloutui.io/revision-template-hash"
 ANNOTATION_UNROUTED_SINCE = "sim.rolloutui.io/unrouted-since"
 ANNOTATION_MIN_SCALE = "autoscaling.knative.dev/min-scale"
@@ -208,7 +209,7 @@ def _deployment_rolled_out(deployment: Obj | None) -> bool:
     if deployment is None:
         return False
     status = deployment.get("status") or {}
-    return kube.is_complete(deployment, status) and int(status.get("observedGeneration") or 0) >= int(
+    return apps.is_complete(deployment, status) and int(status.get("observedGeneration") or 0) >= int(
         deployment["metadata"].get("generation") or 1
     )
 
@@ -311,7 +312,7 @@ def _current_hash(deployment: Obj) -> str:
     """The pod-template-hash of the Deployment's current template (its new ReplicaSet's)."""
     template = (deployment.get("spec") or {}).get("template") or {}
     collisions = int((deployment.get("status") or {}).get("collisionCount") or 0)
-    return kube.template_hash(template, collisions)
+    return apps.template_hash(template, collisions)
 
 
 # -- Serverless mode --------------------------------------------------------------------------------
@@ -377,12 +378,12 @@ def revision_ready(deployment: Obj | None) -> bool:
         .get(ANNOTATION_MIN_SCALE, "1")
     )
     want = max(min_scale, 1)
-    return kube.status_count(deployment, "availableReplicas") >= want
+    return apps.status_count(deployment, "availableReplicas") >= want
 
 
 def revision_failed(deployment: Obj | None) -> bool:
     cond = workloads.condition(deployment or {}, "Progressing") or {}
-    return cond.get("reason") == kube.TIMED_OUT
+    return cond.get("reason") == apps.PROGRESSING_TIMED_OUT
 
 
 def _sync_serverless(store: WorkloadStore, obj: Obj, isvc: InferenceService, status: Obj, now: float) -> float | None:
@@ -394,7 +395,7 @@ def _sync_serverless(store: WorkloadStore, obj: Obj, isvc: InferenceService, sta
     for kind, component in isvc.components.items():
         mine = [d for d in owned_all if workloads.labels(d).get(LABEL_COMPONENT) == kind]
         revs = sorted((d for d in mine if LABEL_REVISION in workloads.labels(d)), key=revision_number)
-        hash_ = kube.template_hash(revision_template(isvc, component))
+        hash_ = apps.template_hash(revision_template(isvc, component))
         latest = revs[-1] if revs else None
         if latest is None or (latest["metadata"].get("annotations") or {}).get(ANNOTATION_TEMPLATE_HASH) != hash_:
             number = (revision_number(latest) if latest else 0) + 1
@@ -478,14 +479,14 @@ def _scale_revision(store: WorkloadStore, deployment: Obj, component: Component,
     meta = deployment["metadata"]
     annotations = meta.get("annotations") or {}
     since = annotations.get(ANNOTATION_UNROUTED_SINCE)
-    want = kube.replicas_of(deployment)
+    want = apps.replicas_of(deployment)
     patch: Obj = {}
     wait = None
     if serving:
         want = max(component.min_replicas, 1)
         if since:
             patch["metadata"] = {"annotations": {ANNOTATION_UNROUTED_SINCE: None}}
-    elif kube.replicas_of(deployment) > 0:
+    elif apps.replicas_of(deployment) > 0:
         if not since:
             patch["metadata"] = {"annotations": {ANNOTATION_UNROUTED_SINCE: rfc3339(now)}}
             wait = SCALE_TO_ZERO_GRACE
@@ -493,7 +494,7 @@ def _scale_revision(store: WorkloadStore, deployment: Obj, component: Component,
             want = 0
         else:
             wait = parse_rfc3339(since) + SCALE_TO_ZERO_GRACE - now
-    if want != kube.replicas_of(deployment):
+    if want != apps.replicas_of(deployment):
         patch["spec"] = {"replicas": want}
     if patch:
         store.patch_object(DEPLOYMENT, meta["namespace"], meta["name"], patch)
@@ -508,7 +509,7 @@ def _collect_idle(store: WorkloadStore, revs: list[Obj], shares: dict[str, int],
         for d in revs
         if workloads.labels(d)[LABEL_REVISION] not in shares
         and workloads.labels(d)[LABEL_REVISION] != latest
-        and kube.replicas_of(d) == 0
+        and apps.replicas_of(d) == 0
     ]
     for d in idle[: max(len(idle) - KEEP_IDLE_REVISIONS, 0)]:
         try:

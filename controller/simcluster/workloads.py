@@ -15,6 +15,18 @@ from __future__ import annotations
 
 from typing import Protocol
 
+# The pod predicates and object readers the controllers share with the read side.
+from controller.core.kserve.apps import (
+    condition,
+    is_active,
+    is_available,
+    is_ready,
+    is_scheduled,
+    is_terminating,
+    labels,
+    name,
+    unschedulable_message,
+)
 from controller.core.ports import Obj
 
 
@@ -54,53 +66,20 @@ class WorkloadStore(Protocol):
     def delete_pod(self, namespace: str, name: str, *, uid: str | None = None) -> None: ...
 
 
-# -- pods as the controllers see them ----------------------------------------------------------------
-
-
-def is_terminating(pod: Obj) -> bool:
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
-
-
-def is_active(pod: Obj) -> bool:
-    """Counted by its ReplicaSet (kube's ``FilterActivePods``): not terminating, not finished."""
-    return not is_terminating(pod) and (pod.get("status") or {}).get("phase") not in ("Failed", "Succeeded")
-
-
-def condition(obj: Obj, ctype: str) -> Obj | None:
-    for c in (obj.get("status") or {}).get("conditions") or []:
-        if c.get("type") == ctype:
-            return c
-    return None
-
-
-def is_ready(pod: Obj) -> bool:
-    return (condition(pod, "Ready") or {}).get("status") == "True"
-
-
-def is_available(pod: Obj) -> bool:
-    """Ready and active (``minReadySeconds`` is 0 on every Deployment KServe writes)."""
-    return is_active(pod) and is_ready(pod)
-
-
-def is_scheduled(pod: Obj) -> bool:
-    return bool((pod.get("spec") or {}).get("nodeName"))
-
-
-def unschedulable_message(pod: Obj) -> str | None:
-    """kube-scheduler's message when the pod fits on no node, else None."""
-    c = condition(pod, "PodScheduled")
-    if c and c.get("status") == "False" and c.get("reason") == "Unschedulable":
-        return c.get("message") or "Unschedulable"
-    return None
-
-
-def labels(obj: Obj) -> dict[str, str]:
-    return (obj.get("metadata") or {}).get("labels") or {}
-
-
 def uid(obj: Obj) -> str:
     return (obj.get("metadata") or {}).get("uid") or ""
 
 
-def name(obj: Obj) -> str:
-    return (obj.get("metadata") or {}).get("name") or ""
+__all__ = [
+    "WorkloadStore",
+    "condition",
+    "is_active",
+    "is_available",
+    "is_ready",
+    "is_scheduled",
+    "is_terminating",
+    "labels",
+    "name",
+    "uid",
+    "unschedulable_message",
+]
