@@ -310,7 +310,10 @@ def _deployment_reasons(
         reasons.append(
             f"progress deadline exceeded: no progress for {deadline} s (Progressing=False, ProgressDeadlineExceeded)"
         )
-    if not (d.get("spec") or {}).get("paused"):
+    observed = int((d.get("status") or {}).get("observedGeneration") or 0)
+    if observed < int(apps.meta(d).get("generation") or 1):
+        reasons.append("the Deployment controller has not seen the new spec yet")
+    elif not (d.get("spec") or {}).get("paused"):
         reasons += blocked_reasons(
             desired, surge, unavailable, apps.replica_set_count(new), [apps.replica_set_count(rs) for rs in olds]
         )
@@ -390,7 +393,9 @@ def _serverless(
         if created is None or created != ready:
             settled = False
             deployment = by_name.get(f"{created}-deployment") if created else None
-            if deployment is not None and apps.deadline_exceeded(deployment):
+            if created is None:
+                why = "waiting for KServe to create the first revision"
+            elif deployment is not None and apps.deadline_exceeded(deployment):
                 why = f"revision {created} failed (progress deadline exceeded); traffic stays on {ready}"
             else:
                 why = f"revision {created} is not ready yet; traffic stays on {ready or 'nothing'}"

@@ -27,6 +27,7 @@ class WorkloadControllers:
         self.store = store
         self.loop = loop
         self.queue: dict[Key, Timer] = {}
+        self.timers: list[Timer] = []  # wake-ups passes asked for (requeue_after)
         self.passes = 0
         self.errors: list[tuple[float, str]] = []
         store.add_listener(self._on_change)
@@ -60,4 +61,16 @@ class WorkloadControllers:
         finally:
             self.store.actor = previous
         if again is not None:
-            self.loop.call_later(again, lambda: self.enqueue(key))
+            self.timers = [t for t in self.timers if not t.cancelled and t.at > self.loop.now()]
+            self.timers.append(self.loop.call_later(again, lambda: self.enqueue(key)))
+
+    def restart(self) -> None:
+        """The controllers restart: their queues and timers are lost; they start from a full list
+        of every object, like fresh informers."""
+        for timer in [*self.queue.values(), *self.timers]:
+            timer.cancel()
+        self.queue.clear()
+        self.timers.clear()
+        for kind in controllers.ORDER:
+            for obj in self.store.list_objects(kind):
+                self.enqueue((kind, obj["metadata"]["namespace"], obj["metadata"]["name"]))
