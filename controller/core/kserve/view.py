@@ -246,12 +246,26 @@ def inferenceservice_view(
             }
         )
 
+    generation = meta.get("generation")
+    if error is None and status.get("observedGeneration") != generation:
+        blocked.insert(
+            0,
+            {
+                "component": "InferenceService",
+                "reason": f"KServe has not reconciled generation {generation} yet "
+                f"(observed {status.get('observedGeneration')})",
+            },
+        )
+    if error is not None:
+        blocked.insert(
+            0,
+            {"component": "InferenceService", "reason": f"KServe refuses the spec: {error['field']}: {error['rule']}"},
+        )
     canary, canary_reasons = _canary(parsed, status, by_name)
     blocked += canary_reasons
     revisions, revision_reasons, settled = _serverless(parsed, status, by_name)
     blocked += revision_reasons
     ready = (apps.condition(isvc, "Ready") or {}).get("status") == "True"
-    generation = meta.get("generation")
     converged = (
         error is None
         and ready
