@@ -40,6 +40,9 @@ ANNOTATION_DRAINING = PREFIX + "draining"
 # On pods under InPlaceRollingUpdate: JSON of the in-place update in progress (target revision, role
 # hash, start time, and per changed container the image ID and restart count before the update).
 ANNOTATION_INPLACE_STATE = PREFIX + "inplace-update-state"
+# On entry pods: JSON of the last verification request of the instance (``spec.verification``):
+# the revision it checked, when, whether it passed, and the response.
+ANNOTATION_VERIFICATION = PREFIX + "verification"
 # On ControllerRevisions: the format of ``data``.
 ANNOTATION_REVISION_DATA_VERSION = PREFIX + "revision-data-version"
 REVISION_DATA_VERSION = "v1"

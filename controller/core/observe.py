@@ -53,6 +53,8 @@ class PodObs:
     has_gate: bool
     inplace_state: dict[str, Any] | None
     inplace_state_error: str | None
+    verification: dict[str, Any] | None  # the last verification result (entry pods, spec.verification)
+    resource_version: str  # with the uid, identifies this version of the pod (derived data is cached by it)
     raw: Obj = field(repr=False)
 
     @property
@@ -209,6 +211,7 @@ _L_REVISION = naming.LABEL_REVISION
 _L_ROLE_HASH = naming.LABEL_ROLE_TEMPLATE_HASH
 _A_DRAINING = naming.ANNOTATION_DRAINING
 _A_INPLACE = naming.ANNOTATION_INPLACE_STATE
+_A_VERIFICATION = naming.ANNOTATION_VERIFICATION
 _C_GATE = naming.CONDITION_INPLACE_READY
 _EMPTY: dict[str, Any] = {}
 
@@ -260,6 +263,7 @@ def parse_pod(pod: Obj) -> PodObs | None:
     draining_since: float | None = None
     state = None
     state_error = None
+    verification = None
     if annotations:
         draining = annotations.get(_A_DRAINING)
         if draining is not None:
@@ -277,6 +281,14 @@ def parse_pod(pod: Obj) -> PodObs | None:
                     state, state_error = None, "in-place update annotation lacks targetRevision"
             except ValueError:
                 state_error = "in-place update annotation is not JSON"
+        verification_raw = annotations.get(_A_VERIFICATION)
+        if verification_raw:
+            try:
+                verification = json.loads(verification_raw)
+            except ValueError:
+                verification = None  # unreadable: as if never verified (it is verified again)
+            if not isinstance(verification, dict):
+                verification = None
     if state is not None and state.get("completed") and failing is None:
         failing = _restarts_above_baseline(state, status)
     gates = spec.get("readinessGates")
@@ -304,6 +316,8 @@ def parse_pod(pod: Obj) -> PodObs | None:
         has_gate,
         state,
         state_error,
+        verification,
+        str(meta.get("resourceVersion") or ""),
         pod,
     )
 

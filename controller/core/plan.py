@@ -16,6 +16,7 @@ UNDRAIN = "undrain"
 PATCH_IMAGE = "patchImage"
 SET_GATE = "setGate"
 RECREATE = "recreate"
+VERIFY = "verify"  # send spec.verification to an instance's entry pod and record the answer on it
 
 # Why an action is taken.
 BECAUSE_UPDATE = "rolling update"
@@ -24,6 +25,7 @@ BECAUSE_SURGE_DONE = "surge no longer needed"
 BECAUSE_SCALE = "scale"
 BECAUSE_RECOVERY = "recovery"
 BECAUSE_REMOVED_ROLE = "role removed from spec"
+BECAUSE_VERIFICATION = "verification"
 
 # Kinds of blocked reasons; the phase is Blocked when one of STUCK_KINDS is present.
 KIND_BUDGET = "budget"

@@ -105,6 +105,17 @@ class RouterPort(Protocol):
 
 
 @runtime_checkable
+class VerifierPort(Protocol):
+    """Sends ``spec.verification`` to an instance's entry pod (the model server answers)."""
+
+    def verify(self, namespace: str, pod: Obj, verification: dict[str, Any]) -> dict[str, Any]:
+        """``verification``: ``Verification.to_json()``. Returns ``{"passed": bool, "status": int
+        | None, "body": str (at most a few hundred characters), "error": str | None,
+        "latencyMs": float | None}``; never raises for an answer it did not like."""
+        ...
+
+
+@runtime_checkable
 class Clock(Protocol):
     def now(self) -> float: ...
 

@@ -14,6 +14,7 @@ Nothing survives the pass in memory; the next pass starts from the cluster again
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -21,11 +22,11 @@ from typing import Any
 
 from . import naming
 from .observe import observe
-from .plan import CREATE, DELETE, DRAIN, PATCH_IMAGE, SET_GATE, UNDRAIN, Action, Plan
+from .plan import CREATE, DELETE, DRAIN, PATCH_IMAGE, SET_GATE, UNDRAIN, VERIFY, Action, Plan
 from .planner import plan
-from .ports import Clock, ClusterPort, Conflict, NotFound, RouterPort
+from .ports import Clock, ClusterPort, Conflict, NotFound, Obj, RouterPort, VerifierPort
 from .revisions import History, revision_object
-from .spec import ValidationError, parse_modelserving
+from .spec import ValidationError, Verification, parse_modelserving
 from .strategy import ClusterSettings
 from .view import build_view, expand_waiting
 
@@ -57,12 +58,15 @@ def reconcile(
     *,
     settings: ClusterSettings | None = None,
     build_state_view: bool = True,
+    verifier: VerifierPort | None = None,
 ) -> ReconcileResult:
+    """``verifier`` sends ``spec.verification`` requests; without one, a verification the spec asks
+    for is recorded as failed with that reason (never as passed)."""
     started = time.perf_counter()
     result = ReconcileResult(namespace, name)
     for attempt in range(MAX_STATUS_ATTEMPTS):
         try:
-            _reconcile_once(cluster, router, clock, namespace, name, settings, result, build_state_view)
+            _reconcile_once(cluster, router, clock, namespace, name, settings, result, build_state_view, verifier)
             break
         except Conflict:
             # Someone else changed the object between our read and our status write: re-read and
@@ -82,6 +86,7 @@ def _reconcile_once(
     settings: ClusterSettings | None,
     result: ReconcileResult,
     build_state_view: bool,
+    verifier: VerifierPort | None = None,
 ) -> None:
     try:
         obj = cluster.get_modelserving(namespace, name)
@@ -131,7 +136,8 @@ def _reconcile_once(
             in_flight[meta["name"]] = router.in_flight(namespace, meta["name"])
     observed = observe(pods, in_flight)
     the_plan = plan(ms, history, observed, now, status=prev_status, settings=settings)
-    _apply(cluster, obj, the_plan)
+    verify = _verifying(verifier, namespace, ms.verification, pods, now)
+    _apply(cluster, obj, the_plan, verify)
     status = the_plan.status
     if _status_changed(prev_status, status):
         cluster.replace_modelserving_status(namespace, name, status, resource_version=resource_version)
@@ -165,7 +171,45 @@ def _owned_revisions(revision_objs: list[dict[str, Any]], uid: str) -> list[dict
     return out
 
 
-def _apply(cluster: ClusterPort, ms_obj: dict[str, Any], the_plan: Plan) -> None:
+# At most this much of a verification response is kept on the pod.
+MAX_RESPONSE_CHARS = 300
+
+
+def _verifying(
+    verifier: VerifierPort | None, namespace: str, verification: Verification | None, pods: list[Obj], now: float
+):
+    """The answer to a ``verify`` action, as the annotation patch that records it on the pod."""
+    by_name = {(p.get("metadata") or {}).get("name"): p for p in pods}
+    spec = verification.to_json() if verification is not None else None
+
+    def verify(pod_name: str, revision: str) -> Obj | None:
+        pod = by_name.get(pod_name)
+        if pod is None or spec is None:
+            return None
+        if verifier is None:
+            answer = {"passed": False, "status": None, "error": "this controller has no verifier configured"}
+        else:
+            try:
+                answer = verifier.verify(namespace, pod, spec)
+            except Exception as exc:  # a verifier bug must not stop the pass; it is recorded instead
+                log.exception("verification of %s/%s raised", namespace, pod_name)
+                answer = {"passed": False, "status": None, "error": f"{type(exc).__name__}: {exc}"}
+        record = {
+            "revision": revision,
+            "passed": bool(answer.get("passed")),
+            "at": now,
+            "status": answer.get("status"),
+            "error": answer.get("error"),
+            "body": str(answer.get("body") or "")[:MAX_RESPONSE_CHARS],
+            "latencyMs": answer.get("latencyMs"),
+        }
+        value = json.dumps(record, sort_keys=True, separators=(",", ":"))
+        return {"metadata": {"annotations": {naming.ANNOTATION_VERIFICATION: value}}}
+
+    return verify
+
+
+def _apply(cluster: ClusterPort, ms_obj: dict[str, Any], the_plan: Plan, verify=None) -> None:
     meta = ms_obj.get("metadata") or {}
     namespace = meta.get("namespace") or "default"
     for action in the_plan.revision_actions:
@@ -177,7 +221,7 @@ def _apply(cluster: ClusterPort, ms_obj: dict[str, Any], the_plan: Plan) -> None
         elif action.verb == "renumber":
             cluster.set_revision_number(namespace, action.name, action.number)
     for action in the_plan.actions:
-        _apply_action(cluster, namespace, action)
+        _apply_action(cluster, namespace, action, verify)
     for action in the_plan.revision_actions:
         if action.verb == "delete":
             try:
@@ -186,7 +230,7 @@ def _apply(cluster: ClusterPort, ms_obj: dict[str, Any], the_plan: Plan) -> None
                 pass
 
 
-def _apply_action(cluster: ClusterPort, namespace: str, action: Action) -> None:
+def _apply_action(cluster: ClusterPort, namespace: str, action: Action, verify=None) -> None:
     if action.verb == CREATE:
         for pod in action.pods:
             try:
@@ -218,6 +262,14 @@ def _apply_action(cluster: ClusterPort, namespace: str, action: Action) -> None:
                 cluster.patch_pod(namespace, pod_name, patch)
             except NotFound:
                 pass
+    elif action.verb == VERIFY and verify is not None:
+        for pod_name in action.pod_names:
+            patch = verify(pod_name, action.revision)
+            if patch is not None:
+                try:
+                    cluster.patch_pod(namespace, pod_name, patch)
+                except NotFound:
+                    pass
 
 
 def _status_changed(prev: dict[str, Any], new: dict[str, Any]) -> bool:

@@ -102,6 +102,32 @@ class Strategy:
     type_explicit: bool
 
 
+VERIFICATION_METHODS = ("GET", "POST", "PUT", "HEAD")
+DEFAULT_VERIFICATION_TIMEOUT_SECONDS = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """``spec.verification``: a request the controller sends to each new instance once it is routed
+    (the entry pod); the instance counts as serving only when the answer has ``expect_status``."""
+
+    path: str
+    method: str = "GET"
+    body: Any = None
+    expect_status: int = 200
+    timeout_seconds: float = DEFAULT_VERIFICATION_TIMEOUT_SECONDS
+    port: int | None = None  # the entry container's first containerPort when not given
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"path": self.path, "method": self.method, "expectStatus": self.expect_status}
+        out["timeoutSeconds"] = self.timeout_seconds
+        if self.body is not None:
+            out["body"] = self.body
+        if self.port is not None:
+            out["port"] = self.port
+        return out
+
+
 @dataclass(frozen=True, slots=True)
 class ModelServing:
     name: str
@@ -116,6 +142,7 @@ class ModelServing:
     paused: bool
     drain_timeout_seconds: float
     progress_deadline_seconds: int
+    verification: Verification | None
     scheduler_name: str | None
     manifest: dict[str, Any] = field(repr=False, compare=False)
 
@@ -132,6 +159,17 @@ class ModelServing:
     @property
     def role_level(self) -> bool:
         return self.strategy.type in ROLE_LEVEL_TYPES
+
+    def partition_as_written(self) -> int | str | dict[str, int | str]:
+        """The partition as the manifest writes it, for display: the group-level value, else the
+        roles' value when they agree (a map role -> value when they do not), else 0."""
+        if self.strategy.budgets.partition is not None:
+            return self.strategy.budgets.partition.to_json()
+        by_role = {r.name: r.budgets.partition.to_json() for r in self.roles if r.budgets.partition is not None}
+        if not by_role:
+            return 0
+        values = set(map(str, by_role.values()))
+        return next(iter(by_role.values())) if len(values) == 1 else by_role
 
 
 def _int(value: Any, path: str, *, default: int | None = None, minimum: int = 0) -> int:
@@ -450,9 +488,38 @@ def parse_modelserving(manifest: Any) -> ModelServing:
         paused=paused,
         drain_timeout_seconds=float(timeout_raw),
         progress_deadline_seconds=deadline,
+        verification=_verification(spec.get("verification")),
         scheduler_name=scheduler_name or None,
         manifest=manifest,
     )
+
+
+def _verification(raw: Any) -> Verification | None:
+    if raw is None:
+        return None
+    path = "spec.verification"
+    raw = _mapping(raw, path)
+    target = raw.get("path")
+    if not isinstance(target, str) or not target.startswith("/"):
+        raise ValidationError(f"{path}.path", f"must be a URL path starting with '/', got {target!r}")
+    method = raw.get("method", "GET")
+    if method not in VERIFICATION_METHODS:
+        raise ValidationError(f"{path}.method", f"must be one of {', '.join(VERIFICATION_METHODS)}, got {method!r}")
+    expect = _int(raw.get("expectStatus"), f"{path}.expectStatus", default=200, minimum=100)
+    if expect > 599:
+        raise ValidationError(f"{path}.expectStatus", f"must be an HTTP status (100-599), got {expect}")
+    timeout = raw.get("timeoutSeconds", DEFAULT_VERIFICATION_TIMEOUT_SECONDS)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 300:
+        raise ValidationError(f"{path}.timeoutSeconds", f"must be a number of seconds in (0, 300], got {timeout!r}")
+    port = raw.get("port")
+    if port is not None:
+        port = _int(port, f"{path}.port", default=None, minimum=1)
+        if port > 65535:
+            raise ValidationError(f"{path}.port", f"must be a TCP port (1-65535), got {port}")
+    body = raw.get("body")
+    if body is not None and method in ("GET", "HEAD"):
+        raise ValidationError(f"{path}.body", f"a {method} request has no body; use POST or PUT")
+    return Verification(target, method, body, expect, float(timeout), port)
 
 
 def _check_both_budgets_not_zero(budgets: Budgets, total: int, path: str) -> None:

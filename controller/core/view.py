@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from . import gates as serving_gates
 from .observe import InstanceObs, Observed, observe
 from .revisions import History
+from .spec import GROUP_ROLLING, ModelServing, ValidationError, parse_modelserving
 
 STATE_PENDING = "Pending"
 STATE_CREATING = "Creating"
@@ -38,31 +40,23 @@ def instance_state(inst: InstanceObs, expected_pods: int) -> str:
     return STATE_CREATING
 
 
-def _expected_pods(spec: dict[str, Any], history: History, revision: str, role: str) -> int:
+def _expected_pods(ms: ModelServing | None, history: History, revision: str, role: str) -> int:
+    """Pods per instance of ``role`` at ``revision`` (its stored data; else the spec's role)."""
     data = history.data_of(revision)
     for r in (data or {}).get("roles") or []:
         if r.get("name") == role:
             return 1 + int(r.get("workerReplicas") or 0)
-    for r in (spec.get("template") or {}).get("roles") or []:
-        if r.get("name") == role:
-            return 1 + int(r.get("workerReplicas") or 0)
-    return 1
+    spec_role = ms.role(role) if ms is not None else None
+    return spec_role.pods_per_instance if spec_role is not None else 1
 
 
-def _partition(spec: dict[str, Any]) -> Any:
-    strategy = spec.get("rolloutStrategy") or {}
-    config = strategy.get("rollingUpdateConfiguration") or {}
-    if "partition" in config:
-        return config["partition"]
-    role_partitions = {
-        r.get("name"): r.get("partition")
-        for r in (spec.get("template") or {}).get("roles") or []
-        if r.get("partition") is not None
-    }
-    if role_partitions:
-        values = set(map(str, role_partitions.values()))
-        return next(iter(role_partitions.values())) if len(values) == 1 else role_partitions
-    return 0
+def _parsed(ms: dict[str, Any]) -> ModelServing | None:
+    """The manifest through the one reader (``spec.parse_modelserving``); None when it is invalid:
+    the view then shows what runs, and status says why nothing moves (SpecInvalid)."""
+    try:
+        return parse_modelserving(ms)
+    except ValidationError:
+        return None
 
 
 def build_view(
@@ -76,46 +70,65 @@ def build_view(
 ) -> dict[str, Any]:
     """``observed`` may be passed when the caller already observed these very pods."""
     meta = ms.get("metadata") or {}
-    spec = ms.get("spec") or {}
     status = ms.get("status") or {}
+    parsed = _parsed(ms)
     history = History.from_objects(revisions)
     if observed is None:
         observed = observe(pods, in_flight)
-    replicas = int(spec.get("replicas", 1) or 0)
-    role_replicas = {
-        r.get("name"): int(r.get("replicas", 1) or 0) for r in (spec.get("template") or {}).get("roles") or []
-    }
-    timeout = float((spec.get("drain") or {}).get("timeoutSeconds", 30))
+    if parsed is not None:
+        replicas = parsed.replicas
+        role_replicas = {r.name: r.replicas for r in parsed.roles}
+        timeout = parsed.drain_timeout_seconds
+        strategy_type = parsed.strategy.type
+        spec_summary = {"replicas": replicas, "partition": parsed.partition_as_written(), "paused": parsed.paused}
+        verification = parsed.verification is not None
+    else:
+        # An invalid manifest: show what runs (the observed groups and roles), nothing the spec says.
+        replicas = len([g for g in observed.groups.values() if g.instances])
+        role_replicas = {}
+        for group in observed.groups.values():
+            for role, ordinal in group.instances:
+                role_replicas[role] = max(role_replicas.get(role, 0), ordinal + 1)
+        timeout = 0.0
+        strategy_type = (status.get("strategy") or {}).get("type") or GROUP_ROLLING
+        spec_summary = {"replicas": replicas, "partition": None, "paused": False}
+        verification = False
     update_revision = status.get("updateRevision")
     update_record = history.get(update_revision)
     update_role_hashes = update_record.role_hashes() if update_record is not None else {}
-    role_level = (
-        (spec.get("rolloutStrategy") or {}).get("type") or "ServingGroupRollingUpdate"
-    ) != "ServingGroupRollingUpdate"
+    role_level = strategy_type != GROUP_ROLLING
     instances = []
     drain = []
+    all_gates = []
+    serving: dict[str, dict[str, int]] = {}
     for g in sorted(observed.groups):
         group = observed.groups[g]
         for role, ordinal in sorted(group.instances):
             inst = group.instances[(role, ordinal)]
-            expected = _expected_pods(spec, history, inst.revision, role)
+            expected = _expected_pods(parsed, history, inst.revision, role)
             pods_sorted = [inst.pods[i] for i in sorted(inst.pods)]
             draining_pods = [p for p in pods_sorted if p.draining_since is not None and not p.deleting]
             inflight = sum(int(in_flight.get(p.name, 0)) for p in pods_sorted)
+            # Under role-level strategies an instance of a role whose template did not change keeps
+            # its pods (and their old revision label) but runs exactly the update revision's
+            # template for that role: report the revision it runs.
+            runs = (
+                update_revision
+                if role_level and update_revision and inst.role_hash and update_role_hashes.get(role) == inst.role_hash
+                else inst.revision
+            )
+            gates = serving_gates.instance_gates(inst, expected, verification_required=verification)
+            all_gates.append(((g, role, ordinal), gates))
+            tally = serving.setdefault(runs, {"instances": 0, "serving": 0, "failed": 0})
+            tally["instances"] += 1
+            tally["serving"] += gates.serving
+            tally["failed"] += gates.failed is not None
             instances.append(
                 {
                     "group": g,
                     "role": role,
                     "ordinal": ordinal,
-                    # Under role-level strategies an instance of a role whose template did not
-                    # change keeps its pods (and their old revision label) but runs exactly the
-                    # update revision's template for that role: report the revision it runs.
-                    "revision": update_revision
-                    if role_level
-                    and update_revision
-                    and inst.role_hash
-                    and update_role_hashes.get(role) == inst.role_hash
-                    else inst.revision,
+                    "revision": runs,
                     "state": instance_state(inst, expected),
                     "pods": len(pods_sorted),
                     "readyPods": sum(1 for p in pods_sorted if p.ready),
@@ -123,6 +136,10 @@ def build_view(
                     "podUids": [p.uid for p in pods_sorted],
                     "draining": len(draining_pods),
                     "inFlight": inflight,
+                    "gate": gates.highest,
+                    "gateFailed": gates.failed,
+                    "gateTimes": gates.reached,
+                    "gateWaiting": gates.waiting_json(),
                 }
             )
             for p in draining_pods:
@@ -138,17 +155,13 @@ def build_view(
                         "secondsLeft": max(round(timeout - (now - since), 3), 0.0),
                     }
                 )
-    revs = []
-    for r in history.revisions:
-        item = r.to_json()
-        revs.append(item)
     return {
         "namespace": meta.get("namespace") or "default",
         "name": meta.get("name"),
         "generation": meta.get("generation"),
-        "spec": {"replicas": replicas, "partition": _partition(spec), "paused": bool(spec.get("paused", False))},
-        "strategyType": (spec.get("rolloutStrategy") or {}).get("type") or "ServingGroupRollingUpdate",
-        "phase": "Paused" if spec.get("paused") else status.get("phase") or "Pending",
+        "spec": spec_summary,
+        "strategyType": strategy_type,
+        "phase": "Paused" if spec_summary["paused"] else status.get("phase") or "Pending",
         "converged": bool(status.get("converged")),
         "currentRevision": status.get("currentRevision"),
         "updateRevision": status.get("updateRevision"),
@@ -156,7 +169,7 @@ def build_view(
             {k: c.get(k) for k in ("type", "status", "reason", "message")} for c in status.get("conditions") or []
         ],
         "counts": {k: status.get(k) for k in ("replicas", "currentReplicas", "updatedReplicas", "availableReplicas")},
-        "revisions": revs,
+        "revisions": [r.to_json() for r in history.revisions],
         "instances": instances,
         "blocked": expand_waiting(status.get("waiting") or []),
         "waiting": status.get("waiting") or [],
@@ -164,6 +177,9 @@ def build_view(
         "roles": status.get("roles") or [],
         "strategy": status.get("strategy") or {},
         "drain": drain,
+        "gateFunnel": serving_gates.funnel(all_gates, now),
+        "servingRevisions": serving,
+        "verification": parsed.verification.to_json() if parsed is not None and parsed.verification else None,
         "time": now,
     }
 

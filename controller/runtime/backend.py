@@ -20,7 +20,7 @@ from functools import lru_cache
 
 from django.conf import settings
 
-from controller.core.ports import ClusterPort, NoRouter, RouterPort
+from controller.core.ports import ClusterPort, NoRouter, RouterPort, VerifierPort
 from controller.k8s.router import DEFAULT_KEY
 from controller.simcluster.database.clock import live_clock
 from controller.simcluster.database.store import DatabaseCluster
@@ -69,6 +69,19 @@ def _kubernetes_cluster() -> ClusterPort:
     from controller.k8s import KubernetesCluster
 
     return KubernetesCluster(_api_client())
+
+
+def get_verifier() -> VerifierPort:
+    """Who sends ``spec.verification``: an HTTP request to the entry pod on Kubernetes; on the
+    simulated cluster the simulated model server's answer (from the image profiles)."""
+    if backend_name() == "kubernetes":
+        from controller.k8s.verifier import HttpVerifier
+
+        return HttpVerifier()
+    from controller.simcluster.routing import SimulatedVerifier
+
+    cluster = sim_cluster(actor="controller")
+    return SimulatedVerifier(lambda: cluster.config)
 
 
 def get_router() -> RouterPort:

@@ -243,3 +243,28 @@ def _percentile(sorted_values: list[float], q: float) -> int | None:
         return None
     rank = max(1, math.ceil(q * len(sorted_values)))
     return int(round(sorted_values[rank - 1]))
+
+
+class SimulatedVerifier:
+    """The ``VerifierPort`` of the simulated cluster: the model server's answer to
+    ``spec.verification`` follows the entry pod's image profile, deterministically. An image whose
+    ``errorRate`` is 1 answers 500 (a broken build); any other answers the expected status.
+
+    Example: images {"engine:v2-bad": {errorRate: 1}} -> verification of a v2-bad instance fails with
+    status 500; "engine:v2" passes with status 200.
+    """
+
+    def __init__(self, config: ClusterConfig | Callable[[], ClusterConfig]) -> None:
+        self._config = config
+
+    def verify(self, namespace: str, pod: Obj, verification: dict) -> dict:
+        config = self._config() if callable(self._config) else self._config
+        containers = (pod.get("spec") or {}).get("containers") or [{}]
+        behaviour = config.image(containers[0].get("image", ""))
+        latency = (behaviour.latency_ms or DEFAULT_LATENCY_MS).low
+        expect = int(verification.get("expectStatus") or 200)
+        if behaviour.crash:
+            return {"passed": False, "status": None, "error": "connection refused", "latencyMs": None}
+        status = 500 if behaviour.error_rate >= 1 else expect
+        body = "internal error" if status == 500 else "ok"
+        return {"passed": status == expect, "status": status, "body": body, "latencyMs": latency}

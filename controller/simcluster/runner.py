@@ -36,6 +36,7 @@ from .convergence import is_converged
 from .kserve_runner import InferenceServiceRunner
 from .memory.cluster import SimCluster
 from .memory.store import Change
+from .routing import SimulatedVerifier
 from .scenario import MANIFEST_EVENTS, Event, Scenario, control_patch
 from .trace import TraceWriter, dumps
 
@@ -136,6 +137,7 @@ class Runner:
         self.loop = self.cluster.loop
         self.store = self.cluster.store
         self.router = self.cluster.router
+        self.verifier = SimulatedVerifier(self.cluster.config)
         self.trace = TraceWriter(scenario.name, scenario.seed)
         self.controller: SimController | None = None
         self.incarnations = 0
@@ -186,7 +188,7 @@ class Runner:
         self.passes += 1
         previous, self.store.actor = self.store.actor, "controller"
         try:
-            result = self._reconcile(self.store, self.router, self.clock, ns, name)
+            result = self._reconcile(self.store, self.router, self.clock, ns, name, verifier=self.verifier)
         except NotFound:
             return True, None  # the ModelServing is gone
         except ClusterError as exc:

@@ -29,12 +29,29 @@ def frame_from_view(t: float, view: dict[str, Any], blocked: list[dict]) -> dict
         "conditions": [
             {k: c[k] for k in ("type", "status", "reason", "message") if k in c} for c in view.get("conditions") or []
         ],
-        "instances": list(view.get("instances") or []),
+        # The view's per-gate times and waits are for the dashboard; a frame keeps the highest
+        # gate and the failed one (scenarios.md), and the rest of each instance as the view has it.
+        "instances": [
+            {k: v for k, v in inst.items() if k not in _VIEW_ONLY_INSTANCE_KEYS} for inst in view.get("instances") or []
+        ],
         "blocked": list(blocked or []),
     }
 
 
-_INSTANCE_KEYS = ("group", "role", "ordinal", "revision", "state", "pods", "readyPods", "surge", "draining")
+_VIEW_ONLY_INSTANCE_KEYS = frozenset({"gateTimes", "gateWaiting"})
+_INSTANCE_KEYS = (
+    "group",
+    "role",
+    "ordinal",
+    "revision",
+    "state",
+    "pods",
+    "readyPods",
+    "surge",
+    "draining",
+    "gate",
+    "gateFailed",
+)
 _instance_fields = itemgetter(*_INSTANCE_KEYS)
 
 

@@ -286,75 +286,20 @@ def test_the_pages_work_under_a_strict_content_security_policy(ms, operator_clie
 
 
 # --- Controls from an action registry -------------------------------------------------------------
-REGISTRY = [
-    {"name": "pause", "label": "Pause", "granted": True, "fields": []},
-    {"name": "resume", "label": "Resume", "granted": True, "fields": []},
-    {
-        "name": "promote",
-        "label": "Promote",
-        "granted": True,
-        "fields": [
-            {
-                "name": "partition",
-                "type": "integer",
-                "required": False,
-                "label": "Lower the partition to",
-                "help": "empty: one step",
-            },
-            {
-                "name": "full",
-                "type": "boolean",
-                "required": False,
-                "label": "Promote fully",
-                "help": "partition 0, and resume",
-            },
-        ],
-    },
-    {
-        "name": "set_image",
-        "label": "Set image…",
-        "granted": True,
-        "fields": [
-            {"name": "role", "type": "string", "required": True, "label": "Role", "help": ""},
-            {"name": "image", "type": "string", "required": True, "label": "Image", "help": "registry/name:tag"},
-            {
-                "name": "container",
-                "type": "string",
-                "required": False,
-                "label": "Container",
-                "help": "first one when empty",
-            },
-        ],
-    },
-    {
-        "name": "rollback",
-        "label": "Roll back…",
-        "granted": False,
-        "fields": [{"name": "toRevision", "type": "integer", "required": True, "label": "To revision", "help": ""}],
-    },
-]
-
-
-def with_registry(html: str) -> str:
-    # What `{{ actions|json_script:"rollout-actions" }}` renders.
-    tag = f'<script id="rollout-actions" type="application/json">{json.dumps(REGISTRY)}</script>'
-    return html.replace("</main>", tag + "</main>", 1)
-
-
 def test_controls_are_built_from_the_action_registry_and_post_to_the_control_endpoints(
     ms, operator_client, page: Page, screenshot_dir
 ):
     state = current_state(ms)
-    site = OfflineSite(page, operator_client, full_state=lambda: state, rewrite_html=with_registry)
+    site = OfflineSite(page, operator_client, full_state=lambda: state)
     page.goto(site.url(f"/modelservings/{ms['namespace']}/{ms['name']}/"))
     expect(page.get_by_test_id("conn")).to_have_text("live")
     buttons = page.locator("#controls [data-action]")
-    expect(buttons).to_have_text(["Pause", "Resume", "Promote", "Set image…", "Roll back…"])
-    # Disabled with the reason said: partition 0 and not paused; no permission for rollback.
+    # The page's rollout-actions JSON (rolloutui.services.actions): one button per action and preset.
+    expect(buttons).to_have_text(["Pause", "Resume", "Promote one step", "Promote fully", "Set image", "Roll back"])
+    # Disabled with the reason said: partition 0 and not paused.
     expect(page.get_by_test_id("btn-promote")).to_be_disabled()
+    expect(page.get_by_test_id("btn-promote-full")).to_be_disabled()
     expect(page.get_by_test_id("controls-why")).to_contain_text("Partition is 0")
-    expect(page.get_by_test_id("btn-rollback")).to_be_disabled()
-    expect(page.get_by_test_id("btn-rollback")).to_have_attribute("title", re.compile("View only"))
 
     page.get_by_test_id("btn-pause").click()
     page.fill("[data-testid=dialog-reason]", "hold on")
@@ -362,11 +307,9 @@ def test_controls_are_built_from_the_action_registry_and_post_to_the_control_end
     expect(page.get_by_test_id("phase")).to_have_text("Paused")
     assert site.requests[-1] == ("POST", api_url(ms, "pause"), {"reason": "hold on"})
 
-    # Paused: promote (fully) applies now; its dialog has the registry's fields.
-    expect(page.get_by_test_id("btn-promote")).to_be_enabled()
-    page.get_by_test_id("btn-promote").click()
-    expect(page.locator("#dialog")).to_contain_text("Lower the partition to")
-    page.get_by_test_id("field-promote-full").check()
+    # Paused: "Promote fully" (the promote action's preset) applies now and sends its values.
+    expect(page.get_by_test_id("btn-promote-full")).to_be_enabled()
+    page.get_by_test_id("btn-promote-full").click()
     page.screenshot(path=str(screenshot_dir / "detail-registry-promote-dialog.png"))
     page.fill("[data-testid=dialog-reason]", "all good")
     page.click("[data-testid=dialog-confirm]")
@@ -386,7 +329,7 @@ def test_controls_are_built_from_the_action_registry_and_post_to_the_control_end
     )
 
 
-def test_without_a_registry_the_template_buttons_work_and_say_why_they_are_disabled(ms, operator_client, page: Page):
+def test_disabled_controls_say_why_and_promote_fully_resumes_a_paused_rollout(ms, operator_client, page: Page):
     state = current_state(ms)
     site = OfflineSite(page, operator_client, full_state=lambda: state)
     page.goto(site.url(f"/modelservings/{ms['namespace']}/{ms['name']}/"))

@@ -18,7 +18,9 @@ REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("ROLLOUTUI_SHARED", REPO.parent / "shared")) / "scenarios"
 SMALL = ["group-rolling", "partition-protected-recovery", "surge-unschedulable", "drain-no-loss"]
 STATES = {"Pending", "Creating", "Ready", "Updating", "Draining", "Deleting", "Failed"}
-VERBS = {"create", "delete", "drain", "undrain", "patchImage", "setGate", "recreate"}
+# "verify" is the release layer's addition (additive, scenarios.md "Canary, analysis and gates").
+VERBS = {"create", "delete", "drain", "undrain", "patchImage", "setGate", "recreate", "verify"}
+GATES = {"Created", "Scheduled", "Started", "Loaded", "Routed", "Verified", "Serving"}
 INSTANCE_KEYS = {
     "group",
     "role",
@@ -31,6 +33,8 @@ INSTANCE_KEYS = {
     "podUids",
     "draining",
     "inFlight",
+    "gate",
+    "gateFailed",
 }
 
 
@@ -58,6 +62,7 @@ def check_format(trace):
         assert keys == sorted(keys), f"t={f['t']}: instances out of (group, role, ordinal) order"
         for inst in f["instances"]:
             assert set(inst) == INSTANCE_KEYS and inst["state"] in STATES
+            assert inst["gate"] in GATES | {None} and inst["gateFailed"] in GATES | {None}
         for b in f["blocked"]:
             assert isinstance(b["reason"], str) and b["reason"]
     assert [a["t"] for a in trace["actions"]] == sorted(a["t"] for a in trace["actions"])

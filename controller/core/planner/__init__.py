@@ -31,6 +31,7 @@ from .drain import undrain_cancelled
 from .group_rolling import roll_groups
 from .role_rolling import roll_roles
 from .status import build_status
+from .verification import request_verifications
 
 __all__ = ["plan"]
 
@@ -54,6 +55,7 @@ def plan(
         roll_roles(out)
         if ms.strategy.type == IN_PLACE:
             inplace.init_gates(out)
+    request_verifications(out)
     # Last: only now is every pod this pass removes known.
     undrain_cancelled(out)
     new_status = build_status(ctx, out)

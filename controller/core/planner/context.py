@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..gates import verification_passed
 from ..observe import GroupObs, InstanceObs, Observed
 from ..revisions import History, UpdateRevision, canonicalize_data, record_update_revision, role_data, role_hash
 from ..spec import GROUP_ROLLING, ModelServing
@@ -186,7 +187,7 @@ def build_context(
     for group in observed.groups.values():
         for inst in group.instances.values():
             ready = inst.ready(ctx.expected_pods(inst.revision, inst.role)) and not inst.updating_in_place
-            ctx.instance_available[(inst.group, inst.role, inst.ordinal)] = ready
+            ctx.instance_available[(inst.group, inst.role, inst.ordinal)] = ready and verified_enough(ctx, inst)
         ctx.group_available[group.ordinal] = bool(group.instances) and _every_instance_ready(ctx, group)
     return ctx
 
@@ -211,6 +212,18 @@ def group_revision(ctx: PassContext, ordinal: int, group: GroupObs | None, parti
     return ctx.update_hash
 
 
+def verified_enough(ctx: PassContext, inst: InstanceObs) -> bool:
+    """With ``spec.verification`` a Ready instance counts as available only once its verification
+    passed for the revision it runs: Ready is not serving. An instance on an older template that was
+    never verified (it ran before the verification was configured) still counts, so adding a
+    verification does not make the whole ModelServing unavailable at once; a failed one never does.
+    """
+    if ctx.ms.verification is None:
+        return True
+    passed = verification_passed(inst.entry, inst.revision)
+    return passed is True or (passed is None and not ctx.instance_updated(inst))
+
+
 def _every_instance_ready(ctx: PassContext, group: GroupObs) -> bool:
     """Every instance the group's revision defines exists and is Ready (not updating in place)."""
     rev = group.revision
@@ -223,7 +236,7 @@ def _every_instance_ready(ctx: PassContext, group: GroupObs) -> bool:
         expected = ctx.expected_pods(rev, role)
         for ordinal in range(replicas):
             inst = group.instances.get((role, ordinal))
-            if inst is None or not inst.ready(expected) or inst.updating_in_place:
+            if inst is None or not inst.ready(expected) or inst.updating_in_place or not verified_enough(ctx, inst):
                 return False
     return True
 

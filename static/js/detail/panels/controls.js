@@ -2,16 +2,11 @@
 // bar, e.g. "Partition is 0"), and their dialogs. Every control POSTs to the REST API
 // (/api/modelservings/{ns}/{name}/{action}) with a reason, which goes to the audit.
 //
-// Where the buttons come from:
-// - the action registry, when the page carries it (`rollout-actions`, json_script): a list of
-//   {name, label, granted, fields: [{name, type, required, label, help, choices?}], path?, body?,
-//    danger?, help?}. `granted` says whether this user holds the action's permission; `path` is
-//   the endpoint under the ModelServing's API URL (default: the name with "_" as "-"); `body` is
-//   sent as is with the fields (e.g. {"full": true}). The buttons and the dialogs' fields are
-//   built from it.
-// - otherwise the buttons in the template (data-action="pause", ...), described by LEGACY below in
-//   the same shape.
-// Either way a dialog is the action's description, one input per field, and the reason.
+// The buttons come from the action registry the page carries (`rollout-actions`, json_script, see
+// fromServer below), turned into entries {name, label, granted, fields, path, body, danger, help}:
+// `granted` says whether this user holds the action's permission; `path` is the endpoint under the
+// ModelServing's API URL; `body` is sent as is with the fields (a preset's values, e.g.
+// {"full": true}). A dialog is the action's description, one input per field, and the reason.
 
 import { post } from "../../lib/api.js";
 import { byId, h, mount } from "../../lib/dom.js";
@@ -19,30 +14,6 @@ import { partitionOf } from "../../lib/format.js";
 import { currentImage, revLabel, roleNames } from "../common.js";
 
 const VIEW_ONLY = "View only: your account can watch but not operate (needs the operate permission).";
-
-// Today's template buttons, as registry entries.
-const LEGACY = {
-  pause: { label: "Pause", fields: [] },
-  resume: { label: "Resume", fields: [] },
-  promote: {
-    label: "Promote one step",
-    fields: [{ name: "partition", type: "integer", required: false, label: "Or lower it straight to" }],
-  },
-  "promote-full": { label: "Promote fully", path: "promote", body: { full: true }, fields: [] },
-  "set-image": {
-    label: "Set image…",
-    fields: [
-      { name: "role", type: "role", required: true, label: "Role" },
-      { name: "container", type: "string", required: false, label: "Container (optional)" },
-      { name: "image", type: "string", required: true, label: "Image" },
-    ],
-  },
-  rollback: {
-    label: "Roll back…",
-    danger: true,
-    fields: [{ name: "toRevision", type: "revision", required: true, label: "To revision" }],
-  },
-};
 
 // Test ids the page has always had for these inputs (the browser tests use them).
 const FIELD_TEST_IDS = { "set-image:role": "si-role", "set-image:image": "si-image", "rollback:toRevision": "rollback-to" };
@@ -137,7 +108,6 @@ const slug = (name) => String(name).replace(/_/g, "-");
 // (e.g. "promote-full" = promote with {"full": true}) is a button of its own; the fields it sets
 // are not asked for in the plain action's dialog.
 function fromServer(registry) {
-  if (Array.isArray(registry)) return registry;
   const out = [];
   for (const a of (registry && Array.isArray(registry.actions) ? registry.actions : [])) {
     if (!a || typeof a.name !== "string") continue;
@@ -185,33 +155,25 @@ export function createControls({ boot, dialog, registry, onDone }) {
   const bar = byId("controls").querySelector(".controls-buttons");
   const why = byId("controls-why");
   let model = null;
-  let actions;
 
-  if (registry) {
-    actions = fromServer(registry)
-      .map((entry) => normalise(entry, boot))
-      .filter(Boolean);
-    mount(
-      bar,
-      actions.map((a) =>
-        h(
-          "button",
-          {
-            class: "btn" + (a.name === "promote" ? " btn-primary" : a.danger ? " btn-danger" : ""),
-            type: "button",
-            dataset: { action: a.name },
-            "data-testid": "btn-" + a.name,
-          },
-          a.label,
-        ),
+  const actions = fromServer(registry)
+    .map((entry) => normalise(entry, boot))
+    .filter(Boolean);
+  mount(
+    bar,
+    actions.map((a) =>
+      h(
+        "button",
+        {
+          class: "btn" + (a.name === "promote" ? " btn-primary" : a.danger ? " btn-danger" : ""),
+          type: "button",
+          dataset: { action: a.name },
+          "data-testid": "btn-" + a.name,
+        },
+        a.label,
       ),
-    );
-  } else {
-    actions = [...bar.querySelectorAll("[data-action]")]
-      .map((b) => b.dataset.action)
-      .filter((name) => LEGACY[name])
-      .map((name) => normalise({ name, ...LEGACY[name] }, boot));
-  }
+    ),
+  );
   const byName = new Map(actions.map((a) => [a.name, a]));
   const buttonOf = (a) => bar.querySelector(`[data-action="${a.name}"]`);
 

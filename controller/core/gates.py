@@ -1,0 +1,212 @@
+"""Serving gates: how far each role instance is on its way to serving traffic. Pure.
+
+"Ready" in Kubernetes terms is not "serving": a pod can be Ready while its route is not effective
+yet, or while the model answers wrongly. Each instance passes, in order:
+
+    Created -> Scheduled -> Started -> Loaded -> Routed -> Verified -> Serving
+
+- **Created**: every pod of the instance exists (``creationTimestamp``);
+- **Scheduled**: every pod is bound to a node (``PodScheduled=True``);
+- **Started**: every container of every pod runs (``state.running.startedAt``);
+- **Loaded**: every pod is Ready (startup and readiness probes passed: the model is loaded);
+- **Routed**: the entry pod takes traffic: Ready, not draining, not terminating (the router contract);
+- **Verified**: the verification request (``spec.verification``) answered as expected for the
+  revision the instance runs; without a verification spec, reached with Routed;
+- **Serving**: every gate above passed.
+
+Each gate has the time it was reached (the latest of the instance's pods). An instance is shown at
+its highest gate; one that cannot go on says which gate failed (unschedulable -> Scheduled, image
+pull or crash -> Started or Loaded, a failed verification -> Verified) and which gate it waits on,
+since when.
+
+Pod times are parsed once per pod version (uid, resourceVersion), like the observation itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .observe import InstanceObs, PodObs
+
+CREATED, SCHEDULED, STARTED, LOADED, ROUTED, VERIFIED, SERVING = (
+    "Created",
+    "Scheduled",
+    "Started",
+    "Loaded",
+    "Routed",
+    "Verified",
+    "Serving",
+)
+GATES: tuple[str, ...] = (CREATED, SCHEDULED, STARTED, LOADED, ROUTED, VERIFIED, SERVING)
+_PULL_FAILURES = frozenset({"ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError"})
+
+
+def _seconds(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class PodTimes:
+    created: float | None
+    scheduled: float | None
+    started: float | None  # every container running: the latest start
+    ready: float | None  # Ready=True: since when
+
+
+_TIMES_CACHE: dict[tuple[str, str], PodTimes] = {}
+_TIMES_CACHE_LIMIT = 200_000
+
+
+def pod_times(pod: PodObs) -> PodTimes:
+    raw = pod.raw
+    meta = raw.get("metadata") or {}
+    key = (pod.uid, pod.resource_version)
+    cached = _TIMES_CACHE.get(key) if key[1] else None
+    if cached is not None:
+        return cached
+    status = raw.get("status") or {}
+    scheduled = ready = None
+    for cond in status.get("conditions") or ():
+        if cond.get("status") != "True":
+            continue
+        if cond.get("type") == "PodScheduled":
+            scheduled = _seconds(cond.get("lastTransitionTime"))
+        elif cond.get("type") == "Ready":
+            ready = _seconds(cond.get("lastTransitionTime"))
+    started = None
+    statuses = status.get("containerStatuses") or ()
+    if statuses and all(((cs.get("state") or {}).get("running")) is not None for cs in statuses):
+        starts = [_seconds(cs["state"]["running"].get("startedAt")) for cs in statuses]
+        started = max((s for s in starts if s is not None), default=None)
+    times = PodTimes(_seconds(meta.get("creationTimestamp")), scheduled, started, ready)
+    if key[1]:
+        if len(_TIMES_CACHE) >= _TIMES_CACHE_LIMIT:
+            _TIMES_CACHE.clear()
+        _TIMES_CACHE[key] = times
+    return times
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceGates:
+    reached: dict[str, float]  # gate -> time, in gate order
+    failed: str | None  # the gate it failed (and cannot pass by itself)
+    failure: str | None  # why, in words
+    waiting: str | None  # the next gate, when not Serving
+    waiting_since: float | None  # when the gate before it was reached
+    highest: str | None  # the last gate reached
+    serving: bool
+
+    def waiting_json(self) -> dict[str, Any] | None:
+        if not self.waiting:
+            return None
+        return {"gate": self.waiting, "since": self.waiting_since, "reason": self.failure}
+
+
+def verification_passed(entry: PodObs | None, revision: str) -> bool | None:
+    """The last verification of this entry pod for ``revision``: True, False, or None (none yet)."""
+    result = entry.verification if entry is not None else None
+    if not result or result.get("revision") != revision:
+        return None
+    return bool(result.get("passed"))
+
+
+# Gates of an instance by the versions of its pods: between two passes most instances do not change
+# (1,000 groups: 4,000 instances), so their gates are not worked out again.
+_GATES_CACHE: dict[tuple, InstanceGates] = {}
+_GATES_CACHE_LIMIT = 50_000
+
+
+def instance_gates(inst: InstanceObs, expected_pods: int, *, verification_required: bool) -> InstanceGates:
+    pods = [inst.pods[i] for i in sorted(inst.pods)]
+    key = (tuple((p.uid, p.resource_version) for p in pods), inst.revision, expected_pods, verification_required)
+    cacheable = all(p.resource_version for p in pods)
+    cached = _GATES_CACHE.get(key) if cacheable else None
+    if cached is not None:
+        return cached
+    gates = _instance_gates(inst, pods, expected_pods, verification_required)
+    if cacheable:
+        if len(_GATES_CACHE) >= _GATES_CACHE_LIMIT:
+            _GATES_CACHE.clear()
+        _GATES_CACHE[key] = gates
+    return gates
+
+
+def _instance_gates(
+    inst: InstanceObs, pods: list[PodObs], expected_pods: int, verification_required: bool
+) -> InstanceGates:
+    times = [pod_times(p) for p in pods]
+    reached: dict[str, float] = {}
+    complete = inst.complete(expected_pods)
+
+    def latest(values: list[float | None]) -> float | None:
+        return None if any(v is None for v in values) else max(values, default=None)  # type: ignore[type-var]
+
+    steps = (
+        (CREATED, complete, [t.created for t in times]),
+        (SCHEDULED, all(p.scheduled for p in pods), [t.scheduled for t in times]),
+        (STARTED, True, [t.started for t in times]),
+        (LOADED, all(p.ready for p in pods), [t.ready for t in times]),
+    )
+    for gate, holds, values in steps:
+        at = latest(values) if holds and complete else None
+        if at is None:
+            break
+        reached[gate] = max(at, *reached.values()) if reached else at
+    entry = inst.entry
+    if LOADED in reached and entry is not None and entry.draining_since is None and not entry.deleting:
+        reached[ROUTED] = reached[LOADED]
+        if not verification_required:
+            reached[VERIFIED] = reached[ROUTED]
+        elif verification_passed(entry, inst.revision):
+            at = _seconds((entry.verification or {}).get("at"))
+            reached[VERIFIED] = max(at if at is not None else reached[ROUTED], reached[ROUTED])
+        if VERIFIED in reached:
+            reached[SERVING] = reached[VERIFIED]
+    failed, failure = _failure(inst, reached, entry, verification_required)
+    nxt = next((g for g in GATES if g not in reached), None)
+    since = reached[GATES[GATES.index(nxt) - 1]] if nxt and nxt != CREATED and reached else None
+    if nxt == CREATED:
+        since = min((t.created for t in times if t.created is not None), default=None)
+    highest = next(reversed(reached)) if reached else None
+    return InstanceGates(reached, failed, failure, nxt, since, highest, SERVING in reached)
+
+
+def _failure(
+    inst: InstanceObs, reached: dict[str, float], entry: PodObs | None, verification_required: bool
+) -> tuple[str | None, str | None]:
+    if inst.unschedulable and SCHEDULED not in reached:
+        return SCHEDULED, inst.unschedulable
+    if inst.failing:
+        gate = STARTED if inst.failing in _PULL_FAILURES or STARTED not in reached else LOADED
+        return gate, inst.failing
+    if inst.lost:
+        return LOADED, "a pod failed"
+    if verification_required and ROUTED in reached and verification_passed(entry, inst.revision) is False:
+        result = (entry.verification if entry else None) or {}
+        detail = result.get("error") or f"status {result.get('status')}"
+        return VERIFIED, f"verification failed: {detail}"
+    return None, None
+
+
+def funnel(gates: list[tuple[tuple[int, str, int], InstanceGates]], now: float) -> list[dict[str, Any]]:
+    """How many instances stand at each gate (their highest), and per gate the instance that has
+    waited longest for the next one. ``gates``: ((group, role, ordinal), gates) pairs."""
+    out = []
+    for gate in GATES:
+        at = [(key, g) for key, g in gates if g.highest == gate]
+        slowest = None
+        waiting = [(now - g.waiting_since, key) for key, g in at if g.waiting_since is not None and g.waiting]
+        if waiting:
+            seconds, (group, role, ordinal) = max(waiting)
+            slowest = {"group": group, "role": role, "ordinal": ordinal, "seconds": round(seconds, 3)}
+        out.append({"gate": gate, "count": len(at), "slowest": slowest})
+    return out
