@@ -160,7 +160,7 @@ def dumps(doc: dict[str, Any]) -> str:
 
 def isvc_frame(t: float, view: dict[str, Any]) -> dict[str, Any]:
     """A frame of an InferenceService run, from ``controller.core.kserve.view``'s view: its pods as
-    ``instances`` (component, replicaSet, revision, state, gate), the Deployments' counts, the
+    ``instances`` (component, replicaSet, revision, state, gate, gateFailed), the Deployments' counts, the
     effective strategy with sources and mode, the traffic split and why it waits."""
     frame: dict[str, Any] = {
         "t": _t(t),
@@ -180,7 +180,7 @@ def isvc_frame(t: float, view: dict[str, Any]) -> dict[str, Any]:
             for d in view.get("deployments") or []
         ],
         "instances": [
-            {k: i[k] for k in ("pod", "component", "replicaSet", "revision", "state", "gate")}
+            {k: i.get(k) for k in ("pod", "component", "replicaSet", "revision", "state", "gate", "gateFailed")}
             for i in view.get("instances") or []
         ],
         "strategy": view.get("strategy") or {},

@@ -47,7 +47,7 @@ def test_pods_go_through_the_gates_to_routed_and_the_view_converges():
     assert {i["gate"] for i in view(c)["instances"]} == {"Started"}
     c.loop.run_until(60)
     v = view(c)
-    assert {(i["state"], i["gate"]) for i in v["instances"]} == {("Ready", "Routed")}
+    assert {(i["state"], i["gate"], i["gateFailed"]) for i in v["instances"]} == {("Ready", "Serving", None)}
     assert v["converged"] and v["blocked"] == []
 
 

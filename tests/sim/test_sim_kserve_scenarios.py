@@ -87,10 +87,12 @@ def test_instances_carry_component_replica_set_revision_state_and_gate():
     assert sorted(r["number"] for r in revisions.values()) == [1, 2]
     for f in trace["frames"]:
         for i in f["instances"]:
-            assert set(i) == {"pod", "component", "replicaSet", "revision", "state", "gate"}
+            assert set(i) == {"pod", "component", "replicaSet", "revision", "state", "gate", "gateFailed"}
             assert i["replicaSet"] == f"llm-predictor-{i['revision']}" and i["revision"] in revisions
-            assert i["gate"] in ("Created", "Scheduled", "Started", "Loaded", "Routed")
-            assert (i["gate"] == "Routed") == (i["state"] == "Ready"), i  # the only backend takes 100%
+            assert i["gate"] in ("Created", "Scheduled", "Started", "Loaded", "Serving"), i
+            # The only backend takes 100% and KServe verifies nothing: Ready pods serve at once.
+            assert (i["gate"] == "Serving") == (i["state"] == "Ready"), i
+            assert i["gateFailed"] is None
 
 
 def test_a_pass_that_scales_the_new_replica_set_up_does_only_that():
@@ -153,7 +155,9 @@ def test_the_canary_gets_traffic_only_once_its_revision_is_ready():
         routed = any(t["revision"] == "chat-predictor-00002" and t["percent"] > 0 for t in f["traffic"])
         if routed:
             assert any(i["state"] == "Ready" for i in new_pods)
+            assert {i["gate"] for i in new_pods if i["state"] == "Ready"} == {"Serving"}
         else:
+            assert all(i["gate"] != "Serving" for i in new_pods), new_pods  # Ready, but no traffic yet
             assert f["traffic"] == [{"revision": "chat-predictor-00001", "percent": 100, "component": "predictor"}]
             assert any(
                 "chat-predictor-00002 is not ready yet" in b["reason"]

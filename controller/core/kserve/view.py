@@ -10,9 +10,11 @@ has (the InferenceService with its status, the Deployments it owns, their Replic
   and the mode (``strategy.resolve_rollout``, the resolution KServe applies);
 - the **instances**: every pod with its component, Deployment, ReplicaSet, revision (Standard
   mode: the pod-template-hash; Serverless: the Knative revision), state (``Pending``,
-  ``Creating``, ``Ready``, ``Deleting``, ``Failed``) and the highest **gate** it reached
-  (``Created``, ``Scheduled``, ``Started``, ``Loaded``: the model is loaded and the pod Ready,
-  ``Routed``: it takes a share of the traffic);
+  ``Creating``, ``Ready``, ``Deleting``, ``Failed``) and the highest serving **gate** it reached,
+  by the rules of ``controller.core.gates`` (``Created``, ``Scheduled``, ``Started``, ``Loaded``:
+  the model is loaded and the pod Ready; ``Routed``, then ``Verified`` and ``Serving`` at once
+  since KServe sends no verification request: its revision or backend takes a share of the
+  traffic), with ``gateFailed`` when it cannot go on (unschedulable, crash loop);
 - **why it waits**, per Deployment (``blocked``): paused, the surge or unavailability budget
   (``rolling.blocked_reasons``), the progress deadline, unschedulable pods; a canary not Ready
   yet, a Serverless revision that is not ready or failed;
@@ -34,6 +36,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import gates, naming
+from ..gates import instance_gates
+from ..observe import InstanceObs, parse_pod
 from . import apps
 from .config import DeployConfig
 from .errors import KServeError
@@ -50,7 +55,6 @@ STATE_CREATING = "Creating"
 STATE_READY = "Ready"
 STATE_DELETING = "Deleting"
 STATE_FAILED = "Failed"
-GATES = ("Created", "Scheduled", "Started", "Loaded", "Routed")
 
 
 def component_of(deployment: Obj) -> str:
@@ -74,20 +78,30 @@ def pod_state(pod: Obj) -> str:
     return STATE_CREATING
 
 
-def pod_gate(pod: Obj, routed: bool) -> str:
-    """The highest gate the pod reached; ``routed``: its revision or backend has a traffic share."""
-    status = pod.get("status") or {}
-    containers = status.get("containerStatuses") or []
-    ready = apps.is_ready(pod) and not apps.is_terminating(pod)
-    if ready and routed and status.get("phase") == "Running":
-        return "Routed"
-    if ready:
-        return "Loaded"
-    if containers and all(c.get("started") or (c.get("state") or {}).get("running") for c in containers):
-        return "Started"
-    if apps.is_scheduled(pod):
-        return "Scheduled"
-    return "Created"
+def pod_gates(pod: Obj, routed: bool) -> tuple[str | None, str | None]:
+    """(the highest serving gate the pod reached, the gate it failed or None), by the same rules as
+    a ModelServing's role instances (``controller.core.gates``): an InferenceService pod is a
+    one-pod instance; KServe has no verification request, so Verified and Serving follow Routed.
+    ``routed``: the pod's revision or backend has a share of the traffic; without it the pod stops
+    at Loaded (a canary not weighted yet, a Serverless revision without traffic)."""
+    meta = apps.meta(pod)
+    labels = {
+        **apps.labels(pod),
+        naming.LABEL_GROUP_ORDINAL: "0",
+        naming.LABEL_ROLE: "pod",
+        naming.LABEL_ROLE_ORDINAL: "0",
+        naming.LABEL_POD_INDEX: "0",
+    }
+    obs = parse_pod({**pod, "metadata": {**meta, "labels": labels}})
+    if obs is None:
+        return None, None
+    inst = InstanceObs(0, "pod", 0, pods={0: obs})
+    inst.finalize()
+    result = instance_gates(inst, 1, verification_required=False)
+    highest = result.highest
+    if not routed and highest in (gates.ROUTED, gates.VERIFIED, gates.SERVING):
+        highest = gates.LOADED
+    return highest, result.failed
 
 
 def _parse(isvc: Obj, config: DeployConfig) -> tuple[InferenceService | None, Obj | None]:
@@ -202,7 +216,7 @@ def inferenceservice_view(
                         "replicaSet": apps.name(rs),
                         "revision": revision,
                         "state": pod_state(pod),
-                        "gate": pod_gate(pod, routed),
+                        **dict(zip(("gate", "gateFailed"), pod_gates(pod, routed), strict=True)),
                         "node": (pod.get("spec") or {}).get("nodeName"),
                         "restarts": apps.restarts(pod),
                         "inFlight": int(in_flight.get(apps.name(pod), 0)),
