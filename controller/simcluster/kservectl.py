@@ -369,16 +369,12 @@ def _revision_deployment(obj: Obj, isvc: InferenceService, component: Component,
 
 
 def revision_ready(deployment: Obj | None) -> bool:
-    """A Knative revision is Ready once its initial scale is available."""
+    """A Knative revision is Ready once its initial scale (``min-scale``, at least 1) is available."""
     if deployment is None:
         return False
-    min_scale = int(
-        (((deployment.get("spec") or {}).get("template") or {}).get("metadata") or {})
-        .get("annotations", {})
-        .get(ANNOTATION_MIN_SCALE, "1")
-    )
-    want = max(min_scale, 1)
-    return apps.status_count(deployment, "availableReplicas") >= want
+    template = (deployment.get("spec") or {}).get("template") or {}
+    min_scale = int(apps.annotations(template).get(ANNOTATION_MIN_SCALE, "1"))
+    return apps.status_count(deployment, "availableReplicas") >= max(min_scale, 1)
 
 
 def revision_failed(deployment: Obj | None) -> bool:
