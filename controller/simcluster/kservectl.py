@@ -34,7 +34,13 @@ Pure Python (no Django); times are the caller's.
 from __future__ import annotations
 
 from controller.core.kserve import apps
-from controller.core.kserve.config import DeployConfig, parse_deploy_config
+from controller.core.kserve.config import (
+    CONFIG_MAP_NAME,
+    CONFIG_MAP_NAMESPACE,
+    DeployConfig,
+    from_config_map,
+    parse_deploy_config,
+)
 from controller.core.kserve.errors import KServeError
 from controller.core.kserve.materialize import (
     LABEL_CANARY,
@@ -54,8 +60,8 @@ from . import objects, workloads
 from .objects import CONFIGMAP, DEPLOYMENT, INFERENCESERVICE, parse_rfc3339, rfc3339
 from .workloads import WorkloadStore
 
-CONFIG_NAMESPACE = "kserve"
-CONFIG_NAME = "inferenceservice-config"
+CONFIG_NAMESPACE = CONFIG_MAP_NAMESPACE
+CONFIG_NAME = CONFIG_MAP_NAME
 LABEL_APP = apps.LABEL_APP
 LABEL_REVISION = apps.LABEL_KNATIVE_REVISION
 LABEL_CONFIGURATION = apps.LABEL_KNATIVE_CONFIGURATION
@@ -71,16 +77,11 @@ CONDITION_OF = {"predictor": "PredictorReady", "transformer": "TransformerReady"
 
 
 def read_deploy_config(store: WorkloadStore) -> DeployConfig:
-    """The ``inferenceservice-config`` ConfigMap's ``deploy`` key (no ConfigMap: KServe's defaults).
-    A ConfigMap KServe cannot read makes it keep its defaults, as KServe logs and carries on."""
+    """The ``inferenceservice-config`` ConfigMap's ``deploy`` settings (``config.from_config_map``)."""
     try:
-        cm = store.get_object(CONFIGMAP, CONFIG_NAMESPACE, CONFIG_NAME)
+        return from_config_map(store.get_object(CONFIGMAP, CONFIG_NAMESPACE, CONFIG_NAME))
     except NotFound:
-        return parse_deploy_config(None)
-    try:
-        return parse_deploy_config((cm.get("data") or {}).get("deploy"))
-    except KServeError:
-        return parse_deploy_config(None)
+        return from_config_map(None)
 
 
 def config_map(deploy: str) -> Obj:

@@ -12,6 +12,8 @@ from . import views
 
 MS = r"^modelservings/(?P<namespace>[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)/(?P<name>[a-z0-9](?:[-.a-z0-9]*[a-z0-9])?)"
 
+ISVC = r"^inferenceservices/(?P<namespace>[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)/(?P<name>[a-z](?:[-a-z0-9]*[a-z0-9])?)"
+
 # Paths under a ModelServing that are not actions (an action of the same name would be hidden).
 RESOURCES = [
     re_path(MS + r"/history/?$", views.History.as_view(), name="api-history"),
@@ -36,6 +38,13 @@ urlpatterns = [
     re_path(MS + r"/$", views.ModelServingDetail.as_view(), name="api-modelserving"),
     *_control_routes(),
     *RESOURCES,
+    path("workloads/", views.WorkloadList.as_view(), name="api-workloads"),
+    path("inferenceservices/", views.InferenceServiceList.as_view(), name="api-inferenceservices"),
+    re_path(
+        ISVC + r"/?$",
+        views.InferenceServiceDetail.as_view(),
+        name="api-inferenceservice",
+    ),
     path("audit/", views.AuditList.as_view(), name="api-audit"),
     path("auth/token/", views.TokenView.as_view(), name="api-token"),
     path("sim/nodes/", views.SimNodes.as_view(), name="api-sim-nodes"),
