@@ -52,7 +52,7 @@ from controller.core.kserve.materialize import (
 )
 from controller.core.kserve.spec import Component, InferenceService, parse_inferenceservice
 from controller.core.kserve.strategy import DEFAULT_PROGRESS_DEADLINE_SECONDS, resolve_rollout
-from controller.core.mergepatch import copy_json
+from controller.core.mergepatch import copy_json, diff
 from controller.core.ports import NotFound, Obj
 
 from . import deployments as kube
@@ -165,7 +165,10 @@ def _ensure_deployment(store: WorkloadStore, existing: Obj | None, desired: Obj)
     if existing is None:
         return store.create_object(desired)
     patch: Obj = {}
-    spec_patch = {k: v for k, v in desired["spec"].items() if (existing.get("spec") or {}).get(k) != v}
+    old_spec = existing.get("spec") or {}
+    # Per field KServe sets, the merge patch from what is there to what it wants: a template that
+    # lost an env var or an annotation must lose it on the Deployment too.
+    spec_patch = {k: diff(old_spec.get(k), v) for k, v in desired["spec"].items() if old_spec.get(k) != v}
     if spec_patch:
         patch["spec"] = spec_patch
     old_labels = workloads.labels(existing)

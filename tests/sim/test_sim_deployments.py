@@ -264,3 +264,29 @@ def test_whatever_order_pods_become_ready_a_rollout_stays_within_its_budgets_and
         check()
     assert apps.is_complete(c.store.get_object(DEPLOYMENT, NS, "web"))
     assert {p["spec"]["containers"][0]["image"] for p in c.pods()} == {"engine:v2"}
+
+
+def test_kserve_removes_from_the_deployment_what_the_spec_no_longer_has():
+    from controller.simcluster import kservectl
+    from controller.simcluster.objects import INFERENCESERVICE
+
+    c = Cluster()
+    c.store.create_object(kservectl.config_map('{"defaultDeploymentMode": "Standard"}'))
+    containers = [{"name": "kserve-container", "image": "engine:v1", "env": [{"name": "A", "value": "1"}]}]
+    isvc = {
+        "apiVersion": "serving.kserve.io/v1beta1",
+        "kind": INFERENCESERVICE,
+        "metadata": {"name": "llm", "namespace": NS},
+        "spec": {"predictor": {"containers": containers}},
+    }
+    c.store.create_object(isvc)
+    kservectl.sync_inferenceservice(c.store, NS, "llm", 0.0)
+    c.store.patch_object(
+        INFERENCESERVICE,
+        NS,
+        "llm",
+        {"spec": {"predictor": {"containers": [{"name": "kserve-container", "image": "engine:v1"}]}}},
+    )
+    kservectl.sync_inferenceservice(c.store, NS, "llm", 0.0)
+    (container,) = c.store.get_object(DEPLOYMENT, NS, "llm-predictor")["spec"]["template"]["spec"]["containers"]
+    assert container == {"name": "kserve-container", "image": "engine:v1"}
