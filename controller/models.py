@@ -4,13 +4,14 @@ The live app's simulated cluster keeps ALL of its state here, so restarting ever
 worker, beat) loses nothing: the objects, the nodes, the clock and each pod's kubelet deadlines
 (in the pod's own annotations) come back from the database.
 
-- ``SimObject``: one Kubernetes-shaped object (ModelServing, Pod, ControllerRevision) as JSON, plus
-  the few columns the store queries by. ``resource_version`` is the optimistic-concurrency token:
+- ``SimObject``: one Kubernetes-shaped object (ModelServing, Pod, ControllerRevision; and for KServe:
+  InferenceService, Deployment, ReplicaSet, ConfigMap) as JSON, plus the few columns the store
+  queries by. ``resource_version`` is the optimistic-concurrency token:
   every write is a compare-and-set ``UPDATE ... WHERE id = X AND resource_version = RV``.
 - ``SimNode``: a simulated GPU node.
 - ``SimClock``: the simulated time (a linear map of wall time, with a speed factor) and the cluster's
   physics configuration (phase timings, per-image behaviour).
-- ``SimTraffic``: the request load sent to one ModelServing and its running totals.
+- ``SimTraffic``: the request load sent to one ModelServing or InferenceService and its running totals.
 - ``ProgressSample``: rollout progress sampled over time for the dashboard's charts.
 """
 
@@ -25,6 +26,11 @@ class SimObject(models.Model):
     KIND_MODELSERVING = "ModelServing"
     KIND_POD = "Pod"
     KIND_REVISION = "ControllerRevision"
+    # KServe on the simulated cluster (controller.simcluster.kservectl and .deployments).
+    KIND_INFERENCESERVICE = "InferenceService"
+    KIND_DEPLOYMENT = "Deployment"
+    KIND_REPLICASET = "ReplicaSet"
+    KIND_CONFIGMAP = "ConfigMap"
 
     kind = models.CharField(max_length=32)
     namespace = models.CharField(max_length=253)
@@ -35,6 +41,10 @@ class SimObject(models.Model):
     resource_version = models.BigIntegerField()
     generation = models.BigIntegerField(default=0)
     data = models.JSONField()
+    # The name of the object's controller (its ownerReference with controller: true) when that is a
+    # workload object: a ReplicaSet's pods, a Deployment's ReplicaSets, an InferenceService's
+    # Deployments. The simulated controllers list what they own by it.
+    controller = models.CharField(max_length=253, blank=True, default="")
     # Pods only: the node it is bound to and the GPUs it holds there (GPU accounting is a SUM over
     # these columns, so the scheduler never loads every pod's JSON).
     node = models.CharField(max_length=253, blank=True, db_index=True)
@@ -52,7 +62,10 @@ class SimObject(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["kind", "namespace", "name"], name="simobject_kind_ns_name")]
-        indexes = [models.Index(fields=["kind", "namespace", "ms_name"], name="simobject_owner_idx")]
+        indexes = [
+            models.Index(fields=["kind", "namespace", "ms_name"], name="simobject_owner_idx"),
+            models.Index(fields=["kind", "namespace", "controller"], name="simobject_controller_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} {self.namespace}/{self.name} rv={self.resource_version}"
@@ -93,9 +106,14 @@ class SimClock(models.Model):
 
 
 class SimTraffic(models.Model):
-    """Requests sent to one ModelServing's entry pods: ``rps`` per simulated second, each keeping its
-    pod busy for a duration drawn from ``[duration_low, duration_high]`` simulated seconds."""
+    """Requests sent to one ModelServing's entry pods (or one InferenceService's predictor pods, split
+    by its traffic weights): ``rps`` per simulated second, each keeping its pod busy for a duration
+    drawn from ``[duration_low, duration_high]`` simulated seconds."""
 
+    KIND_MODELSERVING = "ModelServing"
+    KIND_INFERENCESERVICE = "InferenceService"
+
+    kind = models.CharField(max_length=32, default=KIND_MODELSERVING)
     namespace = models.CharField(max_length=253)
     name = models.CharField(max_length=253)
     rps = models.FloatField(default=0.0)
@@ -109,7 +127,7 @@ class SimTraffic(models.Model):
     rejected = models.BigIntegerField(default=0)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["namespace", "name"], name="simtraffic_ns_name")]
+        constraints = [models.UniqueConstraint(fields=["kind", "namespace", "name"], name="simtraffic_kind_ns_name")]
 
 
 class ProgressSample(models.Model):

@@ -43,3 +43,23 @@ def copy_json(value: Any) -> Any:
     if isinstance(value, list):
         return [copy_json(v) for v in value]
     return value
+
+
+def diff(target: Any, wanted: Any) -> Any:
+    """The merge patch that turns ``target`` into ``wanted`` (``merge_patch(target, diff(target,
+    wanted)) == wanted`` for JSON objects without nulls). Example::
+
+        diff({"a": {"b": 1, "c": 2}}, {"a": {"b": 1, "d": 3}}) == {"a": {"c": None, "d": 3}}
+    """
+    if not isinstance(target, dict) or not isinstance(wanted, dict):
+        return copy_json(wanted)
+    patch: dict[str, Any] = {}
+    for key in target:
+        if key not in wanted:
+            patch[key] = None
+    for key, value in wanted.items():
+        if key not in target:
+            patch[key] = copy_json(value)
+        elif target[key] != value:
+            patch[key] = diff(target[key], value) if isinstance(value, dict) else copy_json(value)
+    return patch

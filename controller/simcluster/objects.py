@@ -18,6 +18,7 @@ Pure Python (no Django).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -35,6 +36,11 @@ def rfc3339(seconds: float) -> str:
     if dt.microsecond:
         return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_rfc3339(text: str) -> float:
+    """The clock seconds of an RFC 3339 time written by ``rfc3339`` ("1970-01-01T00:02:00Z" -> 120.0)."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def owner_name(obj: Obj) -> str | None:
@@ -226,3 +232,95 @@ def with_revision_number(old: Obj, number: int) -> Obj:
     if old.get("revision") == number:
         return old
     return {**old, "revision": number}
+
+
+# -- Workload objects (KServe on the simulated cluster) ---------------------------------------------
+#
+# InferenceServices, Deployments, ReplicaSets and ConfigMaps are stored like ModelServings: created
+# with generation 1, merge-patched through metadata/spec (generation bumped on a spec change),
+# status written through its own subresource. Who owns what is the controller ownerReference, as on
+# Kubernetes; deleting an owner deletes what it owns (garbage collection, background propagation).
+
+INFERENCESERVICE = "InferenceService"
+DEPLOYMENT = "Deployment"
+REPLICASET = "ReplicaSet"
+CONFIGMAP = "ConfigMap"
+WORKLOAD_KINDS = (INFERENCESERVICE, DEPLOYMENT, REPLICASET, CONFIGMAP)
+
+# kube's generateName alphabet (no vowels, no 0/1/3: no words, no look-alikes).
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_NAME_LETTERS = "bcdfghjklmnpqrstvwxz"
+
+
+def generated_name(prefix: str, uid: str) -> str:
+    """The name the API server makes from ``metadata.generateName`` and the new object's UID:
+    ``prefix`` + 5 characters. The first one is always a letter, so a generated pod name never
+    ends in ``-<digits>`` (which ``routing.engine_entry`` reads as a worker's pod index).
+
+    Example: ``generated_name("llm-predictor-5d8f9c7b4-", uid)`` -> ``"llm-predictor-5d8f9c7b4-x7k2p"``.
+    """
+    digest = hashlib.sha256(uid.encode()).digest()
+    chars = [_NAME_LETTERS[digest[0] % len(_NAME_LETTERS)]]
+    chars += [_NAME_ALPHABET[b % len(_NAME_ALPHABET)] for b in digest[1:5]]
+    return prefix + "".join(chars)
+
+
+def named(obj: Obj, uid: str) -> Obj:
+    """``obj`` with its name filled in from ``generateName`` when it has none (a shallow copy);
+    ``obj`` itself when it has a name."""
+    meta = obj.get("metadata") or {}
+    if meta.get("name") or not meta.get("generateName"):
+        return obj
+    return {**obj, "metadata": {**meta, "name": generated_name(meta["generateName"], uid)}}
+
+
+def controller_ref(obj: Obj) -> Obj | None:
+    """The ownerReference with ``controller: true`` (who manages the object), or None."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return ref
+    return None
+
+
+def controller_name(obj: Obj) -> str | None:
+    """The name of the object's controller (its controller ownerReference), or None."""
+    ref = controller_ref(obj)
+    return ref.get("name") if ref else None
+
+
+def owner_reference(owner: Obj) -> Obj:
+    """A controller ownerReference to ``owner`` (as a controller sets it on what it creates)."""
+    meta = owner["metadata"]
+    return {
+        "apiVersion": owner.get("apiVersion", ""),
+        "kind": owner.get("kind", ""),
+        "name": meta["name"],
+        "uid": meta.get("uid", ""),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def new_object(obj: Obj, *, uid: str, created: str, resource_version: str | None = None) -> Obj:
+    """A workload object as created: generation 1, an empty status unless given; ConfigMaps have
+    neither. Deep-copies ``obj``."""
+    if obj.get("kind") == CONFIGMAP:
+        meta = _created_metadata(obj, uid, created, resource_version)
+        return copy_json({**obj, "metadata": meta})
+    return new_modelserving(obj, uid=uid, created=created, resource_version=resource_version)
+
+
+def patched_object(old: Obj, patch: Obj) -> Obj:
+    """A merge patch of a workload object's metadata and spec (``data`` too for a ConfigMap); ``old``
+    itself when it changes nothing. Same rules as ``patched_modelserving``."""
+    if old.get("kind") == CONFIGMAP:
+        new = dict(old)
+        if "data" in patch:
+            new["data"] = merge_patch(old.get("data") or {}, patch["data"])
+        meta_patch = {
+            k: v for k, v in (patch.get("metadata") or {}).items() if k not in MODELSERVING_IMMUTABLE_METADATA
+        }
+        if meta_patch:
+            new["metadata"] = merge_patch(old["metadata"], meta_patch)
+        return old if new == old else new
+    return patched_modelserving(old, patch)

@@ -19,6 +19,13 @@ read by the controller through the Kubernetes adapter's ``RedisInFlightRouter``)
   entry, since a request runs on the whole engine (entry and workers).
 
 Results: ``ok``, ``error``, ``interrupted``, ``rejected``. ``summary`` is the trace's ``requests``.
+
+InferenceServices (KServe): a request first goes to one traffic target, drawn by the weights of
+the InferenceService's traffic split (``isvc_targets``: Knative revisions in Serverless mode,
+the predictor and canary Deployments in Standard mode), then to the least busy routable pod of
+that target; a target without a routable pod rejects it (a Service without endpoints). Requests
+are counted per revision: the ModelServing revision label, else the Knative revision, else the
+pod-template-hash (``revision_label``).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from controller.core import naming
+from controller.core.kserve.apps import LABEL_APP, LABEL_KNATIVE_REVISION, LABEL_TEMPLATE_HASH
 from controller.core.ports import Obj
 
 from .config import DEFAULT_LATENCY_MS, ClusterConfig
@@ -79,6 +87,63 @@ def engine_entry(pod_name: str) -> str:
     return pod_name
 
 
+def revision_label(pod: Obj) -> str | None:
+    """The revision a request to ``pod`` is counted under (see the module docstring)."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return labels.get(naming.LABEL_REVISION) or labels.get(LABEL_KNATIVE_REVISION) or labels.get(LABEL_TEMPLATE_HASH)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One traffic target of an InferenceService: pods whose ``label`` is ``value`` get ``percent``."""
+
+    revision: str | None
+    percent: int
+    label: str
+    value: str
+
+
+def isvc_targets(isvc: Obj) -> list[Target]:
+    """The predictor's traffic targets from the InferenceService's status (what KServe wrote on the
+    Knative route or the HTTPRoute). Example (Serverless canary): ``[Target("llm-predictor-00002",
+    10, revision label, ...), Target("llm-predictor-00001", 90, ...)]``."""
+    entries = ((((isvc.get("status") or {}).get("components") or {}).get("predictor") or {}).get("traffic")) or []
+    out = []
+    for e in entries:
+        percent = int(e.get("percent") or 0)
+        if e.get("backend"):
+            out.append(Target(e.get("revisionName"), percent, LABEL_APP, f"isvc.{e['backend']}"))
+        elif e.get("revisionName"):
+            out.append(Target(e["revisionName"], percent, LABEL_KNATIVE_REVISION, e["revisionName"]))
+    return out
+
+
+def pick_target(targets: list[Target], rng: random.Random) -> Target | None:
+    """A target drawn by weight (one draw from ``rng``); None when no target has a share.
+
+    Example: shares 10 and 90: a draw below 0.1 goes to the first."""
+    total = sum(t.percent for t in targets if t.percent > 0)
+    if total <= 0:
+        return None
+    point = rng.random() * total
+    for t in targets:
+        if t.percent <= 0:
+            continue
+        if point < t.percent:
+            return t
+        point -= t.percent
+    return next(t for t in reversed(targets) if t.percent > 0)
+
+
+def target_pods(target: Target, pods: Iterable[Obj]) -> list[Obj]:
+    """The routable pods of ``target``."""
+    return [
+        p
+        for p in pods
+        if ((p.get("metadata") or {}).get("labels") or {}).get(target.label) == target.value and is_routable(p)
+    ]
+
+
 @dataclass
 class Request:
     id: int
@@ -123,7 +188,7 @@ def send(request_id: int, now: float, duration: float, pod: Obj | None, config: 
     # An error answer ends after its latency; a good one streams for the whole duration; a request
     # that times out holds the pod for its whole duration and never answers.
     busy = latency_ms / 1000.0 if error else max(duration, latency_ms / 1000.0)
-    revision = (meta.get("labels") or {}).get(naming.LABEL_REVISION)
+    revision = revision_label(pod)
     if timeout:
         return Request(
             request_id, now, meta["name"], meta["uid"], revision, None, duration, busy=duration, answer=TIMEOUT

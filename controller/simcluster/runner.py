@@ -33,6 +33,7 @@ from controller.core import naming, workqueue
 from controller.core.ports import ClusterError, NotFound, Obj
 
 from .convergence import is_converged
+from .kserve_runner import InferenceServiceRunner
 from .memory.cluster import SimCluster
 from .memory.store import Change
 from .routing import SimulatedVerifier
@@ -412,6 +413,8 @@ def _matches(pod: Obj, args: dict[str, Any]) -> bool:
 
 
 def run_scenario(scenario: Scenario, *, copy_reads: bool = False) -> dict[str, Any]:
+    if scenario.kind == "InferenceService":
+        return InferenceServiceRunner(scenario, copy_reads=copy_reads).run()
     return Runner(scenario, copy_reads=copy_reads).run()
 
 

@@ -13,6 +13,7 @@ invalid manifest is reported before the run starts, as ``events[i].patch: spec.r
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,8 @@ ACTIONS: dict[str, dict[str, tuple[str, bool]]] = {
 }
 MANIFEST_EVENTS = {"patch", "setImage", "pause", "resume", "promote"}
 TOP_LEVEL = {"name", "seed", "until", "cluster", "images", "traffic", "modelServing", "events"}
+# InferenceService scenarios (section at the end of this file).
+TOP_LEVEL |= {"inferenceService", "kserveConfig"}
 
 
 @dataclass
@@ -73,6 +76,10 @@ class Scenario:
     traffic: Traffic | None
     manifest: dict[str, Any]
     events: list[Event]  # in time order (stable: file order at equal times), `apply` included
+    # "ModelServing", or "InferenceService" (then ``kserve_config`` is the ConfigMap's ``deploy``
+    # value, None without a ConfigMap).
+    kind: str = "ModelServing"
+    kserve_config: str | None = None
 
     @property
     def namespace(self) -> str:
@@ -162,6 +169,8 @@ def parse_scenario(raw: Any, *, default_name: str = "scenario", seed: int | None
     cluster = _cluster(doc.get("cluster", {}))
     cluster.images = parse_images(doc.get("images", {}))
     traffic = _traffic(doc["traffic"]) if doc.get("traffic") is not None else None
+    if "inferenceService" in doc or "kserveConfig" in doc:
+        return _inferenceservice_scenario(doc, name, file_seed if seed is None else seed, until, cluster, traffic)
     if "modelServing" not in doc:
         raise ScenarioError("modelServing", "required: a full ModelServing manifest")
     manifest = _manifest(doc["modelServing"])
@@ -237,7 +246,11 @@ def _manifest(raw: Any) -> dict[str, Any]:
     return manifest
 
 
-def _events(raw: Any, until: float) -> list[Event]:
+def _events(
+    raw: Any, until: float, actions: dict[str, dict[str, tuple[str, bool]]] | None = None, manifest_events=None
+) -> list[Event]:
+    actions = ACTIONS if actions is None else actions
+    manifest_events = MANIFEST_EVENTS if manifest_events is None else manifest_events
     if not isinstance(raw, list):
         raise ScenarioError("events", f"expected a list, got {_show(raw)}")
     events = []
@@ -247,14 +260,14 @@ def _events(raw: Any, until: float) -> list[Event]:
         if "do" not in item:
             raise ScenarioError(f"{path}.do", "required")
         do = item["do"]
-        if do not in ACTIONS:
-            raise ScenarioError(f"{path}.do", f"unknown action {do!r} (expected one of: {', '.join(ACTIONS)})")
+        if do not in actions:
+            raise ScenarioError(f"{path}.do", f"unknown action {do!r} (expected one of: {', '.join(actions)})")
         if "at" not in item:
             raise ScenarioError(f"{path}.at", "required: virtual seconds")
         at = _number(item["at"], f"{path}.at")
         if at > until:
             raise ScenarioError(f"{path}.at", f"{at:g} is after until ({until:g})")
-        fields = ACTIONS[do]
+        fields = actions[do]
         _no_unknown(item, {"at", "do", "reason", *fields}, path)
         reason = item.get("reason")
         if reason is not None and not isinstance(reason, str):
@@ -280,7 +293,7 @@ def _events(raw: Any, until: float) -> list[Event]:
     else:
         apply_at = applies[0].at
         for e in events:
-            if e.do in MANIFEST_EVENTS | {"rollback", "corruptRevision", "deletePods"} and e.at < apply_at:
+            if e.do in manifest_events | {"rollback", "corruptRevision", "deletePods"} and e.at < apply_at:
                 raise ScenarioError(f"events[{e.index}].at", f"{e.do} at {e.at:g} comes before apply at {apply_at:g}")
     return events
 
@@ -355,3 +368,132 @@ def control_patch(ms: dict[str, Any], e: Event) -> dict[str, Any]:
     if e.do == "promote":
         return controls.promote(ms, partition=e.args.get("partition"), full=bool(e.args.get("full")))
     raise AssertionError(e.do)
+
+
+# -- InferenceService scenarios (KServe; shared/docs/scenarios.md, "InferenceService scenarios") --------
+#
+# ``inferenceService`` (a full serving.kserve.io/v1beta1 manifest) instead of ``modelServing``,
+# ``kserveConfig: {deploy: '<JSON string>'}`` for the inferenceservice-config ConfigMap, and these
+# events. The manifest and every manifest-changing event are checked as KServe's webhook would
+# (``controller.core.kserve``), so an InferenceService KServe would refuse is reported before the
+# run, with the field path: ``inferenceService.spec.predictor.deploymentStrategy: ...``.
+
+ISVC_ACTIONS: dict[str, dict[str, tuple[str, bool]]] = {
+    "apply": {},
+    "setImage": {"component": ("str", False), "image": ("str", True), "container": ("str", False)},
+    "patch": {"patch": ("dict", True)},
+    "deletePods": {"component": ("str", False), "revision": ("str", False), "pod": ("str", False)},
+    "failNode": {"node": ("node", True)},
+    "addNodes": {"count": ("posint", False), "gpusPerNode": ("int", False)},
+    "restartController": {},
+    "pause": {},
+    "resume": {},
+    "promote": {"canary": ("str", False)},
+    # A canary is rolled back (``canary`` names one of several); with ``toRevision`` and no canary,
+    # ``component`` (default predictor) goes back to the pod template of that Deployment revision
+    # (Standard) or Knative revision number (Serverless).
+    "rollback": {"canary": ("str", False), "component": ("str", False), "toRevision": ("posint", False)},
+}
+ISVC_MANIFEST_EVENTS = {"patch", "setImage", "promote", "rollback", "pause", "resume"}
+
+
+def _inferenceservice_scenario(
+    doc: dict[str, Any], name: str, seed: int, until: float, cluster: ClusterConfig, traffic: Traffic | None
+) -> Scenario:
+    from controller.core.kserve.config import parse_deploy_config
+    from controller.core.kserve.errors import KServeError
+
+    if "modelServing" in doc:
+        raise ScenarioError("inferenceService", "give either modelServing or inferenceService, not both")
+    if "inferenceService" not in doc:
+        raise ScenarioError("inferenceService", "required with kserveConfig: a full InferenceService manifest")
+    deploy = None
+    if doc.get("kserveConfig") is not None:
+        raw = _mapping(doc["kserveConfig"], "kserveConfig")
+        _no_unknown(raw, {"deploy"}, "kserveConfig")
+        if "deploy" not in raw:
+            raise ScenarioError("kserveConfig.deploy", "required: the ConfigMap's deploy value (a JSON string)")
+        deploy = raw["deploy"]
+        if isinstance(deploy, dict):
+            deploy = json.dumps(deploy)
+        if not isinstance(deploy, str):
+            raise ScenarioError("kserveConfig.deploy", f"expected a JSON string, got {_show(deploy)}")
+    try:
+        config = parse_deploy_config(deploy)
+    except KServeError as exc:
+        raise ScenarioError(
+            "kserveConfig.deploy" + exc.field.removeprefix("inferenceservice-config.deploy"), exc.rule
+        ) from None
+    manifest = _isvc_manifest(doc["inferenceService"], config)
+    events = _events(doc.get("events", []), until, ISVC_ACTIONS, ISVC_MANIFEST_EVENTS)
+    for e in events:
+        if e.do == "rollback" and "toRevision" in e.args and "canary" in e.args:
+            raise ScenarioError(f"events[{e.index}].toRevision", "give either canary or toRevision, not both")
+    scenario = Scenario(name, seed, until, cluster, traffic, manifest, events, "InferenceService", deploy)
+    _isvc_dry_run(scenario, config)
+    return scenario
+
+
+def _isvc_manifest(raw: Any, config) -> dict[str, Any]:
+    from controller.core.kserve.errors import KServeError
+    from controller.core.kserve.spec import parse_inferenceservice
+
+    manifest = _mapping(raw, "inferenceService")
+    try:
+        parse_inferenceservice(manifest, config)
+    except KServeError as exc:
+        raise ScenarioError(f"inferenceService.{exc.field}", exc.rule) from None
+    return manifest
+
+
+def isvc_control_patch(manifest: dict[str, Any], e: Event, config) -> dict[str, Any] | None:
+    """The merge patch of the InferenceService an operator event makes (the controls of
+    ``controller.core.kserve.controls``); None for the events that patch Deployments (pause,
+    resume) or need the cluster (rollback to a revision). Raises ``ControlError``."""
+    from controller.core.kserve import controls
+
+    if e.do == "patch":
+        return e.args["patch"]
+    if e.do == "setImage":
+        return controls.set_image(
+            manifest,
+            config,
+            image=e.args["image"],
+            component=e.args.get("component", "predictor"),
+            container=e.args.get("container"),
+        )
+    if e.do == "promote":
+        return controls.promote(manifest, config, canary=e.args.get("canary"))
+    if e.do == "rollback" and "toRevision" not in e.args:
+        return controls.rollback(
+            manifest, config, canary=e.args.get("canary"), component=e.args.get("component", "predictor")
+        )
+    if e.do in ("pause", "resume"):
+        controls.check_pausable(manifest, config)
+    return None
+
+
+def _isvc_dry_run(s: Scenario, config) -> None:
+    from controller.core.controls import ControlError
+    from controller.core.kserve.errors import KServeError
+    from controller.core.kserve.spec import parse_inferenceservice
+    from controller.core.mergepatch import merge_patch
+
+    manifest = s.manifest
+    for e in s.events:
+        if e.do not in ISVC_MANIFEST_EVENTS:
+            continue
+        path = f"events[{e.index}]"
+        try:
+            patch = isvc_control_patch(manifest, e, config)
+        except ControlError as exc:
+            where = f"{path}.{exc.field}" if exc.field and exc.field in ISVC_ACTIONS[e.do] else f"{path}.do"
+            raise ScenarioError(where, str(exc)) from None
+        if patch is None:
+            continue
+        candidate = merge_patch(manifest, patch)
+        try:
+            parse_inferenceservice(candidate, config)
+        except KServeError as exc:
+            raise ScenarioError(f"{path}.patch.{exc.field}", exc.rule) from None
+        manifest = candidate

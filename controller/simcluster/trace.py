@@ -169,3 +169,84 @@ def dumps(doc: dict[str, Any]) -> str:
     # Compact: a 160-instance rollout writes thousands of frames. Key order is insertion order,
     # which is fixed by the code above, so equal runs give equal bytes.
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
+# -- InferenceService traces (format 1; shared/docs/scenarios.md, "InferenceService scenarios") -----
+
+
+def isvc_frame(t: float, view: dict[str, Any]) -> dict[str, Any]:
+    """A frame of an InferenceService run, from ``controller.core.kserve.view``'s view: its pods as
+    ``instances`` (component, replicaSet, revision, state, gate, gateFailed), the Deployments' counts, the
+    effective strategy with sources and mode, the traffic split and why it waits."""
+    frame: dict[str, Any] = {
+        "t": _t(t),
+        "spec": view.get("spec"),
+        "conditions": [
+            {k: c[k] for k in ("type", "status", "reason", "message") if k in c} for c in view.get("conditions") or []
+        ],
+        "deployments": [
+            {
+                "name": d["name"],
+                "component": d["component"],
+                "replicas": d["replicas"],
+                **{k: d["counts"][k] for k in ("updatedReplicas", "readyReplicas", "availableReplicas")},
+                "paused": d["paused"],
+                "progressing": next((c.get("reason") for c in d["conditions"] if c.get("type") == "Progressing"), None),
+            }
+            for d in view.get("deployments") or []
+        ],
+        "instances": [
+            {k: i.get(k) for k in ("pod", "component", "replicaSet", "revision", "state", "gate", "gateFailed")}
+            for i in view.get("instances") or []
+        ],
+        "strategy": view.get("strategy") or {},
+        "traffic": [
+            {k: e[k] for k in ("revision", "percent", "component", "tag") if k in e} for e in view.get("traffic") or []
+        ],
+        "blocked": [{"component": b["component"], "reason": b["reason"]} for b in view.get("blocked") or []],
+    }
+    if view.get("canary"):
+        frame["canary"] = view["canary"]
+    return frame
+
+
+class InferenceServiceTraceWriter(TraceWriter):
+    """The trace of an InferenceService scenario: the same document, frames of ``isvc_frame``, and
+    ``revisions`` listing every ReplicaSet revision (Standard) or Knative revision (Serverless) seen."""
+
+    def offer_isvc_frame(self, t: float, view: dict[str, Any], *, force: bool = False) -> bool:
+        frame = isvc_frame(t, view)
+        for d in view.get("deployments") or []:
+            if d.get("knativeRevision"):
+                key = d["knativeRevision"]
+                number = int(key.rsplit("-", 1)[-1])
+                self.revisions.setdefault(
+                    key, {"component": d["component"], "name": key, "number": number, "hash": None}
+                )
+                continue
+            for rs in d.get("replicaSets") or []:
+                self.revisions.setdefault(
+                    rs["name"],
+                    {
+                        "component": d["component"],
+                        "deployment": d["name"],
+                        "number": rs["revision"],
+                        "hash": rs["hash"],
+                    },
+                )
+        key = _freeze({k: v for k, v in frame.items() if k != "t"})
+        if not force and key == self._last_key:
+            return False
+        self._last_key = key
+        if self.frames and self.frames[-1]["t"] == frame["t"]:
+            self.frames[-1] = frame
+        else:
+            self.frames.append(frame)
+        return True
+
+    def document(self, **kwargs: Any) -> dict[str, Any]:
+        doc = super().document(**kwargs)
+        doc["revisions"] = sorted(
+            self.revisions.values(), key=lambda r: (r["component"], r.get("deployment") or "", r["number"] or 0)
+        )
+        return {"format": doc.pop("format"), "kind": "InferenceService", **doc}

@@ -256,3 +256,68 @@ def action_result_serializer(target: actions.Target) -> type[serializers.Seriali
     from .release_serializers import ANSWERS
 
     return ANSWERS[target.kind]
+
+
+# -- KServe InferenceServices and the list of both kinds (issue 13) ----------------------------------
+
+KINDS = ("ModelServing", "InferenceService")
+
+
+class WorkloadQuerySerializer(ListQuerySerializer):
+    kind = serializers.ChoiceField(choices=KINDS, required=False, allow_blank=True, help_text="Only this kind.")
+
+
+class InferenceServiceSummarySerializer(serializers.Serializer):
+    """One row of GET /api/inferenceservices/ (schema only: services.kserve.summary)."""
+
+    kind = serializers.ChoiceField(choices=KINDS)
+    namespace = serializers.CharField()
+    name = serializers.CharField()
+    phase = serializers.ChoiceField(choices=PHASES)
+    deploymentMode = serializers.ChoiceField(choices=("Standard", "Serverless"))
+    replicas = serializers.IntegerField(help_text="The predictor's minReplicas.")
+    desired = serializers.IntegerField(help_text="Pods wanted over every Deployment (canaries included).")
+    ready = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    paused = serializers.BooleanField()
+    image = serializers.CharField(allow_null=True)
+    canary = serializers.CharField(allow_null=True, help_text='e.g. "v2 25%" or "10% to llm-predictor-00002".')
+    traffic = serializers.JSONField(help_text='[{"revision", "percent", "component", ...}]')
+    blocked = serializers.IntegerField(help_text="How many reasons to wait.")
+    converged = serializers.BooleanField()
+
+
+class WorkloadSerializer(serializers.Serializer):
+    """One row of GET /api/workloads/: a ModelServing row or an InferenceService row, with ``kind``."""
+
+    kind = serializers.ChoiceField(choices=KINDS)
+    namespace = serializers.CharField()
+    name = serializers.CharField()
+    phase = serializers.ChoiceField(choices=PHASES)
+    replicas = serializers.IntegerField()
+    ready = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    desired = serializers.IntegerField()
+    paused = serializers.BooleanField()
+
+
+class InferenceServiceStateSerializer(serializers.Serializer):
+    """The state of one InferenceService (schema only): ``controller.core.kserve.view``'s output,
+    the same as a ``simulate`` trace frame is made from."""
+
+    kind = serializers.CharField()
+    namespace = serializers.CharField()
+    name = serializers.CharField()
+    deploymentMode = serializers.CharField(allow_null=True)
+    error = serializers.JSONField(allow_null=True, help_text='{"field", "rule"} when KServe refuses the spec.')
+    spec = serializers.JSONField()
+    conditions = serializers.JSONField()
+    deployments = serializers.JSONField(help_text="Per Deployment: strategy with sources, counts, ReplicaSets.")
+    instances = serializers.JSONField(help_text="Per pod: component, replicaSet, revision, state, gate.")
+    strategy = serializers.JSONField()
+    traffic = serializers.JSONField()
+    revisions = serializers.JSONField()
+    canary = serializers.JSONField(allow_null=True)
+    blocked = serializers.JSONField(help_text='[{"component", "reason"}]')
+    converged = serializers.BooleanField()
+    time = serializers.FloatField()

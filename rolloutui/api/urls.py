@@ -14,6 +14,8 @@ from . import releases, views
 
 MS = actions.MODELSERVING.route
 
+ISVC = r"^inferenceservices/(?P<namespace>[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)/(?P<name>[a-z](?:[-a-z0-9]*[a-z0-9])?)"
+
 # Paths under a ModelServing that are not actions (an action of the same name would be hidden).
 RESOURCES = [
     re_path(MS + r"/history/?$", views.History.as_view(), name="api-history"),
@@ -43,6 +45,13 @@ urlpatterns = [
     *_control_routes(),
     *RESOURCES,
     *releases.urlpatterns,
+    path("workloads/", views.WorkloadList.as_view(), name="api-workloads"),
+    path("inferenceservices/", views.InferenceServiceList.as_view(), name="api-inferenceservices"),
+    re_path(
+        ISVC + r"/?$",
+        views.InferenceServiceDetail.as_view(),
+        name="api-inferenceservice",
+    ),
     path("audit/", views.AuditList.as_view(), name="api-audit"),
     path("auth/token/", views.TokenView.as_view(), name="api-token"),
     path("sim/nodes/", views.SimNodes.as_view(), name="api-sim-nodes"),

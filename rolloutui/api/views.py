@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 
 from controller.core.controls import ControlError
 from controller.core.ports import NotFound
-from rolloutui.services import actions, audit, cluster, preview, simulation, state
+from rolloutui.services import actions, audit, cluster, kserve, preview, simulation, state
 from rolloutui.services.controls import ControlDenied
 
 from . import serializers as s
@@ -259,3 +259,26 @@ class SimPreview(_SimView):
     def post(self, request, namespace, name):
         d = self.validated(s.PreviewSerializer, request.data)
         return Response(preview.preview_change(namespace, name, patch=d.get("patch"), set_image=d.get("setImage")))
+
+
+# -- KServe InferenceServices and the list of both kinds (issue 13; read only for now) ---------------
+
+
+class WorkloadList(ServiceView):
+    @extend_schema(parameters=[s.WorkloadQuerySerializer], responses=s.WorkloadSerializer(many=True))
+    def get(self, request):
+        q = self.validated(s.WorkloadQuerySerializer, request.query_params)
+        return Response(kserve.list_workloads(**{key: value for key, value in q.items() if value}))
+
+
+class InferenceServiceList(ServiceView):
+    @extend_schema(parameters=[s.ListQuerySerializer], responses=s.InferenceServiceSummarySerializer(many=True))
+    def get(self, request):
+        q = self.validated(s.ListQuerySerializer, request.query_params)
+        return Response(kserve.list_summaries(**{key: value for key, value in q.items() if value}))
+
+
+class InferenceServiceDetail(ServiceView):
+    @extend_schema(responses=s.InferenceServiceStateSerializer)
+    def get(self, request, namespace, name):
+        return Response(kserve.get_state(namespace, name))

@@ -84,3 +84,20 @@ def parse_deploy_config(raw: str | dict[str, Any] | None) -> DeployConfig:
         default_max_unavailable=rollout_value(rollout.get("maxUnavailable"), f"{path}.maxUnavailable", max_percent=100),
         present=True,
     )
+
+
+# The ConfigMap KServe reads (namespace and name of a default installation).
+CONFIG_MAP_NAMESPACE = "kserve"
+CONFIG_MAP_NAME = "inferenceservice-config"
+
+
+def from_config_map(config_map: dict[str, Any] | None) -> DeployConfig:
+    """The ``deploy`` settings of the ``inferenceservice-config`` ConfigMap object (None: there is
+    none). One KServe cannot read leaves KServe on its defaults (it logs and carries on), so it
+    gives ``NO_CONFIG`` here too; ``parse_deploy_config`` is the strict reading that names the field."""
+    if config_map is None:
+        return NO_CONFIG
+    try:
+        return parse_deploy_config((config_map.get("data") or {}).get("deploy"))
+    except KServeError:
+        return NO_CONFIG

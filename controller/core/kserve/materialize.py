@@ -102,7 +102,10 @@ def deployments(isvc: InferenceService, config: DeployConfig, *, ready_canaries:
                 f"{isvc.name}-{canary.name}-predictor",
                 f"canary:{canary.name}",
                 canary_replicas(canary, predictor.min_replicas),
-                _template(isvc, "predictor", canary.predictor.containers, {LABEL_CANARY: canary.name}),
+                # The canary's pods carry exactly the labels a stable predictor's would: promotion
+                # (the predictor takes the canary's name and spec) keeps the pod template, so the
+                # Deployment rolls nothing. The canary label goes on the Deployment itself.
+                _template(isvc, "predictor", canary.predictor.containers, {}),
                 resolve_rollout(canary.predictor.strategy, config, multi_node_worker=False),
                 canary=canary.name,
                 traffic_percent=canary.traffic_percent if canary.name in ready_canaries else 0,

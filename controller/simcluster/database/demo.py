@@ -1,4 +1,4 @@
-"""The demo: 6 nodes x 8 GPUs and ModelServing ``default/demo`` with traffic.
+"""The demo: 6 nodes x 8 GPUs, ModelServing ``default/demo`` and InferenceService ``default/llm``, with traffic.
 
 ``demo`` has 4 ServingGroups of two roles: ``prefill`` (1 instance = an entry pod and 1 worker pod,
 2 GPUs each) and ``decode`` (2 instances of one 1-GPU pod), so a group holds 2*2 + 2*1 = 6 GPUs and the
@@ -12,12 +12,19 @@ image by its exact reference, so every demo image also has a digest-pinned twin 
 (``vllm/vllm-openai@sha256:`` + the SHA-256 of the tag's reference, a stand-in digest: nothing is
 pulled) with the same behaviour, plus ``...-flaky`` (one request in five fails). The release demo
 (``rolloutui.services.releases.demo``) registers model versions with these images.
+
+Next to it, KServe: the ``inferenceservice-config`` ConfigMap (Standard mode, a default rollout
+of ``maxSurge: 50%``) and InferenceService ``default/llm`` with 4 predictor replicas of 1 GPU
+(2 requests a second), run by the simulated KServe and Deployment controllers. Its effective
+strategy shows two sources: maxSurge 50% = 2 from the ConfigMap, maxUnavailable 25% = 1 from
+KServe's default. 4 more GPUs, 2 of surge and 1 for a Standard-mode canary still fit.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
+import json
 import time
 from typing import Any
 
@@ -25,6 +32,7 @@ from django.db import transaction
 
 from controller.core import naming
 from controller.models import SimClock, SimNode, SimObject, SimTraffic
+from controller.simcluster import kservectl
 
 from .config import DEFAULT_TIMING
 from .store import DatabaseCluster
@@ -95,8 +103,35 @@ DEMO_MANIFEST: dict[str, Any] = {
 }
 
 
+KSERVE_DEPLOY = json.dumps(
+    {"defaultDeploymentMode": "Standard", "deploymentRolloutStrategy": {"defaultRollout": {"maxSurge": "50%"}}}
+)
+DEMO_INFERENCESERVICE: dict[str, Any] = {
+    "apiVersion": "serving.kserve.io/v1beta1",
+    "kind": "InferenceService",
+    "metadata": {"name": "llm", "namespace": "default"},
+    "spec": {
+        "predictor": {
+            "minReplicas": 4,
+            "model": {
+                "modelFormat": {"name": "vllm"},
+                "image": IMAGE,
+                "storageUri": "s3://models/llama-3.1-8b-instruct",
+                "resources": {"limits": {naming.GPU_RESOURCE: "1"}},
+            },
+        }
+    },
+}
+ISVC_TRAFFIC = {"rps": 2.0, "duration_low": 1.0, "duration_high": 8.0}
+
+
 def load_demo(
-    cluster: DatabaseCluster, *, nodes: int = 6, gpus: int = 8, manifest: dict[str, Any] | None = None
+    cluster: DatabaseCluster,
+    *,
+    nodes: int = 6,
+    gpus: int = 8,
+    manifest: dict[str, Any] | None = None,
+    isvc: dict[str, Any] | None = None,
 ) -> list[str]:
     """Fill an empty simulated cluster. Returns what was done (empty: nothing to do).
 
@@ -129,6 +164,25 @@ def load_demo(
         done.append(f"created {nodes} nodes with {gpus} GPUs each")
     if not SimObject.objects.filter(kind=SimObject.KIND_MODELSERVING).exists():
         done.append(create_with_traffic(cluster, manifest or DEMO_MANIFEST))
+    if not SimObject.objects.filter(kind=SimObject.KIND_INFERENCESERVICE).exists():
+        if not SimObject.objects.filter(
+            kind=SimObject.KIND_CONFIGMAP, namespace=kservectl.CONFIG_NAMESPACE, name=kservectl.CONFIG_NAME
+        ).exists():
+            cluster.create_object(kservectl.config_map(KSERVE_DEPLOY))
+            done.append(f"created ConfigMap {kservectl.CONFIG_NAMESPACE}/{kservectl.CONFIG_NAME} (Standard mode)")
+        body = copy.deepcopy(isvc or DEMO_INFERENCESERVICE)
+        meta = body["metadata"]
+        cluster.create_object(body)
+        SimTraffic.objects.update_or_create(
+            kind=SimTraffic.KIND_INFERENCESERVICE,
+            namespace=meta.get("namespace", "default"),
+            name=meta["name"],
+            defaults=ISVC_TRAFFIC,
+        )
+        done.append(
+            f"created InferenceService {meta.get('namespace', 'default')}/{meta['name']} with "
+            f"{ISVC_TRAFFIC['rps']:g} requests/s of traffic"
+        )
     return done
 
 
@@ -138,7 +192,12 @@ def create_with_traffic(cluster: DatabaseCluster, manifest: dict[str, Any], traf
     meta = body["metadata"]
     traffic = TRAFFIC if traffic is None else traffic
     cluster.create_modelserving(body)
-    SimTraffic.objects.update_or_create(namespace=meta.get("namespace", "default"), name=meta["name"], defaults=traffic)
+    SimTraffic.objects.update_or_create(
+        kind=SimTraffic.KIND_MODELSERVING,
+        namespace=meta.get("namespace", "default"),
+        name=meta["name"],
+        defaults=traffic,
+    )
     return (
         f"created ModelServing {meta.get('namespace', 'default')}/{meta['name']} with {traffic['rps']:g} "
         "requests/s of traffic"

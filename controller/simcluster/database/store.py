@@ -39,6 +39,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from controller.core import naming
+from controller.core.kserve.materialize import LABEL_ISVC
 from controller.core.ports import Conflict, NotFound, Obj
 from controller.models import SimClock, SimNode, SimObject, SimTraffic
 from controller.simcluster import objects, physics
@@ -52,6 +53,7 @@ from .traffic import RedisTraffic
 log = logging.getLogger(__name__)
 
 MS, POD, REV = SimObject.KIND_MODELSERVING, SimObject.KIND_POD, SimObject.KIND_REVISION
+WORKLOADS = objects.WORKLOAD_KINDS  # InferenceService, Deployment, ReplicaSet, ConfigMap
 # Lost compare-and-set races retried before giving up with Conflict (a patch without precondition).
 MAX_CAS_ATTEMPTS = 50
 REMOVE = object()  # returned by an update function: delete the row
@@ -172,8 +174,7 @@ class DatabaseCluster:
         try:
             return SimObject.objects.get(kind=kind, namespace=namespace, name=name)
         except SimObject.DoesNotExist:
-            label = {MS: "modelserving", POD: "pod", REV: "controllerrevision"}[kind]
-            raise NotFound(f"{label} {namespace}/{name} not found") from None
+            raise NotFound(f"{kind.lower()} {namespace}/{name} not found") from None
 
     def _changed(self, namespace: str, ms_name: str | None) -> None:
         if ms_name and self.on_change is not None:
@@ -215,8 +216,7 @@ class DatabaseCluster:
                     **columns,
                 )
         except IntegrityError:
-            label = {MS: "modelserving", POD: "pod", REV: "controllerrevision"}[kind]
-            raise Conflict(f"{label} {meta['namespace']}/{meta['name']} already exists") from None
+            raise Conflict(f"{kind.lower()} {meta['namespace']}/{meta['name']} already exists") from None
         return obj
 
     # -- ModelServings ------------------------------------------------------------------------------
@@ -289,7 +289,8 @@ class DatabaseCluster:
                 pass
         SimObject.objects.filter(kind=REV, namespace=namespace, ms_name=name).delete()
         SimObject.objects.filter(pk=row.pk).delete()
-        SimTraffic.objects.filter(namespace=namespace, name=name).delete()  # no one left to send to
+        # No one left to send to.
+        SimTraffic.objects.filter(kind=SimTraffic.KIND_MODELSERVING, namespace=namespace, name=name).delete()
         self._changed(namespace, name)
 
     # -- Pods ---------------------------------------------------------------------------------------
@@ -301,11 +302,14 @@ class DatabaseCluster:
         return self._row(POD, namespace, name).data
 
     def create_pod(self, pod: Obj) -> Obj:
+        uid = str(uuid.uuid4())
+        pod = objects.named(pod, uid)  # metadata.generateName (a ReplicaSet's pods)
         ns, _ = objects.object_key(pod)
-        new = objects.new_pod(pod, uid=str(uuid.uuid4()), created=rfc3339(self._now()))
+        new = objects.new_pod(pod, uid=uid, created=rfc3339(self._now()))
         new, next_at, _ = physics.on_create(new, self._now(), self.config)
         ms_name = owner_name(new) or ""
-        self._insert(POD, new, ms_name, gpus=physics.pod_gpus(new), next_at=next_at)
+        controller = objects.controller_name(new) or ""
+        self._insert(POD, new, ms_name, gpus=physics.pod_gpus(new), next_at=next_at, controller=controller)
         self._changed(ns, ms_name)
         return new
 
@@ -322,7 +326,7 @@ class DatabaseCluster:
 
         before, after = self.update_pod(namespace, name, terminate)
         if after is not before:
-            self._interrupt_after_commit(namespace, name, "deleted", owner_name(before))
+            self._interrupt_pod_after_commit(namespace, name, "deleted", before)
 
     def patch_pod(self, namespace: str, name: str, patch: Obj) -> Obj:
         restarted = []
@@ -339,7 +343,7 @@ class DatabaseCluster:
 
         _, after = self.update_pod(namespace, name, apply)
         if restarted:
-            self._interrupt_after_commit(namespace, name, "container restart", owner_name(after))
+            self._interrupt_pod_after_commit(namespace, name, "container restart", after)
         return after
 
     def set_pod_condition(self, namespace: str, name: str, condition: Obj) -> Obj:
@@ -383,11 +387,18 @@ class DatabaseCluster:
         if traffic is not None:
             transaction.on_commit(lambda: traffic.interrupt(namespace, name, reason, ms_name=ms_name))
 
+    def _interrupt_pod_after_commit(self, namespace: str, name: str, reason: str, pod: Obj) -> None:
+        """Like ``_interrupt_after_commit``, crediting the pod's ModelServing or InferenceService."""
+        kind, owner = traffic_owner(pod)
+        traffic = self.traffic
+        if traffic is not None:
+            transaction.on_commit(lambda: traffic.interrupt(namespace, name, reason, ms_name=owner, kind=kind))
+
     def kill_pod(self, namespace: str, name: str, message: str) -> Obj:
         """Fault injection: the pod's containers are killed for good (phase Failed; the controller's
         recovery replaces it); the requests in flight on it are interrupted."""
         _, after = self.update_pod(namespace, name, lambda old: physics.kill(old, self._now(), message).pod)
-        self._interrupt_after_commit(namespace, name, "killed", owner_name(after))
+        self._interrupt_pod_after_commit(namespace, name, "killed", after)
         return after
 
     # -- ControllerRevisions --------------------------------------------------------------------------
@@ -430,6 +441,94 @@ class DatabaseCluster:
         row = self._row(REV, namespace, name)
         SimObject.objects.filter(pk=row.pk).delete()
         self._changed(namespace, row.ms_name)
+
+    # -- Workload objects (InferenceService, Deployment, ReplicaSet, ConfigMap) ------------------------
+    # The API the simulated KServe, Deployment and ReplicaSet controllers use
+    # (``controller.simcluster.workloads.WorkloadStore``); the tick runs them (``tick.py``).
+
+    def list_objects(self, kind: str, namespace: str | None = None, *, owner: str | None = None) -> list[Obj]:
+        rows = SimObject.objects.filter(kind=kind)
+        if owner is not None:
+            rows = rows.filter(namespace=namespace or "default", controller=owner)
+        elif namespace is not None:
+            rows = rows.filter(namespace=namespace)
+        return _decoded.rows(rows, ["namespace", "name"])
+
+    def get_object(self, kind: str, namespace: str, name: str) -> Obj:
+        return self._row(kind, namespace, name).data
+
+    def create_object(self, obj: Obj) -> Obj:
+        kind = obj.get("kind")
+        if kind not in WORKLOADS:
+            raise Invalid(f"kind: {kind!r} is not stored here (one of {', '.join(WORKLOADS)})")
+        uid = str(uuid.uuid4())
+        obj = objects.named(obj, uid)
+        objects.object_key(obj)
+        new = objects.new_object(obj, uid=uid, created=rfc3339(self._now()))
+        generation = int(new["metadata"].get("generation") or 0)
+        self._insert(kind, new, "", generation=generation, controller=objects.controller_name(new) or "")
+        return new
+
+    def patch_object(
+        self, kind: str, namespace: str, name: str, patch: Obj, *, resource_version: str | None = None
+    ) -> Obj:
+        return self._update_object(
+            kind, namespace, name, lambda old: objects.patched_object(old, patch), resource_version=resource_version
+        )
+
+    def replace_object_status(
+        self, kind: str, namespace: str, name: str, status: Obj, *, resource_version: str | None = None
+    ) -> Obj:
+        return self._update_object(
+            kind, namespace, name, lambda old: objects.with_status(old, status), resource_version=resource_version
+        )
+
+    def _update_object(
+        self, kind: str, namespace: str, name: str, fn: Callable[[Obj], Obj], *, resource_version: str | None
+    ) -> Obj:
+        for _ in range(MAX_CAS_ATTEMPTS):
+            row = self._row(kind, namespace, name)
+            if resource_version is not None and str(resource_version) != str(row.resource_version):
+                raise Conflict(f"{kind.lower()} {namespace}/{name}: resourceVersion {resource_version} is stale")
+            old = row.data
+            new = fn(old)
+            if new is old or new == old:
+                return old
+            try:
+                return self._cas(
+                    row,
+                    new,
+                    generation=int(new["metadata"].get("generation") or 0),
+                    controller=objects.controller_name(new) or "",
+                )
+            except _Lost:
+                if resource_version is not None:
+                    raise Conflict(
+                        f"{kind.lower()} {namespace}/{name}: resourceVersion {resource_version} is stale"
+                    ) from None
+        raise Conflict(f"{kind.lower()} {namespace}/{name}: too many concurrent writers")
+
+    def delete_object(self, kind: str, namespace: str, name: str) -> None:
+        """Delete, and garbage-collect what it controls (its ReplicaSets, their pods, ...)."""
+        row = self._row(kind, namespace, name)
+        uid = row.uid
+        SimObject.objects.filter(pk=row.pk).delete()
+        if kind == objects.INFERENCESERVICE:
+            SimTraffic.objects.filter(kind=SimTraffic.KIND_INFERENCESERVICE, namespace=namespace, name=name).delete()
+        children = SimObject.objects.filter(namespace=namespace, controller=name).values_list("kind", "name", "data")
+        for child_kind, child_name, data in list(children):
+            if (objects.controller_ref(data) or {}).get("uid") != uid:
+                continue
+            try:
+                if child_kind == POD:
+                    self.delete_pod(namespace, child_name, uid=data["metadata"].get("uid"))
+                elif child_kind in WORKLOADS:
+                    self.delete_object(child_kind, namespace, child_name)
+            except (NotFound, Conflict):
+                pass
+
+    def list_controlled_pods(self, namespace: str, controller: str) -> list[Obj]:
+        return _decoded.rows(SimObject.objects.filter(kind=POD, namespace=namespace, controller=controller), ["name"])
 
     # -- Events ---------------------------------------------------------------------------------------
 
@@ -480,13 +579,13 @@ class DatabaseCluster:
             .order_by("namespace", "name")
             .values_list("namespace", "name", "ms_name")
         )
-        for ns, pod_name, ms_name in victims:
+        for ns, pod_name, _ in victims:
             try:
-                self.update_pod(ns, pod_name, lambda old: physics.node_lost(old, name).pod)
+                _, lost = self.update_pod(ns, pod_name, lambda old: physics.node_lost(old, name).pod)
                 self.update_pod(ns, pod_name, lambda old: REMOVE)
             except NotFound:
                 continue
-            self._interrupt_after_commit(ns, pod_name, "node failed", ms_name)
+            self._interrupt_pod_after_commit(ns, pod_name, "node failed", lost)
         return [n for _, n, _ in victims]
 
     def gpus_used(self) -> dict[str, int]:
@@ -494,6 +593,16 @@ class DatabaseCluster:
 
         rows = SimObject.objects.filter(kind=POD).exclude(node="").values("node").annotate(total=Sum("gpus"))
         return {r["node"]: int(r["total"] or 0) for r in rows}
+
+
+def traffic_owner(pod: Obj) -> tuple[str, str | None]:
+    """Whose traffic a pod serves: ``("ModelServing", name)`` by the name label, or
+    ``("InferenceService", name)`` by KServe's label; ``(..., None)`` for neither."""
+    name = owner_name(pod)
+    if name:
+        return SimTraffic.KIND_MODELSERVING, name
+    isvc = ((pod.get("metadata") or {}).get("labels") or {}).get(LABEL_ISVC)
+    return (SimTraffic.KIND_INFERENCESERVICE, isvc) if isvc else (SimTraffic.KIND_MODELSERVING, None)
 
 
 def is_bound(pod: Obj) -> bool:

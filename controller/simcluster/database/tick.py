@@ -8,7 +8,13 @@
    the earlier node) and the node's kubelet starts them (``physics.bind`` then ``physics.start``, in
    one write); pods that fit nowhere get ``physics.unschedulable``'s condition and are retried on
    every tick.
-3. Traffic (``cluster.traffic.step``, when the cluster was given a ``RedisTraffic``).
+3. The simulated KServe, Deployment and ReplicaSet controllers (``controller.simcluster.controllers``):
+   one pass over every InferenceService, then every Deployment, then every ReplicaSet, so a spec
+   change reaches the pods within one tick and pod readiness reaches the InferenceService's status
+   over the next ones. They are part of the simulated cluster (on Kubernetes, KServe and
+   kube-controller-manager run them), so they run here, not in the product's reconcile tasks; level
+   triggered, every tick, they need no wake-ups (a progress deadline is checked on every pass).
+4. Traffic (``cluster.traffic.step``, when the cluster was given a ``RedisTraffic``).
 
 The rules are the in-memory driver's (``controller.simcluster.physics``); only the storage and the
 timing differ: everything read and written is in the database (and Redis for in-flight requests),
@@ -24,9 +30,9 @@ import logging
 import time
 from typing import Any
 
-from controller.core.ports import NotFound, Obj
+from controller.core.ports import Conflict, NotFound, Obj
 from controller.models import SimObject
-from controller.simcluster import physics
+from controller.simcluster import controllers, physics
 
 from .store import REMOVE, DatabaseCluster
 
@@ -66,10 +72,34 @@ def tick(cluster: DatabaseCluster, *, now: float | None = None) -> dict[str, Any
                 report["ready"].append(f"{ns}/{name}")
     if to_schedule:
         _schedule(cluster, to_schedule, now, report)
+    report["workloads"] = sync_workloads(cluster, now)
     if cluster.traffic is not None:
         report["traffic"] = cluster.traffic.step(now, config)
     report["seconds"] = round(time.perf_counter() - started, 4)
     return report
+
+
+def sync_workloads(cluster: DatabaseCluster, now: float) -> int:
+    """One pass of the simulated controllers over every workload object (see the module docstring).
+    Returns how many passes ran (0 and a single query when there are no such objects)."""
+    keys = list(SimObject.objects.filter(kind__in=controllers.ORDER).values_list("kind", "namespace", "name"))
+    if not keys:
+        return 0
+    rank = {kind: i for i, kind in enumerate(controllers.ORDER)}
+    keys.sort(key=lambda k: (rank[k[0]], k[1], k[2]))
+    previous, cluster.actor = cluster.actor, "kube-controller"
+    passes = 0
+    try:
+        for key in keys:
+            try:
+                controllers.sync(cluster, key, now)
+            except (NotFound, Conflict) as exc:  # deleted meanwhile, or a lost race: the next tick retries
+                log.info("simulated controller pass of %s %s/%s skipped: %s", *key, exc)
+                continue
+            passes += 1
+    finally:
+        cluster.actor = previous
+    return passes
 
 
 def _ready(pod: Obj) -> bool:

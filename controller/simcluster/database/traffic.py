@@ -6,6 +6,9 @@ count; the field is deleted at 0), so the controller reads them through that sam
 backends. Next to it, each busy pod has a sorted set of its requests scored by their (simulated) end
 time, from which each tick finishes the requests that ended.
 
+An InferenceService's row (``kind``) sends each request to a traffic target drawn by the weights in
+its status, then to that target's least busy routable pod (``routing.isvc_targets``).
+
 Per tick, for every ``SimTraffic`` row with ``rps > 0``: the number of arrivals since the last tick
 is drawn from a Poisson distribution (mean ``rps * elapsed``; at rps 20 and a 1 s tick, 20 on
 average), each with a duration drawn from ``[duration_low, duration_high]``. Where a request goes,
@@ -26,6 +29,7 @@ import random
 import redis
 from django.db.models import F
 
+from controller.core.kserve.materialize import LABEL_ISVC
 from controller.core.ports import Obj
 from controller.models import SimObject, SimTraffic
 from controller.simcluster import routing
@@ -72,9 +76,11 @@ class RedisTraffic:
     def requests_key(self, namespace: str, pod: str) -> str:
         return f"{self.key_prefix}sim:requests:{field(namespace, pod)}"
 
-    def interrupt(self, namespace: str, pod: str, reason: str = "", *, ms_name: str | None = None) -> int:
+    def interrupt(
+        self, namespace: str, pod: str, reason: str = "", *, ms_name: str | None = None, kind: str = "ModelServing"
+    ) -> int:
         """The pod stopped serving: the requests in flight on its engine (``routing.engine_entry``)
-        are interrupted. Returns how many."""
+        are interrupted, and counted against ``kind``/``ms_name``'s traffic. Returns how many."""
         pod = routing.engine_entry(pod)
         client = self.client
         try:
@@ -87,7 +93,9 @@ class RedisTraffic:
             log.warning("could not interrupt requests of %s/%s: %s", namespace, pod, exc)
             return 0
         if count and ms_name:
-            SimTraffic.objects.filter(namespace=namespace, name=ms_name).update(interrupted=F("interrupted") + count)
+            SimTraffic.objects.filter(kind=kind, namespace=namespace, name=ms_name).update(
+                interrupted=F("interrupted") + count
+            )
             log.info("%d requests interrupted on %s/%s (%s)", count, namespace, pod, reason)
         return count
 
@@ -138,14 +146,20 @@ class RedisTraffic:
         if total:
             # Credit each ModelServing with its finished requests (one query for the pods' owners).
             by_pod = {f.split("/", 1)[1]: n for f, n in finished_by_field.items() if n}
-            owners: dict[tuple[str, str], int] = {}
-            for ns, name, ms in SimObject.objects.filter(kind=SimObject.KIND_POD, name__in=list(by_pod)).values_list(
-                "namespace", "name", "ms_name"
-            ):
-                if field(ns, name) in finished_by_field:
-                    owners[(ns, ms)] = owners.get((ns, ms), 0) + finished_by_field[field(ns, name)]
-            for (ns, ms), n in owners.items():
-                SimTraffic.objects.filter(namespace=ns, name=ms).update(completed=F("completed") + n)
+            owners: dict[tuple[str, str, str], int] = {}
+            rows = SimObject.objects.filter(kind=SimObject.KIND_POD, name__in=list(by_pod))
+            for ns, name, ms, pk in rows.values_list("namespace", "name", "ms_name", "pk"):
+                if field(ns, name) not in finished_by_field:
+                    continue
+                kind = SimTraffic.KIND_MODELSERVING
+                if not ms:  # an InferenceService's pod: KServe's label names it
+                    data = SimObject.objects.filter(pk=pk).values_list("data", flat=True).first() or {}
+                    ms = ((data.get("metadata") or {}).get("labels") or {}).get(LABEL_ISVC) or ""
+                    kind = SimTraffic.KIND_INFERENCESERVICE
+                key = (kind, ns, ms)
+                owners[key] = owners.get(key, 0) + finished_by_field[field(ns, name)]
+            for (kind, ns, ms), n in owners.items():
+                SimTraffic.objects.filter(kind=kind, namespace=ns, name=ms).update(completed=F("completed") + n)
         return total
 
     def _arrivals(self, t: SimTraffic, now: float, config: ClusterConfig) -> tuple[int, int]:
@@ -158,6 +172,12 @@ class RedisTraffic:
             return 0, 0
         rng = random.Random(f"{t.namespace}/{t.name}:{start:.6f}")
         n = poisson(rng, t.rps * elapsed)
+        if t.kind == SimTraffic.KIND_INFERENCESERVICE:
+            rejected = self._isvc_arrivals(t, n, start, elapsed, config, rng) if n else 0
+            SimTraffic.objects.filter(pk=t.pk).update(
+                generated_until=now, sent=F("sent") + n, rejected=F("rejected") + rejected
+            )
+            return n, rejected
         pods = routable_entry_pods(t.namespace, t.name) if n else []
         rejected = 0
         if n and not pods:
@@ -182,6 +202,48 @@ class RedisTraffic:
             generated_until=now, sent=F("sent") + n, rejected=F("rejected") + rejected
         )
         return n, rejected
+
+    def _isvc_arrivals(
+        self, t: SimTraffic, n: int, start: float, elapsed: float, config: ClusterConfig, rng: random.Random
+    ) -> int:
+        """``n`` requests to an InferenceService: each to a traffic target drawn by the weights KServe
+        wrote in its status, then to that target's least busy routable pod (``routing``). Returns
+        how many were rejected (no routable pod in the drawn target)."""
+        isvc = (
+            SimObject.objects.filter(kind=SimObject.KIND_INFERENCESERVICE, namespace=t.namespace, name=t.name)
+            .values_list("data", flat=True)
+            .first()
+        )
+        targets = routing.isvc_targets(isvc or {})
+        pods = [
+            p
+            for p in SimObject.objects.filter(kind=SimObject.KIND_POD, namespace=t.namespace, ms_name="").values_list(
+                "data", flat=True
+            )
+            if ((p.get("metadata") or {}).get("labels") or {}).get(LABEL_ISVC) == t.name
+        ]
+        names = sorted(p["metadata"]["name"] for p in pods)
+        counts = dict.fromkeys(names, 0) | self.in_flight_counts(t.namespace, names)
+        pipe = self.client.pipeline()
+        rejected = 0
+        for i in range(n):
+            arrival = start + rng.random() * elapsed
+            duration = rng.uniform(t.duration_low, max(t.duration_high, t.duration_low))
+            target = routing.pick_target(targets, rng)
+            candidates = routing.target_pods(target, pods) if target is not None else []
+            pod = routing.pick(candidates, lambda p: counts[p["metadata"]["name"]])
+            request = routing.send(i, arrival, duration, pod, config, rng)
+            if request.pod is None:
+                rejected += 1
+                continue
+            counts[request.pod] += 1
+            member = f"{arrival:.6f}:{i}:{rng.getrandbits(32)}"
+            pipe.zadd(self.requests_key(t.namespace, request.pod), {member: arrival + request.busy})
+        for pod in names:
+            if counts[pod]:
+                pipe.hset(self.inflight_key, field(t.namespace, pod), counts[pod])
+        pipe.execute()
+        return rejected
 
 
 def routable_entry_pods(namespace: str, ms_name: str) -> list[Obj]:

@@ -12,6 +12,7 @@ from .kubelet import Kubelets
 from .router import SimRouter
 from .scheduler import Scheduler
 from .store import InMemoryStore
+from .workloads import WorkloadControllers
 
 
 class SimCluster:
@@ -38,6 +39,8 @@ class SimCluster:
             self.store, self.loop, config, namespace, ms_name, traffic, random.Random(f"{seed}:traffic")
         )
         self.kubelets.on_stop.append(self.router.interrupt)
+        # KServe, Deployment and ReplicaSet controllers: idle unless InferenceServices exist.
+        self.workloads = WorkloadControllers(self.store, self.loop)
         self._node_count = 0
         self.add_nodes(config.nodes, config.gpus_per_node)
 

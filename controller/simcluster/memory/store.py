@@ -42,7 +42,9 @@ from ..objects import owner_name, rfc3339
 class Change:
     """One real change of one object, as a watch would deliver it."""
 
-    kind: str  # "ModelServing" | "Pod" | "ControllerRevision" | "Node" | "Event"
+    # "ModelServing" | "Pod" | "ControllerRevision" | "Node" | "Event", and the workload kinds
+    # ("InferenceService" | "Deployment" | "ReplicaSet" | "ConfigMap": ``ms_name`` None)
+    kind: str
     type: str  # "ADDED" | "MODIFIED" | "DELETED"
     namespace: str
     name: str
@@ -76,6 +78,11 @@ class InMemoryStore:
         self._revisions: dict[tuple[str, str], Obj] = {}
         self._revs_by_ms: dict[tuple[str, str | None], dict[str, Obj]] = {}
         self._nodes: dict[str, Obj] = {}
+        # Workload objects (InferenceService, Deployment, ReplicaSet, ConfigMap) by kind, and what each
+        # controller owns (kind, namespace, controller name) -> {name: obj}; pods by their controller.
+        self._objects: dict[str, dict[tuple[str, str], Obj]] = {k: {} for k in objects.WORKLOAD_KINDS}
+        self._owned: dict[tuple[str, str, str | None], dict[str, Obj]] = {}
+        self._pods_by_controller: dict[tuple[str, str | None], dict[str, Obj]] = {}
         self.events: list[Obj] = []
         self._listeners: list[Callable[[Change], None]] = []
         # Who is writing (set by the runner around controller passes, by the physics around theirs).
@@ -191,10 +198,16 @@ class InMemoryStore:
         return self._pods.get((namespace, name))
 
     def create_pod(self, pod: Obj) -> Obj:
+        # A named pod takes its UID after the name check (a refused create uses none); a pod with
+        # ``metadata.generateName`` (a ReplicaSet's) is named from its UID.
+        uid = None if (pod.get("metadata") or {}).get("name") else self.new_uid()
+        if uid is not None:
+            pod = objects.named(pod, uid)
         ns, name = objects.object_key(pod)
         if (ns, name) in self._pods:
             raise Conflict(f"pod {ns}/{name} already exists")
-        new = objects.new_pod(pod, uid=self.new_uid(), resource_version=self._next_rv(), created=self._now_str())
+        uid = uid or self.new_uid()
+        new = objects.new_pod(pod, uid=uid, resource_version=self._next_rv(), created=self._now_str())
         self._put_pod(new)
         self._notify(Change("Pod", "ADDED", ns, name, owner_name(new), new, None, self.actor))
         return self._out(new)
@@ -284,6 +297,7 @@ class InMemoryStore:
         bucket = self._pods_by_ms.get((ns, owner_name(old)))
         if bucket is not None:
             bucket.pop(name, None)
+        self._pods_by_controller.get((ns, objects.controller_name(old)), {}).pop(name, None)
         self._next_rv()
         self._notify(Change("Pod", "DELETED", ns, name, owner_name(old), old, old, self.actor))
 
@@ -291,6 +305,9 @@ class InMemoryStore:
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         self._pods[(ns, name)] = pod
         self._pods_by_ms.setdefault((ns, owner_name(pod)), {})[name] = pod
+        controller = objects.controller_name(pod)
+        if controller is not None:
+            self._pods_by_controller.setdefault((ns, controller), {})[name] = pod
 
     def _get_pod(self, namespace: str, name: str) -> Obj:
         try:
@@ -363,6 +380,100 @@ class InMemoryStore:
             return self._revisions[(namespace, name)]
         except KeyError:
             raise NotFound(f"controllerrevision {namespace}/{name} not found") from None
+
+    # -- Workload objects (InferenceService, Deployment, ReplicaSet, ConfigMap) ---------------------
+
+    def list_objects(self, kind: str, namespace: str | None = None, *, owner: str | None = None) -> list[Obj]:
+        """Objects of ``kind`` in name order; ``owner``: only those whose controller is that object
+        (by name, in ``namespace``)."""
+        if owner is not None:
+            found = self._owned.get((kind, namespace or "default", owner), {})
+            return [self._out(found[n]) for n in sorted(found)]
+        store = self._objects[kind]
+        keys = sorted(k for k in store if namespace is None or k[0] == namespace)
+        return [self._out(store[k]) for k in keys]
+
+    def get_object(self, kind: str, namespace: str, name: str) -> Obj:
+        return self._out(self._get_object(kind, namespace, name))
+
+    def create_object(self, obj: Obj) -> Obj:
+        kind = obj.get("kind")
+        if kind not in self._objects:
+            raise objects.Invalid(f"kind: {kind!r} is not stored here (one of {', '.join(objects.WORKLOAD_KINDS)})")
+        uid = self.new_uid()
+        obj = objects.named(obj, uid)
+        ns, name = objects.object_key(obj)
+        if (ns, name) in self._objects[kind]:
+            raise Conflict(f"{kind.lower()} {ns}/{name} already exists")
+        new = objects.new_object(obj, uid=uid, resource_version=self._next_rv(), created=self._now_str())
+        self._put_object(new)
+        self._notify(Change(kind, "ADDED", ns, name, None, new, None, self.actor))
+        return self._out(new)
+
+    def patch_object(
+        self, kind: str, namespace: str, name: str, patch: Obj, *, resource_version: str | None = None
+    ) -> Obj:
+        old = self._get_object(kind, namespace, name)
+        if resource_version is not None and resource_version != old["metadata"]["resourceVersion"]:
+            raise Conflict(f"{kind.lower()} {namespace}/{name}: resourceVersion {resource_version} is stale")
+        new = objects.patched_object(old, patch)
+        if new is old:
+            return self._out(old)
+        return self._replace_object(old, new)
+
+    def replace_object_status(
+        self, kind: str, namespace: str, name: str, status: Obj, *, resource_version: str | None = None
+    ) -> Obj:
+        old = self._get_object(kind, namespace, name)
+        if resource_version is not None and resource_version != old["metadata"]["resourceVersion"]:
+            raise Conflict(f"{kind.lower()} {namespace}/{name}: resourceVersion {resource_version} is stale")
+        new = objects.with_status(old, status)
+        if new is old:
+            return self._out(old)
+        return self._replace_object(old, new)
+
+    def delete_object(self, kind: str, namespace: str, name: str) -> None:
+        """Delete, and garbage-collect what it owns (its ReplicaSets, their pods, ...)."""
+        old = self._get_object(kind, namespace, name)
+        del self._objects[kind][(namespace, name)]
+        self._owned.get((kind, namespace, objects.controller_name(old)), {}).pop(name, None)
+        self._next_rv()
+        self._notify(Change(kind, "DELETED", namespace, name, None, old, old, self.actor))
+        uid = old["metadata"].get("uid")
+        for child_kind in objects.WORKLOAD_KINDS:
+            for child in list(self._owned.get((child_kind, namespace, name), {}).values()):
+                if (objects.controller_ref(child) or {}).get("uid") == uid:
+                    self.delete_object(child_kind, namespace, child["metadata"]["name"])
+        for pod in list(self._pods_by_controller.get((namespace, name), {}).values()):
+            if (objects.controller_ref(pod) or {}).get("uid") == uid and not pod["metadata"].get("deletionTimestamp"):
+                self.delete_pod(namespace, pod["metadata"]["name"])
+
+    def list_controlled_pods(self, namespace: str, controller: str) -> list[Obj]:
+        """The pods whose controller ownerReference names ``controller`` (a ReplicaSet), in name order."""
+        pods = self._pods_by_controller.get((namespace, controller), {})
+        return [self._out(pods[n]) for n in sorted(pods)]
+
+    def _get_object(self, kind: str, namespace: str, name: str) -> Obj:
+        try:
+            return self._objects[kind][(namespace, name)]
+        except KeyError:
+            raise NotFound(f"{kind.lower()} {namespace}/{name} not found") from None
+
+    def _put_object(self, obj: Obj) -> None:
+        meta = obj["metadata"]
+        key = (obj["kind"], meta["namespace"], objects.controller_name(obj))
+        self._objects[obj["kind"]][(meta["namespace"], meta["name"])] = obj
+        self._owned.setdefault(key, {})[meta["name"]] = obj
+
+    def _replace_object(self, old: Obj, new: Obj) -> Obj:
+        new = {**new, "metadata": {**new["metadata"], "resourceVersion": self._next_rv()}}
+        if objects.controller_name(old) != objects.controller_name(new):
+            key = (old["kind"], old["metadata"]["namespace"], objects.controller_name(old))
+            self._owned.get(key, {}).pop(old["metadata"]["name"], None)
+        self._put_object(new)
+        meta = new["metadata"]
+        self._notify(Change(new["kind"], "MODIFIED", meta["namespace"], meta["name"], None, new, old, self.actor))
+        return self._out(new)
 
     # -- Events -----------------------------------------------------------------------------------
 

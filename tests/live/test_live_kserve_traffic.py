@@ -1,0 +1,77 @@
+"""The live app's simulated traffic to an InferenceService (Redis): split by the weights KServe
+wrote in its status, counted against its own SimTraffic row."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.models import SimTraffic
+from controller.runtime import redisconn
+from controller.simcluster.database.store import DatabaseCluster
+from controller.simcluster.database.tick import tick
+from controller.simcluster.database.traffic import RedisTraffic
+from controller.simcluster.objects import INFERENCESERVICE
+
+from .helpers import ManualClock, config
+from .test_live_kserve import STANDARD, manifest, view
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+
+TEST_DB = 12  # away from the broker (0), the channel layer (1), the live state (2), the traffic test (13)
+
+
+@pytest.fixture
+def client(redis_url, settings):
+    settings.REDIS_URL = redis_url
+    settings.ROLLOUTUI_STATE_REDIS_DB = TEST_DB
+    c = redisconn.state_redis()
+    for key in c.scan_iter(match=redisconn.KEY_PREFIX + "*"):
+        c.delete(key)
+    yield c
+    for key in c.scan_iter(match=redisconn.KEY_PREFIX + "*"):
+        c.delete(key)
+
+
+def test_requests_to_a_standard_canary_follow_its_weight_and_are_credited_to_the_inferenceservice(
+    client, django_capture_on_commit_callbacks
+):
+    from controller.simcluster import kservectl
+
+    traffic = RedisTraffic(client, inflight_key=redisconn.key("test-isvc-inflight"), key_prefix=redisconn.KEY_PREFIX)
+    clock = ManualClock()
+    cluster = DatabaseCluster(clock, actor="operator", config=config(), traffic=traffic)
+    cluster.add_node(8)
+    cluster.create_object(kservectl.config_map(STANDARD))
+    body = manifest(replicas=4)
+    canary_predictor = {"name": "v2", **{k: v for k, v in body["spec"]["predictor"].items() if k != "minReplicas"}}
+    body["spec"]["canary"] = [{"predictor": canary_predictor, "trafficPercent": 25}]
+    cluster.create_object(body)
+    for _ in range(50):
+        clock.t += 1
+        tick(cluster)
+    v = view(cluster)
+    assert sorted(t["percent"] for t in v["traffic"]) == [25, 75] and v["converged"]
+    SimTraffic.objects.create(
+        kind=SimTraffic.KIND_INFERENCESERVICE,
+        namespace="default",
+        name="llm",
+        rps=200,
+        duration_low=60,
+        duration_high=60,
+    )
+    for _ in range(3):  # the first tick only starts the clock of the arrivals
+        clock.t += 1
+        tick(cluster)
+    names = [i["pod"] for i in v["instances"]]
+    busy = traffic.in_flight_counts("default", names)
+    canary = sum(n for pod, n in busy.items() if pod.startswith("llm-v2-predictor-"))
+    share = canary / sum(busy.values())
+    assert 0.2 <= share <= 0.3, (share, busy)
+    row = SimTraffic.objects.get(kind=SimTraffic.KIND_INFERENCESERVICE, name="llm")
+    assert row.sent == sum(busy.values()) and row.rejected == 0
+    victim = next(p for p in busy if p.startswith("llm-v2-predictor-"))
+    with django_capture_on_commit_callbacks(execute=True):
+        cluster.delete_pod("default", victim)
+    row.refresh_from_db()
+    assert row.interrupted == busy[victim]
+    assert cluster.get_object(INFERENCESERVICE, "default", "llm")
