@@ -5,11 +5,26 @@ from __future__ import annotations
 
 import importlib.util
 
+from django.conf import settings
 from django.contrib.auth import views as auth_views
+from django.http import Http404
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from mozilla_django_oidc import views as oidc_views
 
 from rolloutui import health
+
+
+def _oidc(view):
+    """An OIDC view that exists only while single sign-on is on (ROLLOUTUI_OIDC=1); the views read
+    the provider's settings when called, so they are not built otherwise."""
+
+    def only_when_enabled(request, *args, **kwargs):
+        if not settings.ROLLOUTUI_OIDC_ENABLED:
+            raise Http404("single sign-on is not configured")
+        return view(request, *args, **kwargs)
+
+    return only_when_enabled
 
 
 def _module_exists(name: str) -> bool:
@@ -19,18 +34,37 @@ def _module_exists(name: str) -> bool:
         return False
 
 
+class LoginView(auth_views.LoginView):
+    """Django's sign-in page, with a single sign-on button when OIDC is on."""
+
+    redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs):
+        return {**super().get_context_data(**kwargs), "oidc_enabled": settings.ROLLOUTUI_OIDC_ENABLED}
+
+
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("metrics", health.metrics_view, name="metrics"),
     path(
         "accounts/login/",
-        auth_views.LoginView.as_view(redirect_authenticated_user=True),
+        LoginView.as_view(),
         name="login",
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # mozilla-django-oidc's own URL names, which its views reverse.
+    path(
+        "oidc/authenticate/", _oidc(oidc_views.OIDCAuthenticationRequestView.as_view()), name="oidc_authentication_init"
+    ),
+    path(
+        "oidc/callback/",
+        _oidc(oidc_views.OIDCAuthenticationCallbackView.as_view()),
+        name="oidc_authentication_callback",
+    ),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    # The split view serves Swagger UI's start-up script as a file: the page runs under script-src 'self'.
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
 ]
 
 if _module_exists("rolloutui.api.urls"):

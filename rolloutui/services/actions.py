@@ -292,7 +292,8 @@ def all_actions() -> Iterator[Action]:
 def perform(action: Action, user, namespace: str, name: str, values: Mapping[str, Any], *, source: str):
     """Run ``action`` on one ModelServing with ``values`` (field name -> value, the reason included).
 
-    The user must have the action's declared permission; then the values are checked against the
+    The user must have the action's declared permission in ``namespace`` (``services.access``: a
+    product group, or a namespace grant of a role carrying it); then the values are checked against the
     declaration (``Action.clean``) and the service runs. Returns the ``AuditRecord``. Raises
     ``ControlDenied`` (audited under ``action.audit``), ``ControlError`` naming the field,
     ``NotFound`` or ``Conflict``, as the service does.
@@ -300,7 +301,7 @@ def perform(action: Action, user, namespace: str, name: str, values: Mapping[str
     try:
         # The declared permission, checked first as the API does; a refusal is audited like the
         # service's own (which checks the operate permission again for direct callers).
-        controls.check_permission(user, action.permission)
+        controls.check_permission(user, action.permission, namespace=namespace)
     except controls.ControlDenied as denied:
         given = {arg.name: values[arg.name] for arg in action.args if arg.name in values}
         controls.audit(
@@ -319,24 +320,25 @@ def perform(action: Action, user, namespace: str, name: str, values: Mapping[str
     return action.service(user, namespace, name, **kwargs, reason=cleaned[REASON.name], source=source)
 
 
-def page_description(user, *, api_base: str) -> dict[str, Any]:
+def page_description(user, *, api_base: str, namespace: str) -> dict[str, Any]:
     """What the detail page needs to build its controls: every action with its label, fields, the
-    permission it needs and whether ``user`` has it. ``api_base`` is the ModelServing's API URL
+    permission it needs and whether ``user`` has it in ``namespace``. ``api_base`` is the ModelServing's API URL
     (``/api/modelservings/{ns}/{name}/``); an action's URL is ``api_base + action.name``.
     Rendered into the page with ``json_script`` (id ``rollout-actions``); the shape is in
     docs/interfaces.md.
     """
     return {
         "actions": [
-            action.describe(allowed=_has_permission(user, action.permission), url=api_base + action.name)
+            action.describe(allowed=allowed(user, action, namespace), url=api_base + action.name)
             for action in all_actions()
         ]
     }
 
 
-def _has_permission(user, permission: str) -> bool:
+def allowed(user, action: Action, namespace: str) -> bool:
+    """Whether ``user`` may run ``action`` in ``namespace`` (the check ``perform`` makes)."""
     try:
-        controls.check_permission(user, permission)
+        controls.check_permission(user, action.permission, namespace=namespace)
     except controls.ControlDenied:
         return False
     return True
@@ -463,6 +465,7 @@ __all__ = [
     "Arg",
     "Preset",
     "all_actions",
+    "allowed",
     "get",
     "page_description",
     "perform",
