@@ -341,6 +341,7 @@ AXES_COOLOFF_TIME = _env_int("ROLLOUTUI_LOGIN_COOLOFF_MINUTES", 15, minimum=1) /
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "rolloutui.services.origin.client_ip"
+AXES_LOCKOUT_CALLABLE = "rolloutui.signals.lockout_response"
 AXES_VERBOSE = False
 AXES_ENABLE_ADMIN = False
 
@@ -350,7 +351,6 @@ AXES_ENABLE_ADMIN = False
 REST_KNOX = {
     "TOKEN_TTL": timedelta(hours=_env_int("ROLLOUTUI_TOKEN_HOURS", 12, minimum=1)),
     "AUTH_HEADER_PREFIX": "Token",
-    "TOKEN_LIMIT_PER_USER": 20,
 }
 
 # --- Optional OpenID Connect single sign-on (mozilla-django-oidc) --------------------------------

@@ -100,3 +100,20 @@ def _revoke_tokens_on_password_change(sender, instance, created, **kwargs):
             source="system",
             details={"all": True, "count": revoked},
         )
+
+
+def lockout_response(request, original_response=None, credentials=None):
+    """django-axes' answer to a locked-out sign-in (AXES_LOCKOUT_CALLABLE): 429 JSON for the API,
+    the sign-in page with the reason for a person."""
+    from django.conf import settings
+    from django.contrib.auth.forms import AuthenticationForm
+    from django.http import JsonResponse
+    from django.shortcuts import render
+
+    minutes = round(settings.AXES_COOLOFF_TIME * 60)
+    message = f"Too many failed sign-ins for this user from this address: try again in {minutes} minutes."
+    if (getattr(request, "path", "") or "").startswith("/api/"):
+        return JsonResponse({"detail": message}, status=429)
+    return render(
+        request, "registration/login.html", {"form": AuthenticationForm(request), "lockout": message}, status=429
+    )

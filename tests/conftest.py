@@ -58,6 +58,16 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=CHROMIUM_MISSING))
 
 
+@pytest.fixture(autouse=True)
+def _fresh_throttles():
+    """The API's rate limits (DRF throttles) count in Django's cache: each test starts at zero, so
+    one test's requests never throttle another's."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+
+
 # --- Users -----------------------------------------------------------------------------------
 @pytest.fixture
 def password() -> str:

@@ -80,6 +80,9 @@ def mask_changes(changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
             name, rest = match["name"], match["rest"]
             item["from"] = _mask_side(change.get("from"), name, rest)
             item["to"] = _mask_side(change.get("to"), name, rest)
+        elif path.endswith(".env"):  # the whole list added, removed or replaced
+            item["from"] = mask_tree({"env": change.get("from")})["env"]
+            item["to"] = mask_tree({"env": change.get("to")})["env"]
         elif path.endswith(".envFrom") or ".envFrom[" in path:
             item["from"] = None if change.get("from") is None else MASK
             item["to"] = None if change.get("to") is None else MASK
