@@ -7,7 +7,8 @@ import importlib.util
 
 from django.conf import settings
 from django.contrib.auth import views as auth_views
-from django.http import Http404
+from django.http import Http404, JsonResponse
+from django.views import defaults
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from mozilla_django_oidc import views as oidc_views
@@ -32,6 +33,28 @@ def _module_exists(name: str) -> bool:
         return importlib.util.find_spec(name) is not None
     except ModuleNotFoundError:  # a parent package is missing
         return False
+
+
+def _api_or_page(default, status: int, detail: str):
+    """Django's error page for a person; JSON for /api/ (a script, or the page's own fetches)."""
+
+    def handler(request, exception=None, **kwargs):
+        if request.path.startswith("/api/"):
+            return JsonResponse({"detail": detail}, status=status)
+        return default(request, exception, **kwargs) if exception is not None else default(request, **kwargs)
+
+    return handler
+
+
+handler400 = _api_or_page(defaults.bad_request, 400, "bad request")
+handler403 = _api_or_page(defaults.permission_denied, 403, "permission denied")
+handler404 = _api_or_page(defaults.page_not_found, 404, "no such API path (see /api/docs/)")
+
+
+def handler500(request):
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "internal error (the server's log has the details)"}, status=500)
+    return defaults.server_error(request)
 
 
 class LoginView(auth_views.LoginView):

@@ -85,4 +85,10 @@ def exception_handler(exc, context):
         response.data = {"non_field_errors": data}
     elif not isinstance(data, dict):
         response.data = {"detail": str(data)}
+    elif "" in data:
+        # A body key that is the empty string ({"": 1}) is refused under its own name, which names
+        # nothing readable: say it in words.
+        messages = data.pop("")
+        messages = messages if isinstance(messages, list) else [messages]
+        data.setdefault("non_field_errors", []).extend(f"the empty key '': {m}" for m in messages)
     return response
