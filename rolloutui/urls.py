@@ -8,8 +8,8 @@ import importlib.util
 from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.http import Http404, JsonResponse
-from django.views import defaults
 from django.urls import include, path
+from django.views import defaults
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from mozilla_django_oidc import views as oidc_views
 
