@@ -65,6 +65,27 @@ def roles_from_claims(claims: dict) -> tuple[set[str], set[tuple[str, str]]]:
 
 
 class RolloutOIDCBackend(OIDCAuthenticationBackend):
+    def verify_token(self, token, **kwargs):
+        """The library checks the signature and the nonce; an ID token must also be meant for this
+        client (``aud``), or a token the provider issued to another application would sign in here."""
+        from django.core.exceptions import SuspiciousOperation
+
+        payload = super().verify_token(token, **kwargs)
+        audience = payload.get("aud")
+        audiences = audience if isinstance(audience, list) else [audience]
+        if self.OIDC_RP_CLIENT_ID not in audiences:
+            raise SuspiciousOperation("the ID token was issued to another client (aud)")
+        return payload
+
+    def authenticate(self, request, **kwargs):
+        from django.core.exceptions import SuspiciousOperation
+
+        try:
+            return super().authenticate(request, **kwargs)
+        except SuspiciousOperation as exc:  # a forged or misdirected token: refused, and logged
+            log.warning("OIDC sign-in refused: %s", exc)
+            return None
+
     def verify_claims(self, claims):
         return bool(username_of(claims))
 
