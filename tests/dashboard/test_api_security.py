@@ -398,3 +398,16 @@ def test_a_merge_patch_nested_too_deep_is_refused_naming_the_field(operator_clie
         node = node["a"]
     resp = post(operator_client, url(ms, "preview/"), {"patch": {"spec": deep}})
     assert resp.status_code == 400 and "deeper than" in json.dumps(resp.json()) and "patch" in resp.json()
+
+
+def test_grants_are_managed_with_the_grant_command(viewer, ms_elsewhere):
+    out = io.StringIO()
+    call_command("grant", "add", "--user", "viewer", "--namespace", OTHER, "--role", "operator", stdout=out)
+    assert "added" in out.getvalue()
+    assert post(signed_in(viewer), url(ms_elsewhere, "pause"), {"reason": "granted"}).status_code == 200
+    call_command("grant", "list", stdout=out)
+    assert f"user viewer: operator in {OTHER}" in out.getvalue()
+    call_command("grant", "remove", "--user", "viewer", "--namespace", OTHER, "--role", "operator", stdout=out)
+    assert post(signed_in(viewer), url(ms_elsewhere, "resume"), {"reason": "revoked"}).status_code == 403
+    with pytest.raises(CommandError, match="user: no such"):
+        call_command("grant", "add", "--user", "nobody", "--namespace", OTHER, "--role", "viewer")
