@@ -45,7 +45,7 @@ def modelserving_list(request):
         namespace=namespace or None,
         search=search or None,
         phase=phase if phase in PHASES else None,
-        within=access.namespaces(request.user, VIEW),
+        within=access.namespaces(request.user, VIEW, state.modelserving_namespaces),
     )
     return render(
         request,

@@ -163,9 +163,9 @@ SECURE_CSP = {
     # Plotly renders its charts' fonts and icons as data: URLs; the swagger UI its logo.
     "img-src": [CSP.SELF, "data:"],
     "font-src": [CSP.SELF, "data:"],
-    # The page's fetches and its websocket (same host; ws: and wss: are not covered by 'self' in
-    # every browser).
-    "connect-src": [CSP.SELF, "ws:", "wss:"] if not ROLLOUTUI_HTTPS else [CSP.SELF, "wss:"],
+    # The page's fetches and its websocket: 'self' covers ws:/wss: to this host in current browsers
+    # (CSP level 3), so no scheme-wide ws: source (which would allow any host) is needed.
+    "connect-src": [CSP.SELF],
     "object-src": [CSP.NONE],
     "base-uri": [CSP.SELF],
     "form-action": [CSP.SELF],
@@ -438,6 +438,11 @@ ROLLOUTUI_PREVIEW_SECONDS = _env_int("ROLLOUTUI_PREVIEW_SECONDS", 60, minimum=1)
 ROLLOUTUI_WS_MAX_MESSAGE_BYTES = _env_int("ROLLOUTUI_WS_MAX_MESSAGE_BYTES", 4096, minimum=64)
 ROLLOUTUI_WS_MAX_PENDING_BYTES = _env_int("ROLLOUTUI_WS_MAX_PENDING_BYTES", 8 * 1024 * 1024, minimum=1024)
 ROLLOUTUI_WS_RECHECK_SECONDS = _env_int("ROLLOUTUI_WS_RECHECK_SECONDS", 30, minimum=1)
+
+# Kubernetes backend: also ask the cluster's RBAC (SubjectAccessReview) before granting a permission
+# (rolloutui/services/access.py); dashboard users are Kubernetes users named PREFIX + user name.
+ROLLOUTUI_K8S_ACCESS_REVIEW = _env_flag("ROLLOUTUI_K8S_ACCESS_REVIEW")
+ROLLOUTUI_K8S_USER_PREFIX = _env("ROLLOUTUI_K8S_USER_PREFIX")
 
 # /metrics names ModelServings in its labels: a scraper must send "Authorization: Bearer <token>"
 # with this token to get them (anonymous scrapes get the metrics without per-ModelServing series).

@@ -122,7 +122,8 @@ class ModelServingList(ServiceView):
     def get(self, request):
         q = self.validated(s.ListQuerySerializer, request.query_params)
         filters = {key: value for key, value in q.items() if value}
-        return Response(state.list_summaries(**filters, within=access.namespaces(request.user, VIEW)))
+        within = access.namespaces(request.user, VIEW, state.modelserving_namespaces)
+        return Response(state.list_summaries(**filters, within=within))
 
 
 class ModelServingDetail(ServiceView):
@@ -251,7 +252,7 @@ class AuditList(generics.ListAPIView):
 
     def get_queryset(self):
         filters = ServiceView.validated(s.AuditQuerySerializer, self.request.query_params)
-        return audit.search(**filters, within=access.namespaces(self.request.user, VIEW))
+        return audit.search(**filters, within=access.namespaces(self.request.user, VIEW, audit.namespaces))
 
 
 # --- API tokens (django-rest-knox: stored hashed, expiring, revocable) -------------------------------

@@ -21,13 +21,28 @@ not learn what exists there) and ``POST .../team-a/x/pause`` works. bob in ``vie
 
 Cluster-wide actions (a simulated node's failure) need the permission in every namespace (2, or a
 ``*`` grant).
+
+Optionally (``ROLLOUTUI_K8S_ACCESS_REVIEW=1``, Kubernetes backend) the cluster's RBAC must agree
+too: a permission held by the rules above is held only if a SubjectAccessReview says the user (its
+user name with ``ROLLOUTUI_K8S_USER_PREFIX`` before it, and its Django groups) may ``get`` (view) or
+``patch`` (operate) ModelServings in that namespace (``controller.k8s.access``). Nobody gets more
+through the dashboard than kubectl would give them. An unanswered review refuses (fail closed).
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Iterable
+
+from django.conf import settings
 from django.db.models import Q
 
 from rolloutui import permissions
+
+log = logging.getLogger(__name__)
+
+# The Kubernetes verb on ModelServings that corresponds to each permission (SubjectAccessReview).
+CLUSTER_VERBS = {"view_modelserving": "get", "operate_modelserving": "patch"}
 
 ALL = "*"
 APP = "rolloutui"
@@ -78,6 +93,38 @@ def forget(user) -> None:
             delattr(user, attr)
 
 
+def _reviewing() -> bool:
+    from rolloutui.services.cluster import backend_name
+
+    return bool(getattr(settings, "ROLLOUTUI_K8S_ACCESS_REVIEW", False)) and backend_name() == "kubernetes"
+
+
+def _cluster_agrees(user, permission: str, namespace: str | None) -> bool:
+    """The SubjectAccessReview (only when ``_reviewing()``); cached with the other answers."""
+    verb = CLUSTER_VERBS.get(codename(permission))
+    if verb is None:  # a permission with no Kubernetes counterpart: the dashboard's rules decide
+        return True
+    key = ("k8s", namespace, verb)
+    cache = _cache(user)
+    if key not in cache:
+        from controller.core.ports import ClusterError
+        from controller.k8s.access import subject_may
+        from rolloutui.services.cluster import get_cluster
+
+        try:
+            cache[key] = subject_may(
+                get_cluster().api_client,
+                user=settings.ROLLOUTUI_K8S_USER_PREFIX + user.get_username(),
+                groups=[settings.ROLLOUTUI_K8S_USER_PREFIX + g for g in user.groups.values_list("name", flat=True)],
+                verb=verb,
+                namespace=namespace,
+            )
+        except ClusterError as exc:
+            log.warning("access review failed, refusing: %s", exc)
+            return False
+    return cache[key]
+
+
 def everywhere(user, permission: str) -> bool:
     """``permission`` in every namespace (superuser, a product group, or a ``*`` grant)."""
     if not _active(user):
@@ -93,10 +140,7 @@ def everywhere(user, permission: str) -> bool:
     return cache[key]
 
 
-def allowed(user, permission: str, namespace: str | None) -> bool:
-    """``permission`` in ``namespace``; ``namespace=None`` means a cluster-wide action (every namespace)."""
-    if not _active(user):
-        return False
+def _dashboard_allows(user, permission: str, namespace: str | None) -> bool:
     if everywhere(user, permission):
         return True
     if namespace is None:
@@ -108,10 +152,29 @@ def allowed(user, permission: str, namespace: str | None) -> bool:
     return cache[key]
 
 
-def namespaces(user, permission: str) -> set[str] | None:
-    """Where ``user`` holds ``permission``: None for every namespace, else the set (maybe empty)."""
+def allowed(user, permission: str, namespace: str | None) -> bool:
+    """``permission`` in ``namespace``; ``namespace=None`` means a cluster-wide action (every namespace)."""
+    if not _active(user) or not _dashboard_allows(user, permission, namespace):
+        return False
+    return _cluster_agrees(user, permission, namespace) if _reviewing() else True
+
+
+def namespaces(user, permission: str, candidates: Callable[[], Iterable[str]] | None = None) -> set[str] | None:
+    """Where ``user`` holds ``permission``: None for every namespace, else the set (maybe empty).
+    With access reviews on, "every namespace" cannot be reviewed as such: ``candidates()`` (the
+    namespaces in question, called only then) are each reviewed and those allowed returned."""
     if not _active(user):
         return set()
+    if _reviewing():
+        if everywhere(user, permission) and _cluster_agrees(user, permission, None):
+            return None
+        if everywhere(user, permission):
+            pool = set(candidates() if candidates else ())
+        else:
+            pool = set(_grants(user, permission).values_list("namespace", flat=True))
+            if ALL in pool:
+                pool = (pool - {ALL}) | set(candidates() if candidates else ())
+        return {ns for ns in pool if _cluster_agrees(user, permission, ns)}
     if everywhere(user, permission):
         return None
     return set(_grants(user, permission).values_list("namespace", flat=True))

@@ -21,6 +21,11 @@ EXACT_FILTERS = {
 }
 
 
+def namespaces() -> set[str]:
+    """The namespaces audit records name (the empty one of account and cluster-wide records aside)."""
+    return set(AuditRecord.objects.exclude(namespace="").values_list("namespace", flat=True).distinct())
+
+
 def search(
     *,
     namespace: str | None = None,

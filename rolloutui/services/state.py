@@ -64,6 +64,15 @@ def list_summaries(
     return rows
 
 
+def modelserving_namespaces() -> set[str]:
+    """The namespaces that hold a ModelServing (what a list may show)."""
+    if backend_name() == "sim":
+        from controller.models import SimObject
+
+        return set(SimObject.objects.filter(kind=SimObject.KIND_MODELSERVING).values_list("namespace", flat=True))
+    return {(obj.get("metadata") or {}).get("namespace", "") for obj in get_cluster().list_modelservings(None)}
+
+
 def get_state(namespace: str, name: str) -> dict[str, Any]:
     """``controller.core.view.build_view`` of the live objects (the REST GET and websocket payload).
     Raises ``NotFound``."""
