@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -236,13 +237,19 @@ def _prepare(namespace: str, name: str, patch: dict[str, Any]):
     return base, body, parsed
 
 
+KEEP_JOBS = timedelta(hours=1)
+
+
 def start_preview(user, namespace: str, name: str, patch: dict[str, Any], *, source: str) -> PreviewJob:
     """Check the preview (``check_preview``) and queue it; returns the ``PreviewJob`` to poll."""
     from django.db import transaction
+    from django.utils import timezone
 
     from rolloutui.tasks import run_preview
 
     check_preview(user, namespace, name, patch, source=source)
+    # Jobs are read by the page for a minute or two; an hour later nobody polls them any more.
+    PreviewJob.objects.filter(created_at__lt=timezone.now() - KEEP_JOBS).delete()
     job = PreviewJob.objects.create(
         user=user if getattr(user, "pk", None) else None,
         namespace=namespace,

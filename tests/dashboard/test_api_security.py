@@ -411,3 +411,12 @@ def test_grants_are_managed_with_the_grant_command(viewer, ms_elsewhere):
     assert post(signed_in(viewer), url(ms_elsewhere, "resume"), {"reason": "revoked"}).status_code == 403
     with pytest.raises(CommandError, match="user: no such"):
         call_command("grant", "add", "--user", "nobody", "--namespace", OTHER, "--role", "viewer")
+
+
+def test_old_preview_jobs_are_cleaned_up_when_a_new_one_starts(operator_client, ms, django_capture_on_commit_callbacks):
+    old = PreviewJob.objects.create(namespace=NAMESPACE, name=ms["name"], patch={})
+    PreviewJob.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(hours=2))
+    with django_capture_on_commit_callbacks(execute=False):
+        resp = post(operator_client, url(ms, "preview/"), {"setImage": {"role": "decode", "image": "e:3"}})
+    assert resp.status_code == 202
+    assert not PreviewJob.objects.filter(pk=old.pk).exists() and PreviewJob.objects.count() == 1
