@@ -98,7 +98,10 @@ class ServiceView(APIView):
         """A refused write by a signed-in user is recorded (who, what, where, from where)."""
         user = request.user
         if self.audit_action and request.method not in SAFE_METHODS and user and user.is_authenticated:
-            data = request.data if isinstance(request.data, dict) else {}
+            try:
+                data = request.data if isinstance(request.data, dict) else {}
+            except exceptions.ParseError:  # a body that is not JSON: the refusal is still recorded
+                data = {}
             write_audit(
                 user,
                 action=self.audit_action,

@@ -420,3 +420,9 @@ def test_old_preview_jobs_are_cleaned_up_when_a_new_one_starts(operator_client, 
         resp = post(operator_client, url(ms, "preview/"), {"setImage": {"role": "decode", "image": "e:3"}})
     assert resp.status_code == 202
     assert not PreviewJob.objects.filter(pk=old.pk).exists() and PreviewJob.objects.count() == 1
+
+
+def test_a_refused_write_with_a_body_that_is_not_json_is_still_403_and_audited(viewer_client, ms):
+    resp = viewer_client.post(url(ms, "pause"), "{not json", content_type="application/json")
+    assert resp.status_code == 403
+    assert AuditRecord.objects.filter(action="pause", result="error", actor_name="viewer").exists()
