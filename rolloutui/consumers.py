@@ -26,7 +26,8 @@ publishes costs a client a few messages.
 
 Bounds (issue 14): a ``resync`` costs a token like any other message (a client asking for the full
 state in a loop gets at most ``RATE`` a second, coalesced); a message from the client larger than
-ROLLOUTUI_WS_MAX_MESSAGE_BYTES closes the socket (1009), one that is not JSON is ignored; the page
+ROLLOUTUI_WS_MAX_MESSAGE_BYTES closes the socket (1009; Daphne has no transport-level limit, so a
+huge frame is still read once: an Ingress body limit bounds that), one that is not JSON is ignored; the page
 acknowledges what it has received (``{"type": "ack", "n": <messages received>}``) and a client whose
 unacknowledged output exceeds ROLLOUTUI_WS_MAX_PENDING_BYTES (it does not read, or reads too slowly)
 is dropped with 4408, so the server never buffers without bound for it. Every
@@ -320,6 +321,7 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
         self.resync_task: asyncio.Task | None = None
         # Sizes of the messages sent and not yet acknowledged by the client, oldest first.
         self.unacked: deque[int] = deque()
+        self.unacked_bytes = 0
         self.sent_count = 0
         self.acked_count = 0
         self.closing = False
@@ -369,7 +371,7 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
         if self.closing:
             return
         size = len(text)
-        pending = sum(self.unacked) + size
+        pending = self.unacked_bytes + size
         if pending > settings.ROLLOUTUI_WS_MAX_PENDING_BYTES:
             log.warning(
                 "websocket client of %s/%s dropped: %d bytes unacknowledged", self.namespace, self.name, pending
@@ -377,6 +379,7 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
             await self._close(CLOSE_TOO_SLOW)
             return
         self.unacked.append(size)
+        self.unacked_bytes += size
         self.sent_count += 1
         await self.send(text_data=text)
 
@@ -436,7 +439,7 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
             return
         n = min(n, self.sent_count)
         while self.acked_count < n and self.unacked:
-            self.unacked.popleft()
+            self.unacked_bytes -= self.unacked.popleft()
             self.acked_count += 1
 
     async def _resync(self, delay: float) -> None:
