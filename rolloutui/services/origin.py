@@ -15,9 +15,9 @@ a test) audits with an empty origin rather than failing.
 
 from __future__ import annotations
 
-import getpass
 import ipaddress
 import os
+import pwd
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -88,11 +88,18 @@ def session_auth_method(request) -> str:
 
 
 def os_user() -> str:
-    """The operating-system account running this process (the CLI records who ran it)."""
+    """The operating-system account running this process (the CLI records who ran it), from the
+    real user id rather than $USER, which the caller could set to anything. Under sudo the invoking
+    account is added: ``root (sudo from alice)``."""
+    uid = os.getuid()
     try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no passwd entry for the uid (some containers)
-        return f"uid:{os.getuid()}"
+        name = pwd.getpwuid(uid).pw_name
+    except KeyError:  # no passwd entry for the uid (some containers)
+        name = f"uid:{uid}"
+    invoker = os.environ.get("SUDO_USER", "").strip()
+    if uid == 0 and invoker and invoker != name:
+        name = f"{name} (sudo from {invoker})"
+    return name
 
 
 __all__ = ["Origin", "acting", "client_ip", "current", "os_user", "reset", "session_auth_method", "set_current"]

@@ -226,6 +226,18 @@ def test_the_cli_acting_as_someone_records_the_os_account_that_ran_it(operator, 
     assert record.os_user == origin.os_user() and record.os_user
 
 
+def test_the_os_user_comes_from_the_process_not_from_the_environment(monkeypatch):
+    import os
+    import pwd
+
+    from rolloutui.services import origin
+
+    monkeypatch.setenv("USER", "someone-else")
+    monkeypatch.setenv("LOGNAME", "someone-else")
+    monkeypatch.delenv("SUDO_USER", raising=False)
+    assert origin.os_user() == pwd.getpwuid(os.getuid()).pw_name
+
+
 # --- 5. Namespace scoping --------------------------------------------------------------------------------------
 @pytest.fixture
 def team_a_operator(django_user_model):
