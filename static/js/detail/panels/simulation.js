@@ -175,6 +175,10 @@ export function createSimulation({ boot, dialog }) {
         if (fn && !b.disabled) fn();
       });
     }
+    // A preview costs the worker seconds of CPU: operators only (the API refuses viewers too).
+    const previewButton = byId("preview-form").querySelector("button[type=submit]");
+    previewButton.disabled = !boot.canOperate;
+    if (!boot.canOperate) previewButton.title = "View only: previews need the operate permission.";
     byId("preview-form").addEventListener("submit", preview);
     loadNodes();
   }
