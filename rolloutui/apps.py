@@ -8,6 +8,7 @@ class RolloutUIConfig(AppConfig):
     verbose_name = "RolloutUI"
 
     def ready(self):
+        from rolloutui import signals  # noqa: F401  (connects the sign-in audit and token revocation)
         from rolloutui.permissions import _after_migrate
 
         # sender=self: once per migrate/flush, after auth created the permissions.

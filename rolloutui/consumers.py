@@ -23,6 +23,17 @@ of Argo's per-connection informers). Each consumer sends at most ``RATE`` messag
 second on average (bursts of ``BURST``): an update beyond that schedules one trailing send, which
 carries whatever is newest when it fires, so the latest state always arrives and a burst of 50
 publishes costs a client a few messages.
+
+Bounds (issue 14): a ``resync`` costs a token like any other message (a client asking for the full
+state in a loop gets at most ``RATE`` a second, coalesced); a message from the client larger than
+ROLLOUTUI_WS_MAX_MESSAGE_BYTES closes the socket (1009; Daphne has no transport-level limit, so a
+huge frame is still read once: an Ingress body limit bounds that), one that is not JSON is ignored; the page
+acknowledges what it has received (``{"type": "ack", "n": <messages received>}``) and a client whose
+unacknowledged output exceeds ROLLOUTUI_WS_MAX_PENDING_BYTES (it does not read, or reads too slowly)
+is dropped with 4408, so the server never buffers without bound for it. Every
+ROLLOUTUI_WS_RECHECK_SECONDS the socket checks again that its session still exists and still belongs
+to the user with the same password (else 4401) and that the user may still view the namespace (else
+4403): a revoked permission or a sign-out ends the stream within that time.
 """
 
 from __future__ import annotations
@@ -31,12 +42,13 @@ import asyncio
 import json
 import logging
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
+from django.conf import settings
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +67,8 @@ HISTORY = 4
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
+CLOSE_TOO_SLOW = 4408
+CLOSE_MESSAGE_TOO_BIG = 1009  # the standard code for it
 
 # Lists sent as per-item changes: the identity of an item, and whether both ends keep the list
 # sorted by that identity (instances and groups are, in build_view; the others keep the order the
@@ -252,13 +266,48 @@ async def _get_state(namespace: str, name: str):
         return None
 
 
+VIEW = "rolloutui.view_modelserving"
+
+
 @database_sync_to_async
-def _can_view(user) -> bool:
-    return bool(user and user.is_authenticated and user.has_perm("rolloutui.view_modelserving"))
+def _can_view(user, namespace: str) -> bool:
+    from rolloutui.services import access
+
+    return access.allowed(user, VIEW, namespace)
+
+
+@database_sync_to_async
+def _recheck(scope, namespace: str) -> int | None:
+    """The close code the socket must end with now (None: still fine). Reads the session and the
+    user afresh: the ones in ``scope`` were loaded at connect."""
+    from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
+    from django.utils.crypto import constant_time_compare
+
+    from rolloutui.services import access
+
+    connected_as = scope.get("user")
+    user = get_user_model().objects.filter(pk=getattr(connected_as, "pk", None)).first()
+    if user is None or not user.is_active:
+        return CLOSE_UNAUTHENTICATED
+    session = scope.get("session")
+    if session is not None and getattr(session, "session_key", None):
+        from importlib import import_module
+
+        store = import_module(settings.SESSION_ENGINE).SessionStore(session.session_key)
+        data = store.load()  # {} once the session is gone: signed out, expired or flushed
+        if str(data.get(SESSION_KEY)) != str(user.pk):
+            return CLOSE_UNAUTHENTICATED
+        stored_hash = data.get(HASH_SESSION_KEY) or ""
+        if not constant_time_compare(stored_hash, user.get_session_auth_hash()):
+            return CLOSE_UNAUTHENTICATED  # the password changed since this session signed in
+    if not access.allowed(user, VIEW, namespace):
+        return CLOSE_FORBIDDEN
+    return None
 
 
 class ModelServingConsumer(AsyncJsonWebsocketConsumer):
     hub: _Hub | None = None
+    watchdog: asyncio.Task | None = None
 
     async def connect(self):
         from rolloutui.services import streaming
@@ -269,6 +318,13 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
         self.sent_version = 0
         self.sent_state: dict | None = None
         self.trailing: asyncio.Task | None = None
+        self.resync_task: asyncio.Task | None = None
+        # Sizes of the messages sent and not yet acknowledged by the client, oldest first.
+        self.unacked: deque[int] = deque()
+        self.unacked_bytes = 0
+        self.sent_count = 0
+        self.acked_count = 0
+        self.closing = False
         # Updates wait until the snapshot is out, so a client never gets a delta before it.
         self.ready = False
         user = self.scope.get("user")
@@ -278,12 +334,54 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
         if not (user and user.is_authenticated):
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
-        if not await _can_view(user):
+        if not await _can_view(user, self.namespace):
             await self.close(code=CLOSE_FORBIDDEN)
             return
         # Join before reading the snapshot: an update published in between is then queued, not lost.
         self.hub = await _Hub.join(streaming.group_name(self.namespace, self.name), self)
+        self.watchdog = asyncio.create_task(self._watch_permission())
         await self._send_full()
+
+    async def _close(self, code: int) -> None:
+        if self.closing:
+            return
+        self.closing = True
+        self.ready = False
+        for task in (self.trailing, self.resync_task):
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
+        await self.close(code=code)
+
+    async def _watch_permission(self) -> None:
+        interval = settings.ROLLOUTUI_WS_RECHECK_SECONDS
+        while not self.closing:
+            await asyncio.sleep(interval)
+            try:
+                code = await _recheck(self.scope, self.namespace)
+            except Exception:  # the database is briefly unreachable: try again next time
+                log.warning("websocket permission re-check failed", exc_info=True)
+                continue
+            if code is not None:
+                log.info("websocket of %s/%s closed by the re-check (%d)", self.namespace, self.name, code)
+                await self._close(code)
+                return
+
+    async def _send_text(self, text: str) -> None:
+        """Send, and drop the client if what it has not acknowledged grows past the bound."""
+        if self.closing:
+            return
+        size = len(text)
+        pending = self.unacked_bytes + size
+        if pending > settings.ROLLOUTUI_WS_MAX_PENDING_BYTES:
+            log.warning(
+                "websocket client of %s/%s dropped: %d bytes unacknowledged", self.namespace, self.name, pending
+            )
+            await self._close(CLOSE_TOO_SLOW)
+            return
+        self.unacked.append(size)
+        self.unacked_bytes += size
+        self.sent_count += 1
+        await self.send(text_data=text)
 
     async def _send_full(self) -> None:
         snapshot = await self.hub.snapshot()
@@ -291,7 +389,9 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_NOT_FOUND)
             return
         version, text, state = snapshot
-        await self.send(text_data=text)
+        await self._send_text(text)
+        if self.closing:
+            return
         self._refill()
         self.tokens = max(0.0, self.tokens - 1.0)
         self.sent_version, self.sent_state = version, state
@@ -300,20 +400,57 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
             self.hub_updated()
 
     async def disconnect(self, code):
-        if self.trailing is not None:
-            self.trailing.cancel()
+        self.closing = True
+        for task in (self.trailing, self.resync_task, self.watchdog):
+            if task is not None:
+                task.cancel()
         if self.hub is not None:
             await self.hub.leave(self)
             self.hub = None
 
+    async def receive(self, text_data=None, bytes_data=None, **kwargs):
+        size = len(text_data or "") + len(bytes_data or b"")
+        if size > settings.ROLLOUTUI_WS_MAX_MESSAGE_BYTES:
+            await self._close(CLOSE_MESSAGE_TOO_BIG)
+            return
+        if text_data is None:
+            return  # binary: nothing the page sends
+        try:
+            content = json.loads(text_data)
+        except ValueError:
+            return  # not JSON: ignored
+        await self.receive_json(content, **kwargs)
+
     async def receive_json(self, content, **kwargs):
-        # Server -> browser otherwise; a page whose state does not match a delta's base asks for
-        # the full state again.
-        if isinstance(content, dict) and content.get("type") == "resync" and self.hub is not None:
-            if self.trailing is not None:
-                self.trailing.cancel()
-            self.ready = False
-            await self._send_full()
+        # Server -> browser otherwise. The page acknowledges what it received, and a page whose
+        # state does not match a delta's base asks for the full state again.
+        if not isinstance(content, dict) or self.hub is None or self.closing:
+            return
+        if content.get("type") == "ack":
+            self._acknowledge(content.get("n"))
+        elif content.get("type") == "resync":
+            # Charged to the rate limit: one full state now if a token is left, else one when the
+            # next token is due; resyncs asked for meanwhile share it.
+            if self.resync_task is None or self.resync_task.done():
+                self.resync_task = asyncio.create_task(self._resync(self._wait()))
+
+    def _acknowledge(self, n) -> None:
+        if isinstance(n, bool) or not isinstance(n, int):
+            return
+        n = min(n, self.sent_count)
+        while self.acked_count < n and self.unacked:
+            self.unacked_bytes -= self.unacked.popleft()
+            self.acked_count += 1
+
+    async def _resync(self, delay: float) -> None:
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if self.closing or self.hub is None:
+            return
+        if self.trailing is not None:
+            self.trailing.cancel()
+        self.ready = False
+        await self._send_full()
 
     def hub_updated(self) -> None:
         """Called by the hub for every new version: send now, or once when the window ends."""
@@ -345,7 +482,9 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
             return
         self.sent_version, self.sent_state = version, state
         self.tokens -= 1.0
-        await self.send(text_data=text)
+        await self._send_text(text)
+        if self.closing:
+            return
         # An update that arrived while this send was being prepared would otherwise wait for the
         # next one: follow it with one more trailing send.
         if hub.version > self.sent_version:

@@ -82,7 +82,7 @@ class EmbeddedRedis:
         if self.process is not None:
             return self.url  # type: ignore[return-value]
         binary = find_redis_server()
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         # A free port can be taken between choosing and binding it: retry with another one.
         attempts = 1 if self.port else 3
         last_error = ""
@@ -186,8 +186,12 @@ URL_FILE_NAME = "url"
 
 def publish_url(data_dir: Path | str, url: str) -> None:
     path = Path(data_dir) / URL_FILE_NAME
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(url + "\n")
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # Readable by this account only (0600), from the moment it exists: a URL may carry a password.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(url + "\n")
+    path.chmod(0o600)
 
 
 def withdraw_url(data_dir: Path | str) -> None:

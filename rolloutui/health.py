@@ -1,7 +1,14 @@
 """Liveness (/healthz), readiness (/readyz) and Prometheus metrics (/metrics).
 
 These are for probes and scrapers, so they need no sign-in and answer quickly: readiness gives
-each dependency a short timeout and names the one that failed.
+each dependency a short timeout and names the one that failed, with the exception's class only
+(``error: OperationalError``): the text may carry host names, users or paths, so it goes to the log,
+not to an anonymous caller.
+
+/metrics: the per-ModelServing series (labels ``namespace``, ``name``) are served only to a scraper
+that sends ``Authorization: Bearer <ROLLOUTUI_METRICS_TOKEN>``; everyone else gets the controller's
+totals (reconcile counts, durations, queue depth) without them, so an anonymous caller cannot list
+the ModelServings.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import time
 from django.conf import settings
 from django.db import connections
 from django.http import HttpResponse, JsonResponse
+from django.utils.crypto import constant_time_compare
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -70,8 +78,8 @@ def readyz(request):
             probe()
         except Exception as exc:  # any failure means "not ready"; the message says which
             failed.append(name)
-            checks[name] = f"error: {exc.__class__.__name__}: {exc}"
-            log.warning("readiness check failed", extra={"check": name, "error": str(exc)})
+            checks[name] = f"error: {exc.__class__.__name__}"
+            log.warning("readiness check failed", extra={"check": name, "error": f"{exc.__class__.__name__}: {exc}"})
         else:
             checks[name] = f"ok ({(time.monotonic() - started) * 1000:.1f} ms)"
     if failed:
@@ -98,4 +106,30 @@ def metrics_view(request):
             log.warning("could not measure the reconcile queue depth", extra={"error": str(exc)})
     registry = CollectorRegistry()
     MultiProcessCollector(registry, path=settings.PROMETHEUS_MULTIPROC_DIR)
+    if not _scraper_has_token(request):
+        registry = _WithoutObjectLabels(registry)
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
+
+
+# Labels that name a ModelServing: series carrying them are for token-holding scrapers only.
+OBJECT_LABELS = frozenset({"namespace", "name"})
+
+
+def _scraper_has_token(request) -> bool:
+    expected = settings.ROLLOUTUI_METRICS_TOKEN
+    if not expected:
+        return False
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and constant_time_compare(given.strip(), expected)
+
+
+class _WithoutObjectLabels:
+    """A registry view that leaves out every sample labelled with a ModelServing's name."""
+
+    def __init__(self, registry):
+        self.registry = registry
+
+    def collect(self):
+        for family in self.registry.collect():
+            family.samples = [s for s in family.samples if not OBJECT_LABELS & set(s.labels)]
+            yield family

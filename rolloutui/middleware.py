@@ -1,4 +1,6 @@
-"""Access log as structured JSON lines (Daphne's own access log is plain text, so runall turns
+"""Access log as structured JSON lines, and the request body size limit.
+
+Access log as structured JSON lines (Daphne's own access log is plain text, so runall turns
 it off and this middleware logs each request through settings.LOGGING instead)."""
 
 from __future__ import annotations
@@ -38,3 +40,28 @@ class AccessLogMiddleware:
                 },
             )
         return response
+
+
+class RequestSizeLimitMiddleware:
+    """413 (JSON) for a request whose declared body is larger than ``DATA_UPLOAD_MAX_MEMORY_SIZE``,
+    before any of it is read. Django bounds ``request.body`` by the same setting, but only when a
+    view reads it, and answers that with a 400 page; a chunked body without Content-Length is
+    still bounded there (``rolloutui.api.errors`` turns it into a 413)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        from django.conf import settings
+        from django.http import JsonResponse
+
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return JsonResponse({"detail": "Content-Length is not a number"}, status=400)
+        if limit is not None and length > limit:
+            return JsonResponse(
+                {"detail": f"request body too large: {length} bytes, at most {limit} accepted"}, status=413
+            )
+        return self.get_response(request)

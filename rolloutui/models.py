@@ -1,6 +1,9 @@
-"""Dashboard data: the audit trail of operator actions and the permissions that guard them."""
+"""Dashboard data: the audit trail of operator actions, the permissions that guard them, the
+per-namespace grants of those permissions, and the preview jobs run for the page."""
 
 from __future__ import annotations
+
+import uuid
 
 from django.conf import settings
 from django.db import models
@@ -41,6 +44,16 @@ class AuditRecord(models.Model):
         OK = "ok", "OK"
         ERROR = "error", "Error"
 
+    # Actions of accounts rather than of ModelServings (namespace and name empty; rolloutui.signals).
+    ACCOUNT_ACTIONS = ("login", "login_failed", "logout", "token_issued", "token_revoked")
+
+    class AuthMethod(models.TextChoices):
+        SESSION = "session", "Signed-in session"
+        TOKEN = "token", "API token"
+        CLI = "cli", "Command line (acting as --user)"
+        OIDC = "oidc", "OpenID Connect session"
+        SYSTEM = "system", "None (system)"
+
     created_at = models.DateTimeField(default=timezone.now)
     # The user may be deleted later; actor_name keeps who it was (or names a non-user actor such
     # as "scenario:canary" or "system").
@@ -63,6 +76,12 @@ class AuditRecord(models.Model):
     details = models.JSONField(default=dict, blank=True)
     result = models.CharField(max_length=8, choices=Result.choices, default=Result.OK)
     error = models.TextField(blank=True)
+    # Where the request came from (the peer address; behind a proxy see ROLLOUTUI_TRUSTED_PROXIES)
+    # and how its user was authenticated. The CLI has no address; it records the operating-system
+    # account that ran it in os_user (it may act as another dashboard user with --user).
+    client_ip = models.GenericIPAddressField(null=True, blank=True)
+    auth_method = models.CharField(max_length=16, choices=AuthMethod.choices, blank=True)
+    os_user = models.CharField(max_length=150, blank=True)
 
     class Meta:
         # Reading the trail is governed by view_modelserving; nobody edits it.
@@ -75,3 +94,73 @@ class AuditRecord(models.Model):
     def __str__(self) -> str:
         who = self.actor_name or "unknown"
         return f"{self.created_at:%Y-%m-%d %H:%M:%S} {who} {self.action} {self.namespace}/{self.name} ({self.result})"
+
+
+class NamespaceGrant(models.Model):
+    """One role granted to one user or one group in one namespace, or in every namespace (``*``).
+
+    Roles are named after the product's groups (``viewer`` -> the permissions of ``viewers``,
+    ``operator`` -> ``operators``; a group added to ``rolloutui.permissions.GROUPS`` brings its
+    role). Membership of the groups themselves keeps meaning "in all namespaces"; a grant adds a
+    namespace-scoped way to hold the same permissions. Managed by administrators (``manage.py
+    grant``, the Django shell, or OIDC group claims).
+    """
+
+    ALL_NAMESPACES = "*"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="namespace_grants"
+    )
+    group = models.ForeignKey(
+        "auth.Group", null=True, blank=True, on_delete=models.CASCADE, related_name="namespace_grants"
+    )
+    namespace = models.CharField(max_length=253)
+    role = models.CharField(max_length=32)
+    created_at = models.DateTimeField(default=timezone.now)
+    # Grants written from OIDC group claims are replaced at every OIDC sign-in; others are not.
+    from_oidc = models.BooleanField(default=False)
+
+    class Meta:
+        default_permissions = ()
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    models.Q(user__isnull=False, group__isnull=True) | models.Q(user__isnull=True, group__isnull=False)
+                ),
+                name="grant_user_xor_group",
+            ),
+            models.UniqueConstraint(fields=["user", "namespace", "role"], name="grant_user_unique"),
+            models.UniqueConstraint(fields=["group", "namespace", "role"], name="grant_group_unique"),
+        ]
+
+    def __str__(self) -> str:
+        who = f"user {self.user}" if self.user_id else f"group {self.group}"
+        return f"{who}: {self.role} in {self.namespace}"
+
+
+class PreviewJob(models.Model):
+    """A preview of a change, computed by a Celery task (``rolloutui.tasks.run_preview``); the page
+    polls ``GET /api/previews/<id>/`` for its progress and result."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        ERROR = "error", "Error"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    patch = models.JSONField(default=dict)
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
+    # {"phase": "settling"|"rolling out", "simulatedSeconds": N, "limitSeconds": N}
+    progress = models.JSONField(default=dict, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        default_permissions = ()
+        ordering = ["-created_at"]

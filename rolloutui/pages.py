@@ -10,28 +10,43 @@ from __future__ import annotations
 
 from collections import Counter
 
-from django.contrib.auth.decorators import login_required, permission_required
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import render
 from django.urls import reverse
 
 from controller.core.phases import PENDING, PHASES
 from controller.core.ports import NotFound
-from rolloutui.services import actions, cluster, state
+from rolloutui.services import access, actions, cluster, state
 from rolloutui.services.releases import records as release_records
 
 VIEW = "rolloutui.view_modelserving"
 OPERATE = "rolloutui.operate_modelserving"
 
 
+def _viewer_somewhere(view):
+    """The page needs the view permission in at least one namespace (``services.access``): 403 otherwise."""
+
+    def checked(request, *args, **kwargs):
+        if not access.anywhere(request.user, VIEW):
+            raise PermissionDenied(f"{request.user.get_username()} may not view ModelServings")
+        return view(request, *args, **kwargs)
+
+    return checked
+
+
 @login_required
-@permission_required(VIEW, raise_exception=True)
+@_viewer_somewhere
 def modelserving_list(request):
     phase = request.GET.get("phase") or ""
     search = request.GET.get("q") or ""
     namespace = request.GET.get("namespace") or ""
     rows = state.list_summaries(
-        namespace=namespace or None, search=search or None, phase=phase if phase in PHASES else None
+        namespace=namespace or None,
+        search=search or None,
+        phase=phase if phase in PHASES else None,
+        within=access.namespaces(request.user, VIEW, state.modelserving_namespaces),
     )
     return render(
         request,
@@ -52,8 +67,10 @@ def modelserving_list(request):
 
 
 @login_required
-@permission_required(VIEW, raise_exception=True)
+@_viewer_somewhere
 def modelserving_detail(request, namespace, name):
+    if not access.allowed(request.user, VIEW, namespace):
+        raise Http404(f"ModelServing {namespace}/{name} does not exist")
     try:
         current = state.get_state(namespace, name)
     except NotFound:
@@ -70,7 +87,7 @@ def modelserving_detail(request, namespace, name):
             "boot": {
                 "namespace": namespace,
                 "name": name,
-                "canOperate": request.user.has_perm(OPERATE),
+                "canOperate": access.allowed(request.user, OPERATE, namespace),
                 "backend": cluster.backend_name(),
                 "user": request.user.get_username(),
                 "api": api,
@@ -78,7 +95,7 @@ def modelserving_detail(request, namespace, name):
                 "releasesApi": reverse("api-modelserving-releases", kwargs={"namespace": namespace, "name": name}),
                 "releasesPage": reverse("releases"),
             },
-            "actions": actions.page_description(request.user, api_base=api),
+            "actions": actions.page_description(request.user, api_base=api, namespace=namespace),
             # The release this ModelServing runs, its environment, and "r31 · v12" per controller
             # revision hash (static/js/detail/panels/release.js re-reads it from the API).
             "releases": release_records.releases_of_modelserving(namespace, name),

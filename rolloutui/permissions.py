@@ -21,6 +21,18 @@ GROUPS = {
 }
 
 
+def roles() -> dict[str, list[str]]:
+    """Role name -> permission codenames, one role per group: ``viewers`` gives the role ``viewer``.
+    A namespace grant (``models.NamespaceGrant``) names one of these roles; a group added to
+    ``GROUPS`` (``approvers``, say) becomes a grantable role (``approver``) with no other change."""
+    return {group.removesuffix("s"): list(codenames) for group, codenames in GROUPS.items()}
+
+
+def roles_with(codename: str) -> list[str]:
+    """The roles that carry ``codename`` (``operate_modelserving`` -> ``["operator"]``)."""
+    return [role for role, codenames in roles().items() if codename in codenames]
+
+
 def ensure_groups(using: str = "default") -> None:
     from django.contrib.auth.models import Group, Permission
     from django.contrib.contenttypes.models import ContentType

@@ -48,6 +48,23 @@ def check_redis_url(redis_url: str, variable: str = "REDIS_URL") -> str:
     return redis_url
 
 
+def redact_url(url: str) -> str:
+    """``url`` fit to print or log: a password in it is replaced by ``***``.
+
+    redact_url("redis://:s3cret@redis:6379/0") == "redis://:***@redis:6379/0"; a URL without a
+    password is returned as it is.
+    """
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return parts._replace(netloc=netloc).geturl()
+
+
 def redis_db_url(redis_url: str, db: int) -> str:
     """Return `redis_url` pointing at database `db` (any database in the URL is replaced).
 

@@ -13,6 +13,7 @@ import secrets
 import shutil
 import sys
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -64,7 +65,14 @@ def _env_int(name: str, default: int, minimum: int = 0) -> int:
 # --- Local state: database file, secret key, embedded Redis, beat schedule, metrics ------------
 # ROLLOUTUI_VAR_DIR lets tests and several checkouts run side by side without sharing state.
 VAR_DIR = Path(_env("ROLLOUTUI_VAR_DIR") or BASE_DIR / "var").resolve()
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+# Private to the account running RolloutUI: it holds the secret key, the SQLite database, the
+# embedded Redis' data and password-bearing URLs. mkdir's mode is masked by the umask, and an
+# existing directory keeps its mode, so it is set explicitly (0700: rwx for the owner only).
+VAR_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+try:
+    VAR_DIR.chmod(0o700)
+except PermissionError:  # a directory someone else owns (a mounted volume): leave it as it is
+    pass
 
 
 def _secret_key() -> str:
@@ -76,6 +84,7 @@ def _secret_key() -> str:
         # Write to a private temp file, then hard-link it into place: link() fails if another
         # process (runall starts several at once) won the race, and a reader never sees a
         # half-written key.
+        # mkstemp creates the file 0600 (owner read/write only), so the key is never readable by others.
         fd, tmp = tempfile.mkstemp(dir=VAR_DIR, prefix=".secret_key.")
         try:
             with os.fdopen(fd, "w") as f:
@@ -85,6 +94,8 @@ def _secret_key() -> str:
             pass
         finally:
             os.unlink(tmp)
+    if path.stat().st_mode & 0o077:  # a key written by an older version, readable by others
+        path.chmod(0o600)
     key = path.read_text().strip()
     if not key:
         raise ImproperlyConfigured(f"{path} is empty: delete it to generate a new key, or set ROLLOUTUI_SECRET_KEY")
@@ -132,6 +143,39 @@ if ROLLOUTUI_HTTPS:
 SESSION_COOKIE_AGE = _env_int("ROLLOUTUI_SESSION_SECONDS", 12 * 3600, minimum=60)
 SESSION_EXPIRE_AT_BROWSER_CLOSE = True
 
+# Behind N reverse proxies that each append the address they saw to X-Forwarded-For (an Ingress:
+# 1), the audit and the login throttle take the client's address from that header
+# (rolloutui/services/origin.py has a worked example); 0 (the default) uses the peer address.
+ROLLOUTUI_TRUSTED_PROXIES = _env_int("ROLLOUTUI_TRUSTED_PROXIES", 0)
+
+# --- Security headers --------------------------------------------------------------------------
+# Content-Security-Policy (Django 6's own middleware): scripts only from this origin, no inline
+# script, no eval, nothing framed, nothing posted elsewhere. style-src needs 'unsafe-inline'
+# because Plotly sets style attributes and injects <style> elements while it draws the charts (a
+# chart is unreadable without them); inline styles cannot run script, so the XSS protection of
+# script-src 'self' is intact.
+from django.utils.csp import CSP  # noqa: E402
+
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF, CSP.UNSAFE_INLINE],
+    # Plotly renders its charts' fonts and icons as data: URLs; the swagger UI its logo.
+    "img-src": [CSP.SELF, "data:"],
+    "font-src": [CSP.SELF, "data:"],
+    # The page's fetches and its websocket: 'self' covers ws:/wss: to this host in current browsers
+    # (CSP level 3), so no scheme-wide ws: source (which would allow any host) is needed.
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+
 # --- Applications ----------------------------------------------------------------------------
 INSTALLED_APPS = [
     # daphne first: it replaces `runserver` with an ASGI (websocket-capable) server.
@@ -145,7 +189,11 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "rest_framework",
+    # The plaintext tokens of earlier versions: kept installed only so that migration
+    # rolloutui.0003 can delete them; knox's hashed tokens replace them.
     "rest_framework.authtoken",
+    "knox",
+    "axes",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django.contrib.admin",
@@ -158,6 +206,8 @@ MIDDLEWARE = [
     # First, so the logged status and duration cover everything below it.
     "rolloutui.middleware.AccessLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "rolloutui.middleware.RequestSizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -165,6 +215,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a locked-out sign-in into its 429 answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "rolloutui.urls"
@@ -280,6 +332,76 @@ if not ROLLOUTUI_SIM_SPEED > 0:
     raise ImproperlyConfigured(f"ROLLOUTUI_SIM_SPEED must be > 0, got {ROLLOUTUI_SIM_SPEED}")
 
 # --- Auth ------------------------------------------------------------------------------------
+# Axes first: it refuses a locked-out user name + address before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+
+# Login throttling (django-axes): after AXES_FAILURE_LIMIT failed sign-ins for one user name from one
+# address, that pair is refused (429) for ROLLOUTUI_LOGIN_COOLOFF_MINUTES. Counting the pair, not the
+# name alone, means an attacker cannot lock a colleague out from elsewhere; the DRF throttle on
+# POST /api/auth/token/ also bounds tries per address across names.
+AXES_FAILURE_LIMIT = _env_int("ROLLOUTUI_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = _env_int("ROLLOUTUI_LOGIN_COOLOFF_MINUTES", 15, minimum=1) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "rolloutui.services.origin.client_ip"
+AXES_LOCKOUT_CALLABLE = "rolloutui.signals.lockout_response"
+AXES_VERBOSE = False
+AXES_ENABLE_ADMIN = False
+
+# API tokens (django-rest-knox): only a SHA-512 digest is stored; each expires after
+# ROLLOUTUI_TOKEN_HOURS (default 12); DELETE /api/auth/token/ revokes the one sent, DELETE
+# /api/auth/tokens/ all of a user's, and a password change revokes all of them (signals.py).
+REST_KNOX = {
+    "TOKEN_TTL": timedelta(hours=_env_int("ROLLOUTUI_TOKEN_HOURS", 12, minimum=1)),
+    "AUTH_HEADER_PREFIX": "Token",
+}
+
+# --- Optional OpenID Connect single sign-on (mozilla-django-oidc) --------------------------------
+# On with ROLLOUTUI_OIDC=1 and the provider's endpoints and this client's id and secret. Local
+# accounts keep working beside it. Group claims map to the product's roles (rolloutui/oidc.py).
+ROLLOUTUI_OIDC_ENABLED = _env_flag("ROLLOUTUI_OIDC")
+OIDC_RP_CLIENT_ID = _env("ROLLOUTUI_OIDC_CLIENT_ID")
+OIDC_RP_CLIENT_SECRET = _env("ROLLOUTUI_OIDC_CLIENT_SECRET")
+OIDC_OP_AUTHORIZATION_ENDPOINT = _env("ROLLOUTUI_OIDC_AUTHORIZATION_ENDPOINT")
+OIDC_OP_TOKEN_ENDPOINT = _env("ROLLOUTUI_OIDC_TOKEN_ENDPOINT")
+OIDC_OP_USER_ENDPOINT = _env("ROLLOUTUI_OIDC_USER_ENDPOINT")
+OIDC_OP_JWKS_ENDPOINT = _env("ROLLOUTUI_OIDC_JWKS_ENDPOINT")
+OIDC_RP_SIGN_ALGO = _env("ROLLOUTUI_OIDC_SIGN_ALGO", "RS256") or "RS256"
+OIDC_RP_SCOPES = _env("ROLLOUTUI_OIDC_SCOPES", "openid email profile groups") or "openid email profile groups"
+# The claim holding the user's groups, and which of its values mean which role: a value listed in
+# ROLLOUTUI_OIDC_VIEWER_GROUPS (comma-separated; likewise OPERATOR, APPROVER) puts the user in that
+# product group (every namespace); a value "<prefix><namespace>:<role>" (prefix
+# ROLLOUTUI_OIDC_GRANT_PREFIX, default "rolloutui:"), e.g. "rolloutui:team-a:operator", grants the
+# role in one namespace ("rolloutui:*:viewer": in every namespace).
+ROLLOUTUI_OIDC_GROUPS_CLAIM = _env("ROLLOUTUI_OIDC_GROUPS_CLAIM", "groups") or "groups"
+ROLLOUTUI_OIDC_ROLE_GROUPS = {
+    "viewers": _env_list("ROLLOUTUI_OIDC_VIEWER_GROUPS", []),
+    "operators": _env_list("ROLLOUTUI_OIDC_OPERATOR_GROUPS", []),
+    "approvers": _env_list("ROLLOUTUI_OIDC_APPROVER_GROUPS", []),
+}
+ROLLOUTUI_OIDC_GRANT_PREFIX = _env("ROLLOUTUI_OIDC_GRANT_PREFIX", "rolloutui:") or "rolloutui:"
+LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
+OIDC_CREATE_USER = True
+if ROLLOUTUI_OIDC_ENABLED:
+    missing = [
+        name
+        for name, value in {
+            "ROLLOUTUI_OIDC_CLIENT_ID": OIDC_RP_CLIENT_ID,
+            "ROLLOUTUI_OIDC_CLIENT_SECRET": OIDC_RP_CLIENT_SECRET,
+            "ROLLOUTUI_OIDC_AUTHORIZATION_ENDPOINT": OIDC_OP_AUTHORIZATION_ENDPOINT,
+            "ROLLOUTUI_OIDC_TOKEN_ENDPOINT": OIDC_OP_TOKEN_ENDPOINT,
+            "ROLLOUTUI_OIDC_USER_ENDPOINT": OIDC_OP_USER_ENDPOINT,
+            "ROLLOUTUI_OIDC_JWKS_ENDPOINT": OIDC_OP_JWKS_ENDPOINT,
+        }.items()
+        if not value
+    ]
+    if missing:
+        raise ImproperlyConfigured(f"ROLLOUTUI_OIDC=1 needs {', '.join(missing)}")
+    AUTHENTICATION_BACKENDS.append("rolloutui.oidc.RolloutOIDCBackend")
+
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
@@ -293,12 +415,44 @@ AUTH_PASSWORD_VALIDATORS = [
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "knox.auth.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Every error, whatever raised it, is JSON naming the field (rolloutui/api/errors.py).
+    "EXCEPTION_HANDLER": "rolloutui.api.errors.exception_handler",
+    # Per-user (or per-address when anonymous) rates of the scoped throttles; see README.
+    "DEFAULT_THROTTLE_RATES": {
+        "preview": _env("ROLLOUTUI_PREVIEW_RATE", "6/min") or "6/min",
+        "token": _env("ROLLOUTUI_TOKEN_RATE", "10/min") or "10/min",
+    },
 }
+
+# --- Bounded work ------------------------------------------------------------------------------
+# Request bodies: Django refuses larger ones with 400 (RequestDataTooBig), and the middleware
+# answers 413 from Content-Length before reading anything. 256 kB holds any control or preview
+# body many times over (a full ModelServing manifest is a few kB).
+DATA_UPLOAD_MAX_MEMORY_SIZE = _env_int("ROLLOUTUI_MAX_BODY_BYTES", 256 * 1024, minimum=1024)
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 200
+# A preview's copy of the cluster: at most this many pods (groups x pods per group), this many
+# wall-clock seconds in the worker, and the rate above per user.
+ROLLOUTUI_PREVIEW_MAX_PODS = _env_int("ROLLOUTUI_PREVIEW_MAX_PODS", 2000, minimum=1)
+ROLLOUTUI_PREVIEW_SECONDS = _env_int("ROLLOUTUI_PREVIEW_SECONDS", 60, minimum=1)
+# The websocket: the largest message a client may send, what a client that does not read may have
+# pending before it is dropped, and how often its permission and session are checked again.
+ROLLOUTUI_WS_MAX_MESSAGE_BYTES = _env_int("ROLLOUTUI_WS_MAX_MESSAGE_BYTES", 4096, minimum=64)
+ROLLOUTUI_WS_MAX_PENDING_BYTES = _env_int("ROLLOUTUI_WS_MAX_PENDING_BYTES", 8 * 1024 * 1024, minimum=1024)
+ROLLOUTUI_WS_RECHECK_SECONDS = _env_int("ROLLOUTUI_WS_RECHECK_SECONDS", 30, minimum=1)
+
+# Kubernetes backend: also ask the cluster's RBAC (SubjectAccessReview) before granting a permission
+# (rolloutui/services/access.py); dashboard users are Kubernetes users named PREFIX + user name.
+ROLLOUTUI_K8S_ACCESS_REVIEW = _env_flag("ROLLOUTUI_K8S_ACCESS_REVIEW")
+ROLLOUTUI_K8S_USER_PREFIX = _env("ROLLOUTUI_K8S_USER_PREFIX")
+
+# /metrics names ModelServings in its labels: a scraper must send "Authorization: Bearer <token>"
+# with this token to get them (anonymous scrapes get the metrics without per-ModelServing series).
+ROLLOUTUI_METRICS_TOKEN = _env("ROLLOUTUI_METRICS_TOKEN")
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "RolloutUI API",
@@ -360,5 +514,7 @@ LOGGING = {
         "django": {"handlers": [], "level": "INFO", "propagate": True},
         "django.server": {"handlers": [], "level": "INFO", "propagate": True},
         "py.warnings": {"handlers": [], "propagate": True},
+        # django-axes logs every sign-in at INFO; the audit trail records them already.
+        "axes": {"handlers": [], "level": "WARNING", "propagate": True},
     },
 }

@@ -58,6 +58,32 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=CHROMIUM_MISSING))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _fast_password_hashing():
+    """Django 6 hashes a password with 1.2 million PBKDF2 rounds (about a second here), and every
+    user fixture, sign-in and token request of the suite hashes one. The tests check who may do
+    what, not the hash's cost: in this process only, a cheap hasher. Processes the tests start
+    (runall, the browser stack) keep the real one."""
+    from django.test import override_settings
+
+    # override_settings, not an assignment: Django caches the hashers and clears that cache on the
+    # setting_changed signal it sends.
+    cheap = override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"])
+    cheap.enable()
+    yield
+    cheap.disable()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_throttles():
+    """The API's rate limits (DRF throttles) count in Django's cache: each test starts at zero, so
+    one test's requests never throttle another's."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+
+
 # --- Users -----------------------------------------------------------------------------------
 @pytest.fixture
 def password() -> str:

@@ -21,6 +21,35 @@ from __future__ import annotations
 
 from typing import Any
 
+# Bounds of a patch that comes from outside (the preview's request body): deeper than any
+# ModelServing field (spec.template.roles[].entryTemplate.spec.containers[].resources.limits is 8
+# levels) by a wide margin, and more values than a whole manifest of a large ModelServing has. A
+# deeper or larger patch is refused before anything recurses through it.
+MAX_DEPTH = 32
+MAX_VALUES = 20_000
+
+
+class PatchTooLarge(ValueError):
+    """A patch beyond ``MAX_DEPTH`` levels or ``MAX_VALUES`` values."""
+
+
+def check_patch_limits(patch: Any, *, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALUES) -> None:
+    """``PatchTooLarge`` when ``patch`` nests deeper than ``max_depth`` or holds more than ``max_values``
+    values (every dict, list and scalar counts one). Iterative, so a hostile depth cannot exhaust
+    the stack: ``{"a": {"a": ... 10,000 levels}}`` fails at level 33 after 33 steps."""
+    stack = [(patch, 1)]
+    count = 0
+    while stack:
+        value, depth = stack.pop()
+        count += 1
+        if count > max_values:
+            raise PatchTooLarge(f"the patch has more than {max_values} values")
+        if isinstance(value, dict | list):
+            if depth > max_depth:
+                raise PatchTooLarge(f"the patch nests deeper than {max_depth} levels")
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+
 
 def merge_patch(target: Any, patch: Any) -> Any:
     """``target`` with ``patch`` applied (RFC 7386); never mutates either argument."""

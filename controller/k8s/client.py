@@ -73,6 +73,11 @@ class Forbidden(ClusterError):
     """RBAC refused the call (403); the message says which verb on which resource, and for whom."""
 
 
+class Unreachable(ClusterError):
+    """The API server could not be reached (refused connection, timeout, reset): the dashboard
+    answers 503, the request may succeed later."""
+
+
 def translate(exc: ApiException, what: str) -> ClusterError:
     """The port's error for an API error: 404 -> NotFound, 409 -> Conflict, 422 (and a 400 about the
     body) -> Invalid with the causes, 403 -> Forbidden, else ClusterError."""
@@ -115,7 +120,7 @@ def call_json(fn: Callable[..., Any], *args: Any, what: str, **kwargs: Any) -> d
     except ApiException as exc:
         raise translate(exc, what) from exc
     except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise ClusterError(f"{what}: cannot reach the API server ({exc})") from exc
+        raise Unreachable(f"{what}: cannot reach the API server ({exc})") from exc
     data = response.data
     return json.loads(data) if data else {}
 
@@ -150,7 +155,7 @@ def raw_json(
     except ApiException as exc:
         raise translate(exc, what) from exc
     except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise ClusterError(f"{what}: cannot reach the API server ({exc})") from exc
+        raise Unreachable(f"{what}: cannot reach the API server ({exc})") from exc
     if not 200 <= response.status <= 299:
         exc = ApiException(status=response.status, reason=response.reason)
         exc.body = response.data.decode("utf-8", "replace") if response.data else ""

@@ -13,6 +13,7 @@ Nothing outside the copy is touched; the dashboard's preview
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,7 +65,11 @@ def preview_change(
     settle_limit: float = SETTLE_LIMIT,
     rollout_limit: float = ROLLOUT_LIMIT,
     step: float = STEP,
+    progress: Callable[[str, float], None] | None = None,
 ) -> Timeline:
+    """``progress(phase, virtual_seconds)`` is called after every step (``phase`` "settling" before
+    the change, "rolling out" after it, with the virtual seconds of that phase); an exception it
+    raises stops the run and propagates (the dashboard stops a preview past its wall-time budget)."""
     meta = manifest.get("metadata") or {}
     namespace, name = meta.get("namespace") or "default", meta["name"]
     scenario = Scenario(
@@ -92,6 +97,8 @@ def preview_change(
     t = 0.0
     while not runner.converged and t < settle_limit:
         t = runner.loop.run_until(t + step)
+        if progress is not None:
+            progress("settling", t)
     settled = runner.converged
 
     t0 = runner.loop.now()
@@ -101,6 +108,8 @@ def preview_change(
     t = t0
     while t < t0 + rollout_limit:
         t = runner.loop.run_until(t + step)
+        if progress is not None:
+            progress("rolling out", t - t0)
         if runner.converged and runner.converged_at is not None and runner.converged_at >= t0:
             break
     converged = bool(runner.converged and runner.converged_at is not None)

@@ -178,7 +178,28 @@ class PreviewSerializer(_StrictSerializer):
     def validate(self, attrs):
         if bool(attrs.get("patch")) == bool(attrs.get("setImage")):
             raise serializers.ValidationError({"patch": ["give exactly one of patch or setImage"]})
+        if attrs.get("patch"):
+            from controller.core.mergepatch import PatchTooLarge, check_patch_limits
+
+            try:
+                check_patch_limits(attrs["patch"])
+            except PatchTooLarge as err:
+                raise serializers.ValidationError({"patch": [str(err)]}) from None
         return attrs
+
+
+class PreviewJobSerializer(serializers.Serializer):
+    """A preview computed by a worker: poll ``url`` until ``status`` is done (``result``) or error
+    (``error``, naming the field)."""
+
+    id = serializers.UUIDField()
+    url = serializers.CharField()
+    namespace = serializers.CharField()
+    name = serializers.CharField()
+    status = serializers.ChoiceField(choices=["queued", "running", "done", "error"])
+    progress = serializers.JSONField(help_text='{"phase", "simulatedSeconds", "elapsedSeconds", "limitSeconds"}')
+    result = serializers.JSONField(allow_null=True)
+    error = serializers.JSONField(allow_null=True)
 
 
 class AuditRecordSerializer(serializers.ModelSerializer):
@@ -186,6 +207,9 @@ class AuditRecordSerializer(serializers.ModelSerializer):
     when = serializers.DateTimeField(source="created_at")
     fromRevision = serializers.CharField(source="from_revision")
     toRevision = serializers.CharField(source="to_revision")
+    clientIp = serializers.CharField(source="client_ip", allow_null=True)
+    authMethod = serializers.CharField(source="auth_method")
+    osUser = serializers.CharField(source="os_user")
 
     class Meta:
         model = AuditRecord
@@ -203,6 +227,9 @@ class AuditRecordSerializer(serializers.ModelSerializer):
             "details",
             "result",
             "error",
+            "clientIp",
+            "authMethod",
+            "osUser",
         ]
 
 

@@ -54,6 +54,8 @@ urlpatterns = [
     ),
     path("audit/", views.AuditList.as_view(), name="api-audit"),
     path("auth/token/", views.TokenView.as_view(), name="api-token"),
+    path("auth/tokens/", views.TokensView.as_view(), name="api-tokens"),
+    path("previews/<uuid:job_id>/", views.PreviewJobView.as_view(), name="api-preview-job"),
     path("sim/nodes/", views.SimNodes.as_view(), name="api-sim-nodes"),
     path("sim/kill-pod/", views.SimKillPod.as_view(), name="api-sim-kill-pod"),
     path("sim/fail-node/", views.SimFailNode.as_view(), name="api-sim-fail-node"),

@@ -1,33 +1,67 @@
 """Thin API views: validate the request, call one service function, shape the answer.
 
-Service exceptions become HTTP errors in one place (``ServiceView.handle_exception``):
-``ControlError`` -> 400 naming the field, ``NotFound`` -> 404, ``ControlDenied`` -> 403.
+Service exceptions become HTTP errors in one place (``rolloutui.api.errors``): ``ControlError`` ->
+400 naming the field, ``NotFound`` -> 404, ``ControlDenied`` -> 403, cluster errors -> 409/422/502/503.
 The operator controls are one view, ``Control``, routed once per action of the registry
 (``rolloutui.services.actions``); its body is the serializer generated from the action's arguments.
+
+Every request runs inside ``services.origin.acting``: the audit records it leads to carry the
+client's address and how it signed in (session, token, oidc). Requests from the dashboard's own
+pages send ``X-RolloutUI-Source: page``; honoured with a session only (a script with a token is
+always ``api``), it makes their audit records say ``page``.
 """
 
 from __future__ import annotations
 
+from django.urls import reverse
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from knox.auth import TokenAuthentication
+from knox.models import AuthToken
+from knox.settings import knox_settings
 from rest_framework import exceptions, generics, status
 from rest_framework import serializers as drf_serializers
-from rest_framework.authentication import SessionAuthentication, TokenAuthentication
-from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.pagination import PageNumberPagination
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
-from controller.core.controls import ControlError
 from controller.core.ports import NotFound
-from rolloutui.services import actions, audit, cluster, kserve, preview, simulation, state
+from rolloutui.models import AuditRecord, PreviewJob
+from rolloutui.services import access, actions, audit, cluster, kserve, origin, preview, simulation, state
 from rolloutui.services.controls import ControlDenied
+from rolloutui.services.controls import audit as write_audit
 
 from . import serializers as s
-from .permissions import CanOperate, CanRun, CanView
+from .permissions import VIEW, CanOperate, CanRun, CanView
 
 SOURCE = "api"
+PAGE_SOURCE_HEADER = "X-RolloutUI-Source"
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+def source_of(request) -> str:
+    """``page`` for the dashboard's own fetches (header, session auth only), else ``api``."""
+    if request.headers.get(PAGE_SOURCE_HEADER, "").strip().lower() == "page" and isinstance(
+        request.successful_authenticator, SessionAuthentication
+    ):
+        return AuditRecord.Source.PAGE
+    return SOURCE
+
+
+def origin_of(request) -> origin.Origin:
+    authenticator = getattr(request, "successful_authenticator", None)
+    if isinstance(authenticator, TokenAuthentication):
+        method = AuditRecord.AuthMethod.TOKEN
+    elif isinstance(authenticator, SessionAuthentication):
+        method = origin.session_auth_method(request)
+    else:
+        method = ""
+    return origin.Origin(client_ip=origin.client_ip(request), auth_method=method)
 
 
 class ServiceView(APIView):
@@ -35,21 +69,49 @@ class ServiceView(APIView):
     # 403 when the first authenticator is the session one). Session auth still enforces CSRF.
     authentication_classes = [TokenAuthentication, SessionAuthentication]
     permission_classes = [CanView]
+    # The AuditRecord.action a refused write is recorded under (None: a read, nothing to record).
+    audit_action: str | None = None
 
     def get_permissions(self):
-        if self.request.method not in ("GET", "HEAD", "OPTIONS"):
+        if self.request.method not in SAFE_METHODS:
             return [CanOperate()]
         return super().get_permissions()
 
-    def handle_exception(self, exc):
-        if isinstance(exc, ControlError):
-            field = getattr(exc, "field", None) or "detail"
-            exc = exceptions.ValidationError({field: [str(exc)]} if field != "detail" else {"detail": str(exc)})
-        elif isinstance(exc, NotFound):
-            exc = exceptions.NotFound(str(exc) or "not found")
-        elif isinstance(exc, ControlDenied):
-            exc = exceptions.PermissionDenied(str(exc) or CanOperate.message)
-        return super().handle_exception(exc)
+    def initial(self, request, *args, **kwargs):
+        # Authenticate first so a refusal below is audited with the origin already known.
+        self.perform_authentication(request)
+        self._origin_token = origin.set_current(origin_of(request))
+        super().initial(request, *args, **kwargs)
+        namespace = kwargs.get("namespace")
+        if namespace and request.method in SAFE_METHODS and not access.allowed(request.user, VIEW, namespace):
+            # Not 403: a user may not learn what exists in a namespace they cannot see.
+            raise exceptions.NotFound(f"modelserving {namespace}/{kwargs.get('name')} not found")
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        token = getattr(self, "_origin_token", None)
+        if token is not None:
+            origin.reset(token)
+            self._origin_token = None
+        return super().finalize_response(request, response, *args, **kwargs)
+
+    def permission_denied(self, request, message=None, code=None):
+        """A refused write by a signed-in user is recorded (who, what, where, from where)."""
+        user = request.user
+        if self.audit_action and request.method not in SAFE_METHODS and user and user.is_authenticated:
+            try:
+                data = request.data if isinstance(request.data, dict) else {}
+            except exceptions.ParseError:  # a body that is not JSON: the refusal is still recorded
+                data = {}
+            write_audit(
+                user,
+                action=self.audit_action,
+                namespace=self.kwargs.get("namespace") or str(data.get("namespace") or "")[:253],
+                name=self.kwargs.get("name") or "",
+                reason=data.get("reason"),
+                source=source_of(request),
+                error=ControlDenied(message or "permission denied"),
+            )
+        super().permission_denied(request, message=message, code=code)
 
     @staticmethod
     def validated(serializer_class, data):
@@ -62,7 +124,9 @@ class ModelServingList(ServiceView):
     @extend_schema(parameters=[s.ListQuerySerializer], responses=s.SummarySerializer(many=True))
     def get(self, request):
         q = self.validated(s.ListQuerySerializer, request.query_params)
-        return Response(state.list_summaries(**{key: value for key, value in q.items() if value}))
+        filters = {key: value for key, value in q.items() if value}
+        within = access.namespaces(request.user, VIEW, state.modelserving_namespaces)
+        return Response(state.list_summaries(**filters, within=within))
 
 
 class ModelServingDetail(ServiceView):
@@ -110,11 +174,22 @@ class Control(ServiceView):
     def get_permissions(self):
         return [CanRun()]
 
+    @property
+    def audit_action(self):
+        return self.control.audit
+
     def post(self, request, **path):
         target = self.control.target
         keys = target.convert(path)
         data = self.validated(s.request_serializer(self.control), request.data)
-        record = actions.perform(self.control, request.user, *keys.values(), data, source=SOURCE)
+        try:
+            record = actions.perform(self.control, request.user, *keys.values(), data, source=source_of(request))
+        except ControlDenied:
+            namespace, _ = target.where(*keys.values())
+            if namespace and not access.allowed(request.user, VIEW, namespace):
+                # Recorded; answered like a GET would be, so it says nothing of what exists there.
+                raise exceptions.NotFound(f"{target.label} {target.describe(*keys.values())} not found") from None
+            raise
         body = {"audit": s.AuditRecordSerializer(record).data}
         try:
             body[target.answer] = target.read(*keys.values())
@@ -139,7 +214,7 @@ class Manifest(ServiceView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request, namespace, name):
-        return Response(state.get_manifest(namespace, name))
+        return Response(state.get_manifest(namespace, name, user=request.user))
 
 
 class Revisions(ServiceView):
@@ -156,7 +231,7 @@ class RevisionDiff(ServiceView):
     )
     def get(self, request, namespace, name):
         q = self.validated(s.DiffQuerySerializer, request.query_params)
-        return Response(state.revision_diff(namespace, name, q["from"], q["to"]))
+        return Response(state.revision_diff(namespace, name, q["from"], q["to"], user=request.user))
 
 
 class Pods(ServiceView):
@@ -188,20 +263,82 @@ class AuditList(generics.ListAPIView):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
-        return audit.search(**ServiceView.validated(s.AuditQuerySerializer, self.request.query_params))
+        filters = ServiceView.validated(s.AuditQuerySerializer, self.request.query_params)
+        return audit.search(**filters, within=access.namespaces(self.request.user, VIEW, audit.namespaces))
 
 
-class TokenView(ObtainAuthToken):
-    """POST username + password -> {"token": ...}; use it as ``Authorization: Token <token>``."""
+# --- API tokens (django-rest-knox: stored hashed, expiring, revocable) -------------------------------
+def _audit_token(user, action: str, request, *, details=None, error=None) -> None:
+    with origin.acting(origin_of(request)):
+        write_audit(user, action=action, namespace="", name="", reason="", source=SOURCE, details=details, error=error)
+
+
+class TokenView(APIView):
+    """POST username + password -> {"token", "expiry"}; send it as ``Authorization: Token <token>``.
+
+    Only a digest of the token is stored. It expires after ROLLOUTUI_TOKEN_HOURS; ``DELETE`` on this
+    path (with the token) revokes it, ``DELETE /api/auth/tokens/`` revokes all of the user's tokens,
+    and changing the password revokes them too. Failed attempts count towards the sign-in lockout
+    (django-axes) and the ``token`` rate limits tries per address. Issuing and revoking are audited.
+    """
+
+    authentication_classes = [TokenAuthentication]
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "token"
+
+    def get_permissions(self):
+        return [IsAuthenticated()] if self.request.method == "DELETE" else []
+
+    def get_throttles(self):
+        return super().get_throttles() if self.request.method == "POST" else []
 
     @extend_schema(
         request=inline_serializer(
             "TokenRequest", {"username": drf_serializers.CharField(), "password": drf_serializers.CharField()}
         ),
-        responses=inline_serializer("TokenResponse", {"token": drf_serializers.CharField()}),
+        responses=inline_serializer(
+            "TokenResponse", {"token": drf_serializers.CharField(), "expiry": drf_serializers.DateTimeField()}
+        ),
     )
-    def post(self, request, *args, **kwargs):
-        return super().post(request, *args, **kwargs)
+    def post(self, request):
+        # Wrong credentials go through authenticate(): its user_login_failed signal is audited
+        # (rolloutui.signals) and counted by django-axes like a failed sign-in on the page.
+        serializer = AuthTokenSerializer(data=request.data, context={"request": request._request})
+        try:
+            serializer.is_valid(raise_exception=True)
+        except exceptions.ValidationError as err:
+            if "username" not in err.detail and "password" not in err.detail:  # wrong credentials
+                err.detail = {"password": ["unable to sign in with these credentials"]}
+            raise
+        user = serializer.validated_data["user"]
+        instance, token = AuthToken.objects.create(user, knox_settings.TOKEN_TTL)
+        _audit_token(
+            user, "token_issued", request, details={"tokenKey": instance.token_key, "expiry": str(instance.expiry)}
+        )
+        return Response({"token": token, "expiry": instance.expiry})
+
+    @extend_schema(request=None, responses={204: None})
+    def delete(self, request):
+        """Revoke the token this request is authenticated with."""
+        key = request.auth.token_key
+        request.auth.delete()
+        _audit_token(request.user, "token_revoked", request, details={"tokenKey": key})
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class TokensView(APIView):
+    """``DELETE /api/auth/tokens/``: revoke every API token of the signed-in user."""
+
+    authentication_classes = [TokenAuthentication, SessionAuthentication]
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        request=None, responses={200: inline_serializer("Revoked", {"revoked": drf_serializers.IntegerField()})}
+    )
+    def delete(self, request):
+        revoked, _ = AuthToken.objects.filter(user=request.user).delete()
+        _audit_token(request.user, "token_revoked", request, details={"all": True, "count": revoked})
+        return Response({"revoked": revoked})
 
 
 # --- Simulation (backend "sim" only) --------------------------------------------------------
@@ -228,37 +365,88 @@ def _audited(record):
 
 
 class SimKillPod(_SimView):
+    audit_action = "kill_pod"
+
     @_fault(s.KillPodSerializer)
     def post(self, request):
         d = self.validated(s.KillPodSerializer, request.data)
-        return _audited(simulation.kill_pod(request.user, d["namespace"], d["pod"], reason=d["reason"], source=SOURCE))
+        return _audited(
+            simulation.kill_pod(request.user, d["namespace"], d["pod"], reason=d["reason"], source=source_of(request))
+        )
 
 
 class SimFailNode(_SimView):
+    audit_action = "fail_node"
+
     @_fault(s.FailNodeSerializer)
     def post(self, request):
         d = self.validated(s.FailNodeSerializer, request.data)
-        return _audited(simulation.fail_node(request.user, d["node"], reason=d["reason"], source=SOURCE))
+        return _audited(simulation.fail_node(request.user, d["node"], reason=d["reason"], source=source_of(request)))
 
 
 class SimAddNode(_SimView):
+    audit_action = "add_node"
+
     @_fault(s.AddNodeSerializer)
     def post(self, request):
         d = self.validated(s.AddNodeSerializer, request.data)
-        return _audited(simulation.add_node(request.user, gpus=d["gpus"], reason=d["reason"], source=SOURCE))
+        return _audited(
+            simulation.add_node(request.user, gpus=d["gpus"], reason=d["reason"], source=source_of(request))
+        )
 
 
 class SimPreview(_SimView):
-    """Simulate a spec change on a copy of the ModelServing; nothing is applied. Viewers may
-    preview (it changes nothing), so this POST only needs the view permission."""
+    """Simulate a spec change on a copy of the ModelServing; nothing is applied. A preview costs
+    seconds to minutes of CPU, so it needs the operate permission in the namespace, is rate-limited
+    per user (``preview``), bounded in size, and runs in a worker: the answer is 202 with the job
+    to poll (``GET /api/previews/<id>/``)."""
 
-    def get_permissions(self):
-        return [CanView()]
+    audit_action = "preview"
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "preview"
 
-    @extend_schema(request=s.PreviewSerializer, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=s.PreviewSerializer, responses={202: s.PreviewJobSerializer})
     def post(self, request, namespace, name):
         d = self.validated(s.PreviewSerializer, request.data)
-        return Response(preview.preview_change(namespace, name, patch=d.get("patch"), set_image=d.get("setImage")))
+        try:
+            job = preview.start(
+                request.user,
+                namespace,
+                name,
+                patch=d.get("patch"),
+                set_image=d.get("setImage"),
+                source=source_of(request),
+            )
+        except ControlDenied:
+            if not access.allowed(request.user, VIEW, namespace):
+                raise exceptions.NotFound(f"modelserving {namespace}/{name} not found") from None
+            raise
+        return Response(preview_job_json(job), status=status.HTTP_202_ACCEPTED)
+
+
+def preview_job_json(job: PreviewJob) -> dict:
+    return {
+        "id": str(job.pk),
+        "url": reverse("api-preview-job", kwargs={"job_id": job.pk}),
+        "namespace": job.namespace,
+        "name": job.name,
+        "status": job.status,
+        "progress": job.progress,
+        "result": job.result,
+        "error": job.error,
+    }
+
+
+class PreviewJobView(ServiceView):
+    """A preview job: its progress while it runs, then its result or its error. Only the user who
+    started it sees it (404 for anyone else)."""
+
+    @extend_schema(responses=s.PreviewJobSerializer)
+    def get(self, request, job_id):
+        job = PreviewJob.objects.filter(pk=job_id, user=request.user).first()
+        if job is None:
+            raise exceptions.NotFound("no such preview")
+        return Response(preview_job_json(job))
 
 
 # -- KServe InferenceServices and the list of both kinds (issue 13; read only for now) ---------------

@@ -27,18 +27,21 @@ def cli_username() -> str:
 @dataclass(frozen=True)
 class OperatorAccount:
     username: str
-    # How its password was settled: "env" (ROLLOUTUI_ADMIN_PASSWORD applied), "generated" (new,
-    # in ``generated_password``, to be shown once), or "kept" (an existing password left as it is).
+    # How its password was settled: "env" (ROLLOUTUI_ADMIN_PASSWORD applied), "generated" (a new
+    # account, its password in ``generated_password``, to be shown once), "kept" (an existing
+    # password left as it is) or "none" (an existing account without a usable password, left so).
     password: str
     generated_password: str | None = None
 
 
 def ensure_operator() -> OperatorAccount:
-    """Make sure the operator account exists, can sign in and is in the ``operators`` group.
+    """Make sure the operator account exists; a new one can sign in and is in ``operators``.
 
-    A password in ``$ROLLOUTUI_ADMIN_PASSWORD`` is (re)applied; without one, a new account (or one
-    without a usable password) gets a generated password, never a fixed default. Raises
-    ``LookupError`` when the ``operators`` group is missing.
+    A password in ``$ROLLOUTUI_ADMIN_PASSWORD`` is (re)applied; without one, only a *new* account gets
+    a generated password (shown once), never a fixed default, and an existing one is left as it is.
+    The account is put in ``operators`` when it is created only: an administrator who later takes it
+    out (or disables it) is not overruled at the next start. Raises ``LookupError`` when the
+    ``operators`` group is missing.
     """
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
@@ -57,12 +60,15 @@ def ensure_operator() -> OperatorAccount:
             user.set_password(password)
             user.save()
         account = OperatorAccount(username, "env")
-    elif created or not user.has_usable_password():
+    elif created:
         generated = secrets.token_urlsafe(16)
         user.set_password(generated)
         user.save()
         account = OperatorAccount(username, "generated", generated)
-    else:
+    elif user.has_usable_password():
         account = OperatorAccount(username, "kept")
-    user.groups.add(operators)
+    else:
+        account = OperatorAccount(username, "none")
+    if created:
+        user.groups.add(operators)
     return account

@@ -418,7 +418,8 @@ def perform(action: Action, user, *args: Any, source: str):
     source=...)`` with ``values`` (field name -> value, the reason included); for a ModelServing
     ``perform(action, user, namespace, name, values, source=...)``.
 
-    The user must have the action's declared permission; then the values are checked against the
+    The user must have the action's declared permission in ``namespace`` (``services.access``: a
+    product group, or a namespace grant of a role carrying it); then the values are checked against the
     declaration (``Action.clean``) and the service runs. Returns the ``AuditRecord``. Raises
     ``ControlDenied`` (audited under ``action.audit``), ``ControlError`` naming the field,
     ``NotFound`` or ``Conflict``, as the service does.
@@ -426,13 +427,14 @@ def perform(action: Action, user, *args: Any, source: str):
     *keys, values = args
     if len(keys) != len(action.target.keys):
         raise TypeError(f"{action.name} acts on a {action.target.label}: give {', '.join(action.target.keys)}")
+    namespace, name = action.target.where(*keys)
     try:
         # The declared permission, checked first as the API does; a refusal is audited like the
-        # service's own (which checks the permission again for direct callers).
-        controls.check_permission(user, action.permission)
+        # service's own (which checks the permission again for direct callers). A target without a
+        # namespace (a model version) needs the permission in every namespace.
+        controls.check_permission(user, action.permission, namespace=namespace or None)
     except controls.ControlDenied as denied:
         given = {arg.name: values[arg.name] for arg in action.args if arg.name in values}
-        namespace, name = action.target.where(*keys)
         controls.audit(
             user,
             action=action.audit,
@@ -449,9 +451,16 @@ def perform(action: Action, user, *args: Any, source: str):
     return action.service(user, *keys, **kwargs, reason=cleaned[REASON.name], source=source)
 
 
-def page_description(user, *, api_base: str | None = None, targets: tuple[Target, ...] = (MODELSERVING,)):
+def page_description(
+    user,
+    *,
+    api_base: str | None = None,
+    targets: tuple[Target, ...] = (MODELSERVING,),
+    namespace: str | None = None,
+) -> dict[str, Any]:
     """What a page needs to build its controls: every action of ``targets`` with its label, fields,
-    the permission it needs and whether ``user`` has it.
+    the permission it needs and whether ``user`` has it (in ``namespace``, when the page shows one
+    namespace's object; else in every namespace).
 
     The ModelServing page passes ``api_base``, the ModelServing's API URL
     (``/api/modelservings/{ns}/{name}/``): an action's ``url`` is ``api_base + action.name``. A
@@ -462,7 +471,7 @@ def page_description(user, *, api_base: str | None = None, targets: tuple[Target
     return {
         "actions": [
             action.describe(
-                allowed=_has_permission(user, action.permission),
+                allowed=allowed(user, action, namespace),
                 url=api_base + action.name if api_base is not None else None,
             )
             for target in targets
@@ -471,9 +480,10 @@ def page_description(user, *, api_base: str | None = None, targets: tuple[Target
     }
 
 
-def _has_permission(user, permission: str) -> bool:
+def allowed(user, action: Action, namespace: str | None) -> bool:
+    """Whether ``user`` may run ``action`` in ``namespace`` (the check ``perform`` makes)."""
     try:
-        controls.check_permission(user, permission)
+        controls.check_permission(user, action.permission, namespace=namespace)
     except controls.ControlDenied:
         return False
     return True
@@ -698,6 +708,7 @@ __all__ = [
     "Arg",
     "Preset",
     "all_actions",
+    "allowed",
     "get",
     "page_description",
     "perform",

@@ -21,6 +21,11 @@ EXACT_FILTERS = {
 }
 
 
+def namespaces() -> set[str]:
+    """The namespaces audit records name (the empty one of account and cluster-wide records aside)."""
+    return set(AuditRecord.objects.exclude(namespace="").values_list("namespace", flat=True).distinct())
+
+
 def search(
     *,
     namespace: str | None = None,
@@ -30,11 +35,16 @@ def search(
     source: str | None = None,
     result: str | None = None,
     q: str | None = None,
+    within: set[str] | None = None,
 ) -> QuerySet[AuditRecord]:
     """Audit records matching every given filter (empty or None: no filter); ``q`` is a
-    case-insensitive substring of the reason or the user's name."""
+    case-insensitive substring of the reason or the user's name. ``within``: only records of these
+    namespaces (what the reader may view, ``access.namespaces``); None for all records, including
+    those of no namespace (cluster-wide faults, sign-ins)."""
     given = {"namespace": namespace, "name": name, "action": action, "who": who, "source": source, "result": result}
     records = AuditRecord.objects.filter(**{EXACT_FILTERS[key]: value for key, value in given.items() if value})
+    if within is not None:
+        records = records.filter(namespace__in=sorted(within))
     if q:
         records = records.filter(Q(reason__icontains=q) | Q(actor_name__icontains=q))
     return records

@@ -4,15 +4,18 @@ Each is declared once in the action registry (``rolloutui.services.actions``), f
 routes, the ``manage.py rollout`` subcommands and the page's controls are generated; they reach these
 functions through ``actions.perform``. Every control, whoever calls it (page, API, CLI):
 
-1. checks the permission ``rolloutui.operate_modelserving`` (``ControlDenied`` otherwise) and that
-   a reason is given (``ControlError`` on field ``reason``);
+1. checks the permission ``rolloutui.operate_modelserving`` in the ModelServing's namespace
+   (``services.access``; ``ControlDenied`` otherwise) and that a reason is given (``ControlError``
+   on field ``reason``);
 2. builds the JSON merge patch with the pure core control (``controller.core.controls``), adds the
    ``serving.rolloutui.io/change-cause`` annotation (who, how, why: the new revision carries it),
    and applies it through the active cluster port with the ModelServing's resourceVersion as a
    precondition; on ``Conflict`` (someone else wrote in between) it re-reads and rebuilds the patch
    from the fresh object, so it never overwrites a change it did not see;
-3. writes an ``AuditRecord`` (who, when, source, action, reason, from-revision, to-revision, result)
-   - also when it fails, with result ``error`` and the error text;
+3. writes an ``AuditRecord`` (who, when, source, action, reason, from-revision, to-revision, result,
+   and from ``services.origin``: client address, authentication method, OS user of the CLI) - also
+   when it fails, with result ``error`` and the error text: a refusal, bad input, or an error of
+   the cluster (``ClusterError``: the API server refused the patch, 403/422, or was unreachable);
 4. enqueues a reconcile of the ModelServing.
 
 Revisions in the audit are revision numbers (the hash before a revision is stored); ``details``
@@ -31,11 +34,12 @@ from typing import Any
 from controller.core import controls as core
 from controller.core import naming
 from controller.core.controls import ControlError
-from controller.core.ports import Conflict, NotFound
+from controller.core.ports import ClusterError, Conflict
 from controller.core.revisions import History, record_update_revision
 from controller.runtime import enqueue
 
 from ..models import AuditRecord
+from . import access, origin
 from .cluster import get_cluster
 
 log = logging.getLogger(__name__)
@@ -46,7 +50,7 @@ SOURCES = {choice.value for choice in AuditRecord.Source}
 
 
 class ControlDenied(PermissionError):
-    """The user lacks ``rolloutui.operate_modelserving``."""
+    """The user lacks the permission (``rolloutui.operate_modelserving`` for the controls) where it acts."""
 
 
 def pause(user, namespace: str, name: str, *, reason: str, source: str) -> AuditRecord:
@@ -110,14 +114,17 @@ def username(user) -> str:
     return user.get_username() if hasattr(user, "get_username") else str(user)
 
 
-def check_permission(user, permission: str = PERMISSION) -> None:
-    """``ControlDenied`` unless ``user`` is signed in, active and has ``permission``."""
+def check_permission(user, permission: str = PERMISSION, *, namespace: str | None = None) -> None:
+    """``ControlDenied`` unless ``user`` is signed in, active and holds ``permission`` in ``namespace``
+    (``services.access.allowed``). ``namespace=None`` is a cluster-wide action: the permission is
+    needed in every namespace."""
     if user is None or not getattr(user, "is_authenticated", False) or not getattr(user, "is_active", True):
         raise ControlDenied(f"sign in as a user with the permission {permission}")
-    if not user.has_perm(permission):
+    if not access.allowed(user, permission, namespace):
+        where = f"in namespace {namespace!r}" if namespace is not None else "in every namespace"
         if permission == PERMISSION:
-            raise ControlDenied(f"user {username(user)!r} may not operate ModelServings (needs {PERMISSION})")
-        raise ControlDenied(f"user {username(user)!r} lacks the permission {permission}")
+            raise ControlDenied(f"user {username(user)!r} may not operate ModelServings {where} (needs {PERMISSION})")
+        raise ControlDenied(f"user {username(user)!r} lacks the permission {permission} {where}")
 
 
 def check_reason(reason: Any) -> str:
@@ -145,7 +152,11 @@ def audit(
     details: dict[str, Any] | None = None,
     error: BaseException | None = None,
 ) -> AuditRecord:
+    came_from = origin.current()
     return AuditRecord.objects.create(
+        client_ip=came_from.client_ip,
+        auth_method=came_from.auth_method or ("system" if source == AuditRecord.Source.SYSTEM else ""),
+        os_user=came_from.os_user[:150],
         actor=user if getattr(user, "pk", None) else None,
         actor_name=username(user)[:150],
         source=source if source in SOURCES else AuditRecord.Source.SYSTEM,
@@ -205,7 +216,7 @@ def _control(
     before: dict[str, Any] = {}
     try:
         check_source(source)
-        check_permission(user)
+        check_permission(user, namespace=namespace)
         reason = check_reason(reason)
         cluster = get_cluster()
         for attempt in range(MAX_ATTEMPTS):
@@ -242,7 +253,9 @@ def _control(
         details.update(
             fromRevision=before, toRevision=after, patch=patch, generation=(new.get("metadata") or {}).get("generation")
         )
-    except (ControlError, ControlDenied, NotFound, Conflict) as exc:
+    except (ControlError, ControlDenied, ClusterError) as exc:
+        # ClusterError covers NotFound, Conflict and the adapter's refusals (Forbidden, Invalid) and
+        # transport failures: every way a control can fail leaves a record.
         details["fromRevision"] = before or None
         audit(
             user,

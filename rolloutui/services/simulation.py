@@ -13,13 +13,18 @@ page (capacity steps, distinct blocked reasons, the budget's floor).
 
 from __future__ import annotations
 
+import logging
 import re
+import time
+from datetime import timedelta
 from typing import Any
+
+from django.conf import settings
 
 from controller.core import naming
 from controller.core.controls import ControlError
-from controller.core.mergepatch import merge_patch
-from controller.core.ports import NotFound
+from controller.core.mergepatch import PatchTooLarge, check_patch_limits, merge_patch
+from controller.core.ports import ClusterError, NotFound
 from controller.core.spec import ValidationError, parse_modelserving
 from controller.models import SimTraffic
 from controller.runtime.backend import sim_cluster, sim_traffic
@@ -27,9 +32,11 @@ from controller.simcluster.config import Span, Traffic
 from controller.simcluster.database.store import DatabaseCluster
 from controller.simcluster.preview import PreviewCluster, preview_change
 
-from ..models import AuditRecord
+from ..models import AuditRecord, PreviewJob
 from .cluster import backend_name
 from .controls import ControlDenied, audit, check_permission, check_reason, check_source
+
+log = logging.getLogger(__name__)
 
 
 def _sim_cluster() -> DatabaseCluster:
@@ -41,14 +48,25 @@ def _sim_cluster() -> DatabaseCluster:
 
 
 def _fault(
-    user, action: str, reason: Any, source: str, namespace: str, name: str, details: dict[str, Any], do
+    user,
+    action: str,
+    reason: Any,
+    source: str,
+    namespace: str,
+    name: str,
+    details: dict[str, Any],
+    do,
+    *,
+    scope: str | None,
 ) -> AuditRecord:
+    """Run the fault ``do`` and audit it. ``scope``: the namespace whose operate permission it needs
+    (a pod's), None for a cluster-wide fault (a node's: operate in every namespace)."""
     try:
         check_source(source)
-        check_permission(user)
+        check_permission(user, namespace=scope)
         reason = check_reason(reason)
         details.update(do() or {})
-    except (ControlError, ControlDenied, NotFound, ValueError) as exc:
+    except (ControlError, ControlDenied, ClusterError, ValueError) as exc:
         audit(
             user,
             action=action,
@@ -87,7 +105,7 @@ def kill_pod(user, namespace: str, pod_name: str, *, reason: str, source: str) -
         )
     except (NotFound, ControlError):
         label = ""
-    return _fault(user, "kill_pod", reason, source, namespace, label or pod_name, details, do)
+    return _fault(user, "kill_pod", reason, source, namespace, label or pod_name, details, do, scope=namespace)
 
 
 def fail_node(user, node_name: str, *, reason: str, source: str) -> AuditRecord:
@@ -107,7 +125,7 @@ def fail_node(user, node_name: str, *, reason: str, source: str) -> AuditRecord:
             raise
         return {"pods": pods}
 
-    return _fault(user, "fail_node", reason, source, "", node_name, details, do)
+    return _fault(user, "fail_node", reason, source, "", node_name, details, do, scope=None)
 
 
 def add_node(user, *, gpus: int, reason: str, source: str) -> AuditRecord:
@@ -120,7 +138,7 @@ def add_node(user, *, gpus: int, reason: str, source: str) -> AuditRecord:
         details["node"] = node.name
         return {"node": node.name, "ip": node.ip}
 
-    return _fault(user, "add_node", reason, source, "", "", details, do)
+    return _fault(user, "add_node", reason, source, "", "", details, do, scope=None)
 
 
 def list_nodes() -> list[dict[str, Any]]:
@@ -152,16 +170,39 @@ def list_nodes() -> list[dict[str, Any]]:
 
 
 # -- preview -------------------------------------------------------------------------------------------
+#
+# A preview simulates hours of virtual time; at 2,000 pods one costs over a minute of CPU. So it is
+# bounded four ways: it needs the operate permission in the namespace (it reveals what a change
+# would do), the API throttles it per user (``preview`` rate), the copy may have at most
+# ROLLOUTUI_PREVIEW_MAX_PODS pods before and after the change, and it runs in a Celery worker
+# (``rolloutui.tasks.run_preview``), never in the web server, stopped after ROLLOUTUI_PREVIEW_SECONDS
+# of wall time. The page polls the ``PreviewJob`` for its progress and result.
 
 
-def preview(namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
-    """Simulated timeline of applying ``patch`` (a JSON merge patch of the manifest) to a copy.
+class PreviewTooLong(Exception):
+    """The preview ran past its wall-time budget."""
 
-    Returns ``{"durationSeconds", "minAvailable", "capacity": [[t, available], ...], "converged",
-    "blockedReasons": [...], "desired", "floor", "simulatedSeconds", "requests"}``; ``t`` counts
-    virtual seconds from the moment the change is applied; ``available`` is available ServingGroups.
-    A patch that would make the ModelServing invalid is a ``ControlError`` naming the field.
-    """
+
+def _pods(parsed) -> int:
+    """Pods of a ModelServing at full size: groups x the pods of one group. Example: 4 groups of
+    prefill (1 instance x (entry + 1 worker)) and decode (2 instances x 1 entry) = 4 x (2 + 2) = 16."""
+    return parsed.replicas * sum(role.replicas * role.pods_per_instance for role in parsed.roles)
+
+
+def check_preview(user, namespace: str, name: str, patch: dict[str, Any], *, source: str):
+    """Everything a preview is refused for, checked before any simulation: the permission
+    (``ControlDenied``, audited as action ``preview``), a patch that would make the ModelServing
+    invalid, a copy too large (``ControlError`` naming the field). Returns (base manifest, body,
+    parsed spec after the change)."""
+    try:
+        check_permission(user, namespace=namespace)
+    except ControlDenied as denied:
+        audit(user, action="preview", namespace=namespace, name=name, reason="", source=source, error=denied)
+        raise
+    return _prepare(namespace, name, patch)
+
+
+def _prepare(namespace: str, name: str, patch: dict[str, Any]):
     cluster = _sim_cluster()
     ms = cluster.get_modelserving(namespace, name)
     if not isinstance(patch, dict) or not patch:
@@ -174,11 +215,92 @@ def preview(namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
     }
     body = {k: v for k, v in patch.items() if k in ("spec", "metadata")}
     try:
+        check_patch_limits(body)
         parsed = parse_modelserving(merge_patch(base, body))
+    except PatchTooLarge as err:
+        raise ControlError(str(err), field="patch") from None
     except ValidationError as err:
         raise ControlError(
             f"the change would make the ModelServing invalid: {err}", field=f"patch.{err.field}"
         ) from None
+    limit = settings.ROLLOUTUI_PREVIEW_MAX_PODS
+    try:
+        before = _pods(parse_modelserving(base))
+    except ValidationError:
+        before = 0
+    pods = max(before, _pods(parsed))
+    if pods > limit:
+        raise ControlError(
+            f"a preview simulates at most {limit} pods; this one needs {pods} (groups x pods per group)",
+            field="patch.spec.replicas",
+        )
+    return base, body, parsed
+
+
+KEEP_JOBS = timedelta(hours=1)
+
+
+def start_preview(user, namespace: str, name: str, patch: dict[str, Any], *, source: str) -> PreviewJob:
+    """Check the preview (``check_preview``) and queue it; returns the ``PreviewJob`` to poll."""
+    from django.db import transaction
+    from django.utils import timezone
+
+    from rolloutui.tasks import run_preview
+
+    check_preview(user, namespace, name, patch, source=source)
+    # Jobs are read by the page for a minute or two; an hour later nobody polls them any more.
+    PreviewJob.objects.filter(created_at__lt=timezone.now() - KEEP_JOBS).delete()
+    job = PreviewJob.objects.create(
+        user=user if getattr(user, "pk", None) else None,
+        namespace=namespace,
+        name=name,
+        patch=patch,
+        progress={"phase": "queued", "limitSeconds": settings.ROLLOUTUI_PREVIEW_SECONDS},
+    )
+    job_id = str(job.pk)
+    transaction.on_commit(lambda: run_preview.delay(job_id))
+    return job
+
+
+def run_preview_job(job_id: str) -> None:
+    """The worker's half: run one queued preview, keeping its progress and then its result (or the
+    error naming the field) on the job."""
+    from django.utils import timezone
+
+    job = PreviewJob.objects.filter(pk=job_id, status=PreviewJob.Status.QUEUED).first()
+    if job is None:
+        return
+    PreviewJob.objects.filter(pk=job.pk).update(status=PreviewJob.Status.RUNNING)
+    try:
+        result = preview(job.namespace, job.name, job.patch, job_id=job.pk)
+    except ControlError as err:
+        error = {err.field or "detail": [str(err)]}
+        status = PreviewJob.Status.ERROR
+        result = None
+    except NotFound as err:
+        error, status, result = {"detail": str(err)}, PreviewJob.Status.ERROR, None
+    except PreviewTooLong as err:
+        error, status, result = {"detail": str(err)}, PreviewJob.Status.ERROR, None
+    except Exception:
+        log.exception("preview %s of %s/%s failed", job.pk, job.namespace, job.name)
+        error, status, result = {"detail": "the preview failed (the worker's log has the details)"}, "error", None
+    else:
+        error, status = None, PreviewJob.Status.DONE
+    PreviewJob.objects.filter(pk=job.pk).update(status=status, result=result, error=error, finished_at=timezone.now())
+
+
+def preview(namespace: str, name: str, patch: dict[str, Any], *, job_id=None) -> dict[str, Any]:
+    """Simulated timeline of applying ``patch`` (a JSON merge patch of the manifest) to a copy.
+
+    Returns ``{"durationSeconds", "minAvailable", "capacity": [[t, available], ...], "converged",
+    "blockedReasons": [...], "desired", "floor", "simulatedSeconds", "requests"}``; ``t`` counts
+    virtual seconds from the moment the change is applied; ``available`` is available ServingGroups.
+    A patch that would make the ModelServing invalid, or a copy too large, is a ``ControlError``
+    naming the field; past ROLLOUTUI_PREVIEW_SECONDS of wall time it stops with ``PreviewTooLong``.
+    With ``job_id`` the job's progress is updated as the simulation advances.
+    """
+    base, body, parsed = _prepare(namespace, name, patch)
+    cluster = _sim_cluster()
     traffic_row = SimTraffic.objects.filter(namespace=namespace, name=name, rps__gt=0).first()
     traffic = (
         Traffic(
@@ -190,7 +312,29 @@ def preview(namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
     copy = PreviewCluster(
         node_gpus=[node.gpus for node in cluster.list_nodes()], config=cluster.config, traffic=traffic
     )
-    timeline = preview_change(base, body, copy)
+    budget = settings.ROLLOUTUI_PREVIEW_SECONDS
+    started = time.monotonic()
+    last_saved = [0.0]
+
+    def progress(phase: str, simulated: float) -> None:
+        elapsed = time.monotonic() - started
+        if elapsed > budget:
+            raise PreviewTooLong(
+                f"the preview was stopped after {budget} s of computation ({phase}, {simulated:.0f} simulated "
+                "seconds): try a smaller change"
+            )
+        if job_id is not None and elapsed - last_saved[0] >= 0.5:
+            last_saved[0] = elapsed
+            PreviewJob.objects.filter(pk=job_id).update(
+                progress={
+                    "phase": phase,
+                    "simulatedSeconds": round(simulated, 1),
+                    "elapsedSeconds": round(elapsed, 1),
+                    "limitSeconds": budget,
+                }
+            )
+
+    timeline = preview_change(base, body, copy, progress=progress)
     capacity: list[list[float]] = []
     for sample in timeline.samples:
         if not capacity or capacity[-1][1] != sample.available:

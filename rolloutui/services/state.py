@@ -12,28 +12,49 @@ from controller.core.revisions import RUNTIME_ROLE_FIELDS, History, diff
 from controller.runtime.state import current_state, in_flight_of
 from controller.simcluster.database.store import ms_summary
 
+from . import access, masking
 from .cluster import backend_name, get_cluster, get_router
+
+VIEW = "rolloutui.view_modelserving"
+OPERATE = "rolloutui.operate_modelserving"
+
+
+def _reveals_secrets(user, namespace: str) -> bool:
+    """Env values that look like secrets are shown whole only to whoever may operate here (None:
+    a trusted internal caller)."""
+    return user is None or access.allowed(user, OPERATE, namespace)
 
 
 def list_summaries(
-    *, namespace: str | None = None, search: str | None = None, phase: str | None = None
+    *,
+    namespace: str | None = None,
+    search: str | None = None,
+    phase: str | None = None,
+    within: set[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Compact rows (namespace, name, phase, replicas, ready, updated, desired, currentRevision,
     updateRevision, paused, strategyType), sorted by namespace and name.
 
     On the simulated backend the rows are read from the ``summary`` column the store keeps at write
     time: listing 1,000 ModelServings reads 1,000 small JSON values, never their pods or full status.
-    ``search`` matches a substring of ``namespace/name`` (case-insensitive).
+    ``search`` matches a substring of ``namespace/name`` (case-insensitive). ``within``: only these
+    namespaces (what the user may view, ``access.namespaces``); None for every namespace.
     """
+    if within is not None and namespace and namespace not in within:
+        return []
     if backend_name() == "sim":
         from controller.models import SimObject
 
         rows_q = SimObject.objects.filter(kind=SimObject.KIND_MODELSERVING)
         if namespace:
             rows_q = rows_q.filter(namespace=namespace)
+        if within is not None:
+            rows_q = rows_q.filter(namespace__in=sorted(within))
         rows = list(rows_q.order_by("namespace", "name").values_list("summary", flat=True))
     else:
         rows = [ms_summary(obj) for obj in get_cluster().list_modelservings(namespace or None)]
+        if within is not None:
+            rows = [r for r in rows if r["namespace"] in within]
         rows.sort(key=lambda r: (r["namespace"], r["name"]))
     if search:
         needle = search.strip().lower()
@@ -43,16 +64,27 @@ def list_summaries(
     return rows
 
 
+def modelserving_namespaces() -> set[str]:
+    """The namespaces that hold a ModelServing (what a list may show)."""
+    if backend_name() == "sim":
+        from controller.models import SimObject
+
+        return set(SimObject.objects.filter(kind=SimObject.KIND_MODELSERVING).values_list("namespace", flat=True))
+    return {(obj.get("metadata") or {}).get("namespace", "") for obj in get_cluster().list_modelservings(None)}
+
+
 def get_state(namespace: str, name: str) -> dict[str, Any]:
     """``controller.core.view.build_view`` of the live objects (the REST GET and websocket payload).
     Raises ``NotFound``."""
     return current_state(namespace, name)
 
 
-def get_manifest(namespace: str, name: str) -> dict[str, Any]:
-    """The ModelServing object as stored, without its status (which the state carries). Raises ``NotFound``."""
+def get_manifest(namespace: str, name: str, *, user=None) -> dict[str, Any]:
+    """The ModelServing object as stored, without its status (which the state carries). Secret-looking
+    env values are masked unless ``user`` may operate in the namespace (``masking``). Raises ``NotFound``."""
     obj = get_cluster().get_modelserving(namespace, name)
-    return {k: v for k, v in obj.items() if k != "status"}
+    manifest = {k: v for k, v in obj.items() if k != "status"}
+    return manifest if _reveals_secrets(user, namespace) else masking.mask_tree(manifest)
 
 
 def list_pods(
@@ -152,12 +184,13 @@ def list_revisions(namespace: str, name: str) -> list[dict[str, Any]]:
     return out
 
 
-def revision_diff(namespace: str, name: str, from_number: int, to_number: int) -> dict[str, Any]:
+def revision_diff(namespace: str, name: str, from_number: int, to_number: int, *, user=None) -> dict[str, Any]:
     """Field-level diff of two revisions' versioned fields (``core.revisions.diff``).
 
     Runtime fields (replicas, budgets, partition, paused) are not part of any revision, so they are
     shown apart, as the current values, under ``runtime``. An unknown or unreadable revision is a
-    ``ControlError`` naming ``from`` or ``to``.
+    ``ControlError`` naming ``from`` or ``to``. Secret-looking env values are masked unless ``user``
+    may operate in the namespace.
     """
     cluster = get_cluster()
     ms = cluster.get_modelserving(namespace, name)
@@ -171,6 +204,7 @@ def revision_diff(namespace: str, name: str, from_number: int, to_number: int) -
         if rev.data is None:
             raise ControlError(f"revision {number} cannot be read ({rev.error})", field=field)
         picked[field] = rev
+    changes = diff(picked["from"].data, picked["to"].data)
     spec = ms.get("spec") or {}
     roles = {
         r.get("name"): {k: r.get(k) for k in RUNTIME_ROLE_FIELDS if r.get(k) is not None}
@@ -179,7 +213,7 @@ def revision_diff(namespace: str, name: str, from_number: int, to_number: int) -
     return {
         "from": picked["from"].to_json(),
         "to": picked["to"].to_json(),
-        "changes": diff(picked["from"].data, picked["to"].data),
+        "changes": changes if _reveals_secrets(user, namespace) else masking.mask_changes(changes),
         "runtime": {
             "note": "runtime fields are not versioned: a rollback keeps them; these are the current values",
             "replicas": spec.get("replicas"),

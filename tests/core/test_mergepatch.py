@@ -76,3 +76,29 @@ def test_subtrees_the_patch_leaves_alone_are_shared_with_the_target():
     out = merge_patch(ms, {"metadata": {"annotations": {"b": "2"}}})
     assert out["status"] is status  # not copied
     assert out["metadata"] is not ms["metadata"] and ms["metadata"]["annotations"] == {"a": "1"}
+
+
+def test_a_patch_nested_deeper_than_the_limit_is_refused_without_recursing():
+    from controller.core.mergepatch import MAX_DEPTH, PatchTooLarge, check_patch_limits
+
+    deep: dict = {}
+    node = deep
+    for _ in range(10_000):  # far beyond the interpreter's recursion limit
+        node["a"] = {}
+        node = node["a"]
+    with pytest.raises(PatchTooLarge, match=f"deeper than {MAX_DEPTH}"):
+        check_patch_limits(deep)
+    at_limit: dict = {}
+    node = at_limit
+    for _ in range(MAX_DEPTH - 1):
+        node["a"] = {}
+        node = node["a"]
+    check_patch_limits(at_limit)
+
+
+def test_a_patch_with_too_many_values_is_refused():
+    from controller.core.mergepatch import PatchTooLarge, check_patch_limits
+
+    with pytest.raises(PatchTooLarge, match="more than 100 values"):
+        check_patch_limits({"spec": {"l": list(range(200))}}, max_values=100)
+    check_patch_limits({"spec": {"l": list(range(50))}}, max_values=100)

@@ -225,8 +225,12 @@ def test_a_declaration_with_a_stricter_permission_is_refused_everywhere_to_an_op
         assert resp.status_code == 403 and "auth.delete_user" in resp.json()["detail"]
         with pytest.raises(CommandError, match="permission denied: .*auth.delete_user"):
             cli(strict, ms, {})
-        record = AuditRecord.objects.get()
-        assert (record.action, record.result, record.source) == ("pause", "error", "cli")
+        # Both refusals are recorded: the API's (before the body is even read) and the CLI's.
+        records = AuditRecord.objects.filter(action="pause").order_by("id")
+        assert [(r.result, r.source, r.actor_name) for r in records] == [
+            ("error", "api", "operator"),
+            ("error", "cli", "operator"),
+        ]
         entry = page_actions(operator_client, ms)["actions"][-1]
         assert (entry["name"], entry["allowed"], entry["permission"]) == ("freeze", False, "auth.delete_user")
     finally:
@@ -300,7 +304,8 @@ def test_bad_input_is_refused_naming_the_field_with_the_same_words_in_the_api_an
     with pytest.raises(ControlError) as refused:
         actions.get(action_name).clean({**body, "reason": "r"})
     assert (refused.value.field, str(refused.value)) == (field, message)
-    assert not AuditRecord.objects.exists()  # refused before the service: nothing was attempted
+    # Refused before the service: nothing was attempted (the sign-in of the test client is recorded).
+    assert not AuditRecord.objects.exclude(action__in=AuditRecord.ACCOUNT_ACTIONS).exists()
 
 
 @pytest.mark.parametrize("reason, code", [(None, "required"), ("   ", "blank"), ("x" * 2001, "max_length")])
@@ -348,7 +353,7 @@ def test_anonymous_requests_to_every_action_get_401(ms):
         assert resp.headers["WWW-Authenticate"] == "Token"
 
 
-def test_a_viewer_is_refused_every_action_by_the_api_and_the_cli_and_the_cli_attempt_is_audited(
+def test_a_viewer_is_refused_every_action_by_the_api_and_the_cli_and_both_attempts_are_audited(
     viewer, viewer_client, ms
 ):
     for action in every_action():
@@ -356,10 +361,17 @@ def test_a_viewer_is_refused_every_action_by_the_api_and_the_cli_and_the_cli_att
         assert resp.status_code == 403 and "rolloutui.operate_modelserving" in resp.json()["detail"], action.name
         with pytest.raises(CommandError, match="permission denied"):
             cli(action, ms, VALID[action.name], user="viewer")
-        record = AuditRecord.objects.latest("id")
-        assert (record.action, record.result, record.actor) == (action.audit, "error", viewer)
-        assert "ControlDenied" in record.error
-    assert AuditRecord.objects.count() == len(VALID)  # the API refused before any attempt
+        api_record, cli_record = AuditRecord.objects.order_by("-id")[:2][::-1]
+        for record, source in ((api_record, "api"), (cli_record, "cli")):
+            assert (record.action, record.result, record.actor, record.source) == (
+                action.audit,
+                "error",
+                viewer,
+                source,
+            )
+            assert "ControlDenied" in record.error
+    # Each refusal is recorded once per entry point (and the test client's sign-in once).
+    assert AuditRecord.objects.exclude(action__in=AuditRecord.ACCOUNT_ACTIONS).count() == 2 * len(VALID)
 
 
 # --- Schema ---------------------------------------------------------------------------------------------------

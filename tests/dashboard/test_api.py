@@ -276,17 +276,22 @@ def test_set_image_rollback_revisions_and_diff(operator_client, ms):
     assert audit["fromRevision"] and audit["toRevision"]
 
 
-def test_a_set_image_preview_simulates_the_change_and_errors_name_the_field(viewer_client, ms):
-    resp = post(viewer_client, url(ms, "preview/"), {"setImage": {"role": "decode", "image": "engine:v2"}})
-    assert resp.status_code == 200, resp.content
-    assert resp.json()["desired"] == 4 and {"capacity", "durationSeconds", "blockedReasons"} <= set(resp.json())
-    bad_role = post(viewer_client, url(ms, "preview/"), {"setImage": {"role": "nope", "image": "engine:v2"}})
+def test_a_set_image_preview_runs_as_a_job_and_errors_name_the_field(
+    operator_client, ms, celery_eager, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = post(operator_client, url(ms, "preview/"), {"setImage": {"role": "decode", "image": "engine:v2"}})
+    assert resp.status_code == 202, resp.content
+    job = operator_client.get(resp.json()["url"]).json()
+    assert job["status"] == "done", job
+    assert job["result"]["desired"] == 4 and {"capacity", "durationSeconds", "blockedReasons"} <= set(job["result"])
+    bad_role = post(operator_client, url(ms, "preview/"), {"setImage": {"role": "nope", "image": "engine:v2"}})
     assert bad_role.status_code == 400 and "nope" in bad_role.json()["setImage.role"][0]
-    no_image = post(viewer_client, url(ms, "preview/"), {"setImage": {"role": "decode"}})
+    no_image = post(operator_client, url(ms, "preview/"), {"setImage": {"role": "decode"}})
     assert no_image.status_code == 400 and "image" in no_image.json()["setImage"]
-    neither = post(viewer_client, url(ms, "preview/"), {})
+    neither = post(operator_client, url(ms, "preview/"), {})
     assert neither.status_code == 400 and "exactly one" in neither.json()["patch"][0]
-    invalid = post(viewer_client, url(ms, "preview/"), {"patch": {"spec": {"replicas": -1}}})
+    invalid = post(operator_client, url(ms, "preview/"), {"patch": {"spec": {"replicas": -1}}})
     assert invalid.status_code == 400 and any(k.startswith("patch.") for k in invalid.json())
 
 

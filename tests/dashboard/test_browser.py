@@ -169,7 +169,7 @@ def test_viewer_sees_no_working_controls_and_gets_403(live_stack, page: Page, sc
         expect(buttons.nth(i)).to_be_disabled()
     expect(page.get_by_test_id("controls-why")).to_contain_text("View only")
     expect(page.locator("#revisions [data-action=rollback]")).to_have_count(0)
-    for action in ("fail-node", "add-node"):
+    for action in ("fail-node", "add-node", "preview"):
         expect(page.get_by_test_id(f"btn-{action}")).to_be_disabled()
     page.wait_for_selector("#audit li")
     page.wait_for_selector("#chart-progress .main-svg")

@@ -30,7 +30,8 @@ resources with one that behaves like the real API server where it matters:
 - optional RBAC (``authorizer``): a request carrying ``Impersonate-User`` is checked against that
   user's rules (verb from the method: get/list/watch/create/update/patch/delete, resource with its
   subresource, namespace, resourceNames) and refused with the API server's 403; a request without
-  it is the cluster admin (the tests' kubelet and fixtures);
+  it is the cluster admin (the tests' kubelet and fixtures); ``POST
+  /apis/authorization.k8s.io/v1/subjectaccessreviews`` answers ``status.allowed`` from the same rules;
 - WATCH from a resourceVersion (replaying the event log) or from "now" (ADDED for every object),
   ``timeoutSeconds``, label selectors; an ERROR event with code 410 when the version was compacted.
 
@@ -169,6 +170,9 @@ class ApiServerDouble(kmock.KubernetesEmulator):
         self.watchers: set[_Watcher] = set()
         self.status_subresources: set[str] = set()
         self.calls: list[tuple[str, str, dict[str, str]]] = []
+        # The specs of the SubjectAccessReviews asked (POST .../subjectaccessreviews), answered by
+        # ``authorizer``.
+        self.reviews: list[dict[str, Any]] = []
         # resource -> fn(obj) -> list of causes ({reason, message, field}) or of strings: the CRD's
         # schema and CEL rules, checked on every write (422).
         self.validators: dict[str, Any] = {}
@@ -205,6 +209,8 @@ class ApiServerDouble(kmock.KubernetesEmulator):
 
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
         res = request.resource
+        if res is not None and (res.group, res.plural) == ("authorization.k8s.io", "subjectaccessreviews"):
+            return self._json(self._review(request.data or {}), 201)
         if res is None or res.plural is None:
             return await super()._handle(request)  # discovery, /version, ...
         resource = self._declared(res)
@@ -233,6 +239,24 @@ class ApiServerDouble(kmock.KubernetesEmulator):
         if method == "DELETE" and name is not None:
             return self._json(self._delete((resource, ns, name), request.data or {}))
         raise _error(405, "MethodNotAllowed", f"{method} is not supported on {request.url.path}")
+
+    def _review(self, review: dict[str, Any]) -> dict[str, Any]:
+        """A SubjectAccessReview answered by the same ``authorizer`` the double enforces (no
+        authorizer: everything is allowed, as the double allows every call then)."""
+        spec = review.get("spec") or {}
+        attrs = spec.get("resourceAttributes") or {}
+        self.reviews.append(spec)
+        allowed = self.authorizer is None or bool(
+            self.authorizer(
+                spec.get("user"),
+                attrs.get("verb"),
+                attrs.get("group", ""),
+                attrs.get("resource"),
+                attrs.get("namespace"),
+                attrs.get("name"),
+            )
+        )
+        return {**review, "status": {"allowed": allowed}}
 
     def _json(self, obj: dict[str, Any], status: int = 200) -> aiohttp.web.Response:
         response = aiohttp.web.json_response(obj, status=status)

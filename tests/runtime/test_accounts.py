@@ -50,3 +50,32 @@ def test_the_cli_acts_as_the_cli_user_else_the_operator_account(no_account_env):
     assert accounts.cli_username() == "ops"
     no_account_env.setenv("ROLLOUTUI_CLI_USER", "alice")
     assert accounts.cli_username() == "alice"
+
+
+def test_an_operator_removed_from_operators_stays_removed_at_the_next_start(no_account_env):
+    accounts.ensure_operator()
+    user = User.objects.get(username="admin")
+    user.groups.remove(Group.objects.get(name="operators"))
+    accounts.ensure_operator()
+    user = User.objects.get(username="admin")
+    assert not user.groups.filter(name="operators").exists()
+    assert not user.has_perm("rolloutui.operate_modelserving")
+
+
+def test_an_existing_account_without_a_password_gets_none_printed(no_account_env):
+    user = User.objects.create_user("admin")
+    user.set_unusable_password()
+    user.save()
+    account = accounts.ensure_operator()
+    # A password is generated (and printed) only when the account is created.
+    assert (account.password, account.generated_password) == ("none", None)
+    user.refresh_from_db()
+    assert not user.has_usable_password()
+
+
+def test_redact_url_hides_a_redis_password():
+    from rolloutui.runtime_config import redact_url
+
+    assert redact_url("redis://:s3cret@redis:6379/0") == "redis://:***@redis:6379/0"
+    assert redact_url("redis://user:p%40ss@[::1]:6380") == "redis://user:***@[::1]:6380"
+    assert redact_url("redis://127.0.0.1:6379") == "redis://127.0.0.1:6379"

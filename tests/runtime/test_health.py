@@ -1,5 +1,6 @@
 """Liveness, readiness and metrics endpoints: no sign-in, real checks, the failing part named."""
 
+import json
 import subprocess
 import sys
 
@@ -48,8 +49,19 @@ def test_readyz_answers_503_naming_redis_when_redis_is_down(client, db, settings
     assert body["checks"]["database"].startswith("ok")
 
 
-def _families(client):
-    response = client.get("/metrics")
+def test_readyz_names_the_failure_without_the_exception_text(client, db, settings):
+    port = free_port()
+    settings.REDIS_URL = f"redis://:hunter2-secret@127.0.0.1:{port}"
+    body = client.get("/readyz").json()
+    # Only the cause's name: the text (addresses, ports, users, paths) stays in the log.
+    assert body["checks"]["redis"] == "error: ConnectionError"
+    text = json.dumps(body)
+    assert str(port) not in text and "127.0.0.1" not in text and "hunter2" not in text
+
+
+def _families(client, token: str | None = None):
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
+    response = client.get("/metrics", **headers)
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/plain")
     return {f.name: f for f in text_string_to_metric_families(response.content.decode())}
@@ -64,12 +76,13 @@ def _sample(families, family, sample_name, default=None, **labels):
     raise AssertionError(f"no sample {sample_name}{labels} in /metrics")
 
 
-def test_metrics_expose_reconcile_counts_durations_and_rollout_progress(client):
+def test_metrics_expose_reconcile_counts_durations_and_rollout_progress(client, settings):
+    settings.ROLLOUTUI_METRICS_TOKEN = "scrape-token-for-tests"
     ok_before = _sample(_families(client), "rolloutui_reconcile", "rolloutui_reconcile_total", default=0.0, result="ok")
     metrics.observe_reconcile("ok", 0.02)
     metrics.set_rollout_progress("default", "demo", "prefill", 0.5)
 
-    families = _families(client)
+    families = _families(client, "scrape-token-for-tests")
     assert _sample(families, "rolloutui_reconcile", "rolloutui_reconcile_total", result="ok") == ok_before + 1
     assert (
         _sample(
@@ -89,6 +102,19 @@ def test_metrics_expose_reconcile_counts_durations_and_rollout_progress(client):
         == 0.5
     )
     assert "rolloutui_reconcile_queue_depth" in families
+
+
+@pytest.mark.parametrize("token", [None, "wrong-token"], ids=["anonymous", "a wrong token"])
+def test_metrics_do_not_name_modelservings_without_the_scrape_token(client, settings, token):
+    settings.ROLLOUTUI_METRICS_TOKEN = "scrape-token-for-tests"
+    metrics.set_rollout_progress("secret-team", "secret-model", "prefill", 0.5)
+    metrics.observe_reconcile("ok", 0.02)
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
+    text = client.get("/metrics", **headers).content.decode()
+    assert "secret-model" not in text and "secret-team" not in text
+    assert "rolloutui_reconcile_total" in text  # the totals are still there
+    with_token = client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-token-for-tests").content.decode()
+    assert 'name="secret-model"' in with_token
 
 
 def test_metrics_include_samples_written_by_another_process(client, settings):

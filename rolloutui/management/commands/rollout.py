@@ -18,8 +18,10 @@ naming an object of the action's target (``NAMESPACE/NAME``, ``MODEL:VERSION`` o
 boolean is a switch), run through ``actions.perform`` with ``source="cli"``: the same validation,
 permission check, audit record and reconcile as the dashboard and the API. ``--user`` must name an
 existing user with the action's permission (default: ``$ROLLOUTUI_CLI_USER``, else
-``$ROLLOUTUI_ADMIN_USER``, else ``admin``, the account ``runall`` creates). Exit status 1 with a
-one-line error naming the field.
+``$ROLLOUTUI_ADMIN_USER``, else ``admin``, the account ``runall`` creates). Whoever can run this
+command can act as any such user (it has the database), so the audit record also names the
+operating-system account that ran it (``os_user``) and the authentication method ``cli``. Exit
+status 1 with a one-line error naming the field.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from controller.core.controls import ControlError
 from controller.core.ports import ClusterError, NotFound
-from rolloutui.services import accounts, actions
+from rolloutui.services import accounts, actions, origin
 from rolloutui.services.controls import ControlDenied
 
 SOURCE = "cli"
@@ -73,8 +75,10 @@ class Command(BaseCommand):
             user = User.objects.get(username=o["user"])
         except User.DoesNotExist:
             raise CommandError(f"user: no user named {o['user']!r} (choose one with --user)") from None
+        ran_by = origin.Origin(auth_method="cli", os_user=origin.os_user())
         try:
-            record = actions.perform(action, user, *keys.values(), {**values, "reason": o["reason"]}, source=SOURCE)
+            with origin.acting(ran_by):
+                record = actions.perform(action, user, *keys.values(), {**values, "reason": o["reason"]}, source=SOURCE)
         except ControlDenied as exc:
             raise CommandError(f"permission denied: {exc}") from None
         except ControlError as exc:

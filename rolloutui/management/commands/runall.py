@@ -180,15 +180,19 @@ class Command(BaseCommand):
                 client.ping()
                 client.close()
             except (redis.RedisError, ValueError) as exc:
-                raise CommandError(f"REDIS_URL={url} does not answer PING: {exc}") from None
-            self.say(f"Using Redis at {url} (REDIS_URL)")
+                raise CommandError(
+                    f"REDIS_URL={runtime_config.redact_url(url)} does not answer PING: {type(exc).__name__}"
+                ) from None
+            # Never the password: the terminal's scroll-back and CI logs keep what is printed.
+            self.say(f"Using Redis at {runtime_config.redact_url(url)} (REDIS_URL)")
             return url
         self.redis = EmbeddedRedis(Path(settings.VAR_DIR) / "redis")
         try:
             url = self.redis.start()
         except EmbeddedRedisError as exc:
             raise CommandError(str(exc)) from None
-        self.say(f"Started embedded Redis at {url} (pid {self.redis.pid}; set REDIS_URL to use your own)")
+        shown = runtime_config.redact_url(url)
+        self.say(f"Started embedded Redis at {shown} (pid {self.redis.pid}; set REDIS_URL to use your own)")
         publish_url(Path(settings.VAR_DIR) / "redis", url)
         return url
 
@@ -236,6 +240,11 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         if account.password == "env":
             return f'as "{account.username}" with the password in ROLLOUTUI_ADMIN_PASSWORD'
+        if account.password == "none":
+            return (
+                f'as "{account.username}": the account has no password (set ROLLOUTUI_ADMIN_PASSWORD=... and '
+                "restart to give it one)"
+            )
         if account.password == "generated":
             return (
                 f'as "{account.username}" with password {account.generated_password}\n'

@@ -114,6 +114,7 @@ export function connectStream(path, { onState, onStatus, onSignedOut }) {
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
     const ws = new WebSocket(proto + "//" + location.host + path);
     socket = ws;
+    let received = 0;
     ws.onopen = () => {
       attempts = 0;
     };
@@ -121,6 +122,10 @@ export function connectStream(path, { onState, onStatus, onSignedOut }) {
       // A socket on its way out (closing, or replaced by a reconnect) may still deliver what was
       // in flight; it must not mark the page live again.
       if (ws !== socket || ws.readyState !== WebSocket.OPEN) return;
+      // Acknowledge every message: the server drops a client whose unacknowledged output grows
+      // past its bound (one that does not read), so it never buffers without limit.
+      received++;
+      ws.send(JSON.stringify({ type: "ack", n: received }));
       onStatus("live", "live");
       const msg = JSON.parse(e.data);
       if (msg.type === "state.delta") {

@@ -2,7 +2,7 @@
 // pod list), and preview a set-image on a simulated copy: its duration, the minimum of available
 // groups against the budget floor, and a capacity chart. Nothing is applied by a preview.
 
-import { api, post } from "../../lib/api.js";
+import { ApiError, api, post } from "../../lib/api.js";
 import { byId, h, memo, mount } from "../../lib/dom.js";
 import { roleNames } from "../common.js";
 import { chartConfig, chartLayout } from "./charts.js";
@@ -103,13 +103,32 @@ export function createSimulation({ boot, dialog }) {
     );
   }
 
+  // A preview runs in a worker: POST answers 202 with a job, polled until it is done (its progress
+  // shown meanwhile) or failed (its error names the field, like any API error).
+  async function runPreview(box, body) {
+    let job = await post(boot.api + "preview/", body);
+    while (job.status === "queued" || job.status === "running") {
+      const pr = job.progress || {};
+      const text =
+        job.status === "queued"
+          ? "Simulating… (queued)"
+          : `Simulating… ${pr.phase || ""} ${Math.round(pr.simulatedSeconds || 0)} simulated s` +
+            (pr.limitSeconds ? ` (${Math.round(pr.elapsedSeconds || 0)} of at most ${pr.limitSeconds} s)` : "");
+      mount(box, h("p", { class: "muted", "data-testid": "preview-progress" }, text));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      job = await api(job.url);
+    }
+    if (job.status === "error") throw new ApiError(400, job.error);
+    return job.result;
+  }
+
   async function preview(e) {
     e.preventDefault();
     const box = byId("preview");
     mount(box, h("p", { class: "muted" }, "Simulating…"));
     try {
       const body = { setImage: { role: byId("preview-role").value, image: byId("preview-image").value.trim() } };
-      const p = await post(boot.api + "preview/", body);
+      const p = await runPreview(box, body);
       const duration =
         p.durationSeconds != null
           ? Math.round(p.durationSeconds) + " s"
@@ -156,6 +175,10 @@ export function createSimulation({ boot, dialog }) {
         if (fn && !b.disabled) fn();
       });
     }
+    // A preview costs the worker seconds of CPU: operators only (the API refuses viewers too).
+    const previewButton = byId("preview-form").querySelector("button[type=submit]");
+    previewButton.disabled = !boot.canOperate;
+    if (!boot.canOperate) previewButton.title = "View only: previews need the operate permission.";
     byId("preview-form").addEventListener("submit", preview);
     loadNodes();
   }

@@ -1,0 +1,182 @@
+"""Websocket bounds (issue 14): resync is rate-limited, a client that does not read is dropped,
+permission and session are checked again while the socket is open, incoming messages are bounded,
+and namespace grants decide who may watch."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+
+from .test_ws import communicator
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+
+async def _closed_code(comm, timeout: float = 5.0) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        message = await comm.receive_output(timeout=timeout)
+        if message["type"] == "websocket.close":
+            return message["code"]
+    raise AssertionError("the socket was not closed")
+
+
+async def test_resync_requests_are_charged_to_the_rate_limit(ms, viewer):
+    from rolloutui.consumers import BURST, RATE
+
+    comm = communicator(ms, viewer)
+    await comm.connect()
+    await comm.receive_from(timeout=3)
+    started = time.monotonic()
+    for _ in range(30):
+        await comm.send_json_to({"type": "resync"})
+    fulls = 0
+    while not await comm.receive_nothing(timeout=0.6, interval=0.01):
+        json.loads(await comm.receive_from(timeout=1))
+        fulls += 1
+    elapsed = time.monotonic() - started
+    await comm.disconnect()
+    # 30 requests for the 800 kB-at-scale full state cost at most what the token bucket allows.
+    assert 1 <= fulls <= int(elapsed * RATE) + int(BURST) + 1 and fulls < 10, (fulls, elapsed)
+
+
+async def test_a_client_that_does_not_acknowledge_is_dropped_past_the_pending_bound(ms, viewer, settings):
+    from rolloutui.services import streaming
+
+    comm = communicator(ms, viewer)
+    await comm.connect()
+    snapshot = json.loads(await comm.receive_from(timeout=3))
+    # Room for the snapshot and a little more: the next big updates overflow it.
+    settings.ROLLOUTUI_WS_MAX_PENDING_BYTES = len(json.dumps(snapshot)) + 2000
+    group = streaming.group_name(ms["namespace"], ms["name"])
+    for i in range(8):
+        big = {**snapshot, "time": 100.0 + i, "padding": "x" * 1500 * (i + 1)}
+        await get_channel_layer().group_send(group, {"type": "state.update", "state": big})
+        await asyncio.sleep(0.3)
+    assert await _closed_code(comm) == 4408
+
+
+async def test_a_client_that_acknowledges_is_not_dropped(ms, viewer, settings):
+    from rolloutui.services import streaming
+
+    comm = communicator(ms, viewer)
+    await comm.connect()
+    snapshot = json.loads(await comm.receive_from(timeout=3))
+    received = 1
+    await comm.send_json_to({"type": "ack", "n": received})
+    settings.ROLLOUTUI_WS_MAX_PENDING_BYTES = len(json.dumps(snapshot)) + 2000
+    group = streaming.group_name(ms["namespace"], ms["name"])
+    for i in range(8):
+        big = {**snapshot, "time": 100.0 + i, "padding": str(i) * 1500}
+        await get_channel_layer().group_send(group, {"type": "state.update", "state": big})
+        message = json.loads(await comm.receive_from(timeout=3))
+        assert message["type"] == "state.delta"
+        received += 1
+        await comm.send_json_to({"type": "ack", "n": received})
+    assert await comm.receive_nothing(timeout=0.5)
+    await comm.disconnect()
+
+
+async def test_a_message_over_the_size_limit_closes_the_socket(ms, viewer, settings):
+    settings.ROLLOUTUI_WS_MAX_MESSAGE_BYTES = 1024
+    comm = communicator(ms, viewer)
+    await comm.connect()
+    await comm.receive_from(timeout=3)
+    await comm.send_to(text_data=json.dumps({"type": "resync", "junk": "y" * 5000}))
+    assert await _closed_code(comm) == 1009
+
+
+async def test_a_message_that_is_not_json_is_ignored(ms, viewer):
+    comm = communicator(ms, viewer)
+    await comm.connect()
+    await comm.receive_from(timeout=3)
+    await comm.send_to(text_data="{not json")
+    await comm.send_json_to({"type": "resync"})
+    assert "type" not in json.loads(await comm.receive_from(timeout=3))
+    await comm.disconnect()
+
+
+async def test_a_revoked_view_permission_closes_the_open_socket_with_4403(ms, viewer, settings):
+    settings.ROLLOUTUI_WS_RECHECK_SECONDS = 0.2
+    comm = communicator(ms, viewer)
+    await comm.connect()
+    await comm.receive_from(timeout=3)
+    await database_sync_to_async(viewer.groups.clear)()
+    assert await _closed_code(comm) == 4403
+
+
+async def test_a_session_that_ends_closes_the_open_socket_with_4401(ms, viewer, settings):
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.contrib.sessions.backends.db import SessionStore
+
+    def signed_in_session():
+        store = SessionStore()
+        store[SESSION_KEY] = str(viewer.pk)
+        store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        store[HASH_SESSION_KEY] = viewer.get_session_auth_hash()
+        store.save()
+        return store
+
+    settings.ROLLOUTUI_WS_RECHECK_SECONDS = 0.2
+    session = await database_sync_to_async(signed_in_session)()
+    comm = communicator(ms, viewer)
+    comm.scope["session"] = session
+    await comm.connect()
+    await comm.receive_from(timeout=3)
+    # Still signed in after a few re-checks: nothing happens.
+    assert await comm.receive_nothing(timeout=0.6)
+    await database_sync_to_async(session.delete)()  # signed out elsewhere, or expired
+    assert await _closed_code(comm) == 4401
+
+
+async def test_a_password_change_closes_the_open_socket_with_4401(ms, viewer, settings):
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.contrib.sessions.backends.db import SessionStore
+
+    def signed_in_session():
+        store = SessionStore()
+        store.update(
+            {
+                SESSION_KEY: str(viewer.pk),
+                BACKEND_SESSION_KEY: "django.contrib.auth.backends.ModelBackend",
+                HASH_SESSION_KEY: viewer.get_session_auth_hash(),
+            }
+        )
+        store.save()
+        return store
+
+    def change_password():
+        viewer.set_password("a-new-password-9Zx!")
+        viewer.save()
+
+    settings.ROLLOUTUI_WS_RECHECK_SECONDS = 0.2
+    comm = communicator(ms, viewer)
+    comm.scope["session"] = await database_sync_to_async(signed_in_session)()
+    await comm.connect()
+    await comm.receive_from(timeout=3)
+    await database_sync_to_async(change_password)()
+    assert await _closed_code(comm) == 4401
+
+
+async def test_a_namespace_grant_decides_who_may_watch(ms, django_user_model):
+    from rolloutui.models import NamespaceGrant
+
+    def user_with_grant(username, namespace):
+        user = django_user_model.objects.create_user(username, password="x-long-password-1")
+        NamespaceGrant.objects.create(user=user, namespace=namespace, role="viewer")
+        return user
+
+    here = await database_sync_to_async(user_with_grant)("here", ms["namespace"])
+    elsewhere = await database_sync_to_async(user_with_grant)("elsewhere", "team-b")
+    comm = communicator(ms, here)
+    await comm.connect()
+    assert json.loads(await comm.receive_from(timeout=3))["name"] == ms["name"]
+    await comm.disconnect()
+    other = communicator(ms, elsewhere)
+    await other.connect()
+    assert await _closed_code(other) == 4403
