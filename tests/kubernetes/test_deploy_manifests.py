@@ -24,9 +24,8 @@ from manifests import DEPLOY, ROOT, by_kind, containers_of, documents, manifest_
 
 from controller.core import naming
 
-SHARED = Path("/work/shared")
-KTHENA_EXAMPLES = sorted(glob.glob(str(SHARED / "reference" / "kthena-examples" / "*.yaml")))
-SCENARIOS = sorted(glob.glob(str(SHARED / "scenarios" / "*.yaml")))
+KTHENA_EXAMPLES = sorted(glob.glob(str(ROOT / "examples" / "kthena" / "*.yaml")))
+SCENARIOS = sorted(glob.glob(str(ROOT / "examples" / "scenarios" / "*.yaml")))
 
 MODELS = {
     "Namespace": kubernetes.client.V1Namespace,
@@ -359,15 +358,13 @@ def scenario_samples() -> list[tuple[str, dict[str, Any]]]:
     return [(Path(p).name, yaml.safe_load(Path(p).read_text())["modelServing"]) for p in SCENARIOS]
 
 
-@pytest.mark.skipif(not KTHENA_EXAMPLES, reason="the Kthena examples in /work/shared/reference are not available")
-@pytest.mark.parametrize("name_doc", kthena_samples() if KTHENA_EXAMPLES else [], ids=lambda nd: nd[0])
+@pytest.mark.parametrize("name_doc", kthena_samples(), ids=lambda nd: nd[0])
 def test_every_kthena_example_is_accepted_whole_after_changing_its_api_version(name_doc):
     _, doc = name_doc
     assert validation_errors(doc) == []
 
 
-@pytest.mark.skipif(not SCENARIOS, reason="the scenarios in /work/shared/scenarios are not available")
-@pytest.mark.parametrize("name_doc", scenario_samples() if SCENARIOS else [], ids=lambda nd: nd[0])
+@pytest.mark.parametrize("name_doc", scenario_samples(), ids=lambda nd: nd[0])
 def test_every_scenario_modelserving_is_accepted(name_doc):
     _, doc = name_doc
     assert validation_errors(doc) == []
