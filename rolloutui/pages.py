@@ -74,6 +74,7 @@ def modelserving_detail(request, namespace, name):
                 "user": request.user.get_username(),
                 "api": api,
                 "ws": f"/ws/modelservings/{namespace}/{name}/",
+                "clusterSettings": cluster.cluster_settings(),
             },
             "actions": actions.page_description(request.user, api_base=api),
         },

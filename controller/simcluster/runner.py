@@ -135,7 +135,7 @@ class Runner:
         self.loop = self.cluster.loop
         self.store = self.cluster.store
         self.router = self.cluster.router
-        self.trace = TraceWriter(scenario.name, scenario.seed)
+        self.trace = TraceWriter(scenario.name, scenario.seed, with_strategy=scenario.settings is not None)
         self.controller: SimController | None = None
         self.incarnations = 0
         self.passes = 0
@@ -185,7 +185,7 @@ class Runner:
         self.passes += 1
         previous, self.store.actor = self.store.actor, "controller"
         try:
-            result = self._reconcile(self.store, self.router, self.clock, ns, name)
+            result = self._reconcile(self.store, self.router, self.clock, ns, name, settings=self.scenario.settings)
         except NotFound:
             return True, None  # the ModelServing is gone
         except ClusterError as exc:

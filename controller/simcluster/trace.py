@@ -20,8 +20,10 @@ def _t(t: float) -> float:
     return round(float(t), 3)
 
 
-def frame_from_view(t: float, view: dict[str, Any], blocked: list[dict]) -> dict[str, Any]:
-    return {
+def frame_from_view(
+    t: float, view: dict[str, Any], blocked: list[dict], *, with_strategy: bool = False
+) -> dict[str, Any]:
+    frame = {
         "t": _t(t),
         "spec": view.get("spec"),
         "currentRevision": view.get("currentRevision"),
@@ -32,6 +34,11 @@ def frame_from_view(t: float, view: dict[str, Any], blocked: list[dict]) -> dict
         "instances": list(view.get("instances") or []),
         "blocked": list(blocked or []),
     }
+    if with_strategy:
+        # With a scenario's clusterSettings: every effective budget, its value and its source
+        # (multiNodeOverride, object, cluster, builtin), as status.strategy has them.
+        frame["strategy"] = view.get("strategy") or {}
+    return frame
 
 
 _INSTANCE_KEYS = ("group", "role", "ordinal", "revision", "state", "pods", "readyPods", "surge", "draining")
@@ -64,13 +71,15 @@ def _change_key(frame: dict[str, Any], revisions: list) -> tuple:
         instances,
         _freeze(frame["blocked"]),
         _freeze(revisions),
+        _freeze(frame.get("strategy")),
     )
 
 
 class TraceWriter:
-    def __init__(self, scenario_name: str, seed: int) -> None:
+    def __init__(self, scenario_name: str, seed: int, *, with_strategy: bool = False) -> None:
         self.scenario = scenario_name
         self.seed = seed
+        self.with_strategy = with_strategy
         self.frames: list[dict[str, Any]] = []
         self.actions: list[dict[str, Any]] = []
         self.events: list[dict[str, Any]] = []
@@ -88,7 +97,7 @@ class TraceWriter:
 
     def offer_frame(self, t: float, view: dict[str, Any], blocked: list[dict], *, force: bool = False) -> bool:
         """Add a frame if something watched changed since the last one (or ``force``)."""
-        frame = frame_from_view(t, view, blocked)
+        frame = frame_from_view(t, view, blocked, with_strategy=self.with_strategy)
         key = _change_key(frame, self.observe_revisions(view.get("revisions") or []))
         if not force and key == self._last_key:
             return False

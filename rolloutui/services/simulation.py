@@ -22,6 +22,7 @@ from controller.core.mergepatch import merge_patch
 from controller.core.ports import NotFound
 from controller.core.spec import ValidationError, parse_modelserving
 from controller.models import SimTraffic
+from controller.runtime import clustersettings
 from controller.runtime.backend import sim_cluster, sim_traffic
 from controller.simcluster.config import Span, Traffic
 from controller.simcluster.database.store import DatabaseCluster
@@ -188,7 +189,10 @@ def preview(namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
         else None
     )
     copy = PreviewCluster(
-        node_gpus=[node.gpus for node in cluster.list_nodes()], config=cluster.config, traffic=traffic
+        node_gpus=[node.gpus for node in cluster.list_nodes()],
+        config=cluster.config,
+        traffic=traffic,
+        settings=clustersettings.cluster_settings(),  # the copy resolves budgets as the live passes do
     )
     timeline = preview_change(base, body, copy)
     capacity: list[list[float]] = []

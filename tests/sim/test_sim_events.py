@@ -333,8 +333,8 @@ def test_a_controller_that_rewrites_the_cluster_on_every_pass_is_reported_as_a_h
     runner = Runner(parse_scenario(make([], replicas=1, until=600)))
     real = runner._reconcile
 
-    def restless(cluster, router, clock, ns, name):
-        result = real(cluster, router, clock, ns, name)
+    def restless(cluster, router, clock, ns, name, **kwargs):
+        result = real(cluster, router, clock, ns, name, **kwargs)
         # A buggy controller: stamps the time on the object on every pass, waking itself again.
         cluster.patch_modelserving(ns, name, {"metadata": {"annotations": {"example/last-pass": str(clock.now())}}})
         return result
