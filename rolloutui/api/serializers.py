@@ -246,3 +246,16 @@ class StateSerializer(serializers.Serializer):
 class ActionResultSerializer(serializers.Serializer):
     audit = AuditRecordSerializer()
     state = StateSerializer(required=False)
+
+
+class CollectionResultSerializer(serializers.Serializer):
+    """A collection action's answer (``apply``): one audit record per ModelServing it touched, in
+    document order; ``details.outcome`` says created, configured or unchanged."""
+
+    audit = AuditRecordSerializer(many=True)
+
+
+class ManifestTextSerializer(serializers.Serializer):
+    manifest = serializers.CharField(
+        max_length=1_000_000, trim_whitespace=False, help_text="YAML or JSON; several documents with ---."
+    )

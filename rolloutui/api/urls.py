@@ -26,6 +26,13 @@ TAKEN = {"history", "manifest", "revisions", "pods", "preview"}
 
 def _control_routes():
     for action in actions.all_actions():
+        if action.scope == actions.COLLECTION:
+            yield path(
+                f"modelservings/{action.name}",
+                views.CollectionControl.as_view(control=action),
+                name=f"api-{action.name}",
+            )
+            continue
         if action.name in TAKEN:
             raise ImproperlyConfigured(f"action {action.name!r} would share its path with .../{action.name}/")
         yield re_path(MS + rf"/{action.name}/?$", views.Control.as_view(control=action), name=f"api-{action.name}")
@@ -36,6 +43,7 @@ urlpatterns = [
     re_path(MS + r"/$", views.ModelServingDetail.as_view(), name="api-modelserving"),
     *_control_routes(),
     *RESOURCES,
+    path("manifests/validate", views.ValidateManifest.as_view(), name="api-manifest-validate"),
     path("audit/", views.AuditList.as_view(), name="api-audit"),
     path("auth/token/", views.TokenView.as_view(), name="api-token"),
     path("sim/nodes/", views.SimNodes.as_view(), name="api-sim-nodes"),

@@ -20,8 +20,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from controller.core.controls import ControlError
-from controller.core.ports import NotFound
-from rolloutui.services import actions, audit, cluster, preview, simulation, state
+from controller.core.ports import ClusterError, Conflict, NotFound
+from rolloutui.services import actions, audit, cluster, manifests, preview, simulation, state
 from rolloutui.services.controls import ControlDenied
 
 from . import serializers as s
@@ -42,6 +42,18 @@ class ServiceView(APIView):
         return super().get_permissions()
 
     def handle_exception(self, exc):
+        if isinstance(exc, manifests.ManifestError):
+            # The editor marks each error at its line: "errors": [{document, path, line, message}].
+            response = Response({"manifest": [str(exc)], "errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
+            return response
+        if isinstance(exc, Conflict):
+            return Response(
+                {"detail": f"{exc}: it changed since it was read; reload and apply again"},
+                status=status.HTTP_409_CONFLICT,
+            )
+        if isinstance(exc, ClusterError) and not isinstance(exc, NotFound):
+            code = status.HTTP_403_FORBIDDEN if type(exc).__name__ == "Forbidden" else status.HTTP_502_BAD_GATEWAY
+            return Response({"detail": f"the cluster refused: {exc}"}, status=code)
         if isinstance(exc, ControlError):
             field = getattr(exc, "field", None) or "detail"
             exc = exceptions.ValidationError({field: [str(exc)]} if field != "detail" else {"detail": str(exc)})
@@ -114,6 +126,49 @@ class Control(ServiceView):
         except NotFound:  # deleted meanwhile: the audit record still says what was done
             pass
         return Response(body, status=status.HTTP_200_OK)
+
+
+class CollectionControlSchema(ControlSchema):
+    def get_response_serializers(self):
+        responses = super().get_response_serializers()
+        responses[200] = s.CollectionResultSerializer
+        responses[400] = OpenApiResponse(
+            OpenApiTypes.OBJECT,
+            description='Bad input: {"manifest": ["..."], "errors": [{"document", "path", "line", "message"}]}',
+        )
+        responses[409] = OpenApiResponse(description="The ModelServing changed since the resourceVersion given.")
+        del responses[404]
+        return responses
+
+
+class CollectionControl(ServiceView):
+    """``POST /api/modelservings/<action>``: an action of the registry on the set of ModelServings
+    (``apply``), routed once per collection action by ``urls.py``."""
+
+    control: actions.Action | None = None
+    schema = CollectionControlSchema()
+
+    def get_permissions(self):
+        return [CanRun()]
+
+    def post(self, request):
+        data = self.validated(s.request_serializer(self.control), request.data)
+        records = actions.perform(self.control, request.user, None, None, data, source=SOURCE)
+        return Response({"audit": s.AuditRecordSerializer(records, many=True).data}, status=status.HTTP_200_OK)
+
+
+class ValidateManifest(ServiceView):
+    """What applying a manifest would do, without doing it: its documents (kind, namespace, name,
+    whether it exists) and every error with its document, field path and line (the YAML editor
+    marks them). Changes nothing, so it needs only the view permission."""
+
+    def get_permissions(self):
+        return [CanView()]
+
+    @extend_schema(request=s.ManifestTextSerializer, responses=OpenApiTypes.OBJECT)
+    def post(self, request):
+        d = self.validated(s.ManifestTextSerializer, request.data)
+        return Response(manifests.validate(d["manifest"]))
 
 
 class History(ServiceView):

@@ -31,9 +31,10 @@ from typing import Any
 
 from controller.core.controls import ControlError
 
-from . import controls
+from . import controls, manifests
 
 INTEGER, BOOLEAN, STRING = "integer", "boolean", "string"
+OBJECT, COLLECTION = "object", "collection"
 _TYPES = {INTEGER: int, BOOLEAN: bool, STRING: str}
 _NO_MESSAGES: Mapping[str, str] = MappingProxyType({})
 
@@ -67,6 +68,9 @@ class Arg:
     max_length: int | None = None
     messages: Mapping[str, str] = _NO_MESSAGES
     choices_from: str | None = None
+    # The CLI reads this argument's value from a file: ``-f FILE`` (``-`` for standard input), as
+    # ``kubectl apply -f``; the API and the page send the text itself. At most one per action.
+    from_file: bool = False
 
     def __post_init__(self) -> None:
         if self.type not in _TYPES:
@@ -81,8 +85,8 @@ class Arg:
 
     @property
     def flag(self) -> str:
-        """The CLI option."""
-        return "--" + self.param.replace("_", "-")
+        """The CLI option (``--filename`` for a ``from_file`` argument, with ``-f``)."""
+        return "--filename" if self.from_file else "--" + self.param.replace("_", "-")
 
     @property
     def metavar(self) -> str:
@@ -152,6 +156,7 @@ class Arg:
             "max": self.max_value,
             "maxLength": self.max_length,
             "choicesFrom": self.choices_from,
+            "fromFile": self.from_file,
         }
 
 
@@ -208,8 +213,17 @@ class Action:
     exclusive: tuple[tuple[str, ...], ...] = ()
     presets: tuple[Preset, ...] = ()
     tone: str = "default"
+    # "object": on one ModelServing (POST /api/modelservings/{ns}/{name}/<name>, CLI NAMESPACE/NAME,
+    # a button on its page); "collection": on the set of ModelServings, naming its targets in its
+    # arguments (POST /api/modelservings/<name>, no CLI target, the editor page), its service called as
+    # service(user, *, <args>, reason, source) and returning a list of AuditRecords.
+    scope: str = "object"
 
     def __post_init__(self) -> None:
+        if self.scope not in (OBJECT, COLLECTION):
+            raise ValueError(f"action {self.name}: scope must be {OBJECT!r} or {COLLECTION!r}, got {self.scope!r}")
+        if sum(a.from_file for a in self.args) > 1:
+            raise ValueError(f"action {self.name}: at most one argument may be read from a file")
         if not re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", self.name):
             raise ValueError(f"action {self.name!r}: the name is a URL segment and a subcommand: lower-case-words")
         names = [a.name for a in self.args]
@@ -263,6 +277,7 @@ class Action:
             "fields": [f.describe() for f in self.fields],
             "exclusive": [list(group) for group in self.exclusive],
             "presets": [{"key": p.key, "label": p.label, "values": dict(p.values)} for p in self.presets],
+            "scope": self.scope,
         }
 
 
@@ -289,13 +304,14 @@ def all_actions() -> Iterator[Action]:
     return iter(tuple(_REGISTRY.values()))
 
 
-def perform(action: Action, user, namespace: str, name: str, values: Mapping[str, Any], *, source: str):
+def perform(action: Action, user, namespace: str | None, name: str | None, values: Mapping[str, Any], *, source: str):
     """Run ``action`` on one ModelServing with ``values`` (field name -> value, the reason included).
 
     The user must have the action's declared permission; then the values are checked against the
-    declaration (``Action.clean``) and the service runs. Returns the ``AuditRecord``. Raises
-    ``ControlDenied`` (audited under ``action.audit``), ``ControlError`` naming the field,
-    ``NotFound`` or ``Conflict``, as the service does.
+    declaration (``Action.clean``) and the service runs. Returns the ``AuditRecord`` (a list of them
+    for a collection action, whose ``namespace`` and ``name`` are None). Raises ``ControlDenied``
+    (audited under ``action.audit``), ``ControlError`` naming the field, ``NotFound`` or
+    ``Conflict``, as the service does.
     """
     try:
         # The declared permission, checked first as the API does; a refusal is audited like the
@@ -306,17 +322,23 @@ def perform(action: Action, user, namespace: str, name: str, values: Mapping[str
         controls.audit(
             user,
             action=action.audit,
-            namespace=namespace,
-            name=name,
+            namespace=namespace or "",
+            name=name or "",
             reason=values.get(REASON.name),
             source=source,
-            details={"args": given},
+            details={"args": {k: v for k, v in given.items() if not _is_file_arg(action, k)}},
             error=denied,
         )
         raise
     cleaned = action.clean(values)
     kwargs = {arg.param: cleaned[arg.name] for arg in action.args}
+    if action.scope == COLLECTION:
+        return action.service(user, **kwargs, reason=cleaned[REASON.name], source=source)
     return action.service(user, namespace, name, **kwargs, reason=cleaned[REASON.name], source=source)
+
+
+def _is_file_arg(action: Action, name: str) -> bool:
+    return any(a.name == name and a.from_file for a in action.args)
 
 
 def page_description(user, *, api_base: str) -> dict[str, Any]:
@@ -330,6 +352,19 @@ def page_description(user, *, api_base: str) -> dict[str, Any]:
         "actions": [
             action.describe(allowed=_has_permission(user, action.permission), url=api_base + action.name)
             for action in all_actions()
+            if action.scope == OBJECT
+        ]
+    }
+
+
+def collection_description(user, *, api_base: str = "/api/modelservings/") -> dict[str, Any]:
+    """The collection actions (``apply``) as the editor page needs them, in the shape of
+    ``page_description``; an action's URL is ``api_base + action.name``."""
+    return {
+        "actions": [
+            action.describe(allowed=_has_permission(user, action.permission), url=api_base + action.name)
+            for action in all_actions()
+            if action.scope == COLLECTION
         ]
     }
 
@@ -454,8 +489,48 @@ ROLLBACK = register(
     )
 )
 
+DELETE = register(
+    Action(
+        name="delete",
+        label="Delete",
+        help="Delete the ModelServing; its pods and revisions go with it. Recorded in the audit trail.",
+        service=manifests.delete,
+        audit="delete",
+        tone="danger",
+    )
+)
+
+APPLY = register(
+    Action(
+        name="apply",
+        label="Apply manifest",
+        help=(
+            "Create or update ModelServings from a YAML or JSON manifest (several documents with ---; "
+            "apiVersion serving.rolloutui.io/v1alpha1 or Kthena's workload.serving.volcano.sh/v1alpha1). "
+            "An existing one gets the manifest's spec; other kinds are skipped."
+        ),
+        service=manifests.apply,
+        audit="apply",
+        args=(
+            Arg(
+                "manifest",
+                STRING,
+                "The manifest text (YAML or JSON); from the CLI, -f FILE (- for standard input).",
+                required=True,
+                label="Manifest",
+                max_length=manifests.MAX_BYTES,
+                from_file=True,
+            ),
+        ),
+        tone="primary",
+        scope=COLLECTION,
+    )
+)
+
 __all__ = [
     "BOOLEAN",
+    "COLLECTION",
+    "OBJECT",
     "INTEGER",
     "REASON",
     "STRING",
@@ -464,6 +539,7 @@ __all__ = [
     "Preset",
     "all_actions",
     "get",
+    "collection_description",
     "page_description",
     "perform",
     "register",

@@ -38,3 +38,22 @@ def search(
     if q:
         records = records.filter(Q(reason__icontains=q) | Q(actor_name__icontains=q))
     return records
+
+
+def record_json(record: AuditRecord) -> dict:
+    """One audit record as the API shows it (the CLI's ``-o json|yaml``)."""
+    return {
+        "id": record.pk,
+        "when": record.created_at.isoformat(),
+        "who": record.actor_name,
+        "source": record.source,
+        "action": record.action,
+        "namespace": record.namespace,
+        "name": record.name,
+        "reason": record.reason,
+        "fromRevision": record.from_revision,
+        "toRevision": record.to_revision,
+        "details": record.details,
+        "result": record.result,
+        "error": record.error,
+    }

@@ -211,7 +211,7 @@ def preview(namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
                 reasons.append(reason)
     from controller.core.strategy import resolve
 
-    eff = resolve(parsed)
+    eff = resolve(parsed, clustersettings.cluster_settings())
     return {
         "durationSeconds": timeline.converged_after,
         "converged": timeline.converged,
