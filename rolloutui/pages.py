@@ -17,7 +17,7 @@ from django.urls import reverse
 
 from controller.core.phases import PENDING, PHASES
 from controller.core.ports import NotFound
-from rolloutui.services import actions, cluster, state
+from rolloutui.services import actions, cluster, manifests, state
 
 VIEW = "rolloutui.view_modelserving"
 OPERATE = "rolloutui.operate_modelserving"
@@ -77,5 +77,56 @@ def modelserving_detail(request, namespace, name):
                 "clusterSettings": cluster.cluster_settings(),
             },
             "actions": actions.page_description(request.user, api_base=api),
+        },
+    )
+
+
+STARTER = """apiVersion: workload.serving.volcano.sh/v1alpha1
+kind: ModelServing
+metadata:
+  name: my-model
+  namespace: default
+spec:
+  replicas: 2
+  template:
+    roles:
+      - name: decode
+        replicas: 1
+        entryTemplate:
+          spec:
+            containers:
+              - name: engine
+                image: vllm/vllm-openai:v0.9.1
+"""
+
+
+@login_required
+@permission_required(VIEW, raise_exception=True)
+def manifest_editor(request, namespace=None, name=None):
+    """The YAML editor: a new manifest (``/manifests/apply/``) or the stored one of a ModelServing
+    (``.../edit/``, with its resourceVersion so a concurrent change is refused). It validates as
+    the operator types (``POST /api/manifests/validate``), marks each error at its line and field,
+    and applies through the registry's ``apply`` action (``collection_description``)."""
+    if namespace is not None:
+        try:
+            text = manifests.manifest_text(namespace, name)
+        except NotFound:
+            raise Http404(f"ModelServing {namespace}/{name} does not exist") from None
+    else:
+        text = STARTER
+    return render(
+        request,
+        "modelservings/editor.html",
+        {
+            "editing": f"{namespace}/{name}" if namespace is not None else "",
+            "ms_namespace": namespace,
+            "ms_name": name,
+            "boot": {
+                "text": text,
+                "editing": {"namespace": namespace, "name": name} if namespace is not None else None,
+                "validate": reverse("api-manifest-validate"),
+                "backend": cluster.backend_name(),
+            },
+            "actions": actions.collection_description(request.user),
         },
     )

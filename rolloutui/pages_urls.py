@@ -4,5 +4,7 @@ from . import pages
 
 urlpatterns = [
     path("", pages.modelserving_list, name="home"),
+    path("manifests/apply/", pages.manifest_editor, name="manifest-apply"),
     path("modelservings/<str:namespace>/<str:name>/", pages.modelserving_detail, name="modelserving-detail"),
+    path("modelservings/<str:namespace>/<str:name>/edit/", pages.manifest_editor, name="modelserving-edit"),
 ]

@@ -346,6 +346,34 @@ def delete(user, namespace: str, name: str, *, reason: str, source: str) -> Audi
     return record
 
 
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def load_path(path: str, user, *, reason: str, source: str = "system") -> list[str]:
+    """Apply a manifest file, or every ``*.yaml``, ``*.yml`` and ``*.json`` of a folder in name order
+    (``ROLLOUTUI_LOAD`` for ``runall``). Each file is applied on its own: one that fails is reported
+    and the others are still applied. Returns one line per ModelServing or error."""
+    from pathlib import Path
+
+    root = Path(path)
+    if root.is_dir():
+        files = sorted(p for p in root.iterdir() if p.suffix in MANIFEST_SUFFIXES and p.is_file())
+    elif root.is_file():
+        files = [root]
+    else:
+        return [f"{path}: no such file or folder"]
+    lines = []
+    for file in files:
+        try:
+            records = apply(user, manifest=file.read_text(encoding="utf-8"), reason=reason, source=source)
+        except (ControlError, ClusterError, controls.ControlDenied) as exc:
+            lines.append(f"{file}: {exc}")
+            continue
+        for record in records:
+            lines.append(f"{file}: {record.namespace}/{record.name} {record.details.get('outcome')}")
+    return lines
+
+
 def manifest_text(namespace: str, name: str) -> str:
     """The stored ModelServing as the editor shows it: YAML of apiVersion, kind, metadata (name,
     namespace, labels, annotations, and the resourceVersion the apply will check) and spec."""
@@ -361,4 +389,13 @@ def manifest_text(namespace: str, name: str) -> str:
     return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=120)
 
 
-__all__ = ["ManifestError", "apply", "delete", "manifest_text", "merge_patch_between", "parse_documents", "validate"]
+__all__ = [
+    "ManifestError",
+    "apply",
+    "delete",
+    "load_path",
+    "manifest_text",
+    "merge_patch_between",
+    "parse_documents",
+    "validate",
+]
