@@ -142,7 +142,7 @@ def build_view(
     for r in history.revisions:
         item = r.to_json()
         revs.append(item)
-    return {
+    out = {
         "namespace": meta.get("namespace") or "default",
         "name": meta.get("name"),
         "generation": meta.get("generation"),
@@ -166,6 +166,10 @@ def build_view(
         "drain": drain,
         "time": now,
     }
+    if status.get("skew") is not None:
+        # Coordinated roles: the widest per-group gap in Ready progress and what the quotas allow.
+        out["skew"] = status["skew"]
+    return out
 
 
 def _groups(

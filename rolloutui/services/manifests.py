@@ -327,6 +327,9 @@ def delete(user, namespace: str, name: str, *, reason: str, source: str) -> Audi
             "replicas": (current.get("spec") or {}).get("replicas"),
         }
         cluster.delete_modelserving(namespace, name)
+        from controller.models import ProgressSample
+
+        ProgressSample.objects.filter(namespace=namespace, name=name).delete()  # its history goes with it
     except (ControlError, controls.ControlDenied, ClusterError) as exc:
         controls.audit(
             user,

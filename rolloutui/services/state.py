@@ -197,14 +197,32 @@ def progress_history(
     Raises ``NotFound`` for an unknown ModelServing (its samples may outlive it)."""
     from controller.models import ProgressSample
 
-    get_cluster().get_modelserving(namespace, name)
+    obj = get_cluster().get_modelserving(namespace, name)
 
     rows = ProgressSample.objects.filter(namespace=namespace, name=name)
+    # The history starts when this ModelServing did: samples of an earlier one of the same name
+    # (deleted and applied again) are not its history. Example: created at 1000.0, samples at 900
+    # (its predecessor, all Ready) and 1001 (0 Ready, coming up) -> only 1001 is returned.
+    created = _seconds((obj.get("metadata") or {}).get("creationTimestamp"))
+    if created is not None:
+        rows = rows.filter(t__gte=created - 1.0)
     if since is not None:
         rows = rows.filter(t__gt=since)
     newest = list(rows.order_by("-t").values_list("data", flat=True)[:limit])
     newest.reverse()
     return newest
+
+
+def _seconds(stamp: Any) -> float | None:
+    """RFC 3339 (as creationTimestamp is written) -> epoch seconds, the clocks' unit; None if unreadable."""
+    import datetime
+
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 DONE, FAILED, PROGRESSING = "done", "failed", "progressing"

@@ -74,7 +74,8 @@ class RedisTraffic:
 
     def interrupt(self, namespace: str, pod: str, reason: str = "", *, ms_name: str | None = None) -> int:
         """The pod stopped serving: the requests in flight on its engine (``routing.engine_entry``)
-        are interrupted. Returns how many."""
+        are interrupted. Returns how many (the store reports the ones cut off at a drain timeout:
+        ``DatabaseCluster(on_interrupted=...)``)."""
         pod = routing.engine_entry(pod)
         client = self.client
         try:

@@ -65,7 +65,7 @@ const panels = [
   controls,
   topology,
   createWaits(),
-  createDrain(),
+  createDrain({ boot }),
   createRoles(),
   charts,
   createRevisions({
