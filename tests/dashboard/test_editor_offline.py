@@ -65,3 +65,25 @@ def test_the_stored_manifest_is_edited_and_a_concurrent_change_is_refused(ms, op
     page.fill("[data-testid=dialog-reason]", "stale")
     page.click("[data-testid=dialog-confirm]")
     expect(page.locator("#dialog-error")).to_contain_text("changed since it was read")
+
+
+def test_the_strategy_panel_names_the_cores_sources_and_the_cluster_settings_in_force(ms, operator_client, page: Page):
+    from rolloutui.services import state as state_service
+
+    state = state_service.get_state(ms["namespace"], ms["name"])
+    budgets = {
+        "total": 4,
+        "maxUnavailable": {"value": 0, "count": 0, "source": "multiNodeOverride"},
+        "maxSurge": {"value": 1, "count": 1, "source": "cluster"},
+        "partition": {"value": 0, "count": 0, "source": "builtin"},
+    }
+    state["strategy"] = {**state["strategy"], "group": budgets}
+    site = OfflineSite(page, operator_client, full_state=lambda: state)
+    page.goto(site.url(f"/modelservings/{ms['namespace']}/{ms['name']}/"))
+    expect(page.get_by_test_id("conn")).to_have_text("live")
+    panel = page.get_by_test_id("strategy")
+    expect(panel).to_contain_text("multi-node override")
+    expect(panel).to_contain_text("cluster default")
+    expect(panel.locator(".src-multiNodeOverride").first).to_be_visible()
+    expect(page.get_by_test_id("cluster-settings")).to_contain_text("Standard mode")
+    expect(page.get_by_test_id("cluster-settings")).to_contain_text("(from environment)")
