@@ -336,9 +336,12 @@ REGISTRY = [
 
 
 def with_registry(html: str) -> str:
-    # What `{{ actions|json_script:"rollout-actions" }}` renders.
+    # What `{{ actions|json_script:"rollout-actions" }}` renders, in place of the page's own
+    # description (the page reads the first element of that id).
     tag = f'<script id="rollout-actions" type="application/json">{json.dumps(REGISTRY)}</script>'
-    return html.replace("</main>", tag + "</main>", 1)
+    return re.sub(
+        r'<script id="rollout-actions" type="application/json">.*?</script>', lambda _: tag, html, count=1, flags=re.S
+    )
 
 
 def test_controls_are_built_from_the_action_registry_and_post_to_the_control_endpoints(
