@@ -215,3 +215,26 @@ def test_reading_needs_the_view_permission(django_user_model, ms):
     django_user_model.objects.create_user(username="nobody", password="x")
     with pytest.raises(CommandError, match="permission denied"):
         call_command("rollout", "list", "--user", "nobody", stdout=io.StringIO())
+
+
+def test_a_folder_is_loaded_file_by_file_and_a_bad_file_does_not_stop_the_others(operator, tmp_path):
+    good, other = unique_name(), unique_name()
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump(manifest(good)))
+    (tmp_path / "b.json").write_text("{not json")
+    (tmp_path / "c.yml").write_text(yaml.safe_dump(manifest(other)))
+    (tmp_path / "notes.txt").write_text("ignored")
+    lines = manifests.load_path(str(tmp_path), operator, reason="start-up")
+    assert lines[0].endswith(f"default/{good} created") and "b.json" in lines[1] and "not valid YAML" in lines[1]
+    assert lines[2].endswith(f"default/{other} created") and len(lines) == 3
+    assert AuditRecord.objects.filter(name=good, source="system", reason="start-up").exists()
+
+
+def test_the_history_starts_when_the_modelserving_did(operator):
+    from controller.models import ProgressSample
+    from controller.runtime.backend import get_clock
+
+    name = unique_name()
+    ProgressSample.objects.create(namespace=NAMESPACE, name=name, t=get_clock().now() - 3600, data={"roles": {"a": 1}})
+    manifests.apply(operator, manifest=yaml.safe_dump(manifest(name)), reason="r", source="api")
+    ProgressSample.objects.create(namespace=NAMESPACE, name=name, t=get_clock().now() + 1, data={"roles": {"a": 0}})
+    assert [p["roles"] for p in state.progress_history(NAMESPACE, name)] == [{"a": 0}]
