@@ -22,7 +22,6 @@ import argparse
 import copy
 import json
 import math
-import os
 import time
 from pathlib import Path
 
@@ -30,7 +29,7 @@ from controller.simcluster.runner import Runner
 from controller.simcluster.scenario import load_scenario, parse_scenario
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("ROLLOUTUI_SHARED", REPO.parent / "shared")) / "scenarios"
+SHARED = REPO / "examples" / "scenarios"
 
 TIMING = {"schedule": 1, "pull": 5, "start": 2, "load": 30, "terminate": 3}
 

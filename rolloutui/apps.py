@@ -13,3 +13,10 @@ class RolloutUIConfig(AppConfig):
 
         # sender=self: once per migrate/flush, after auth created the permissions.
         post_migrate.connect(_after_migrate, sender=self, dispatch_uid="rolloutui.ensure_groups")
+
+        # Requests cut off at a drain timeout go to the rollout's audit trail (the controller
+        # announces them; it never imports the dashboard).
+        from controller.runtime.interruptions import requests_interrupted
+        from rolloutui.services.audit import record_drain_timeout
+
+        requests_interrupted.connect(record_drain_timeout, dispatch_uid="rolloutui.drain_timeout_audit")

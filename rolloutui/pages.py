@@ -18,7 +18,7 @@ from django.urls import reverse
 
 from controller.core.phases import PENDING, PHASES
 from controller.core.ports import NotFound
-from rolloutui.services import access, actions, cluster, state
+from rolloutui.services import access, actions, cluster, manifests, state
 from rolloutui.services.releases import records as release_records
 
 VIEW = "rolloutui.view_modelserving"
@@ -94,10 +94,64 @@ def modelserving_detail(request, namespace, name):
                 "ws": f"/ws/modelservings/{namespace}/{name}/",
                 "releasesApi": reverse("api-modelserving-releases", kwargs={"namespace": namespace, "name": name}),
                 "releasesPage": reverse("releases"),
+                "clusterSettings": cluster.cluster_settings(),
             },
             "actions": actions.page_description(request.user, api_base=api, namespace=namespace),
             # The release this ModelServing runs, its environment, and "r31 · v12" per controller
             # revision hash (static/js/detail/panels/release.js re-reads it from the API).
             "releases": release_records.releases_of_modelserving(namespace, name),
+        },
+    )
+
+
+STARTER = """apiVersion: workload.serving.volcano.sh/v1alpha1
+kind: ModelServing
+metadata:
+  name: my-model
+  namespace: default
+spec:
+  replicas: 2
+  template:
+    roles:
+      - name: decode
+        replicas: 1
+        entryTemplate:
+          spec:
+            containers:
+              - name: engine
+                image: vllm/vllm-openai:v0.9.1
+"""
+
+
+@login_required
+@_viewer_somewhere
+def manifest_editor(request, namespace=None, name=None):
+    """The YAML editor: a new manifest (``/manifests/apply/``) or the stored one of a ModelServing
+    (``.../edit/``, with its resourceVersion so a concurrent change is refused). It validates as
+    the operator types (``POST /api/manifests/validate``), marks each error at its line and field,
+    and applies through the registry's ``apply`` action (``collection_description``)."""
+    if namespace is not None:
+        if not access.allowed(request.user, VIEW, namespace):
+            raise Http404(f"ModelServing {namespace}/{name} does not exist")
+        try:
+            text = manifests.manifest_text(namespace, name)
+        except NotFound:
+            raise Http404(f"ModelServing {namespace}/{name} does not exist") from None
+    else:
+        text = STARTER
+    return render(
+        request,
+        "modelservings/editor.html",
+        {
+            "editing": f"{namespace}/{name}" if namespace is not None else "",
+            "ms_namespace": namespace,
+            "ms_name": name,
+            "boot": {
+                "text": text,
+                "editing": {"namespace": namespace, "name": name} if namespace is not None else None,
+                "validate": reverse("api-manifest-validate"),
+                "backend": cluster.backend_name(),
+            },
+            "actions": actions.collection_description(request.user),
         },
     )

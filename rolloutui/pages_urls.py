@@ -4,6 +4,8 @@ from . import pages, release_pages
 
 urlpatterns = [
     path("", pages.modelserving_list, name="home"),
+    path("manifests/apply/", pages.manifest_editor, name="manifest-apply"),
     path("modelservings/<str:namespace>/<str:name>/", pages.modelserving_detail, name="modelserving-detail"),
     path("releases/", release_pages.releases, name="releases"),
+    path("modelservings/<str:namespace>/<str:name>/edit/", pages.manifest_editor, name="modelserving-edit"),
 ]

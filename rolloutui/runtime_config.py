@@ -117,3 +117,39 @@ def channel_layers(redis_url: str | None, encryption_keys: list[str] | None = No
         # states the worker publishes nor forge one the consumers would forward to browsers.
         config["symmetric_encryption_keys"] = keys
     return {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": config}}
+
+
+# Cluster-wide rollout settings of the embedded cluster (and the fallback on Kubernetes when the
+# ConfigMap is absent): environment variable -> field of the scenario shape
+# (controller.core.strategy.parse_cluster_settings).
+CLUSTER_SETTINGS_ENV = {
+    "ROLLOUTUI_DEPLOYMENT_MODE": ("deploymentMode",),
+    "ROLLOUTUI_DEFAULT_MAX_UNAVAILABLE": ("defaultRollout", "maxUnavailable"),
+    "ROLLOUTUI_DEFAULT_MAX_SURGE": ("defaultRollout", "maxSurge"),
+    "ROLLOUTUI_MULTI_NODE_OVERRIDE": ("multiNodeOverride",),
+}
+
+
+def cluster_settings_from_env(environ=None):
+    """``ClusterSettings`` from the four variables above (unset or empty: the default), or
+    ``ValueError`` naming the variable, e.g. ``ROLLOUTUI_DEFAULT_MAX_SURGE: expected an integer or
+    a percentage like '25%', got 'lots'``."""
+    from controller.core.spec import ValidationError
+    from controller.core.strategy import parse_cluster_settings
+
+    environ = os.environ if environ is None else environ
+    raw: dict = {}
+    for variable, path in CLUSTER_SETTINGS_ENV.items():
+        value = (environ.get(variable) or "").strip()
+        if not value:
+            continue
+        target = raw
+        for key in path[:-1]:
+            target = target.setdefault(key, {})
+        target[path[-1]] = value
+    try:
+        return parse_cluster_settings(raw, path="env", text=True)
+    except ValidationError as err:
+        field = err.field.removeprefix("env.")
+        variable = next((v for v, p in CLUSTER_SETTINGS_ENV.items() if ".".join(p) == field), field)
+        raise ValueError(f"{variable}: {err.rule}") from None

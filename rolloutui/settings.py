@@ -331,6 +331,22 @@ except ValueError:
 if not ROLLOUTUI_SIM_SPEED > 0:
     raise ImproperlyConfigured(f"ROLLOUTUI_SIM_SPEED must be > 0, got {ROLLOUTUI_SIM_SPEED}")
 
+# Cluster-wide rollout defaults (controller.core.strategy.ClusterSettings) from the environment:
+# the embedded cluster's settings, and on Kubernetes the fallback when the ConfigMap named below is
+# absent (controller.runtime.clustersettings reads it through the adapter).
+try:
+    ROLLOUTUI_CLUSTER_SETTINGS = runtime_config.cluster_settings_from_env()
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
+ROLLOUTUI_CLUSTER_SETTINGS_CONFIGMAP = (
+    _env("ROLLOUTUI_CLUSTER_SETTINGS_CONFIGMAP", "rolloutui/rolloutui-cluster-settings")
+    or "rolloutui/rolloutui-cluster-settings"
+)
+if ROLLOUTUI_CLUSTER_SETTINGS_CONFIGMAP.count("/") != 1 or not all(ROLLOUTUI_CLUSTER_SETTINGS_CONFIGMAP.split("/")):
+    raise ImproperlyConfigured(
+        f"ROLLOUTUI_CLUSTER_SETTINGS_CONFIGMAP must be NAMESPACE/NAME, got {ROLLOUTUI_CLUSTER_SETTINGS_CONFIGMAP!r}"
+    )
+
 # --- Auth ------------------------------------------------------------------------------------
 # Axes first: it refuses a locked-out user name + address before any password is checked.
 AUTHENTICATION_BACKENDS = [

@@ -48,7 +48,10 @@ def resume(ms: dict[str, Any]) -> dict[str, Any]:
 
 def current_partition(ms: dict[str, Any]) -> int:
     """The partition of the active strategy as a count (the highest role partition at role level)."""
-    parsed = parse_modelserving(ms)
+    return _partition_count(parse_modelserving(ms))
+
+
+def _partition_count(parsed) -> int:
     if parsed.strategy.type == GROUP_ROLLING:
         budget = parsed.strategy.budgets.partition
         return budget.resolve(parsed.replicas, round_up=True) if budget else 0
@@ -73,7 +76,8 @@ def promote(ms: dict[str, Any], *, partition: int | None = None, full: bool = Fa
             raise ControlError(f"partition must be an integer, got {partition!r}", field="partition")
         if partition < 0:
             raise ControlError(f"partition must not be negative, got {partition}", field="partition")
-    now = current_partition(ms)
+    parsed = parse_modelserving(ms)
+    now = _partition_count(parsed)
     if full:
         target = 0
     elif partition is not None:
@@ -89,10 +93,16 @@ def promote(ms: dict[str, Any], *, partition: int | None = None, full: bool = Fa
     if (strategy.get("type") or GROUP_ROLLING) == GROUP_ROLLING:
         patch = {"spec": {"rolloutStrategy": {"rollingUpdateConfiguration": {"partition": target}}}}
     else:
+        # Every role's partition comes down to the target, and none goes up: a promote never
+        # un-promotes. Example: roles at 3 and 1, one step -> target 2 -> 2 and 1 (not 2 and 2).
+        counts = {
+            r.name: r.budgets.partition.resolve(r.replicas, round_up=True) for r in parsed.roles if r.budgets.partition
+        }
         roles = copy.deepcopy((spec.get("template") or {}).get("roles") or [])
         for role in roles:
-            if role.get("partition") is not None or target > 0:
-                role["partition"] = min(target, int(role.get("replicas", 1)))
+            own = counts.get(role.get("name"), 0)
+            if own > target:
+                role["partition"] = target
         patch = {"spec": {"template": {"roles": roles}}}
     if full and spec.get("paused"):
         patch["spec"]["paused"] = False

@@ -19,10 +19,12 @@ Worked example: a role with 2 workers, cluster settings with the override on, th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from .intorpercent import IntOrPercent
-from .spec import GROUP_ROLLING, Budgets, ModelServing, Role
+from .intorpercent import IntOrPercent, IntOrPercentError
+from .spec import GROUP_ROLLING, Budgets, ModelServing, Role, ValidationError
 
 BUILTIN = "builtin"
 CLUSTER = "cluster"
@@ -30,16 +32,106 @@ OBJECT = "object"
 MULTI_NODE = "multiNodeOverride"
 
 STANDARD_MODE = "Standard"
+# KServe's deployment modes; the cluster defaults apply only in Standard mode (see ``resolve_budgets``).
+DEPLOYMENT_MODES = (STANDARD_MODE, "Knative", "Serverless", "ModelMesh")
 
 
 @dataclass(frozen=True, slots=True)
 class ClusterSettings:
-    """Cluster-wide defaults (a settings object of the installation)."""
+    """Cluster-wide defaults (a settings object of the installation).
+
+    Supplied by every driver of the reconcile pass: a scenario's ``clusterSettings``, the embedded
+    cluster's environment (``ROLLOUTUI_DEPLOYMENT_MODE``, ...), the ConfigMap
+    ``rolloutui-cluster-settings`` on Kubernetes; all are read by ``parse_cluster_settings``.
+    """
 
     deployment_mode: str = STANDARD_MODE
     default_max_unavailable: IntOrPercent | None = None
     default_max_surge: IntOrPercent | None = None
     multi_node_override: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The scenario shape: ``{deploymentMode, defaultRollout: {maxUnavailable, maxSurge}, multiNodeOverride}``."""
+        rollout: dict[str, Any] = {}
+        if self.default_max_unavailable is not None:
+            rollout["maxUnavailable"] = self.default_max_unavailable.to_json()
+        if self.default_max_surge is not None:
+            rollout["maxSurge"] = self.default_max_surge.to_json()
+        return {
+            "deploymentMode": self.deployment_mode,
+            "defaultRollout": rollout,
+            "multiNodeOverride": self.multi_node_override,
+        }
+
+
+_SETTINGS_KEYS = ("deploymentMode", "defaultRollout", "multiNodeOverride")
+_ROLLOUT_KEYS = ("maxUnavailable", "maxSurge")
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off", "")
+
+
+def _text_budget(raw: Any) -> Any:
+    """Text sources (environment, ConfigMap data) carry every value as a string: "2" means 2 there,
+    while in a manifest or scenario it is an error (Kubernetes reads "2" as a string)."""
+    if isinstance(raw, str) and raw.strip().isdigit():
+        return int(raw.strip())
+    return raw
+
+
+def _flag(raw: Any, path: str, *, text: bool) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    if text and isinstance(raw, str) and raw.strip().lower() in _TRUE + _FALSE:
+        return raw.strip().lower() in _TRUE
+    raise ValidationError(path, f"expected true or false, got {raw!r}")
+
+
+def parse_cluster_settings(
+    raw: Mapping[str, Any] | None, *, path: str = "clusterSettings", text: bool = False
+) -> ClusterSettings:
+    """Cluster settings from the scenario shape, every key optional::
+
+        {deploymentMode: Standard, defaultRollout: {maxSurge: 1, maxUnavailable: "25%"}, multiNodeOverride: false}
+
+    ``text=True`` for sources whose values are all strings (environment variables, ConfigMap data):
+    "2" is then the integer 2, "" is unset and "1"/"0" are booleans. Raises ``ValidationError``
+    naming the field (``clusterSettings.defaultRollout.maxSurge: ...``); unknown keys are errors.
+    """
+    if raw is None:
+        return ClusterSettings()
+    if not isinstance(raw, Mapping):
+        raise ValidationError(path, f"expected a mapping, got {raw!r}")
+    for key in raw:
+        if key not in _SETTINGS_KEYS:
+            raise ValidationError(f"{path}.{key}", f"unknown field (expected one of: {', '.join(_SETTINGS_KEYS)})")
+    mode = raw.get("deploymentMode")
+    if mode is None or (text and mode == ""):
+        mode = STANDARD_MODE
+    if mode not in DEPLOYMENT_MODES:
+        raise ValidationError(f"{path}.deploymentMode", f"must be one of {', '.join(DEPLOYMENT_MODES)}, got {mode!r}")
+    rollout = raw.get("defaultRollout") or {}
+    if not isinstance(rollout, Mapping):
+        raise ValidationError(f"{path}.defaultRollout", f"expected a mapping, got {rollout!r}")
+    for key in rollout:
+        if key not in _ROLLOUT_KEYS:
+            raise ValidationError(
+                f"{path}.defaultRollout.{key}", f"unknown field (expected one of: {', '.join(_ROLLOUT_KEYS)})"
+            )
+    budgets: dict[str, IntOrPercent | None] = {}
+    for key, max_percent in (("maxUnavailable", 100), ("maxSurge", None)):
+        value = rollout.get(key)
+        if text:
+            value = None if value in (None, "") else _text_budget(value)
+        try:
+            budgets[key] = None if value is None else IntOrPercent.parse(value, max_percent=max_percent)
+        except IntOrPercentError as err:
+            raise ValidationError(f"{path}.defaultRollout.{key}", str(err)) from None
+    override = raw.get("multiNodeOverride")
+    return ClusterSettings(
+        deployment_mode=mode,
+        default_max_unavailable=budgets["maxUnavailable"],
+        default_max_surge=budgets["maxSurge"],
+        multi_node_override=False if override is None else _flag(override, f"{path}.multiNodeOverride", text=text),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -155,7 +155,7 @@ def build_view(
                         "secondsLeft": max(round(timeout - (now - since), 3), 0.0),
                     }
                 )
-    return {
+    out = {
         "namespace": meta.get("namespace") or "default",
         "name": meta.get("name"),
         "generation": meta.get("generation"),
@@ -183,6 +183,10 @@ def build_view(
         "verification": parsed.verification.to_json() if parsed is not None and parsed.verification else None,
         "time": now,
     }
+    if status.get("skew") is not None:
+        # Coordinated roles: the widest per-group gap in Ready progress and what the quotas allow.
+        out["skew"] = status["skew"]
+    return out
 
 
 def _canary_view(canary: dict[str, Any] | None, ms: ModelServing | None, now: float) -> dict[str, Any] | None:

@@ -446,6 +446,20 @@ class KubernetesCluster:
         except ClusterError as exc:
             log.warning("could not record event %s on %s/%s: %s", reason, namespace, ms_name, exc)
 
+    # ------------------------------------------------------------------ ConfigMaps
+
+    def read_configmap_data(self, namespace: str, name: str) -> dict[str, str] | None:
+        """The ``data`` of a ConfigMap, or None when it does not exist. The controller reads its
+        cluster settings this way (``controller.runtime.clustersettings``); RBAC grants both
+        accounts ``get`` on that one ConfigMap only (``deploy/rbac.yaml``)."""
+        try:
+            body = call_json(
+                self.core.read_namespaced_config_map, name, namespace, what=f"configmap {namespace}/{name}"
+            )
+        except NotFound:
+            return None
+        return {str(k): str(v) for k, v in (body.get("data") or {}).items()}
+
     # ------------------------------------------------------------------ helpers
 
     def _remember(self, obj: Obj) -> Obj:

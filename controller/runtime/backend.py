@@ -42,7 +42,11 @@ def get_cluster(*, actor: str = "operator") -> ClusterPort:
 
 def sim_cluster(*, actor: str = "operator") -> DatabaseCluster:
     """The database-backed simulated cluster, wired to the app (reconciles, traffic in Redis)."""
-    return DatabaseCluster(actor=actor, on_change=enqueue.reconcile_soon, traffic=sim_traffic())
+    from . import interruptions
+
+    return DatabaseCluster(
+        actor=actor, on_change=enqueue.reconcile_soon, traffic=sim_traffic(), on_interrupted=interruptions.report
+    )
 
 
 def sim_traffic() -> RedisTraffic | None:

@@ -1,8 +1,11 @@
 """The progress history of a ModelServing for the dashboard's charts (``ProgressSample`` rows).
 
 After every reconcile pass (``reconciler``) one point is sampled: per-role updated-and-Ready
-fraction, available groups against the budget's floor, and the skew between roles; at most one a
-second per ModelServing, the newest ``MAX_SAMPLES`` kept.
+fraction, available groups against the budget's floor, and, under coordination, the skew the
+planner counts (the widest per-group gap between coordinated roles net of the partition, with
+maxSkew and the quotas' limit); at most one a second per ModelServing, the newest ``MAX_SAMPLES``
+kept. The history starts with the ModelServing: ``services.state.progress_history`` leaves out
+samples older than its creation (a deleted and re-created name does not inherit them).
 """
 
 from __future__ import annotations
@@ -13,11 +16,9 @@ from typing import Any
 
 import redis
 
-from controller.core.ports import ClusterError, NotFound
 from controller.models import ProgressSample
 
 from . import redisconn
-from .backend import get_cluster
 
 log = logging.getLogger(__name__)
 
@@ -38,18 +39,23 @@ def progress_point(status: dict[str, Any], t: float) -> dict[str, Any]:
     group = strategy.get("group") or {}
     desired = int((group.get("total")) or 0)
     max_unavailable = int(((group.get("maxUnavailable") or {}).get("count")) or 0)
-    values = list(roles.values())
-    return {
+    point = {
         "t": t,
         "roles": roles,
         "available": int(status.get("availableReplicas") or 0),
         "desired": desired,
         "floor": max(desired - max_unavailable, 0),
         "updated": int(status.get("updatedReplicas") or 0),
-        "skew": round((max(values) - min(values)) * 100, 2) if len(values) > 1 else 0.0,
         "phase": status.get("phase"),
         "updateRevision": status.get("updateRevision"),
     }
+    # Skew is a rule only between coordinated roles, per group and net of the partition: the
+    # planner's own figure (status.skew), never the spread over all roles of the ModelServing.
+    skew = status.get("skew")
+    if skew is not None:
+        point.update(skew=skew.get("percent"), skewGroup=skew.get("group"), maxSkew=skew.get("maxSkewPercent"))
+        point["skewLimit"] = skew.get("limitPercent")
+    return point
 
 
 def sample_progress(namespace: str, name: str, status: dict[str, Any], t: float, client: redis.Redis | None) -> None:
@@ -65,9 +71,6 @@ def sample_progress(namespace: str, name: str, status: dict[str, Any], t: float,
             pass
     point = progress_point(status, t)
     try:
-        ms_max_skew = _max_skew(namespace, name)
-        if ms_max_skew is not None:
-            point["maxSkew"] = ms_max_skew
         ProgressSample.objects.create(namespace=namespace, name=name, t=t, data=point)
         if random.random() < 0.02:  # prune now and then, not on every sample
             keep = (
@@ -80,14 +83,3 @@ def sample_progress(namespace: str, name: str, status: dict[str, Any], t: float,
                 ProgressSample.objects.filter(namespace=namespace, name=name, t__lte=cutoff[0]).delete()
     except Exception:  # history is best effort; never fail a pass for it
         log.exception("could not sample progress of %s/%s", namespace, name)
-
-
-def _max_skew(namespace: str, name: str) -> int | None:
-    from controller.core.spec import ValidationError, parse_modelserving
-
-    try:
-        ms = get_cluster(actor="controller").get_modelserving(namespace, name)
-        coordination = parse_modelserving(ms).strategy.coordination
-    except (NotFound, ValidationError, ClusterError):
-        return None
-    return coordination.max_skew_percent if coordination is not None else None

@@ -32,6 +32,7 @@ from controller.core.reconcile import reconcile
 
 from . import enqueue, hooks, redisconn
 from .backend import get_clock, get_cluster, get_router, get_verifier
+from .clustersettings import cluster_settings
 from .locks import ReconcileLock
 from .progress import sample_progress
 from .publish import publish_state
@@ -121,7 +122,9 @@ def _one_pass(namespace: str, name: str, client: redis.Redis | None, *, holder: 
     clock = get_clock()
     started = time.perf_counter()
     try:
-        result = reconcile(cluster, get_router(), clock, namespace, name, verifier=get_verifier())
+        result = reconcile(
+            cluster, get_router(), clock, namespace, name, settings=cluster_settings(), verifier=get_verifier()
+        )
     except Exception as exc:  # a lost race beyond retries, a cluster error, or a bug: back off
         metrics.observe_reconcile(
             "conflict" if "Conflict" in type(exc).__name__ else "error", time.perf_counter() - started

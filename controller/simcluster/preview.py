@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.core.ports import Obj
+from controller.core.strategy import ClusterSettings
 
 from .config import ClusterConfig, Traffic
 from .runner import Runner
@@ -36,6 +37,7 @@ class PreviewCluster:
     node_gpus: list[int]
     config: ClusterConfig
     traffic: Traffic | None = None
+    settings: ClusterSettings | None = None  # the live cluster's, so the copy resolves budgets alike
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,7 @@ def preview_change(
         traffic=cluster.traffic,
         manifest=manifest,
         events=[],
+        settings=cluster.settings,
     )
     runner = Runner(scenario)
     for gpus in cluster.node_gpus:

@@ -138,7 +138,7 @@ class Runner:
         self.store = self.cluster.store
         self.router = self.cluster.router
         self.verifier = SimulatedVerifier(self.cluster.config)
-        self.trace = TraceWriter(scenario.name, scenario.seed)
+        self.trace = TraceWriter(scenario.name, scenario.seed, with_strategy=scenario.settings is not None)
         self.controller: SimController | None = None
         self.incarnations = 0
         self.passes = 0
@@ -189,7 +189,14 @@ class Runner:
         previous, self.store.actor = self.store.actor, "controller"
         try:
             result = self._reconcile(
-                self.store, self.router, self.clock, ns, name, verifier=self.verifier, metrics=self.router
+                self.store,
+                self.router,
+                self.clock,
+                ns,
+                name,
+                settings=self.scenario.settings,
+                verifier=self.verifier,
+                metrics=self.router,
             )
         except NotFound:
             return True, None  # the ModelServing is gone

@@ -21,6 +21,9 @@ from typing import Any
 
 import yaml
 
+from controller.core.spec import ValidationError
+from controller.core.strategy import ClusterSettings, parse_cluster_settings
+
 from .config import DEFAULT_TIMING, PHASES, ClusterConfig, ImageBehaviour, Span, Traffic
 
 
@@ -47,7 +50,7 @@ ACTIONS: dict[str, dict[str, tuple[str, bool]]] = {
     "corruptRevision": {"revision": ("posint", True)},
 }
 MANIFEST_EVENTS = {"patch", "setImage", "pause", "resume", "promote"}
-TOP_LEVEL = {"name", "seed", "until", "cluster", "images", "traffic", "modelServing", "events"}
+TOP_LEVEL = {"name", "seed", "until", "cluster", "clusterSettings", "images", "traffic", "modelServing", "events"}
 # InferenceService scenarios (section at the end of this file).
 TOP_LEVEL |= {"inferenceService", "kserveConfig"}
 
@@ -80,6 +83,9 @@ class Scenario:
     # value, None without a ConfigMap).
     kind: str = "ModelServing"
     kserve_config: str | None = None
+    # ``clusterSettings``: the cluster-wide strategy settings every pass gets (None: none given, and
+    # the trace's frames carry no ``strategy``).
+    settings: ClusterSettings | None = None
 
     @property
     def namespace(self) -> str:
@@ -175,7 +181,13 @@ def parse_scenario(raw: Any, *, default_name: str = "scenario", seed: int | None
         raise ScenarioError("modelServing", "required: a full ModelServing manifest")
     manifest = _manifest(doc["modelServing"])
     events = _events(doc.get("events", []), until)
-    scenario = Scenario(name, file_seed if seed is None else seed, until, cluster, traffic, manifest, events)
+    settings = None
+    if "clusterSettings" in doc:
+        try:
+            settings = parse_cluster_settings(doc["clusterSettings"] or {})
+        except ValidationError as exc:
+            raise ScenarioError(exc.field, exc.rule) from None
+    scenario = Scenario(name, file_seed if seed is None else seed, until, cluster, traffic, manifest, events, settings)
     _dry_run(scenario)
     return scenario
 

@@ -20,7 +20,9 @@ def _t(t: float) -> float:
     return round(float(t), 3)
 
 
-def frame_from_view(t: float, view: dict[str, Any], blocked: list[dict]) -> dict[str, Any]:
+def frame_from_view(
+    t: float, view: dict[str, Any], blocked: list[dict], *, with_strategy: bool = False
+) -> dict[str, Any]:
     frame = {
         "t": _t(t),
         "spec": view.get("spec"),
@@ -39,6 +41,10 @@ def frame_from_view(t: float, view: dict[str, Any], blocked: list[dict]) -> dict
     canary = view.get("canary")
     if canary:
         frame["canary"] = {"stepIndex": canary["stepIndex"], "phase": canary["phase"]}
+    if with_strategy:
+        # With a scenario's clusterSettings: every effective budget, its value and its source
+        # (multiNodeOverride, object, cluster, builtin), as status.strategy has them.
+        frame["strategy"] = view.get("strategy") or {}
     return frame
 
 
@@ -86,13 +92,15 @@ def _change_key(frame: dict[str, Any], revisions: list) -> tuple:
         _freeze(frame["blocked"]),
         _freeze(frame.get("canary")),
         _freeze(revisions),
+        _freeze(frame.get("strategy")),
     )
 
 
 class TraceWriter:
-    def __init__(self, scenario_name: str, seed: int) -> None:
+    def __init__(self, scenario_name: str, seed: int, *, with_strategy: bool = False) -> None:
         self.scenario = scenario_name
         self.seed = seed
+        self.with_strategy = with_strategy
         self.frames: list[dict[str, Any]] = []
         self.actions: list[dict[str, Any]] = []
         self.events: list[dict[str, Any]] = []
@@ -112,7 +120,7 @@ class TraceWriter:
 
     def offer_frame(self, t: float, view: dict[str, Any], blocked: list[dict], *, force: bool = False) -> bool:
         """Add a frame if something watched changed since the last one (or ``force``)."""
-        frame = frame_from_view(t, view, blocked)
+        frame = frame_from_view(t, view, blocked, with_strategy=self.with_strategy)
         key = _change_key(frame, self.observe_revisions(view.get("revisions") or []))
         if not force and key == self._last_key:
             return False

@@ -73,6 +73,11 @@ def _translate(exc: Exception) -> Exception:
 
 
 def exception_handler(exc, context):
+    from rolloutui.services.manifests import ManifestError
+
+    if isinstance(exc, ManifestError):
+        # The editor marks each error at its line: "errors": [{document, path, line, message}].
+        return Response({"manifest": [str(exc)], "errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, ClusterError) and not isinstance(exc, NotFound):
         log.warning("cluster error answered to the client", extra={"error": str(exc), "kind": type(exc).__name__})
         return _cluster_error(exc)

@@ -348,3 +348,16 @@ class InferenceServiceStateSerializer(serializers.Serializer):
     blocked = serializers.JSONField(help_text='[{"component", "reason"}]')
     converged = serializers.BooleanField()
     time = serializers.FloatField()
+
+
+class CollectionResultSerializer(serializers.Serializer):
+    """A collection action's answer (``apply``): one audit record per ModelServing it touched, in
+    document order; ``details.outcome`` says created, configured or unchanged."""
+
+    audit = AuditRecordSerializer(many=True)
+
+
+class ManifestTextSerializer(serializers.Serializer):
+    manifest = serializers.CharField(
+        max_length=1_000_000, trim_whitespace=False, help_text="YAML or JSON; several documents with ---."
+    )

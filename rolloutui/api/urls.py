@@ -30,6 +30,13 @@ RESOURCES = [
 
 def _control_routes():
     for action in actions.all_actions():
+        if action.scope == actions.COLLECTION:
+            yield path(
+                f"modelservings/{action.name}",
+                views.CollectionControl.as_view(control=action),
+                name=f"api-{action.name}",
+            )
+            continue
         if action.name in action.target.taken:
             raise ImproperlyConfigured(f"action {action.name!r} would share its path with .../{action.name}/")
         yield re_path(
@@ -52,6 +59,7 @@ urlpatterns = [
         views.InferenceServiceDetail.as_view(),
         name="api-inferenceservice",
     ),
+    path("manifests/validate", views.ValidateManifest.as_view(), name="api-manifest-validate"),
     path("audit/", views.AuditList.as_view(), name="api-audit"),
     path("auth/token/", views.TokenView.as_view(), name="api-token"),
     path("auth/tokens/", views.TokensView.as_view(), name="api-tokens"),

@@ -32,7 +32,7 @@ from rest_framework.views import APIView
 
 from controller.core.ports import NotFound
 from rolloutui.models import AuditRecord, PreviewJob
-from rolloutui.services import access, actions, audit, cluster, kserve, origin, preview, simulation, state
+from rolloutui.services import access, actions, audit, cluster, kserve, manifests, origin, preview, simulation, state
 from rolloutui.services.controls import ControlDenied
 from rolloutui.services.controls import audit as write_audit
 
@@ -196,6 +196,53 @@ class Control(ServiceView):
         except NotFound:  # deleted meanwhile: the audit record still says what was done
             pass
         return Response(body, status=status.HTTP_200_OK)
+
+
+class CollectionControlSchema(ControlSchema):
+    def get_response_serializers(self):
+        responses = super().get_response_serializers()
+        responses[200] = s.CollectionResultSerializer
+        responses[400] = OpenApiResponse(
+            OpenApiTypes.OBJECT,
+            description='Bad input: {"manifest": ["..."], "errors": [{"document", "path", "line", "message"}]}',
+        )
+        responses[409] = OpenApiResponse(description="The ModelServing changed since the resourceVersion given.")
+        del responses[404]
+        return responses
+
+
+class CollectionControl(ServiceView):
+    """``POST /api/modelservings/<action>``: an action of the registry on the set of ModelServings
+    (``apply``), routed once per collection action by ``urls.py``."""
+
+    control: actions.Action | None = None
+    schema = CollectionControlSchema()
+
+    def get_permissions(self):
+        return [CanRun()]
+
+    @property
+    def audit_action(self):
+        return self.control.audit
+
+    def post(self, request):
+        data = self.validated(s.request_serializer(self.control), request.data)
+        records = actions.perform(self.control, request.user, data, source=source_of(request))
+        return Response({"audit": s.AuditRecordSerializer(records, many=True).data}, status=status.HTTP_200_OK)
+
+
+class ValidateManifest(ServiceView):
+    """What applying a manifest would do, without doing it: its documents (kind, namespace, name,
+    whether it exists) and every error with its document, field path and line (the YAML editor
+    marks them). Changes nothing, so it needs only the view permission."""
+
+    def get_permissions(self):
+        return [CanView()]
+
+    @extend_schema(request=s.ManifestTextSerializer, responses=OpenApiTypes.OBJECT)
+    def post(self, request):
+        d = self.validated(s.ManifestTextSerializer, request.data)
+        return Response(manifests.validate(d["manifest"]))
 
 
 class History(ServiceView):

@@ -39,11 +39,12 @@ from typing import Any
 
 from controller.core.controls import ControlError
 
-from . import controls, state
+from . import controls, manifests, state
 from .releases import deploy as release_deploy
 from .releases import records as release_records
 
 INTEGER, BOOLEAN, STRING = "integer", "boolean", "string"
+OBJECT, COLLECTION = "object", "collection"
 _TYPES = {INTEGER: int, BOOLEAN: bool, STRING: str}
 _NO_MESSAGES: Mapping[str, str] = MappingProxyType({})
 
@@ -77,6 +78,9 @@ class Arg:
     max_length: int | None = None
     messages: Mapping[str, str] = _NO_MESSAGES
     choices_from: str | None = None
+    # The CLI reads this argument's value from a file: ``-f FILE`` (``-`` for standard input), as
+    # ``kubectl apply -f``; the API and the page send the text itself. At most one per action.
+    from_file: bool = False
 
     def __post_init__(self) -> None:
         if self.type not in _TYPES:
@@ -91,8 +95,8 @@ class Arg:
 
     @property
     def flag(self) -> str:
-        """The CLI option."""
-        return "--" + self.param.replace("_", "-")
+        """The CLI option (``--filename`` for a ``from_file`` argument, with ``-f``)."""
+        return "--filename" if self.from_file else "--" + self.param.replace("_", "-")
 
     @property
     def metavar(self) -> str:
@@ -162,6 +166,7 @@ class Arg:
             "max": self.max_value,
             "maxLength": self.max_length,
             "choicesFrom": self.choices_from,
+            "fromFile": self.from_file,
         }
 
 
@@ -325,8 +330,17 @@ class Action:
     presets: tuple[Preset, ...] = ()
     tone: str = "default"
     target: Target = MODELSERVING
+    # "object": on one ModelServing (POST /api/modelservings/{ns}/{name}/<name>, CLI NAMESPACE/NAME,
+    # a button on its page); "collection": on the set of ModelServings, naming its targets in its
+    # arguments (POST /api/modelservings/<name>, no CLI target, the editor page), its service called as
+    # service(user, *, <args>, reason, source) and returning a list of AuditRecords.
+    scope: str = "object"
 
     def __post_init__(self) -> None:
+        if self.scope not in (OBJECT, COLLECTION):
+            raise ValueError(f"action {self.name}: scope must be {OBJECT!r} or {COLLECTION!r}, got {self.scope!r}")
+        if sum(a.from_file for a in self.args) > 1:
+            raise ValueError(f"action {self.name}: at most one argument may be read from a file")
         if not re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", self.name):
             raise ValueError(f"action {self.name!r}: the name is a URL segment and a subcommand: lower-case-words")
         names = [a.name for a in self.args]
@@ -386,6 +400,7 @@ class Action:
             "fields": [f.describe() for f in self.fields],
             "exclusive": [list(group) for group in self.exclusive],
             "presets": [{"key": p.key, "label": p.label, "values": dict(p.values)} for p in self.presets],
+            "scope": self.scope,
         }
 
 
@@ -416,15 +431,23 @@ def all_actions(*, target: Target | None = None) -> Iterator[Action]:
 def perform(action: Action, user, *args: Any, source: str):
     """Run ``action`` on one object of its target: ``perform(action, user, *<target keys>, values,
     source=...)`` with ``values`` (field name -> value, the reason included); for a ModelServing
-    ``perform(action, user, namespace, name, values, source=...)``.
+    ``perform(action, user, namespace, name, values, source=...)``. A collection action (``apply``)
+    names its objects in its values: ``perform(action, user, values, source=...)``.
 
-    The user must have the action's declared permission in ``namespace`` (``services.access``: a
-    product group, or a namespace grant of a role carrying it); then the values are checked against the
-    declaration (``Action.clean``) and the service runs. Returns the ``AuditRecord``. Raises
-    ``ControlDenied`` (audited under ``action.audit``), ``ControlError`` naming the field,
-    ``NotFound`` or ``Conflict``, as the service does.
+    The user must have the action's declared permission in the target's namespace
+    (``services.access``: a product group, or a namespace grant of a role carrying it; a collection
+    action's service checks each namespace it touches); then the values are checked against the
+    declaration (``Action.clean``) and the service runs. Returns the ``AuditRecord`` (a list of them
+    for a collection action). Raises ``ControlDenied`` (audited under ``action.audit``),
+    ``ControlError`` naming the field, ``NotFound`` or ``Conflict``, as the service does.
     """
     *keys, values = args
+    if action.scope == COLLECTION:
+        # Its objects are named in its values: the service checks the permission in each namespace
+        # they are in (and audits a refusal) before it changes anything.
+        cleaned = action.clean(values)
+        kwargs = {arg.param: cleaned[arg.name] for arg in action.args}
+        return action.service(user, **kwargs, reason=cleaned[REASON.name], source=source)
     if len(keys) != len(action.target.keys):
         raise TypeError(f"{action.name} acts on a {action.target.label}: give {', '.join(action.target.keys)}")
     namespace, name = action.target.where(*keys)
@@ -438,17 +461,21 @@ def perform(action: Action, user, *args: Any, source: str):
         controls.audit(
             user,
             action=action.audit,
-            namespace=namespace,
-            name=name,
+            namespace=namespace or "",
+            name=name or "",
             reason=values.get(REASON.name),
             source=source,
-            details={"args": given},
+            details={"args": {k: v for k, v in given.items() if not _is_file_arg(action, k)}},
             error=denied,
         )
         raise
     cleaned = action.clean(values)
     kwargs = {arg.param: cleaned[arg.name] for arg in action.args}
     return action.service(user, *keys, **kwargs, reason=cleaned[REASON.name], source=source)
+
+
+def _is_file_arg(action: Action, name: str) -> bool:
+    return any(a.name == name and a.from_file for a in action.args)
 
 
 def page_description(
@@ -458,9 +485,9 @@ def page_description(
     targets: tuple[Target, ...] = (MODELSERVING,),
     namespace: str | None = None,
 ) -> dict[str, Any]:
-    """What a page needs to build its controls: every action of ``targets`` with its label, fields,
-    the permission it needs and whether ``user`` has it (in ``namespace``, when the page shows one
-    namespace's object; else in every namespace).
+    """What a page needs to build its controls: every object action of ``targets`` with its label,
+    fields, the permission it needs and whether ``user`` has it (in ``namespace``, when the page
+    shows one namespace's object; else in every namespace).
 
     The ModelServing page passes ``api_base``, the ModelServing's API URL
     (``/api/modelservings/{ns}/{name}/``): an action's ``url`` is ``api_base + action.name``. A
@@ -476,6 +503,19 @@ def page_description(
             )
             for target in targets
             for action in all_actions(target=target)
+            if action.scope == OBJECT
+        ]
+    }
+
+
+def collection_description(user, *, api_base: str = "/api/modelservings/") -> dict[str, Any]:
+    """The collection actions (``apply``) as the editor page needs them, in the shape of
+    ``page_description``; an action's URL is ``api_base + action.name``."""
+    return {
+        "actions": [
+            action.describe(allowed=allowed(user, action, None), url=api_base + action.name)
+            for action in all_actions()
+            if action.scope == COLLECTION
         ]
     }
 
@@ -601,6 +641,44 @@ ROLLBACK = register(
     )
 )
 
+DELETE = register(
+    Action(
+        name="delete",
+        label="Delete",
+        help="Delete the ModelServing; its pods and revisions go with it. Recorded in the audit trail.",
+        service=manifests.delete,
+        audit="delete",
+        tone="danger",
+    )
+)
+
+APPLY = register(
+    Action(
+        name="apply",
+        label="Apply manifest",
+        help=(
+            "Create or update ModelServings from a YAML or JSON manifest (several documents with ---; "
+            "apiVersion serving.rolloutui.io/v1alpha1 or Kthena's workload.serving.volcano.sh/v1alpha1). "
+            "An existing one gets the manifest's spec; other kinds are skipped."
+        ),
+        service=manifests.apply,
+        audit="apply",
+        args=(
+            Arg(
+                "manifest",
+                STRING,
+                "The manifest text (YAML or JSON); from the CLI, -f FILE (- for standard input).",
+                required=True,
+                label="Manifest",
+                max_length=manifests.MAX_BYTES,
+                from_file=True,
+            ),
+        ),
+        tone="primary",
+        scope=COLLECTION,
+    )
+)
+
 # -- Release actions: a model version's approval, a release's deploy, rollback and promotion --------------
 
 APPROVE = register(
@@ -628,7 +706,6 @@ DEPRECATE = register(
         audit="deprecate",
         permission=release_records.APPROVE,
         target=MODEL_VERSION,
-        tone="danger",
     )
 )
 
@@ -694,6 +771,7 @@ PROMOTE_RELEASE = register(
     )
 )
 
+
 __all__ = [
     "DEPLOYMENT_REVISION",
     "MODELSERVING",
@@ -701,6 +779,8 @@ __all__ = [
     "TARGETS",
     "Target",
     "BOOLEAN",
+    "COLLECTION",
+    "OBJECT",
     "INTEGER",
     "REASON",
     "STRING",
@@ -710,6 +790,7 @@ __all__ = [
     "all_actions",
     "allowed",
     "get",
+    "collection_description",
     "page_description",
     "perform",
     "register",

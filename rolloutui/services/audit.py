@@ -48,3 +48,51 @@ def search(
     if q:
         records = records.filter(Q(reason__icontains=q) | Q(actor_name__icontains=q))
     return records
+
+
+def record_json(record: AuditRecord) -> dict:
+    """One audit record as the API shows it (the CLI's ``-o json|yaml``)."""
+    return {
+        "id": record.pk,
+        "when": record.created_at.isoformat(),
+        "who": record.actor_name,
+        "source": record.source,
+        "action": record.action,
+        "namespace": record.namespace,
+        "name": record.name,
+        "reason": record.reason,
+        "fromRevision": record.from_revision,
+        "toRevision": record.to_revision,
+        "details": record.details,
+        "result": record.result,
+        "error": record.error,
+    }
+
+
+def record_drain_timeout(*, namespace: str, name: str, pod: str, count: int, reason: str, **_: object) -> None:
+    """Requests cut off at a drain timeout become part of the rollout's audit trail (action
+    ``drain_timeout``, source ``system``, the update revision it happened under), so the Drain panel
+    and the audit show them. Receiver of ``controller.runtime.interruptions.requests_interrupted``."""
+    from controller.runtime.interruptions import DRAIN_TIMEOUT
+
+    if reason != DRAIN_TIMEOUT or count <= 0:
+        return
+    from controller.core.ports import ClusterError
+    from controller.runtime.backend import get_cluster
+
+    try:
+        status = get_cluster().get_modelserving(namespace, name).get("status") or {}
+    except ClusterError:
+        status = {}
+    AuditRecord.objects.create(
+        actor=None,
+        actor_name="system",
+        source=AuditRecord.Source.SYSTEM,
+        action="drain_timeout",
+        namespace=namespace,
+        name=name,
+        reason=f"{count} request(s) in flight on {pod} were interrupted at the drain timeout",
+        from_revision=status.get("currentRevision") or "",
+        to_revision=status.get("updateRevision") or "",
+        details={"pod": pod, "interrupted": count},
+    )

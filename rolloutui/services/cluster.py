@@ -30,3 +30,12 @@ def get_clock():
 
 def backend_name() -> str:
     return backend.backend_name()
+
+
+def cluster_settings() -> dict:
+    """The cluster-wide strategy settings in force and their origin, as the page shows them:
+    ``{deploymentMode, defaultRollout: {maxUnavailable?, maxSurge?}, multiNodeOverride, origin, error}``
+    (``origin``: ``environment`` or ``configmap NAMESPACE/NAME``; ``error``: why a ConfigMap was not used)."""
+    from controller.runtime import clustersettings
+
+    return clustersettings.current().to_json()

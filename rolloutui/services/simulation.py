@@ -27,6 +27,7 @@ from controller.core.mergepatch import PatchTooLarge, check_patch_limits, merge_
 from controller.core.ports import ClusterError, NotFound
 from controller.core.spec import ValidationError, parse_modelserving
 from controller.models import SimTraffic
+from controller.runtime import clustersettings
 from controller.runtime.backend import sim_cluster, sim_traffic
 from controller.simcluster.config import Span, Traffic
 from controller.simcluster.database.store import DatabaseCluster
@@ -310,7 +311,10 @@ def preview(namespace: str, name: str, patch: dict[str, Any], *, job_id=None) ->
         else None
     )
     copy = PreviewCluster(
-        node_gpus=[node.gpus for node in cluster.list_nodes()], config=cluster.config, traffic=traffic
+        node_gpus=[node.gpus for node in cluster.list_nodes()],
+        config=cluster.config,
+        traffic=traffic,
+        settings=clustersettings.cluster_settings(),  # the copy resolves budgets as the live passes do
     )
     budget = settings.ROLLOUTUI_PREVIEW_SECONDS
     started = time.monotonic()
@@ -351,7 +355,7 @@ def preview(namespace: str, name: str, patch: dict[str, Any], *, job_id=None) ->
                 reasons.append(reason)
     from controller.core.strategy import resolve
 
-    eff = resolve(parsed)
+    eff = resolve(parsed, clustersettings.cluster_settings())
     return {
         "durationSeconds": timeline.converged_after,
         "converged": timeline.converged,

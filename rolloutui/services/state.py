@@ -231,9 +231,15 @@ def progress_history(
     Raises ``NotFound`` for an unknown ModelServing (its samples may outlive it)."""
     from controller.models import ProgressSample
 
-    get_cluster().get_modelserving(namespace, name)
+    obj = get_cluster().get_modelserving(namespace, name)
 
     rows = ProgressSample.objects.filter(namespace=namespace, name=name)
+    # The history starts when this ModelServing did: samples of an earlier one of the same name
+    # (deleted and applied again) are not its history. Example: created at 1000.0, samples at 900
+    # (its predecessor, all Ready) and 1001 (0 Ready, coming up) -> only 1001 is returned.
+    created = _seconds((obj.get("metadata") or {}).get("creationTimestamp"))
+    if created is not None:
+        rows = rows.filter(t__gte=created - 1.0)
     if since is not None:
         rows = rows.filter(t__gt=since)
     newest = list(rows.order_by("-t").values_list("data", flat=True)[:limit])
@@ -241,8 +247,93 @@ def progress_history(
     return newest
 
 
+def _seconds(stamp: Any) -> float | None:
+    """RFC 3339 (as creationTimestamp is written) -> epoch seconds, the clocks' unit; None if unreadable."""
+    import datetime
+
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+DONE, FAILED, PROGRESSING = "done", "failed", "progressing"
+
+
+def rollout_verdict(obj: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
+    """Whether the rollout of ``obj`` (the stored ModelServing) is done, has failed, or goes on, and
+    why in one line: what ``manage.py rollout status`` waits on (conditions, never a timer).
+
+    - failed: an instance of the update revision is Failed (a crashing image: its pods never get
+      Ready), or ``Progressing=False`` with reason ``ProgressDeadlineExceeded``;
+    - done: the controller has seen the current spec (``observedGeneration`` = ``generation``) and
+      reports it converged (the update revision on every instance outside the partition, all Ready,
+      nothing draining);
+    - progressing otherwise (paused included: "paused" is said in the message).
+
+    Example: 4 groups, 1 updated and Ready, the rest waiting on the budget -> progressing,
+    "1 of 4 groups updated, 3 available".
+    """
+    meta = obj.get("metadata") or {}
+    status = obj.get("status") or {}
+    update = status.get("updateRevision")
+    for c in status.get("conditions") or []:
+        if (
+            c.get("type") == "Progressing"
+            and c.get("status") == "False"
+            and c.get("reason") == "ProgressDeadlineExceeded"
+        ):
+            return {"verdict": FAILED, "message": f"progress deadline exceeded: {c.get('message') or ''}".strip()}
+    failing = [
+        i for i in view.get("instances") or [] if i.get("state") == "Failed" and update and i.get("revision") == update
+    ]
+    if failing:
+        first = failing[0]
+        return {
+            "verdict": FAILED,
+            "message": (
+                f"instance {first['role']}[{first['ordinal']}] of group {first['group']} on the new revision "
+                f"{update} failed" + (f" ({len(failing)} failed instances)" if len(failing) > 1 else "")
+            ),
+        }
+    generation, observed = meta.get("generation"), status.get("observedGeneration")
+    desired = int((obj.get("spec") or {}).get("replicas", 1) or 0)
+    summary = (
+        f"{int(status.get('updatedReplicas') or 0)} of {desired} groups updated, "
+        f"{int(status.get('availableReplicas') or 0)} available"
+    )
+    if generation is not None and observed != generation:
+        return {"verdict": PROGRESSING, "message": f"waiting for the controller to observe generation {generation}"}
+    if status.get("converged"):
+        return {"verdict": DONE, "message": f"rolled out revision {update}: {summary}"}
+    waiting = [w.get("reason") for w in status.get("waiting") or [] if w.get("reason")]
+    paused = " (paused)" if (obj.get("spec") or {}).get("paused") else ""
+    return {"verdict": PROGRESSING, "message": f"{summary}{paused}" + (f"; waiting: {waiting[0]}" if waiting else "")}
+
+
+def rollout_status(namespace: str, name: str) -> dict[str, Any]:
+    """``rollout_verdict`` of the live object, with its phase and revisions. Raises ``NotFound``."""
+    obj = get_cluster().get_modelserving(namespace, name)
+    view = current_state(namespace, name)
+    status = obj.get("status") or {}
+    return {
+        "namespace": namespace,
+        "name": name,
+        **rollout_verdict(obj, view),
+        "phase": view.get("phase"),
+        "generation": (obj.get("metadata") or {}).get("generation"),
+        "observedGeneration": status.get("observedGeneration"),
+        "currentRevision": status.get("currentRevision"),
+        "updateRevision": status.get("updateRevision"),
+    }
+
+
 __all__ = [
     "NotFound",
+    "rollout_status",
+    "rollout_verdict",
     "get_manifest",
     "get_state",
     "list_pods",

@@ -26,13 +26,14 @@ from controller.core.spec import (
     parse_modelserving,
 )
 from controller.core.strategy import resolve
+from tests.paths import EXAMPLE_SCENARIOS, KTHENA_EXAMPLES
 
 from .harness import manifest, role
 
 GROUP_CFG = "spec.rolloutStrategy.rollingUpdateConfiguration"
 COORD = "spec.rolloutStrategy.roleRollingUpdateConfiguration.coordination"
-EXAMPLES = "/work/shared/reference/kthena-examples"
-SCENARIOS = "/work/shared/scenarios"
+EXAMPLES = str(KTHENA_EXAMPLES)
+SCENARIOS = str(EXAMPLE_SCENARIOS)
 
 
 def rejects(m: dict) -> ValidationError:
@@ -613,7 +614,7 @@ def test_every_kthena_example_modelserving_parses_under_both_api_versions(path, 
         for p in sorted(glob.glob(os.path.join(SCENARIOS, "*.yaml")))
     ],
 )
-def test_every_shared_scenarios_modelserving_parses(path):
+def test_every_example_scenarios_modelserving_parses(path):
     with open(path) as f:
         scenario = yaml.safe_load(f)
     ms = parse_modelserving(scenario["modelServing"])

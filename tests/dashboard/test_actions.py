@@ -18,7 +18,7 @@ from controller.core.controls import ControlError
 from rolloutui.models import AuditRecord
 from rolloutui.services import actions, controls
 
-from .helpers import NAMESPACE, reconcile
+from .helpers import NAMESPACE, manifest, reconcile
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +32,17 @@ VALID = {
     "promote": {"partition": 1},
     "set-image": {"role": "decode", "image": "engine:v2"},
     "rollback": {"toRevision": 1},
+    "delete": {},
+    # A collection action: recreates the ModelServing the row above deleted (NAME is replaced).
+    "apply": {"manifest": "NAME"},
 }
+
+
+def valid(action, ms) -> dict:
+    values = dict(VALID[action.name])
+    if values.get("manifest") == "NAME":
+        values["manifest"] = json.dumps(manifest(ms["name"], partition=2))
+    return values
 
 
 def every_action():
@@ -40,6 +50,8 @@ def every_action():
 
 
 def url(ms, action_name):
+    if actions.get(action_name).scope == actions.COLLECTION:
+        return f"/api/modelservings/{action_name}"
     return f"/api/modelservings/{ms['namespace']}/{ms['name']}/{action_name}"
 
 
@@ -47,18 +59,22 @@ def post(client, path, body):
     return client.post(path, body, content_type="application/json")
 
 
-def cli(action, ms, values, *, reason="from the shell", user="operator"):
+def cli(action, ms, values, *, reason="from the shell", user="operator", tmp_path=None):
     """``manage.py rollout`` with the flags the declaration generates for ``values``."""
     flags = []
     for arg in action.args:
         value = values.get(arg.name)
-        if value is True:
+        if arg.from_file and value is not None:
+            path = tmp_path / "manifest.yaml"
+            path.write_text(value)
+            flags += ["-f", str(path)]
+        elif value is True:
             flags.append(arg.flag)
         elif value not in (None, False):
             flags += [arg.flag, str(value)]
     out = io.StringIO()
-    target = f"{ms['namespace']}/{ms['name']}"
-    call_command("rollout", action.name, target, "--reason", reason, "--user", user, *flags, stdout=out)
+    target = [f"{ms['namespace']}/{ms['name']}"] if action.scope == actions.OBJECT else []
+    call_command("rollout", action.name, *target, "--reason", reason, "--user", user, *flags, stdout=out)
     return out.getvalue()
 
 
@@ -86,20 +102,27 @@ def test_every_declared_action_has_a_sample_request_in_this_file():
 def test_every_action_runs_through_the_api_and_audits_under_its_declared_name(operator_client, ms_partitioned):
     ms = ms_partitioned
     for action in every_action():
-        resp = post(operator_client, url(ms, action.name), {**VALID[action.name], "reason": f"api {action.name}"})
+        resp = post(operator_client, url(ms, action.name), {**valid(action, ms), "reason": f"api {action.name}"})
         assert resp.status_code == 200, (action.name, resp.content)
         body = resp.json()
-        assert body["audit"]["action"] == action.audit and body["audit"]["source"] == "api"
-        assert body["audit"]["reason"] == f"api {action.name}" and body["state"]["name"] == ms["name"]
+        if action.scope == actions.COLLECTION:
+            (record,) = body["audit"]
+            assert record["action"] == action.audit and record["source"] == "api" and record["name"] == ms["name"]
+            assert record["reason"] == f"api {action.name}"
+        else:
+            assert body["audit"]["action"] == action.audit and body["audit"]["source"] == "api"
+            assert body["audit"]["reason"] == f"api {action.name}"
+            assert action.name == "delete" or body["state"]["name"] == ms["name"]
         reconcile(ms["name"])
     assert AuditRecord.objects.filter(name=ms["name"], result="ok").count() == len(VALID)
 
 
-def test_every_action_runs_through_the_cli_and_audits_under_its_declared_name(operator, ms_partitioned):
+def test_every_action_runs_through_the_cli_and_audits_under_its_declared_name(operator, ms_partitioned, tmp_path):
     ms = ms_partitioned
     for action in every_action():
-        out = cli(action, ms, VALID[action.name], reason=f"cli {action.name}")
-        assert f"{action.name} {NAMESPACE}/{ms['name']}: ok" in out, out
+        out = cli(action, ms, valid(action, ms), reason=f"cli {action.name}", tmp_path=tmp_path)
+        outcome = "created" if action.scope == actions.COLLECTION else "ok"
+        assert f"{action.name} {NAMESPACE}/{ms['name']}: {outcome}" in out, out
         record = AuditRecord.objects.latest("id")
         assert (record.action, record.source, record.result) == (action.audit, "cli", "ok")
         assert record.reason == f"cli {action.name}" and record.actor == operator
@@ -108,8 +131,9 @@ def test_every_action_runs_through_the_cli_and_audits_under_its_declared_name(op
 
 def test_the_page_describes_every_action_with_a_url_that_routes_to_it(operator_client, ms):
     described = page_actions(operator_client, ms)["actions"]
-    assert [a["name"] for a in described] == [a.name for a in every_action()]
-    for entry, action in zip(described, every_action()):
+    on_one = [a for a in every_action() if a.scope == actions.OBJECT]
+    assert [a["name"] for a in described] == [a.name for a in on_one]
+    for entry, action in zip(described, on_one):
         assert entry["url"] == reverse(f"api-{action.name}", kwargs={"namespace": NAMESPACE, "name": ms["name"]})
         match = resolve(entry["url"])
         assert match.func.view_initkwargs["control"] is action
@@ -141,6 +165,7 @@ def test_the_page_description_carries_labels_fields_exclusions_and_presets(viewe
         "max": None,
         "maxLength": None,
         "choicesFrom": None,
+        "fromFile": False,
     }
     assert by_name["rollback"]["fields"][0]["choicesFrom"] == "revisions" and by_name["rollback"]["tone"] == "danger"
     assert by_name["set-image"]["fields"][0]["choicesFrom"] == "roles"
@@ -338,9 +363,10 @@ def test_the_cli_has_one_subcommand_per_action_and_one_flag_per_argument():
     from rolloutui.management.commands.rollout import Command
 
     parser = Command().create_parser("manage.py", "rollout")
-    subparsers = next(a for a in parser._actions if a.dest == "action")
-    assert list(subparsers.choices) == [a.name for a in actions.all_actions()]
-    for action in actions.all_actions():
+    subparsers = next(a for a in parser._actions if a.dest == "command")
+    reading = ["list", "get", "status", "history", "diff", "audit", "preview"]
+    assert list(subparsers.choices) == reading + [a.name for a in actions.all_actions()]
+    for action in every_action():
         flags = {o for a in subparsers.choices[action.name]._actions for o in a.option_strings}
         assert {arg.flag for arg in action.args} | {"--reason", "--user"} <= flags, action.name
 
@@ -348,19 +374,19 @@ def test_the_cli_has_one_subcommand_per_action_and_one_flag_per_argument():
 # --- Permissions --------------------------------------------------------------------------------------------
 def test_anonymous_requests_to_every_action_get_401(ms):
     for action in every_action():
-        resp = post(Client(), url(ms, action.name), {**VALID[action.name], "reason": "r"})
+        resp = post(Client(), url(ms, action.name), {**valid(action, ms), "reason": "r"})
         assert resp.status_code == 401, action.name
         assert resp.headers["WWW-Authenticate"] == "Token"
 
 
 def test_a_viewer_is_refused_every_action_by_the_api_and_the_cli_and_both_attempts_are_audited(
-    viewer, viewer_client, ms
+    viewer, viewer_client, ms, tmp_path
 ):
     for action in every_action():
-        resp = post(viewer_client, url(ms, action.name), {**VALID[action.name], "reason": "r"})
+        resp = post(viewer_client, url(ms, action.name), {**valid(action, ms), "reason": "r"})
         assert resp.status_code == 403 and "rolloutui.operate_modelserving" in resp.json()["detail"], action.name
         with pytest.raises(CommandError, match="permission denied"):
-            cli(action, ms, VALID[action.name], user="viewer")
+            cli(action, ms, valid(action, ms), user="viewer", tmp_path=tmp_path)
         api_record, cli_record = AuditRecord.objects.order_by("-id")[:2][::-1]
         for record, source in ((api_record, "api"), (cli_record, "cli")):
             assert (record.action, record.result, record.actor, record.source) == (
@@ -379,12 +405,17 @@ def test_the_schema_documents_every_action_with_its_body_and_its_answer(operator
     schema = json.loads(operator_client.get("/api/schema/", HTTP_ACCEPT="application/json").content)
     components = schema["components"]["schemas"]
     for action in every_action():
-        operation = schema["paths"][f"/api/modelservings/{{namespace}}/{{name}}/{action.name}/"]["post"]
+        path = (
+            f"/api/modelservings/{action.name}"
+            if action.scope == actions.COLLECTION
+            else f"/api/modelservings/{{namespace}}/{{name}}/{action.name}/"
+        )
+        operation = schema["paths"][path]["post"]
         ref = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
         body = components[ref.rsplit("/", 1)[1]]
         assert list(body["properties"]) == [f.name for f in action.fields], action.name
         assert sorted(body.get("required", [])) == sorted(f.name for f in action.fields if f.required)
         assert operation["summary"] == action.label and operation["description"] == action.help
         answer = operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
-        assert answer.endswith("/ActionResult")
-        assert {"400", "401", "403", "404"} <= set(operation["responses"])
+        assert answer.endswith("/CollectionResult" if action.scope == actions.COLLECTION else "/ActionResult")
+        assert {"400", "401", "403"} <= set(operation["responses"])

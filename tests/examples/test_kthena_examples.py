@@ -1,6 +1,6 @@
 """Every real Kthena ModelServing manifest is accepted and rolled out.
 
-Each example from shared/reference/kthena-examples (Kthena's own apiVersion, and ours) is applied to
+Each example in examples/kthena (Kthena's own apiVersion, and ours) is applied to
 a simulated cluster with room for it, then the image of its first role is bumped; the rollout must
 converge with every instance on the new revision. This runs the same controller code as production.
 """
@@ -8,7 +8,6 @@ converge with every instance on the new revision. This runs the same controller 
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 import yaml
@@ -17,8 +16,9 @@ from controller.core import naming
 from controller.core.spec import parse_modelserving
 from controller.simcluster.runner import run_scenario
 from controller.simcluster.scenario import parse_scenario
+from tests.paths import KTHENA_EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "kthena-examples"
+EXAMPLES = KTHENA_EXAMPLES
 
 
 def _modelservings() -> list[tuple[str, dict]]:

@@ -678,6 +678,7 @@ RESOURCES = {
     "v1/events": kmock.ResourceInfo(kind="Event", namespaced=True),
     "apps/v1/controllerrevisions": kmock.ResourceInfo(kind="ControllerRevision", namespaced=True),
     "coordination.k8s.io/v1/leases": kmock.ResourceInfo(kind="Lease", namespaced=True),
+    "v1/configmaps": kmock.ResourceInfo(kind="ConfigMap", namespaced=True),
 }
 
 

@@ -24,9 +24,8 @@ from manifests import DEPLOY, ROOT, by_kind, containers_of, documents, manifest_
 
 from controller.core import naming
 
-SHARED = Path("/work/shared")
-KTHENA_EXAMPLES = sorted(glob.glob(str(SHARED / "reference" / "kthena-examples" / "*.yaml")))
-SCENARIOS = sorted(glob.glob(str(SHARED / "scenarios" / "*.yaml")))
+KTHENA_EXAMPLES = sorted(glob.glob(str(ROOT / "examples" / "kthena" / "*.yaml")))
+SCENARIOS = sorted(glob.glob(str(ROOT / "examples" / "scenarios" / "*.yaml")))
 
 MODELS = {
     "Namespace": kubernetes.client.V1Namespace,
@@ -168,6 +167,10 @@ WEB_CALLS = {
 }
 
 
+# Both accounts read the cluster settings (controller.runtime.clustersettings), one ConfigMap by name.
+SETTINGS_READ = ("", "configmaps", "get")
+
+
 def granted(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
     return {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
 
@@ -206,7 +209,7 @@ def test_the_web_and_the_controller_run_under_separate_service_accounts():
 def test_the_web_may_read_what_it_shows_and_patch_modelservings_and_nothing_else():
     rules = bound_rules("rolloutui-web")
     assert rules["cluster"] == WEB_CALLS
-    assert rules["namespaced"] == set()
+    assert rules["namespaced"] == {SETTINGS_READ}
 
 
 def test_the_controller_may_do_what_the_reconcile_and_the_watch_call_and_nothing_else():
@@ -229,8 +232,21 @@ def test_no_rule_uses_wildcards():
             assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "*" not in rule["apiGroups"]
 
 
+def test_both_accounts_may_read_the_cluster_settings_configmap_and_no_other():
+    (role,) = [r for r in by_kind("Role") if r["metadata"]["name"] == "rolloutui-cluster-settings-reader"]
+    assert role["metadata"]["namespace"] == "rolloutui"
+    assert granted(role["rules"]) == {SETTINGS_READ}
+    assert [r["resourceNames"] for r in role["rules"]] == [["rolloutui-cluster-settings"]]
+    for account in ("rolloutui-web", "rolloutui-controller"):
+        assert SETTINGS_READ in bound_rules(account)["namespaced"]
+    (configmap,) = [c for c in by_kind("ConfigMap") if c["metadata"]["name"] == "rolloutui-cluster-settings"]
+    assert set(configmap["data"]) == {"deploymentMode", "defaultMaxUnavailable", "defaultMaxSurge", "multiNodeOverride"}
+    (config,) = [c for c in by_kind("ConfigMap") if c["metadata"]["name"] == "rolloutui-config"]
+    assert config["data"]["ROLLOUTUI_CLUSTER_SETTINGS_CONFIGMAP"] == "rolloutui/rolloutui-cluster-settings"
+
+
 def test_the_lease_role_is_limited_to_the_controllers_namespace_and_lease():
-    (role,) = by_kind("Role")
+    (role,) = [r for r in by_kind("Role") if r["metadata"]["name"] == "rolloutui-leader-election"]
     assert role["metadata"]["namespace"] == "rolloutui"
     assert granted(role["rules"]) == {
         ("coordination.k8s.io", "leases", "create"),
@@ -239,7 +255,7 @@ def test_the_lease_role_is_limited_to_the_controllers_namespace_and_lease():
     }
     named = [r for r in role["rules"] if "get" in r["verbs"]]
     assert named[0]["resourceNames"] == ["rolloutui-controller"]
-    assert bound_rules("rolloutui-controller")["namespaced"] == granted(role["rules"])
+    assert bound_rules("rolloutui-controller")["namespaced"] == granted(role["rules"]) | {SETTINGS_READ}
 
 
 def test_the_dockerfile_builds_from_files_that_exist_and_runs_as_non_root():
@@ -359,15 +375,13 @@ def scenario_samples() -> list[tuple[str, dict[str, Any]]]:
     return [(Path(p).name, yaml.safe_load(Path(p).read_text())["modelServing"]) for p in SCENARIOS]
 
 
-@pytest.mark.skipif(not KTHENA_EXAMPLES, reason="the Kthena examples in /work/shared/reference are not available")
-@pytest.mark.parametrize("name_doc", kthena_samples() if KTHENA_EXAMPLES else [], ids=lambda nd: nd[0])
+@pytest.mark.parametrize("name_doc", kthena_samples(), ids=lambda nd: nd[0])
 def test_every_kthena_example_is_accepted_whole_after_changing_its_api_version(name_doc):
     _, doc = name_doc
     assert validation_errors(doc) == []
 
 
-@pytest.mark.skipif(not SCENARIOS, reason="the scenarios in /work/shared/scenarios are not available")
-@pytest.mark.parametrize("name_doc", scenario_samples() if SCENARIOS else [], ids=lambda nd: nd[0])
+@pytest.mark.parametrize("name_doc", scenario_samples(), ids=lambda nd: nd[0])
 def test_every_scenario_modelserving_is_accepted(name_doc):
     _, doc = name_doc
     assert validation_errors(doc) == []

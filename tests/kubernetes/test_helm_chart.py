@@ -114,7 +114,7 @@ def test_without_tls_the_dashboard_is_not_told_it_is_behind_https():
     assert config_of(docs)["ROLLOUTUI_HTTPS"] == "0"
 
 
-def test_the_cluster_settings_reach_the_app_as_environment_variables():
+def test_the_cluster_settings_become_the_configmap_the_app_reads_and_both_accounts_may_get_it():
     values = {
         "clusterSettings": {
             "deploymentMode": "Serverless",
@@ -123,17 +123,38 @@ def test_the_cluster_settings_reach_the_app_as_environment_variables():
             "multiNodeOverride": True,
         }
     }
-    config = config_of(render(values))
-    assert {
-        k: config[k] for k in config if k.startswith(("ROLLOUTUI_DEPLOYMENT", "ROLLOUTUI_DEFAULT", "ROLLOUTUI_MULTI"))
-    } == {
-        "ROLLOUTUI_DEPLOYMENT_MODE": "Serverless",
-        "ROLLOUTUI_DEFAULT_MAX_UNAVAILABLE": "1",
-        "ROLLOUTUI_DEFAULT_MAX_SURGE": "25%",
-        "ROLLOUTUI_MULTI_NODE_OVERRIDE": "1",
+    docs = render(values)
+    (settings_map,) = [
+        d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-cluster-settings")
+    ]
+    assert settings_map["data"] == {
+        "deploymentMode": "Serverless",
+        "defaultMaxUnavailable": "1",
+        "defaultMaxSurge": "25%",
+        "multiNodeOverride": "true",
     }
+    ref = f"{settings_map['metadata']['namespace']}/{settings_map['metadata']['name']}"
+    assert config_of(docs)["ROLLOUTUI_CLUSTER_SETTINGS_CONFIGMAP"] == ref
+    # What the controller makes of it (controller.runtime.clustersettings).
+    from controller.runtime.clustersettings import from_configmap_data
+
+    parsed = from_configmap_data(settings_map["data"], where="configmap " + ref)
+    assert parsed.to_json() == {
+        "deploymentMode": "Serverless",
+        "defaultRollout": {"maxUnavailable": 1, "maxSurge": "25%"},
+        "multiNodeOverride": True,
+    }
+    (role,) = [d for d in docs if d["kind"] == "Role" and d["metadata"]["name"].endswith("-cluster-settings-reader")]
+    assert role["rules"] == [
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "resourceNames": [settings_map["metadata"]["name"]],
+            "verbs": ["get"],
+        }
+    ]
     for name in ("rolloutui-web", "rolloutui-worker"):
-        for c in containers_of(deployment(name, render(values)), init=False):
+        for c in containers_of(deployment(name, docs), init=False):
             assert {"configMapRef": {"name": "rolloutui-config"}} in c["envFrom"]
 
 

@@ -203,12 +203,9 @@ def test_an_in_place_update_patches_images_on_the_same_pods_through_the_kubernet
         assert p["status"]["containerStatuses"][0]["restartCount"] == 1
 
 
-KTHENA_EXAMPLES = Path("/work/shared/reference/kthena-examples")
+KTHENA_EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "kthena"
 
 
-@pytest.mark.skipif(
-    not (KTHENA_EXAMPLES / "model-serving__gpu-pd-disaggregation.yaml").exists(), reason="Kthena examples not available"
-)
 def test_a_real_kthena_manifest_comes_up_on_the_cluster_with_its_pod_specs_as_written(cluster, core):
     # It writes `nvidia.com/gpu: 1` (a number), as most Kthena examples do: the pods must carry it.
     doc = next(

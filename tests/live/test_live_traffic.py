@@ -51,3 +51,37 @@ def test_losing_a_worker_pod_interrupts_the_requests_its_entry_was_serving(clien
         cluster.delete_pod("default", worker)
     assert traffic.in_flight_counts("default", [entry]) == {}
     assert SimTraffic.objects.get(name="demo").interrupted == busy[entry]
+
+
+def test_requests_cut_off_at_a_drain_timeout_go_to_the_rollouts_audit(client, django_capture_on_commit_callbacks):
+    from controller.core import naming
+    from controller.runtime import interruptions
+    from rolloutui.models import AuditRecord
+
+    traffic = RedisTraffic(client, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
+    clock = ManualClock()
+    cluster = DatabaseCluster(
+        clock, actor="kubelet", config=config(), traffic=traffic, on_interrupted=interruptions.report
+    )
+    cluster.add_node(4)
+    entry = "g-0-serve-0-0"
+    cluster.create_pod(pod(entry))
+    for _ in range(40):
+        clock.t += 1
+        tick(cluster)
+    SimTraffic.objects.create(namespace="default", name="demo", rps=20, duration_low=60, duration_high=60)
+    for _ in range(3):
+        clock.t += 1
+        tick(cluster)
+    busy = traffic.in_flight_counts("default", [entry])[entry]
+    # The controller marked it draining, the timeout passed with requests in flight: it deletes it.
+    cluster.patch_pod("default", entry, {"metadata": {"annotations": {naming.ANNOTATION_DRAINING: str(clock.t)}}})
+    with django_capture_on_commit_callbacks(execute=True):
+        cluster.delete_pod("default", entry)
+    record = AuditRecord.objects.get(action="drain_timeout")
+    assert (record.source, record.namespace, record.details) == (
+        "system",
+        "default",
+        {"pod": entry, "interrupted": busy},
+    )
+    assert f"{busy} request(s) in flight on {entry}" in record.reason

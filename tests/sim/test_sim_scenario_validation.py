@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import io
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,6 @@ from controller.simcluster import cli
 from controller.simcluster.scenario import ScenarioError, parse_scenario
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("ROLLOUTUI_SHARED", REPO.parent / "shared")) / "scenarios"
 
 BASE = {
     "name": "t",
@@ -169,10 +167,16 @@ def test_manage_py_simulate_exits_2_with_one_line_naming_the_field(tmp_path):
     assert len(lines) == 1 and "cluster.timing.load: expected a number or [min, max]" in lines[0]
 
 
-@pytest.mark.skipif(not SHARED.exists(), reason="shared scenarios not available")
-def test_every_shared_scenario_parses():
+def test_every_scenario_of_the_repository_and_of_shared_parses():
     from controller.simcluster.scenario import load_scenario
+    from tests.paths import EXAMPLE_SCENARIOS, TEST_SCENARIOS, shared_scenarios_beyond_the_repository
 
-    for path in sorted(SHARED.glob("*.yaml")):
+    paths = [
+        *EXAMPLE_SCENARIOS.glob("*.yaml"),
+        *TEST_SCENARIOS.glob("*.yaml"),
+        *shared_scenarios_beyond_the_repository(),
+    ]
+    assert len(paths) >= 12
+    for path in sorted(paths):
         s = load_scenario(path)
         assert s.events[0].do == "apply"

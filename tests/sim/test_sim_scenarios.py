@@ -1,4 +1,7 @@
-"""Every shared scenario runs, and its trace shows what the file's comment promises."""
+"""Every scenario runs, and the documented ones' traces show what each file's comment promises.
+
+The scenarios are the repository's (``examples/scenarios``, ``tests/scenarios``); ``../shared/scenarios``
+runs too when it is there and differs from those copies (``tests/paths.py``)."""
 
 from __future__ import annotations
 
@@ -25,10 +28,15 @@ from trace_checks import (  # noqa: E402
 from controller.simcluster.runner import run_scenario  # noqa: E402
 from controller.simcluster.scenario import load_scenario  # noqa: E402
 from controller.simcluster.trace import dumps  # noqa: E402
+from tests.paths import (  # noqa: E402
+    EXAMPLE_SCENARIOS,
+    shared_scenarios_beyond_the_repository,
+)
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("ROLLOUTUI_SHARED", REPO.parent / "shared")) / "scenarios"
-pytestmark = pytest.mark.skipif(not SHARED.exists(), reason="shared scenarios not available")
+SCENARIOS = EXAMPLE_SCENARIOS  # the documented scenarios whose promises this file checks by name
+# tests/scenarios are run by tests/coordination/test_scenarios_issue4.py.
+ALL_SCENARIOS = [*sorted(EXAMPLE_SCENARIOS.glob("*.yaml")), *shared_scenarios_beyond_the_repository()]
 
 _CACHE: dict[str, tuple[dict, float]] = {}
 
@@ -36,7 +44,7 @@ _CACHE: dict[str, tuple[dict, float]] = {}
 def trace_of(name: str) -> dict:
     if name not in _CACHE:
         start = time.process_time()
-        trace = run_scenario(load_scenario(SHARED / f"{name}.yaml"))
+        trace = run_scenario(load_scenario(SCENARIOS / f"{name}.yaml"))
         _CACHE[name] = (trace, time.process_time() - start)
     return _CACHE[name][0]
 
@@ -250,22 +258,24 @@ def test_draining_before_deleting_interrupts_no_request():
 
 @pytest.mark.slow
 def test_the_same_seed_gives_a_byte_identical_trace_and_another_seed_may_differ():
-    s = load_scenario(SHARED / "drain-no-loss.yaml")
-    one, two = dumps(run_scenario(s)), dumps(run_scenario(load_scenario(SHARED / "drain-no-loss.yaml")))
+    s = load_scenario(SCENARIOS / "drain-no-loss.yaml")
+    one, two = dumps(run_scenario(s)), dumps(run_scenario(load_scenario(SCENARIOS / "drain-no-loss.yaml")))
     assert one == two
-    other = dumps(run_scenario(load_scenario(SHARED / "drain-no-loss.yaml", seed=99)))
+    other = dumps(run_scenario(load_scenario(SCENARIOS / "drain-no-loss.yaml", seed=99)))
     assert json.loads(other)["seed"] == 99 and other != one
 
 
 def test_the_controller_never_mutates_objects_it_reads_so_shared_reads_equal_copied_reads():
-    s = load_scenario(SHARED / "group-rolling.yaml")
-    assert dumps(run_scenario(s)) == dumps(run_scenario(load_scenario(SHARED / "group-rolling.yaml"), copy_reads=True))
+    s = load_scenario(SCENARIOS / "group-rolling.yaml")
+    assert dumps(run_scenario(s)) == dumps(
+        run_scenario(load_scenario(SCENARIOS / "group-rolling.yaml"), copy_reads=True)
+    )
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in SHARED.glob("*.yaml")) if SHARED.exists() else [])
-def test_every_shared_scenario_runs_without_controller_errors(name):
-    trace = trace_of(name)
-    assert trace["format"] == 1 and trace["scenario"] == name
+@pytest.mark.parametrize("path", ALL_SCENARIOS, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}/{p.stem}")
+def test_every_scenario_runs_without_controller_errors(path):
+    trace = trace_of(path.stem) if path.parent == SCENARIOS else run_scenario(load_scenario(path))
+    assert trace["format"] == 1
     assert trace["frames"][0]["t"] == 0.0
     assert "controllerErrors" not in trace, trace.get("controllerErrors")
     assert not [e for e in trace["events"] if e.get("error")]
@@ -282,7 +292,7 @@ def test_traces_are_byte_identical_across_processes_with_different_hash_seeds(tm
                 sys.executable,
                 "-m",
                 "controller.simcluster.cli",
-                str(SHARED / "partition-protected-recovery.yaml"),
+                str(SCENARIOS / "partition-protected-recovery.yaml"),
                 "--out",
                 str(out),
             ],
@@ -305,7 +315,7 @@ def test_manage_py_simulate_writes_the_trace_file_and_exits_0(tmp_path):
             sys.executable,
             "manage.py",
             "simulate",
-            str(SHARED / "surge-unschedulable.yaml"),
+            str(SCENARIOS / "surge-unschedulable.yaml"),
             "--out",
             str(out),
             "--seed",
@@ -319,4 +329,4 @@ def test_manage_py_simulate_writes_the_trace_file_and_exits_0(tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
     assert doc["format"] == 1 and doc["scenario"] == "surge-unschedulable" and doc["seed"] == 4
-    assert out.read_text() == dumps(run_scenario(load_scenario(SHARED / "surge-unschedulable.yaml")))
+    assert out.read_text() == dumps(run_scenario(load_scenario(SCENARIOS / "surge-unschedulable.yaml")))

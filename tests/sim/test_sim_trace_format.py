@@ -1,9 +1,8 @@
-"""The trace is exactly format 1 (shared/docs/scenarios.md) for every shared scenario."""
+"""The trace is exactly format 1 (shared/docs/scenarios.md) for the documented scenarios (examples/scenarios)."""
 
 from __future__ import annotations
 
 import copy
-import os
 from pathlib import Path
 
 import pytest
@@ -13,9 +12,10 @@ pytest.importorskip("controller.core.reconcile")
 
 from controller.simcluster.runner import run_scenario  # noqa: E402
 from controller.simcluster.scenario import load_scenario, parse_scenario  # noqa: E402
+from tests.paths import EXAMPLE_SCENARIOS  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("ROLLOUTUI_SHARED", REPO.parent / "shared")) / "scenarios"
+SHARED = EXAMPLE_SCENARIOS  # the documented scenarios (a copy of the contract's)
 SMALL = ["group-rolling", "partition-protected-recovery", "surge-unschedulable", "drain-no-loss"]
 STATES = {"Pending", "Creating", "Ready", "Updating", "Draining", "Deleting", "Failed"}
 # "verify" is the release layer's addition (additive, scenarios.md "Canary, analysis and gates").
@@ -90,13 +90,11 @@ def check_format(trace):
         assert trace["convergedAt"] is None
 
 
-@pytest.mark.skipif(not SHARED.exists(), reason="shared scenarios not available")
 @pytest.mark.parametrize("name", SMALL)
 def test_every_shared_scenarios_trace_has_exactly_the_documented_shape(name):
     check_format(run_scenario(load_scenario(SHARED / f"{name}.yaml")))
 
 
-@pytest.mark.skipif(not SHARED.exists(), reason="shared scenarios not available")
 def test_a_kthena_manifest_runs_unchanged_apart_from_its_api_version_and_an_apply_after_zero_still_has_a_t0_frame():
     doc = yaml.safe_load((SHARED / "group-rolling.yaml").read_text())
     doc = copy.deepcopy(doc)

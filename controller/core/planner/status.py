@@ -12,7 +12,9 @@ simply done and the instances that run something else than the group; blocked re
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from .. import naming, phases
@@ -37,6 +39,8 @@ class _Totals:
     updated_groups: int = 0
     available_groups: int = 0
     non_updated_revisions: dict[str, int] = field(default_factory=dict)
+    # The group whose coordinated roles are furthest apart: (skew, limit, group), or None.
+    worst_skew: tuple[Fraction, Fraction, int] | None = None
 
 
 def build_status(ctx: PassContext, out: PlanBuilder) -> dict[str, Any]:
@@ -84,10 +88,59 @@ def build_status(ctx: PassContext, out: PlanBuilder) -> dict[str, Any]:
         "waiting": _grouped_waiting(out.blocked),
         "progress": progress.to_json(),
         "referencedRevisions": sorted(r for r in totals.referenced if r),
-    }
+    } | _skew_entry(ctx, totals, rolling=current != ctx.update_hash)
     if out.canary is not None and out.canary.status is not None:
         status["canary"] = out.canary.status
     return status
+
+
+def _skew_entry(ctx: PassContext, totals: _Totals, *, rolling: bool) -> dict[str, Any]:
+    """``skew``, only under coordination: the widest gap in Ready progress between the coordinated
+    roles of one group, with the group, maxSkew and the lead the start quotas allow at that
+    baseline (percentages). The charts draw it against maxSkew; see ``_coordinated_skew``. While no
+    rollout runs (current = update revision: the first bring-up, or converged) no quota applies
+    (creating missing instances is not a replacement) and the figure is 0."""
+    coordination = ctx.ms.strategy.coordination
+    if coordination is None or totals.group_level:
+        return {}
+    worst = totals.worst_skew if rolling else None
+    skew, limit, group = worst or (Fraction(0), Fraction(coordination.max_skew_percent, 100), None)
+    return {
+        "skew": {
+            "percent": round(float(skew) * 100, 2),
+            "group": group,
+            "maxSkewPercent": coordination.max_skew_percent,
+            "limitPercent": round(float(limit) * 100, 2),
+        }
+    }
+
+
+def _coordinated_skew(ready: dict[str, tuple[int, int]], max_skew: Fraction) -> tuple[Fraction, Fraction]:
+    """The skew of one group as the planner counts it, and the lead its start quotas allow.
+
+    ``ready``: per coordinated role, (instances on the update template and Ready at or above the
+    role's partition, eligible instances = replicas - partition); roles with nothing eligible are
+    left out. Skew = highest Ready progress - lowest, among the roles still rolling (not all Ready
+    on the update template): a role that is done, or whose template did not change, is held back
+    by no quota and leads nobody. The planner lets a role start
+    ``ceil(min(1, baseline + maxSkew) * T)`` replacements (``budgets.skew_quota``; baseline = the
+    lowest Ready progress of the roles not done), so a role may lead the baseline by that quota's
+    share, which rounding up can put above maxSkew: limit = max over roles of quota / T - baseline.
+
+    Example: prefill 1 of 4 Ready, decode 0 of 3, maxSkew 10%: skew 25%; baseline 0, quotas
+    ceil(0.1 * 4) = 1 of 4 (25%) and ceil(0.1 * 3) = 1 of 3 (33.33%): limit 33.33%, so the 25% gap
+    is within what the planner allows although it is above maxSkew (one instance is the least step).
+    """
+    fractions = [Fraction(r, t) for r, t in ready.values() if t > 0 and r < t]
+    if not fractions:
+        return Fraction(0), max_skew
+    baseline = min(fractions)
+    limit = max(
+        Fraction(min(t, math.ceil(min(Fraction(1), baseline + max_skew) * t)), t) - baseline
+        for _, t in ready.values()
+        if t > 0
+    )
+    return max(fractions) - min(fractions), limit
 
 
 def recorded_group_revision(ctx: PassContext, out: PlanBuilder, ordinal: int) -> str:
@@ -120,6 +173,8 @@ def _group_entry(ctx: PassContext, out: PlanBuilder, o: int, totals: _Totals) ->
     group_updated = True
     roles_out = []
     group_instance_revisions: dict[str, str] = {}
+    coordination = ms.strategy.coordination if not group_level and not surge_group else None
+    coordinated_ready: dict[str, tuple[int, int]] = {}
     for role in ms.roles:
         name = role.name
         tot = totals.roles[name]
@@ -181,9 +236,23 @@ def _group_entry(ctx: PassContext, out: PlanBuilder, o: int, totals: _Totals) ->
             counts["revisions"] = revisions
         for k, r in instance_revisions.items():
             group_instance_revisions[f"{name}/{k}"] = r
+        if coordination is not None and name in coordination.roles:
+            eligible_ks = range(min(role_partition, role.replicas), role.replicas)
+            ready_eligible = sum(
+                1
+                for k in eligible_ks
+                if (inst := group.instances.get((name, k)) if group else None) is not None
+                and ctx.available(inst)
+                and ctx.instance_updated(inst)
+            )
+            coordinated_ready[name] = (ready_eligible, len(eligible_ks))
         roles_out.append(counts)
         for key in _ROLE_COUNTS:
             tot[key] += counts[key]
+    if coordination is not None:
+        skew, limit = _coordinated_skew(coordinated_ready, Fraction(coordination.max_skew_percent, 100))
+        if totals.worst_skew is None or skew > totals.worst_skew[0]:
+            totals.worst_skew = (skew, limit, o)
     if present and {r for r, _ in group.instances} - set(ms.role_names):
         totals.converged = False  # instances of a role that left the spec
         group_updated = False

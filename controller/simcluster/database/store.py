@@ -142,6 +142,7 @@ class DatabaseCluster:
         config: ClusterConfig | None = None,
         on_change: Callable[[str, str], None] | None = None,
         traffic: RedisTraffic | None = None,
+        on_interrupted: Callable[[str, str, str, int, str], None] | None = None,
     ) -> None:
         """``on_change(namespace, name)``: called for every real change of a ModelServing's objects
         (inside the writing transaction); ``traffic``: the simulated requests, whose in-flight ones are
@@ -151,6 +152,10 @@ class DatabaseCluster:
         self.actor = actor
         self.on_change = on_change
         self.traffic = traffic
+        # on_interrupted(namespace, modelserving, pod, count, reason): requests cut off when a pod
+        # stopped serving; reason "drain timeout" when the pod was draining (the controller deleted
+        # it at spec.drain.timeoutSeconds with requests still in flight). The runtime reports it.
+        self.on_interrupted = on_interrupted
         self._config = config
         # A config given by the caller (tests, benchmarks) is fixed; otherwise it is the stored one.
         self._config_fixed = config is not None
@@ -326,7 +331,8 @@ class DatabaseCluster:
 
         before, after = self.update_pod(namespace, name, terminate)
         if after is not before:
-            self._interrupt_pod_after_commit(namespace, name, "deleted", before)
+            draining = naming.ANNOTATION_DRAINING in ((before.get("metadata") or {}).get("annotations") or {})
+            self._interrupt_pod_after_commit(namespace, name, "drain timeout" if draining else "deleted", before)
 
     def patch_pod(self, namespace: str, name: str, patch: Obj) -> Obj:
         restarted = []
@@ -382,17 +388,25 @@ class DatabaseCluster:
             return old, out
         raise Conflict(f"pod {namespace}/{name}: too many concurrent writers")
 
-    def _interrupt_after_commit(self, namespace: str, name: str, reason: str, ms_name: str | None) -> None:
-        traffic = self.traffic
-        if traffic is not None:
-            transaction.on_commit(lambda: traffic.interrupt(namespace, name, reason, ms_name=ms_name))
-
     def _interrupt_pod_after_commit(self, namespace: str, name: str, reason: str, pod: Obj) -> None:
-        """Like ``_interrupt_after_commit``, crediting the pod's ModelServing or InferenceService."""
-        kind, owner = traffic_owner(pod)
+        """After the write commits, the requests in flight on the pod's engine are interrupted and
+        counted against its ModelServing's or InferenceService's traffic; a ModelServing's are also
+        reported (``on_interrupted``: the audit of a drain timeout)."""
         traffic = self.traffic
-        if traffic is not None:
-            transaction.on_commit(lambda: traffic.interrupt(namespace, name, reason, ms_name=owner, kind=kind))
+        if traffic is None:
+            return
+        kind, owner = traffic_owner(pod)
+        report = self.on_interrupted
+
+        def interrupt() -> None:
+            count = traffic.interrupt(namespace, name, reason, ms_name=owner, kind=kind)
+            if count and report is not None and owner and kind == SimTraffic.KIND_MODELSERVING:
+                try:
+                    report(namespace, owner, name, count, reason)
+                except Exception:  # reporting is best effort; the requests are already counted
+                    log.exception("could not report %d interrupted requests on %s/%s", count, namespace, name)
+
+        transaction.on_commit(interrupt)
 
     def kill_pod(self, namespace: str, name: str, message: str) -> Obj:
         """Fault injection: the pod's containers are killed for good (phase Failed; the controller's

@@ -80,7 +80,8 @@ class RedisTraffic:
         self, namespace: str, pod: str, reason: str = "", *, ms_name: str | None = None, kind: str = "ModelServing"
     ) -> int:
         """The pod stopped serving: the requests in flight on its engine (``routing.engine_entry``)
-        are interrupted, and counted against ``kind``/``ms_name``'s traffic. Returns how many."""
+        are interrupted, and counted against ``kind``/``ms_name``'s traffic. Returns how many (the store
+        reports the ones cut off at a drain timeout: ``DatabaseCluster(on_interrupted=...)``)."""
         pod = routing.engine_entry(pod)
         client = self.client
         try:

@@ -116,6 +116,7 @@ class Command(BaseCommand):
             self.say(f"Migrating the database ({self._database_label()})")
             call_command("migrate", interactive=False, verbosity=0)
             sign_in = self._ensure_operator()
+            self._load_manifests()
             if not options["no_demo"]:
                 self._load_demo()
             self._start_children(redis_url)
@@ -255,6 +256,22 @@ class Command(BaseCommand):
             f'as "{account.username}" with the password printed on the first run\n'
             "  (forgotten? restart with ROLLOUTUI_ADMIN_PASSWORD=... to set a new one)"
         )
+
+    def _load_manifests(self) -> None:
+        """``ROLLOUTUI_LOAD=examples/kthena/``: apply every manifest of that folder (or that file) as
+        the operator account, audited with source ``system``, before the demo: the demo ModelServing
+        is then left out (``load_demo`` adds it only to a cluster without any)."""
+        path = os.environ.get("ROLLOUTUI_LOAD", "").strip()
+        if not path:
+            return
+        from django.contrib.auth import get_user_model
+
+        from rolloutui.services import accounts, manifests
+
+        user = get_user_model().objects.get(username=accounts.admin_username())
+        self.say(f"Applying the manifests in {path} (ROLLOUTUI_LOAD)")
+        for line in manifests.load_path(path, user, reason=f"ROLLOUTUI_LOAD={path} at start-up"):
+            self.say("  " + line)
 
     def _load_demo(self) -> None:
         if settings.ROLLOUTUI_BACKEND != "sim":

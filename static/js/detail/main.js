@@ -44,6 +44,11 @@ const store = createStore({
 // A control's answer carries the state after it; it replaces the shown state unless the socket
 // already brought a newer one.
 function controlDone(result) {
+  // A deleted ModelServing has no page any more: back to the list.
+  if (result && result.audit && result.audit.action === "delete" && result.audit.result === "ok") {
+    location.href = "/";
+    return;
+  }
   const current = store.get().state;
   if (result && result.state && !(current && result.state.time <= current.time)) store.set({ state: result.state });
   audit.load();
@@ -64,7 +69,7 @@ const panels = [
   controls,
   topology,
   createWaits(),
-  createDrain(),
+  createDrain({ boot }),
   createRoles(),
   charts,
   createRevisions({

@@ -1,6 +1,8 @@
 // Progress charts (Plotly, served from /static/vendor/plotly.min.js): per-role updated-and-Ready
-// fraction over time, available groups against the budget floor, and the skew between roles
-// against maxSkew.
+// fraction over time, available groups against the budget floor, and the skew the planner enforces
+// against maxSkew: per ServingGroup, between the coordinated roles only, net of the partition
+// (state.skew: the widest group's gap, maxSkew, and the lead the rounded-up start quotas allow).
+// Without coordination there is no skew rule, and the chart says so instead of plotting a spread.
 //
 // The history starts with the stored samples (GET .../history/, sampled by the controller) and
 // is extended with every state the page receives (`observe`). Plotly (4.6 MB) is loaded after the
@@ -74,7 +76,7 @@ export function createCharts({ boot, plotlySrc }) {
     if (samples.length && samples[samples.length - 1].t >= t) return;
     const progress = {};
     for (const r of state.roles || []) progress[r.name] = Number(r.progress) || 0;
-    const vals = Object.values(progress);
+    const sk = state.skew || null;
     const g = (state.strategy && state.strategy.group) || {};
     // floor = total groups - maxUnavailable: 6 groups, maxUnavailable 1 -> 5 must stay available.
     const floor = Math.max(0, (g.total ?? state.spec.replicas ?? 0) - ((g.maxUnavailable && g.maxUnavailable.count) || 0));
@@ -83,7 +85,10 @@ export function createCharts({ boot, plotlySrc }) {
       progress,
       available: (state.counts || {}).availableReplicas || 0,
       floor,
-      skew: vals.length > 1 ? Math.max(...vals) - Math.min(...vals) : 0,
+      skew: sk ? Number(sk.percent) / 100 : null,
+      skewLimit: sk ? Number(sk.limitPercent) / 100 : null,
+      skewGroup: sk ? sk.group : null,
+      maxSkew: sk ? Number(sk.maxSkewPercent) / 100 : null,
     });
     if (samples.length > MAX_SAMPLES) samples.splice(0, samples.length - MAX_SAMPLES);
     dirty = true;
@@ -95,7 +100,16 @@ export function createCharts({ boot, plotlySrc }) {
       if (!points.length) return;
       const older = points
         .filter((p) => !samples.length || p.t < samples[0].t)
-        .map((p) => ({ t: p.t, progress: p.roles || {}, available: p.available, floor: p.floor, skew: (p.skew || 0) / 100 }));
+        .map((p) => ({
+          t: p.t,
+          progress: p.roles || {},
+          available: p.available,
+          floor: p.floor,
+          skew: p.skew == null ? null : p.skew / 100,
+          skewLimit: p.skewLimit == null ? null : p.skewLimit / 100,
+          skewGroup: p.skewGroup ?? null,
+          maxSkew: p.maxSkew == null ? null : p.maxSkew / 100,
+        }));
       samples.unshift(...older);
       byId("charts-note").textContent = "stored history, extended live";
       dirty = true;
@@ -148,16 +162,27 @@ export function createCharts({ boot, plotlySrc }) {
       layout("Available capacity vs budget floor", "groups", { range: [0, replicas * 1.1 + 0.5], rangemode: "tozero" }),
       chartConfig,
     );
-    const skewLimit = maxSkew(manifest);
-    const traces = [
-      {
+    const last = samples[samples.length - 1];
+    const skewLimit = last.maxSkew ?? maxSkew(manifest);
+    const coordinated = samples.some((s) => s.skew != null);
+    const traces = [];
+    if (coordinated) {
+      traces.push({
         x: xs,
         y: samples.map((s) => s.skew),
-        name: "skew (max − min role progress)",
+        text: samples.map((s) => (s.skewGroup == null ? "" : "group " + s.skewGroup)),
+        name: "skew (widest group, coordinated roles, net of the partition)",
         mode: "lines",
         line: { width: 2, color: "#8c5bd6", shape: "hv" },
-      },
-    ];
+      });
+      traces.push({
+        x: xs,
+        y: samples.map((s) => s.skewLimit),
+        name: "allowed lead (start quotas round up)",
+        mode: "lines",
+        line: { width: 1, dash: "dot", color: "#d98a1c", shape: "hv" },
+      });
+    }
     if (skewLimit != null) {
       traces.push({
         x: [xs[0], xs[xs.length - 1]],
@@ -170,10 +195,11 @@ export function createCharts({ boot, plotlySrc }) {
     Plotly.react(
       "chart-skew",
       traces,
-      layout(skewLimit != null ? "Skew between roles vs maxSkew" : "Skew between roles (no maxSkew set)", "fraction", {
-        range: [0, 1.05],
-        tickformat: ".0%",
-      }),
+      layout(
+        coordinated ? "Skew between coordinated roles vs maxSkew" : "Skew: no coordinated roles (maxSkew applies only to them)",
+        "fraction",
+        { range: [0, 1.05], tickformat: ".0%" },
+      ),
       chartConfig,
     );
   }

@@ -88,6 +88,14 @@ const DESCRIBE = {
       null,
       "Changes the container image in the role's entry and worker templates. This makes a new revision and starts a rollout.",
     ),
+  delete: ({ boot }) =>
+    h(
+      "p",
+      null,
+      "Deletes ",
+      h("b", null, `${boot.namespace}/${boot.name}`),
+      " with its pods and revisions. Requests still in flight on its pods are cut off.",
+    ),
 };
 
 const TITLES = {
@@ -95,6 +103,7 @@ const TITLES = {
   resume: "Resume the rollout",
   rollback: "Roll back",
   "set-image": "Set the image of a role",
+  delete: "Delete the ModelServing",
 };
 
 // The confirm button's word where it differs from the button's label.

@@ -1,5 +1,6 @@
 // Effective strategy: each budget with the value it resolves to and where it came from (this
-// object, a cluster default, the built-in default, or the multi-node override).
+// object, a cluster default, the built-in default, or the multi-node override), and the cluster
+// settings in force with their origin (boot.clusterSettings: the environment or a ConfigMap).
 
 import { byId, h, memo, mount } from "../../lib/dom.js";
 
@@ -7,15 +8,33 @@ const SOURCES = {
   object: "this object",
   cluster: "cluster default",
   builtin: "built-in default",
-  override: "multi-node override",
+  multiNodeOverride: "multi-node override",
 };
 const GROUP_LEVEL = "ServingGroupRollingUpdate";
+
+// "Standard mode; defaults maxUnavailable 25%, maxSurge 1; multi-node override on (from the environment)"
+function settingsLine(cs) {
+  if (!cs) return null;
+  const d = cs.defaultRollout || {};
+  const defaults = Object.entries(d).map(([k, v]) => `${k} ${v}`);
+  const parts = [
+    `${cs.deploymentMode} mode` + (cs.deploymentMode === "Standard" ? "" : " (cluster defaults apply only in Standard)"),
+    defaults.length ? "defaults " + defaults.join(", ") : "no cluster defaults",
+    "multi-node override " + (cs.multiNodeOverride ? "on" : "off"),
+  ];
+  return h(
+    "p",
+    { class: "muted", "data-testid": "cluster-settings" },
+    "Cluster settings: " + parts.join("; ") + ` (from ${cs.origin})`,
+    cs.error ? h("span", { class: "error" }, " — " + cs.error) : null,
+  );
+}
 
 export function createStrategy() {
   const el = byId("strategy");
   const changed = memo();
 
-  function render({ state }) {
+  function render({ state, boot }) {
     const s = state.strategy || {};
     if (!changed(JSON.stringify([s, state.strategyType]))) return;
     const scopes = [];
@@ -74,6 +93,7 @@ export function createStrategy() {
         ),
         h("tbody", null, rows),
       ),
+      settingsLine(boot && boot.clusterSettings),
     );
   }
 

@@ -1,0 +1,406 @@
+"""ModelServing manifests from an operator: apply (create or update) and delete, with the errors an
+editor needs. The only implementation; the action registry declares ``apply`` and ``delete``
+(``services.actions``), from which the REST API routes, the ``manage.py rollout apply|delete``
+subcommands and the page's buttons are generated; the YAML editor page validates with ``validate``.
+
+Input: YAML or JSON text, one or more documents (``---``). Both apiVersions are accepted:
+``serving.rolloutui.io/v1alpha1`` and Kthena's ``workload.serving.volcano.sh/v1alpha1`` (the same
+fields; stored under ours, as the Kubernetes adapter and the CRD do). Documents of another kind
+(a ConfigMap beside the ModelServing in a Kthena example) are skipped and said so; a text without
+any ModelServing is an error.
+
+Errors carry where they are: ``{"document": 0, "path": "spec.template.roles[0].replicas", "line": 12,
+"message": "..."}``. The path is the controller's own validation's (``core.spec.parse_modelserving``);
+the line is found in the YAML node tree (the nearest existing parent when the field is missing), so
+the editor can mark it.
+
+Apply, per ModelServing document, like ``kubectl apply``:
+
+- absent: created (server-owned metadata and status dropped);
+- present: its spec is replaced by the document's (a merge patch computed from the two, so removed
+  fields go), labels and annotations are added or changed (never removed: the controls' change-cause
+  annotation stays); with ``metadata.resourceVersion`` in the document (the editor sends the version it
+  loaded) the write fails with ``Conflict`` if the object changed since;
+- unchanged: nothing is written.
+
+Every document applied leaves an ``AuditRecord`` (``apply``; details: outcome created / configured /
+unchanged, the apiVersion it came with) and a reconcile; ``delete`` leaves one (``delete``). Both need
+``rolloutui.operate_modelserving``. On Kubernetes the web's ServiceAccount may not create or delete
+ModelServings (deploy/rbac.yaml): there the API server refuses and the error says so.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from controller.core import naming
+from controller.core.controls import ControlError
+from controller.core.ports import ClusterError, Conflict, NotFound
+from controller.core.spec import ValidationError, parse_modelserving
+from controller.runtime import enqueue
+
+from ..models import AuditRecord
+from . import controls
+from .cluster import get_cluster
+
+MAX_BYTES = 1_000_000
+SERVER_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "deletionTimestamp")
+
+
+class ManifestError(ControlError):
+    """The text cannot be applied; ``errors`` lists each problem with its document, path and line."""
+
+    def __init__(self, errors: list[dict[str, Any]]) -> None:
+        first = errors[0]
+        where = f"document {first['document'] + 1}, line {first['line']}: " if first.get("line") else ""
+        path = f"{first['path']}: " if first.get("path") else ""
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        super().__init__(f"{where}{path}{first['message']}{more}", field="manifest")
+        self.errors = errors
+
+
+@dataclass
+class Document:
+    index: int
+    obj: Any
+    line: int  # 1-based line of the document's first node
+    lines: dict[str, int] = field(default_factory=dict)  # field path -> 1-based line
+
+    def line_of(self, path: str) -> int:
+        """The line of ``path``, or of its nearest parent that exists (a missing field)."""
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            cut = max(path.rfind("."), path.rfind("["))
+            path = path[:cut] if cut > 0 else ""
+        return self.line
+
+
+def _walk(node: yaml.Node, prefix: str, out: dict[str, int]) -> None:
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            name = str(key.value)
+            path = f"{prefix}.{name}" if prefix else name
+            out[path] = key.start_mark.line + 1
+            _walk(value, path, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            path = f"{prefix}[{i}]"
+            out[path] = item.start_mark.line + 1
+            _walk(item, path, out)
+
+
+def parse_documents(text: Any) -> list[Document]:
+    """The documents of a YAML or JSON text (empty documents dropped), with a line for every field
+    path. ``ManifestError`` for text that is not YAML or JSON, naming the line."""
+    if not isinstance(text, str) or not text.strip():
+        raise ManifestError([{"document": 0, "path": "", "line": None, "message": "the manifest is empty"}])
+    if len(text.encode()) > MAX_BYTES:
+        raise ManifestError([{"document": 0, "path": "", "line": None, "message": f"larger than {MAX_BYTES} bytes"}])
+    try:
+        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        objects = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        # JSON that YAML 1.1 cannot read (tabs for indentation, say) is still JSON.
+        try:
+            objects, nodes = [json.loads(text)], [None]
+        except ValueError:
+            raise ManifestError(
+                [
+                    {
+                        "document": 0,
+                        "path": "",
+                        "line": mark.line + 1 if mark else None,
+                        "message": f"not valid YAML or JSON: {problem}",
+                    }
+                ]
+            ) from None
+    docs = []
+    for node, obj in zip(nodes, objects, strict=True):
+        if obj is None:
+            continue
+        lines: dict[str, int] = {}
+        if node is not None:
+            _walk(node, "", lines)
+        docs.append(Document(len(docs), obj, (node.start_mark.line + 1) if node is not None else 1, lines))
+    return docs
+
+
+def _kind_of(obj: Any) -> str | None:
+    return obj.get("kind") if isinstance(obj, dict) else None
+
+
+def validate(text: Any) -> dict[str, Any]:
+    """What applying ``text`` would do, without doing it: ``{"documents": [{"document", "line",
+    "kind", "namespace", "name", "exists", "skipped"?}], "errors": [...]}``. Read-only (view permission)."""
+    try:
+        docs = parse_documents(text)
+    except ManifestError as err:
+        return {"documents": [], "errors": err.errors}
+    out, errors = [], []
+    cluster = get_cluster()
+    for doc in docs:
+        entry: dict[str, Any] = {"document": doc.index, "line": doc.line, "kind": _kind_of(doc.obj)}
+        if not isinstance(doc.obj, dict):
+            errors.append({"document": doc.index, "path": "", "line": doc.line, "message": "must be an object"})
+        elif _kind_of(doc.obj) != naming.KIND:
+            entry["skipped"] = f"not a {naming.KIND} (kind {_kind_of(doc.obj)!r}): skipped"
+        else:
+            try:
+                parsed = parse_modelserving(doc.obj)
+            except ValidationError as err:
+                errors.append(
+                    {"document": doc.index, "path": err.field, "line": doc.line_of(err.field), "message": err.rule}
+                )
+            else:
+                entry.update(namespace=parsed.namespace, name=parsed.name)
+                try:
+                    cluster.get_modelserving(parsed.namespace, parsed.name)
+                    entry["exists"] = True
+                except NotFound:
+                    entry["exists"] = False
+        out.append(entry)
+    if not errors and not any(d.get("name") for d in out):
+        errors.append({"document": 0, "path": "kind", "line": 1, "message": f"no {naming.KIND} document in the text"})
+    return {"documents": out, "errors": errors}
+
+
+def _modelservings(text: Any) -> list[tuple[Document, dict[str, Any]]]:
+    docs = parse_documents(text)
+    errors, found = [], []
+    for doc in docs:
+        if not isinstance(doc.obj, dict):
+            errors.append({"document": doc.index, "path": "", "line": doc.line, "message": "must be an object"})
+            continue
+        if _kind_of(doc.obj) != naming.KIND:
+            continue
+        try:
+            parse_modelserving(doc.obj)
+        except ValidationError as err:
+            errors.append(
+                {"document": doc.index, "path": err.field, "line": doc.line_of(err.field), "message": err.rule}
+            )
+            continue
+        found.append((doc, doc.obj))
+    if errors:
+        raise ManifestError(errors)
+    if not found:
+        raise ManifestError([{"document": 0, "path": "kind", "line": 1, "message": f"no {naming.KIND} document"}])
+    return found
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def merge_patch_between(old: Any, new: Any) -> Any:
+    """The merge patch that turns ``old`` into ``new`` (RFC 7386: removed keys become null).
+
+    Example: ``{"a": 1, "b": {"c": 2, "d": 3}}`` -> ``{"b": {"c": 2, "e": 4}}`` gives
+    ``{"a": None, "b": {"d": None, "e": 4}}``.
+    """
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return new
+    patch: dict[str, Any] = {}
+    for key in old:
+        if key not in new:
+            patch[key] = None
+    for key, value in new.items():
+        if key not in old:
+            patch[key] = value
+        elif old[key] != value:
+            patch[key] = merge_patch_between(old[key], value) if isinstance(value, dict) else value
+    return patch
+
+
+def _created_body(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_METADATA}
+    meta.setdefault("namespace", "default")
+    return {"apiVersion": naming.API_VERSION, "kind": naming.KIND, "metadata": meta, "spec": obj.get("spec") or {}}
+
+
+def _cause(user, source: str, action: str, reason: str) -> str:
+    return f"{controls.username(user)} via {source}: {action}: {reason}"
+
+
+def apply(user, *, manifest: str, reason: str, source: str) -> list[AuditRecord]:
+    """Apply every ModelServing of ``manifest`` (see the module docstring). Returns one audit record
+    per ModelServing, in document order. Raises ``ManifestError`` (nothing applied) for any invalid
+    document, ``ControlDenied``, ``Conflict`` (a stale ``resourceVersion``) or the cluster's error."""
+    controls.check_source(source)
+    try:
+        reason = controls.check_reason(reason)
+        found = _modelservings(manifest)
+        # The operate permission in the namespace of every ModelServing it names, before any is applied.
+        for namespace in sorted({(obj.get("metadata") or {}).get("namespace") or "default" for _, obj in found}):
+            controls.check_permission(user, namespace=namespace)
+    except (ControlError, controls.ControlDenied) as exc:
+        controls.audit(user, action="apply", namespace="", name="", reason=reason, source=source, error=exc)
+        raise
+    records = []
+    for doc, obj in found:
+        records.append(_apply_one(user, doc, obj, reason, source))
+    return records
+
+
+def _apply_one(user, doc: Document, obj: dict[str, Any], reason: str, source: str) -> AuditRecord:
+    cluster = get_cluster()
+    parsed = parse_modelserving(obj)
+    namespace, name = parsed.namespace, parsed.name
+    body = _created_body(_without_nulls(obj))
+    cause = _cause(user, source, "apply", reason)
+    details: dict[str, Any] = {"document": doc.index, "apiVersion": obj.get("apiVersion")}
+    given_rv = (obj.get("metadata") or {}).get("resourceVersion")
+    try:
+        try:
+            current = cluster.get_modelserving(namespace, name)
+        except NotFound:
+            current = None
+        if current is None:
+            if given_rv:
+                raise Conflict(f"modelserving {namespace}/{name} no longer exists (it was deleted since it was read)")
+            body["metadata"]["annotations"] = {
+                **(body["metadata"].get("annotations") or {}),
+                naming.ANNOTATION_CHANGE_CAUSE: cause,
+            }
+            cluster.create_modelserving(body)
+            details["outcome"] = "created"
+        else:
+            meta = current.get("metadata") or {}
+            patch: dict[str, Any] = {}
+            spec_patch = merge_patch_between(current.get("spec") or {}, body["spec"])
+            if spec_patch:
+                patch["spec"] = spec_patch
+            for key in ("labels", "annotations"):
+                wanted = body["metadata"].get(key) or {}
+                changed = {k: v for k, v in wanted.items() if (meta.get(key) or {}).get(k) != v}
+                if changed:
+                    patch.setdefault("metadata", {})[key] = changed
+            if not patch:
+                details["outcome"] = "unchanged"
+            else:
+                annotations = patch.setdefault("metadata", {}).setdefault("annotations", {})
+                annotations[naming.ANNOTATION_CHANGE_CAUSE] = cause
+                cluster.patch_modelserving(namespace, name, patch, resource_version=str(given_rv) if given_rv else None)
+                details["outcome"] = "configured"
+                details["patch"] = patch
+            details["generation"] = {"before": meta.get("generation")}
+    except (ControlError, ClusterError) as exc:
+        controls.audit(
+            user,
+            action="apply",
+            namespace=namespace,
+            name=name,
+            reason=reason,
+            source=source,
+            details=details,
+            error=exc,
+        )
+        raise
+    record = controls.audit(
+        user, action="apply", namespace=namespace, name=name, reason=reason, source=source, details=details
+    )
+    enqueue.reconcile_soon(namespace, name)
+    return record
+
+
+def delete(user, namespace: str, name: str, *, reason: str, source: str) -> AuditRecord:
+    """Delete one ModelServing (its pods and revisions go with it). Audited as ``delete``."""
+    details: dict[str, Any] = {}
+    try:
+        controls.check_source(source)
+        controls.check_permission(user, namespace=namespace)
+        reason = controls.check_reason(reason)
+        cluster = get_cluster()
+        current = cluster.get_modelserving(namespace, name)
+        status = current.get("status") or {}
+        details = {
+            "updateRevision": status.get("updateRevision"),
+            "replicas": (current.get("spec") or {}).get("replicas"),
+        }
+        cluster.delete_modelserving(namespace, name)
+        from controller.models import ProgressSample
+
+        ProgressSample.objects.filter(namespace=namespace, name=name).delete()  # its history goes with it
+    except (ControlError, controls.ControlDenied, ClusterError) as exc:
+        controls.audit(
+            user,
+            action="delete",
+            namespace=namespace,
+            name=name,
+            reason=reason,
+            source=source,
+            details=details,
+            error=exc,
+        )
+        raise
+    record = controls.audit(
+        user, action="delete", namespace=namespace, name=name, reason=reason, source=source, details=details
+    )
+    enqueue.reconcile_soon(namespace, name)  # the pass sees it gone and tells the dashboard
+    return record
+
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def load_path(path: str, user, *, reason: str, source: str = "system") -> list[str]:
+    """Apply a manifest file, or every ``*.yaml``, ``*.yml`` and ``*.json`` of a folder in name order
+    (``ROLLOUTUI_LOAD`` for ``runall``). Each file is applied on its own: one that fails is reported
+    and the others are still applied. Returns one line per ModelServing or error."""
+    from pathlib import Path
+
+    root = Path(path)
+    if root.is_dir():
+        files = sorted(p for p in root.iterdir() if p.suffix in MANIFEST_SUFFIXES and p.is_file())
+    elif root.is_file():
+        files = [root]
+    else:
+        return [f"{path}: no such file or folder"]
+    lines = []
+    for file in files:
+        try:
+            records = apply(user, manifest=file.read_text(encoding="utf-8"), reason=reason, source=source)
+        except (ControlError, ClusterError, controls.ControlDenied) as exc:
+            lines.append(f"{file}: {exc}")
+            continue
+        for record in records:
+            lines.append(f"{file}: {record.namespace}/{record.name} {record.details.get('outcome')}")
+    return lines
+
+
+def manifest_text(namespace: str, name: str) -> str:
+    """The stored ModelServing as the editor shows it: YAML of apiVersion, kind, metadata (name,
+    namespace, labels, annotations, and the resourceVersion the apply will check) and spec."""
+    obj = get_cluster().get_modelserving(namespace, name)
+    meta = obj.get("metadata") or {}
+    shown_meta = {"name": meta.get("name"), "namespace": meta.get("namespace") or "default"}
+    for key in ("labels", "annotations"):
+        if meta.get(key):
+            shown_meta[key] = meta[key]
+    shown_meta["resourceVersion"] = str(meta.get("resourceVersion") or "")
+    doc = {"apiVersion": obj.get("apiVersion") or naming.API_VERSION, "kind": naming.KIND, "metadata": shown_meta}
+    doc["spec"] = obj.get("spec") or {}
+    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=120)
+
+
+__all__ = [
+    "ManifestError",
+    "apply",
+    "delete",
+    "load_path",
+    "manifest_text",
+    "merge_patch_between",
+    "parse_documents",
+    "validate",
+]
