@@ -197,16 +197,18 @@ def _failure(
     return None, None
 
 
-def funnel(gates: list[tuple[tuple[int, str, int], InstanceGates]], now: float) -> list[dict[str, Any]]:
+def funnel(gates: list[tuple[tuple[int, str, int], InstanceGates]]) -> list[dict[str, Any]]:
     """How many instances stand at each gate (their highest), and per gate the instance that has
     waited longest for the next one. ``gates``: ((group, role, ordinal), gates) pairs."""
     out = []
     for gate in GATES:
         at = [(key, g) for key, g in gates if g.highest == gate]
         slowest = None
-        waiting = [(now - g.waiting_since, key) for key, g in at if g.waiting_since is not None and g.waiting]
+        # The earliest "since": the state stays the same while nothing changes (a page shows the
+        # seconds as its time minus since), so an unchanged cluster publishes no new state.
+        waiting = [(g.waiting_since, key) for key, g in at if g.waiting_since is not None and g.waiting]
         if waiting:
-            seconds, (group, role, ordinal) = max(waiting)
-            slowest = {"group": group, "role": role, "ordinal": ordinal, "seconds": round(seconds, 3)}
+            since, (group, role, ordinal) = min(waiting)
+            slowest = {"group": group, "role": role, "ordinal": ordinal, "since": since}
         out.append({"gate": gate, "count": len(at), "slowest": slowest})
     return out

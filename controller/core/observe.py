@@ -80,9 +80,14 @@ class InstanceObs:
     failing: str | None = None  # CrashLoopBackOff & co
     unschedulable: str | None = None
     updating_in_place: bool = False
+    contiguous: int = 0  # pod indexes 0, 1, ... present without a gap (an instance of n pods: n)
 
     def finalize(self) -> None:
         pods = self.pods
+        contiguous = 0
+        while contiguous in pods:
+            contiguous += 1
+        self.contiguous = contiguous
         entry = pods.get(0) or next(iter(pods.values()))
         self.revision = entry.revision
         self.role_hash = entry.role_hash
@@ -114,13 +119,8 @@ class InstanceObs:
         return self.pods.get(0) or (next(iter(self.pods.values())) if self.pods else None)
 
     def complete(self, expected_pods: int) -> bool:
-        pods = self.pods
-        if len(pods) < expected_pods:
-            return False
-        for i in range(expected_pods):
-            if i not in pods:
-                return False
-        return True
+        """Pods 0 .. expected_pods - 1 all exist."""
+        return self.contiguous >= expected_pods
 
     def ready(self, expected_pods: int) -> bool:
         return self.all_ready and self.complete(expected_pods)

@@ -178,7 +178,7 @@ def build_view(
         "strategy": status.get("strategy") or {},
         "drain": drain,
         "canary": _canary_view(status.get("canary"), parsed, now),
-        "gateFunnel": serving_gates.funnel(all_gates, now),
+        "gateFunnel": serving_gates.funnel(all_gates),
         "servingRevisions": serving,
         "verification": parsed.verification.to_json() if parsed is not None and parsed.verification else None,
         "time": now,

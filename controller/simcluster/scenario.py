@@ -187,7 +187,9 @@ def parse_scenario(raw: Any, *, default_name: str = "scenario", seed: int | None
             settings = parse_cluster_settings(doc["clusterSettings"] or {})
         except ValidationError as exc:
             raise ScenarioError(exc.field, exc.rule) from None
-    scenario = Scenario(name, file_seed if seed is None else seed, until, cluster, traffic, manifest, events, settings)
+    scenario = Scenario(
+        name, file_seed if seed is None else seed, until, cluster, traffic, manifest, events, settings=settings
+    )
     _dry_run(scenario)
     return scenario
 

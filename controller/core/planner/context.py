@@ -186,10 +186,18 @@ def build_context(
     partition = strategy.group.partition.count
     for o in set(observed.groups) | set(range(ms.replicas)):
         ctx.group_revisions[o] = group_revision(ctx, o, observed.groups.get(o), partition)
+    verifying = ms.verification is not None
+    expected_of = ctx.expected_pods
+    available = ctx.instance_available
     for group in observed.groups.values():
         for inst in group.instances.values():
-            ready = inst.ready(ctx.expected_pods(inst.revision, inst.role)) and not inst.updating_in_place
-            ctx.instance_available[(inst.group, inst.role, inst.ordinal)] = ready and verified_enough(ctx, inst)
+            # inst.ready(expected) and not updating in place, inlined: this runs for every instance.
+            ready = (
+                inst.all_ready
+                and not inst.updating_in_place
+                and inst.contiguous >= expected_of(inst.revision, inst.role)
+            )
+            available[(inst.group, inst.role, inst.ordinal)] = ready and (not verifying or verified_enough(ctx, inst))
         ctx.group_available[group.ordinal] = bool(group.instances) and _every_instance_ready(ctx, group)
     return ctx
 
@@ -249,12 +257,16 @@ def _every_instance_ready(ctx: PassContext, group: GroupObs) -> bool:
     roles = (
         [r["name"] for r in data.get("roles") or []] if data is not None else sorted({r for r, _ in group.instances})
     )
+    instances = group.instances
+    verifying = ctx.ms.verification is not None
     for role in roles:
-        replicas = ctx.role_replicas(role) or sum(1 for (r, _) in group.instances if r == role)
+        replicas = ctx.role_replicas(role) or sum(1 for (r, _) in instances if r == role)
         expected = ctx.expected_pods(rev, role)
         for ordinal in range(replicas):
-            inst = group.instances.get((role, ordinal))
-            if inst is None or not inst.ready(expected) or inst.updating_in_place or not verified_enough(ctx, inst):
+            inst = instances.get((role, ordinal))
+            if inst is None or not inst.all_ready or inst.contiguous < expected or inst.updating_in_place:
+                return False
+            if verifying and not verified_enough(ctx, inst):
                 return False
     return True
 

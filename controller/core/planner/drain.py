@@ -153,6 +153,8 @@ def undrain_cancelled(out: PlanBuilder) -> None:
     last: only then is every pod this pass removes known."""
     for group in out.ctx.observed.groups.values():
         for inst in group.instances.values():
+            if not inst.draining:
+                continue  # no pod of it is marked (and not terminating)
             names = [
                 p.name
                 for p in inst.pods.values()

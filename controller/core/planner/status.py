@@ -175,6 +175,17 @@ def _group_entry(ctx: PassContext, out: PlanBuilder, o: int, totals: _Totals) ->
     group_instance_revisions: dict[str, str] = {}
     coordination = ms.strategy.coordination if not group_level and not surge_group else None
     coordinated_ready: dict[str, tuple[int, int]] = {}
+    # Hot path (1,000 groups x 4 roles on every pass): everything read per instance, looked up once.
+    instances = group.instances if group is not None else {}
+    available_of = ctx.instance_available
+    equivalent = ctx.equivalent
+    target_hashes = ctx.update_role_hashes
+    removals = out.instance_removals
+    group_rev_updated = rev in equivalent
+    extras: dict[str, int] = {}
+    for r, k in instances:
+        if k >= (0 if surge_group else ctx.role_replicas(r)):
+            extras[r] = extras.get(r, 0) + 1
     for role in ms.roles:
         name = role.name
         tot = totals.roles[name]
@@ -190,20 +201,24 @@ def _group_entry(ctx: PassContext, out: PlanBuilder, o: int, totals: _Totals) ->
         }
         instance_revisions: dict[str, str] = {}
         revisions: dict[str, int] = {}
+        target_hash = target_hashes.get(name)
         for k in range(0 if surge_group else role.replicas):
-            inst = group.instances.get((name, k)) if group else None
+            inst = instances.get((name, k))
             if inst is None:
                 counts["unavailable"] += 1
                 totals.converged = False
                 kept = ctx.recorded.instance_revision.get((o, name, k))
-                if kept and kept not in ctx.equivalent:
+                if kept and kept not in equivalent:
                     instance_revisions[str(k)] = kept  # still needed to rebuild it
                     totals.referenced.add(kept)
                 if not group_level and k >= role_partition:
                     group_updated = False
                 continue
-            ready = ctx.available(inst)
-            updated = rev in ctx.equivalent if group_level else ctx.instance_updated(inst)
+            ready = available_of[(o, name, k)]
+            if group_level:
+                updated = group_rev_updated
+            else:  # ctx.instance_updated, inlined
+                updated = inst.role_hash == target_hash or inst.revision in equivalent
             revisions[inst.revision] = revisions.get(inst.revision, 0) + 1
             counts["ready" if ready else "unavailable"] += 1
             if updated:
@@ -212,7 +227,7 @@ def _group_entry(ctx: PassContext, out: PlanBuilder, o: int, totals: _Totals) ->
                     tot["updatedReady"] += 1
             else:
                 group_updated = False
-                removal = out.instance_removals.get((o, name, k))
+                removal = removals.get((o, name, k))
                 if removal is None or removal.reason != BECAUSE_UPDATE:
                     instance_revisions[str(k)] = inst.revision
             if inst.draining:
@@ -224,11 +239,7 @@ def _group_entry(ctx: PassContext, out: PlanBuilder, o: int, totals: _Totals) ->
                     totals.converged = False
             if not ready or inst.deleting or inst.draining:
                 totals.converged = False
-        extra = sum(
-            1
-            for (r, k) in (group.instances if group else ())
-            if r == name and k >= (0 if surge_group else role.replicas)
-        )
+        extra = extras.get(name, 0)
         counts["surge"] = extra
         if extra:
             totals.converged = False

@@ -236,13 +236,13 @@ function progressOf(ref) {
   if (!state) return null;
   const rs = readyServing(state);
   const waiting = (state.gateFunnel || []).filter((f) => f.gate !== "Serving" && f.count);
-  const slow = (state.gateFunnel || []).map((f) => f.slowest && { ...f.slowest, gate: f.gate }).filter(Boolean).sort((a, b) => b.seconds - a.seconds)[0];
+  const slow = (state.gateFunnel || []).map((f) => f.slowest && { ...f.slowest, gate: f.gate }).filter(Boolean).sort((a, b) => a.since - b.since)[0];
   return h(
     "div",
     { class: "rel-progress", "data-testid": "rel-progress" },
     `Ready ${rs.ready} · Serving ${rs.serving} of ${rs.total}`,
     waiting.length ? ` · at ${waiting.map((f) => `${f.gate} ${f.count}`).join(", ")}` : "",
-    slow ? ` · slowest: group ${slow.group} ${slow.role}-${slow.ordinal} at ${slow.gate} for ${fmtSeconds(slow.seconds)}` : "",
+    slow ? ` · slowest: group ${slow.group} ${slow.role}-${slow.ordinal} at ${slow.gate} for ${fmtSeconds((state.time ?? slow.since) - slow.since)}` : "",
   );
 }
 

@@ -119,7 +119,7 @@ export function createRelease({ boot, initial, onReleases }) {
           "span",
           { class: "gate-slowest", title: slow ? "the instance at this gate that has waited longest for the next" : "" },
           slow
-            ? `slowest: group ${slow.group} ${slow.role}-${slow.ordinal}, ${fmtSeconds(slow.seconds)} waiting for ${waitingOn || "—"}`
+            ? `slowest: group ${slow.group} ${slow.role}-${slow.ordinal}, ${fmtSeconds((state.time ?? slow.since) - slow.since)} waiting for ${waitingOn || "—"}`
             : "",
           failed.has(f.gate) ? h("span", { class: "warn" }, ` · ${failed.get(f.gate)} failed here`) : null,
         ),
@@ -139,7 +139,7 @@ export function createRelease({ boot, initial, onReleases }) {
       else schedule();
     }
     if (summaryChanged(releases)) renderSummary();
-    const funnelKey = JSON.stringify([state.gateFunnel, (state.instances || []).map((i) => [i.state, i.gate, i.gateFailed])]);
+    const funnelKey = JSON.stringify([Math.floor(state.time || 0), state.gateFunnel, (state.instances || []).map((i) => [i.state, i.gate, i.gateFailed])]);
     if (funnelChanged(funnelKey)) renderFunnel(state);
   }
 
