@@ -15,7 +15,7 @@ from typing import Any
 from . import naming
 from .mergepatch import merge_patch
 from .revisions import History, apply_revision
-from .spec import GROUP_ROLLING, ValidationError, parse_modelserving
+from .spec import GROUP_ROLLING, ValidationError, headline, parse_modelserving
 
 
 class ControlError(ValueError):
@@ -35,13 +35,13 @@ def _validated(ms: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
 
 
 def pause(ms: dict[str, Any]) -> dict[str, Any]:
-    if (ms.get("spec") or {}).get("paused"):
+    if headline(ms).paused:
         raise ControlError("already paused")
     return {"spec": {"paused": True}}
 
 
 def resume(ms: dict[str, Any]) -> dict[str, Any]:
-    if not (ms.get("spec") or {}).get("paused"):
+    if not headline(ms).paused:
         raise ControlError("not paused")
     return {"spec": {"paused": False}}
 
@@ -68,7 +68,6 @@ def promote(ms: dict[str, Any], *, partition: int | None = None, full: bool = Fa
     canary = _running_canary(ms)
     if canary is not None:
         return _promote_canary(ms, canary, partition=partition, full=full)
-    spec = ms.get("spec") or {}
     if partition is not None and full:
         raise ControlError("give either partition or full, not both", field="partition")
     if partition is not None:
@@ -88,9 +87,8 @@ def promote(ms: dict[str, Any], *, partition: int | None = None, full: bool = Fa
         if now == 0:
             raise ControlError("nothing to promote: the partition is already 0")
         target = now - 1
-    strategy = spec.get("rolloutStrategy") or {}
     patch: dict[str, Any]
-    if (strategy.get("type") or GROUP_ROLLING) == GROUP_ROLLING:
+    if parsed.strategy.type == GROUP_ROLLING:
         patch = {"spec": {"rolloutStrategy": {"rollingUpdateConfiguration": {"partition": target}}}}
     else:
         # Every role's partition comes down to the target, and none goes up: a promote never
@@ -98,13 +96,13 @@ def promote(ms: dict[str, Any], *, partition: int | None = None, full: bool = Fa
         counts = {
             r.name: r.budgets.partition.resolve(r.replicas, round_up=True) for r in parsed.roles if r.budgets.partition
         }
-        roles = copy.deepcopy((spec.get("template") or {}).get("roles") or [])
+        roles = copy.deepcopy(parsed.manifest["spec"]["template"]["roles"])
         for role in roles:
             own = counts.get(role.get("name"), 0)
             if own > target:
                 role["partition"] = target
         patch = {"spec": {"template": {"roles": roles}}}
-    if full and spec.get("paused"):
+    if full and parsed.paused:
         patch["spec"]["paused"] = False
     return _validated(ms, patch)
 
@@ -113,8 +111,7 @@ def _running_canary(ms: dict[str, Any]) -> dict[str, Any] | None:
     """The canary of the revision being rolled out, while its steps run (status.canary)."""
     status = ms.get("status") or {}
     canary = status.get("canary") or {}
-    strategy = (ms.get("spec") or {}).get("rolloutStrategy") or {}
-    if not strategy.get("canary") or canary.get("phase") not in ("Running", "Paused"):
+    if not headline(ms).has_canary_steps or canary.get("phase") not in ("Running", "Paused"):
         return None
     return canary if canary.get("revision") == status.get("updateRevision") else None
 
@@ -135,7 +132,7 @@ def _promote_canary(ms: dict[str, Any], canary: dict[str, Any], *, partition: in
     patch: dict[str, Any] = {
         "metadata": {"annotations": {naming.ANNOTATION_CANARY_PROMOTE: json.dumps(request, sort_keys=True)}}
     }
-    if full and (ms.get("spec") or {}).get("paused"):
+    if full and headline(ms).paused:
         patch["spec"] = {"paused": False}
     return patch
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from . import naming
 from .ports import Obj
+from .spec import RUNTIME_ROLE_FIELDS
 
 DEFAULT_SCHEDULER = "default-scheduler"
 HASH_LENGTH = 10
@@ -372,9 +373,6 @@ def owner_reference(ms: Obj) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------
 # Rollback and diff
-
-
-RUNTIME_ROLE_FIELDS = ("replicas", "maxUnavailable", "maxSurge", "partition")
 
 
 def apply_revision(spec: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:

@@ -32,6 +32,8 @@ RECREATE_NONE = "None"
 RECOVERY_POLICIES = (RECREATE_GROUP, RECREATE_ROLE, RECREATE_NONE)
 
 DEFAULT_REVISION_HISTORY_LIMIT = 10
+# A role's fields that belong to no revision: scaling and rollout budgets (a rollback keeps them).
+RUNTIME_ROLE_FIELDS = ("replicas", "maxUnavailable", "maxSurge", "partition")
 # Without an explicit drain timeout a pod gets as long as Kubernetes' default grace period.
 DEFAULT_DRAIN_TIMEOUT_SECONDS = 30.0
 # As Deployments and KServe: a rollout that makes no progress for 10 minutes is reported as failed.
@@ -329,6 +331,54 @@ def _find_cycle(edges: dict[str, tuple[str, ...]]) -> list[str] | None:
             if found:
                 return found
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class Headline:
+    """The few spec fields a list row and the pause/resume controls need, read leniently.
+
+    ``parse_modelserving`` refuses an invalid manifest, but an invalid ModelServing stored in the
+    cluster still has a list row and can still be paused; this reads what it can and never raises.
+    Example: ``{"spec": {"replicas": "x", "paused": true}}`` -> replicas 0, paused True, the default
+    strategy type.
+    """
+
+    replicas: int
+    paused: bool
+    strategy_type: str
+    has_canary_steps: bool
+
+
+def headline(manifest: Any) -> Headline:
+    spec = manifest.get("spec") if isinstance(manifest, dict) else None
+    spec = spec if isinstance(spec, dict) else {}
+    strategy = spec.get("rolloutStrategy") if isinstance(spec.get("rolloutStrategy"), dict) else {}
+    replicas = spec.get("replicas", 1)
+    return Headline(
+        replicas=replicas if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas >= 0 else 0,
+        paused=spec.get("paused") is True,
+        strategy_type=strategy.get("type") if isinstance(strategy.get("type"), str) else GROUP_ROLLING,
+        has_canary_steps=bool(strategy.get("canary")),
+    )
+
+
+def runtime_fields(manifest: Any) -> dict[str, Any]:
+    """The fields no revision records (a rollback keeps them), as the manifest writes them now:
+    replicas, paused, the rollout strategy and each role's replicas and budgets."""
+    spec = manifest.get("spec") if isinstance(manifest, dict) else None
+    spec = spec if isinstance(spec, dict) else {}
+    template = spec.get("template") if isinstance(spec.get("template"), dict) else {}
+    roles = (
+        [r for r in template.get("roles") or [] if isinstance(r, dict)]
+        if isinstance(template.get("roles"), list)
+        else []
+    )
+    return {
+        "replicas": spec.get("replicas"),
+        "paused": spec.get("paused") is True,
+        "rolloutStrategy": spec.get("rolloutStrategy") or {},
+        "roles": {r.get("name"): {k: r[k] for k in RUNTIME_ROLE_FIELDS if r.get(k) is not None} for r in roles},
+    }
 
 
 def parse_modelserving(manifest: Any) -> ModelServing:

@@ -340,13 +340,13 @@ def _dry_run(s: Scenario) -> None:
     if not any(e.do in MANIFEST_EVENTS for e in s.events):
         return
     from controller.core.mergepatch import merge_patch
-    from controller.core.spec import ValidationError, parse_modelserving
+    from controller.core.spec import ValidationError, headline, parse_modelserving
 
     ms = s.manifest
     for e in s.events:
         if e.do not in MANIFEST_EVENTS:
             continue
-        if e.do == "promote" and ((ms.get("spec") or {}).get("rolloutStrategy") or {}).get("canary"):
+        if e.do == "promote" and headline(ms).has_canary_steps:
             continue  # with canary steps, what promote does depends on the running canary (status)
         path = f"events[{e.index}]"
         try:

@@ -8,7 +8,8 @@ from typing import Any
 from controller.core import naming
 from controller.core.controls import ControlError
 from controller.core.ports import NotFound
-from controller.core.revisions import RUNTIME_ROLE_FIELDS, History, diff
+from controller.core.revisions import History, diff
+from controller.core.spec import runtime_fields
 from controller.runtime.state import current_state, in_flight_of
 from controller.simcluster.database.store import ms_summary
 
@@ -205,21 +206,13 @@ def revision_diff(namespace: str, name: str, from_number: int, to_number: int, *
             raise ControlError(f"revision {number} cannot be read ({rev.error})", field=field)
         picked[field] = rev
     changes = diff(picked["from"].data, picked["to"].data)
-    spec = ms.get("spec") or {}
-    roles = {
-        r.get("name"): {k: r.get(k) for k in RUNTIME_ROLE_FIELDS if r.get(k) is not None}
-        for r in (spec.get("template") or {}).get("roles") or []
-    }
     return {
         "from": picked["from"].to_json(),
         "to": picked["to"].to_json(),
         "changes": changes if _reveals_secrets(user, namespace) else masking.mask_changes(changes),
         "runtime": {
             "note": "runtime fields are not versioned: a rollback keeps them; these are the current values",
-            "replicas": spec.get("replicas"),
-            "paused": bool(spec.get("paused", False)),
-            "rolloutStrategy": spec.get("rolloutStrategy") or {},
-            "roles": roles,
+            **runtime_fields(ms),
         },
     }
 

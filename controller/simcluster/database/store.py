@@ -41,6 +41,7 @@ from django.db import IntegrityError, transaction
 from controller.core import naming
 from controller.core.kserve.materialize import LABEL_ISVC
 from controller.core.ports import Conflict, NotFound, Obj
+from controller.core.spec import headline
 from controller.models import SimClock, SimNode, SimObject, SimTraffic
 from controller.simcluster import objects, physics
 from controller.simcluster.config import ClusterConfig
@@ -70,10 +71,9 @@ def _next_rv(previous: int = 0) -> int:
 def ms_summary(obj: Obj) -> dict[str, Any]:
     """The compact list row of a ModelServing (what ``services.state.list_summaries`` returns)."""
     meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
+    spec = headline(obj)
     status = obj.get("status") or {}
-    replicas = int(spec.get("replicas", 1) or 0)
-    paused = bool(spec.get("paused", False))
+    replicas, paused = spec.replicas, spec.paused
     return {
         "namespace": meta.get("namespace") or "default",
         "name": meta.get("name"),
@@ -85,7 +85,7 @@ def ms_summary(obj: Obj) -> dict[str, Any]:
         "currentRevision": status.get("currentRevision"),
         "updateRevision": status.get("updateRevision"),
         "paused": paused,
-        "strategyType": (spec.get("rolloutStrategy") or {}).get("type") or "ServingGroupRollingUpdate",
+        "strategyType": spec.strategy_type,
         "generation": meta.get("generation"),
         "observedGeneration": status.get("observedGeneration"),
         # Blocked reasons are stored grouped (one entry per reason, listing its groups).
