@@ -139,6 +139,28 @@ def check_source(source: Any) -> str:
     return source
 
 
+def storable(value: Any) -> Any:
+    """The value with every string made storable in any database column, JSON included.
+
+    A refused request is audited with what was sent, and what was sent can be anything: PostgreSQL
+    refuses a NUL character in text and in jsonb, and a lone surrogate in jsonb. Both are kept
+    visible as escapes instead: a NUL between "a" and "b" is stored as the five characters a\\x00b.
+    """
+    if isinstance(value, str):
+        if "\x00" in value:
+            value = value.replace("\x00", "\\x00")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            value = value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, dict):
+        return {storable(key): storable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [storable(item) for item in value]
+    return value
+
+
 def audit(
     user,
     *,
@@ -156,19 +178,19 @@ def audit(
     return AuditRecord.objects.create(
         client_ip=came_from.client_ip,
         auth_method=came_from.auth_method or ("system" if source == AuditRecord.Source.SYSTEM else ""),
-        os_user=came_from.os_user[:150],
+        os_user=storable(came_from.os_user[:150]),
         actor=user if getattr(user, "pk", None) else None,
-        actor_name=username(user)[:150],
+        actor_name=storable(username(user)[:150]),
         source=source if source in SOURCES else AuditRecord.Source.SYSTEM,
         action=action,
-        namespace=namespace,
-        name=name,
-        reason=reason.strip() if isinstance(reason, str) else "",
-        from_revision=from_revision,
-        to_revision=to_revision,
-        details=details or {},
+        namespace=storable(namespace),
+        name=storable(name),
+        reason=storable(reason.strip()) if isinstance(reason, str) else "",
+        from_revision=storable(from_revision),
+        to_revision=storable(to_revision),
+        details=storable(details or {}),
         result=AuditRecord.Result.ERROR if error is not None else AuditRecord.Result.OK,
-        error="" if error is None else f"{type(error).__name__}: {error}",
+        error="" if error is None else storable(f"{type(error).__name__}: {error}"),
     )
 
 

@@ -438,3 +438,15 @@ def test_a_refused_write_with_a_body_that_is_not_json_is_still_403_and_audited(v
     resp = viewer_client.post(url(ms, "pause"), "{not json", content_type="application/json")
     assert resp.status_code == 403
     assert AuditRecord.objects.filter(action="pause", result="error", actor_name="viewer").exists()
+
+
+def test_a_refused_request_holding_nul_and_lone_surrogates_is_answered_400_and_audited_escaped(operator_client):
+    # PostgreSQL refuses NUL in text and jsonb and a lone surrogate in jsonb; the refusal must still
+    # be answered with the field and audited with what was sent, visibly escaped.
+    sent = "bad\x00name\ud800"
+    answer = post(operator_client, "/api/environments/", {"name": sent, "reason": "why\x00"})
+    assert answer.status_code == 400, answer.content
+    assert "name" in answer.json()
+    record = AuditRecord.objects.filter(result=AuditRecord.Result.ERROR).latest("pk")
+    stored = json.dumps(record.details) + record.error + record.reason + record.name
+    assert "\x00" not in stored and "bad\\\\x00name" in stored

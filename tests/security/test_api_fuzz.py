@@ -38,7 +38,22 @@ schema = _schema()
 
 
 @pytest.fixture
-def identities(db, django_user_model):
+def requests_keep_the_test_connection():
+    """Django's test Client unhooks close_old_connections while it handles a request; the WSGI
+    handler schemathesis calls does not, so on PostgreSQL the first request would close the test
+    transaction's connection and every later one would answer 500 ("the connection is closed")."""
+    from django.core import signals
+    from django.db import close_old_connections
+
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def identities(db, django_user_model, requests_keep_the_test_connection):
     from django.contrib.auth.models import Group
     from knox.models import AuthToken
 
