@@ -35,7 +35,11 @@ def _cluster_error(exc: ClusterError) -> Response:
 
     kind = type(exc).__name__
     if isinstance(exc, Conflict):
-        return Response({"detail": str(exc), "cluster": kind}, status=status.HTTP_409_CONFLICT)
+        # Said the way the CLI says it: what to do next matters more than the resourceVersion.
+        return Response(
+            {"detail": f"{exc} (it changed since it was read; read it again)", "cluster": kind},
+            status=status.HTTP_409_CONFLICT,
+        )
     if isinstance(exc, Invalid):
         body: dict = {field: [message] for field, message in _causes(exc)}
         body.setdefault("detail", str(exc))

@@ -295,7 +295,9 @@ def test_controls_are_built_from_the_action_registry_and_post_to_the_control_end
     expect(page.get_by_test_id("conn")).to_have_text("live")
     buttons = page.locator("#controls [data-action]")
     # The page's rollout-actions JSON (rolloutui.services.actions): one button per action and preset.
-    expect(buttons).to_have_text(["Pause", "Resume", "Promote one step", "Promote fully", "Set image", "Roll back"])
+    expect(buttons).to_have_text(
+        ["Pause", "Resume", "Promote one step", "Promote fully", "Set image", "Roll back", "Delete"]
+    )
     # Disabled with the reason said: partition 0 and not paused.
     expect(page.get_by_test_id("btn-promote")).to_be_disabled()
     expect(page.get_by_test_id("btn-promote-full")).to_be_disabled()

@@ -186,7 +186,7 @@ def test_an_operator_deploys_v2_from_the_releases_page_sees_the_gates_move_and_r
         "admin",
         "v2 answers wrongly in staging",
         "ok",
-        "api",
+        "page",  # sent by the page with its session: audited as the page, not as an API client
     )
     assert record["fromRevision"] and record["toRevision"] and record["details"]["release"]["number"] == 3
     page.screenshot(path=str(SCREENSHOTS / "detail-rolled-back.png"), full_page=True)
