@@ -26,6 +26,8 @@ state where it must (Redis, memory); what to do with it is decided here, once:
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 COALESCE_SECONDS = 0.005
@@ -54,9 +56,12 @@ def requeue_seconds(requeue_after: float) -> float:
 def backoff_seconds(failures: int) -> float:
     """The delay before the next pass after ``failures`` consecutive failed passes (1: the first).
 
-    0.1 s doubling, at most 10 s: failures 1, 2, 3, ... 7, 8 -> 0.1, 0.2, 0.4, ... 6.4, 10.
+    0.1 s doubling, at most 10 s: failures 1, 2, 3, ... 7, 8 -> 0.1, 0.2, 0.4, ... 6.4, 10. The
+    exponent stops growing once the cap is reached (2 ** 1100 would not fit in a float: a pass
+    failing for hours must keep retrying every 10 s, not crash the queue).
     """
-    return min(BACKOFF_MAX_SECONDS, BACKOFF_START_SECONDS * 2 ** (failures - 1))
+    doublings = min(max(failures - 1, 0), math.ceil(math.log2(BACKOFF_MAX_SECONDS / BACKOFF_START_SECONDS)))
+    return min(BACKOFF_MAX_SECONDS, BACKOFF_START_SECONDS * 2**doublings)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ BACKOFF = [
     ("the seventh waits 6.4 s", 7, 6.4),
     ("the eighth would wait 12.8 s and waits 10 s", 8, 10.0),
     ("the hundredth waits 10 s", 100, 10.0),
+    ("the two-thousandth (hours of failing passes) still waits 10 s", 2000, 10.0),
 ]
 
 
