@@ -162,3 +162,66 @@ def test_a_cluster_without_kserve_lists_no_inferenceservice(apiserver):
         client = server.api_client()
         assert runtime_kserve.list_inferenceservices(cluster=KubernetesCluster(client)) == []
         client.close()
+
+
+# -- The web's ServiceAccount, with the rules of deploy/rbac.yaml ----------------------------------
+
+
+@pytest.fixture
+def rbac_world():
+    from apiserver_double import MODELSERVINGS, RESOURCES, RunningApiServer
+    from test_rbac_enforced import WEB, RbacFromManifests
+
+    with RunningApiServer(RESOURCES, {MODELSERVINGS}, authorizer=RbacFromManifests()) as server:
+        admin = server.api_client()
+        sim = simulated(60)
+        store = sim.store
+        copy_into(admin, store.get_object(CONFIGMAP, kservectl.CONFIG_NAMESPACE, kservectl.CONFIG_NAME))
+        copy_into(admin, store.get_object(INFERENCESERVICE, "default", "llm"))
+        for d in store.list_objects(DEPLOYMENT, "default", owner="llm"):
+            copy_into(admin, d)
+        copy_into(
+            admin,
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "other", "namespace": kservectl.CONFIG_NAMESPACE},
+                "data": {"x": "y"},
+            },
+        )
+        web = server.api_client(WEB)
+        yield KubernetesCluster(web), web
+        web.close()
+        admin.close()
+
+
+def test_the_webs_account_reads_and_patches_inferenceservices_and_pauses_their_deployments(rbac_world):
+    web, _ = rbac_world
+    (isvc,) = web.list_objects("InferenceService")
+    assert runtime_kserve.deploy_config(web).default_deployment_mode == "Standard"
+    assert [d["metadata"]["name"] for d in web.list_objects("Deployment", "default", owner="llm")] == ["llm-predictor"]
+    patch = controls.set_image(isvc, runtime_kserve.deploy_config(web), image="vllm/vllm-openai:v0.9.2")
+    web.patch_object("InferenceService", "default", "llm", patch, resource_version=isvc["metadata"]["resourceVersion"])
+    web.patch_object("Deployment", "default", "llm-predictor", controls.pause_patch())
+
+
+@pytest.mark.parametrize(
+    "what, call",
+    [
+        (
+            "delete an inferenceservice",
+            ("DELETE", "/apis/serving.kserve.io/v1beta1/namespaces/default/inferenceservices/llm"),
+        ),
+        ("delete a deployment", ("DELETE", "/apis/apps/v1/namespaces/default/deployments/llm-predictor")),
+        ("read another configmap of kserve", ("GET", "/api/v1/namespaces/kserve/configmaps/other")),
+        ("list configmaps", ("GET", "/api/v1/namespaces/kserve/configmaps")),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_the_webs_account_may_do_nothing_else_with_kserves_objects(rbac_world, what, call):
+    from controller.k8s import Forbidden
+
+    _, client = rbac_world
+    method, path = call
+    with pytest.raises(Forbidden):
+        raw_json(client, method, path, what=what)
