@@ -105,3 +105,48 @@ def test_a_release_to_a_missing_component_is_refused_naming_the_field(isvc_world
     )
     assert resp.status_code == 400
     assert "component 'explainer' does not exist" in str(resp.json())
+
+
+def test_the_resync_judges_an_inferenceservice_release_serving_once_every_pod_of_the_component_serves(
+    isvc_world, operator, operator_client
+):
+    from rolloutui.services.releases import status
+
+    dr, _ = records.create_release(
+        operator, {"environment": "kserve-staging", "modelVersion": "chat-llm:v1", "reason": "first"}, source="api"
+    )
+    operator_client.post(
+        f"/api/deployment-revisions/default/llm/{dr.number}/deploy", {"reason": "ship"}, content_type="application/json"
+    )
+    assert status.judge_inferenceservice_releases() == 0  # KServe has not rolled it out yet
+    assert DeploymentRevision.objects.get(pk=dr.pk).status == DeploymentRevision.Status.DEPLOYING
+    isvc_world.run(120)
+    assert status.judge_inferenceservice_releases() == 1
+    dr = DeploymentRevision.objects.get(pk=dr.pk)
+    assert dr.status == DeploymentRevision.Status.SERVING and "2 pods of the predictor" in dr.status_reason
+
+    # Someone sets another image from the InferenceService page: the release no longer describes it.
+    operator_client.post(
+        "/api/inferenceservices/default/llm/isvc-set-image",
+        {"image": "registry.example/vllm-openai:hotfix", "reason": "hotfix"},
+        content_type="application/json",
+    )
+    isvc_world.run(5)
+    assert status.judge_inferenceservice_releases() == 1
+    assert DeploymentRevision.objects.get(pk=dr.pk).status == DeploymentRevision.Status.SUPERSEDED
+
+
+def test_the_periodic_resync_runs_the_resync_hooks(db, settings):
+    from controller.runtime import periodic
+
+    CALLS.clear()
+    settings.ROLLOUTUI_RESYNC_HOOKS = ["tests.releases.test_deploy_isvc.record_call"]
+    periodic.resync()
+    assert CALLS == ["resync"]
+
+
+CALLS: list = []
+
+
+def record_call() -> None:
+    CALLS.append("resync")
