@@ -149,3 +149,34 @@ def test_the_list_shows_both_kinds_with_a_kind_filter_and_escapes_names(
     isvc_row.locator("a").click()
     expect(page.get_by_test_id("fact-mode")).to_have_text("Standard")
     no_script_ran(page)
+
+
+def test_a_serverless_canary_from_the_page_splits_the_traffic_and_pause_says_why_it_is_disabled(
+    db, operator_client, page: Page, screenshot_dir
+):
+    from tests.live.helpers import config
+
+    cluster = DatabaseCluster(Clock(), actor="operator", config=config())
+    cluster.add_node(8)
+    cluster.create_object(kservectl.config_map(KSERVE_DEPLOY))
+    body = copy.deepcopy(DEMO_INFERENCESERVICE)
+    body["metadata"]["annotations"] = {"serving.kserve.io/deploymentMode": "Serverless"}
+    body["spec"]["predictor"]["minReplicas"] = 2
+    cluster.create_object(body)
+    settle(cluster)
+    site = OfflineSite(page, operator_client)
+    page.goto(site.url(PAGE))
+    expect(page.get_by_test_id("fact-mode")).to_have_text("Serverless")
+    expect(page.locator("#isvc-buttons button[data-action='isvc-pause']")).to_be_disabled()
+    expect(page.locator("[data-why='isvc-pause']")).to_contain_text("pause applies to Standard mode only")
+    run_action(page, "Start canary", {"percent": "20", "image": "vllm/vllm-openai:v0.9.2"}, "a fifth to 0.9.2")
+    assert isvc_spec(cluster)["predictor"]["canaryTrafficPercent"] == 20
+    settle(cluster)
+    expect(page.get_by_test_id("fact-canary")).to_contain_text("20% to llm-predictor-00002")
+    expect(page.get_by_test_id("traffic")).to_contain_text("80%")
+    shot(page, screenshot_dir / "isvc-5-serverless-canary.png")
+    run_action(page, "Roll back canary", {}, "errors up")
+    assert isvc_spec(cluster)["predictor"]["canaryTrafficPercent"] == 0
+    settle(cluster)
+    expect(page.get_by_test_id("traffic").locator("tr[data-revision='llm-predictor-00001']")).to_contain_text("100%")
+    no_script_ran(page)

@@ -193,14 +193,16 @@ function renderComponents(s) {
               (d.complete ? ", rollout complete" : ""),
           ),
         ),
-        (d.replicaSets || []).map((rs) =>
-          h(
+        (d.replicaSets || []).map((rs) => {
+          // The revision its pods report: the Knative revision (Serverless) or the template hash.
+          const rev = d.knativeRevision || rs.hash || rs.name;
+          return h(
             "div",
             { class: "replicaset" + (rs.new ? " rs-new" : " rs-old"), "data-replicaset": rs.name },
             h(
               "span",
               { class: "rs-label" },
-              h("span", { class: "swatch", style: { background: colourOf(rs.hash || rs.name) } }),
+              h("span", { class: "swatch", style: { background: colourOf(rev) } }),
               h("span", { class: "mono" }, rs.name),
               ` r${rs.revision ?? "?"} `,
               h("span", { class: rs.new ? "rs-tag rs-tag-new" : "rs-tag" }, rs.new ? "new" : "old"),
@@ -215,17 +217,17 @@ function renderComponents(s) {
                   "span",
                   {
                     class: `pod pod-${String(i.state || "unknown").toLowerCase()}`,
-                    style: { borderColor: colourOf(i.revision || rs.hash || rs.name) },
+                    style: { borderColor: colourOf(i.revision || rev) },
                     title: `${name}\n${i.state || "?"}, gate ${i.gate || "?"}${i.gateFailed ? " (" + i.gateFailed + ")" : ""}${i.node ? ", on " + i.node : ""}`,
                     "data-pod": name,
                   },
-                  h("span", { class: "pod-fill", style: { background: colourOf(i.revision || rs.hash || rs.name) } }),
+                  h("span", { class: "pod-fill", style: { background: colourOf(i.revision || rev) } }),
                   i.gate || i.state || "?",
                 );
               }),
             ),
-          ),
-        ),
+          );
+        }),
       ),
     ),
   );
