@@ -221,7 +221,7 @@ def test_the_cli_starts_and_promotes_a_canary_audited_with_source_cli(operator, 
         "operator",
         stdout=out,
     )
-    assert "isvc-canary default/llm: ok" in out.getvalue()
+    assert "isvc-canary default/llm: ok (generation 1 -> 2; audit #" in out.getvalue()
     assert spec(standard)["canary"][0]["trafficPercent"] == 30
     settle(standard)
     call_command("rollout", "isvc-promote", "default/llm", "--reason", "good", "--user", "operator", stdout=out)
