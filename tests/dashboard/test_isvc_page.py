@@ -180,3 +180,25 @@ def test_a_serverless_canary_from_the_page_splits_the_traffic_and_pause_says_why
     settle(cluster)
     expect(page.get_by_test_id("traffic").locator("tr[data-revision='llm-predictor-00001']")).to_contain_text("100%")
     no_script_ran(page)
+
+
+def test_values_from_the_cluster_and_the_audit_stay_text_on_the_inferenceservice_page(
+    demo_isvc, operator_client, page: Page
+):
+    import json
+
+    image = forged("image")
+    resp = operator_client.post(
+        "/api/inferenceservices/default/llm/isvc-set-image",
+        json.dumps({"image": image, "reason": forged("reason")}),
+        content_type="application/json",
+    )
+    assert resp.status_code == 200, resp.content
+    settle(demo_isvc, 5)
+    site = OfflineSite(page, operator_client)
+    page.goto(site.url(PAGE))
+    expect(page.locator("#fact-image")).to_have_text(image)
+    expect(page.get_by_test_id("history")).to_contain_text("onerror")
+    page.locator("#isvc-buttons button", has_text="Set image").click()
+    expect(page.locator("#dialog-body [data-field='image']")).to_have_attribute("placeholder", "now " + image)
+    no_script_ran(page)
