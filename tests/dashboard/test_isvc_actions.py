@@ -253,3 +253,29 @@ def test_the_lists_show_a_viewer_only_the_namespaces_they_may_view(db, django_us
     client.force_login(user)
     assert client.get("/api/inferenceservices/").json() == []
     assert client.get("/api/workloads/?kind=InferenceService").json() == []
+
+
+def test_operate_is_checked_in_the_inferenceservices_namespace(db, django_user_model, standard):
+    from django.test import Client
+
+    from rolloutui.models import NamespaceGrant
+
+    elsewhere = django_user_model.objects.create_user("elsewhere-operator", password="pw")
+    NamespaceGrant.objects.create(user=elsewhere, namespace="other", role="operator")
+    NamespaceGrant.objects.create(user=elsewhere, namespace="default", role="viewer")
+    client = Client()
+    client.force_login(elsewhere)
+    resp = post(client, "isvc-pause", {"reason": "r"})
+    assert resp.status_code == 403
+    record = AuditRecord.objects.filter(action="isvc_pause").latest("id")
+    assert (record.result, record.actor, record.namespace) == ("error", elsewhere, "default")
+    assert client.get(BASE).json()["name"] == "llm"  # viewing is allowed
+
+    stranger = django_user_model.objects.create_user("stranger", password="pw")
+    NamespaceGrant.objects.create(user=stranger, namespace="other", role="operator")
+    client.force_login(stranger)
+    # Neither the state, the history nor the page say whether it exists to someone who may not view it.
+    assert client.get(BASE).status_code == 404
+    assert client.get(BASE + "history/").status_code == 404
+    assert client.get("/inferenceservices/default/llm/").status_code == 404
+    assert post(client, "isvc-pause", {"reason": "r"}).status_code == 404
