@@ -511,7 +511,7 @@ class PreviewJobView(ServiceView):
         return Response(preview_job_json(job))
 
 
-# -- KServe InferenceServices and the list of both kinds (issue 13; read only for now) ---------------
+# -- KServe InferenceServices and the list of both kinds (issue 13; controls: the registry) ----------
 
 
 class WorkloadList(ServiceView):

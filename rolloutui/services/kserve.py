@@ -2,7 +2,8 @@
 
 The state of one InferenceService is ``controller.core.kserve.view.inferenceservice_view`` of the
 live objects (``controller.runtime.kserve``): the same function ``simulate``'s trace uses, so the
-REST API, the dashboard (next step) and the trace agree. A list row is a compact summary of it,
+REST API, the dashboard (the InferenceService page) and the trace agree; its controls are in
+``kserve_controls``. A list row is a compact summary of it,
 with the ModelServing rows' keys where they mean the same (``phase``, ``replicas``, ``ready``,
 ``updated``, ``desired``, ``paused``, ``blocked``) and a ``kind`` column.
 
