@@ -18,7 +18,7 @@ from django.urls import reverse
 
 from controller.core.phases import PENDING, PHASES
 from controller.core.ports import NotFound
-from rolloutui.services import access, actions, cluster, manifests, state
+from rolloutui.services import access, actions, cluster, kserve, kserve_controls, manifests, state
 from rolloutui.services.releases import records as release_records
 
 VIEW = "rolloutui.view_modelserving"
@@ -42,10 +42,13 @@ def modelserving_list(request):
     phase = request.GET.get("phase") or ""
     search = request.GET.get("q") or ""
     namespace = request.GET.get("namespace") or ""
-    rows = state.list_summaries(
+    kind = request.GET.get("kind") or ""
+    # Both kinds, with a kind column (InferenceServices on clusters whose adapter reads them).
+    rows = kserve.list_workloads(
         namespace=namespace or None,
         search=search or None,
         phase=phase if phase in PHASES else None,
+        kind=kind if kind in kserve.KINDS else None,
         within=access.namespaces(request.user, VIEW, state.modelserving_namespaces),
     )
     return render(
@@ -58,6 +61,8 @@ def modelserving_list(request):
             "phases": [p for p in PHASES if p != PENDING],
             "known_phases": list(PHASES),
             "phase": phase,
+            "kind": kind,
+            "kinds": list(kserve.KINDS),
             "q": search,
             "namespace": namespace,
             "counts": dict(Counter(r["phase"] for r in rows)),
@@ -153,5 +158,44 @@ def manifest_editor(request, namespace=None, name=None):
                 "backend": cluster.backend_name(),
             },
             "actions": actions.collection_description(request.user),
+        },
+    )
+
+
+@login_required
+@_viewer_somewhere
+def inferenceservice_detail(request, namespace, name):
+    """A KServe InferenceService (issue 13): components, ReplicaSets old and new with their pods,
+    the effective strategy with sources, why it waits, traffic, the controls of the registry's
+    ``INFERENCESERVICE`` target, audit and history. ``static/js/isvc/main.js`` refreshes it from
+    the API every 2 seconds (the websocket consumer streams ModelServings only)."""
+    if not access.allowed(request.user, VIEW, namespace):
+        raise Http404(f"InferenceService {namespace}/{name} does not exist")
+    try:
+        current = kserve_controls.get_state(namespace, name)
+    except NotFound:
+        raise Http404(f"InferenceService {namespace}/{name} does not exist") from None
+    api = actions.INFERENCESERVICE.url(namespace=namespace, name=name)  # /api/inferenceservices/{ns}/{name}/
+    return render(
+        request,
+        "inferenceservices/detail.html",
+        {
+            "isvc_namespace": namespace,
+            "isvc_name": name,
+            "state": current,
+            "phase": kserve.phase_of(current),
+            "known_phases": list(PHASES),
+            "boot": {
+                "namespace": namespace,
+                "name": name,
+                "api": api,
+                "history": api + "history/",
+                "audit": reverse("api-audit"),
+                "canOperate": access.allowed(request.user, OPERATE, namespace),
+                "backend": cluster.backend_name(),
+            },
+            "actions": actions.page_description(
+                request.user, api_base=api, targets=(actions.INFERENCESERVICE,), namespace=namespace
+            ),
         },
     )

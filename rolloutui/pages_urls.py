@@ -7,5 +7,8 @@ urlpatterns = [
     path("manifests/apply/", pages.manifest_editor, name="manifest-apply"),
     path("modelservings/<str:namespace>/<str:name>/", pages.modelserving_detail, name="modelserving-detail"),
     path("releases/", release_pages.releases, name="releases"),
+    path(
+        "inferenceservices/<str:namespace>/<str:name>/", pages.inferenceservice_detail, name="inferenceservice-detail"
+    ),
     path("modelservings/<str:namespace>/<str:name>/edit/", pages.manifest_editor, name="modelserving-edit"),
 ]

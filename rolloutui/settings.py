@@ -279,6 +279,8 @@ except ValueError as exc:
 # Called by the controller's runtime after every reconcile pass with the state view
 # (controller/runtime/hooks.py): the release status machine (Deploying -> Serving | Failed).
 ROLLOUTUI_POST_RECONCILE_HOOKS = ["rolloutui.services.releases.status.after_reconcile"]
+# Called at every resync (30 s): releases of InferenceServices, which no reconcile pass covers.
+ROLLOUTUI_RESYNC_HOOKS = ["rolloutui.services.releases.status.judge_inferenceservice_releases"]
 
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_DEFAULT_QUEUE = "celery"

@@ -132,14 +132,16 @@ def raw_json(
     *,
     what: str,
     body: Any = None,
+    content_type: str = "application/json",
 ) -> dict[str, Any]:
-    """One request with a JSON body sent exactly as given, bypassing the typed models.
+    """One request with a JSON body sent exactly as given, bypassing the typed models
+    (``content_type``: ``MERGE_PATCH`` for a JSON merge patch).
 
     For objects whose models would rewrite the body: the generated ``V1Lease`` turns
     ``renewTime``/``acquireTime`` into datetimes and writes them back without the six fractional
     digits ``MicroTime`` requires (``...:00+00:00``), which a real API server refuses.
     """
-    headers = {"Accept": "application/json", "Content-Type": "application/json"}
+    headers = {"Accept": "application/json", "Content-Type": content_type}
     method_, url, headers, serialized, _ = api_client.param_serialize(
         method=method,
         resource_path=path,

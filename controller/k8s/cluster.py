@@ -42,7 +42,7 @@ import kubernetes
 
 from controller.core import naming
 from controller.core.ports import ClusterError, Conflict, NotFound, Obj
-from controller.k8s.client import MERGE_PATCH, build_api_client, call_json, raw_json
+from controller.k8s.client import MERGE_PATCH, Forbidden, build_api_client, call_json, raw_json
 
 log = logging.getLogger(__name__)
 
@@ -460,6 +460,70 @@ class KubernetesCluster:
             return None
         return {str(k): str(v) for k, v in (body.get("data") or {}).items()}
 
+    # ------------------------------------------------------------------ KServe workload objects
+    # The reads of ``controller.simcluster.workloads.WorkloadStore`` the KServe read side and the
+    # InferenceService controls use (``controller.runtime.kserve``, ``rolloutui.services.kserve_controls``):
+    # InferenceServices, the Deployments and ReplicaSets KServe made and their pods, the
+    # ``inferenceservice-config`` ConfigMap; writes are merge patches of an InferenceService (the
+    # controls) or a Deployment's ``spec.paused``. Nothing is created or deleted here: KServe does that.
+
+    def list_objects(self, kind: str, namespace: str | None = None, *, owner: str | None = None) -> list[Obj]:
+        """Objects of ``kind`` in name order; with ``owner``, those whose controller ownerReference
+        names it. A list of InferenceServices on a cluster without KServe's CRD is empty."""
+        api_version, path = _workload_path(kind, namespace)
+        try:
+            body = raw_json(self.api_client, "GET", path, what=f"list {kind.lower()}s")
+        except NotFound:
+            if kind == KSERVE_KIND:
+                return []  # KServe is not installed: no InferenceService to show
+            raise
+        except Forbidden as exc:
+            if kind == KSERVE_KIND and owner is None:
+                # The ServiceAccount was not granted InferenceServices (deploy/rbac.yaml before
+                # issue 13): the ModelServing list must still work.
+                log.warning("cannot list InferenceServices (%s); showing none", exc)
+                return []
+            raise
+        items = [_with_kind(item, api_version, kind) for item in body.get("items", [])]
+        if owner is not None:
+            items = [i for i in items if _controller_name(i) == owner]
+        return sorted(items, key=lambda i: ((i.get("metadata") or {}).get("namespace", ""), i["metadata"]["name"]))
+
+    def get_object(self, kind: str, namespace: str, name: str) -> Obj:
+        api_version, path = _workload_path(kind, namespace, name)
+        return _with_kind(
+            raw_json(self.api_client, "GET", path, what=f"{kind.lower()} {namespace}/{name}"), api_version, kind
+        )
+
+    def patch_object(
+        self, kind: str, namespace: str, name: str, patch: Obj, *, resource_version: str | None = None
+    ) -> Obj:
+        """A JSON merge patch; ``resource_version`` is sent in the patch as a precondition (409 ->
+        ``Conflict`` when the object moved)."""
+        if kind not in PATCHABLE_WORKLOADS:
+            raise ValueError(
+                f"patch_object: {kind} is not changed by the product (only {', '.join(PATCHABLE_WORKLOADS)})"
+            )
+        body = copy.deepcopy(patch)
+        if resource_version is not None:
+            body.setdefault("metadata", {})["resourceVersion"] = resource_version
+        api_version, path = _workload_path(kind, namespace, name)
+        out = raw_json(
+            self.api_client,
+            "PATCH",
+            path,
+            body=body,
+            content_type=MERGE_PATCH,
+            what=f"patch {kind.lower()} {namespace}/{name}",
+        )
+        return _with_kind(out, api_version, kind)
+
+    def list_controlled_pods(self, namespace: str, controller: str) -> list[Obj]:
+        """Pods whose controller ownerReference names ``controller`` (a ReplicaSet)."""
+        body = call_json(self.core.list_namespaced_pod, namespace, what=f"list pods in {namespace}")
+        pods = [_with_kind(p, "v1", "Pod") for p in body.get("items", []) if _controller_name(p) == controller]
+        return sorted(pods, key=lambda p: p["metadata"]["name"])
+
     # ------------------------------------------------------------------ helpers
 
     def _remember(self, obj: Obj) -> Obj:
@@ -523,6 +587,36 @@ def _api_times(condition: Obj) -> Obj:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             out[key] = datetime.datetime.fromtimestamp(value, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return out
+
+
+KSERVE_KIND = "InferenceService"
+# kind -> (apiVersion, plural) of the workload objects read for KServe.
+WORKLOAD_RESOURCES = {
+    KSERVE_KIND: ("serving.kserve.io/v1beta1", "inferenceservices"),
+    "Deployment": ("apps/v1", "deployments"),
+    "ReplicaSet": ("apps/v1", "replicasets"),
+    "ConfigMap": ("v1", "configmaps"),
+}
+# What the product patches: an InferenceService (the controls, a release) and a Deployment's spec.paused.
+PATCHABLE_WORKLOADS = (KSERVE_KIND, "Deployment")
+
+
+def _workload_path(kind: str, namespace: str | None, name: str | None = None) -> tuple[str, str]:
+    """(apiVersion, REST path): ``/apis/apps/v1/namespaces/default/deployments/llm-predictor``."""
+    try:
+        api_version, plural = WORKLOAD_RESOURCES[kind]
+    except KeyError:
+        raise ValueError(f"unknown workload kind {kind!r} (known: {', '.join(WORKLOAD_RESOURCES)})") from None
+    base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    path = f"{base}/namespaces/{namespace}/{plural}" if namespace else f"{base}/{plural}"
+    return api_version, f"{path}/{name}" if name else path
+
+
+def _controller_name(obj: Obj) -> str | None:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return ref.get("name")
+    return None
 
 
 def _with_kind(obj: Obj, api_version: str, kind: str) -> Obj:

@@ -46,3 +46,15 @@ def run_post_reconcile(namespace: str, name: str, view: Mapping[str, Any]) -> No
             log.exception(
                 "post-reconcile hook %s failed for %s/%s", getattr(hook, "__qualname__", hook), namespace, name
             )
+
+
+def run_resync_hooks() -> None:
+    """``settings.ROLLOUTUI_RESYNC_HOOKS``: dotted paths called with no argument at every resync
+    (30 s), for what no reconcile pass covers (the releases of InferenceServices, which KServe
+    reconciles). Same rules as the post-reconcile hooks: quick, idempotent, failures logged."""
+    paths = tuple(getattr(settings, "ROLLOUTUI_RESYNC_HOOKS", ()) or ())
+    for path in paths:
+        try:
+            import_string(path)()
+        except Exception:
+            log.exception("resync hook %s failed", path)

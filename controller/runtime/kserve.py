@@ -1,9 +1,9 @@
 """The state of an InferenceService from the live objects (``controller.core.kserve.view``).
 
 The cluster must offer the workload-object reads of ``controller.simcluster.workloads.WorkloadStore``
-(``list_objects``, ``get_object``, ``list_controlled_pods``): the simulated cluster does; the
-Kubernetes adapter will when it watches InferenceServices (issue 13, second step). Until then,
-``supported(cluster)`` is False and the reads say so.
+(``list_objects``, ``get_object``, ``list_controlled_pods``): the simulated cluster and the Kubernetes adapter
+(``controller.k8s.cluster``, reading them from the API server at each request) do. For any other
+cluster ``supported(cluster)`` is False and the reads say so.
 """
 
 from __future__ import annotations
@@ -42,9 +42,16 @@ def list_inferenceservices(namespace: str | None = None, *, cluster: Any = None)
 
 
 def inferenceservice_state(
-    namespace: str, name: str, *, cluster: Any = None, router: RouterPort | None = None, config=None
+    namespace: str,
+    name: str,
+    *,
+    cluster: Any = None,
+    router: RouterPort | None = None,
+    config=None,
+    now: float | None = None,
 ) -> dict[str, Any]:
-    """``inferenceservice_view`` of the live objects. Raises ``NotFound``."""
+    """``inferenceservice_view`` of the live objects (at ``now``, default the backend's clock).
+    Raises ``NotFound``."""
     cluster = cluster or get_cluster()
     if not supported(cluster):
         raise NotFound(f"inferenceservice {namespace}/{name}: {NOT_SUPPORTED}")
@@ -54,4 +61,5 @@ def inferenceservice_state(
     pods = [p for rs in rss for p in cluster.list_controlled_pods(namespace, apps.name(rs))]
     in_flight = in_flight_of(router or get_router(), namespace, pods)
     config = config if config is not None else deploy_config(cluster)
-    return inferenceservice_view(isvc, deployments, rss, pods, config, get_clock().now(), in_flight=in_flight)
+    now = get_clock().now() if now is None else now
+    return inferenceservice_view(isvc, deployments, rss, pods, config, now, in_flight=in_flight)

@@ -14,7 +14,7 @@ from controller.core import workqueue
 from controller.models import SimObject
 from controller.simcluster.database.tick import tick
 
-from . import enqueue, redisconn
+from . import enqueue, hooks, redisconn
 from .backend import backend_name, get_cluster, sim_cluster
 from .locks import SimpleLock
 from .reconciler import maybe_queue_depth
@@ -35,6 +35,7 @@ def resync() -> int:
     for namespace, name in keys:
         enqueue.send(namespace, name)
     maybe_queue_depth(redisconn.state_redis())
+    hooks.run_resync_hooks()
     return len(keys)
 
 

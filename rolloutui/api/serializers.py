@@ -280,6 +280,8 @@ def action_result_serializer(target: actions.Target) -> type[serializers.Seriali
     target's ``answer`` key (``state`` for a ModelServing)."""
     if target is actions.MODELSERVING:
         return ActionResultSerializer
+    if target is actions.INFERENCESERVICE:
+        return InferenceServiceActionResultSerializer
     from .release_serializers import ANSWERS
 
     return ANSWERS[target.kind]
@@ -361,3 +363,28 @@ class ManifestTextSerializer(serializers.Serializer):
     manifest = serializers.CharField(
         max_length=1_000_000, trim_whitespace=False, help_text="YAML or JSON; several documents with ---."
     )
+
+
+class InferenceServiceActionResultSerializer(serializers.Serializer):
+    """The answer to an InferenceService action: the audit record and the state after it."""
+
+    audit = AuditRecordSerializer()
+    state = serializers.JSONField(help_text="The InferenceService's state, with controls (what applies now).")
+
+
+class InferenceServiceHistorySerializer(serializers.Serializer):
+    """One change of an InferenceService made through the product (services.kserve_controls.history)."""
+
+    id = serializers.IntegerField()
+    time = serializers.DateTimeField()
+    actor = serializers.CharField()
+    source = serializers.CharField()
+    action = serializers.CharField()
+    reason = serializers.CharField()
+    result = serializers.CharField()
+    error = serializers.CharField()
+    fromGeneration = serializers.CharField()
+    toGeneration = serializers.CharField()
+    args = serializers.JSONField()
+    deployments = serializers.JSONField(allow_null=True)
+    specDiff = serializers.JSONField(allow_null=True, help_text="JSON merge patch from the spec before to after.")

@@ -14,7 +14,7 @@ from . import releases, views
 
 MS = actions.MODELSERVING.route
 
-ISVC = r"^inferenceservices/(?P<namespace>[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)/(?P<name>[a-z](?:[-a-z0-9]*[a-z0-9])?)"
+ISVC = actions.INFERENCESERVICE.route
 
 # Paths under a ModelServing that are not actions (an action of the same name would be hidden).
 RESOURCES = [
@@ -59,6 +59,7 @@ urlpatterns = [
         views.InferenceServiceDetail.as_view(),
         name="api-inferenceservice",
     ),
+    re_path(ISVC + r"/history/?$", views.InferenceServiceHistory.as_view(), name="api-inferenceservice-history"),
     path("manifests/validate", views.ValidateManifest.as_view(), name="api-manifest-validate"),
     path("audit/", views.AuditList.as_view(), name="api-audit"),
     path("auth/token/", views.TokenView.as_view(), name="api-token"),

@@ -32,7 +32,19 @@ from rest_framework.views import APIView
 
 from controller.core.ports import NotFound
 from rolloutui.models import AuditRecord, PreviewJob
-from rolloutui.services import access, actions, audit, cluster, kserve, manifests, origin, preview, simulation, state
+from rolloutui.services import (
+    access,
+    actions,
+    audit,
+    cluster,
+    kserve,
+    kserve_controls,
+    manifests,
+    origin,
+    preview,
+    simulation,
+    state,
+)
 from rolloutui.services.controls import ControlDenied
 from rolloutui.services.controls import audit as write_audit
 
@@ -159,7 +171,10 @@ class ControlSchema(AutoSchema):
         return self.view.control.help
 
     def get_tags(self):
-        return ["releases"] if self.view.control.target is not actions.MODELSERVING else super().get_tags()
+        target = self.view.control.target
+        if target is actions.INFERENCESERVICE:
+            return ["inferenceservices"]
+        return ["releases"] if target is not actions.MODELSERVING else super().get_tags()
 
 
 class Control(ServiceView):
@@ -496,24 +511,41 @@ class PreviewJobView(ServiceView):
         return Response(preview_job_json(job))
 
 
-# -- KServe InferenceServices and the list of both kinds (issue 13; read only for now) ---------------
+# -- KServe InferenceServices and the list of both kinds (issue 13; controls: the registry) ----------
 
 
 class WorkloadList(ServiceView):
     @extend_schema(parameters=[s.WorkloadQuerySerializer], responses=s.WorkloadSerializer(many=True))
     def get(self, request):
         q = self.validated(s.WorkloadQuerySerializer, request.query_params)
-        return Response(kserve.list_workloads(**{key: value for key, value in q.items() if value}))
+        within = access.namespaces(request.user, VIEW, _workload_namespaces)
+        return Response(kserve.list_workloads(**{key: value for key, value in q.items() if value}, within=within))
 
 
 class InferenceServiceList(ServiceView):
     @extend_schema(parameters=[s.ListQuerySerializer], responses=s.InferenceServiceSummarySerializer(many=True))
     def get(self, request):
         q = self.validated(s.ListQuerySerializer, request.query_params)
-        return Response(kserve.list_summaries(**{key: value for key, value in q.items() if value}))
+        within = access.namespaces(request.user, VIEW, _workload_namespaces)
+        return Response(kserve.list_summaries(**{key: value for key, value in q.items() if value}, within=within))
+
+
+def _workload_namespaces() -> set[str]:
+    return set(state.modelserving_namespaces()) | {
+        (o.get("metadata") or {}).get("namespace", "default") for o in kserve.list_raw()
+    }
 
 
 class InferenceServiceDetail(ServiceView):
-    @extend_schema(responses=s.InferenceServiceStateSerializer)
+    @extend_schema(
+        responses=s.InferenceServiceStateSerializer,
+        description="The view, with controls (which controls apply now, or why not) and the manifest's spec.",
+    )
     def get(self, request, namespace, name):
-        return Response(kserve.get_state(namespace, name))
+        return Response(kserve_controls.get_state(namespace, name))
+
+
+class InferenceServiceHistory(ServiceView):
+    @extend_schema(responses=s.InferenceServiceHistorySerializer(many=True))
+    def get(self, request, namespace, name):
+        return Response(kserve_controls.history(namespace, name))

@@ -261,8 +261,8 @@ def target(value: Any, field: str) -> dict[str, Any]:
     - ``{"kind": "ModelServing", "namespace", "name", "roles": [...], "container"?}``: the roles that
       run the model (their entry and worker templates get the release) and the container (default:
       each template's first);
-    - ``{"kind": "InferenceService", "namespace", "name", "component": "predictor"}``: recorded now;
-      deploying to it arrives with KServe (``rolloutui.services.releases.deploy.DEPLOYERS``).
+    - ``{"kind": "InferenceService", "namespace", "name", "component": "predictor"}``: the component
+      gets the release (``rolloutui.services.releases.deploy.DEPLOYERS``).
     """
     raw = _mapping(value, field, ("kind", "namespace", "name", "roles", "container", "component"))
     kind = raw.get("kind") or KIND_MODELSERVING

@@ -157,7 +157,7 @@ class Environment(models.Model):
 
 class Target(models.Model):
     """Where an environment's releases go: a ModelServing and the roles that run the model, or an
-    InferenceService component (recorded; deploying to it arrives with KServe)."""
+    InferenceService component (its model or container gets the release)."""
 
     class Kind(models.TextChoices):
         MODELSERVING = contract.KIND_MODELSERVING

@@ -2,7 +2,8 @@
 
 The state of one InferenceService is ``controller.core.kserve.view.inferenceservice_view`` of the
 live objects (``controller.runtime.kserve``): the same function ``simulate``'s trace uses, so the
-REST API, the dashboard (next step) and the trace agree. A list row is a compact summary of it,
+REST API, the dashboard (the InferenceService page) and the trace agree; its controls are in
+``kserve_controls``. A list row is a compact summary of it,
 with the ModelServing rows' keys where they mean the same (``phase``, ``replicas``, ``ready``,
 ``updated``, ``desired``, ``paused``, ``blocked``) and a ``kind`` column.
 
@@ -74,14 +75,26 @@ def _canary_words(canary: dict[str, Any] | None) -> str | None:
     )
 
 
+def list_raw() -> list[dict[str, Any]]:
+    """Every InferenceService object (for the namespaces there are)."""
+    return runtime_kserve.list_inferenceservices(None, cluster=get_cluster())
+
+
 def list_summaries(
-    *, namespace: str | None = None, search: str | None = None, phase: str | None = None
+    *,
+    namespace: str | None = None,
+    search: str | None = None,
+    phase: str | None = None,
+    within: set[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Rows of every InferenceService (empty when the cluster adapter does not read them yet)."""
+    """Rows of every InferenceService (empty when the cluster adapter does not read them yet);
+    ``within``: only these namespaces (None: all), the ones the user may view."""
     cluster = get_cluster()
     rows = []
     for obj in runtime_kserve.list_inferenceservices(namespace or None, cluster=cluster):
         meta = obj.get("metadata") or {}
+        if within is not None and meta.get("namespace", "default") not in within:
+            continue
         view = runtime_kserve.inferenceservice_state(meta.get("namespace", "default"), meta["name"], cluster=cluster)
         rows.append(summary(view))
     if search:
@@ -93,11 +106,16 @@ def list_summaries(
 
 
 def list_workloads(
-    *, namespace: str | None = None, search: str | None = None, phase: str | None = None, kind: str | None = None
+    *,
+    namespace: str | None = None,
+    search: str | None = None,
+    phase: str | None = None,
+    kind: str | None = None,
+    within: set[str] | None = None,
 ) -> list[dict[str, Any]]:
     """ModelServings and InferenceServices in one list with a ``kind`` column, sorted by namespace,
-    name and kind. ``kind`` keeps one of them."""
-    filters = {"namespace": namespace, "search": search, "phase": phase}
+    name and kind. ``kind`` keeps one of them; ``within``: only these namespaces (None: all)."""
+    filters = {"namespace": namespace, "search": search, "phase": phase, "within": within}
     rows: list[dict[str, Any]] = []
     if kind in (None, "", KIND_MODELSERVING):
         rows += [{"kind": KIND_MODELSERVING, **row} for row in state.list_summaries(**filters)]

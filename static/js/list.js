@@ -1,5 +1,7 @@
-// ModelServing list: instant client-side filtering, and a refresh every 5 s from
-// GET /api/modelservings/ (one request) while the tab is visible.
+// Workload list (ModelServings and KServe InferenceServices, with a kind column): instant
+// client-side filtering, and a refresh every 5 s from GET /api/workloads/ (one request) while the
+// tab is visible. A ModelServing's row key is "namespace/name", an InferenceService's
+// "namespace/name#InferenceService" (both kinds may use one name).
 //
 // Rows are made once (the server renders the first ones; a ModelServing that appears gets a new
 // row) and then updated in place: a refresh touches only the cells whose values changed, so
@@ -16,7 +18,8 @@ const tbody = byId("ms-rows");
 const countEl = byId("ms-count");
 const statusEl = byId("refresh-status");
 
-const keyOf = (r) => `${r.namespace}/${r.name}`;
+const ISVC = "InferenceService";
+const keyOf = (r) => `${r.namespace}/${r.name}` + (r.kind === ISVC ? "#" + ISVC : "");
 const pct = (a, b) => (b > 0 ? Math.min(100, Math.round((100 * a) / b)) : 0);
 
 // key -> {tr, cells, data}: data is the row as last written (null for a server-rendered row not
@@ -26,23 +29,26 @@ let emptyRow = tbody.querySelector("tr.empty");
 
 function cellsOf(tr) {
   return {
-    phase: tr.cells[1].querySelector(".phase"),
-    bars: tr.cells[2].querySelector(".bars"),
-    upd: tr.cells[2].querySelector(".bar-upd"),
-    ready: tr.cells[2].querySelector(".bar-ready"),
-    barsText: tr.cells[2].querySelector(".bars-text"),
-    revision: tr.cells[3],
-    strategy: tr.cells[4],
+    phase: tr.cells[2].querySelector(".phase"),
+    bars: tr.cells[3].querySelector(".bars"),
+    upd: tr.cells[3].querySelector(".bar-upd"),
+    ready: tr.cells[3].querySelector(".bar-ready"),
+    barsText: tr.cells[3].querySelector(".bars-text"),
+    revision: tr.cells[4],
+    strategy: tr.cells[5],
   };
 }
 
 // A new row, in the same structure as the template's.
 function createRow(r) {
-  const href = `/modelservings/${encodeURIComponent(r.namespace)}/${encodeURIComponent(r.name)}/`;
+  const isvc = r.kind === ISVC;
+  const base = isvc ? "/inferenceservices/" : "/modelservings/";
+  const href = `${base}${encodeURIComponent(r.namespace)}/${encodeURIComponent(r.name)}/`;
   const tr = h(
     "tr",
-    { "data-key": keyOf(r) },
+    { "data-key": keyOf(r), "data-kind": isvc ? ISVC : "ModelServing" },
     h("td", null, h("a", { class: "ms-link", href }, h("span", { class: "muted" }, r.namespace + "/"), r.name)),
+    h("td", null, h("span", { class: isvc ? "kind-badge kind-isvc" : "kind-badge" }, isvc ? ISVC : "ModelServing")),
     h("td", null, h("span", { class: "phase" })),
     h(
       "td",
@@ -78,6 +84,12 @@ function updateRow(row, r) {
     cells.ready.style.width = pct(r.ready, r.desired) + "%";
     cells.barsText.textContent = `${r.updated} / ${r.ready} / ${r.desired}`;
   }
+  if (r.kind === ISVC) {
+    if (changed(prev, r, "canary")) cells.revision.textContent = r.canary || "—";
+    if (changed(prev, r, "deploymentMode")) cells.strategy.textContent = r.deploymentMode ?? "";
+    row.data = r;
+    return;
+  }
   if (changed(prev, r, "currentRevision", "updateRevision")) {
     const moving = r.updateRevision && r.updateRevision !== r.currentRevision;
     mount(
@@ -101,6 +113,7 @@ function filters() {
       .trim(),
     ns: String(data.get("namespace") || "").trim(),
     phase: String(data.get("phase") || ""),
+    kind: String(data.get("kind") || ""),
   };
 }
 
@@ -112,14 +125,16 @@ function applyFilters() {
   for (const [key, row] of rows) {
     const ns = key.slice(0, key.indexOf("/"));
     const phase = row.tr.dataset.phase;
-    const inScope = (!f.ns || ns === f.ns) && (!f.q || key.toLowerCase().includes(f.q));
+    const name = key.replace(/#.*$/, "");
+    const inScope =
+      (!f.ns || ns === f.ns) && (!f.q || name.toLowerCase().includes(f.q)) && (!f.kind || row.tr.dataset.kind === f.kind);
     if (inScope) counts[phase] = (counts[phase] || 0) + 1;
     const visible = inScope && (!f.phase || phase === f.phase);
     row.tr.hidden = !visible;
     if (visible) shown++;
   }
   if (!shown && !emptyRow) {
-    emptyRow = h("tr", { class: "empty" }, h("td", { colspan: 5 }, "No ModelServing matches."));
+    emptyRow = h("tr", { class: "empty" }, h("td", { colspan: 6 }, "No workload matches."));
     tbody.appendChild(emptyRow);
   }
   if (emptyRow) emptyRow.hidden = shown > 0;
@@ -130,6 +145,7 @@ function applyFilters() {
   if (f.q) params.set("q", f.q);
   if (f.ns) params.set("namespace", f.ns);
   if (f.phase) params.set("phase", f.phase);
+  if (f.kind) params.set("kind", f.kind);
   history.replaceState(null, "", params.toString() ? "?" + params : location.pathname);
 }
 
@@ -166,7 +182,7 @@ function sync(data) {
 async function refresh() {
   if (document.hidden) return; // no polling in background tabs
   try {
-    const data = await api("/api/modelservings/");
+    const data = await api("/api/workloads/");
     data.sort((a, b) => keyOf(a).localeCompare(keyOf(b)));
     sync(data);
     applyFilters();

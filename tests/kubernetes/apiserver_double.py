@@ -670,6 +670,7 @@ def _pod_spec_update_allowed(old: dict[str, Any], new: dict[str, Any]) -> bool:
 
 
 MODELSERVINGS = "serving.rolloutui.io/v1alpha1/modelservings"
+INFERENCESERVICES = "serving.kserve.io/v1beta1/inferenceservices"
 
 # What the adapter tests need served: our CRD (with its status subresource) and the built-ins.
 RESOURCES = {
@@ -679,6 +680,10 @@ RESOURCES = {
     "apps/v1/controllerrevisions": kmock.ResourceInfo(kind="ControllerRevision", namespaced=True),
     "coordination.k8s.io/v1/leases": kmock.ResourceInfo(kind="Lease", namespaced=True),
     "v1/configmaps": kmock.ResourceInfo(kind="ConfigMap", namespaced=True),
+    # KServe's kinds (issue 13): what KServe creates and the product reads and patches.
+    INFERENCESERVICES: kmock.ResourceInfo(kind="InferenceService", namespaced=True, subresources={"status"}),
+    "apps/v1/deployments": kmock.ResourceInfo(kind="Deployment", namespaced=True, subresources={"status"}),
+    "apps/v1/replicasets": kmock.ResourceInfo(kind="ReplicaSet", namespaced=True, subresources={"status"}),
 }
 
 

@@ -164,6 +164,17 @@ WEB_CALLS = {
     ("", "pods", "list"),
     ("apps", "controllerrevisions", "get"),
     ("apps", "controllerrevisions", "list"),
+    # KServe (issue 13): InferenceServices read and patched by the controls, their Deployments read
+    # and paused, ReplicaSets read, and the inferenceservice-config ConfigMap (by name).
+    ("serving.kserve.io", "inferenceservices", "get"),
+    ("serving.kserve.io", "inferenceservices", "list"),
+    ("serving.kserve.io", "inferenceservices", "patch"),
+    ("apps", "deployments", "get"),
+    ("apps", "deployments", "list"),
+    ("apps", "deployments", "patch"),
+    ("apps", "replicasets", "get"),
+    ("apps", "replicasets", "list"),
+    ("", "configmaps", "get"),
 }
 
 

@@ -230,7 +230,9 @@ class Command(BaseCommand):
             records = actions.perform(action, user, {**values, "reason": o["reason"]}, source=SOURCE)
         lines = []
         for record in records:
-            revisions = f"revision {record.from_revision or '?'} -> {record.to_revision or '?'}"
+            # An InferenceService's audit names generations (KServe makes the revisions).
+            unit = "generation" if action.target is actions.INFERENCESERVICE else "revision"
+            revisions = f"{unit} {record.from_revision or '?'} -> {record.to_revision or '?'}"
             outcome = (record.details or {}).get("outcome")
             collection = action.scope == actions.COLLECTION
             named = action.target.describe(*keys.values()) if not collection else f"{record.namespace}/{record.name}"

@@ -18,8 +18,8 @@ Place in the flow: the action registry (``rolloutui.services.actions``) routes `
    revisions from/to and the releases from/to in ``details``, and enqueues a reconcile.
 
 The controller's passes then move the release to Serving or Failed (``status.after_reconcile``).
-``DEPLOYERS`` maps a target kind to the function that writes a release into it; an
-InferenceService target is the hook KServe fills in.
+``DEPLOYERS`` maps a target kind to the function that writes a release into it: a ModelServing's
+roles, or an InferenceService component (``templates.component_patch``; KServe rolls it out).
 """
 
 from __future__ import annotations
@@ -33,8 +33,12 @@ from django.utils import timezone
 
 from controller.core import naming
 from controller.core.controls import ControlError
+from controller.core.kserve.errors import KServeError
+from controller.core.kserve.spec import parse_inferenceservice
+from controller.core.mergepatch import merge_patch
 from controller.core.ports import Conflict, NotFound
 from controller.runtime import enqueue
+from controller.runtime import kserve as runtime_kserve
 from rolloutui.releases import contract
 from rolloutui.releases.models import DeploymentRevision, Environment, ModelVersion
 
@@ -116,11 +120,49 @@ def release_content(dr: DeploymentRevision) -> templates.ReleaseContent:
 
 
 def _write_inferenceservice(dr: DeploymentRevision, cause: str) -> dict[str, Any]:
-    raise ControlError(
-        f"target {dr.target.kind} {dr.target.ref}: deploying to an InferenceService is not supported yet (KServe "
-        "support writes storageUri, runtime image and config into the component; see deploy.DEPLOYERS)",
-        field="target",
+    """Write ``dr`` into its InferenceService component (``templates.component_patch``: image,
+    storageUri and the MODEL_* env, resources, the model-version label) with the InferenceService's
+    resourceVersion as precondition; KServe then rolls it out. Its "revision" is the
+    InferenceService's generation (``{"number": generation}``): KServe's own revisions (ReplicaSets,
+    Knative revisions) follow from it."""
+    cluster = get_cluster()
+    if not runtime_kserve.supported(cluster):
+        raise ControlError(f"target {dr.target.ref}: {runtime_kserve.NOT_SUPPORTED}", field="target")
+    component = dr.target.component or "predictor"
+    content = templates.content_of(
+        dr.model_version.contract_values(), roles=[component], config=dr.config, profile=dr.profile
     )
+    namespace, name = dr.target.namespace, dr.target.name
+    for attempt in range(MAX_ATTEMPTS):
+        try:
+            isvc = cluster.get_object(runtime_kserve.KIND, namespace, name)
+        except NotFound:
+            raise ControlError(f"target InferenceService {namespace}/{name} does not exist", field="target") from None
+        patch = templates.component_patch(isvc, content, component=component, container=dr.container)
+        try:
+            parse_inferenceservice(merge_patch(isvc, patch), runtime_kserve.deploy_config(cluster))
+        except KServeError as err:
+            raise ControlError(f"KServe would refuse the release: {err}", field=err.field) from None
+        patch["metadata"] = {"annotations": {naming.ANNOTATION_CHANGE_CAUSE: cause}}
+        rv = (isvc.get("metadata") or {}).get("resourceVersion")
+        try:
+            new = cluster.patch_object(runtime_kserve.KIND, namespace, name, patch, resource_version=rv)
+            break
+        except Conflict:
+            log.info("release r%s of %s/%s lost a race (attempt %d); re-reading", dr.number, namespace, name, attempt)
+    else:
+        raise Conflict(
+            f"inferenceservice {namespace}/{name} kept changing; release not written after {MAX_ATTEMPTS} tries"
+        )
+    generation = (new.get("metadata") or {}).get("generation")
+    written = (new.get("spec") or {}).get(component) or {}
+    return {
+        "before": {"number": (isvc.get("metadata") or {}).get("generation"), "hash": None},
+        "after": {"number": generation, "hash": None},
+        "generation": generation,
+        "patch": patch,
+        "applied": {"component": component, "minReplicas": written.get("minReplicas")},
+    }
 
 
 # Target kind -> writer(dr, change cause) -> {"before", "after", "generation", "patch"}.

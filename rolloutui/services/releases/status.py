@@ -171,4 +171,94 @@ def after_reconcile(namespace: str, name: str, view: Mapping[str, Any] | None) -
         log.info("release r%s of %s/%s: %s -> %s (%s)", dr.number, namespace, name, status, dr.status, verdict.reason)
 
 
-__all__ = ["Verdict", "after_reconcile", "instance_failure", "instance_serving", "judge", "serving_tally"]
+# -- Releases that target an InferenceService component (issue 13) ----------------------------------------
+
+
+def judge_inferenceservice(
+    *, generation: int | None, component: str, image: str, view: Mapping[str, Any], status: str = Status.DEPLOYING
+):
+    """The status a release written into ``component`` (generation ``generation``, running
+    ``image``) takes from the InferenceService's state (``controller.core.kserve.view``), or None.
+
+    - nothing until KServe observed the release's generation;
+    - Superseded: the component now runs another image, which no release wrote;
+    - Failed: KServe refuses the spec, a Deployment of the component passed its progress deadline,
+      or one of its pods failed a gate (crash loop, unschedulable);
+    - Serving: converged, and every pod of the component passed every gate.
+    """
+    observed = view.get("observedGeneration")
+    if generation is not None and (observed is None or int(observed) < int(generation)):
+        return None
+    running = ((((view.get("spec") or {}).get("components") or {}).get(component)) or {}).get("image")
+    if image and running and running != image:
+        return Verdict(Status.SUPERSEDED, f"the {component} now runs {running}, which no release wrote")
+    if status != Status.DEPLOYING:
+        return None
+    error = view.get("error")
+    if error:
+        return Verdict(Status.FAILED, f"KServe refuses the spec: {error.get('field')}: {error.get('rule')}")
+    for d in view.get("deployments") or []:
+        if d.get("component") == component and d.get("progressDeadlineExceeded"):
+            return Verdict(Status.FAILED, f"{DEADLINE_REASON}: Deployment {d.get('name')}")
+    pods = [i for i in view.get("instances") or [] if i.get("component") == component and i.get("state") != "Deleting"]
+    for pod in pods:
+        if pod.get("gateFailed"):
+            return Verdict(Status.FAILED, f"pod {pod.get('pod')} failed at gate {pod.get('gateFailed')}")
+    if view.get("converged") and pods and all(instance_serving(p) for p in pods):
+        return Verdict(Status.SERVING, f"all {len(pods)} pods of the {component} passed every gate")
+    return None
+
+
+def judge_inferenceservice_releases() -> int:
+    """The resync hook (``ROLLOUTUI_RESYNC_HOOKS``): judge every release that targets an
+    InferenceService and is Deploying or Serving, from its InferenceService's state now. Returns
+    how many moved. (ModelServing releases are judged after each reconcile pass instead.)"""
+    from controller.core.ports import NotFound
+
+    from ..kserve import get_state
+
+    rows = DeploymentRevision.objects.filter(
+        status__in=(Status.DEPLOYING, Status.SERVING), target__kind=contract.KIND_INFERENCESERVICE
+    ).select_related("target", "model_version")
+    moved = 0
+    views: dict[tuple[str, str], Mapping[str, Any] | None] = {}
+    for dr in list(rows):
+        key = (dr.target.namespace, dr.target.name)
+        if key not in views:
+            try:
+                views[key] = get_state(*key)
+            except NotFound:
+                views[key] = None
+        view = views[key]
+        if view is None:
+            continue
+        verdict = judge_inferenceservice(
+            generation=dr.generation,
+            component=dr.target.component or "predictor",
+            image=dr.model_version.runtime_image,
+            view=view,
+            status=dr.status,
+        )
+        if verdict is None:
+            continue
+        with transaction.atomic():
+            fresh = DeploymentRevision.objects.select_for_update().filter(pk=dr.pk, status=dr.status).first()
+            if fresh is None:
+                continue
+            fresh.move(verdict.status, reason=verdict.reason, by="controller")
+            fresh.save(update_fields=["status", "status_reason", "status_changed_at", "events"])
+        moved += 1
+        log.info("release r%s of %s/%s: %s -> %s (%s)", dr.number, *key, dr.status, verdict.status, verdict.reason)
+    return moved
+
+
+__all__ = [
+    "Verdict",
+    "after_reconcile",
+    "instance_failure",
+    "instance_serving",
+    "judge",
+    "judge_inferenceservice",
+    "judge_inferenceservice_releases",
+    "serving_tally",
+]

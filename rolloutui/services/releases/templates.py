@@ -227,6 +227,43 @@ def patch_for(ms: Mapping[str, Any], content: ReleaseContent, *, roles: list[str
     return patch
 
 
+def component_patch(isvc: Mapping[str, Any], content: ReleaseContent, *, component: str, container: str = "") -> dict:
+    """The merge patch that writes ``content`` into an InferenceService component: its ``model``
+    (image, env, resources, and ``storageUri`` = the artifact URI, which KServe's storage
+    initializer downloads) or, for a component with ``containers``, the chosen container (default
+    the first); the component's ``labels`` get ``serving.rolloutui.io/model-version`` (KServe puts
+    a component's labels on its pods). The component's ``minReplicas`` follows the profile's replicas.
+
+    Refuses (``ControlError``) a component the InferenceService does not have (field ``component``)
+    and a container the component does not have (``container``)."""
+    spec = isvc.get("spec") or {}
+    raw = spec.get(component)
+    if not isinstance(raw, dict):
+        present = ", ".join(c for c in ("predictor", "transformer", "explainer") if spec.get(c)) or "none"
+        raise ControlError(
+            f"component {component!r} does not exist in the InferenceService (it has {present})", field="component"
+        )
+    target = copy.deepcopy(raw)
+    out: dict[str, Any] = {}
+    if target.get("containers"):
+        containers = target["containers"]
+        chosen = containers[0] if not container else next((c for c in containers if c.get("name") == container), None)
+        if chosen is None:
+            raise ControlError(f"component {component!r} has no container {container!r}", field="container")
+        _write_container(chosen, content, component)
+        out["containers"] = containers
+    else:
+        model = target.get("model") or {}
+        _write_container(model, content, component)
+        if content.env.get("MODEL_URI"):
+            model["storageUri"] = content.env["MODEL_URI"]
+        out["model"] = model
+    out["labels"] = {**(target.get("labels") or {}), LABEL_MODEL_VERSION: content.label}
+    if component in content.replicas:
+        out["minReplicas"] = content.replicas[component]
+    return {"spec": {component: out}}
+
+
 def snapshot(ms: Mapping[str, Any], *, roles: list[str], container: str = "") -> dict[str, Any]:
     """What a deploy left in the resources layer, to restore it later (``ReleaseContent.restoring``):
     ``{"roles": {role: {"replicas": n, "resources": <the entry container's resources>}}}``."""

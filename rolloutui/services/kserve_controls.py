@@ -1,0 +1,366 @@
+"""Operator controls of a KServe InferenceService: the only implementation of them (issue 13).
+
+Declared once in the action registry (``services.actions``, target ``INFERENCESERVICE``), from which
+the API routes (``POST /api/inferenceservices/{ns}/{name}/<action>``), the ``manage.py rollout``
+subcommands and the InferenceService page's buttons are generated. Each control, like the
+ModelServing ones (``services.controls``):
+
+1. checks the permission ``rolloutui.operate_modelserving`` in the namespace and the reason;
+2. builds the change with the pure core (``controller.core.kserve.controls``): what a KServe user
+   would change, never a fight with KServe's controller. ``set-image``, ``canary``, ``promote`` and
+   ``rollback`` are JSON merge patches of the InferenceService (with the change-cause annotation),
+   applied with its resourceVersion as a precondition and rebuilt from a fresh read on ``Conflict``;
+   ``pause``/``resume`` patch its Deployments' ``spec.paused`` as ``kubectl rollout pause`` does
+   (Standard mode only: Knative owns a Serverless InferenceService's Deployments);
+3. writes an ``AuditRecord`` (also when refused or failed) whose ``from``/``to`` are the
+   InferenceService's generations and whose details keep the spec before and after: the page's
+   revision history shows their diff (``history``).
+
+``availability`` says, for the page, which controls the current mode and spec allow and why not
+the others, with the same core functions (so the button's reason is the refusal's text).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from controller.core import naming
+from controller.core.controls import ControlError
+from controller.core.kserve import apps
+from controller.core.kserve import controls as core
+from controller.core.mergepatch import copy_json, diff
+from controller.core.ports import ClusterError, Conflict, NotFound
+from controller.runtime import kserve as runtime_kserve
+
+from ..models import AuditRecord
+from .cluster import get_cluster
+from .controls import MAX_ATTEMPTS, ControlDenied, audit, check_permission, check_reason, check_source, username
+
+log = logging.getLogger(__name__)
+
+KIND = runtime_kserve.KIND
+DEPLOYMENT = "Deployment"
+# The audit actions of these controls (AuditRecord.action): the history reads them back.
+AUDIT_ACTIONS = (
+    "isvc_set_image",
+    "isvc_canary",
+    "isvc_promote",
+    "isvc_rollback",
+    "isvc_pause",
+    "isvc_resume",
+)
+
+
+def _cluster():
+    cluster = get_cluster()
+    if not runtime_kserve.supported(cluster):
+        raise ControlError(runtime_kserve.NOT_SUPPORTED)
+    return cluster
+
+
+def _with_cause(patch: dict[str, Any], cause: str) -> dict[str, Any]:
+    meta = patch.get("metadata") or {}
+    annotations = {**(meta.get("annotations") or {}), naming.ANNOTATION_CHANGE_CAUSE: cause}
+    return {**patch, "metadata": {**meta, "annotations": annotations}}
+
+
+def _generation(obj: dict[str, Any] | None) -> str:
+    value = ((obj or {}).get("metadata") or {}).get("generation")
+    return "" if value is None else str(value)
+
+
+def _control(
+    user,
+    namespace: str,
+    name: str,
+    action: str,
+    reason: Any,
+    source: str,
+    build: Callable[[dict[str, Any], Any], dict[str, Any]],
+    args: dict[str, Any],
+) -> AuditRecord:
+    """Patch the InferenceService with ``build(isvc, config)`` and audit it as ``action``."""
+    details: dict[str, Any] = {"args": args}
+    before: dict[str, Any] | None = None
+    try:
+        check_source(source)
+        check_permission(user, namespace=namespace)
+        reason = check_reason(reason)
+        cluster = _cluster()
+        for attempt in range(MAX_ATTEMPTS):
+            before = cluster.get_object(KIND, namespace, name)
+            patch = build(before, runtime_kserve.deploy_config(cluster))
+            patch = _with_cause(patch, f"{username(user)} via {source}: {action}: {reason}")
+            rv = (before.get("metadata") or {}).get("resourceVersion")
+            try:
+                after = cluster.patch_object(KIND, namespace, name, patch, resource_version=rv)
+                break
+            except Conflict:
+                log.info("%s of %s/%s lost a race (attempt %d); re-reading", action, namespace, name, attempt + 1)
+        else:
+            raise Conflict(
+                f"inferenceservice {namespace}/{name} kept changing; {action} not applied after {MAX_ATTEMPTS} attempts"
+            )
+        details.update(
+            patch=patch,
+            specBefore=copy_json(before.get("spec") or {}),
+            specAfter=copy_json(after.get("spec") or {}),
+            generation=(after.get("metadata") or {}).get("generation"),
+        )
+    except (ControlError, ControlDenied, ClusterError) as exc:
+        audit(
+            user,
+            action=action,
+            namespace=namespace,
+            name=name,
+            reason=reason,
+            source=source,
+            from_revision=_generation(before),
+            details=details,
+            error=exc,
+        )
+        raise
+    return audit(
+        user,
+        action=action,
+        namespace=namespace,
+        name=name,
+        reason=reason,
+        source=source,
+        from_revision=_generation(before),
+        to_revision=_generation(after),
+        details=details,
+    )
+
+
+def set_image(
+    user,
+    namespace: str,
+    name: str,
+    *,
+    image: str,
+    component: str | None = None,
+    container: str | None = None,
+    reason: str,
+    source: str,
+) -> AuditRecord:
+    component = component or "predictor"
+    return _control(
+        user,
+        namespace,
+        name,
+        "isvc_set_image",
+        reason,
+        source,
+        lambda isvc, config: core.set_image(isvc, config, image=image, component=component, container=container),
+        {"component": component, "image": image, "container": container},
+    )
+
+
+def start_canary(
+    user,
+    namespace: str,
+    name: str,
+    *,
+    percent: int,
+    image: str | None = None,
+    canary: str | None = None,
+    reason: str,
+    source: str,
+) -> AuditRecord:
+    return _control(
+        user,
+        namespace,
+        name,
+        "isvc_canary",
+        reason,
+        source,
+        lambda isvc, config: core.start_canary(isvc, config, percent=percent, image=image, name=canary),
+        {"percent": percent, "image": image, "canary": canary},
+    )
+
+
+def promote(user, namespace: str, name: str, *, canary: str | None = None, reason: str, source: str) -> AuditRecord:
+    return _control(
+        user,
+        namespace,
+        name,
+        "isvc_promote",
+        reason,
+        source,
+        lambda isvc, config: core.promote(isvc, config, canary=canary),
+        {"canary": canary},
+    )
+
+
+def rollback(
+    user,
+    namespace: str,
+    name: str,
+    *,
+    canary: str | None = None,
+    component: str | None = None,
+    reason: str,
+    source: str,
+) -> AuditRecord:
+    component = component or "predictor"
+    return _control(
+        user,
+        namespace,
+        name,
+        "isvc_rollback",
+        reason,
+        source,
+        lambda isvc, config: core.rollback(isvc, config, canary=canary, component=component),
+        {"canary": canary, "component": component},
+    )
+
+
+def _pause_control(user, namespace: str, name: str, *, paused: bool, reason: Any, source: str) -> AuditRecord:
+    """``kubectl rollout pause`` (or ``resume``) of every Deployment of the InferenceService."""
+    action = "isvc_pause" if paused else "isvc_resume"
+    details: dict[str, Any] = {"args": {}}
+    isvc: dict[str, Any] | None = None
+    try:
+        check_source(source)
+        check_permission(user, namespace=namespace)
+        reason = check_reason(reason)
+        cluster = _cluster()
+        isvc = cluster.get_object(KIND, namespace, name)
+        core.check_pausable(isvc, runtime_kserve.deploy_config(cluster))
+        patch = core.pause_patch() if paused else core.resume_patch()
+        deployments = cluster.list_objects(DEPLOYMENT, namespace, owner=name)
+        changed = [apps.name(d) for d in deployments if bool((d.get("spec") or {}).get("paused")) != paused]
+        if not changed:
+            already = "paused" if paused else "not paused"
+            raise ControlError(f"every Deployment of {namespace}/{name} is {already} already")
+        for dname in changed:
+            cluster.patch_object(DEPLOYMENT, namespace, dname, patch)
+        details.update(deployments=changed, patch=patch)
+    except (ControlError, ControlDenied, ClusterError) as exc:
+        audit(
+            user,
+            action=action,
+            namespace=namespace,
+            name=name,
+            reason=reason,
+            source=source,
+            from_revision=_generation(isvc),
+            details=details,
+            error=exc,
+        )
+        raise
+    return audit(
+        user,
+        action=action,
+        namespace=namespace,
+        name=name,
+        reason=reason,
+        source=source,
+        from_revision=_generation(isvc),
+        to_revision=_generation(isvc),
+        details=details,
+    )
+
+
+def pause(user, namespace: str, name: str, *, reason: str, source: str) -> AuditRecord:
+    return _pause_control(user, namespace, name, paused=True, reason=reason, source=source)
+
+
+def resume(user, namespace: str, name: str, *, reason: str, source: str) -> AuditRecord:
+    return _pause_control(user, namespace, name, paused=False, reason=reason, source=source)
+
+
+# -- For the page: what the mode allows, and the history ---------------------------------------------
+
+
+def _reason(check: Callable[[], Any]) -> str | None:
+    try:
+        check()
+    except ControlError as err:
+        return str(err)
+    return None
+
+
+def availability(isvc: dict[str, Any], deployments: list[dict[str, Any]], config) -> dict[str, str | None]:
+    """Audit action -> None when the control applies now, else why not (the refusal's own words)
+    ("pause applies to Standard mode only: ...", "there is no canary ...")."""
+    paused = [bool((d.get("spec") or {}).get("paused")) for d in deployments]
+
+    def pausable(want: bool) -> None:
+        core.check_pausable(isvc, config)
+        if not deployments:
+            raise ControlError("KServe has not created its Deployments yet")
+        if all(p == want for p in paused):
+            raise ControlError("every Deployment is paused already" if want else "no Deployment is paused")
+
+    return {
+        "isvc_set_image": _reason(lambda: core.parsed(isvc, config)),
+        "isvc_canary": _reason(lambda: core.parsed(isvc, config)),
+        "isvc_promote": _reason(lambda: core.promote(isvc, config)),
+        "isvc_rollback": _reason(lambda: core.rollback(isvc, config)),
+        "isvc_pause": _reason(lambda: pausable(True)),
+        "isvc_resume": _reason(lambda: pausable(False)),
+    }
+
+
+def get_state(namespace: str, name: str) -> dict[str, Any]:
+    """The InferenceService's state (``services.kserve.get_state``) with ``controls``: which
+    controls apply now (``availability``). Raises ``NotFound``."""
+    cluster = get_cluster()
+    state = runtime_kserve.inferenceservice_state(namespace, name, cluster=cluster)
+    isvc = cluster.get_object(KIND, namespace, name)
+    deployments = cluster.list_objects(DEPLOYMENT, namespace, owner=name)
+    state["controls"] = availability(isvc, deployments, runtime_kserve.deploy_config(cluster))
+    state["manifest"] = {"generation": _generation(isvc), "spec": copy_json(isvc.get("spec") or {})}
+    return state
+
+
+def history(namespace: str, name: str, *, limit: int = 50) -> list[dict[str, Any]]:
+    """The InferenceService's changes made through the product, newest first: who, when, why, the
+    generations and the diff of its spec (a JSON merge patch from the spec before to the one after).
+    Refused attempts are included with their error (they changed nothing: no diff)."""
+    if not AuditRecord.objects.filter(namespace=namespace, name=name).exists():
+        try:
+            get_cluster().get_object(KIND, namespace, name)
+        except (NotFound, AttributeError):
+            raise NotFound(f"inferenceservice {namespace}/{name} not found") from None
+    rows = AuditRecord.objects.filter(namespace=namespace, name=name, action__in=AUDIT_ACTIONS).order_by("-id")
+    out = []
+    for record in rows[:limit]:
+        details = record.details or {}
+        before, after = details.get("specBefore"), details.get("specAfter")
+        out.append(
+            {
+                "id": record.id,
+                "time": record.created_at.isoformat(),
+                "actor": record.actor_name,
+                "source": record.source,
+                "action": record.action,
+                "reason": record.reason,
+                "result": record.result,
+                "error": record.error,
+                "fromGeneration": record.from_revision,
+                "toGeneration": record.to_revision,
+                "args": details.get("args") or {},
+                "deployments": details.get("deployments"),
+                "specDiff": diff(before, after) if isinstance(before, dict) and isinstance(after, dict) else None,
+            }
+        )
+    return out
+
+
+__all__ = [
+    "AUDIT_ACTIONS",
+    "availability",
+    "get_state",
+    "history",
+    "pause",
+    "promote",
+    "resume",
+    "rollback",
+    "set_image",
+    "start_canary",
+]

@@ -1,0 +1,439 @@
+// The KServe InferenceService page (issue 13): components, Deployments with their ReplicaSets old
+// and new and their pods coloured by revision, the effective strategy with the source of each
+// value and the mode, why it waits, the traffic split, a progress chart, the controls of the action
+// registry's InferenceService target, and the history of changes with the diff of the spec.
+//
+// The state comes from GET /api/inferenceservices/{ns}/{name}/ every 2 seconds (the websocket
+// consumer streams ModelServings only). Every value is put in the page as text (lib/dom.js `h`);
+// the controls and their dialogs are built from the registry's description (json_script
+// "rollout-actions"), and a control the mode or the spec does not allow is disabled with the
+// server's reason (state.controls, the refusal's own words).
+
+import { api, post } from "../lib/api.js";
+import { byId, h, mount, readJson } from "../lib/dom.js";
+import { isEpoch, phaseClass } from "../lib/format.js";
+import { createDialog, toast } from "../detail/dialog.js";
+import { loadPlotly } from "../detail/panels/charts.js";
+
+const REFRESH_MS = 2000;
+const boot = readJson("boot");
+const registry = readJson("rollout-actions", { actions: [] });
+const phases = readJson("phases", []);
+const plotlySrc = readJson("plotly-src");
+let state = readJson("initial-state");
+
+// A palette for revisions: the same revision keeps its colour for the life of the page.
+const PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#eeca3b", "#9d755d"];
+const colours = new Map();
+function colourOf(revision) {
+  const key = String(revision);
+  if (!colours.has(key)) colours.set(key, PALETTE[colours.size % PALETTE.length]);
+  return colours.get(key);
+}
+
+// The phase in the words of the list (services.kserve.phase_of), for the badge.
+function phaseOf(s) {
+  if (s.error || s.deployments.some((d) => d.progressDeadlineExceeded)) return "Degraded";
+  if (s.deployments.some((d) => d.paused)) return "Paused";
+  return s.converged ? "Healthy" : "Progressing";
+}
+
+const SOURCE_WORDS = {
+  default: "KServe default",
+  configMap: "ConfigMap inferenceservice-config",
+  deploymentStrategy: "component deploymentStrategy",
+  multiNodeOverride: "multi-node override",
+};
+const sourceText = (src) => SOURCE_WORDS[src] || String(src);
+
+// -- Header ---------------------------------------------------------------------------------------
+function renderHeader(s) {
+  const phase = phaseOf(s);
+  const badge = byId("phase");
+  badge.className = phaseClass(phase, phases);
+  badge.textContent = phase;
+  byId("fact-mode").textContent = s.deploymentMode || "—";
+  byId("fact-generation").textContent = `${s.generation ?? "—"} (observed ${s.observedGeneration ?? "—"})`;
+  const predictor = ((s.spec || {}).components || {}).predictor || {};
+  byId("fact-image").textContent = predictor.image || "—";
+  const desired = s.deployments.reduce((n, d) => n + d.replicas, 0);
+  const ready = s.deployments.reduce((n, d) => n + d.counts.availableReplicas, 0);
+  byId("fact-ready").textContent = `${ready} / ${desired}`;
+  byId("fact-canary").textContent = canaryWords(s.canary);
+  byId("fact-converged").textContent = s.converged ? "yes" : "no";
+  const banner = byId("error-banner");
+  banner.hidden = !s.error;
+  if (s.error) mount(banner, h("b", null, "KServe refuses the spec: "), `${s.error.field}: ${s.error.rule}`);
+}
+
+function canaryWords(canary) {
+  if (!canary) return "none";
+  if (canary.mode === "Serverless") {
+    return `${canary.canaryTrafficPercent}% to ${canary.latestRevision || "the latest revision"} (stable ${canary.stableRevision || "—"})`;
+  }
+  return canary.canaries.map((c) => `${c.name} ${c.trafficPercent}%${c.ready ? "" : " (not Ready)"}`).join(", ");
+}
+
+// -- Strategy -------------------------------------------------------------------------------------
+function renderStrategy(s) {
+  const rows = [];
+  for (const d of s.deployments) {
+    const st = d.strategy || {};
+    const value = (v) =>
+      v
+        ? h(
+            "span",
+            null,
+            h("b", { class: "mono" }, String(v.value)),
+            ` = ${v.count} pod${v.count === 1 ? "" : "s"} `,
+            h("span", { class: "source-tag", "data-source": v.source }, sourceText(v.source)),
+          )
+        : "—";
+    rows.push(
+      h(
+        "tr",
+        { "data-deployment": d.name },
+        h("td", { class: "mono" }, d.name),
+        h("td", null, d.component),
+        h("td", null, value(st.maxSurge)),
+        h("td", null, value(st.maxUnavailable)),
+        h("td", null, h("span", { class: "mode-tag" }, st.mode || "—")),
+        h("td", { class: "num" }, String(st.progressDeadlineSeconds ?? d.progressDeadlineSeconds ?? "—") + "s"),
+      ),
+    );
+  }
+  mount(
+    byId("strategy"),
+    h("p", { class: "muted small" }, "Mode: ", h("b", null, s.deploymentMode || "—"),
+      s.deploymentMode === "Serverless" ? " (Knative revisions: no rolling-update budget applies)" : ""),
+    rows.length
+      ? h(
+          "table",
+          { class: "table compact" },
+          h("thead", null, h("tr", null, ["Deployment", "Component", "maxSurge", "maxUnavailable", "Mode", "Deadline"].map((t) => h("th", null, t)))),
+          h("tbody", null, rows),
+        )
+      : h("p", { class: "muted" }, "KServe has created no Deployment yet."),
+  );
+}
+
+// -- Traffic --------------------------------------------------------------------------------------
+function renderTraffic(s) {
+  const items = s.traffic || [];
+  if (!items.length) return mount(byId("traffic"), h("p", { class: "muted" }, "No traffic reported yet."));
+  const bar = h(
+    "div",
+    { class: "traffic-bar" },
+    items
+      .filter((t) => t.percent > 0)
+      .map((t) =>
+        h(
+          "span",
+          { class: "traffic-seg", style: { width: t.percent + "%", background: colourOf(t.revision) }, title: `${t.revision}: ${t.percent}%` },
+          `${t.percent}%`,
+        ),
+      ),
+  );
+  const table = h(
+    "table",
+    { class: "table compact" },
+    h("thead", null, h("tr", null, ["Revision", "Backend", "Tag", "Percent"].map((t) => h("th", null, t)))),
+    h(
+      "tbody",
+      null,
+      items.map((t) =>
+        h(
+          "tr",
+          { "data-revision": t.revision },
+          h("td", { class: "mono" }, h("span", { class: "swatch", style: { background: colourOf(t.revision) } }), t.revision || "—"),
+          h("td", { class: "mono" }, t.backend || t.component || "—"),
+          h("td", null, t.tag || ""),
+          h("td", { class: "num" }, `${t.percent}%`),
+        ),
+      ),
+    ),
+  );
+  mount(byId("traffic"), bar, table);
+}
+
+// -- Why it waits ---------------------------------------------------------------------------------
+function renderWaits(s) {
+  const items = s.blocked || [];
+  if (!items.length) {
+    return mount(byId("waits"), h("li", { class: "muted" }, s.converged ? "Nothing: converged." : "Nothing blocks it; pods are on their way."));
+  }
+  mount(
+    byId("waits"),
+    items.map((b) => h("li", null, h("b", null, b.deployment || b.component), ": ", b.reason)),
+  );
+}
+
+// -- Components, ReplicaSets and pods -------------------------------------------------------------
+function renderComponents(s) {
+  const pods = new Map((s.instances || []).map((i) => [i.pod, i]));
+  mount(
+    byId("components"),
+    s.deployments.map((d) =>
+      h(
+        "div",
+        { class: "deployment", "data-deployment": d.name },
+        h(
+          "div",
+          { class: "deployment-head" },
+          h("b", { class: "mono" }, d.name),
+          " ",
+          h("span", { class: "muted" }, d.component),
+          d.knativeRevision ? [" ", h("span", { class: "mode-tag" }, `revision ${d.knativeRevision}`)] : null,
+          d.paused ? [" ", h("span", { class: "phase phase-paused" }, "paused")] : null,
+          " ",
+          h(
+            "span",
+            { class: "muted small" },
+            `replicas ${d.replicas}, updated ${d.counts.updatedReplicas}, available ${d.counts.availableReplicas}` +
+              (d.complete ? ", rollout complete" : ""),
+          ),
+        ),
+        (d.replicaSets || []).map((rs) => {
+          // The revision its pods report: the Knative revision (Serverless) or the template hash.
+          const rev = d.knativeRevision || rs.hash || rs.name;
+          return h(
+            "div",
+            { class: "replicaset" + (rs.new ? " rs-new" : " rs-old"), "data-replicaset": rs.name },
+            h(
+              "span",
+              { class: "rs-label" },
+              h("span", { class: "swatch", style: { background: colourOf(rev) } }),
+              h("span", { class: "mono" }, rs.name),
+              ` r${rs.revision ?? "?"} `,
+              h("span", { class: rs.new ? "rs-tag rs-tag-new" : "rs-tag" }, rs.new ? "new" : "old"),
+              ` ${rs.availableReplicas}/${rs.replicas} available`,
+            ),
+            h(
+              "span",
+              { class: "pods" },
+              (rs.pods || []).map((name) => {
+                const i = pods.get(name) || {};
+                return h(
+                  "span",
+                  {
+                    class: `pod pod-${String(i.state || "unknown").toLowerCase()}`,
+                    style: { borderColor: colourOf(i.revision || rev) },
+                    title: `${name}\n${i.state || "?"}, gate ${i.gate || "?"}${i.gateFailed ? " (" + i.gateFailed + ")" : ""}${i.node ? ", on " + i.node : ""}`,
+                    "data-pod": name,
+                  },
+                  h("span", { class: "pod-fill", style: { background: colourOf(i.revision || rev) } }),
+                  i.gate || i.state || "?",
+                );
+              }),
+            ),
+          );
+        }),
+      ),
+    ),
+  );
+}
+
+// -- Progress chart (Plotly) ----------------------------------------------------------------------
+const samples = [];
+let plotted = false;
+function sample(s) {
+  const t = isEpoch(s.time) ? new Date(s.time * 1000) : s.time;
+  const row = { t };
+  for (const d of s.deployments) row[d.name] = { updated: d.counts.updatedReplicas, available: d.counts.availableReplicas, desired: d.replicas };
+  samples.push(row);
+  if (samples.length > 600) samples.shift();
+}
+
+// Plotly reads a few HTML-like tags in legend text: names are shown as written.
+const plotlyText = (v) => String(v).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+function drawChart() {
+  if (!window.Plotly) return;
+  const names = [...new Set(samples.flatMap((r) => Object.keys(r).filter((k) => k !== "t")))];
+  const traces = [];
+  for (const name of names) {
+    const rows = samples.filter((r) => r[name]);
+    traces.push({ x: rows.map((r) => r.t), y: rows.map((r) => r[name].updated), name: plotlyText(`${name} updated`), mode: "lines" });
+    traces.push({ x: rows.map((r) => r.t), y: rows.map((r) => r[name].available), name: plotlyText(`${name} available`), mode: "lines", line: { dash: "dot" } });
+  }
+  const layout = { margin: { l: 36, r: 10, t: 10, b: 30 }, height: 220, legend: { orientation: "h" }, yaxis: { rangemode: "tozero" } };
+  const config = { displayModeBar: false, responsive: true };
+  if (plotted) window.Plotly.react("chart", traces, layout, config);
+  else {
+    window.Plotly.newPlot("chart", traces, layout, config);
+    plotted = true;
+  }
+}
+
+// -- History --------------------------------------------------------------------------------------
+async function renderHistory() {
+  let rows;
+  try {
+    rows = await api(boot.history);
+  } catch {
+    return;
+  }
+  if (!rows.length) return mount(byId("history"), h("p", { class: "muted" }, "No change made through RolloutUI yet."));
+  mount(
+    byId("history"),
+    h(
+      "table",
+      { class: "table compact" },
+      h("thead", null, h("tr", null, ["When", "Who", "Action", "Generation", "Reason", "Spec change"].map((t) => h("th", null, t)))),
+      h(
+        "tbody",
+        null,
+        rows.map((r) =>
+          h(
+            "tr",
+            { class: r.result === "error" ? "row-error" : "", "data-action": r.action },
+            h("td", { class: "num" }, new Date(r.time).toLocaleTimeString()),
+            h("td", null, `${r.actor} via ${r.source}`),
+            h("td", null, r.action.replace(/^isvc_/, "").replace(/_/g, " "), r.result === "error" ? [" ", h("span", { class: "phase phase-blocked" }, "refused")] : null),
+            h("td", { class: "num" }, r.toGeneration ? `${r.fromGeneration} → ${r.toGeneration}` : r.fromGeneration || "—"),
+            h("td", null, r.reason),
+            h(
+              "td",
+              null,
+              r.error
+                ? h("span", { class: "field-error" }, r.error)
+                : r.specDiff
+                  ? h("pre", { class: "mono diff" }, JSON.stringify(r.specDiff, null, 1))
+                  : r.deployments
+                    ? `Deployments: ${r.deployments.join(", ")}`
+                    : "",
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+// -- Controls -------------------------------------------------------------------------------------
+const audits = new Map(registry.actions.map((a) => [a.name, a.audit]));
+const dialog = createDialog({
+  onDone: (result) => {
+    toast(`${result.audit.action.replace(/^isvc_/, "")}: done (audit #${result.audit.id})`);
+    if (result.state) apply(result.state);
+    renderHistory();
+  },
+});
+
+function inputFor(f, action) {
+  const attrs = { name: f.name, "data-field": f.name, "aria-label": f.label };
+  if (f.type === "integer") {
+    const props = { ...attrs, type: "number", min: f.min ?? undefined, max: f.max ?? undefined, step: 1 };
+    if (action.name === "isvc-canary" && f.name === "percent") props.value = 10;
+    return h("input", props);
+  }
+  if (f.type === "boolean") return h("input", { ...attrs, type: "checkbox" });
+  const props = { ...attrs, type: "text", maxlength: f.maxLength ?? undefined, autocomplete: "off" };
+  if (f.name === "image") {
+    const current = (((state.spec || {}).components || {}).predictor || {}).image;
+    if (current) props.placeholder = `now ${current}`;
+  }
+  return h("input", props);
+}
+
+function openAction(action) {
+  const inputs = action.fields.filter((f) => f.name !== "reason").map((f) => [f, inputFor(f, action)]);
+  const body = [
+    h("p", { class: "muted" }, action.help),
+    inputs.map(([f, el]) =>
+      h("label", { class: "field" }, h("span", { class: "field-label" }, f.label, f.required ? " (required)" : ""), el, h("span", { class: "muted small" }, f.help)),
+    ),
+  ];
+  dialog.open({
+    title: `${action.label}: ${boot.namespace}/${boot.name}`,
+    body,
+    confirm: action.label,
+    danger: action.tone === "danger",
+    onConfirm: (reason) => {
+      const values = { reason };
+      for (const [f, el] of inputs) {
+        if (f.type === "boolean") {
+          if (el.checked) values[f.name] = true;
+        } else if (el.value.trim() !== "") {
+          values[f.name] = f.type === "integer" ? Number(el.value) : el.value.trim();
+        }
+      }
+      return post(action.url, values);
+    },
+  });
+}
+
+const buttons = new Map();
+function buildButtons() {
+  const host = byId("isvc-buttons");
+  for (const action of registry.actions) {
+    const button = h(
+      "button",
+      {
+        class: "btn" + (action.tone === "primary" ? " btn-primary" : action.tone === "danger" ? " btn-danger" : ""),
+        type: "button",
+        "data-action": action.name,
+        onclick: () => openAction(action),
+      },
+      action.label,
+    );
+    buttons.set(action.name, { action, button });
+    host.appendChild(button);
+  }
+}
+
+function renderControls(s) {
+  const why = [];
+  for (const { action, button } of buttons.values()) {
+    const reason = !action.allowed
+      ? `needs ${action.permission} in ${boot.namespace}`
+      : ((s.controls || {})[audits.get(action.name)] ?? null);
+    button.disabled = reason !== null;
+    button.title = reason || action.help;
+    if (reason && action.allowed) why.push(h("span", { "data-why": action.name }, h("b", null, action.label), ": ", reason));
+  }
+  if (!boot.canOperate) why.unshift(h("span", null, "Read only: you may view this InferenceService but not operate it."));
+  mount(byId("controls-why"), why);
+}
+
+// -- Refresh --------------------------------------------------------------------------------------
+function apply(next) {
+  state = next;
+  renderHeader(state);
+  renderStrategy(state);
+  renderTraffic(state);
+  renderWaits(state);
+  renderComponents(state);
+  renderControls(state);
+  sample(state);
+  drawChart();
+}
+
+let lastHistory = null;
+async function refresh() {
+  if (document.hidden) return;
+  const conn = byId("conn");
+  try {
+    apply(await api(boot.api));
+    conn.className = "conn conn-live";
+    conn.textContent = "live (2 s)";
+    const generation = `${state.generation}/${state.deployments.map((d) => d.paused).join()}`;
+    if (generation !== lastHistory) {
+      lastHistory = generation;
+      renderHistory();
+    }
+  } catch (err) {
+    if (err.status === 401) return location.reload();
+    conn.className = "conn conn-stale";
+    conn.textContent = "refresh failed; retrying";
+  }
+}
+
+buildButtons();
+apply(state);
+loadPlotly(plotlySrc, drawChart);
+document.addEventListener("visibilitychange", () => {
+  if (!document.hidden) refresh();
+});
+setInterval(refresh, REFRESH_MS);
+refresh();
