@@ -39,6 +39,7 @@ class AuditRecord(models.Model):
         CLI = "cli", "Command line"
         SCENARIO = "scenario", "Scenario"
         SYSTEM = "system", "System"
+        ANALYSIS = "analysis", "Canary analysis"
 
     class Result(models.TextChoices):
         OK = "ok", "OK"
