@@ -12,12 +12,13 @@ in: ``bucket_start = floor(started / BUCKET_SECONDS) * BUCKET_SECONDS``. Example
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from controller.core.latency import Sums
 from controller.models import RequestAggregate, RequestRecord
@@ -136,20 +137,31 @@ def _add_to_aggregates(sums: dict[Key, Sums]) -> None:
             agg.histogram = hist
             updates.append(agg)
     if updates:
-        RequestAggregate.objects.bulk_update(
-            updates,
-            [
-                "requests",
-                "errors",
-                "timeouts",
-                "interrupted",
-                "feedback_sum",
-                "feedback_count",
-                "latency_max",
-                "histogram",
-            ],
-            batch_size=500,
-        )
+        # One parameterised UPDATE per row, sent with executemany: Django's bulk_update builds a
+        # CASE expression per field per row, which costs ~2 ms per row here (700 rows: 1.5 s).
+        table = RequestAggregate._meta.db_table
+        sql = (
+            f"UPDATE {table} SET requests = %s, errors = %s, timeouts = %s, interrupted = %s, "
+            "feedback_sum = %s, feedback_count = %s, latency_max = %s, histogram = %s{cast} WHERE id = %s"
+        ).format(cast="::jsonb" if connection.vendor == "postgresql" else "")
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                sql,
+                [
+                    (
+                        a.requests,
+                        a.errors,
+                        a.timeouts,
+                        a.interrupted,
+                        a.feedback_sum,
+                        a.feedback_count,
+                        a.latency_max,
+                        json.dumps(a.histogram, separators=(",", ":")),
+                        a.pk,
+                    )
+                    for a in updates
+                ],
+            )
     if creates:
         RequestAggregate.objects.bulk_create(creates, batch_size=500)
 
