@@ -18,7 +18,7 @@ from tests.live.helpers import ManualClock
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
-TEST_DB = 11
+TEST_DB = 11  # away from the broker (0), the channel layer (1), the live state (2) and the other tests
 GOOD = demo.DIGESTS["vllm/vllm-openai:v0.9.2"]
 FLAKY = demo.DIGESTS["vllm/vllm-openai:v0.9.2-flaky"]
 

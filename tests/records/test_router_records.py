@@ -17,7 +17,7 @@ from tests.live.helpers import ManualClock, config, is_ready, pod
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
-TEST_DB = 12
+TEST_DB = 10  # away from the broker (0), the channel layer (1), the live state (2) and the other tests
 
 
 @pytest.fixture
