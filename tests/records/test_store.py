@@ -170,3 +170,23 @@ def test_a_sum_merged_from_stored_rows_equals_the_sum_of_its_records():
     sums.add("error", 4000.0, 0.5)
     store.write_records([rec(1000, latency=12.0), rec(1001, status="error", latency=4000.0, feedback=0.5)])
     assert DatabaseMetrics().window("default", "ms", "r1", 1000, 1010) == sums.figures()
+
+
+@pytest.mark.django_db
+def test_the_periodic_cleanup_uses_the_retention_settings_and_the_controllers_clock(settings, monkeypatch):
+    from controller.runtime import periodic
+    from controller.tasks import register_periodic_tasks
+    from tests.live.helpers import ManualClock
+
+    settings.ROLLOUTUI_RECORDS_RETENTION_SECONDS = 600
+    settings.ROLLOUTUI_AGGREGATES_RETENTION_SECONDS = 3600
+    monkeypatch.setattr(periodic, "get_clock", lambda: ManualClock(10_000.0))
+    store.write_records([rec(5000.0), rec(9000.0), rec(9900.0)])
+    assert periodic.cleanup_records() == {"records": 2, "aggregates": 1}
+
+    class App:
+        class conf:
+            beat_schedule = None
+
+    register_periodic_tasks(App)
+    assert App.conf.beat_schedule["rolloutui-cleanup-records"]["task"] == "controller.tasks.cleanup_records"
