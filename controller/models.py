@@ -142,3 +142,72 @@ class ProgressSample(models.Model):
     class Meta:
         indexes = [models.Index(fields=["namespace", "name", "t"], name="progress_ms_t_idx")]
         ordering = ["t"]
+
+
+class RequestRecord(models.Model):
+    """One finished request served by one revision of a ModelServing (``controller.records``).
+
+    From the simulated router (``controller.simcluster.database.traffic``) or ingested through
+    ``POST /api/request-records/``. Raw rows are kept for ``ROLLOUTUI_RECORDS_RETENTION_SECONDS``
+    (the periodic cleanup deletes older ones); their sums live on in ``RequestAggregate``.
+    Times are clock seconds (epoch seconds; simulated time on the simulated cluster).
+    """
+
+    STATUSES = ("ok", "error", "timeout", "interrupted")
+
+    request_id = models.CharField(max_length=128)
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    revision = models.CharField(max_length=128)  # the controller revision hash
+    deployment_revision = models.CharField(max_length=64, blank=True, default="")
+    model_version = models.CharField(max_length=253, blank=True, default="")
+    latency_ms = models.FloatField(null=True, blank=True)  # time to first answer; None if never answered
+    status = models.CharField(max_length=16)
+    feedback = models.FloatField(null=True, blank=True)
+    started = models.FloatField()
+    finished = models.FloatField()
+
+    class Meta:
+        indexes = [
+            # The analysis window's edges and the comparison read by ModelServing, revision, start.
+            models.Index(fields=["namespace", "name", "revision", "started"], name="reqrec_ms_rev_started_idx"),
+            # The retention cleanup deletes by finish time.
+            models.Index(fields=["finished"], name="reqrec_finished_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}@{self.revision} {self.request_id} {self.status}"
+
+
+class RequestAggregate(models.Model):
+    """Sums of the request records of one revision that started in one time bucket
+    ``[bucket_start, bucket_start + RECORD_BUCKET_SECONDS)`` (``controller.records``).
+
+    ``histogram``: ``{"<bucket index>": count}`` of the latencies of answered requests over the fixed
+    boundaries of ``controller.core.latency``, so percentiles of any run of buckets are exact to the
+    bucket width. Kept for ``ROLLOUTUI_AGGREGATES_RETENTION_SECONDS`` (longer than raw records).
+    """
+
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    revision = models.CharField(max_length=128)
+    bucket_start = models.FloatField()
+    requests = models.BigIntegerField(default=0)
+    errors = models.BigIntegerField(default=0)
+    timeouts = models.BigIntegerField(default=0)
+    interrupted = models.BigIntegerField(default=0)
+    feedback_sum = models.FloatField(default=0.0)
+    feedback_count = models.BigIntegerField(default=0)
+    latency_max = models.FloatField(null=True, blank=True)
+    histogram = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["namespace", "name", "revision", "bucket_start"], name="reqagg_ms_rev_bucket"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["namespace", "name", "bucket_start"], name="reqagg_ms_bucket_idx"),
+            models.Index(fields=["bucket_start"], name="reqagg_bucket_idx"),
+        ]

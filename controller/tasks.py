@@ -8,9 +8,11 @@ send by name; beat schedules by name), so they are spelled out here:
 - ``controller.tasks.resync()`` every 30 s: enqueue every ModelServing
   (``controller.runtime.periodic.resync``);
 - ``controller.tasks.sim_tick()`` every second: one step of the simulated cluster's physics
-  (``controller.runtime.periodic.sim_tick``).
+  (``controller.runtime.periodic.sim_tick``);
+- ``controller.tasks.cleanup_records()`` every 5 minutes: the retention of request records
+  (``controller.runtime.periodic.cleanup_records``).
 
-Both periodic tasks are registered on the Celery app's beat schedule from here, so no settings
+The periodic tasks are registered on the Celery app's beat schedule from here, so no settings
 entry is needed.
 """
 
@@ -37,6 +39,11 @@ def resync() -> int:
 @shared_task(name="controller.tasks.sim_tick", ignore_result=True)
 def sim_tick() -> dict[str, Any]:
     return periodic.sim_tick()
+
+
+@shared_task(name="controller.tasks.cleanup_records", ignore_result=True)
+def cleanup_records() -> dict[str, int]:
+    return periodic.cleanup_records()
 
 
 class _QuietTicks(logging.Filter):
@@ -70,6 +77,16 @@ def register_periodic_tasks(app) -> None:
     schedule.setdefault(
         "rolloutui-sim-tick",
         {"task": "controller.tasks.sim_tick", "schedule": tick_every, "options": {"expires": 2 * tick_every}},
+    )
+
+    cleanup_every = periodic.CLEANUP_SECONDS
+    schedule.setdefault(
+        "rolloutui-cleanup-records",
+        {
+            "task": "controller.tasks.cleanup_records",
+            "schedule": cleanup_every,
+            "options": {"expires": cleanup_every},
+        },
     )
 
 

@@ -20,3 +20,9 @@ class RolloutUIConfig(AppConfig):
         from rolloutui.services.audit import record_drain_timeout
 
         requests_interrupted.connect(record_drain_timeout, dispatch_uid="rolloutui.drain_timeout_audit")
+
+        # What the canary analysis did (pause, rollback) goes to the audit trail, source "analysis".
+        from controller.runtime.analysis import analysis_acted
+        from rolloutui.services.audit import record_analysis
+
+        analysis_acted.connect(record_analysis, dispatch_uid="rolloutui.analysis_audit")

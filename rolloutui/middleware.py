@@ -42,6 +42,9 @@ class AccessLogMiddleware:
         return response
 
 
+RECORDS_PATH = "/api/request-records"
+
+
 class RequestSizeLimitMiddleware:
     """413 (JSON) for a request whose declared body is larger than ``DATA_UPLOAD_MAX_MEMORY_SIZE``,
     before any of it is read. Django bounds ``request.body`` by the same setting, but only when a
@@ -56,6 +59,9 @@ class RequestSizeLimitMiddleware:
         from django.http import JsonResponse
 
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if request.path.startswith(RECORDS_PATH):
+            # Batches of request records have their own, larger limit (the view reads the body).
+            limit = getattr(settings, "ROLLOUTUI_RECORDS_MAX_BODY_BYTES", limit)
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:

@@ -16,6 +16,8 @@ class ModelServingAccess(models.Model):
     - ``rolloutui.view_modelserving``: see ModelServings, their state, history and audit trail.
     - ``rolloutui.operate_modelserving``: pause, resume, promote, roll back, set an image, inject
       simulated faults.
+    - ``rolloutui.ingest_requestrecords``: send request records (``POST /api/request-records/``);
+      group ``ingesters`` (created after migrate by ``permissions.ensure_groups``).
 
     Groups `viewers` (view) and `operators` (view + operate) are created by migration 0002.
     """
@@ -27,6 +29,7 @@ class ModelServingAccess(models.Model):
         permissions = [
             ("view_modelserving", "Can view ModelServings, their rollout state and audit trail"),
             ("operate_modelserving", "Can pause, resume, promote, roll back and edit ModelServings"),
+            ("ingest_requestrecords", "Can send request records of ModelServings (log shippers)"),
         ]
 
 
@@ -39,6 +42,7 @@ class AuditRecord(models.Model):
         CLI = "cli", "Command line"
         SCENARIO = "scenario", "Scenario"
         SYSTEM = "system", "System"
+        ANALYSIS = "analysis", "Canary analysis"
 
     class Result(models.TextChoices):
         OK = "ok", "OK"

@@ -1,4 +1,4 @@
-"""The product's two permissions and the two groups that carry them.
+"""The product's permissions and the groups that carry them (``ingesters``: request records only).
 
 Migration 0002 creates the groups on a fresh database (with its own frozen copy of these
 definitions, as migrations must). `ensure_groups` runs after every `migrate` and after every test
@@ -10,14 +10,18 @@ from __future__ import annotations
 
 VIEW = "view_modelserving"
 OPERATE = "operate_modelserving"
+# Sending request records (POST /api/request-records/): a router's or gateway's log shipper.
+INGEST = "ingest_requestrecords"
 
 PERMISSIONS = {
     VIEW: "Can view ModelServings, their rollout state and audit trail",
     OPERATE: "Can pause, resume, promote, roll back and edit ModelServings",
+    INGEST: "Can send request records of ModelServings (log shippers)",
 }
 GROUPS = {
     "viewers": [VIEW],
     "operators": [VIEW, OPERATE],
+    "ingesters": [INGEST],
 }
 
 

@@ -7,6 +7,7 @@ generated once into the var directory, which is gitignored.
 from __future__ import annotations
 
 import atexit
+import json
 import logging as _logging
 import os
 import secrets
@@ -332,6 +333,37 @@ except ValueError:
     raise ImproperlyConfigured(f"ROLLOUTUI_SIM_SPEED must be a number, got {_env('ROLLOUTUI_SIM_SPEED')!r}") from None
 if not ROLLOUTUI_SIM_SPEED > 0:
     raise ImproperlyConfigured(f"ROLLOUTUI_SIM_SPEED must be > 0, got {ROLLOUTUI_SIM_SPEED}")
+
+
+# --- Request records and canary analysis (README "Request records and canary analysis") -------
+def _env_number(name: str, default: float, *, minimum: float) -> float:
+    raw = _env(name)
+    try:
+        value = float(raw) if raw else default
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from None
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum:g}, got {value:g}")
+    return value
+
+
+# Raw request records are kept this long (clock seconds), their per-bucket sums longer.
+ROLLOUTUI_RECORDS_RETENTION_SECONDS = _env_number("ROLLOUTUI_RECORDS_RETENTION_SECONDS", 86400, minimum=60)
+ROLLOUTUI_AGGREGATES_RETENTION_SECONDS = _env_number("ROLLOUTUI_AGGREGATES_RETENTION_SECONDS", 30 * 86400, minimum=60)
+# POST /api/request-records/: at most this many records per batch, this many bytes per body.
+ROLLOUTUI_RECORDS_MAX_BATCH = int(_env_number("ROLLOUTUI_RECORDS_MAX_BATCH", 5000, minimum=1))
+ROLLOUTUI_RECORDS_MAX_BODY_BYTES = int(_env_number("ROLLOUTUI_RECORDS_MAX_BODY_BYTES", 4 * 1024 * 1024, minimum=1024))
+# The Prometheus provider of the canary analysis (provider: prometheus): the server, and default
+# query templates per metric as JSON ({"errorRate": "...{{revision}}..."}); a ModelServing's own
+# analysis.queries win over these.
+ROLLOUTUI_PROMETHEUS_URL = _env("ROLLOUTUI_PROMETHEUS_URL")
+try:
+    ROLLOUTUI_PROMETHEUS_QUERIES = json.loads(_env("ROLLOUTUI_PROMETHEUS_QUERIES") or "{}")
+except ValueError as exc:
+    raise ImproperlyConfigured(f"ROLLOUTUI_PROMETHEUS_QUERIES must be a JSON object: {exc}") from None
+if not isinstance(ROLLOUTUI_PROMETHEUS_QUERIES, dict):
+    raise ImproperlyConfigured("ROLLOUTUI_PROMETHEUS_QUERIES must be a JSON object of metric -> template")
+ROLLOUTUI_PROMETHEUS_TIMEOUT_SECONDS = _env_number("ROLLOUTUI_PROMETHEUS_TIMEOUT_SECONDS", 5, minimum=0.1)
 
 # Cluster-wide rollout defaults (controller.core.strategy.ClusterSettings) from the environment:
 # the embedded cluster's settings, and on Kubernetes the fallback when the ConfigMap named below is

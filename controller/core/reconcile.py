@@ -184,10 +184,16 @@ def _analysis_figures(
     canary = status.get("canary") or {}
     out = {}
     for start, end in windows:
-        out[(start, end)] = {
-            "stable": metrics.window(namespace, name, canary["stable"], start, end),
-            "canary": metrics.window(namespace, name, canary["revision"], start, end),
-        }
+        try:
+            out[(start, end)] = {
+                "stable": metrics.window(namespace, name, canary["stable"], start, end),
+                "canary": metrics.window(namespace, name, canary["revision"], start, end),
+            }
+        except Exception as exc:  # a metrics source that cannot answer: the window waits for a later pass
+            log.warning(
+                "canary analysis of %s/%s: figures of [%s, %s) unavailable: %s", namespace, name, start, end, exc
+            )
+            break
     return out
 
 

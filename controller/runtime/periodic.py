@@ -4,23 +4,30 @@
   the safety net for any lost message.
 - ``sim_tick()`` every ``TICK_SECONDS`` on the simulated backend: one step of the simulated
   cluster's physics (``controller.simcluster.database.tick``), skipped while another tick still runs.
+- ``cleanup_records()`` every ``CLEANUP_SECONDS``: the bounded retention of request records
+  (``controller.records.store.cleanup``; ``ROLLOUTUI_RECORDS_RETENTION_SECONDS`` and
+  ``ROLLOUTUI_AGGREGATES_RETENTION_SECONDS``), on the controller's clock.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+
 from controller.core import workqueue
 from controller.models import SimObject
+from controller.records import store as records_store
 from controller.simcluster.database.tick import tick
 
 from . import enqueue, hooks, redisconn
-from .backend import backend_name, get_cluster, sim_cluster
+from .backend import backend_name, get_clock, get_cluster, sim_cluster
 from .locks import SimpleLock
 from .reconciler import maybe_queue_depth
 
 RESYNC_SECONDS = workqueue.RESYNC_SECONDS
 TICK_SECONDS = 1.0
+CLEANUP_SECONDS = 300.0
 
 
 def resync() -> int:
@@ -54,3 +61,16 @@ def sim_tick() -> dict[str, Any]:
             lock.release()
     report.pop("ready", None)
     return report
+
+
+def cleanup_records() -> dict[str, int]:
+    """Delete request records and sums older than their retention (clock seconds)."""
+    return records_store.cleanup(
+        get_clock().now(),
+        records_seconds=getattr(
+            settings, "ROLLOUTUI_RECORDS_RETENTION_SECONDS", records_store.RECORDS_RETENTION_SECONDS
+        ),
+        aggregates_seconds=getattr(
+            settings, "ROLLOUTUI_AGGREGATES_RETENTION_SECONDS", records_store.AGGREGATES_RETENTION_SECONDS
+        ),
+    )

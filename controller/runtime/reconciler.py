@@ -8,7 +8,9 @@
    ModelServing at once; if it is taken, it marks the holder "dirty" (the holder runs once more) and
    returns;
 3. runs one level-triggered ``controller.core.reconcile.reconcile`` pass against the active backend
-   (``backend``); nothing is kept in memory: a worker killed mid-way loses nothing, the next pass
+   (``backend``), the canary analysis reading its figures through ``analysis.metrics_for``
+   (and ``analysis.announce`` telling the audit what it did); nothing is kept in memory: a worker
+   killed mid-way loses nothing, the next pass
    starts from the cluster again;
 4. records Prometheus metrics, publishes the state to the ModelServing's Channels group
    (``publish``), calls the post-reconcile hooks with it (``hooks``: the releases' status),
@@ -31,6 +33,8 @@ from controller.core import workqueue
 from controller.core.reconcile import reconcile
 
 from . import enqueue, hooks, redisconn
+from .analysis import announce as announce_analysis
+from .analysis import metrics_for
 from .backend import get_clock, get_cluster, get_router, get_verifier
 from .clustersettings import cluster_settings
 from .locks import ReconcileLock
@@ -123,7 +127,14 @@ def _one_pass(namespace: str, name: str, client: redis.Redis | None, *, holder: 
     started = time.perf_counter()
     try:
         result = reconcile(
-            cluster, get_router(), clock, namespace, name, settings=cluster_settings(), verifier=get_verifier()
+            cluster,
+            get_router(),
+            clock,
+            namespace,
+            name,
+            settings=cluster_settings(),
+            verifier=get_verifier(),
+            metrics=metrics_for(cluster),
         )
     except Exception as exc:  # a lost race beyond retries, a cluster error, or a bug: back off
         metrics.observe_reconcile(
@@ -143,6 +154,7 @@ def _one_pass(namespace: str, name: str, client: redis.Redis | None, *, holder: 
     for role in result.status.get("roles") or []:
         metrics.set_rollout_progress(namespace, name, role.get("name", ""), float(role.get("progress") or 0.0))
     maybe_queue_depth(client)
+    announce_analysis(namespace, name, result.audit)
     publish_state(namespace, name, result.view)
     hooks.run_post_reconcile(namespace, name, result.view)
     sample_progress(namespace, name, result.status, clock.now(), client)

@@ -38,3 +38,16 @@ class CanRun(BasePermission):
         needed = view.control.permission
         self.message = f"You need the {needed} permission to run {view.control.name}."
         return access.anywhere(request.user, VIEW) and access.anywhere(request.user, needed)
+
+
+INGEST = "rolloutui.ingest_requestrecords"
+
+
+class CanIngest(BasePermission):
+    """Sending request records: the permission somewhere (each record's namespace is checked by
+    ``services.records.ingest``)."""
+
+    message = "You need the rolloutui.ingest_requestrecords permission to send request records."
+
+    def has_permission(self, request, view) -> bool:
+        return access.anywhere(request.user, INGEST)

@@ -25,6 +25,7 @@ RESOURCES = [
     re_path(MS + r"/pods/?$", views.Pods.as_view(), name="api-pods"),
     re_path(MS + r"/preview/?$", views.SimPreview.as_view(), name="api-preview"),
     re_path(MS + r"/releases/?$", releases.ModelServingReleases.as_view(), name="api-modelserving-releases"),
+    re_path(MS + r"/comparison/?$", views.Comparison.as_view(), name="api-comparison"),
 ]
 
 
@@ -62,6 +63,7 @@ urlpatterns = [
     re_path(ISVC + r"/history/?$", views.InferenceServiceHistory.as_view(), name="api-inferenceservice-history"),
     path("manifests/validate", views.ValidateManifest.as_view(), name="api-manifest-validate"),
     path("audit/", views.AuditList.as_view(), name="api-audit"),
+    re_path(r"^request-records/?$", views.RequestRecords.as_view(), name="api-request-records"),
     path("auth/token/", views.TokenView.as_view(), name="api-token"),
     path("auth/tokens/", views.TokensView.as_view(), name="api-tokens"),
     path("previews/<uuid:job_id>/", views.PreviewJobView.as_view(), name="api-preview-job"),

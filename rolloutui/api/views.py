@@ -42,6 +42,7 @@ from rolloutui.services import (
     manifests,
     origin,
     preview,
+    records,
     simulation,
     state,
 )
@@ -49,7 +50,7 @@ from rolloutui.services.controls import ControlDenied
 from rolloutui.services.controls import audit as write_audit
 
 from . import serializers as s
-from .permissions import VIEW, CanOperate, CanRun, CanView
+from .permissions import VIEW, CanIngest, CanOperate, CanRun, CanView
 
 SOURCE = "api"
 PAGE_SOURCE_HEADER = "X-RolloutUI-Source"
@@ -549,3 +550,92 @@ class InferenceServiceHistory(ServiceView):
     @extend_schema(responses=s.InferenceServiceHistorySerializer(many=True))
     def get(self, request, namespace, name):
         return Response(kserve_controls.history(namespace, name))
+
+
+class RequestRecords(APIView):
+    """``POST /api/request-records/``: one batch of request records from a router's or gateway's log
+    shipper (README "Request records and canary analysis").
+
+    Body: a JSON list of records, or ``{"records": [...]}``; at most ``ROLLOUTUI_RECORDS_MAX_BATCH``
+    records (5,000) and ``ROLLOUTUI_RECORDS_MAX_BODY_BYTES`` (4 MiB). A record: ``requestId``,
+    ``namespace``, ``name``, ``revision`` (controller revision hash), optional
+    ``deploymentRevision`` and ``modelVersion``, ``latencyMs`` (required for ok and error),
+    ``status`` (ok, error, timeout, interrupted), optional ``feedback``, ``started`` and
+    ``finished`` (epoch seconds or ISO 8601 with a zone).
+
+    Token authentication only (``Authorization: Token <token>``), permission
+    ``rolloutui.ingest_requestrecords`` in each namespace of the batch (group ``ingesters``, or a
+    grant of the role ``ingester``). Answers 201 ``{"stored": N}``; 400 naming each bad record by
+    index and field, ``{"records": {"3": {"latencyMs": ["..."]}}}``, with nothing stored; 413 for a
+    body over the limit; 401 without a token; 403 without the permission.
+    """
+
+    authentication_classes = [TokenAuthentication]
+    permission_classes = [CanIngest]
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request):
+        import json
+
+        limit = records.max_body_bytes()
+        raw = request._request.read(limit + 1)
+        if len(raw) > limit:
+            too_big = exceptions.APIException(f"request body too large: more than {limit} bytes")
+            too_big.status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+            raise too_big
+        try:
+            payload = json.loads(raw or b"null")
+        except ValueError as exc:
+            raise exceptions.ParseError(f"the body is not JSON: {exc}") from None
+        try:
+            stored = records.ingest(request.user, payload)
+        except records.RecordsInvalid as exc:
+            return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
+        except records.RecordsDenied as exc:
+            raise exceptions.PermissionDenied(str(exc)) from None
+        return Response(stored, status=status.HTTP_201_CREATED)
+
+
+class Comparison(ServiceView):
+    """``GET /api/modelservings/<ns>/<name>/comparison/?window=<seconds>&bucket=<seconds>``: request
+    figures per revision over the same window (the last ``window`` seconds, default 600), for the
+    Canary panel. Times are clock seconds (epoch seconds; the embedded cluster's simulated time).
+
+    ``figures`` = ``requests`` (finished requests), ``errorRate``, ``timeoutRate`` (shares of
+    them), ``latencyP50Ms``, ``latencyP95Ms``, ``latencyP99Ms`` (of answered requests, exact to the
+    histogram bucket), ``feedbackMean``; rates, latencies and feedback are null without requests.
+
+        {"window": {"start": 1700000000.0, "end": 1700000600.0, "seconds": 600},
+         "bucketSeconds": 60,
+         "stable": {"revision": "5f8d2c42cf", ...figures} | null,
+         "canary": {"revision": "ba7ae46932", ...figures} | null,
+         "revisions": [{"revision": "...", ...figures}],
+         "series": [{"revision": "...", "bucketStart": 1700000000.0, ...figures}]}
+
+    ``stable`` and ``canary`` come from ``status.canary`` while a canary runs (or was stopped by the
+    analysis); otherwise ``stable`` is the current revision and ``canary`` null. ``series`` has one
+    point per revision per bucket that had requests (``bucket`` rounded up to a multiple of 10 s,
+    default 60), sorted by revision then time.
+    """
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, namespace, name):
+        def seconds(key: str, default: float) -> float:
+            raw = request.query_params.get(key)
+            if raw in (None, ""):
+                return default
+            try:
+                value = float(raw)
+            except ValueError:
+                raise exceptions.ValidationError({key: [f"must be a number of seconds, got {raw!r}"]}) from None
+            if not (value > 0 and value < float("inf")):
+                raise exceptions.ValidationError({key: ["must be more than 0"]})
+            return value
+
+        window = seconds("window", 600.0)
+        bucket = seconds("bucket", 60.0)
+        try:
+            got = records.comparison(request.user, namespace, name, window=window, bucket=bucket)
+        except records.RecordsInvalid as exc:
+            return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
+        return Response(got)

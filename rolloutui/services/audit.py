@@ -96,3 +96,29 @@ def record_drain_timeout(*, namespace: str, name: str, pod: str, count: int, rea
         to_revision=status.get("updateRevision") or "",
         details={"pod": pod, "interrupted": count},
     )
+
+
+def record_analysis(*, namespace: str, name: str, entries: list[dict], **_: object) -> None:
+    """The canary analysis paused or rolled back a rollout: one audit record per act, source
+    ``analysis``, with the reason (metric, figures, threshold) and the failed window's figures of
+    stable and canary in ``details``. Receiver of ``controller.runtime.analysis.analysis_acted``."""
+    for entry in entries:
+        if entry.get("source") != "analysis":
+            continue
+        details = dict(entry.get("details") or {})
+        window = details.get("window") or {}
+        if window.get("figures"):
+            details["figures"] = window["figures"]
+        AuditRecord.objects.create(
+            actor=None,
+            actor_name="analysis",
+            source=AuditRecord.Source.ANALYSIS,
+            action=str(entry.get("action") or "analysis"),
+            namespace=namespace,
+            name=name,
+            reason=str(entry.get("reason") or ""),
+            from_revision=str(entry.get("fromRevision") or ""),
+            to_revision=str(entry.get("toRevision") or ""),
+            details=details,
+            auth_method=AuditRecord.AuthMethod.SYSTEM,
+        )

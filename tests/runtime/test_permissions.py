@@ -1,4 +1,5 @@
-"""Exactly two permissions, two groups created by a migration, and the audit record model."""
+"""Exactly three permissions (view, operate, ingest request records), the groups that carry them,
+and the audit record model."""
 
 import pytest
 from django.contrib.auth.models import Group, Permission
@@ -9,9 +10,16 @@ from rolloutui.models import AuditRecord
 pytestmark = pytest.mark.django_db
 
 
-def test_the_app_defines_exactly_two_permissions():
+def test_the_app_defines_exactly_three_permissions():
     codenames = set(Permission.objects.filter(content_type__app_label="rolloutui").values_list("codename", flat=True))
-    assert codenames == {"view_modelserving", "operate_modelserving"}
+    assert codenames == {"view_modelserving", "operate_modelserving", "ingest_requestrecords"}
+
+
+def test_ingesters_send_request_records_and_see_nothing():
+    from django.contrib.auth.models import Group
+
+    perms = set(Group.objects.get(name="ingesters").permissions.values_list("codename", flat=True))
+    assert perms == {"ingest_requestrecords"}
 
 
 def test_viewers_can_view_but_not_operate(viewer):

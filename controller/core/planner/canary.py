@@ -183,6 +183,7 @@ def _analyse(
         record = result.to_json()
         windows.append(record)
         run.windows.append(record)
+        state["windows"] = windows[-KEEP_WINDOWS:]  # the failing window is in the audit's details
         state["lastWindowEnd"] = end
         if result.verdict == FAIL:
             state["failures"] = int(state.get("failures") or 0) + 1

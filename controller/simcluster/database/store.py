@@ -397,9 +397,10 @@ class DatabaseCluster:
             return
         kind, owner = traffic_owner(pod)
         report = self.on_interrupted
+        now = self._now()
 
         def interrupt() -> None:
-            count = traffic.interrupt(namespace, name, reason, ms_name=owner, kind=kind)
+            count = traffic.interrupt(namespace, name, reason, ms_name=owner, kind=kind, now=now)
             if count and report is not None and owner and kind == SimTraffic.KIND_MODELSERVING:
                 try:
                     report(namespace, owner, name, count, reason)

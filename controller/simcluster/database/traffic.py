@@ -16,8 +16,15 @@ how long it keeps its pod busy and which requests a stopping pod interrupts are 
 ``controller.simcluster.routing`` (the in-memory router's too): the least busy routable entry pod,
 rejected when there is none; a pod that stops serving (deleted, container restarted, node failed,
 killed) interrupts the requests of its engine. Sent, completed, interrupted and rejected requests
-are counted in the ``SimTraffic`` row (an error answer counts as completed: the live app keeps no
-per-request records yet).
+are counted in the ``SimTraffic`` row (an error or timeout answer counts as completed).
+
+Every request that reached a pod leaves a request record (``controller.records``) when it ends:
+its pod's revision label (``routing.revision_label``), the pod's model version and deployment
+revision labels when it has them, its answer (``ok``, ``error``, ``timeout`` from the image
+profile's ``errorRate``/``timeoutRate``, or ``interrupted`` when its pod stopped serving), its
+latency and its start and end (simulated seconds). What the record needs travels in the request's
+member of the pod's sorted set (``_member``), so finishing a tick's requests is one Redis round
+trip and one batched insert.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from django.db.models import F
 from controller.core.kserve.materialize import LABEL_ISVC
 from controller.core.ports import Obj
 from controller.models import SimObject, SimTraffic
+from controller.records.store import write_records
 from controller.simcluster import routing
 from controller.simcluster.config import ClusterConfig
 
@@ -40,6 +48,63 @@ log = logging.getLogger(__name__)
 # After an outage, arrivals are generated for at most this much simulated time (not a burst of
 # everything that "should" have arrived while nothing ran).
 MAX_BACKLOG_SECONDS = 10.0
+
+# Labels a pod may carry that a request record names (a release writes the model version label).
+LABEL_MODEL_VERSION = "serving.rolloutui.io/model-version"
+LABEL_DEPLOYMENT_REVISION = "serving.rolloutui.io/deployment-revision"
+SEP = "|"
+
+
+def _member(arrival: float, i: int, rand: int, request: routing.Request, pod: Obj | None, owner: str) -> str:
+    """The sorted-set member of one request: unique (arrival, index, random bits), then what its
+    record needs. Example: ``"1700000000.250000:3:12345|error|182.4|ms-5d8f|v7|12|demo"``."""
+    labels = ((pod or {}).get("metadata") or {}).get("labels") or {}
+    latency = "" if request.latency_ms is None else f"{request.latency_ms:.3f}"
+    fields = (
+        request.answer or "",
+        latency,
+        request.revision or "",
+        labels.get(LABEL_MODEL_VERSION, ""),
+        labels.get(LABEL_DEPLOYMENT_REVISION, ""),
+        owner,
+    )
+    return f"{arrival:.6f}:{i}:{rand}{SEP}" + SEP.join(str(f).replace(SEP, "/") for f in fields)
+
+
+def _record(namespace: str, member: str, end: float, status: str | None = None) -> dict | None:
+    """The request record of a finished (or, with ``status``, interrupted) request's member; None
+    for a member without one (written before records existed, or of a pod without a revision)."""
+    head, sep, rest = member.partition(SEP)
+    if not sep:
+        return None
+    parts = rest.split(SEP)
+    if len(parts) != 6 or not parts[2] or not parts[5]:
+        return None
+    answer, latency, revision, model_version, deployment_revision, owner = parts
+    arrival = float(head.split(":", 1)[0])
+    status = status or answer
+    return {
+        "request_id": f"sim-{head}",
+        "namespace": namespace,
+        "name": owner,
+        "revision": revision,
+        "model_version": model_version,
+        "deployment_revision": deployment_revision,
+        "latency_ms": float(latency) if latency and status in (routing.OK, routing.ERROR) else None,
+        "status": status,
+        "feedback": None,
+        "started": arrival,
+        "finished": max(end, arrival),
+    }
+
+
+def _save(records: list[dict]) -> None:
+    if not records:
+        return
+    try:
+        write_records(records)
+    except Exception:  # records are best effort: the simulated traffic goes on without them
+        log.exception("could not store %d request records", len(records))
 
 
 def field(namespace: str, pod: str) -> str:
@@ -77,22 +142,37 @@ class RedisTraffic:
         return f"{self.key_prefix}sim:requests:{field(namespace, pod)}"
 
     def interrupt(
-        self, namespace: str, pod: str, reason: str = "", *, ms_name: str | None = None, kind: str = "ModelServing"
+        self,
+        namespace: str,
+        pod: str,
+        reason: str = "",
+        *,
+        ms_name: str | None = None,
+        kind: str = "ModelServing",
+        now: float | None = None,
     ) -> int:
         """The pod stopped serving: the requests in flight on its engine (``routing.engine_entry``)
-        are interrupted, and counted against ``kind``/``ms_name``'s traffic. Returns how many (the store
-        reports the ones cut off at a drain timeout: ``DatabaseCluster(on_interrupted=...)``)."""
+        are interrupted, recorded as such (ending at ``now``), and counted against
+        ``kind``/``ms_name``'s traffic. Returns how many (the store reports the ones cut off at a
+        drain timeout: ``DatabaseCluster(on_interrupted=...)``)."""
         pod = routing.engine_entry(pod)
         client = self.client
         try:
             pipe = client.pipeline()
-            pipe.zcard(self.requests_key(namespace, pod))
+            pipe.zrange(self.requests_key(namespace, pod), 0, -1)
             pipe.delete(self.requests_key(namespace, pod))
             pipe.hdel(self.inflight_key, field(namespace, pod))
-            count = int(pipe.execute()[0] or 0)
+            members = pipe.execute()[0] or []
         except redis.RedisError as exc:
             log.warning("could not interrupt requests of %s/%s: %s", namespace, pod, exc)
             return 0
+        count = len(members)
+        records = []
+        for m in members:
+            r = _record(namespace, m.decode() if isinstance(m, bytes) else m, now or 0.0, routing.INTERRUPTED)
+            if r is not None:
+                records.append(r)
+        _save(records)
         if count and ms_name:
             SimTraffic.objects.filter(kind=kind, namespace=namespace, name=ms_name).update(
                 interrupted=F("interrupted") + count
@@ -130,19 +210,27 @@ class RedisTraffic:
         pipe = client.pipeline()
         for f in fields:
             ns, pod = f.split("/", 1)
+            pipe.zrangebyscore(self.requests_key(ns, pod), "-inf", now, withscores=True)
             pipe.zremrangebyscore(self.requests_key(ns, pod), "-inf", now)
             pipe.zcard(self.requests_key(ns, pod))
         results = pipe.execute()
         finished_by_field = {}
+        records = []
         pipe = client.pipeline()
         for i, f in enumerate(fields):
-            removed, left = int(results[2 * i]), int(results[2 * i + 1])
+            ended, removed, left = results[3 * i], int(results[3 * i + 1]), int(results[3 * i + 2])
+            ns = f.split("/", 1)[0]
+            for member, end in ended:
+                r = _record(ns, member.decode() if isinstance(member, bytes) else member, float(end))
+                if r is not None:
+                    records.append(r)
             finished_by_field[f] = removed
             if left:
                 pipe.hset(key, f, left)
             else:
                 pipe.hdel(key, f)
         pipe.execute()
+        _save(records)
         total = sum(finished_by_field.values())
         if total:
             # Credit each ModelServing with its finished requests (one query for the pods' owners).
@@ -193,7 +281,7 @@ class RedisTraffic:
                 pod = routing.pick(pods, lambda p: counts[p["metadata"]["name"]])
                 request = routing.send(i, arrival, duration, pod, config, rng)
                 counts[request.pod] += 1
-                member = f"{arrival:.6f}:{i}:{rng.getrandbits(32)}"
+                member = _member(arrival, i, rng.getrandbits(32), request, pod, t.name)
                 pipe.zadd(self.requests_key(t.namespace, request.pod), {member: arrival + request.busy})
             for pod in names:
                 if counts[pod]:
@@ -238,7 +326,7 @@ class RedisTraffic:
                 rejected += 1
                 continue
             counts[request.pod] += 1
-            member = f"{arrival:.6f}:{i}:{rng.getrandbits(32)}"
+            member = _member(arrival, i, rng.getrandbits(32), request, pod, t.name)
             pipe.zadd(self.requests_key(t.namespace, request.pod), {member: arrival + request.busy})
         for pod in names:
             if counts[pod]:

@@ -1,0 +1,112 @@
+"""The canary analysis' ``MetricsPort`` on a real cluster: Prometheus' HTTP query API.
+
+One PromQL template per figure (``requests``, ``errorRate``, ``timeoutRate``, ``latencyP50Ms``,
+``latencyP95Ms``, ``latencyP99Ms``, ``feedbackMean``), with the placeholders of the canary spec:
+``{{namespace}}``, ``{{name}}``, ``{{revision}}`` and ``{{window}}`` (the window's length as a
+PromQL duration, in whole seconds). Each is evaluated as an instant query at the window's end
+(``GET <url>/api/v1/query?query=...&time=<end>``), so a range function over ``{{window}}`` covers
+exactly ``[start, end)``. Example::
+
+    errorRate: sum(rate(router_requests_total{namespace="{{namespace}}",revision="{{revision}}",
+               status="error"}[{{window}}])) / sum(rate(router_requests_total{namespace=
+               "{{namespace}}",revision="{{revision}}"}[{{window}}]))
+
+for the window [1,700,000,000, 1,700,000,060) of revision 5f8d2c42cf becomes ``...revision=
+"5f8d2c42cf",status="error"}[60s])) / ...`` evaluated at time 1700000060.
+
+The first sample of the answer is the figure; an empty answer or NaN is None (no data), and a
+figure without a template is None. ``requests`` is rounded to a whole number (``increase`` gives
+fractions). An unreachable server or an error answer raises ``PrometheusError``: the reconcile
+pass then leaves the window for a later pass (never judged on missing data).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+FIGURES = ("requests", "errorRate", "timeoutRate", "latencyP50Ms", "latencyP95Ms", "latencyP99Ms", "feedbackMean")
+
+
+class PrometheusError(Exception):
+    """Prometheus could not answer a query (unreachable, an error status, or a malformed answer)."""
+
+
+def render(template: str, *, namespace: str, name: str, revision: str, window_seconds: float) -> str:
+    """The template with its placeholders filled (module docstring)."""
+    values = {
+        "namespace": namespace,
+        "name": name,
+        "revision": revision,
+        "window": f"{max(1, int(round(window_seconds)))}s",
+    }
+    out = template
+    for key, value in values.items():
+        out = out.replace("{{" + key + "}}", value)
+    return out
+
+
+class PrometheusMetrics:
+    """``url``: the server (``ROLLOUTUI_PROMETHEUS_URL``, e.g. ``http://prometheus:9090``);
+    ``templates``: figure -> PromQL template; ``timeout``: seconds per query."""
+
+    def __init__(self, url: str, templates: dict[str, str], *, timeout: float = 5.0) -> None:
+        self.url = url.rstrip("/")
+        self.templates = {k: v for k, v in templates.items() if k in FIGURES and isinstance(v, str)}
+        self.timeout = timeout
+
+    def query(self, promql: str, at: float) -> float | None:
+        if not self.url:
+            raise PrometheusError("no Prometheus server configured (ROLLOUTUI_PROMETHEUS_URL)")
+        params = urllib.parse.urlencode({"query": promql, "time": f"{at:.3f}"})
+        request = urllib.request.Request(f"{self.url}/api/v1/query?{params}", headers={"Accept": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as resp:
+                body = json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            detail = ""
+            try:
+                detail = json.loads(exc.read()).get("error", "")
+            except (ValueError, AttributeError):
+                pass
+            raise PrometheusError(f"Prometheus answered {exc.code} to {promql!r}: {detail}") from None
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise PrometheusError(f"Prometheus at {self.url} could not answer {promql!r}: {exc}") from None
+        if not isinstance(body, dict) or body.get("status") != "success":
+            raise PrometheusError(
+                f"Prometheus refused {promql!r}: {body.get('error') if isinstance(body, dict) else body}"
+            )
+        data = body.get("data") or {}
+        kind, result = data.get("resultType"), data.get("result")
+        try:
+            if kind == "vector":
+                if not result:
+                    return None
+                value = float(result[0]["value"][1])
+            elif kind == "scalar":
+                value = float(result[1])
+            else:
+                raise PrometheusError(f"{promql!r} gave a {kind}, not a vector or scalar")
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise PrometheusError(f"malformed answer to {promql!r}: {exc}") from None
+        return None if math.isnan(value) or math.isinf(value) else value
+
+    def window(self, namespace: str, name: str, revision: str, start: float, end: float) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for figure in FIGURES:
+            template = self.templates.get(figure)
+            if template is None:
+                out[figure] = None
+                continue
+            promql = render(template, namespace=namespace, name=name, revision=revision, window_seconds=end - start)
+            out[figure] = self.query(promql, end)
+        requests = out["requests"]
+        out["requests"] = int(round(requests)) if requests is not None else 0
+        if out["requests"] == 0:
+            # No traffic: rates and latencies mean nothing (the contract: None when there were none).
+            out.update({k: None for k in FIGURES[1:]})
+        return out

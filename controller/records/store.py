@@ -1,0 +1,181 @@
+"""Storing request records: raw rows plus the sums of their time buckets, in one transaction.
+
+A record (the keys ``write_records`` takes, already validated): ``request_id``, ``namespace``,
+``name``, ``revision``, ``deployment_revision``, ``model_version``, ``latency_ms`` (or None),
+``status`` (ok, error, timeout, interrupted), ``feedback`` (or None), ``started``, ``finished``
+(clock seconds).
+
+Each record is added to the ``RequestAggregate`` of its revision and of the bucket its start falls
+in: ``bucket_start = floor(started / BUCKET_SECONDS) * BUCKET_SECONDS``. Example: started
+1,700,000,123.4 with 10 s buckets -> bucket 1,700,000,120.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+
+from controller.core.latency import Sums
+from controller.models import RequestAggregate, RequestRecord
+
+log = logging.getLogger(__name__)
+
+BUCKET_SECONDS = 10.0
+INSERT_BATCH = 2000
+# Raw records are kept a day, sums a month (clock seconds); settings may change both.
+RECORDS_RETENTION_SECONDS = 24 * 3600.0
+AGGREGATES_RETENTION_SECONDS = 30 * 24 * 3600.0
+
+
+def bucket_start(t: float) -> float:
+    return math.floor(t / BUCKET_SECONDS) * BUCKET_SECONDS
+
+
+Key = tuple[str, str, str, float]
+
+
+def _sums(records: Iterable[Mapping[str, Any]]) -> dict[Key, Sums]:
+    out: dict[Key, Sums] = {}
+    for r in records:
+        key = (r["namespace"], r["name"], r["revision"], bucket_start(r["started"]))
+        sums = out.get(key)
+        if sums is None:
+            sums = out[key] = Sums()
+        sums.add(r["status"], r.get("latency_ms"), r.get("feedback"))
+    return out
+
+
+def write_records(records: list[Mapping[str, Any]]) -> int:
+    """Store ``records`` and add them to their buckets' sums; all or nothing. Returns how many."""
+    if not records:
+        return 0
+    rows = [
+        RequestRecord(
+            request_id=str(r.get("request_id") or "")[:128],
+            namespace=r["namespace"],
+            name=r["name"],
+            revision=r["revision"],
+            deployment_revision=str(r.get("deployment_revision") or "")[:64],
+            model_version=str(r.get("model_version") or "")[:253],
+            latency_ms=r.get("latency_ms"),
+            status=r["status"],
+            feedback=r.get("feedback"),
+            started=r["started"],
+            finished=r["finished"],
+        )
+        for r in records
+    ]
+    sums = _sums(records)
+    for attempt in range(3):
+        try:
+            with transaction.atomic():
+                RequestRecord.objects.bulk_create(rows, batch_size=INSERT_BATCH)
+                _add_to_aggregates(sums)
+            return len(rows)
+        except IntegrityError:
+            # Two writers created the same new bucket at once: the loser starts again and now
+            # finds the row (its own records were rolled back with it).
+            if attempt == 2:
+                raise
+            for row in rows:
+                row.pk = None
+            log.info("request aggregates: a bucket was created concurrently, retrying")
+    return 0  # unreachable
+
+
+def _add_to_aggregates(sums: dict[Key, Sums]) -> None:
+    by_ms: dict[tuple[str, str], list[Key]] = {}
+    for key in sums:
+        by_ms.setdefault((key[0], key[1]), []).append(key)
+    updates, creates = [], []
+    for (namespace, name), keys in by_ms.items():
+        starts = sorted({k[3] for k in keys})
+        revisions = sorted({k[2] for k in keys})
+        existing = {
+            (a.namespace, a.name, a.revision, a.bucket_start): a
+            for a in RequestAggregate.objects.select_for_update().filter(
+                namespace=namespace, name=name, revision__in=revisions, bucket_start__in=starts
+            )
+        }
+        for key in keys:
+            s = sums[key]
+            agg = existing.get(key)
+            if agg is None:
+                creates.append(
+                    RequestAggregate(
+                        namespace=key[0],
+                        name=key[1],
+                        revision=key[2],
+                        bucket_start=key[3],
+                        requests=s.requests,
+                        errors=s.errors,
+                        timeouts=s.timeouts,
+                        interrupted=s.interrupted,
+                        feedback_sum=s.feedback_sum,
+                        feedback_count=s.feedback_count,
+                        latency_max=s.largest,
+                        histogram={str(b): n for b, n in s.hist.items()},
+                    )
+                )
+                continue
+            agg.requests += s.requests
+            agg.errors += s.errors
+            agg.timeouts += s.timeouts
+            agg.interrupted += s.interrupted
+            agg.feedback_sum += s.feedback_sum
+            agg.feedback_count += s.feedback_count
+            if s.largest is not None and (agg.latency_max is None or s.largest > agg.latency_max):
+                agg.latency_max = s.largest
+            hist = dict(agg.histogram or {})
+            for b, n in s.hist.items():
+                hist[str(b)] = int(hist.get(str(b), 0)) + n
+            agg.histogram = hist
+            updates.append(agg)
+    if updates:
+        # One parameterised UPDATE per row, sent with executemany: Django's bulk_update builds a
+        # CASE expression per field per row, which costs ~2 ms per row here (700 rows: 1.5 s).
+        table = RequestAggregate._meta.db_table
+        sql = (
+            f"UPDATE {table} SET requests = %s, errors = %s, timeouts = %s, interrupted = %s, "
+            "feedback_sum = %s, feedback_count = %s, latency_max = %s, histogram = %s{cast} WHERE id = %s"
+        ).format(cast="::jsonb" if connection.vendor == "postgresql" else "")
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                sql,
+                [
+                    (
+                        a.requests,
+                        a.errors,
+                        a.timeouts,
+                        a.interrupted,
+                        a.feedback_sum,
+                        a.feedback_count,
+                        a.latency_max,
+                        json.dumps(a.histogram, separators=(",", ":")),
+                        a.pk,
+                    )
+                    for a in updates
+                ],
+            )
+    if creates:
+        RequestAggregate.objects.bulk_create(creates, batch_size=500)
+
+
+def cleanup(
+    now: float,
+    *,
+    records_seconds: float = RECORDS_RETENTION_SECONDS,
+    aggregates_seconds: float = AGGREGATES_RETENTION_SECONDS,
+) -> dict[str, int]:
+    """Delete raw records that finished more than ``records_seconds`` before ``now`` and sums of
+    buckets that started more than ``aggregates_seconds`` before it. Returns how many of each."""
+    records, _ = RequestRecord.objects.filter(finished__lt=now - records_seconds).delete()
+    aggregates, _ = RequestAggregate.objects.filter(bucket_start__lt=now - aggregates_seconds).delete()
+    if records or aggregates:
+        log.info("request records cleanup: %d records, %d aggregates deleted", records, aggregates)
+    return {"records": records, "aggregates": aggregates}

@@ -1,0 +1,103 @@
+"""The canary analysis' figures in the running controller: which ``MetricsPort`` a pass gets.
+
+``metrics_for(cluster)`` gives the reconcile pass (``reconciler``) a port that, when the analysis
+asks for a window of a ModelServing, reads that ModelServing's ``analysis.provider``:
+
+- ``simulated`` (the default): the stored request records (``controller.records.figures``): the
+  embedded cluster's router leaves one per request, a real cluster's log shipper sends them to
+  ``POST /api/request-records/``;
+- ``prometheus``: ``ROLLOUTUI_PROMETHEUS_URL``'s HTTP query API with the ModelServing's
+  ``analysis.queries``, over the defaults of ``ROLLOUTUI_PROMETHEUS_QUERIES``
+  (``controller.records.prometheus``).
+
+This runs in the Celery worker's reconcile task, never in the web process.
+
+When the analysis acts (pauses or rolls back), ``analysis_acted`` is sent with the pass's audit
+entries (``{"source": "analysis", "action", "reason", "fromRevision", "toRevision", "details":
+{"window": {..., "figures": {"stable", "canary"}}}, "t"}``); the dashboard writes them to the audit
+trail (``rolloutui.services.audit.record_analysis``). The controller never imports the dashboard.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import django.dispatch
+from django.conf import settings
+
+from controller.core.canary import CanaryError, parse_canary
+from controller.core.ports import ClusterPort, MetricsPort, NotFound
+from controller.records.figures import DatabaseMetrics
+
+log = logging.getLogger(__name__)
+
+# Sent with namespace, name (the ModelServing) and entries (the pass's audit entries).
+analysis_acted = django.dispatch.Signal()
+
+
+def announce(namespace: str, name: str, entries: list[dict[str, Any]]) -> None:
+    """Tell the dashboard what the analysis did; a receiver's failure never fails the pass."""
+    if not entries:
+        return
+    for receiver, response in analysis_acted.send_robust(
+        sender=announce, namespace=namespace, name=name, entries=entries
+    ):
+        if isinstance(response, Exception):
+            log.error("analysis audit receiver %s failed: %s", receiver, response)
+
+
+def _analysis_of(obj: dict[str, Any]):
+    strategy = (obj.get("spec") or {}).get("rolloutStrategy") or {}
+    try:
+        canary = parse_canary(
+            strategy.get("canary"),
+            "spec.rolloutStrategy.canary",
+            strategy_type=strategy.get("type") or "ServingGroupRollingUpdate",
+            group_partition_set=False,
+        )
+    except CanaryError:
+        return None
+    return canary.analysis if canary is not None else None
+
+
+def prometheus_port(queries: dict[str, str] | None = None) -> MetricsPort:
+    from controller.records.prometheus import PrometheusMetrics
+
+    templates = {**(getattr(settings, "ROLLOUTUI_PROMETHEUS_QUERIES", None) or {}), **(queries or {})}
+    return PrometheusMetrics(
+        getattr(settings, "ROLLOUTUI_PROMETHEUS_URL", "") or "",
+        templates,
+        timeout=float(getattr(settings, "ROLLOUTUI_PROMETHEUS_TIMEOUT_SECONDS", 5) or 5),
+    )
+
+
+class AnalysisMetrics:
+    """A ``MetricsPort`` choosing the provider of each ModelServing's analysis (module docstring)."""
+
+    def __init__(self, cluster: ClusterPort) -> None:
+        self.cluster = cluster
+        self.database = DatabaseMetrics()
+        self._ports: dict[tuple[str, str], MetricsPort] = {}
+
+    def _port(self, namespace: str, name: str) -> MetricsPort:
+        key = (namespace, name)
+        port = self._ports.get(key)
+        if port is None:
+            try:
+                analysis = _analysis_of(self.cluster.get_modelserving(namespace, name))
+            except NotFound:
+                analysis = None
+            if analysis is not None and analysis.provider == "prometheus":
+                port = prometheus_port(analysis.queries)
+            else:
+                port = self.database
+            self._ports[key] = port
+        return port
+
+    def window(self, namespace: str, name: str, revision: str, start: float, end: float) -> dict[str, Any]:
+        return self._port(namespace, name).window(namespace, name, revision, start, end)
+
+
+def metrics_for(cluster: ClusterPort) -> MetricsPort:
+    return AnalysisMetrics(cluster)

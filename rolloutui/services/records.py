@@ -1,0 +1,262 @@
+"""Request records: ingestion of batches and the comparison of revisions (README "Request records
+and canary analysis").
+
+Place in the flow: ``POST /api/request-records/`` -> ``ingest`` (validate every record, check
+``rolloutui.ingest_requestrecords`` in each namespace, store all or nothing through
+``controller.records.store``); ``GET /api/modelservings/<ns>/<name>/comparison/`` -> ``comparison``
+(figures per revision over one window, stable and canary named from ``status.canary``).
+
+A record (JSON, camelCase): ``requestId`` (string, required), ``namespace``, ``name`` (the
+ModelServing), ``revision`` (controller revision hash), ``deploymentRevision``, ``modelVersion``
+(optional strings), ``latencyMs`` (number >= 0; required unless status is timeout or
+interrupted), ``status`` (ok, error, timeout, interrupted), ``feedback`` (optional number),
+``started``, ``finished`` (epoch seconds, or ISO 8601 times with a zone; finished >= started).
+Ingestion is not a control: it writes no audit record; each batch is logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+
+from controller.core.ports import NotFound
+from controller.records import store
+from controller.records.figures import compare
+from rolloutui import permissions
+
+from . import access
+
+log = logging.getLogger(__name__)
+
+INGEST = f"rolloutui.{permissions.INGEST}"
+VIEW = f"rolloutui.{permissions.VIEW}"
+STATUSES = ("ok", "error", "timeout", "interrupted")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+FIELDS = {
+    "requestId",
+    "namespace",
+    "name",
+    "revision",
+    "deploymentRevision",
+    "modelVersion",
+    "latencyMs",
+    "status",
+    "feedback",
+    "started",
+    "finished",
+}
+MAX_WINDOW_SECONDS = 7 * 24 * 3600
+MAX_POINTS = 2000
+
+
+class RecordsInvalid(ValueError):
+    """The batch was refused; ``errors`` is the API's body: ``{"records": {"3": {"latencyMs": [...]}}}``
+    or ``{"records": ["..."]}`` for the batch as a whole."""
+
+    def __init__(self, errors: dict[str, Any]) -> None:
+        super().__init__("invalid request records")
+        self.errors = errors
+
+
+class RecordsDenied(PermissionError):
+    pass
+
+
+def max_batch() -> int:
+    return int(getattr(settings, "ROLLOUTUI_RECORDS_MAX_BATCH", 5000))
+
+
+def max_body_bytes() -> int:
+    return int(getattr(settings, "ROLLOUTUI_RECORDS_MAX_BODY_BYTES", 4 * 1024 * 1024))
+
+
+def _time(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError("must be epoch seconds or an ISO 8601 time")
+    if isinstance(value, (int, float)):
+        t = float(value)
+    elif isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"{value!r} is not an ISO 8601 time") from None
+        if parsed.tzinfo is None:
+            raise ValueError(f"{value!r} has no time zone (add Z or +00:00)")
+        t = parsed.timestamp()
+    else:
+        raise ValueError("must be epoch seconds or an ISO 8601 time")
+    if not math.isfinite(t) or t < 0:
+        raise ValueError("must be a time after 1970")
+    return t
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+        raise ValueError("must be a number")
+    return float(value)
+
+
+def _text(record: dict, key: str, errors: dict, *, required: bool, max_length: int, pattern=None) -> str:
+    value = record.get(key)
+    if value is None or value == "":
+        if required:
+            errors[key] = ["this field is required"]
+        return ""
+    if not isinstance(value, str):
+        errors[key] = ["must be a string"]
+        return ""
+    if len(value) > max_length:
+        errors[key] = [f"at most {max_length} characters"]
+        return ""
+    if pattern is not None and not pattern.match(value):
+        errors[key] = ["must be a Kubernetes name (lowercase letters, digits, '-')"]
+        return ""
+    return value
+
+
+def _one(record: Any) -> tuple[dict[str, Any] | None, dict[str, list[str]]]:
+    if not isinstance(record, dict):
+        return None, {"non_field_errors": ["a record must be an object"]}
+    errors: dict[str, list[str]] = {}
+    unknown = sorted(set(record) - FIELDS)
+    for key in unknown[:5]:
+        errors[key] = [f"unknown field (known: {', '.join(sorted(FIELDS))})"]
+    out: dict[str, Any] = {
+        "request_id": _text(record, "requestId", errors, required=True, max_length=128),
+        "namespace": _text(record, "namespace", errors, required=True, max_length=63, pattern=DNS_LABEL),
+        "name": _text(record, "name", errors, required=True, max_length=253, pattern=NAME),
+        "revision": _text(record, "revision", errors, required=True, max_length=128),
+        "deployment_revision": _text(record, "deploymentRevision", errors, required=False, max_length=64),
+        "model_version": _text(record, "modelVersion", errors, required=False, max_length=253),
+    }
+    status = record.get("status")
+    if status not in STATUSES:
+        errors["status"] = [f"must be one of {', '.join(STATUSES)}, got {status!r}"]
+    out["status"] = status
+    latency = record.get("latencyMs")
+    if latency is None:
+        if status in ("ok", "error"):
+            errors["latencyMs"] = ["required for an answered request (status ok or error)"]
+        out["latency_ms"] = None
+    else:
+        try:
+            out["latency_ms"] = _number(latency)
+            if out["latency_ms"] < 0:
+                errors["latencyMs"] = ["must be at least 0"]
+        except ValueError as exc:
+            errors["latencyMs"] = [str(exc)]
+    feedback = record.get("feedback")
+    out["feedback"] = None
+    if feedback is not None:
+        try:
+            out["feedback"] = _number(feedback)
+        except ValueError as exc:
+            errors["feedback"] = [str(exc)]
+    for key in ("started", "finished"):
+        if record.get(key) is None:
+            errors[key] = ["this field is required"]
+            continue
+        try:
+            out[key] = _time(record[key])
+        except ValueError as exc:
+            errors[key] = [str(exc)]
+    if "started" in out and "finished" in out and out["finished"] < out["started"]:
+        errors["finished"] = ["must not be before started"]
+    return (None, errors) if errors else (out, {})
+
+
+def validate(payload: Any) -> list[dict[str, Any]]:
+    """The records of a batch (a JSON list, or ``{"records": [...]}``), validated; raises
+    ``RecordsInvalid`` naming each bad record by its index and field, and nothing is kept."""
+    if isinstance(payload, dict):
+        if set(payload) != {"records"}:
+            raise RecordsInvalid({"records": ['send a JSON list of records, or {"records": [...]}']})
+        payload = payload["records"]
+    if not isinstance(payload, list):
+        raise RecordsInvalid({"records": ['send a JSON list of records, or {"records": [...]}']})
+    if not payload:
+        raise RecordsInvalid({"records": ["the batch is empty"]})
+    if len(payload) > max_batch():
+        raise RecordsInvalid({"records": [f"{len(payload)} records in one batch, at most {max_batch()} accepted"]})
+    good, errors = [], {}
+    for index, raw in enumerate(payload):
+        record, problems = _one(raw)
+        if problems:
+            errors[str(index)] = problems
+        else:
+            good.append(record)
+    if errors:
+        raise RecordsInvalid({"records": errors})
+    return good
+
+
+def ingest(user, payload: Any) -> dict[str, Any]:
+    """Validate and store one batch, all or nothing. Needs ``rolloutui.ingest_requestrecords`` in
+    every namespace the batch names (``RecordsDenied`` names the first one missing)."""
+    records = validate(payload)
+    for namespace in sorted({r["namespace"] for r in records}):
+        if not access.allowed(user, INGEST, namespace):
+            raise RecordsDenied(f"You need the {INGEST} permission in namespace {namespace} to send its records.")
+    stored = store.write_records(records)
+    modelservings = len({(r["namespace"], r["name"]) for r in records})
+    log.info("request records ingested: %d records of %d ModelServings by %s", stored, modelservings, user)
+    return {"stored": stored}
+
+
+def comparison(
+    user, namespace: str, name: str, *, window: float, bucket: float, now: float | None = None
+) -> dict[str, Any]:
+    """Figures per revision over the last ``window`` seconds (the same window for each), and a series
+    per revision per ``bucket`` seconds; stable and canary from ``status.canary`` while a canary
+    runs (else ``stable`` is the current revision and ``canary`` is None). Times are clock seconds
+    (epoch seconds; simulated time on the embedded cluster). See the API view for the shape."""
+    from .cluster import get_clock, get_cluster
+
+    if not access.allowed(user, VIEW, namespace):
+        raise NotFound(f"modelserving {namespace}/{name} not found")
+    obj = get_cluster().get_modelserving(namespace, name)  # raises NotFound
+    if not (0 < window <= MAX_WINDOW_SECONDS):
+        raise RecordsInvalid({"window": [f"must be between 1 and {MAX_WINDOW_SECONDS} seconds"]})
+    if not (0 < bucket <= window):
+        raise RecordsInvalid({"bucket": ["must be more than 0 and at most the window"]})
+    if window / max(bucket, store.BUCKET_SECONDS) > MAX_POINTS:
+        raise RecordsInvalid({"bucket": [f"at most {MAX_POINTS} buckets per window: make it larger"]})
+    end = get_clock().now() if now is None else now
+    start = end - window
+    got = compare(namespace, name, start, end, bucket)
+    status = obj.get("status") or {}
+    canary_state = status.get("canary") or {}
+    revisions = got["revisions"]
+
+    def entry(revision: str | None) -> dict[str, Any] | None:
+        if not revision:
+            return None
+        figures = revisions.get(revision) or compare_empty()
+        return {"revision": revision, **figures}
+
+    running = canary_state.get("revision") and canary_state.get("phase") in ("Running", "Paused", "Failed")
+    if running:
+        stable, canary = entry(canary_state.get("stable")), entry(canary_state.get("revision"))
+    else:
+        stable = entry(status.get("currentRevision") or status.get("updateRevision"))
+        canary = None
+    return {
+        "window": {"start": start, "end": end, "seconds": window},
+        "bucketSeconds": got["bucketSeconds"],
+        "stable": stable,
+        "canary": canary,
+        "revisions": [{"revision": rev, **figures} for rev, figures in revisions.items()],
+        "series": got["series"],
+    }
+
+
+def compare_empty() -> dict[str, Any]:
+    from controller.core.analysis import empty_figures
+
+    return empty_figures()
