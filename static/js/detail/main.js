@@ -14,6 +14,7 @@ import { readJson } from "../lib/dom.js";
 import { revisionNumbers } from "./common.js";
 import { createDialog, toast } from "./dialog.js";
 import { createAudit } from "./panels/audit.js";
+import { createCanary } from "./panels/canary.js";
 import { createCharts } from "./panels/charts.js";
 import { createControls } from "./panels/controls.js";
 import { createDrain } from "./panels/drain.js";
@@ -66,6 +67,7 @@ const release = createRelease({ boot, initial: store.get().releases, onReleases:
 const panels = [
   createHeader({ boot, phases }),
   release,
+  createCanary({ boot, plotlySrc }),
   controls,
   topology,
   createWaits(),
