@@ -32,7 +32,19 @@ from rest_framework.views import APIView
 
 from controller.core.ports import NotFound
 from rolloutui.models import AuditRecord, PreviewJob
-from rolloutui.services import access, actions, audit, cluster, kserve, manifests, origin, preview, simulation, state
+from rolloutui.services import (
+    access,
+    actions,
+    audit,
+    capacity,
+    cluster,
+    kserve,
+    manifests,
+    origin,
+    preview,
+    simulation,
+    state,
+)
 from rolloutui.services.controls import ControlDenied
 from rolloutui.services.controls import audit as write_audit
 
@@ -253,6 +265,16 @@ class History(ServiceView):
     def get(self, request, namespace, name):
         q = self.validated(s.HistoryQuerySerializer, request.query_params)
         return Response(state.progress_history(namespace, name, since=q.get("since")))
+
+
+class Capacity(ServiceView):
+    """Capacity signals per role (request rate, in flight, queue time, GPU, safe concurrency,
+    create-to-Serving) and a recommended replica count with its reason (``services.capacity``).
+    A recommendation only: nothing is scaled."""
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, namespace, name):
+        return Response(capacity.capacity(namespace, name))
 
 
 class Manifest(ServiceView):
