@@ -208,3 +208,81 @@ def test_without_request_records_the_canary_panel_says_the_figures_are_not_avail
 def test_a_modelserving_without_canary_steps_has_no_canary_panel(ms, viewer_client, page: Page):
     open_page(page, ms, viewer_client, current_state(ms), comparison=None)
     expect(page.get_by_test_id("canary-panel")).to_be_hidden()
+
+
+# --- Capacity ----------------------------------------------------------------------------------------
+def test_the_capacity_panel_shows_roles_the_recommendation_with_its_reason_and_charts(
+    ms, viewer_client, page: Page, screenshot_dir
+):
+    from rolloutui.services import capacity
+
+    # The real answer for this ModelServing, then the figures of a loaded one with a release
+    # (batching 16 per instance), as the simulated traffic would give them.
+    body = capacity.capacity(ms["namespace"], ms["name"])
+    polls = {"n": 0}
+
+    def answer(route):
+        polls["n"] += 1
+        data = json.loads(json.dumps(body))
+        data["time"] = body["time"] + 5 * polls["n"]
+        data["traffic"] = {
+            "rps": 20.0,
+            "durationSeconds": [2, 20],
+            "sent": 1000 + 90 * polls["n"],
+            "completed": 900,
+            "interrupted": 0,
+            "rejected": 0,
+            "inFlight": 60,
+        }
+        data["release"] = "r3 (v2) on staging"
+        data["batching"] = {"maxBatchSize": 16, "maxConcurrentSequences": 128}
+        for role in data["roles"]:
+            role.update(
+                inFlight=30 + polls["n"],
+                safeConcurrency=16,
+                safeTotal=16 * role["instances"],
+                requestRate=10.0,
+                queueSeconds=0.25,
+                gpuUtilisation=0.62,
+                gpuMemory=0.71,
+                createToServing={"medianSeconds": 42.5, "count": 4, "maxSeconds": 60.0},
+            )
+        loads = [capacity.RoleLoad(r["name"], r["perGroup"], r["inFlight"], 110.0, 16) for r in data["roles"]]
+        data["recommendation"] = capacity.recommend(data["replicas"], loads, create_to_serving=42.5).to_json()
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(data))
+
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    site = OfflineSite(page, viewer_client, full_state=lambda: current_state(ms))
+    page.route(ORIGIN + f"/api/modelservings/{ms['namespace']}/{ms['name']}/capacity/**", answer)
+    page.set_viewport_size({"width": 1440, "height": 1000})
+    page.goto(site.url(f"/modelservings/{ms['namespace']}/{ms['name']}/"))
+    rec = page.get_by_test_id("capacity-recommendation")
+    expect(rec).to_contain_text("recommendation, nothing is scaled")
+    expect(page.get_by_test_id("capacity-recommended")).to_have_text("9 ServingGroups")
+    expect(page.get_by_test_id("capacity-reason")).to_contain_text("110 / (16 x 0.8) = 8.6, rounded up")
+    expect(page.get_by_test_id("capacity-reason")).to_contain_text("about 42 s from Created to Serving")
+    rows = page.get_by_test_id("capacity-roles").locator("tbody tr")
+    expect(rows).to_have_count(2)
+    expect(rows.nth(1)).to_contain_text("decode")
+    expect(rows.nth(1)).to_contain_text("62%")
+    expect(rows.nth(1)).to_contain_text("16 / 128")
+    expect(page.get_by_test_id("capacity-notes")).to_contain_text("GPU: simulated")
+    # prefill (1 per group) sets the count: 9 instances -> 9 groups.
+    expect(page.get_by_test_id("capacity-reason")).to_contain_text("prefill:")
+    # Two polls make a measured rate: 90 sent in 5 s -> 18 requests/s.
+    page.wait_for_selector("#capacity-chart-flight .main-svg")
+    page.wait_for_selector("#capacity-chart-gpu .main-svg")
+    expect(page.locator("#capacity-chart-flight")).to_contain_text("decode safe total")
+    page.wait_for_function(
+        "() => window.__rolloutCapacity && window.__rolloutCapacity.points.some((p) => p.rate === 18)", timeout=15000
+    )
+    page.get_by_test_id("capacity-panel").screenshot(path=str(screenshot_dir / "detail-capacity-panel.png"))
+    assert not errors, errors
+
+
+def test_the_capacity_panel_reads_the_real_endpoint_without_a_release(ms, viewer_client, page: Page):
+    site = OfflineSite(page, viewer_client, full_state=lambda: current_state(ms))
+    page.goto(site.url(f"/modelservings/{ms['namespace']}/{ms['name']}/"))
+    expect(page.get_by_test_id("capacity-reason")).to_contain_text("safe concurrency per instance is unknown")
+    expect(page.get_by_test_id("capacity-roles").locator("tbody tr")).to_have_count(2)
