@@ -331,6 +331,12 @@ except ValueError:
 if not ROLLOUTUI_SIM_SPEED > 0:
     raise ImproperlyConfigured(f"ROLLOUTUI_SIM_SPEED must be > 0, got {ROLLOUTUI_SIM_SPEED}")
 
+# Prometheus with DCGM's exporter, for the Capacity panel's GPU figures on Kubernetes
+# (rolloutui.services.capacity); empty: GPU figures are "not available" there.
+ROLLOUTUI_PROMETHEUS_URL = _env("ROLLOUTUI_PROMETHEUS_URL", "") or ""
+if ROLLOUTUI_PROMETHEUS_URL and not ROLLOUTUI_PROMETHEUS_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured(f"ROLLOUTUI_PROMETHEUS_URL must be an http(s) URL, got {ROLLOUTUI_PROMETHEUS_URL!r}")
+
 # Cluster-wide rollout defaults (controller.core.strategy.ClusterSettings) from the environment:
 # the embedded cluster's settings, and on Kubernetes the fallback when the ConfigMap named below is
 # absent (controller.runtime.clustersettings reads it through the adapter).

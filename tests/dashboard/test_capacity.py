@@ -131,3 +131,24 @@ def test_capacity_of_an_unknown_modelserving_is_404(db, viewer_client):
 def test_capacity_needs_a_signed_in_user(ms, client):
     resp = client.get(f"/api/modelservings/{ms['namespace']}/{ms['name']}/capacity/")
     assert resp.status_code == 401
+
+
+def test_dcgm_figures_are_averaged_per_role_by_the_pods_labels(monkeypatch):
+    from controller.core.naming import LABEL_ROLE
+    from rolloutui.services import capacity
+
+    asked = []
+
+    def fake(url, query):
+        asked.append(query)
+        if "GPU_UTIL" in query and "FB_USED" not in query:
+            return [{"metric": {"pod": "a-0"}, "value": [0, "80"]}, {"metric": {"pod": "a-1"}, "value": [0, "40"]}]
+        return [{"metric": {"pod": "a-0"}, "value": [0, "0.5"]}, {"metric": {"pod": "x"}, "value": [0, "0.9"]}]
+
+    monkeypatch.setattr(capacity, "_prometheus", fake)
+    pods = [
+        {"metadata": {"name": "a-0", "labels": {LABEL_ROLE: "decode"}}},
+        {"metadata": {"name": "a-1", "labels": {LABEL_ROLE: "decode"}}},
+    ]
+    assert capacity.dcgm_by_role("http://prom:9090", "default", pods) == {"decode": {"util": 0.6, "memory": 0.5}}
+    assert 'namespace="default",pod=~"a-0|a-1"' in asked[0]
