@@ -145,6 +145,8 @@ export function createCapacity({ boot, plotlySrc }) {
   }
 
   async function poll() {
+    // A hidden tab asks nothing (each answer builds the ModelServing's whole view on the server).
+    if (document.hidden && points.length) return;
     try {
       const data = await api(boot.api + "capacity/");
       observe(data);
