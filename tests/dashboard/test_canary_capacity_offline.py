@@ -235,6 +235,7 @@ def test_the_capacity_panel_shows_roles_the_recommendation_with_its_reason_and_c
             "inFlight": 60,
         }
         data["release"] = "r3 (v2) on staging"
+        data["requestSource"] = "simulated traffic"
         data["batching"] = {"maxBatchSize": 16, "maxConcurrentSequences": 128}
         for role in data["roles"]:
             role.update(
