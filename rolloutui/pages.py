@@ -18,7 +18,7 @@ from django.urls import reverse
 
 from controller.core.phases import PENDING, PHASES
 from controller.core.ports import NotFound
-from rolloutui.services import access, actions, cluster, kserve, kserve_controls, manifests, state
+from rolloutui.services import access, actions, capacity, cluster, kserve, kserve_controls, manifests, state
 from rolloutui.services.releases import records as release_records
 
 VIEW = "rolloutui.view_modelserving"
@@ -100,6 +100,8 @@ def modelserving_detail(request, namespace, name):
                 "releasesApi": reverse("api-modelserving-releases", kwargs={"namespace": namespace, "name": name}),
                 "releasesPage": reverse("releases"),
                 "clusterSettings": cluster.cluster_settings(),
+                # The cluster's time and speed: the canary countdown counts on the cluster's clock.
+                "clock": capacity.clock(),
             },
             "actions": actions.page_description(request.user, api_base=api, namespace=namespace),
             # The release this ModelServing runs, its environment, and "r31 · v12" per controller

@@ -364,6 +364,8 @@ except ValueError as exc:
 if not isinstance(ROLLOUTUI_PROMETHEUS_QUERIES, dict):
     raise ImproperlyConfigured("ROLLOUTUI_PROMETHEUS_QUERIES must be a JSON object of metric -> template")
 ROLLOUTUI_PROMETHEUS_TIMEOUT_SECONDS = _env_number("ROLLOUTUI_PROMETHEUS_TIMEOUT_SECONDS", 5, minimum=0.1)
+if ROLLOUTUI_PROMETHEUS_URL and not ROLLOUTUI_PROMETHEUS_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured(f"ROLLOUTUI_PROMETHEUS_URL must be an http(s) URL, got {ROLLOUTUI_PROMETHEUS_URL!r}")
 
 # Cluster-wide rollout defaults (controller.core.strategy.ClusterSettings) from the environment:
 # the embedded cluster's settings, and on Kubernetes the fallback when the ConfigMap named below is

@@ -205,6 +205,7 @@ def _canary_view(canary: dict[str, Any] | None, ms: ModelServing | None, now: fl
         "revision": canary.get("revision"),
         "stable": canary.get("stable"),
         "stepIndex": index,
+        "stepStartedAt": canary.get("stepStartedAt"),
         "steps": steps,
         "phase": canary.get("phase"),
         "pauseSecondsLeft": left,

@@ -27,7 +27,6 @@ state where it must (Redis, memory); what to do with it is decided here, once:
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 
 COALESCE_SECONDS = 0.005

@@ -20,6 +20,7 @@ ISVC = actions.INFERENCESERVICE.route
 RESOURCES = [
     re_path(MS + r"/history/?$", views.History.as_view(), name="api-history"),
     re_path(MS + r"/manifest/?$", views.Manifest.as_view(), name="api-manifest"),
+    re_path(MS + r"/capacity/?$", views.Capacity.as_view(), name="api-capacity"),
     re_path(MS + r"/revisions/?$", views.Revisions.as_view(), name="api-revisions"),
     re_path(MS + r"/revisions/diff/?$", views.RevisionDiff.as_view(), name="api-revision-diff"),
     re_path(MS + r"/pods/?$", views.Pods.as_view(), name="api-pods"),

@@ -36,6 +36,7 @@ from rolloutui.services import (
     access,
     actions,
     audit,
+    capacity,
     cluster,
     kserve,
     kserve_controls,
@@ -269,6 +270,16 @@ class History(ServiceView):
     def get(self, request, namespace, name):
         q = self.validated(s.HistoryQuerySerializer, request.query_params)
         return Response(state.progress_history(namespace, name, since=q.get("since")))
+
+
+class Capacity(ServiceView):
+    """Capacity signals per role (request rate, in flight, queue time, GPU, safe concurrency,
+    create-to-Serving) and a recommended replica count with its reason (``services.capacity``).
+    A recommendation only: nothing is scaled."""
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, namespace, name):
+        return Response(capacity.capacity(namespace, name))
 
 
 class Manifest(ServiceView):

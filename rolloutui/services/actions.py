@@ -273,7 +273,7 @@ MODELSERVING = Target(
     answer="state",
     where=_ms_where,
     describe=lambda namespace, name: f"{namespace}/{name}",
-    taken=frozenset({"history", "manifest", "revisions", "pods", "preview", "releases", "comparison"}),
+    taken=frozenset({"history", "manifest", "capacity", "revisions", "pods", "preview", "releases", "comparison"}),
 )
 MODEL_VERSION = Target(
     kind="modelversion",

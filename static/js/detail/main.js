@@ -14,6 +14,8 @@ import { readJson } from "../lib/dom.js";
 import { revisionNumbers } from "./common.js";
 import { createDialog, toast } from "./dialog.js";
 import { createAudit } from "./panels/audit.js";
+import { createCanary } from "./panels/canary.js";
+import { createCapacity } from "./panels/capacity.js";
 import { createCharts } from "./panels/charts.js";
 import { createControls } from "./panels/controls.js";
 import { createDrain } from "./panels/drain.js";
@@ -59,6 +61,7 @@ function controlDone(result) {
 const dialog = createDialog({ onDone: controlDone });
 const audit = createAudit({ boot });
 const charts = createCharts({ boot, plotlySrc });
+const capacity = createCapacity({ boot, plotlySrc });
 const simulation = createSimulation({ boot, dialog });
 const controls = createControls({ boot, dialog, registry, onDone: controlDone });
 const topology = createTopologyPanel({ boot, onKillPod: (pod) => simulation.killPod(pod) });
@@ -66,6 +69,7 @@ const release = createRelease({ boot, initial: store.get().releases, onReleases:
 const panels = [
   createHeader({ boot, phases }),
   release,
+  createCanary({ boot, plotlySrc }),
   controls,
   topology,
   createWaits(),
@@ -133,6 +137,7 @@ lastState = store.get().state;
 charts.observe(lastState);
 render();
 simulation.start();
+capacity.start();
 loadManifest();
 charts.loadHistory();
 audit.load();
@@ -161,3 +166,4 @@ window.__rollout = {
   topo: topology.topo,
   dropSocket: () => stream.drop(),
 };
+window.__rolloutCapacity = { points: capacity.points };

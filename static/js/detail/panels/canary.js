@@ -1,0 +1,325 @@
+// Canary: the steps of spec.rolloutStrategy.canary with the current one marked, the time left in a
+// timed pause, the phase, the analysis windows with their verdicts and the failed checks' reasons
+// (worded by controller/core/analysis.py), and stable against canary from the comparison endpoint
+// (GET .../comparison/: figures per revision over a window, and a series per time bucket), charted
+// with Plotly. Hidden when the ModelServing has no canary steps.
+//
+// The countdown runs on the cluster's clock, not the browser's: the page gets the cluster's time
+// and speed when it loads (boot.clock; the simulated cluster may run faster than the wall), so
+// cluster now = clock.now + (browser seconds since load) * clock.speed. Example: a pause of 300 s
+// started at cluster time 1000; the page loaded at cluster time 1100, 20 browser seconds ago, speed
+// 2 -> now 1140, 160 s left.
+//
+// The comparison endpoint belongs to the request records (another part of the product): while it is
+// missing (404) the panel says the figures are not available yet, and asks again later.
+
+import { api } from "../../lib/api.js";
+import { byId, h, memo, mount } from "../../lib/dom.js";
+import { isEpoch } from "../../lib/format.js";
+import { revLabel } from "../common.js";
+import { chartConfig, chartLayout, loadPlotly } from "./charts.js";
+
+const COMPARISON_REFRESH_MS = 15000;
+export const COMPARISON_QUERY = "window=900&bucket=60"; // 15 minutes in 1-minute buckets (seconds)
+const SHOWN_WINDOWS = 10;
+
+// The figures side by side: key, label, how to show a value.
+const pct = (v) => (v * 100).toFixed(v < 0.1 ? 2 : 1) + "%";
+const ms = (v) => Math.round(v).toLocaleString("en-US") + " ms";
+export const FIGURES = [
+  ["requests", "Requests", (v) => Math.round(v).toLocaleString("en-US")],
+  ["errorRate", "Error rate", pct],
+  ["timeoutRate", "Timeout rate", pct],
+  ["latencyP50Ms", "Latency p50", ms],
+  ["latencyP95Ms", "Latency p95", ms],
+  ["latencyP99Ms", "Latency p99", ms],
+  ["feedbackMean", "Mean feedback", (v) => Number(v).toFixed(2)],
+];
+
+const show = (fmt, v) => (v === null || v === undefined || Number.isNaN(Number(v)) ? "—" : fmt(Number(v)));
+
+// 75 -> "1m 15s", 3600 -> "60m 0s", 12 -> "12s".
+export function fmtLeft(seconds) {
+  const s = Math.max(0, Math.ceil(seconds));
+  return s >= 60 ? `${Math.floor(s / 60)}m ${s % 60}s` : `${s}s`;
+}
+
+// One step in words: {setPartition: "90%"} -> "Set partition 90%"; {pause: {durationSeconds: 300}}
+// -> "Pause 5m 0s"; {pause: {}} -> "Pause until promoted".
+export function stepText(step) {
+  if (step && step.setPartition !== undefined) {
+    const p = step.setPartition;
+    return `Set partition ${typeof p === "object" ? JSON.stringify(p) : p}`;
+  }
+  const d = step && step.pause && step.pause.durationSeconds;
+  return d === undefined || d === null ? "Pause until promoted" : `Pause ${fmtLeft(d)}`;
+}
+
+const clockText = (t) => (t == null ? "—" : isEpoch(t) ? new Date(t * 1000).toLocaleTimeString() : Math.round(t) + " s");
+
+function hasCanarySpec(manifest) {
+  const s = manifest && manifest.spec && manifest.spec.rolloutStrategy;
+  return Boolean(s && s.canary);
+}
+
+export function createCanary({ boot, plotlySrc }) {
+  const panel = byId("canary-panel");
+  const changed = memo();
+  const clock = (boot && boot.clock) || null;
+  const loadedAt = performance.now();
+  let canary = null; // the state's canary view, for the countdown
+  let comparison = { status: "loading" };
+  let comparisonDrawn = null;
+  let timer = 0;
+
+  // Cluster seconds now, by the cluster's clock as the page learnt it (see the top).
+  function clusterNow(state) {
+    if (clock && typeof clock.now === "number") {
+      return clock.now + ((performance.now() - loadedAt) / 1000) * (Number(clock.speed) || 1);
+    }
+    return state.time;
+  }
+
+  function pauseEndsAt() {
+    if (!canary || canary.phase !== "Paused") return null;
+    const step = (canary.steps || [])[canary.stepIndex];
+    const d = step && step.pause && step.pause.durationSeconds;
+    if (d === undefined || d === null || typeof canary.stepStartedAt !== "number") return null;
+    return canary.stepStartedAt + Number(d);
+  }
+
+  let lastState = null;
+  function tick() {
+    const el = byId("canary-countdown");
+    const end = pauseEndsAt();
+    if (!el) return;
+    if (end === null) {
+      el.textContent = "";
+      return;
+    }
+    const left = end - clusterNow(lastState);
+    el.textContent = left > 0 ? `${fmtLeft(left)} left in this pause` : "pause over: the next step starts on the next pass";
+  }
+
+  function renderSteps(c, revNumbers) {
+    const steps = c.steps || [];
+    const done = c.stepIndex >= steps.length;
+    return h(
+      "div",
+      { class: "canary-steps" },
+      h(
+        "div",
+        { class: "canary-phase" },
+        h("span", { class: "phase phase-" + String(c.phase || "").toLowerCase(), "data-testid": "canary-phase" }, c.phase || "—"),
+        " ",
+        h("span", { class: "muted" }, "canary "),
+        revLabel(c.revision, revNumbers),
+        h("span", { class: "muted" }, " against stable "),
+        revLabel(c.stable, revNumbers),
+      ),
+      h(
+        "ol",
+        { class: "steps", "data-testid": "canary-steps" },
+        steps.map((step, i) => {
+          const state = i < c.stepIndex ? "done" : i === c.stepIndex ? "current" : "next";
+          return h(
+            "li",
+            { class: "step step-" + state, "aria-current": state === "current" ? "step" : null },
+            h("span", { class: "step-text" }, stepText(step)),
+            state === "current" ? h("span", { class: "step-mark" }, c.phase === "Paused" ? "waiting here" : "now") : null,
+            state === "done" ? h("span", { class: "step-mark muted" }, "done") : null,
+          );
+        }),
+      ),
+      done ? h("p", { class: "calm" }, "Every step is done.") : null,
+      h("p", { class: "countdown", id: "canary-countdown", "data-testid": "canary-countdown" }),
+      c.message ? h("p", { class: "canary-message", "data-testid": "canary-message" }, c.message) : null,
+    );
+  }
+
+  function renderWindows(c) {
+    const windows = (c.windows || []).slice(-SHOWN_WINDOWS).reverse();
+    if (!c.analysis) return h("p", { class: "calm" }, "No analysis is set: the steps move on by time and promote only.");
+    if (!windows.length) return h("p", { class: "calm" }, "No analysis window has ended yet.");
+    return h(
+      "table",
+      { class: "table compact windows", "data-testid": "canary-windows" },
+      h(
+        "thead",
+        null,
+        h("tr", null, h("th", null, "Window ended"), h("th", null, "Verdict"), h("th", { class: "num" }, "Requests (canary / stable)"), h("th", null, "Why")),
+      ),
+      h(
+        "tbody",
+        null,
+        windows.map((w) => {
+          const f = w.figures || {};
+          const cr = (f.canary || {}).requests;
+          const sr = (f.stable || {}).requests;
+          const verdict = String(w.verdict || "");
+          return h(
+            "tr",
+            null,
+            h("td", { class: "num" }, clockText(w.end)),
+            h("td", null, h("span", { class: "verdict verdict-" + verdict.toLowerCase() }, verdict || "—")),
+            h("td", { class: "num" }, `${cr ?? "—"} / ${sr ?? "—"}`),
+            h(
+              "td",
+              { class: "reasons" },
+              (w.reasons || []).length ? h("ul", { class: "compact-list" }, w.reasons.map((r) => h("li", null, String(r)))) : h("span", { class: "muted" }, "every check held"),
+            ),
+          );
+        }),
+      ),
+    );
+  }
+
+  function renderComparison() {
+    const el = byId("canary-compare");
+    if (!el) return;
+    if (comparison.status === "loading") {
+      mount(el, h("p", { class: "calm" }, "Reading the figures…"));
+      return;
+    }
+    if (comparison.status === "missing") {
+      mount(el, h("p", { class: "calm", "data-testid": "canary-compare-missing" }, "Stable against canary figures are not available yet (no request records on this server)."));
+      return;
+    }
+    if (comparison.status === "error") {
+      mount(el, h("p", { class: "warn" }, "Figures could not be read: " + comparison.message));
+      return;
+    }
+    const d = comparison.data || {};
+    const stable = d.stable || null;
+    const can = d.canary || null;
+    const win = d.window || {};
+    const span = typeof win.seconds === "number" ? win.seconds : Number(win.end) - Number(win.start);
+    mount(
+      el,
+      h(
+        "table",
+        { class: "table compact compare", "data-testid": "canary-compare" },
+        h(
+          "thead",
+          null,
+          h(
+            "tr",
+            null,
+            h("th", null, span > 0 ? "Last " + fmtLeft(span) : "Window"),
+            h("th", { class: "num" }, "Stable ", h("span", { class: "mono muted" }, stable ? String(stable.revision) : "")),
+            h("th", { class: "num" }, "Canary ", h("span", { class: "mono muted" }, can ? String(can.revision) : "")),
+          ),
+        ),
+        h(
+          "tbody",
+          null,
+          FIGURES.map(([key, label, fmt]) =>
+            h(
+              "tr",
+              { dataset: { figure: key } },
+              h("th", null, label),
+              h("td", { class: "num" }, stable ? show(fmt, stable[key]) : "—"),
+              h("td", { class: "num" }, can ? show(fmt, can[key]) : "—"),
+            ),
+          ),
+        ),
+      ),
+      !stable && !can ? h("p", { class: "calm" }, "No requests in this window.") : null,
+    );
+  }
+
+  // Error rate and p99 per revision over time, from the comparison's series.
+  function drawCharts() {
+    if (!window.Plotly || comparison.status !== "ok" || comparisonDrawn === comparison) return;
+    comparisonDrawn = comparison;
+    const series = comparison.data.series || [];
+    const byRev = new Map();
+    for (const p of series) {
+      const rev = String(p.revision);
+      if (!byRev.has(rev)) byRev.set(rev, []);
+      byRev.get(rev).push(p);
+    }
+    const d = comparison.data;
+    const nameOf = (rev) => {
+      const tag = d.canary && String(d.canary.revision) === rev ? "canary " : d.stable && String(d.stable.revision) === rev ? "stable " : "";
+      return (tag + rev).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+    };
+    const t0 = series.length ? series[0].bucketStart : 0;
+    const x = (t) => (isEpoch(t) ? new Date(t * 1000) : t);
+    const traces = (key) =>
+      [...byRev.entries()].map(([rev, points]) => ({
+        x: points.map((p) => x(p.bucketStart)),
+        y: points.map((p) => (p[key] === undefined ? null : p[key])),
+        name: nameOf(rev),
+        mode: "lines+markers",
+        marker: { size: 4 },
+        line: { width: 2, shape: "hv" },
+      }));
+    window.Plotly.react("canary-chart-errors", traces("errorRate"), chartLayout("Error rate per revision", "share", { tickformat: ".1%", rangemode: "tozero" }, t0), chartConfig);
+    window.Plotly.react("canary-chart-p99", traces("latencyP99Ms"), chartLayout("Latency p99 per revision", "ms", { rangemode: "tozero" }, t0), chartConfig);
+  }
+
+  async function loadComparison() {
+    if (!canary) return;
+    try {
+      comparison = { status: "ok", data: await api(boot.api + "comparison/?" + COMPARISON_QUERY) };
+    } catch (err) {
+      comparison = err && err.status === 404 ? { status: "missing" } : { status: "error", message: String(err.message || err) };
+    }
+    renderComparison();
+    if (comparison.status === "ok") loadPlotly(plotlySrc, drawCharts);
+    drawCharts();
+    const charts = byId("canary-charts");
+    if (charts) charts.hidden = comparison.status !== "ok";
+  }
+
+  function render({ state, manifest, revNumbers }) {
+    lastState = state;
+    const c = state.canary || null;
+    if (!changed(JSON.stringify([c, manifest ? hasCanarySpec(manifest) : null, state.revisions && state.revisions.length]))) return;
+    const wasShown = Boolean(canary);
+    canary = c;
+    const body = byId("canary-body");
+    if (!c) {
+      // No canary run: hidden, or a note when the spec has steps that have not run yet.
+      panel.hidden = !hasCanarySpec(manifest);
+      mount(body, h("p", { class: "calm" }, "Canary steps are set; they run when a new revision rolls out."));
+      byId("canary-sub").textContent = "";
+      return;
+    }
+    panel.hidden = false;
+    byId("canary-sub").textContent = `step ${Math.min(c.stepIndex + 1, (c.steps || []).length)} of ${(c.steps || []).length}`;
+    mount(
+      body,
+      h(
+        "div",
+        { class: "canary-grid" },
+        renderSteps(c, revNumbers),
+        h(
+          "div",
+          null,
+          h("div", { class: "panel-subtitle" }, "Analysis windows", c.failures ? h("span", { class: "warn" }, ` · ${c.failures} failed in a row`) : null),
+          renderWindows(c),
+        ),
+        h("div", null, h("div", { class: "panel-subtitle" }, "Stable against canary"), h("div", { id: "canary-compare" })),
+      ),
+      h(
+        "div",
+        { class: "charts charts-2", id: "canary-charts", hidden: comparison.status !== "ok" },
+        h("div", { class: "chart", id: "canary-chart-errors", "data-testid": "canary-chart-errors" }),
+        h("div", { class: "chart", id: "canary-chart-p99", "data-testid": "canary-chart-p99" }),
+      ),
+    );
+    comparisonDrawn = null;
+    renderComparison();
+    if (comparison.status === "ok") loadPlotly(plotlySrc, drawCharts);
+    tick();
+    if (!wasShown) loadComparison();
+    if (!timer) {
+      timer = setInterval(tick, 1000);
+      setInterval(loadComparison, COMPARISON_REFRESH_MS);
+    }
+  }
+
+  return { render, clusterNow: () => clusterNow(lastState) };
+}
