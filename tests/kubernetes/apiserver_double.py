@@ -679,6 +679,9 @@ RESOURCES = {
     "apps/v1/controllerrevisions": kmock.ResourceInfo(kind="ControllerRevision", namespaced=True),
     "coordination.k8s.io/v1/leases": kmock.ResourceInfo(kind="Lease", namespaced=True),
     "v1/configmaps": kmock.ResourceInfo(kind="ConfigMap", namespaced=True),
+    # The headless Service pods resolve through, and Volcano's PodGroup (its CRD installed).
+    "v1/services": kmock.ResourceInfo(kind="Service", namespaced=True),
+    "scheduling.volcano.sh/v1beta1/podgroups": kmock.ResourceInfo(kind="PodGroup", namespaced=True),
 }
 
 
