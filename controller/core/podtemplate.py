@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from . import naming
+from . import naming, network
 from .ports import Obj
 from .revisions import owner_reference, role_hash
 
@@ -53,7 +53,9 @@ def build_instance_pods(
 
     Worked example: ms ``chat``, group 1, role ``prefill`` instance 0 with 1 worker ->
     ``chat-1-prefill-0-0`` (entry) and ``chat-1-prefill-0-1`` (worker, ENTRY_ADDRESS
-    ``chat-1-prefill-0-0.<namespace>``, GROUP_SIZE 2, WORKER_INDEX 1).
+    ``chat-1-prefill-0-0.chat-pods.<namespace>.svc``, GROUP_SIZE 2, WORKER_INDEX 1). Every pod
+    has its own name as ``hostname`` and the ModelServing's headless Service as ``subdomain``
+    (``network``), which is what makes that address resolve.
     """
     meta = ms.get("metadata") or {}
     ms_name = meta.get("name") or ""
@@ -87,13 +89,16 @@ def build_instance_pods(
         env = [
             {"name": "GROUP_SIZE", "value": str(workers + 1)},
             {"name": "WORKER_INDEX", "value": str(index)},
-            {"name": "ENTRY_ADDRESS", "value": f"{entry_name}.{namespace}"},
+            {"name": "ENTRY_ADDRESS", "value": network.pod_address(entry_name, ms_name, namespace)},
         ]
         _inject_env(spec.setdefault("containers", []), env)
         if spec.get("initContainers"):
             _inject_env(spec["initContainers"], env)
         if scheduler_name:
             spec["schedulerName"] = scheduler_name
+        pod_name = naming.pod_name(ms_name, group, role, ordinal, index)
+        spec["hostname"] = pod_name
+        spec["subdomain"] = network.service_name(ms_name)
         if in_place_gate:
             gates = [
                 g for g in spec.get("readinessGates") or [] if g.get("conditionType") != naming.CONDITION_INPLACE_READY
@@ -105,7 +110,7 @@ def build_instance_pods(
                 "apiVersion": "v1",
                 "kind": "Pod",
                 "metadata": {
-                    "name": naming.pod_name(ms_name, group, role, ordinal, index),
+                    "name": pod_name,
                     "namespace": namespace,
                     "labels": labels,
                     "annotations": dict(tmeta.get("annotations") or {}),

@@ -11,6 +11,8 @@ transport:
   conditions, containerStatuses, podIP}}``
 - ControllerRevision: ``{"metadata": {name, namespace, labels, annotations, ownerReferences},
   "data": <canonical revision data, or anything unparseable>, "revision": N}``
+- Owned objects (``OWNED_KINDS``): the headless ``Service`` (``network``) and Volcano's ``PodGroup``
+  (``gang``), labelled ``serving.rolloutui.io/name=<ms>`` and owned by the ModelServing.
 
 Times are clock seconds (floats): epoch seconds on a real cluster, virtual seconds in simulation.
 """
@@ -20,6 +22,11 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 Obj = dict[str, Any]
+
+# Kinds the controller creates besides pods and revisions: v1 Services, and Volcano's
+# scheduling.volcano.sh/v1beta1 PodGroups.
+SERVICE, PODGROUP = "Service", "PodGroup"
+OWNED_KINDS = (SERVICE, PODGROUP)
 
 
 class ClusterError(Exception):
@@ -88,6 +95,21 @@ class ClusterPort(Protocol):
     def set_revision_number(self, namespace: str, name: str, number: int) -> Obj: ...
 
     def delete_revision(self, namespace: str, name: str) -> None: ...
+
+    # Objects of OWNED_KINDS of one ModelServing (selected by the name label)
+    def list_owned(self, kind: str, namespace: str, ms_name: str) -> list[Obj]: ...
+
+    def create_owned(self, obj: Obj) -> Obj:
+        """Raises Conflict if an object of that kind and name exists."""
+        ...
+
+    def patch_owned(self, kind: str, namespace: str, name: str, patch: Obj) -> Obj:
+        """JSON merge patch of metadata and spec; raises NotFound."""
+        ...
+
+    def delete_owned(self, kind: str, namespace: str, name: str) -> None:
+        """Raises NotFound."""
+        ...
 
     # Events
     def record_event(

@@ -3,7 +3,8 @@
 1. Read the ModelServing, its pods and its revisions from the cluster.
 2. Validate the spec; an invalid spec gets a ``SpecInvalid`` condition and nothing else is done.
 3. Observe (pods -> instances -> groups, in-flight counts from the router) and ``plan()``.
-4. Apply: revision objects first (a pod is never created for a revision that is not stored), then
+4. Apply: the headless Service the pods resolve through (``network``) and revision objects first
+   (a pod is never created for a revision that is not stored, nor before its name can resolve), then
    pod actions in plan order. A pod that already exists or is already gone is not an error: the
    next pass sees the truth.
 5. Write status with optimistic concurrency: on a conflict, start again from fresh state (never
@@ -20,12 +21,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import naming
+from . import naming, network
 from .observe import observe
 from .plan import CREATE, DELETE, DRAIN, PATCH_IMAGE, SET_GATE, UNDRAIN, VERIFY, Action, Plan
 from .planner import plan
 from .planner.canary import windows_to_fetch
-from .ports import Clock, ClusterPort, Conflict, MetricsPort, NotFound, Obj, RouterPort, VerifierPort
+from .ports import SERVICE, Clock, ClusterPort, Conflict, MetricsPort, NotFound, Obj, RouterPort, VerifierPort
 from .revisions import History, revision_object
 from .spec import ValidationError, Verification, parse_modelserving
 from .strategy import ClusterSettings
@@ -256,9 +257,36 @@ def _verifying(
     return verify
 
 
+def ensure_service(cluster: ClusterPort, ms_obj: dict[str, Any]) -> None:
+    """The ModelServing's headless Service exists and selects its pods (created, or its spec put
+    back if someone changed it). Checked every pass: a deleted Service would leave every entry
+    address unresolvable, and pods are not the only time it is needed."""
+    if not hasattr(cluster, "list_owned"):
+        return  # a partial port (the core tests' minimal clusters) that stores no Services
+    meta = ms_obj.get("metadata") or {}
+    namespace, name = meta.get("namespace") or "default", meta.get("name") or ""
+    wanted = network.headless_service(ms_obj)
+    current = next(
+        (
+            s
+            for s in cluster.list_owned(SERVICE, namespace, name)
+            if s["metadata"]["name"] == wanted["metadata"]["name"]
+        ),
+        None,
+    )
+    if current is None:
+        try:
+            cluster.create_owned(wanted)
+        except Conflict:
+            pass  # created by a pass that raced this one, or a Service of that name someone else owns
+    elif not network.service_matches(current, wanted):
+        cluster.patch_owned(SERVICE, namespace, wanted["metadata"]["name"], {"spec": wanted["spec"]})
+
+
 def _apply(cluster: ClusterPort, ms_obj: dict[str, Any], the_plan: Plan, verify=None) -> None:
     meta = ms_obj.get("metadata") or {}
     namespace = meta.get("namespace") or "default"
+    ensure_service(cluster, ms_obj)
     for action in the_plan.revision_actions:
         if action.verb == "create":
             try:

@@ -93,6 +93,7 @@ def build_view(
         strategy_type = (status.get("strategy") or {}).get("type") or GROUP_ROLLING
         spec_summary = {"replicas": replicas, "partition": None, "paused": False}
         verification = False
+    namespace = meta.get("namespace") or "default"
     update_revision = status.get("updateRevision")
     update_record = history.get(update_revision)
     update_role_hashes = update_record.role_hashes() if update_record is not None else {}
@@ -140,6 +141,7 @@ def build_view(
                     "gateFailed": gates.failed,
                     "gateTimes": gates.reached,
                     "gateWaiting": gates.waiting_json(),
+                    "address": _entry_address(inst, namespace),
                 }
             )
             for p in draining_pods:
@@ -187,6 +189,19 @@ def build_view(
         # Coordinated roles: the widest per-group gap in Ready progress and what the quotas allow.
         out["skew"] = status["skew"]
     return out
+
+
+def _entry_address(inst: InstanceObs, namespace: str) -> str | None:
+    """The DNS name of the instance's entry pod (``network``): ``chat-1-prefill-0-0.chat-pods.llm.svc``;
+    None without an entry pod, or for a pod created without hostname and subdomain."""
+    entry = inst.pods.get(0)
+    if entry is None:
+        return None
+    spec = entry.raw.get("spec") or {}
+    hostname, subdomain = spec.get("hostname"), spec.get("subdomain")
+    if not hostname or not subdomain:
+        return None
+    return f"{hostname}.{subdomain}.{namespace}.svc"
 
 
 def _canary_view(canary: dict[str, Any] | None, ms: ModelServing | None, now: float) -> dict[str, Any] | None:

@@ -13,7 +13,10 @@ Objects:
   contract).
 - Revisions are ``apps/v1`` ControllerRevisions named ``<ms>-<hash>`` whose ``data`` holds the
   canonical revision data and ``revision`` the number, labelled like pods.
-- Pods and ControllerRevisions get a controller ownerReference to the ModelServing, so deleting the
+- Owned objects (``ports.OWNED_KINDS``): the headless ``v1`` Service pods resolve through
+  (``core.network``) and Volcano's ``scheduling.volcano.sh/v1beta1`` PodGroups (``core.gang``),
+  labelled like pods and listed by that label.
+- Pods, ControllerRevisions and owned objects get a controller ownerReference to the ModelServing, so deleting the
   ModelServing lets the garbage collector remove them, and a leftover of an earlier ModelServing of
   the same name (other uid) is recognisable.
 
@@ -41,7 +44,7 @@ from typing import Any
 import kubernetes
 
 from controller.core import naming
-from controller.core.ports import ClusterError, Conflict, NotFound, Obj
+from controller.core.ports import PODGROUP, SERVICE, ClusterError, Conflict, NotFound, Obj
 from controller.k8s.client import MERGE_PATCH, Forbidden, build_api_client, call_json, raw_json
 
 log = logging.getLogger(__name__)
@@ -405,6 +408,77 @@ class KubernetesCluster:
             self.apps.delete_namespaced_controller_revision, name, namespace, what=f"delete revision {namespace}/{name}"
         )
 
+    # ------------------------------------------------------------------ Services, PodGroups
+
+    def list_owned(self, kind: str, namespace: str, ms_name: str) -> list[Obj]:
+        selector = f"{naming.LABEL_NAME}={ms_name}"
+        what = f"list {kind.lower()}s of {namespace}/{ms_name}"
+        if kind == SERVICE:
+            body = call_json(self.core.list_namespaced_service, namespace, label_selector=selector, what=what)
+        else:
+            group, version, plural = _owned_api(kind)
+            body = call_json(
+                self.custom.list_namespaced_custom_object,
+                group,
+                version,
+                namespace,
+                plural,
+                label_selector=selector,
+                what=what,
+            )
+        api_version = _owned_api_version(kind)
+        return [
+            _with_kind(item, api_version, kind)
+            for item in body.get("items", [])
+            if (item.get("metadata", {}).get("labels") or {}).get(naming.LABEL_NAME) == ms_name
+        ]
+
+    def create_owned(self, obj: Obj) -> Obj:
+        kind = obj.get("kind") or ""
+        body = self._owned(obj, kind.lower())
+        body["apiVersion"] = _owned_api_version(kind)
+        body.pop("status", None)
+        meta = body["metadata"]
+        # Raw JSON: a PodGroup's minResources are quantities the core writes as it read them from
+        # the pod templates (numbers or strings); the server parses them, a model might not.
+        created = raw_json(
+            self.api_client,
+            "POST",
+            _owned_path(kind, meta["namespace"]),
+            body=body,
+            what=f"create {kind.lower()} {meta['namespace']}/{meta.get('name')}",
+        )
+        return _with_kind(created, body["apiVersion"], kind)
+
+    def patch_owned(self, kind: str, namespace: str, name: str, patch: Obj) -> Obj:
+        what = f"patch {kind.lower()} {namespace}/{name}"
+        if kind == SERVICE:
+            obj = call_json(
+                self.core.patch_namespaced_service, name, namespace, patch, _content_type=MERGE_PATCH, what=what
+            )
+        else:
+            group, version, plural = _owned_api(kind)
+            obj = call_json(
+                self.custom.patch_namespaced_custom_object,
+                group,
+                version,
+                namespace,
+                plural,
+                name,
+                patch,
+                _content_type=MERGE_PATCH,
+                what=what,
+            )
+        return _with_kind(obj, _owned_api_version(kind), kind)
+
+    def delete_owned(self, kind: str, namespace: str, name: str) -> None:
+        what = f"delete {kind.lower()} {namespace}/{name}"
+        if kind == SERVICE:
+            call_json(self.core.delete_namespaced_service, name, namespace, what=what)
+        else:
+            group, version, plural = _owned_api(kind)
+            call_json(self.custom.delete_namespaced_custom_object, group, version, namespace, plural, name, what=what)
+
     # ------------------------------------------------------------------ Events
 
     def record_event(self, namespace: str, ms_name: str, *, reason: str, message: str, type: str = "Normal") -> None:
@@ -573,6 +647,30 @@ class KubernetesCluster:
         for server_owned in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
             meta.pop(server_owned, None)
         return body
+
+
+# Volcano's PodGroup (volcano.sh/apis scheduling/v1beta1).
+PODGROUP_API = ("scheduling.volcano.sh", "v1beta1", "podgroups")
+
+
+def _owned_api(kind: str) -> tuple[str, str, str]:
+    if kind == PODGROUP:
+        return PODGROUP_API
+    raise ValueError(f"kind {kind!r} is not one the controller owns")
+
+
+def _owned_api_version(kind: str) -> str:
+    if kind == SERVICE:
+        return "v1"
+    group, version, _ = _owned_api(kind)
+    return f"{group}/{version}"
+
+
+def _owned_path(kind: str, namespace: str) -> str:
+    if kind == SERVICE:
+        return f"/api/v1/namespaces/{namespace}/services"
+    group, version, plural = _owned_api(kind)
+    return f"/apis/{group}/{version}/namespaces/{namespace}/{plural}"
 
 
 def _api_times(condition: Obj) -> Obj:

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 
 from controller.core import naming
 from controller.core.mergepatch import copy_json, merge_patch
-from controller.core.ports import ClusterError, Conflict, Obj
+from controller.core.ports import OWNED_KINDS, ClusterError, Conflict, Obj
 
 
 class Invalid(ClusterError):
@@ -246,6 +246,19 @@ DEPLOYMENT = "Deployment"
 REPLICASET = "ReplicaSet"
 CONFIGMAP = "ConfigMap"
 WORKLOAD_KINDS = (INFERENCESERVICE, DEPLOYMENT, REPLICASET, CONFIGMAP)
+# What the ModelServing controller owns besides pods and revisions (``ports.OWNED_KINDS``): kept like
+# workload objects, and garbage-collected with their ModelServing.
+SERVICE, PODGROUP = OWNED_KINDS
+STORED_KINDS = WORKLOAD_KINDS + OWNED_KINDS
+
+
+def owned_by_modelserving(obj: Obj, ms_name: str, ms_uid: str | None = None) -> bool:
+    """Whether ``obj``'s controller is the ModelServing ``ms_name`` (and ``ms_uid`` when given)."""
+    ref = controller_ref(obj) or {}
+    return (
+        ref.get("kind") == naming.KIND and ref.get("name") == ms_name and (ms_uid is None or ref.get("uid") == ms_uid)
+    )
+
 
 # kube's generateName alphabet (no vowels, no 0/1/3: no words, no look-alikes).
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"

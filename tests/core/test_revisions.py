@@ -146,7 +146,7 @@ def test_controller_injected_env_is_ignored():
         [
             {"name": "GROUP_SIZE", "value": "1"},
             {"name": "WORKER_INDEX", "value": "0"},
-            {"name": "ENTRY_ADDRESS", "value": "ms-0-prefill-0-0.default"},
+            {"name": "ENTRY_ADDRESS", "value": "ms-0-prefill-0-0.ms-pods.default.svc"},
         ],
     )
     add_env(injected, "decode", [{"name": "GROUP_SIZE", "value": "2"}])

@@ -684,6 +684,9 @@ RESOURCES = {
     INFERENCESERVICES: kmock.ResourceInfo(kind="InferenceService", namespaced=True, subresources={"status"}),
     "apps/v1/deployments": kmock.ResourceInfo(kind="Deployment", namespaced=True, subresources={"status"}),
     "apps/v1/replicasets": kmock.ResourceInfo(kind="ReplicaSet", namespaced=True, subresources={"status"}),
+    # The headless Service pods resolve through, and Volcano's PodGroup (its CRD installed).
+    "v1/services": kmock.ResourceInfo(kind="Service", namespaced=True),
+    "scheduling.volcano.sh/v1beta1/podgroups": kmock.ResourceInfo(kind="PodGroup", namespaced=True),
 }
 
 

@@ -152,6 +152,15 @@ CONTROLLER_CALLS = {
     ("apps", "controllerrevisions", "create"),
     ("apps", "controllerrevisions", "patch"),
     ("apps", "controllerrevisions", "delete"),
+    # The headless Service of each ModelServing (pod DNS) and Volcano PodGroups (gang scheduling).
+    ("", "services", "list"),
+    ("", "services", "create"),
+    ("", "services", "patch"),
+    ("", "services", "delete"),
+    ("scheduling.volcano.sh", "podgroups", "list"),
+    ("scheduling.volcano.sh", "podgroups", "create"),
+    ("scheduling.volcano.sh", "podgroups", "patch"),
+    ("scheduling.volcano.sh", "podgroups", "delete"),
     ("", "events", "create"),
 }
 # What the dashboard, the REST API and `manage.py rollout` call: reads of what they show, and the

@@ -35,6 +35,8 @@ INSTANCE_KEYS = {
     "inFlight",
     "gate",
     "gateFailed",
+    # Added with pod DNS: the entry pod's resolvable name (<entry>.<ms>-pods.<namespace>.svc).
+    "address",
 }
 
 

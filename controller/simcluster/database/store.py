@@ -293,6 +293,13 @@ class DatabaseCluster:
             except NotFound:
                 pass
         SimObject.objects.filter(kind=REV, namespace=namespace, ms_name=name).delete()
+        for owned in self.list_objects(objects.SERVICE, namespace, owner=name) + self.list_objects(
+            objects.PODGROUP, namespace, owner=name
+        ):
+            if objects.owned_by_modelserving(owned, name, row.uid or None):
+                SimObject.objects.filter(
+                    kind=owned["kind"], namespace=namespace, name=owned["metadata"]["name"]
+                ).delete()
         SimObject.objects.filter(pk=row.pk).delete()
         # No one left to send to.
         SimTraffic.objects.filter(kind=SimTraffic.KIND_MODELSERVING, namespace=namespace, name=name).delete()
@@ -474,8 +481,8 @@ class DatabaseCluster:
 
     def create_object(self, obj: Obj) -> Obj:
         kind = obj.get("kind")
-        if kind not in WORKLOADS:
-            raise Invalid(f"kind: {kind!r} is not stored here (one of {', '.join(WORKLOADS)})")
+        if kind not in objects.STORED_KINDS:
+            raise Invalid(f"kind: {kind!r} is not stored here (one of {', '.join(objects.STORED_KINDS)})")
         uid = str(uuid.uuid4())
         obj = objects.named(obj, uid)
         objects.object_key(obj)
@@ -541,6 +548,22 @@ class DatabaseCluster:
                     self.delete_object(child_kind, namespace, child_name)
             except (NotFound, Conflict):
                 pass
+
+    # -- Objects a ModelServing owns (its headless Service, its PodGroups) --------------------------
+
+    def list_owned(self, kind: str, namespace: str, ms_name: str) -> list[Obj]:
+        return [
+            o for o in self.list_objects(kind, namespace, owner=ms_name) if objects.owned_by_modelserving(o, ms_name)
+        ]
+
+    def create_owned(self, obj: Obj) -> Obj:
+        return self.create_object(obj)
+
+    def patch_owned(self, kind: str, namespace: str, name: str, patch: Obj) -> Obj:
+        return self.patch_object(kind, namespace, name, patch)
+
+    def delete_owned(self, kind: str, namespace: str, name: str) -> None:
+        self.delete_object(kind, namespace, name)
 
     def list_controlled_pods(self, namespace: str, controller: str) -> list[Obj]:
         return _decoded.rows(SimObject.objects.filter(kind=POD, namespace=namespace, controller=controller), ["name"])

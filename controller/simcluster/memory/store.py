@@ -31,7 +31,7 @@ from typing import Any
 
 from controller.core import naming
 from controller.core.mergepatch import copy_json
-from controller.core.ports import Conflict, NotFound, Obj
+from controller.core.ports import OWNED_KINDS, Conflict, NotFound, Obj
 
 # What a write does to an object lives in ``objects`` (shared with the live app's store).
 from .. import objects
@@ -80,7 +80,7 @@ class InMemoryStore:
         self._nodes: dict[str, Obj] = {}
         # Workload objects (InferenceService, Deployment, ReplicaSet, ConfigMap) by kind, and what each
         # controller owns (kind, namespace, controller name) -> {name: obj}; pods by their controller.
-        self._objects: dict[str, dict[tuple[str, str], Obj]] = {k: {} for k in objects.WORKLOAD_KINDS}
+        self._objects: dict[str, dict[tuple[str, str], Obj]] = {k: {} for k in objects.STORED_KINDS}
         self._owned: dict[tuple[str, str, str | None], dict[str, Obj]] = {}
         self._pods_by_controller: dict[tuple[str, str | None], dict[str, Obj]] = {}
         self.events: list[Obj] = []
@@ -169,6 +169,11 @@ class InMemoryStore:
             self.delete_pod(namespace, pod["metadata"]["name"])
         for rev in list(self._revs_by_ms.get((namespace, name), {}).values()):
             self.delete_revision(namespace, rev["metadata"]["name"])
+        uid = old["metadata"].get("uid")
+        for kind in OWNED_KINDS:
+            for owned in list(self._owned.get((kind, namespace, name), {}).values()):
+                if objects.owned_by_modelserving(owned, name, uid):
+                    self.delete_object(kind, namespace, owned["metadata"]["name"])
         self._notify(Change("ModelServing", "DELETED", namespace, name, name, old, old, self.actor))
 
     def _get_ms(self, namespace: str, name: str) -> Obj:
@@ -399,7 +404,7 @@ class InMemoryStore:
     def create_object(self, obj: Obj) -> Obj:
         kind = obj.get("kind")
         if kind not in self._objects:
-            raise objects.Invalid(f"kind: {kind!r} is not stored here (one of {', '.join(objects.WORKLOAD_KINDS)})")
+            raise objects.Invalid(f"kind: {kind!r} is not stored here (one of {', '.join(objects.STORED_KINDS)})")
         uid = self.new_uid()
         obj = objects.named(obj, uid)
         ns, name = objects.object_key(obj)
@@ -474,6 +479,22 @@ class InMemoryStore:
         meta = new["metadata"]
         self._notify(Change(new["kind"], "MODIFIED", meta["namespace"], meta["name"], None, new, old, self.actor))
         return self._out(new)
+
+    # -- Objects a ModelServing owns (its headless Service, its PodGroups) ------------------------
+
+    def list_owned(self, kind: str, namespace: str, ms_name: str) -> list[Obj]:
+        return [
+            o for o in self.list_objects(kind, namespace, owner=ms_name) if objects.owned_by_modelserving(o, ms_name)
+        ]
+
+    def create_owned(self, obj: Obj) -> Obj:
+        return self.create_object(obj)
+
+    def patch_owned(self, kind: str, namespace: str, name: str, patch: Obj) -> Obj:
+        return self.patch_object(kind, namespace, name, patch)
+
+    def delete_owned(self, kind: str, namespace: str, name: str) -> None:
+        self.delete_object(kind, namespace, name)
 
     # -- Events -----------------------------------------------------------------------------------
 

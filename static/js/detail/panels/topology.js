@@ -130,6 +130,9 @@ export function createTopologyPanel({ boot, onKillPod }) {
             ]
           : h("span", { class: "muted" }, "no instance"),
       ),
+      inst && inst.address
+        ? h("div", { class: "muted", title: "Entry address: what the instance's workers get as ENTRY_ADDRESS", "data-testid": "cell-address" }, inst.address)
+        : null,
       gateTimes(inst),
     ];
   }
