@@ -51,7 +51,9 @@ pytestmark = [
     # Found by this soak, not fixed yet (see the README's Tests section): after the faults stop the
     # ModelServing can stay Progressing with a surge group left (replicas 5 of 4), and websocket
     # clients once did not reach the REST state. Remove once fixed.
-    pytest.mark.xfail(strict=False, reason="soak finding: no convergence after faults (surge group left)"),
+    pytest.mark.xfail(
+        strict=False, reason="soak finding: a Redis restart makes the Celery worker exit (kombu 5.7.0 reconnect)"
+    ),
 ]
 
 ROLLOUTS = int(os.environ.get("ROLLOUTUI_SOAK_ROLLOUTS", "12"))
