@@ -28,7 +28,8 @@ re-numbers a re-applied revision).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from controller.core import controls as core
@@ -194,6 +195,55 @@ def audit(
     )
 
 
+class AuditedControl:
+    """What a control did, filled in by the control as it runs; ``audited`` writes it either way."""
+
+    def __init__(self, namespace: str, name: str, details: dict[str, Any]) -> None:
+        self.namespace = namespace  # what it acted on: a control may learn it as it runs (a release
+        self.name = name  # names its environment's target, found while it is checked)
+        self.details = details  # kept in the record; the control adds to it as it learns more
+        self.from_revision = ""  # the revision (or generation) it acted on, once read
+        self.to_revision = ""  # the one it left, once done
+        self.record: AuditRecord | None = None  # the record of a control that succeeded
+
+
+@contextmanager
+def audited(
+    user, *, action: str, namespace: str, name: str, reason: Any, source: str, details: dict[str, Any] | None = None
+) -> Iterator[AuditedControl]:
+    """Audit the control run in the ``with`` block, the one shape every control of every target uses.
+
+    Refused or failed (``ControlError``: bad input; ``ControlDenied``: no permission; every
+    ``ClusterError``: not found, a conflict it could not resolve, the API server's refusal or a
+    transport failure): a record with result ``error``, the error's text and ``from`` as far as it
+    was read, then the exception goes on to the caller. Done: a record with ``from`` -> ``to`` and
+    the details as the block left them, in ``control.record``."""
+    control = AuditedControl(namespace, name, {} if details is None else details)
+    common = {"action": action, "reason": reason, "source": source}
+    try:
+        yield control
+    except (ControlError, ControlDenied, ClusterError) as exc:
+        audit(
+            user,
+            **common,
+            namespace=control.namespace,
+            name=control.name,
+            from_revision=control.from_revision,
+            details=control.details,
+            error=exc,
+        )
+        raise
+    control.record = audit(
+        user,
+        **common,
+        namespace=control.namespace,
+        name=control.name,
+        from_revision=control.from_revision,
+        to_revision=control.to_revision,
+        details=control.details,
+    )
+
+
 def _ref(number: int | None, rev_hash: str | None) -> dict[str, Any]:
     return {"number": number, "hash": rev_hash}
 
@@ -234,9 +284,10 @@ def _control(
     *,
     rollback_to: int | None = None,
 ) -> AuditRecord:
-    details: dict[str, Any] = {"args": args}
-    before: dict[str, Any] = {}
-    try:
+    details: dict[str, Any] = {"args": args, "fromRevision": None}
+    with audited(
+        user, action=action, namespace=namespace, name=name, reason=reason, source=source, details=details
+    ) as control:
         check_source(source)
         check_permission(user, namespace=namespace)
         reason = check_reason(reason)
@@ -245,6 +296,8 @@ def _control(
             ms = cluster.get_modelserving(namespace, name)
             revisions = cluster.list_revisions(namespace, name)
             before = _revision_of(ms, revisions)
+            details["fromRevision"] = before
+            control.from_revision = _label(before)
             patch = build(ms, revisions)
             cause = f"{username(user)} via {source}: {action}: {reason}"
             patch = {
@@ -272,38 +325,20 @@ def _control(
         if rollback_to is not None:
             target = History.from_objects(revisions).by_number(rollback_to)
             after = _ref(rollback_to, target.hash if target else after.get("hash")) | {"becomes": after.get("becomes")}
-        details.update(
-            fromRevision=before, toRevision=after, patch=patch, generation=(new.get("metadata") or {}).get("generation")
-        )
-    except (ControlError, ControlDenied, ClusterError) as exc:
-        # ClusterError covers NotFound, Conflict and the adapter's refusals (Forbidden, Invalid) and
-        # transport failures: every way a control can fail leaves a record.
-        details["fromRevision"] = before or None
-        audit(
-            user,
-            action=action,
-            namespace=namespace,
-            name=name,
-            reason=reason,
-            source=source,
-            from_revision=_label(before) if before else "",
-            details=details,
-            error=exc,
-        )
-        raise
-    record = audit(
-        user,
-        action=action,
-        namespace=namespace,
-        name=name,
-        reason=reason,
-        source=source,
-        from_revision=_label(before),
-        to_revision=_label(after),
-        details=details,
-    )
+        control.to_revision = _label(after)
+        details.update(toRevision=after, patch=patch, generation=(new.get("metadata") or {}).get("generation"))
     enqueue.reconcile_soon(namespace, name)
-    return record
+    return control.record
 
 
-__all__ = ["ControlDenied", "ControlError", "pause", "resume", "promote", "rollback", "set_image"]
+__all__ = [
+    "AuditedControl",
+    "ControlDenied",
+    "ControlError",
+    "audited",
+    "pause",
+    "resume",
+    "promote",
+    "rollback",
+    "set_image",
+]

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from contextlib import contextmanager
 from typing import Any
 
 from controller.core import naming
@@ -32,12 +31,12 @@ from controller.core.controls import ControlError
 from controller.core.kserve import apps
 from controller.core.kserve import controls as core
 from controller.core.mergepatch import copy_json, diff
-from controller.core.ports import ClusterError, Conflict, NotFound
+from controller.core.ports import Conflict, NotFound
 from controller.runtime import kserve as runtime_kserve
 
 from ..models import AuditRecord
 from .cluster import get_cluster
-from .controls import MAX_ATTEMPTS, ControlDenied, audit, check_permission, check_reason, check_source, username
+from .controls import MAX_ATTEMPTS, audited, check_permission, check_reason, check_source, username
 
 log = logging.getLogger(__name__)
 
@@ -72,35 +71,6 @@ def _generation(obj: dict[str, Any] | None) -> str:
     return "" if value is None else str(value)
 
 
-class _Outcome:
-    """What an InferenceService control did, filled in as it goes: the audit reads it either way."""
-
-    def __init__(self) -> None:
-        self.before: dict[str, Any] | None = None  # the InferenceService as read before the change
-        self.after: dict[str, Any] | None = None  # as it stands after it (None: not changed)
-        self.record: AuditRecord | None = None
-
-
-@contextmanager
-def _audited(user, action: str, namespace: str, name: str, reason: Any, source: str, details: dict[str, Any]):
-    """Audit the control run in the ``with`` block: refused or failed (ControlError, ControlDenied,
-    every ClusterError) with the error and re-raised, else as done, generation before -> after."""
-    outcome = _Outcome()
-    common = {"action": action, "namespace": namespace, "name": name, "reason": reason, "source": source}
-    try:
-        yield outcome
-    except (ControlError, ControlDenied, ClusterError) as exc:
-        audit(user, **common, from_revision=_generation(outcome.before), details=details, error=exc)
-        raise
-    outcome.record = audit(
-        user,
-        **common,
-        from_revision=_generation(outcome.before),
-        to_revision=_generation(outcome.after),
-        details=details,
-    )
-
-
 def _control(
     user,
     namespace: str,
@@ -113,13 +83,16 @@ def _control(
 ) -> AuditRecord:
     """Patch the InferenceService with ``build(isvc, config)`` and audit it as ``action``."""
     details: dict[str, Any] = {"args": args}
-    with _audited(user, action, namespace, name, reason, source, details) as outcome:
+    with audited(
+        user, action=action, namespace=namespace, name=name, reason=reason, source=source, details=details
+    ) as control:
         check_source(source)
         check_permission(user, namespace=namespace)
         reason = check_reason(reason)
         cluster = _cluster()
         for attempt in range(MAX_ATTEMPTS):
-            outcome.before = before = cluster.get_object(KIND, namespace, name)
+            before = cluster.get_object(KIND, namespace, name)
+            control.from_revision = _generation(before)
             patch = build(before, runtime_kserve.deploy_config(cluster))
             patch = _with_cause(patch, f"{username(user)} via {source}: {action}: {reason}")
             rv = (before.get("metadata") or {}).get("resourceVersion")
@@ -132,14 +105,14 @@ def _control(
             raise Conflict(
                 f"inferenceservice {namespace}/{name} kept changing; {action} not applied after {MAX_ATTEMPTS} attempts"
             )
-        outcome.after = after
+        control.to_revision = _generation(after)
         details.update(
             patch=patch,
             specBefore=copy_json(before.get("spec") or {}),
             specAfter=copy_json(after.get("spec") or {}),
             generation=(after.get("metadata") or {}).get("generation"),
         )
-    return outcome.record
+    return control.record
 
 
 def set_image(
@@ -229,13 +202,16 @@ def _pause_control(user, namespace: str, name: str, *, paused: bool, reason: Any
     """``kubectl rollout pause`` (or ``resume``) of every Deployment of the InferenceService."""
     action = "isvc_pause" if paused else "isvc_resume"
     details: dict[str, Any] = {"args": {}}
-    with _audited(user, action, namespace, name, reason, source, details) as outcome:
+    with audited(
+        user, action=action, namespace=namespace, name=name, reason=reason, source=source, details=details
+    ) as control:
         check_source(source)
         check_permission(user, namespace=namespace)
         reason = check_reason(reason)
         cluster = _cluster()
         # The InferenceService itself is not changed: its generation stays (before = after).
-        outcome.before = outcome.after = isvc = cluster.get_object(KIND, namespace, name)
+        isvc = cluster.get_object(KIND, namespace, name)
+        control.from_revision = control.to_revision = _generation(isvc)
         core.check_pausable(isvc, runtime_kserve.deploy_config(cluster))
         patch = core.pause_patch() if paused else core.resume_patch()
         deployments = cluster.list_objects(DEPLOYMENT, namespace, owner=name)
@@ -246,7 +222,7 @@ def _pause_control(user, namespace: str, name: str, *, paused: bool, reason: Any
         for dname in changed:
             cluster.patch_object(DEPLOYMENT, namespace, dname, patch)
         details.update(deployments=changed, patch=patch)
-    return outcome.record
+    return control.record
 
 
 def pause(user, namespace: str, name: str, *, reason: str, source: str) -> AuditRecord:

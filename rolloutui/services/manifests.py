@@ -261,7 +261,9 @@ def _apply_one(user, doc: Document, obj: dict[str, Any], reason: str, source: st
     cause = _cause(user, source, "apply", reason)
     details: dict[str, Any] = {"document": doc.index, "apiVersion": obj.get("apiVersion")}
     given_rv = (obj.get("metadata") or {}).get("resourceVersion")
-    try:
+    with controls.audited(
+        user, action="apply", namespace=namespace, name=name, reason=reason, source=source, details=details
+    ) as control:
         try:
             current = cluster.get_modelserving(namespace, name)
         except NotFound:
@@ -295,60 +297,31 @@ def _apply_one(user, doc: Document, obj: dict[str, Any], reason: str, source: st
                 details["outcome"] = "configured"
                 details["patch"] = patch
             details["generation"] = {"before": meta.get("generation")}
-    except (ControlError, ClusterError) as exc:
-        controls.audit(
-            user,
-            action="apply",
-            namespace=namespace,
-            name=name,
-            reason=reason,
-            source=source,
-            details=details,
-            error=exc,
-        )
-        raise
-    record = controls.audit(
-        user, action="apply", namespace=namespace, name=name, reason=reason, source=source, details=details
-    )
     enqueue.reconcile_soon(namespace, name)
-    return record
+    return control.record
 
 
 def delete(user, namespace: str, name: str, *, reason: str, source: str) -> AuditRecord:
     """Delete one ModelServing (its pods and revisions go with it). Audited as ``delete``."""
     details: dict[str, Any] = {}
-    try:
+    with controls.audited(
+        user, action="delete", namespace=namespace, name=name, reason=reason, source=source, details=details
+    ) as control:
         controls.check_source(source)
         controls.check_permission(user, namespace=namespace)
         reason = controls.check_reason(reason)
         cluster = get_cluster()
         current = cluster.get_modelserving(namespace, name)
         status = current.get("status") or {}
-        details = {
-            "updateRevision": status.get("updateRevision"),
-            "replicas": (current.get("spec") or {}).get("replicas"),
-        }
+        details.update(
+            updateRevision=status.get("updateRevision"), replicas=(current.get("spec") or {}).get("replicas")
+        )
         cluster.delete_modelserving(namespace, name)
         from controller.models import ProgressSample
 
         ProgressSample.objects.filter(namespace=namespace, name=name).delete()  # its history goes with it
-    except (ControlError, controls.ControlDenied, ClusterError) as exc:
-        controls.audit(
-            user,
-            action="delete",
-            namespace=namespace,
-            name=name,
-            reason=reason,
-            source=source,
-            details=details,
-            error=exc,
-        )
-        raise
-    record = controls.audit(
-        user, action="delete", namespace=namespace, name=name, reason=reason, source=source, details=details
-    )
     enqueue.reconcile_soon(namespace, name)  # the pass sees it gone and tells the dashboard
-    return record
+    return control.record
 
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")

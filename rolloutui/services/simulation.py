@@ -24,7 +24,7 @@ from django.conf import settings
 from controller.core import naming
 from controller.core.controls import ControlError
 from controller.core.mergepatch import PatchTooLarge, check_patch_limits, merge_patch
-from controller.core.ports import ClusterError, NotFound
+from controller.core.ports import NotFound
 from controller.core.spec import ValidationError, parse_modelserving
 from controller.models import SimTraffic
 from controller.runtime import clustersettings
@@ -35,7 +35,7 @@ from controller.simcluster.preview import PreviewCluster, preview_change
 
 from ..models import AuditRecord, PreviewJob
 from .cluster import backend_name
-from .controls import ControlDenied, audit, check_permission, check_reason, check_source
+from .controls import ControlDenied, audit, audited, check_permission, check_reason, check_source
 
 log = logging.getLogger(__name__)
 
@@ -62,24 +62,19 @@ def _fault(
 ) -> AuditRecord:
     """Run the fault ``do`` and audit it. ``scope``: the namespace whose operate permission it needs
     (a pod's), None for a cluster-wide fault (a node's: operate in every namespace)."""
-    try:
+    with audited(
+        user, action=action, namespace=namespace, name=name, reason=reason, source=source, details=details
+    ) as control:
         check_source(source)
         check_permission(user, namespace=scope)
         reason = check_reason(reason)
-        details.update(do() or {})
-    except (ControlError, ControlDenied, ClusterError, ValueError) as exc:
-        audit(
-            user,
-            action=action,
-            namespace=namespace,
-            name=name,
-            reason=reason,
-            source=source,
-            details=details,
-            error=exc,
-        )
-        raise
-    return audit(user, action=action, namespace=namespace, name=name, reason=reason, source=source, details=details)
+        try:
+            details.update(do() or {})
+        except ControlError:  # a ValueError too, already naming its field
+            raise
+        except ValueError as exc:  # the simulated cluster's refusal of the fault: bad input, a 400
+            raise ControlError(str(exc)) from exc
+    return control.record
 
 
 def kill_pod(user, namespace: str, pod_name: str, *, reason: str, source: str) -> AuditRecord:

@@ -44,7 +44,7 @@ from rolloutui.releases.models import DeploymentRevision, Environment, ModelVers
 
 from .. import controls
 from ..cluster import get_cluster
-from ..controls import ControlDenied, audit, check_permission, check_reason, check_source, username
+from ..controls import audited, check_permission, check_reason, check_source, username
 from . import records, templates
 
 log = logging.getLogger(__name__)
@@ -314,16 +314,16 @@ def _release_action(
     args: dict[str, Any] | None = None,
 ):
     details: dict[str, Any] = {"args": {k: v for k, v in (args or {}).items() if v is not None}}
-    where = {"namespace": namespace, "name": name}
-    written: dict[str, Any] = {}
-    try:
+    with audited(
+        user, action=action, namespace=namespace, name=name, reason=reason, source=source, details=details
+    ) as control:
         check_source(source)
         check_permission(user, controls.PERMISSION)
         why = check_reason(reason)
         with transaction.atomic():
             dr = prepare()
             # Where the release goes (a promotion goes to another environment's ModelServing).
-            where.update(namespace=dr.target.namespace, name=dr.target.name)
+            control.namespace, control.name = dr.target.namespace, dr.target.name
             live = records.active_release(dr.target)
             details["release"] = {"number": dr.number, "version": dr.model_version.key, "env": dr.environment.name}
             details["replaces"] = (
@@ -334,6 +334,8 @@ def _release_action(
                 raise ControlError(f"no deployer for target kind {dr.target.kind}", field="target")
             written = writer(dr, cause(dr, username(user), why))
             after = written["after"]
+            control.from_revision = controls._label(written["before"])
+            control.to_revision = controls._label(after)
             if live is not None and live.pk != dr.pk:
                 note = (
                     f"rolled back to r{dr.restores.number} by {username(user)}: {why}"
@@ -351,32 +353,9 @@ def _release_action(
             dr.applied = written.get("applied") or {}
             dr.save()
         details.update(fromRevision=written["before"], toRevision=after, patch=written["patch"])
-    except (ControlError, ControlDenied, NotFound, Conflict) as exc:
-        before = written.get("before")
-        audit(
-            user,
-            action=action,
-            reason=reason,
-            source=source,
-            from_revision=controls._label(before) if before else "",
-            details=details,
-            error=exc,
-            **where,
-        )
-        raise
-    record = audit(
-        user,
-        action=action,
-        reason=reason,
-        source=source,
-        from_revision=controls._label(written["before"]),
-        to_revision=controls._label(after),
-        details=details,
-        **where,
-    )
     if dr.target.kind == contract.KIND_MODELSERVING:
         enqueue.reconcile_soon(dr.target.namespace, dr.target.name)
-    return record
+    return control.record
 
 
 # -- What a release would change (the dialogs) -------------------------------------------------------------

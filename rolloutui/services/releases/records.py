@@ -28,7 +28,7 @@ from rolloutui.releases.models import DeploymentRevision, Environment, ModelVers
 from rolloutui.releases.permissions import APPROVE_PERMISSION
 
 from .. import controls
-from ..controls import ControlDenied, audit, check_permission, check_reason, check_source, username
+from ..controls import audited, check_permission, check_reason, check_source, username
 
 OPERATE = controls.PERMISSION
 APPROVE = APPROVE_PERMISSION
@@ -267,31 +267,13 @@ def releases_of_modelserving(namespace: str, name: str) -> dict[str, Any]:
 
 def _audited(user, action: str, *, source: str, reason: Any, namespace: str, name: str, details: dict, work):
     """Run ``work()`` (returns ``(result, extra details)``) and audit it, success or refusal."""
-    try:
+    with audited(
+        user, action=action, namespace=namespace, name=name, reason=reason, source=source, details=details
+    ) as control:
         check_source(source)
         result, extra = work()
-    except (ControlError, ControlDenied, NotFound) as exc:
-        audit(
-            user,
-            action=action,
-            namespace=namespace,
-            name=name,
-            reason=reason,
-            source=source,
-            details=details,
-            error=exc,
-        )
-        raise
-    record = audit(
-        user,
-        action=action,
-        namespace=namespace,
-        name=name,
-        reason=reason,
-        source=source,
-        details={**details, **extra},
-    )
-    return result, record
+        details.update(extra)
+    return result, control.record
 
 
 def register_model_version(user, values: Mapping[str, Any], *, reason: str = "", source: str):
@@ -495,10 +477,11 @@ def create_release(user, values: Mapping[str, Any], *, source: str):
     """
     values = values if isinstance(values, Mapping) else {}
     details = {"values": dict(values)}
-    where = {"namespace": "", "name": ""}
     reason = values.get("reason")
-
-    def work():
+    with audited(
+        user, action="create_release", namespace="", name="", reason=reason, source=source, details=details
+    ) as control:
+        check_source(source)
         check_permission(user, OPERATE)
         allowed = ("environment", "modelVersion", "target", "resourceProfile", "config", "reason")
         unknown = sorted(set(values) - set(allowed))
@@ -507,7 +490,7 @@ def create_release(user, values: Mapping[str, Any], *, source: str):
         why = check_reason(reason)
         env = get_environment(contract.text(values.get("environment"), "environment"))
         target = target_in(env, values.get("target"))
-        where.update(namespace=target.namespace, name=target.name)
+        control.namespace, control.name = target.namespace, target.name
         model, version = parse_version_key(values.get("modelVersion"))
         try:
             mv = get_model_version(model, version)
@@ -526,16 +509,8 @@ def create_release(user, values: Mapping[str, Any], *, source: str):
                 config=values.get("config"),
                 reason=why,
             )
-        return dr, {"release": release_summary(dr)}
-
-    try:
-        check_source(source)
-        dr, extra = work()
-    except (ControlError, ControlDenied, NotFound) as exc:
-        audit(user, action="create_release", reason=reason, source=source, details=details, error=exc, **where)
-        raise
-    record = audit(user, action="create_release", reason=reason, source=source, details={**details, **extra}, **where)
-    return dr, record
+        details["release"] = release_summary(dr)
+    return dr, control.record
 
 
 # -- Approval (actions of the registry: target a ModelVersion) ---------------------------------------------
