@@ -5,6 +5,11 @@ import { byId, h, memo, mount } from "../../lib/dom.js";
 import { phaseClass } from "../../lib/format.js";
 import { revLabel } from "../common.js";
 
+// The AnalysisFailed condition while it stands (status "True"), else null.
+export function analysisFailed(state) {
+  return (state.conditions || []).find((c) => c && c.type === "AnalysisFailed" && c.status === "True") || null;
+}
+
 export function createHeader({ boot, phases }) {
   const changed = memo();
 
@@ -24,6 +29,12 @@ export function createHeader({ boot, phases }) {
     phase.textContent = state.phase;
     phase.className = phaseClass(state.phase, phases);
     byId("paused-banner").hidden = !state.spec.paused;
+    // Who paused it, when the canary analysis did: its AnalysisFailed condition carries the metric,
+    // the figures and the limit (controller/core/planner/canary.py words it).
+    const failed = analysisFailed(state);
+    const cause = byId("paused-cause");
+    cause.hidden = !(state.spec.paused && failed);
+    mount(cause, state.spec.paused && failed ? [h("b", null, "Paused by the canary analysis: "), failed.message || ""] : null);
     const cur = state.currentRevision;
     const upd = state.updateRevision;
     mount(
