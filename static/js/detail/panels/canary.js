@@ -265,7 +265,7 @@ export function createCanary({ boot, plotlySrc }) {
         marker: { size: 4 },
         line: { width: 2, shape: "hv" },
       }));
-    window.Plotly.react("canary-chart-errors", traces("errorRate"), chartLayout("Error rate per revision", "share", { tickformat: ".1%", rangemode: "tozero" }, t0), chartConfig);
+    window.Plotly.react("canary-chart-errors", traces("errorRate"), chartLayout("Error rate per revision", "share", { tickformat: ".1%", rangemode: "tozero", automargin: true }, t0), chartConfig);
     window.Plotly.react("canary-chart-p99", traces("latencyP99Ms"), chartLayout("Latency p99 per revision", "ms", { rangemode: "tozero" }, t0), chartConfig);
   }
 

@@ -47,7 +47,15 @@ export function createHeader({ boot, phases }) {
     byId("fact-updated").textContent = `${c.updatedReplicas ?? "—"} / ${state.spec.replicas}`;
     byId("fact-available").textContent = `${c.availableReplicas ?? "—"} / ${state.spec.replicas}`;
     const p = state.spec.partition;
-    byId("fact-partition").textContent = p !== null && typeof p === "object" ? JSON.stringify(p) : String(p);
+    // While canary steps run, the step sets the partition the planner uses, not spec.partition:
+    // show that one ("3 · canary"), as the Effective strategy panel does.
+    const stepPartition = ((state.strategy || {}).group || {}).partition;
+    byId("fact-partition").textContent =
+      stepPartition && stepPartition.source === "canary"
+        ? `${stepPartition.count} · canary`
+        : p !== null && typeof p === "object"
+          ? JSON.stringify(p)
+          : String(p);
     byId("fact-strategy").textContent = state.strategyType;
     byId("fact-time").textContent =
       state.time == null
