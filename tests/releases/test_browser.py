@@ -22,6 +22,7 @@ from .conftest import SCREENSHOTS
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
+
 @pytest.fixture(scope="module")
 def demo_stack(tmp_path_factory):
     """`manage.py runall` as `make run` starts it (with the demo), on a free port, in its own var
