@@ -10,7 +10,8 @@ embedded cluster's router writes a request record per request; the controller's 
 the figures, the AnalysisFailed condition and the audit record from the analysis, and no group
 below the first step's partition got the new revision.
 
-The simulated clock runs 10x, so a 60 s analysis window ends every 6 s of wall time.
+The simulated clock runs 10x, so a 60 s analysis window ends every 6 s of wall time and is judged
+6 s after it ended (settleSeconds defaults to the interval).
 Screenshots go to test-artifacts/screenshots/.
 """
 
@@ -109,6 +110,10 @@ def test_an_operator_starts_a_canary_of_the_flaky_build_and_the_analysis_pauses_
     assert found, said
     rate, limit = float(found.group(1)), float(found.group(2))
     assert limit == 5.0 and rate > limit, said
+
+    # Promote has no step to skip on a stopped canary, and says what does apply.
+    expect(page.get_by_test_id("controls-why")).to_contain_text("The canary analysis stopped this canary")
+    expect(page.locator("#fact-partition")).to_have_text("3 · canary")
 
     # The Canary panel: Failed, the condition, the failed window with both revisions' requests.
     expect(page.get_by_test_id("canary-phase")).to_have_text("Failed")

@@ -29,13 +29,18 @@ const canaryRunning = (state) => {
   return Boolean(c && (c.phase === "Running" || c.phase === "Paused") && c.revision === state.updateRevision);
 };
 
+// A canary the analysis stopped (paused, or rolled back from): no step to promote.
+const canaryFailed = (state) => Boolean(state.canary && state.canary.phase === "Failed" && state.canary.revision === state.updateRevision);
+
 const UNAVAILABLE = {
   pause: ({ state }) => (state.spec.paused ? "Already paused." : null),
   resume: ({ state }) => (state.spec.paused ? null : "Not paused: nothing to resume."),
   promote: ({ state }, action) =>
     canaryRunning(state)
       ? null
-      : action.fields.some((f) => f.name === "full")
+      : canaryFailed(state) && !action.fields.some((f) => f.name === "full")
+        ? "The canary analysis stopped this canary: Resume goes on with it, Roll back… returns to the stable revision."
+        : action.fields.some((f) => f.name === "full")
       ? UNAVAILABLE["promote-full"]({ state })
       : partitionOf(state) > 0
         ? null
