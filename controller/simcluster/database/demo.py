@@ -156,7 +156,7 @@ def load_demo(
             if missing:
                 row.config = {**row.config, "images": {**images, **copy.deepcopy(missing)}}
                 row.save(update_fields=["config"])
-                done.append(f"stored the behaviour of {len(missing)} demo images")
+                done.append(f"stored the behaviour of {len(missing)} demo image{'s' if len(missing) != 1 else ''}")
     if not SimNode.objects.exists():
         for _ in range(nodes):
             cluster.add_node(gpus)
