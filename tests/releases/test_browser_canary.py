@@ -153,6 +153,18 @@ def test_an_operator_starts_a_canary_of_the_flaky_build_and_the_analysis_pauses_
     page.get_by_test_id("canary-panel").scroll_into_view_if_needed()
     page.screenshot(path=str(SCREENSHOTS / "detail-canary-paused-by-analysis.png"), full_page=True)
     page.get_by_test_id("canary-panel").screenshot(path=str(SCREENSHOTS / "canary-panel-paused.png"))
+
+    # The way back (the README's step 4): roll back to revision 1, then resume. The stable
+    # revision is known good, so group 3 returns to it without steps.
+    page.get_by_test_id("btn-rollback").click()
+    page.get_by_test_id("rollback-to").select_option("1")
+    confirm(page, "the flaky build fails one request in eight")
+    page.get_by_test_id("btn-resume").click()
+    confirm(page, "back to the stable build")
+    expect(page.get_by_test_id("paused-banner")).to_be_hidden(timeout=20000)
+    expect(page.get_by_test_id("phase")).to_have_text("Healthy", timeout=120000)
+    back = rollout_state(page)
+    assert back["update"] == stable and {revision for _, revision in back["groups"]} == {stable}, back
     assert errors == []
 
 
