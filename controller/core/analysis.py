@@ -11,8 +11,15 @@ Both revisions are measured over the same window (the same traffic conditions). 
 Worked example: stable p99 960 ms, canary p99 1,840 ms, check ``latencyP99Ms maxRatioToStable 1.3``:
 1,840 / 960 = 1.92 > 1.3 -> Fail, "canary p99 1,840 ms is 1.9x stable 960 ms, limit 1.3x".
 
-Windows start when the canary starts and follow each other every ``intervalSeconds``; a window is
-judged once it has ended (``due_windows``).
+Windows start when the canary starts and follow each other every ``intervalSeconds``; a window
+holds the requests that *started* in it, and is judged ``settleSeconds`` after it ended (default:
+one interval), once those requests have finished (``due_windows``). Judged at its end, a window
+would miss the requests still streaming then, and those are the good ones: an error answers after
+its latency (a fraction of a second) while a good answer streams for its whole duration. Worked
+example, window [0, 60), one request a second, every fifth an error after 0.2 s, the others
+streaming 20 s: at t=60 the 12 errors are recorded but only the 32 good ones that started by t=40,
+so the error rate reads 12 / 44 = 27% instead of 12 / 60 = 20%; at t=120 every request is in and it
+reads 20%.
 """
 
 from __future__ import annotations
@@ -40,14 +47,17 @@ def empty_figures() -> dict[str, Any]:
     return {"requests": 0, **{k: None for k in FIGURE_KEYS[1:]}}
 
 
-def due_windows(started_at: float, last_end: float | None, interval: float, now: float) -> list[tuple[float, float]]:
-    """Windows [start, end) that have ended by ``now`` and were not judged yet.
+def due_windows(
+    started_at: float, last_end: float | None, interval: float, now: float, settle: float = 0.0
+) -> list[tuple[float, float]]:
+    """Windows [start, end) that ended at least ``settle`` seconds before ``now`` and were not
+    judged yet.
 
     Example: started 100, interval 60, last judged window ended at 160, now 290 -> [(160, 220),
-    (220, 280)]."""
+    (220, 280)]; with settle 60 -> [(160, 220)] ((220, 280) is due at 340)."""
     start = started_at if last_end is None else last_end
     out = []
-    while start + interval <= now + 1e-9:
+    while start + interval + settle <= now + 1e-9:
         out.append((start, start + interval))
         start += interval
     return out

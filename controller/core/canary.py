@@ -71,6 +71,10 @@ class Analysis:
     provider: str
     checks: tuple[Check, ...]
     queries: dict[str, str]  # prometheus: metric -> query template
+    # Seconds a window waits after its end before it is judged (``analysis.due_windows``): the
+    # requests that started in it must have finished and left their records. Parsed default: the
+    # interval.
+    settle_seconds: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +147,7 @@ def _check(raw: Any, path: str) -> Check:
 def _analysis(raw: Any, path: str) -> Analysis:
     raw = _dict(raw, path)
     interval = _number(raw.get("intervalSeconds", 60), f"{path}.intervalSeconds", minimum=1)
+    settle = _number(raw.get("settleSeconds", interval), f"{path}.settleSeconds", minimum=0)
     min_requests = raw.get("minRequests", 50)
     if isinstance(min_requests, bool) or not isinstance(min_requests, int) or min_requests < 0:
         raise CanaryError(f"{path}.minRequests", f"must be a non-negative integer, got {min_requests!r}")
@@ -172,7 +177,7 @@ def _analysis(raw: Any, path: str) -> Analysis:
         missing = [m for m in ("requests", *sorted({c.metric for c in checks})) if m not in queries]
         if missing:
             raise CanaryError(f"{path}.queries", f"the prometheus provider needs a query for {', '.join(missing)}")
-    return Analysis(interval, min_requests, limit, on_failure, provider, checks, queries)
+    return Analysis(interval, min_requests, limit, on_failure, provider, checks, queries, settle)
 
 
 def parse_canary(raw: Any, path: str, *, strategy_type: str, group_partition_set: bool) -> Canary | None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from controller.core.analysis import FAIL, INCONCLUSIVE, PASS, due_windows, judge_window
-from controller.core.canary import Analysis, Check
+from controller.core.canary import Analysis, Check, parse_canary
+from controller.core.latency import figures_of
 
 
 def analysis(*checks: Check, min_requests: int = 50) -> Analysis:
@@ -139,3 +140,57 @@ def test_every_failing_check_is_named():
 )
 def test_due_windows(started, last_end, now, windows):
     assert due_windows(started, last_end, 60.0, now) == windows
+
+
+@pytest.mark.parametrize(
+    "started,last_end,now,windows",
+    [
+        (100.0, None, 219.0, []),
+        (100.0, None, 220.0, [(100.0, 160.0)]),
+        (100.0, 160.0, 340.0, [(160.0, 220.0), (220.0, 280.0)]),
+    ],
+    ids=[
+        "a window that ended is not due before it settled",
+        "a window is due once it ended and settled",
+        "every settled window since the last judged one is due, in order",
+    ],
+)
+def test_due_windows_wait_for_the_requests_of_the_window_to_finish(started, last_end, now, windows):
+    assert due_windows(started, last_end, 60.0, now, settle=60.0) == windows
+
+
+def test_the_settle_defaults_to_one_interval_and_can_be_set_or_turned_off():
+    def settle(**fields):
+        raw = {"intervalSeconds": 30, "metrics": [{"metric": "errorRate", "max": 0.05}], **fields}
+        parsed = parse_canary(
+            {"steps": [{"setPartition": 1}], "analysis": raw},
+            "spec.rolloutStrategy.canary",
+            strategy_type="ServingGroupRollingUpdate",
+            group_partition_set=False,
+        )
+        return parsed.analysis.settle_seconds
+
+    assert (settle(), settle(settleSeconds=90), settle(settleSeconds=0)) == (30.0, 90.0, 0.0)
+
+
+# The worked example of controller/core/analysis.py: window [0, 60), one request a second, every
+# fifth (t = 0, 5, ..., 55) an error answered after 0.2 s, the others streaming for 20 s. A record
+# exists once its request has finished.
+REQUESTS = [(float(t), 0.2 if t % 5 == 0 else 20.0, "error" if t % 5 == 0 else "ok") for t in range(60)]
+
+
+@pytest.mark.parametrize(
+    "settle,requests,error_rate",
+    [(0.0, 44, 12 / 44), (60.0, 60, 0.2)],
+    ids=[
+        "judged at its end the window misses the good requests still streaming: 12 errors of 44 read 27%",
+        "judged one interval later every request of the window is in: 12 errors of 60 read 20%",
+    ],
+)
+def test_a_window_judged_after_it_settled_is_not_biased_towards_short_errors(settle, requests, error_rate):
+    (due,) = due_windows(0.0, None, 60.0, 60.0 + settle, settle)
+    start, end = due
+    now = end + settle
+    recorded = [(status, 150.0, None) for t, seconds, status in REQUESTS if start <= t < end and t + seconds <= now]
+    got = figures_of(recorded)
+    assert got["requests"] == requests and got["errorRate"] == pytest.approx(error_rate, abs=1e-6)

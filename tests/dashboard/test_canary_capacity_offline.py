@@ -287,3 +287,63 @@ def test_the_capacity_panel_reads_the_real_endpoint_without_a_release(ms, viewer
     page.goto(site.url(f"/modelservings/{ms['namespace']}/{ms['name']}/"))
     expect(page.get_by_test_id("capacity-reason")).to_contain_text("safe concurrency per instance is unknown")
     expect(page.get_by_test_id("capacity-roles").locator("tbody tr")).to_have_count(2)
+
+
+def stepping(state: dict, *, phase: str = "Paused") -> dict:
+    """``state`` with its canary on the update revision and the step's partition (3 of 4) in the
+    effective strategy, as the server sends it while the steps run."""
+    state["updateRevision"] = state["canary"]["revision"]
+    state["canary"]["phase"] = phase
+    strategy = dict(state.get("strategy") or {})
+    strategy["group"] = {**(strategy.get("group") or {}), "partition": {"value": "75%", "count": 3, "source": "canary"}}
+    state["strategy"] = strategy
+    return state
+
+
+def test_while_canary_steps_run_promote_skips_the_current_step_and_the_header_shows_the_steps_partition(
+    ms, operator_client, page: Page
+):
+    from rolloutui.services import capacity
+
+    now = capacity.clock()["now"]
+    open_page(page, ms, operator_client, stepping(canary_state(ms, now)), comparison=None)
+    expect(page.locator("#fact-partition")).to_have_text("3 · canary")
+    promote = page.get_by_test_id("btn-promote")
+    expect(promote).to_be_enabled()
+    expect(page.get_by_test_id("btn-promote-full")).to_be_enabled()
+    promote.click()
+    expect(page.locator("#dialog")).to_contain_text("Skips canary step 2 (Pause 5m 0s)")
+
+
+def test_a_canary_the_analysis_paused_says_so_in_the_banner_and_shows_the_condition_escaped(
+    ms, operator_client, page: Page, screenshot_dir
+):
+    from rolloutui.services import capacity
+
+    now = capacity.clock()["now"]
+    state = stepping(canary_state(ms, now), phase="Failed")
+    message = "canary error rate 31.0% is above the limit 5.0% (1 failed window in a row) " + forged("message")
+    state["canary"]["message"] = message
+    state["spec"]["paused"] = True
+    state["conditions"] = [
+        *(state.get("conditions") or []),
+        {"type": "AnalysisFailed", "status": "True", "reason": "AnalysisFailed", "message": message},
+    ]
+    open_page(page, ms, operator_client, state, comparison=None)
+    cause = page.get_by_test_id("paused-cause")
+    expect(cause).to_be_visible()
+    expect(cause).to_contain_text("Paused by the canary analysis: canary error rate 31.0% is above the limit 5.0%")
+    expect(page.get_by_test_id("canary-condition")).to_contain_text("AnalysisFailed")
+    expect(page.get_by_test_id("canary-condition")).to_contain_text("the analysis paused the rollout")
+    expect(page.get_by_test_id("btn-promote")).to_be_disabled()
+    expect(page.get_by_test_id("controls-why")).to_contain_text("The canary analysis stopped this canary")
+    shot(page, screenshot_dir / "detail-canary-analysis-paused.png")
+    no_script_ran(page)
+
+
+def test_without_an_analysis_failure_the_banner_says_only_paused(ms, operator_client, page: Page):
+    state = current_state(ms)
+    state["spec"]["paused"] = True
+    open_page(page, ms, operator_client, state, comparison=None)
+    expect(page.get_by_test_id("paused-banner")).to_be_visible()
+    expect(page.get_by_test_id("paused-cause")).to_be_hidden()

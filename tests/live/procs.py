@@ -12,10 +12,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
 import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from rolloutui.embedded_redis import EmbeddedRedis
@@ -243,3 +247,64 @@ else:
     emit({{"ok": False, "states": last}})
 """
     return env.python(code, timeout=timeout + 60)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def runall(var_dir: Path, *, speed: float = 8.0, password: str, **extra_env: str) -> Iterator[dict]:
+    """``manage.py runall`` as ``make run`` starts it (Redis, Daphne, Celery worker and beat, the demo
+    on the embedded cluster), on a free port, in its own var dir, with the operator account ``admin``
+    holding ``password`` and the simulated clock ``speed`` times the wall. Yields ``{"url", "log"}``;
+    stops the whole process group on the way out."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED and not k.startswith("ROLLOUTUI_")}
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "rolloutui.settings",
+            "ROLLOUTUI_VAR_DIR": str(var_dir),
+            "ROLLOUTUI_ADMIN_PASSWORD": password,
+            "ROLLOUTUI_SIM_SPEED": str(speed),
+            "PYTHONUNBUFFERED": "1",
+            **extra_env,
+        }
+    )
+    log = Path(var_dir) / "runall.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "manage.py", "runall", "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                raise AssertionError(f"runall exited ({proc.returncode}):\n{log.read_text()[-4000:]}")
+            try:
+                with urllib.request.urlopen(url + "/accounts/login/", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"runall did not answer within 120 s:\n{log.read_text()[-4000:]}")
+            time.sleep(0.5)  # polling a server that is starting: there is no event to wait on
+        yield {"url": url, "log": log}
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

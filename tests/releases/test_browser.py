@@ -10,85 +10,25 @@ Screenshots go to test-artifacts/screenshots/.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.conftest import TEST_PASSWORD
+from tests.live.procs import runall
 
 from .conftest import SCREENSHOTS
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-ROOT = Path(__file__).resolve().parents[2]
-_SCRUBBED = ("DATABASE_URL", "REDIS_URL", "PROMETHEUS_MULTIPROC_DIR", "DJANGO_SETTINGS_MODULE", "PORT", "HOST")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def demo_stack(tmp_path_factory):
     """`manage.py runall` as `make run` starts it (with the demo), on a free port, in its own var
     dir; the operator account `admin` with a known password; the simulated clock 8x."""
-    var_dir = tmp_path_factory.mktemp("release-var")
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED and not k.startswith("ROLLOUTUI_")}
-    env.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "rolloutui.settings",
-            "ROLLOUTUI_VAR_DIR": str(var_dir),
-            "ROLLOUTUI_ADMIN_PASSWORD": TEST_PASSWORD,
-            "ROLLOUTUI_SIM_SPEED": "8",
-            "PYTHONUNBUFFERED": "1",
-        }
-    )
-    log = var_dir / "runall.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "manage.py", "runall", "--port", str(port)],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"runall exited ({proc.returncode}):\n{log.read_text()[-4000:]}")
-            try:
-                with urllib.request.urlopen(url + "/accounts/login/", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError(f"runall did not answer within 120 s:\n{log.read_text()[-4000:]}")
-            time.sleep(0.5)
-        yield {"url": url, "log": log}
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    with runall(tmp_path_factory.mktemp("release-var"), speed=8, password=TEST_PASSWORD) as stack:
+        yield stack
 
 
 def sign_in(page: Page, url: str, username: str) -> None:

@@ -59,6 +59,12 @@ def test_the_simulated_cluster_knows_the_behaviour_of_every_digest_pinned_demo_i
     assert config.image(DIGESTS["vllm/vllm-openai:v0.9.1"]).crash is False
 
 
+def test_the_flaky_tag_a_user_types_in_set_image_is_as_flaky_as_its_digest_twin(demo):
+    config = cluster.get_cluster().config
+    assert config.image("vllm/vllm-openai:v0.9.2-flaky").error_rate == 0.2
+    assert config.image("vllm/vllm-openai:v0.9.2").error_rate == 0.0
+
+
 def test_the_demo_modelservings_serve_v1_in_staging_and_production(demo):
     clock, _ = demo
     staging = DeploymentRevision.objects.get(environment__name="staging")
@@ -79,3 +85,20 @@ def test_the_demo_modelservings_serve_v1_in_staging_and_production(demo):
     layers = templates.read_layers(state.get_manifest("default", "demo"), roles=["prefill", "decode"])
     assert layers["decode"]["model"]["MODEL_VERSION"] == "demo-llm.v1"
     assert layers["prefill"]["resources"]["limits.nvidia.com/gpu"] == "2"
+
+
+def test_a_cluster_stored_before_the_flaky_tag_existed_learns_it_and_keeps_what_an_operator_set(demo):
+    from controller.models import SimClock
+
+    row = SimClock.objects.get(pk=1)
+    images = dict(row.config["images"])
+    images.pop("vllm/vllm-openai:v0.9.2-flaky")
+    images["engine:mine"] = {"errorRate": 0.5}
+    row.config = {**row.config, "images": images}
+    row.save(update_fields=["config"])
+    out = io.StringIO()
+    call_command("load_demo", stdout=out)
+    assert "stored the behaviour of 1 demo image\n" in out.getvalue()
+    learnt = SimClock.objects.get(pk=1).config["images"]
+    assert learnt["vllm/vllm-openai:v0.9.2-flaky"] == {"errorRate": 0.2}
+    assert learnt["engine:mine"] == {"errorRate": 0.5}

@@ -52,7 +52,10 @@ def windows_to_fetch(ms_canary: Canary | None, status: dict[str, Any], now: floa
     prev = status.get("canary") or {}
     if ms_canary is None or ms_canary.analysis is None or prev.get("phase") not in (RUNNING, PAUSED):
         return []
-    return due_windows(prev["startedAt"], prev.get("lastWindowEnd"), ms_canary.analysis.interval_seconds, now)
+    analysis = ms_canary.analysis
+    return due_windows(
+        prev["startedAt"], prev.get("lastWindowEnd"), analysis.interval_seconds, now, analysis.settle_seconds
+    )
 
 
 def _promote_request(ctx: PassContext) -> dict[str, Any]:
@@ -175,7 +178,10 @@ def _analyse(
     analysis = canary.analysis
     assert analysis is not None
     windows = list(state.get("windows") or [])
-    for start, end in due_windows(state["startedAt"], state.get("lastWindowEnd"), analysis.interval_seconds, ctx.now):
+    due = due_windows(
+        state["startedAt"], state.get("lastWindowEnd"), analysis.interval_seconds, ctx.now, analysis.settle_seconds
+    )
+    for start, end in due:
         got = figures.get((start, end))
         if got is None:
             break  # not fetched (no metrics source): judged in a later pass
@@ -194,8 +200,11 @@ def _analyse(
             break
     state["windows"] = windows[-KEEP_WINDOWS:]
     if state["phase"] in (RUNNING, PAUSED):
-        next_end = (state.get("lastWindowEnd") or state["startedAt"]) + analysis.interval_seconds
-        wait = next_end - ctx.now
+        # The next window is judged once it has ended and settled.
+        next_due = (
+            (state.get("lastWindowEnd") or state["startedAt"]) + analysis.interval_seconds + analysis.settle_seconds
+        )
+        wait = next_due - ctx.now
         run.wake_in = wait if run.wake_in is None else min(run.wake_in, wait)
 
 

@@ -4,13 +4,14 @@
 2 GPUs each) and ``decode`` (2 instances of one 1-GPU pod), so a group holds 2*2 + 2*1 = 6 GPUs and the
 demo 24 of the 48: room for surge and for a failed node. ``maxUnavailable: 1`` replaces one group at a
 time; replaced pods are drained (up to 60 s) while 4 requests a second stream to the decode and
-prefill entry pods. Two extra images show the physics: ``...-crash`` never becomes Ready, ``...-slow``
-loads for 40-60 s.
+prefill entry pods. Three extra images show the physics: ``...-crash`` never becomes Ready, ``...-slow``
+loads for 40-60 s, ``...-flaky`` answers one request in five with an error (a bad build for the
+canary analysis to catch).
 
 Releases pin runtime images by digest (``name@sha256:<64 hex>``), and the simulated cluster knows an
 image by its exact reference, so every demo image also has a digest-pinned twin in ``DIGESTS``
 (``vllm/vllm-openai@sha256:`` + the SHA-256 of the tag's reference, a stand-in digest: nothing is
-pulled) with the same behaviour, plus ``...-flaky`` (one request in five fails). The release demo
+pulled) with the same behaviour. The release demo
 (``rolloutui.services.releases.demo``) registers model versions with these images.
 
 Next to it, KServe: the ``inferenceservice-config`` ConfigMap (Standard mode, a default rollout
@@ -61,11 +62,9 @@ DIGESTS = {
 _PROFILES: dict[str, dict[str, Any]] = {
     "vllm/vllm-openai:v0.9.2-crash": {"crash": True},
     "vllm/vllm-openai:v0.9.2-slow": {"load": [40, 60]},
+    "vllm/vllm-openai:v0.9.2-flaky": {"errorRate": 0.2},
 }
-_DIGEST_PROFILES: dict[str, dict[str, Any]] = {
-    **{DIGESTS[tag]: profile for tag, profile in _PROFILES.items()},
-    DIGESTS["vllm/vllm-openai:v0.9.2-flaky"]: {"errorRate": 0.2},
-}
+_DIGEST_PROFILES: dict[str, dict[str, Any]] = {DIGESTS[tag]: profile for tag, profile in _PROFILES.items()}
 CONFIG: dict[str, Any] = {"timing": DEFAULT_TIMING, "images": {**_PROFILES, **_DIGEST_PROFILES}}
 TRAFFIC = {"rps": 4.0, "duration_low": 2.0, "duration_high": 20.0}
 
@@ -150,14 +149,14 @@ def load_demo(
             row.save(update_fields=["config"])
             done.append("stored the simulated cluster's timings and image behaviour")
         else:
-            # A cluster stored before the digest-pinned images existed learns them (and nothing an
-            # operator configured is overwritten).
+            # A cluster stored before a demo image existed (the digest-pinned twins, the flaky tag)
+            # learns it (and nothing an operator configured is overwritten).
             images = dict(row.config.get("images") or {})
-            missing = {image: p for image, p in _DIGEST_PROFILES.items() if image not in images}
+            missing = {image: p for image, p in CONFIG["images"].items() if image not in images}
             if missing:
                 row.config = {**row.config, "images": {**images, **copy.deepcopy(missing)}}
                 row.save(update_fields=["config"])
-                done.append(f"stored the behaviour of {len(missing)} digest-pinned demo images")
+                done.append(f"stored the behaviour of {len(missing)} demo image{'s' if len(missing) != 1 else ''}")
     if not SimNode.objects.exists():
         for _ in range(nodes):
             cluster.add_node(gpus)

@@ -18,6 +18,7 @@ import { byId, h, memo, mount } from "../../lib/dom.js";
 import { isEpoch } from "../../lib/format.js";
 import { revLabel } from "../common.js";
 import { chartConfig, chartLayout, loadPlotly } from "./charts.js";
+import { analysisFailed } from "./header.js";
 
 const COMPARISON_REFRESH_MS = 15000;
 export const COMPARISON_QUERY = "window=900&bucket=60"; // 15 minutes in 1-minute buckets (seconds)
@@ -101,7 +102,7 @@ export function createCanary({ boot, plotlySrc }) {
     el.textContent = left > 0 ? `${fmtLeft(left)} left in this pause` : "pause over: the next step starts on the next pass";
   }
 
-  function renderSteps(c, revNumbers) {
+  function renderSteps(c, revNumbers, failed, paused) {
     const steps = c.steps || [];
     const done = c.stepIndex >= steps.length;
     return h(
@@ -134,6 +135,15 @@ export function createCanary({ boot, plotlySrc }) {
       done ? h("p", { class: "calm" }, "Every step is done.") : null,
       h("p", { class: "countdown", id: "canary-countdown", "data-testid": "canary-countdown" }),
       c.message ? h("p", { class: "canary-message", "data-testid": "canary-message" }, c.message) : null,
+      failed
+        ? h(
+            "p",
+            { class: "canary-condition", "data-testid": "canary-condition" },
+            h("span", { class: "muted" }, "condition "),
+            h("span", { class: "condition-type" }, failed.type),
+            paused ? ": the analysis paused the rollout (Resume goes on, Roll back… returns to stable)." : ": the analysis stopped the canary.",
+          )
+        : null,
     );
   }
 
@@ -255,7 +265,7 @@ export function createCanary({ boot, plotlySrc }) {
         marker: { size: 4 },
         line: { width: 2, shape: "hv" },
       }));
-    window.Plotly.react("canary-chart-errors", traces("errorRate"), chartLayout("Error rate per revision", "share", { tickformat: ".1%", rangemode: "tozero" }, t0), chartConfig);
+    window.Plotly.react("canary-chart-errors", traces("errorRate"), chartLayout("Error rate per revision", "share", { tickformat: ".1%", rangemode: "tozero", automargin: true }, t0), chartConfig);
     window.Plotly.react("canary-chart-p99", traces("latencyP99Ms"), chartLayout("Latency p99 per revision", "ms", { rangemode: "tozero" }, t0), chartConfig);
   }
 
@@ -276,7 +286,8 @@ export function createCanary({ boot, plotlySrc }) {
   function render({ state, manifest, revNumbers }) {
     lastState = state;
     const c = state.canary || null;
-    if (!changed(JSON.stringify([c, manifest ? hasCanarySpec(manifest) : null, state.revisions && state.revisions.length]))) return;
+    const failed = analysisFailed(state);
+    if (!changed(JSON.stringify([c, failed, state.spec.paused, manifest ? hasCanarySpec(manifest) : null, state.revisions && state.revisions.length]))) return;
     const wasShown = Boolean(canary);
     canary = c;
     const body = byId("canary-body");
@@ -294,7 +305,7 @@ export function createCanary({ boot, plotlySrc }) {
       h(
         "div",
         { class: "canary-grid" },
-        renderSteps(c, revNumbers),
+        renderSteps(c, revNumbers, failed, Boolean(state.spec.paused)),
         h(
           "div",
           null,

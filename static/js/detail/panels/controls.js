@@ -12,6 +12,7 @@ import { post } from "../../lib/api.js";
 import { byId, h, mount } from "../../lib/dom.js";
 import { partitionOf } from "../../lib/format.js";
 import { currentImage, revLabel, roleNames } from "../common.js";
+import { stepText } from "./canary.js";
 
 const VIEW_ONLY = "View only: your account can watch but not operate (needs the operate permission).";
 
@@ -21,17 +22,31 @@ const FIELD_TEST_IDS = { "set-image:role": "si-role", "set-image:image": "si-ima
 const ROWS = { "set-image": [["role", "container"]] };
 
 // Why an action does not apply to this state, or null when it does.
+// A canary whose steps are running: promote skips the step it is on (or, fully, every remaining
+// step), whatever the partition (controller/core/controls.py, _running_canary).
+const canaryRunning = (state) => {
+  const c = state.canary;
+  return Boolean(c && (c.phase === "Running" || c.phase === "Paused") && c.revision === state.updateRevision);
+};
+
+// A canary the analysis stopped (paused, or rolled back from): no step to promote.
+const canaryFailed = (state) => Boolean(state.canary && state.canary.phase === "Failed" && state.canary.revision === state.updateRevision);
+
 const UNAVAILABLE = {
   pause: ({ state }) => (state.spec.paused ? "Already paused." : null),
   resume: ({ state }) => (state.spec.paused ? null : "Not paused: nothing to resume."),
   promote: ({ state }, action) =>
-    action.fields.some((f) => f.name === "full")
+    canaryRunning(state)
+      ? null
+      : canaryFailed(state) && !action.fields.some((f) => f.name === "full")
+        ? "The canary analysis stopped this canary: Resume goes on with it, Roll back… returns to the stable revision."
+        : action.fields.some((f) => f.name === "full")
       ? UNAVAILABLE["promote-full"]({ state })
       : partitionOf(state) > 0
         ? null
         : "Partition is 0: every group is already eligible for the update.",
   "promote-full": ({ state }) =>
-    partitionOf(state) > 0 || state.spec.paused ? null : "Partition is 0 and the rollout is not paused.",
+    canaryRunning(state) || partitionOf(state) > 0 || state.spec.paused ? null : "Partition is 0 and the rollout is not paused.",
   rollback: ({ state }) =>
     (state.revisions || []).length > 1 ? null : "Only one revision exists: nothing to roll back to.",
 };
@@ -49,6 +64,19 @@ const DESCRIBE = {
   resume: () => h("p", null, "The rollout continues from where it stopped."),
   promote: (model) => {
     const { state, revNumbers } = model;
+    if (canaryRunning(state)) {
+      const step = (state.canary.steps || [])[state.canary.stepIndex];
+      return h(
+        "p",
+        null,
+        "Skips canary step ",
+        h("b", null, state.canary.stepIndex + 1),
+        step ? ` (${stepText(step)})` : "",
+        ": the next step of revision ",
+        revLabel(state.updateRevision, revNumbers),
+        " starts.",
+      );
+    }
     const p = partitionOf(state);
     // A registry's promote also promotes fully: at partition 0 that is all it can do.
     if (p <= 0) return DESCRIBE["promote-full"](model);
@@ -65,7 +93,9 @@ const DESCRIBE = {
     );
   },
   "promote-full": ({ state, revNumbers }) =>
-    h(
+    canaryRunning(state)
+      ? h("p", null, "Skips every remaining canary step", state.spec.paused ? [" and ", h("b", null, "resumes"), " the paused rollout"] : null, ": every group moves to revision ", revLabel(state.updateRevision, revNumbers), ", within the unavailability budget.")
+      : h(
       "p",
       null,
       "Sets the partition to ",

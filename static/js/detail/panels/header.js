@@ -5,6 +5,11 @@ import { byId, h, memo, mount } from "../../lib/dom.js";
 import { phaseClass } from "../../lib/format.js";
 import { revLabel } from "../common.js";
 
+// The AnalysisFailed condition while it stands (status "True"), else null.
+export function analysisFailed(state) {
+  return (state.conditions || []).find((c) => c && c.type === "AnalysisFailed" && c.status === "True") || null;
+}
+
 export function createHeader({ boot, phases }) {
   const changed = memo();
 
@@ -24,6 +29,12 @@ export function createHeader({ boot, phases }) {
     phase.textContent = state.phase;
     phase.className = phaseClass(state.phase, phases);
     byId("paused-banner").hidden = !state.spec.paused;
+    // Who paused it, when the canary analysis did: its AnalysisFailed condition carries the metric,
+    // the figures and the limit (controller/core/planner/canary.py words it).
+    const failed = analysisFailed(state);
+    const cause = byId("paused-cause");
+    cause.hidden = !(state.spec.paused && failed);
+    mount(cause, state.spec.paused && failed ? [h("b", null, "Paused by the canary analysis: "), failed.message || ""] : null);
     const cur = state.currentRevision;
     const upd = state.updateRevision;
     mount(
@@ -36,7 +47,15 @@ export function createHeader({ boot, phases }) {
     byId("fact-updated").textContent = `${c.updatedReplicas ?? "—"} / ${state.spec.replicas}`;
     byId("fact-available").textContent = `${c.availableReplicas ?? "—"} / ${state.spec.replicas}`;
     const p = state.spec.partition;
-    byId("fact-partition").textContent = p !== null && typeof p === "object" ? JSON.stringify(p) : String(p);
+    // While canary steps run, the step sets the partition the planner uses, not spec.partition:
+    // show that one ("3 · canary"), as the Effective strategy panel does.
+    const stepPartition = ((state.strategy || {}).group || {}).partition;
+    byId("fact-partition").textContent =
+      stepPartition && stepPartition.source === "canary"
+        ? `${stepPartition.count} · canary`
+        : p !== null && typeof p === "object"
+          ? JSON.stringify(p)
+          : String(p);
     byId("fact-strategy").textContent = state.strategyType;
     byId("fact-time").textContent =
       state.time == null
