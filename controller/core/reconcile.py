@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import gang, naming, network
+from . import digests, gang, naming, network
 from .observe import observe
 from .plan import CREATE, DELETE, DRAIN, PATCH_IMAGE, SET_GATE, UNDRAIN, VERIFY, Action, Plan
 from .planner import plan
@@ -148,6 +148,7 @@ def _reconcile_once(
     the_plan = plan(ms, history, observed, now, status=prev_status, settings=settings, analysis_figures=figures)
     verify = _verifying(verifier, namespace, ms.verification, pods, now)
     _apply(cluster, obj, the_plan, verify, pods)
+    record_digests(cluster, namespace, owned, pods)
     if the_plan.spec_patch is not None:
         _apply_spec_patch(cluster, namespace, name, the_plan)
         resource_version = str(
@@ -281,6 +282,18 @@ def ensure_service(cluster: ClusterPort, ms_obj: dict[str, Any]) -> None:
             pass  # created by a pass that raced this one, or a Service of that name someone else owns
     elif not network.service_matches(current, wanted):
         cluster.patch_owned(SERVICE, namespace, wanted["metadata"]["name"], {"spec": wanted["spec"]})
+
+
+def record_digests(cluster: ClusterPort, namespace: str, revision_objs: list[Obj], pods: list[Obj]) -> None:
+    """The digest each revision's tags first ran from, and a tag that moved since (``digests``),
+    kept on the revision objects. Best effort: a revision deleted meanwhile is skipped."""
+    if not hasattr(cluster, "annotate_revision"):
+        return  # a partial port (the core tests' minimal clusters)
+    for name, value in digests.updates(revision_objs, pods).items():
+        try:
+            cluster.annotate_revision(namespace, name, {digests.ANNOTATION_DIGESTS: value})
+        except NotFound:
+            pass
 
 
 def ensure_podgroups(cluster: ClusterPort, ms_obj: dict[str, Any], pods: list[Obj]) -> None:

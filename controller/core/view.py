@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from . import digests
 from . import gates as serving_gates
 from .observe import InstanceObs, Observed, observe
 from .revisions import History
@@ -142,6 +143,7 @@ def build_view(
                     "gateTimes": gates.reached,
                     "gateWaiting": gates.waiting_json(),
                     "address": _entry_address(inst, namespace),
+                    "digest": _entry_digest(inst),
                 }
             )
             for p in draining_pods:
@@ -189,6 +191,17 @@ def build_view(
         # Coordinated roles: the widest per-group gap in Ready progress and what the quotas allow.
         out["skew"] = status["skew"]
     return out
+
+
+def _entry_digest(inst: InstanceObs) -> str | None:
+    """The digest the entry pod's first container runs (``status.containerStatuses[].imageID``
+    after ``@``: ``sha256:...``); None before it was pulled."""
+    entry = inst.pods.get(0)
+    if entry is None:
+        return None
+    found = digests.pod_digests(entry.raw)
+    containers = (entry.raw.get("spec") or {}).get("containers") or []
+    return found.get(containers[0].get("name")) if containers else None
 
 
 def _entry_address(inst: InstanceObs, namespace: str) -> str | None:

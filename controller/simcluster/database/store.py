@@ -441,6 +441,9 @@ class DatabaseCluster:
     def set_revision_number(self, namespace: str, name: str, number: int) -> Obj:
         return self._update_revision(namespace, name, lambda old: objects.with_revision_number(old, number))
 
+    def annotate_revision(self, namespace: str, name: str, annotations: dict[str, str]) -> Obj:
+        return self._update_revision(namespace, name, lambda old: objects.with_annotations(old, annotations))
+
     def replace_revision_data(self, namespace: str, name: str, data: Any) -> Obj:
         """Fault side: overwrite ``data`` (a corrupted revision is ``"<corrupted>"``)."""
         return self._update_revision(namespace, name, lambda old: {**old, "data": data})
