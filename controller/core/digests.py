@@ -49,30 +49,34 @@ def _same_image(spec_image: str, status_image: str) -> bool:
     return status_image == spec_image or status_image.endswith("/" + spec_image)
 
 
-def pod_digests(pod: Obj) -> dict[str, str]:
-    """``{container name: digest}`` of the containers of ``pod`` that run the image its spec names
-    (a container still running the old image of an in-place update is left out)."""
-    spec_images = {c.get("name"): c.get("image") or "" for c in (pod.get("spec") or {}).get("containers") or []}
-    out = {}
+def pod_digests(pod: Obj) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+    """(the digest the pod's first container runs, ``(image, digest)`` of every container that runs
+    the image its spec names). A container still running the old image of an in-place update is
+    left out: its digest is not the spec image's. ``observe`` keeps both on each ``PodObs``
+    (parsed once per pod version)."""
+    containers = (pod.get("spec") or {}).get("containers") or []
+    spec_images = {c.get("name"): c.get("image") or "" for c in containers}
+    first_name = containers[0].get("name") if containers else None
+    first, pairs = None, []
     for cs in (pod.get("status") or {}).get("containerStatuses") or []:
         image = spec_images.get(cs.get("name"))
         digest = digest_of(cs.get("imageID"))
         if image and digest and _same_image(image, cs.get("image") or ""):
-            out[cs["name"]] = digest
-    return out
+            pairs.append((image, digest))
+            if cs.get("name") == first_name:
+                first = digest
+    return first, tuple(pairs)
 
 
-def observed(pods: Iterable[Obj]) -> dict[str, dict[str, set[str]]]:
-    """``{revision hash: {image: {digests its pods run}}}`` over pods that are not being deleted."""
+def observed(pods: Iterable[Any]) -> dict[str, dict[str, set[str]]]:
+    """``{revision hash: {image: {digests its pods run}}}`` over the observed pods (``PodObs``)
+    that are not being deleted."""
     out: dict[str, dict[str, set[str]]] = {}
     for pod in pods:
-        meta = pod.get("metadata") or {}
-        rev = (meta.get("labels") or {}).get(naming.LABEL_REVISION)
-        if not rev or meta.get("deletionTimestamp"):
+        if not pod.revision or pod.deleting:
             continue
-        images = {c.get("name"): c.get("image") or "" for c in (pod.get("spec") or {}).get("containers") or []}
-        for name, digest in pod_digests(pod).items():
-            out.setdefault(rev, {}).setdefault(images[name], set()).add(digest)
+        for image, digest in pod.image_digests:
+            out.setdefault(pod.revision, {}).setdefault(image, set()).add(digest)
     return out
 
 
@@ -86,7 +90,7 @@ def recorded(revision: Obj) -> dict[str, dict[str, str]]:
     return value if isinstance(value, dict) else {}
 
 
-def updates(revisions: Iterable[Obj], pods: Iterable[Obj]) -> dict[str, str]:
+def updates(revisions: Iterable[Obj], pods: Iterable[Any]) -> dict[str, str]:
     """``{revision object name: new annotation value}`` for the revisions whose record changes:
     a tag seen for the first time, or a tag seen with another digest than the one recorded."""
     seen = observed(pods)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import digests, gang, naming, network
-from .observe import observe
+from .observe import Observed, observe
 from .plan import CREATE, DELETE, DRAIN, PATCH_IMAGE, SET_GATE, UNDRAIN, VERIFY, Action, Plan
 from .planner import plan
 from .planner.canary import windows_to_fetch
@@ -148,7 +148,7 @@ def _reconcile_once(
     the_plan = plan(ms, history, observed, now, status=prev_status, settings=settings, analysis_figures=figures)
     verify = _verifying(verifier, namespace, ms.verification, pods, now)
     _apply(cluster, obj, the_plan, verify, pods)
-    record_digests(cluster, namespace, owned, pods)
+    record_digests(cluster, namespace, owned, observed)
     if the_plan.spec_patch is not None:
         _apply_spec_patch(cluster, namespace, name, the_plan)
         resource_version = str(
@@ -284,12 +284,12 @@ def ensure_service(cluster: ClusterPort, ms_obj: dict[str, Any]) -> None:
         cluster.patch_owned(SERVICE, namespace, wanted["metadata"]["name"], {"spec": wanted["spec"]})
 
 
-def record_digests(cluster: ClusterPort, namespace: str, revision_objs: list[Obj], pods: list[Obj]) -> None:
+def record_digests(cluster: ClusterPort, namespace: str, revision_objs: list[Obj], observed: Observed) -> None:
     """The digest each revision's tags first ran from, and a tag that moved since (``digests``),
     kept on the revision objects. Best effort: a revision deleted meanwhile is skipped."""
     if not hasattr(cluster, "annotate_revision"):
         return  # a partial port (the core tests' minimal clusters)
-    for name, value in digests.updates(revision_objs, pods).items():
+    for name, value in digests.updates(revision_objs, observed.all_pods()).items():
         try:
             cluster.annotate_revision(namespace, name, {digests.ANNOTATION_DIGESTS: value})
         except NotFound:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import digests
 from . import gates as serving_gates
 from .observe import InstanceObs, Observed, observe
 from .revisions import History
@@ -197,11 +196,7 @@ def _entry_digest(inst: InstanceObs) -> str | None:
     """The digest the entry pod's first container runs (``status.containerStatuses[].imageID``
     after ``@``: ``sha256:...``); None before it was pulled."""
     entry = inst.pods.get(0)
-    if entry is None:
-        return None
-    found = digests.pod_digests(entry.raw)
-    containers = (entry.raw.get("spec") or {}).get("containers") or []
-    return found.get(containers[0].get("name")) if containers else None
+    return entry.digest if entry is not None else None
 
 
 def _entry_address(inst: InstanceObs, namespace: str) -> str | None:

@@ -10,6 +10,7 @@ import json
 import pytest
 
 from controller.core import digests, naming
+from controller.core.observe import parse_pod
 from controller.core.ports import NoRouter
 from controller.core.reconcile import reconcile
 from controller.core.revisions import History
@@ -38,7 +39,14 @@ def test_digest_of_reads_an_image_id(image_id, expected):
 
 
 def pod(name: str, rev: str, image: str, image_id: str, *, status_image: str | None = None, deleting=False) -> dict:
-    meta = {"name": name, "labels": {naming.LABEL_REVISION: rev}}
+    labels = {
+        naming.LABEL_REVISION: rev,
+        naming.LABEL_GROUP_ORDINAL: "0",
+        naming.LABEL_ROLE: "serve",
+        naming.LABEL_ROLE_ORDINAL: "0",
+        naming.LABEL_POD_INDEX: "0",
+    }
+    meta = {"name": name, "uid": "", "labels": labels}
     if deleting:
         meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     return {
@@ -104,7 +112,7 @@ def revision(rev: str, record: dict | None = None) -> dict:
     ],
 )
 def test_digest_record_on_a_revision(record, pods, expected):
-    out = digests.updates([revision("r1", record)], pods)
+    out = digests.updates([revision("r1", record)], [parse_pod(p) for p in pods])
     if expected is None:
         assert out == {}
     else:
