@@ -1,7 +1,8 @@
 """Gang scheduling through the Kubernetes adapter: with ``schedulerName: volcano`` the controller
 creates one ``scheduling.volcano.sh/v1beta1`` PodGroup per ServingGroup before the group's pods,
 keeps its figures in step with the spec, deletes it with the group, and the API server collects the
-rest with the ModelServing (owner reference)."""
+rest with the ModelServing (owner reference). Image digests are read from the pods' container
+statuses and recorded on their ControllerRevision, where a tag that moved is flagged."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import json
 
 import kubernetes
 
-from controller.core import gang, naming
+from controller.core import digests, gang, naming
 from controller.core.ports import PODGROUP, NoRouter
 from controller.core.reconcile import reconcile
 from controller.k8s import KubernetesCluster
@@ -103,3 +104,62 @@ def test_no_podgroup_is_read_or_written_for_the_default_scheduler(apiserver, api
         gang.ANNOTATION_GROUP_NAME not in (p["metadata"].get("annotations") or {})
         for p in cluster.list_pods(NS, "plain")
     )
+
+
+def report_running(core, digest_of_image: dict[str, str], only: set[str] | None = None) -> None:
+    """A node agent's status for our pods: running, with the imageID the registry gave it."""
+    pods = json.loads(core.list_namespaced_pod(NS, label_selector=naming.LABEL_NAME, _preload_content=False).data)
+    for pod in pods["items"]:
+        if only is not None and pod["metadata"]["name"] not in only:
+            continue
+        statuses = [
+            {
+                "name": c["name"],
+                "image": "docker.io/library/" + c["image"],
+                "imageID": f"docker.io/library/{c['image'].split(':')[0]}@{digest_of_image[c['image']]}",
+                "ready": True,
+                "started": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": "2026-11-29T00:00:00Z"}},
+            }
+            for c in pod["spec"]["containers"]
+        ]
+        core.patch_namespaced_pod_status(
+            pod["metadata"]["name"],
+            NS,
+            {"status": {"phase": "Running", "containerStatuses": statuses}},
+            _content_type="application/merge-patch+json",
+            _preload_content=False,
+        )
+
+
+def test_digests_are_read_from_container_statuses_and_a_moved_tag_flags_its_revision(apiserver, api_client):
+    cluster = KubernetesCluster(api_client)
+    obj = manifest("chat", replicas=2)
+    del obj["spec"]["schedulerName"]
+    cluster.create_modelserving(obj)
+    reconcile(cluster, NoRouter(), Clock(), NS, "chat")
+    core = kubernetes.client.CoreV1Api(api_client)
+    first, moved = "sha256:" + "1" * 64, "sha256:" + "2" * 64
+    report_running(core, {"vllm:1": first})
+    result = reconcile(cluster, NoRouter(), Clock(), NS, "chat")
+    assert {i["digest"] for i in result.view["instances"]} == {first}
+    (rev,) = cluster.list_revisions(NS, "chat")
+    assert json.loads(rev["metadata"]["annotations"][digests.ANNOTATION_DIGESTS]) == {"vllm:1": {"digest": first}}
+    # The tag is pushed again; one pod is recreated and pulls the new bytes.
+    group1 = {
+        p["metadata"]["name"]
+        for p in cluster.list_pods(NS, "chat")
+        if p["metadata"]["labels"][naming.LABEL_GROUP_ORDINAL] == "1"
+    }
+    report_running(core, {"vllm:1": moved}, only=group1)
+    result = reconcile(cluster, NoRouter(), Clock(), NS, "chat")
+    assert {i["group"]: i["digest"] for i in result.view["instances"]} == {0: first, 1: moved}
+    (rev,) = cluster.list_revisions(NS, "chat")
+    assert json.loads(rev["metadata"]["annotations"][digests.ANNOTATION_DIGESTS]) == {
+        "vllm:1": {"digest": first, "moved": moved}
+    }
+    # Read back by a fresh pass (a restarted controller): the flag is in the cluster.
+    again = reconcile(cluster, NoRouter(), Clock(), NS, "chat")
+    (shown,) = again.view["revisions"]
+    assert shown["digestMoved"] is True and shown["images"] == [{"image": "vllm:1", "digest": first, "moved": moved}]
