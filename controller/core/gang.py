@@ -77,13 +77,24 @@ def _gpus(template: Any) -> int:
         value = (res.get("requests") or {}).get(naming.GPU_RESOURCE)
         if value is None:
             value = (res.get("limits") or {}).get(naming.GPU_RESOURCE)
-        total += int(value or 0)
+        total += _count(value, 0)
     return total
+
+
+def _count(value: Any, default: int) -> int:
+    """A whole number from the manifest (``"2"``, 2); ``default`` when absent or not a number
+    (the spec's validation reports such values; the PodGroup is not where to fail on them)."""
+    if value is None:
+        return default
+    try:
+        return max(0, int(str(value)))
+    except ValueError:
+        return default
 
 
 def _role_figures(role: dict[str, Any]) -> tuple[int, int]:
     """(pods of one instance, GPUs of one instance) of a role as the manifest writes it."""
-    workers = int(role.get("workerReplicas") or 0)
+    workers = _count(role.get("workerReplicas"), 0)
     entry = _gpus(role.get("entryTemplate"))
     worker = _gpus(role.get("workerTemplate") or role.get("entryTemplate"))
     return 1 + workers, entry + workers * worker
@@ -119,13 +130,13 @@ def podgroups(ms_obj: Obj, extra_instances: Iterable[tuple[int, str, int]] = ())
     template = spec.get("template") or {}
     roles = [r for r in template.get("roles") or [] if isinstance(r, dict)]
     minimum = ((template.get("gangPolicy") or {}).get("minRoleReplicas")) or {}
-    replicas = int(spec.get("replicas", 1) or 0)
+    replicas = _count(spec.get("replicas"), 1)
     extra = sorted(set(extra_instances))
     by_role = {r.get("name"): r for r in roles}
     out: list[Obj] = []
     if scope(ms_obj) == SCOPE_INSTANCE:
         wanted = {
-            (g, r.get("name"), k) for g in range(replicas) for r in roles for k in range(int(r.get("replicas", 1)))
+            (g, r.get("name"), k) for g in range(replicas) for r in roles for k in range(_count(r.get("replicas"), 1))
         }
         for group, role, ordinal in sorted(wanted | set(extra), key=lambda x: (x[0], str(x[1]), x[2])):
             pods, gpus = _role_figures(by_role.get(role) or {})
@@ -136,9 +147,9 @@ def podgroups(ms_obj: Obj, extra_instances: Iterable[tuple[int, str, int]] = ())
     min_member, min_gpus = 0, 0
     for role in roles:
         pods, gpus = _role_figures(role)
-        count = int(role.get("replicas", 1))
+        count = _count(role.get("replicas"), 1)
         if role.get("name") in minimum:
-            count = min(int(minimum[role.get("name")]), count)
+            count = min(_count(minimum[role.get("name")], count), count)
         min_member += pods * count
         min_gpus += gpus * count
     for group in sorted(groups):
