@@ -331,7 +331,10 @@ def _apply(
     meta = ms_obj.get("metadata") or {}
     namespace = meta.get("namespace") or "default"
     ensure_service(cluster, ms_obj)
-    ensure_podgroups(cluster, ms_obj, pods or [])
+    # The pods about to be created count too: a surge group (ordinal >= replicas) gets its
+    # PodGroup in the same pass, before its first pod.
+    creating = [pod for action in the_plan.actions if action.verb == CREATE for pod in action.pods]
+    ensure_podgroups(cluster, ms_obj, [*(pods or []), *creating])
     for action in the_plan.revision_actions:
         if action.verb == "create":
             try:

@@ -241,3 +241,40 @@ def test_the_gang_scenario_places_each_servinggroup_whole_or_not_at_all():
         # Both instances of group 1 leave Pending together: never one placed and one waiting.
         assert not ("Pending" in states and len(states) > 1), frame
     assert trace["convergedAt"] > 200
+
+
+def test_a_surge_group_gets_its_podgroup_before_its_pods():
+    clock = VirtualClock()
+    store = InMemoryStore(clock)
+    obj = manifest(replicas=1)
+    obj["spec"]["rolloutStrategy"] = {
+        "type": "ServingGroupRollingUpdate",
+        "rollingUpdateConfiguration": {"maxUnavailable": 0, "maxSurge": 1},
+    }
+    store.create_modelserving(obj)
+    reconcile(store, NoRouter(), clock, "llm", "chat")
+    for pod in store.list_pods("llm", "chat"):
+        ready = {"type": "Ready", "status": "True"}
+        store.write_pod_status(
+            "llm", pod["metadata"]["name"], {"phase": "Running", "conditions": [ready]}, uid=pod["metadata"]["uid"]
+        )
+    order: list[tuple[str, str, str]] = []
+    store.add_listener(lambda ch: order.append((ch.kind, ch.type, ch.name)))
+    store.patch_modelserving(
+        "llm",
+        "chat",
+        {
+            "spec": {
+                "template": {
+                    "roles": [
+                        {**r, "entryTemplate": template(3)} if r["name"] == "decode" else r
+                        for r in obj["spec"]["template"]["roles"]
+                    ]
+                }
+            }
+        },
+    )
+    reconcile(store, NoRouter(), clock, "llm", "chat")
+    surge = [n for kind, t, n in order if kind == "Pod" and t == "ADDED" and n.startswith("chat-1-")]
+    assert surge, order  # the rollout surged into group 1
+    assert order.index(("PodGroup", "ADDED", "chat-1")) < order.index(("Pod", "ADDED", surge[0]))
