@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import naming
+from . import digests, naming
 from .ports import Obj
 
 # Container waiting reasons that mean "this will not become Ready by itself".
@@ -55,6 +55,8 @@ class PodObs:
     inplace_state_error: str | None
     verification: dict[str, Any] | None  # the last verification result (entry pods, spec.verification)
     resource_version: str  # with the uid, identifies this version of the pod (derived data is cached by it)
+    digest: str | None  # the digest the first container runs (status imageID), ``digests``
+    image_digests: tuple[tuple[str, str], ...]  # (spec image, digest) of the containers that run it
     raw: Obj = field(repr=False)
 
     @property
@@ -166,6 +168,9 @@ class Observed:
 
     def group(self, ordinal: int) -> GroupObs | None:
         return self.groups.get(ordinal)
+
+    def all_pods(self) -> list[PodObs]:
+        return [p for g in self.groups.values() for inst in g.instances.values() for p in inst.pods.values()]
 
 
 def _seconds(value: Any) -> float | None:
@@ -293,6 +298,7 @@ def parse_pod(pod: Obj) -> PodObs | None:
         failing = _restarts_above_baseline(state, status)
     gates = spec.get("readinessGates")
     has_gate = bool(gates) and any(g.get("conditionType") == _C_GATE for g in gates)
+    digest, image_digests = digests.pod_digests(pod)
     return PodObs(
         meta.get("name") or "",
         meta.get("uid") or "",
@@ -318,6 +324,8 @@ def parse_pod(pod: Obj) -> PodObs | None:
         state_error,
         verification,
         str(meta.get("resourceVersion") or ""),
+        digest,
+        image_digests,
         pod,
     )
 

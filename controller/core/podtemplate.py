@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from . import naming, network
+from . import gang, naming, network
 from .ports import Obj
 from .revisions import owner_reference, role_hash
 
@@ -96,6 +96,10 @@ def build_instance_pods(
             _inject_env(spec["initContainers"], env)
         if scheduler_name:
             spec["schedulerName"] = scheduler_name
+        annotations = dict(tmeta.get("annotations") or {})
+        if gang.enabled(scheduler_name):
+            # Volcano schedules the pod as a member of its PodGroup (``gang``).
+            annotations.update(gang.pod_annotations(ms, group, role, ordinal))
         pod_name = naming.pod_name(ms_name, group, role, ordinal, index)
         spec["hostname"] = pod_name
         spec["subdomain"] = network.service_name(ms_name)
@@ -113,7 +117,7 @@ def build_instance_pods(
                     "name": pod_name,
                     "namespace": namespace,
                     "labels": labels,
-                    "annotations": dict(tmeta.get("annotations") or {}),
+                    "annotations": annotations,
                     "ownerReferences": [owner_reference(ms)],
                 },
                 "spec": spec,

@@ -94,6 +94,10 @@ class ClusterPort(Protocol):
 
     def set_revision_number(self, namespace: str, name: str, number: int) -> Obj: ...
 
+    def annotate_revision(self, namespace: str, name: str, annotations: dict[str, str]) -> Obj:
+        """Set these annotations on the revision (its data is immutable; metadata is not). NotFound."""
+        ...
+
     def delete_revision(self, namespace: str, name: str) -> None: ...
 
     # Objects of OWNED_KINDS of one ModelServing (selected by the name label)

@@ -21,12 +21,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import naming, network
-from .observe import observe
+from . import digests, gang, naming, network
+from .observe import Observed, observe
 from .plan import CREATE, DELETE, DRAIN, PATCH_IMAGE, SET_GATE, UNDRAIN, VERIFY, Action, Plan
 from .planner import plan
 from .planner.canary import windows_to_fetch
-from .ports import SERVICE, Clock, ClusterPort, Conflict, MetricsPort, NotFound, Obj, RouterPort, VerifierPort
+from .ports import PODGROUP, SERVICE, Clock, ClusterPort, Conflict, MetricsPort, NotFound, Obj, RouterPort, VerifierPort
 from .revisions import History, revision_object
 from .spec import ValidationError, Verification, parse_modelserving
 from .strategy import ClusterSettings
@@ -147,7 +147,8 @@ def _reconcile_once(
     figures = _analysis_figures(metrics, namespace, name, ms, prev_status, now)
     the_plan = plan(ms, history, observed, now, status=prev_status, settings=settings, analysis_figures=figures)
     verify = _verifying(verifier, namespace, ms.verification, pods, now)
-    _apply(cluster, obj, the_plan, verify)
+    _apply(cluster, obj, the_plan, verify, pods)
+    record_digests(cluster, namespace, owned, observed)
     if the_plan.spec_patch is not None:
         _apply_spec_patch(cluster, namespace, name, the_plan)
         resource_version = str(
@@ -283,10 +284,57 @@ def ensure_service(cluster: ClusterPort, ms_obj: dict[str, Any]) -> None:
         cluster.patch_owned(SERVICE, namespace, wanted["metadata"]["name"], {"spec": wanted["spec"]})
 
 
-def _apply(cluster: ClusterPort, ms_obj: dict[str, Any], the_plan: Plan, verify=None) -> None:
+def record_digests(cluster: ClusterPort, namespace: str, revision_objs: list[Obj], observed: Observed) -> None:
+    """The digest each revision's tags first ran from, and a tag that moved since (``digests``),
+    kept on the revision objects. Best effort: a revision deleted meanwhile is skipped."""
+    if not hasattr(cluster, "annotate_revision"):
+        return  # a partial port (the core tests' minimal clusters)
+    for name, value in digests.updates(revision_objs, observed.all_pods()).items():
+        try:
+            cluster.annotate_revision(namespace, name, {digests.ANNOTATION_DIGESTS: value})
+        except NotFound:
+            pass
+
+
+def ensure_podgroups(cluster: ClusterPort, ms_obj: dict[str, Any], pods: list[Obj]) -> None:
+    """Volcano's PodGroups (``gang``): each group's exists with the figures the spec gives before
+    any of its pods is created (a pod naming a missing PodGroup is never placed by Volcano), and
+    one whose group is gone (not wanted, and none of its pods left) is deleted. Nothing at all
+    when the ModelServing is not scheduled by Volcano and owns no PodGroup."""
+    if not hasattr(cluster, "list_owned") or not gang.enabled((ms_obj.get("spec") or {}).get("schedulerName")):
+        # Not gang scheduled: no PodGroup is read (a cluster without Volcano has no such API);
+        # one left from when it was goes with the ModelServing (owner reference).
+        return
+    meta = ms_obj.get("metadata") or {}
+    namespace, name = meta.get("namespace") or "default", meta.get("name") or ""
+    wanted = {pg["metadata"]["name"]: pg for pg in gang.podgroups(ms_obj, gang.instances_of(pods))}
+    current = {pg["metadata"]["name"]: pg for pg in cluster.list_owned(PODGROUP, namespace, name)}
+    for pg_name, pg in wanted.items():
+        have = current.get(pg_name)
+        if have is None:
+            try:
+                cluster.create_owned(pg)
+            except Conflict:
+                pass  # created by a pass that raced this one
+        elif not gang.podgroup_matches(have, pg):
+            cluster.patch_owned(PODGROUP, namespace, pg_name, {"spec": pg["spec"]})
+    for pg_name in current.keys() - wanted.keys():
+        try:
+            cluster.delete_owned(PODGROUP, namespace, pg_name)
+        except NotFound:
+            pass
+
+
+def _apply(
+    cluster: ClusterPort, ms_obj: dict[str, Any], the_plan: Plan, verify=None, pods: list[Obj] | None = None
+) -> None:
     meta = ms_obj.get("metadata") or {}
     namespace = meta.get("namespace") or "default"
     ensure_service(cluster, ms_obj)
+    # The pods about to be created count too: a surge group (ordinal >= replicas) gets its
+    # PodGroup in the same pass, before its first pod.
+    creating = [pod for action in the_plan.actions if action.verb == CREATE for pod in action.pods]
+    ensure_podgroups(cluster, ms_obj, [*(pods or []), *creating])
     for action in the_plan.revision_actions:
         if action.verb == "create":
             try:

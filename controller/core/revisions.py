@@ -26,7 +26,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import naming
+from . import digests, naming
 from .ports import Obj
 from .spec import RUNTIME_ROLE_FIELDS
 
@@ -195,7 +195,32 @@ class Revision:
             "error": self.error,
             "created": self.created,
             "changeCause": self.annotations.get(naming.ANNOTATION_CHANGE_CAUSE),
+            **self.images_json(),
         }
+
+    def images_json(self) -> dict[str, Any]:
+        """The revision's images by tag with the digest each first ran from (``digests``), and
+        ``digestMoved`` when a tag of it now resolves to other bytes."""
+        record, moved = digests.summary(self.annotations)
+        images = []
+        for image in revision_images(self.data):
+            entry = record.get(image) or {}
+            images.append({"image": image, "digest": entry.get("digest"), "moved": entry.get("moved")})
+        return {"images": images, "digestMoved": moved}
+
+
+def revision_images(data: dict[str, Any] | None) -> list[str]:
+    """Every container image the revision's roles name (entry and worker templates), in order of
+    first mention."""
+    out: list[str] = []
+    for role in (data or {}).get("roles") or []:
+        for key in ("entryTemplate", "workerTemplate"):
+            spec = ((role or {}).get(key) or {}).get("spec") or {}
+            for c in spec.get("containers") or []:
+                image = c.get("image") if isinstance(c, dict) else None
+                if isinstance(image, str) and image and image not in out:
+                    out.append(image)
+    return out
 
 
 def parse_revision(obj: Obj) -> Revision:

@@ -142,6 +142,7 @@ def build_view(
                     "gateTimes": gates.reached,
                     "gateWaiting": gates.waiting_json(),
                     "address": _entry_address(inst, namespace),
+                    "digest": _entry_digest(inst),
                 }
             )
             for p in draining_pods:
@@ -189,6 +190,13 @@ def build_view(
         # Coordinated roles: the widest per-group gap in Ready progress and what the quotas allow.
         out["skew"] = status["skew"]
     return out
+
+
+def _entry_digest(inst: InstanceObs) -> str | None:
+    """The digest the entry pod's first container runs (``status.containerStatuses[].imageID``
+    after ``@``: ``sha256:...``); None before it was pulled."""
+    entry = inst.pods.get(0)
+    return entry.digest if entry is not None else None
 
 
 def _entry_address(inst: InstanceObs, namespace: str) -> str | None:

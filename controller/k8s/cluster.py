@@ -387,6 +387,20 @@ class KubernetesCluster:
         )
         return _with_kind(created, "apps/v1", "ControllerRevision")
 
+    def annotate_revision(self, namespace: str, name: str, annotations: dict[str, str]) -> Obj:
+        return _with_kind(
+            call_json(
+                self.apps.patch_namespaced_controller_revision,
+                name,
+                namespace,
+                {"metadata": {"annotations": dict(annotations)}},
+                _content_type=MERGE_PATCH,
+                what=f"annotate revision {namespace}/{name}",
+            ),
+            "apps/v1",
+            "ControllerRevision",
+        )
+
     def set_revision_number(self, namespace: str, name: str, number: int) -> Obj:
         # data is immutable on a ControllerRevision; the number is not (StatefulSet renumbers the same
         # way when an old revision is re-applied).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 from dataclasses import dataclass, field
 
@@ -66,9 +67,52 @@ class ClusterConfig:
     # Part of every random draw's key (``physics.draw``): the scenario's seed in ``simulate``, 0 in the
     # live app (whose pod UIDs are random anyway).
     seed: int = 0
+    # The registry: image reference -> the digest its tag resolves to now, for tags that were moved
+    # (``retag``); every other reference resolves to ``default_digest``. Mutable on purpose: a retag
+    # reaches every part of a running cluster that holds this config.
+    registry: dict[str, str] = field(default_factory=dict)
+    moves: dict[str, int] = field(default_factory=dict)  # image reference -> how often its tag moved
 
     def image(self, image: str) -> ImageBehaviour:
         return self.images.get(image) or _HEALTHY
+
+    def digest(self, image: str) -> str:
+        """The digest a pull of ``image`` gets now: a digest-pinned reference is its own digest;
+        a tag resolves through ``registry``, else to ``default_digest``."""
+        _, at, pinned = image.rpartition("@")
+        if at:
+            return pinned
+        return self.registry.get(image) or default_digest(image)
+
+    def retag(self, image: str, digest: str | None = None) -> str:
+        """Move the tag ``image`` to other bytes: ``digest``, or a new one derived from how often it
+        moved (``sha256(image + "#1")``, ``#2``, ...). Returns the new digest."""
+        self.moves[image] = self.moves.get(image, 0) + 1
+        if digest is None:
+            digest = default_digest(f"{image}#{self.moves[image]}")
+        self.registry[image] = digest
+        return digest
+
+
+def default_digest(image: str) -> str:
+    """``sha256:`` + the SHA-256 of the reference (a stand-in: nothing is pulled). The live demo's
+    digest-pinned twins (``database.demo.DIGESTS``) are exactly these, so a demo tag resolves to
+    its twin's digest."""
+    return "sha256:" + hashlib.sha256(image.encode()).hexdigest()
+
+
+def repository(image: str) -> str:
+    """``vllm/vllm-openai:v0.9.1`` -> ``vllm/vllm-openai``; ``reg:5000/x:v1@sha256:..`` -> ``reg:5000/x``."""
+    name = image.split("@", 1)[0]
+    last = name.rsplit("/", 1)
+    if ":" in last[-1]:
+        name = name[: name.rfind(":")]
+    return name
+
+
+def image_id(image: str, digest: str) -> str:
+    """The kubelet's ``imageID``: ``<repository>@<digest>``, e.g. ``engine@sha256:9f2c...``."""
+    return f"{repository(image)}@{digest}"
 
 
 _HEALTHY = ImageBehaviour()

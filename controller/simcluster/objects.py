@@ -249,6 +249,17 @@ WORKLOAD_KINDS = (INFERENCESERVICE, DEPLOYMENT, REPLICASET, CONFIGMAP)
 # What the ModelServing controller owns besides pods and revisions (``ports.OWNED_KINDS``): kept like
 # workload objects, and garbage-collected with their ModelServing.
 SERVICE, PODGROUP = OWNED_KINDS
+
+
+def with_annotations(obj: Obj, annotations: dict[str, str]) -> Obj:
+    """``obj`` with these annotations set (the object itself when they already are)."""
+    meta = obj.get("metadata") or {}
+    have = meta.get("annotations") or {}
+    if all(have.get(k) == v for k, v in annotations.items()):
+        return obj
+    return {**obj, "metadata": {**meta, "annotations": {**have, **annotations}}}
+
+
 STORED_KINDS = WORKLOAD_KINDS + OWNED_KINDS
 
 

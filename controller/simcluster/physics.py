@@ -23,7 +23,10 @@ it is gone (and its GPU free) at 203.
 - In-place image change (``on_images_changed``): a container whose spec image differs from the one
   it was started from is killed and restarted from the new image: restartCount + 1, pull + start +
   load again, and only then do ``image``/``imageID`` show the new image. UID, node and IP are kept.
-  ``imageID`` is ``sha256:`` + the SHA-256 of the image reference.
+- Digests: a container's image is resolved when it is pulled (``ClusterConfig.digest``: the
+  registry, where a scenario's ``retag`` moves a tag); ``imageID`` is ``<repository>@<digest>``
+  (``engine@sha256:...``) and stays what was pulled, so pods of one tag started before and after a
+  retag report different digests, as on a real cluster.
 - A pod stops serving (its requests in flight are interrupted: ``Outcome.stops_serving``) when it
   starts terminating, when a container restarts for a new image, when its node is lost and when it
   is killed.
@@ -47,7 +50,6 @@ draws the same value for a pod.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 from typing import Any, NamedTuple
@@ -55,7 +57,8 @@ from typing import Any, NamedTuple
 from controller.core import naming
 from controller.core.ports import Obj
 
-from .config import ClusterConfig, Span
+from .config import ClusterConfig, Span, default_digest
+from .config import image_id as config_image_id
 from .objects import rfc3339
 
 ANNOTATION_KUBELET = "sim.rolloutui.io/kubelet"
@@ -82,8 +85,10 @@ class Outcome(NamedTuple):
 # -- small shared rules ---------------------------------------------------------------------------------
 
 
-def image_id(image: str) -> str:
-    return "sha256:" + hashlib.sha256(image.encode()).hexdigest()
+def image_id(image: str, config: ClusterConfig | None = None) -> str:
+    """``imageID`` of a container pulled from ``image`` now (default registry without ``config``)."""
+    digest = config.digest(image) if config is not None else default_digest(image)
+    return config_image_id(image, digest)
 
 
 def draw(config: ClusterConfig, pod: Obj, key: str, span: Span) -> float:
@@ -210,12 +215,89 @@ def place(free_by_node: list[tuple[str, int]], need: int) -> tuple[str | None, i
     return best, most_free
 
 
-def unschedulable(pod: Obj, now: float, nodes: int, need: int, most_free: int) -> Obj:
+def place_gang(free_by_node: list[tuple[str, int]], needs: list[int], min_placed: int) -> list[str | None] | None:
+    """Volcano's gang rule: place the pods of one PodGroup (GPU needs ``needs``, in queue order)
+    together or not at all. Each pod goes where ``place`` would put it given the pods placed
+    before it; the result (a node, or None, per pod) is kept only if at least ``min_placed`` pods
+    found a node, else None: no pod of the gang is bound.
+
+    Example: free [("node-0", 4), ("node-1", 1)], needs [2, 2, 2], min_placed 3 -> None (5 GPUs
+    free, but only 2 pods of 2 fit); min_placed 2 -> ["node-0", "node-0", None].
+    """
+    free = dict(free_by_node)
+    order = [name for name, _ in free_by_node]
+    out: list[str | None] = []
+    for need in needs:
+        node, _ = place([(name, free[name]) for name in order], need)
+        if node is not None:
+            free[node] -= need
+        out.append(node)
+    placed = sum(1 for node in out if node is not None)
+    return out if placed >= min_placed else None
+
+
+def gang_message(members: int, gpus_needed: int, gpus_free: int) -> str:
+    """Why a gang waits: ``gang of 8 pods cannot be placed: 5 GPUs free`` (and what it needs)."""
+    return (
+        f"gang of {members} pods cannot be placed: {gpus_free} GPUs free "
+        f"(the gang needs {gpus_needed} {naming.GPU_RESOURCE} at once)"
+    )
+
+
+def gang_incomplete_message(members: int, present: int) -> str:
+    """Volcano waits for a PodGroup's ``minMember`` pods to exist before it places any."""
+    return f"gang of {members} pods cannot be placed: {present} of {members} pods created"
+
+
+ANNOTATION_GANG = "scheduling.k8s.io/group-name"  # core.gang.ANNOTATION_GROUP_NAME
+VOLCANO = "volcano"
+
+
+def gang_of(pod: Obj) -> str | None:
+    """The PodGroup a pod belongs to when Volcano schedules it (``None``: scheduled on its own)."""
+    if (pod.get("spec") or {}).get("schedulerName") != VOLCANO:
+        return None
+    return ((pod.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_GANG)
+
+
+def schedule_gang(
+    podgroup: Obj, members: list[Obj], free_by_node: list[tuple[str, int]]
+) -> tuple[dict[str, str], str | None]:
+    """Volcano's decision for one PodGroup: which of its pending members to bind where, or why none.
+
+    ``members``: the group's pods that are not terminating. Once ``minMember`` of them are bound
+    the rest are placed one by one like any pod (``{}, None``: the caller places them); before,
+    the pending ones are placed all together (``place_gang``) so that at least ``minMember`` run,
+    or none is. Returns ``({pod name: node}, None)``, or ``({}, message)`` for every pending member.
+
+    Example: minMember 8, eight 1-GPU pods pending, 5 GPUs free -> ``({}, "gang of 8 pods cannot
+    be placed: 5 GPUs free (the gang needs 8 nvidia.com/gpu at once)")``.
+    """
+    min_member = int((podgroup.get("spec") or {}).get("minMember") or 1)
+    bound = [p for p in members if (p.get("spec") or {}).get("nodeName")]
+    if len(bound) >= min_member:
+        return {}, None
+    pending = sorted(
+        (p for p in members if not (p.get("spec") or {}).get("nodeName")),
+        key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"]),
+    )
+    missing = min_member - len(bound)
+    if len(pending) < missing:
+        return {}, gang_incomplete_message(min_member, len(members))
+    needs = [pod_gpus(p) for p in pending]
+    placed = place_gang(free_by_node, needs, missing)
+    if placed is None:
+        return {}, gang_message(min_member, sum(needs[:missing]), sum(max(0, f) for _, f in free_by_node))
+    return {p["metadata"]["name"]: node for p, node in zip(pending, placed) if node is not None}, None
+
+
+def unschedulable(pod: Obj, now: float, nodes: int, need: int, most_free: int, *, message: str | None = None) -> Obj:
     """The pod stays Pending with kube-scheduler's reason, e.g. on three full 2-GPU nodes:
     ``0/3 nodes are available: 3 Insufficient nvidia.com/gpu (pod needs 1 free nvidia.com/gpu; the
-    most free on one node is 0)``. The pod itself when that is already its status."""
+    most free on one node is 0)``; a gang's pods with ``message`` (``gang_message``). The pod
+    itself when that is already its status."""
     status = dict(pod.get("status") or {})
-    message = (
+    message = message or (
         f"0/{nodes} nodes are available: {nodes} Insufficient {naming.GPU_RESOURCE} "
         f"(pod needs {need} free {naming.GPU_RESOURCE}; the most free on one node is {most_free})"
     )
@@ -311,6 +393,8 @@ def _container_step(c: dict[str, Any], pod: Obj, config: ClusterConfig) -> dict[
     if c["step"] == STEP_RUN:
         # Pulled and started: the container runs and loads its model.
         c = {**c, "state": "running", "reason": "", "started": True, "ready": False, "runs": c["image"], "startedAt": t}
+        # The digest the tag resolves to at the pull (kept: a later retag does not change what runs).
+        c["imageID"] = image_id(c["image"], config)
         load = draw(config, pod, f"load/{c['name']}/{c['attempts']}", behaviour.load or config.timing["load"])
         return {**c, "step": STEP_LOADED, "at": t + load}
     if behaviour.crash:
@@ -446,7 +530,7 @@ def render_status(pod: Obj, state: dict[str, Any], now: float) -> Obj:
         entry = {
             "name": c["name"],
             "image": shown,
-            "imageID": image_id(shown) if c["runs"] else "",
+            "imageID": (c.get("imageID") or image_id(shown)) if c["runs"] else "",
             "ready": c["ready"],
             "started": c["started"],
             "restartCount": c["restarts"],

@@ -180,6 +180,14 @@ class Runner:
             and change.obj["metadata"].get("annotations") == change.old["metadata"].get("annotations")
         ):
             return  # its own status write: the pass that wrote it already knew
+        if (
+            change.by == "controller"
+            and change.kind == "ControllerRevision"
+            and change.old is not None
+            and change.obj is not None
+            and {**change.obj, "metadata": None} == {**change.old, "metadata": None}
+        ):
+            return  # its own record of image digests on a revision (``core.digests``): nothing to plan
         self.controller.enqueue((change.namespace, change.ms_name))
 
     def reconcile_once(self, key: tuple[str, str]) -> tuple[bool, float | None]:
@@ -357,6 +365,9 @@ class Runner:
             return None
         if e.do == "restartController":
             self.start_controller()
+            return None
+        if e.do == "retag":
+            self.cluster.config.retag(e.args["image"])
             return None
         if e.do == "corruptRevision":
             number = e.args["revision"]

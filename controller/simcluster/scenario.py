@@ -48,6 +48,8 @@ ACTIONS: dict[str, dict[str, tuple[str, bool]]] = {
     "promote": {"partition": ("int", False), "full": ("bool", False)},
     "rollback": {"toRevision": ("posint", True)},
     "corruptRevision": {"revision": ("posint", True)},
+    # The registry moves a tag to other bytes: pods pulling it from now on run another digest.
+    "retag": {"image": ("str", True)},
 }
 MANIFEST_EVENTS = {"patch", "setImage", "pause", "resume", "promote"}
 TOP_LEVEL = {"name", "seed", "until", "cluster", "clusterSettings", "images", "traffic", "modelServing", "events"}

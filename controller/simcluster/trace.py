@@ -48,7 +48,9 @@ def frame_from_view(
     return frame
 
 
-_VIEW_ONLY_INSTANCE_KEYS = frozenset({"gateTimes", "gateWaiting"})
+# The digest is the dashboard's (format 1 has no such field; a frame changes with what runs, not
+# with the bytes it was pulled from).
+_VIEW_ONLY_INSTANCE_KEYS = frozenset({"gateTimes", "gateWaiting", "digest"})
 _INSTANCE_KEYS = (
     "group",
     "role",

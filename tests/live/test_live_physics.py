@@ -38,7 +38,7 @@ def test_ticks_move_a_pod_through_schedule_pull_start_and_load_to_ready():
     run(cluster, 7)
     running = cluster.get_pod("default", "p-0")
     assert running["status"]["phase"] == "Running" and not is_ready(running)
-    assert running["status"]["containerStatuses"][0]["imageID"].startswith("sha256:")
+    assert "@sha256:" in running["status"]["containerStatuses"][0]["imageID"]
     run(cluster, 29)
     assert not is_ready(cluster.get_pod("default", "p-0"))
     run(cluster, 1)

@@ -23,7 +23,7 @@ def test_a_pod_goes_through_schedule_pull_start_load_and_becomes_ready_at_the_su
     pod = c.store.get_pod("default", "p0")
     assert is_ready(pod)
     status = pod["status"]["containerStatuses"][0]
-    assert status["imageID"] == image_id("engine:v1") and status["imageID"].startswith("sha256:")
+    assert status["imageID"] == image_id("engine:v1") and status["imageID"].startswith("engine@sha256:")
     assert status["ready"] and status["restartCount"] == 0 and "running" in status["state"]
     assert pod["status"]["podIP"] and pod["status"]["hostIP"] == "10.0.0.1"
 

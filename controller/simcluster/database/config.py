@@ -32,7 +32,20 @@ def parse_config(raw: dict[str, Any] | None) -> ClusterConfig:
         for phase, value in {**DEFAULT_TIMING, **(raw.get("timing") or {})}.items()
     }
     images: dict[str, ImageBehaviour] = parse_images(raw.get("images") or {})
-    return ClusterConfig(nodes=0, gpus_per_node=0, timing=timing, images=images)
+    registry = {str(k): str(v) for k, v in (raw.get("registry") or {}).items()}
+    moves = {str(k): int(v) for k, v in (raw.get("moves") or {}).items()}
+    return ClusterConfig(nodes=0, gpus_per_node=0, timing=timing, images=images, registry=registry, moves=moves)
+
+
+def retag(raw: dict[str, Any] | None, image: str, digest: str | None = None) -> tuple[dict[str, Any], str]:
+    """The stored config with the tag ``image`` moved (``ClusterConfig.retag``): ``registry`` and
+    ``moves`` are kept in it, so the move survives restarts and reaches every worker's tick."""
+    config = parse_config(raw)
+    new_digest = config.retag(image, digest)
+    out = dict(raw or {})
+    out["registry"] = dict(config.registry)
+    out["moves"] = dict(config.moves)
+    return out, new_digest
 
 
 def span_to_json(span: Span) -> Any:

@@ -48,7 +48,7 @@ from controller.simcluster.config import ClusterConfig
 from controller.simcluster.objects import Invalid, owner_name, rfc3339
 
 from .clock import LiveClock, live_clock
-from .config import parse_config
+from .config import parse_config, retag
 from .traffic import RedisTraffic
 
 log = logging.getLogger(__name__)
@@ -441,6 +441,9 @@ class DatabaseCluster:
     def set_revision_number(self, namespace: str, name: str, number: int) -> Obj:
         return self._update_revision(namespace, name, lambda old: objects.with_revision_number(old, number))
 
+    def annotate_revision(self, namespace: str, name: str, annotations: dict[str, str]) -> Obj:
+        return self._update_revision(namespace, name, lambda old: objects.with_annotations(old, annotations))
+
     def replace_revision_data(self, namespace: str, name: str, data: Any) -> Obj:
         """Fault side: overwrite ``data`` (a corrupted revision is ``"<corrupted>"``)."""
         return self._update_revision(namespace, name, lambda old: {**old, "data": data})
@@ -625,6 +628,22 @@ class DatabaseCluster:
                 continue
             self._interrupt_pod_after_commit(ns, pod_name, "node failed", lost)
         return [n for _, n, _ in victims]
+
+    def retag(self, image: str, digest: str | None = None) -> str:
+        """The registry moves the tag ``image`` to other bytes (``digest``, or a new stand-in):
+        pods pulling it from now on run that digest. Stored in ``SimClock.config`` (it survives
+        restarts; every worker's tick reads it within seconds). Returns the new digest."""
+        with transaction.atomic():
+            wall = time.time()
+            SimClock.objects.get_or_create(pk=1, defaults={"wall_base": wall, "sim_base": wall})
+            row = SimClock.objects.select_for_update().get(pk=1)
+            row.config, new_digest = retag(row.config, image, digest)
+            row.save(update_fields=["config"])
+        if self._config_fixed:
+            self._config.retag(image, new_digest)
+        else:
+            self._config = None  # re-read at once in this process
+        return new_digest
 
     def gpus_used(self) -> dict[str, int]:
         from django.db.models import Sum

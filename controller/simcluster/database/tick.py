@@ -7,7 +7,7 @@
    ``physics.place`` picks (the most free GPUs that fit: kube-scheduler's LeastAllocated; ties to
    the earlier node) and the node's kubelet starts them (``physics.bind`` then ``physics.start``, in
    one write); pods that fit nowhere get ``physics.unschedulable``'s condition and are retried on
-   every tick.
+   every tick. Pods of a Volcano gang (``physics.schedule_gang``) are bound together or not at all.
 3. The simulated KServe, Deployment and ReplicaSet controllers (``controller.simcluster.controllers``):
    one pass over every InferenceService, then every Deployment, then every ReplicaSet, so a spec
    change reaches the pods within one tick and pod readiness reaches the InferenceService's status
@@ -30,7 +30,8 @@ import logging
 import time
 from typing import Any
 
-from controller.core.ports import Conflict, NotFound, Obj
+from controller.core import naming
+from controller.core.ports import PODGROUP, Conflict, NotFound, Obj
 from controller.models import SimObject
 from controller.simcluster import controllers, physics
 
@@ -115,8 +116,15 @@ def _schedule(
     nodes = cluster.list_nodes()
     used = cluster.gpus_used()
     config = cluster.config
+    gangs_done: set[tuple[str, str]] = set()
     # Oldest first (creation order), like the scheduler's queue.
     for ns, name, pk, data in sorted(pending, key=lambda item: item[2]):
+        group = physics.gang_of(data)
+        if group and (ns, group) in gangs_done:
+            continue
+        if group and _schedule_gang(cluster, ns, group, data, nodes, used, now, report):
+            gangs_done.add((ns, group))
+            continue
         need = physics.pod_gpus(data)
         best_name, most_free = physics.place([(n.name, n.gpus - used.get(n.name, 0)) for n in nodes], need)
         uid = data["metadata"].get("uid")
@@ -153,3 +161,65 @@ def _schedule(
         if after is not before and after is not REMOVE:
             used[best.name] = used.get(best.name, 0) + need
             report["bound"] += 1
+
+
+def _schedule_gang(
+    cluster: DatabaseCluster, ns: str, group: str, pod: Obj, nodes: list, used: dict[str, int], now: float, report
+) -> bool:
+    """Volcano's turn for one PodGroup (the in-memory scheduler's rule, ``physics.schedule_gang``):
+    True when it decided for the whole gang, False when ``pod`` is placed on its own."""
+    try:
+        podgroup = cluster.get_object(PODGROUP, ns, group)
+    except NotFound:
+        return False
+    ms_name = ((pod.get("metadata") or {}).get("labels") or {}).get(naming.LABEL_NAME, "")
+    members = [
+        p
+        for p in cluster.list_pods(ns, ms_name)
+        if physics.gang_of(p) == group and not p["metadata"].get("deletionTimestamp")
+    ]
+    free = [(n.name, n.gpus - used.get(n.name, 0)) for n in nodes]
+    bindings, message = physics.schedule_gang(podgroup, members, free)
+    if not bindings and message is None:
+        return False
+    by_name = {n.name: n for n in nodes}
+    config = cluster.config
+    # Pod IPs come from the row's primary key, as for a pod placed on its own.
+    pks = dict(
+        SimObject.objects.filter(kind=SimObject.KIND_POD, namespace=ns, name__in=list(bindings)).values_list(
+            "name", "pk"
+        )
+    )
+    for member in members:
+        meta = member["metadata"]
+        if (member.get("spec") or {}).get("nodeName"):
+            continue
+        uid, node_name = meta.get("uid"), bindings.get(meta["name"])
+        if node_name is None:
+            if message is None:
+                continue
+
+            def mark(old: Obj) -> Obj:
+                return physics.unschedulable(old, now, len(nodes), physics.pod_gpus(old), 0, message=message)
+
+            try:
+                cluster.update_pod(ns, meta["name"], mark)
+            except NotFound:
+                continue
+            report["unschedulable"] += 1
+            continue
+        node, pk = by_name[node_name], pks.get(meta["name"], 0)
+
+        def bind(old: Obj, node=node, uid=uid, pk=pk) -> Obj:
+            if old["metadata"].get("uid") != uid or (old.get("spec") or {}).get("nodeName"):
+                return old
+            return physics.start(physics.bind(old, now, node.name, node.ip, physics.pod_ip(pk)), now, config).pod
+
+        try:
+            before, after = cluster.update_pod(ns, meta["name"], bind)
+        except NotFound:
+            continue
+        if after is not before and after is not REMOVE:
+            used[node.name] = used.get(node.name, 0) + physics.pod_gpus(member)
+            report["bound"] += 1
+    return True

@@ -9,12 +9,18 @@ per node (bind: +n on the node; final removal of a bound pod: -n; a terminating 
 until it is removed), so a placement costs O(nodes), and a queue of unschedulable pods retried,
 oldest first, as soon as capacity appears (a bound pod is removed, a node is added), like the real
 scheduler's unschedulable queue: no polling. Pod IPs are handed out in binding order.
+
+Gang scheduling (pods with ``schedulerName: volcano`` naming a PodGroup): when one member is
+considered, the whole group is (``physics.schedule_gang``): its pending pods are bound together, or
+none of them is and every one stays Pending with the gang's reason ("gang of 8 pods cannot be
+placed: 5 GPUs free ...").
 """
 
 from __future__ import annotations
 
 from controller.core import naming
-from controller.core.ports import NotFound, Obj
+from controller.core import naming as _naming
+from controller.core.ports import PODGROUP, NotFound, Obj
 
 from .. import physics
 from ..config import ClusterConfig
@@ -87,6 +93,8 @@ class Scheduler:
         need = physics.pod_gpus(pod)
         nodes = self.store.list_nodes()
         free = [(n["metadata"]["name"], self.capacity(n) - self.used.get(n["metadata"]["name"], 0)) for n in nodes]
+        if physics.gang_of(pod) and self._attempt_gang(namespace, pod, free, len(nodes)):
+            return
         best, most_free = physics.place(free, need)
         now = self.loop.now()
         if best is None:
@@ -96,6 +104,10 @@ class Scheduler:
             if waiting is not pod:
                 self.store.write_pod_status(namespace, name, waiting["status"], uid=uid)
             return
+        self._bind(namespace, name, uid, pod, best, need)
+
+    def _bind(self, namespace: str, name: str, uid: str, pod: Obj, best: str, need: int) -> None:
+        now = self.loop.now()
         self._unschedulable.pop((namespace, name), None)
         node = self.store.get_node(best)
         self.used[best] = self.used.get(best, 0) + need
@@ -106,3 +118,38 @@ class Scheduler:
             self.store.bind_pod(namespace, name, best, uid=uid, status=bound["status"])
         except NotFound:
             self.used[best] -= need
+
+    def _attempt_gang(self, namespace: str, pod: Obj, free: list[tuple[str, int]], node_count: int) -> bool:
+        """Volcano's turn for the pod's PodGroup. True when it decided (bound the gang's pending
+        pods, or left them all Pending); False when the pod is placed on its own (no such PodGroup,
+        or ``minMember`` of the gang already run)."""
+        group = physics.gang_of(pod)
+        try:
+            podgroup = self.store.get_object(PODGROUP, namespace, group)
+        except NotFound:
+            return False
+        ms_name = ((pod.get("metadata") or {}).get("labels") or {}).get(_naming.LABEL_NAME, "")
+        members = [
+            p
+            for p in self.store.list_pods(namespace, ms_name)
+            if physics.gang_of(p) == group and not p["metadata"].get("deletionTimestamp")
+        ]
+        bindings, message = physics.schedule_gang(podgroup, members, free)
+        if not bindings and message is None:
+            return False
+        now = self.loop.now()
+        for member in members:
+            meta = member["metadata"]
+            if (member.get("spec") or {}).get("nodeName"):
+                continue
+            node = bindings.get(meta["name"])
+            if node is not None:
+                self._bind(namespace, meta["name"], meta["uid"], member, node, physics.pod_gpus(member))
+                continue
+            if message is None:
+                continue  # beyond minMember and did not fit: its own attempt comes round again
+            self._unschedulable[(namespace, meta["name"])] = meta["uid"]
+            waiting = physics.unschedulable(member, now, node_count, physics.pod_gpus(member), 0, message=message)
+            if waiting is not member:
+                self.store.write_pod_status(namespace, meta["name"], waiting["status"], uid=meta["uid"])
+        return True

@@ -345,6 +345,13 @@ class InMemoryStore:
             return self._out(old)
         return self._replace_revision(old, new)
 
+    def annotate_revision(self, namespace: str, name: str, annotations: dict[str, str]) -> Obj:
+        old = self._get_revision(namespace, name)
+        new = objects.with_annotations(old, annotations)
+        if new is old:
+            return self._out(old)
+        return self._replace_revision(old, new)
+
     def replace_revision_data(self, namespace: str, name: str, data: Any) -> Obj:
         """Physics/fault side: overwrite ``data`` (``corruptRevision`` writes "<corrupted>")."""
         old = self._get_revision(namespace, name)

@@ -41,3 +41,8 @@ export function phaseClass(phase, phases) {
 // Cluster time is epoch seconds on a live cluster (and the wall-clock simulation), virtual seconds
 // in a scenario: the former are shown as clock times, the latter as seconds.
 export const isEpoch = (t) => t > 1e9;
+// "sha256:9f2c4e1a77b0…": enough of a digest to tell two apart; the full one is in the title.
+export function shortDigest(digest) {
+  const text = String(digest || "");
+  return text.length > 19 ? `${text.slice(0, 19)}…` : text;
+}

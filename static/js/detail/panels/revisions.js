@@ -4,7 +4,7 @@
 
 import { api } from "../../lib/api.js";
 import { byId, h, memo, mount } from "../../lib/dom.js";
-import { fmtAge } from "../../lib/format.js";
+import { fmtAge, shortDigest } from "../../lib/format.js";
 import { colourFor } from "../../topology.js";
 
 function fmtVal(v) {
@@ -35,6 +35,42 @@ export function createRevisions({ boot, onRollback }) {
     );
   }
 
+  // Each image of the revision by tag, with the digest it first ran from, and a warning when the
+  // tag now resolves to other bytes (a pod of this revision runs a different digest).
+  function images(r) {
+    const list = r.images || [];
+    if (!list.length) return null;
+    return h(
+      "div",
+      { class: "rev-images", "data-testid": "rev-images" },
+      list.map((img) =>
+        h(
+          "div",
+          { class: "rev-image" },
+          h("code", null, img.image),
+          " ",
+          img.digest
+            ? h("span", { class: "mono muted", title: img.digest, "data-testid": "rev-digest" }, shortDigest(img.digest))
+            : h("span", { class: "muted", title: "No pod of this revision has pulled it yet" }, "digest not seen yet"),
+          img.moved
+            ? [
+                " ",
+                h(
+                  "span",
+                  {
+                    class: "badge badge-error",
+                    title: `${img.image} now resolves to ${img.moved} (first ran ${img.digest}): pods of this revision run different bytes`,
+                    "data-testid": "rev-digest-moved",
+                  },
+                  "tag moved",
+                ),
+              ]
+            : null,
+        ),
+      ),
+    );
+  }
+
   function row(r, state, releases) {
     const created = r.created ? Date.parse(r.created) / 1000 : null;
     const canRollBack = boot.canOperate && r.hash !== state.updateRevision && r.readable !== false;
@@ -52,7 +88,7 @@ export function createRevisions({ boot, onRollback }) {
       h("td", null, radio("diff-a", "compare from")),
       h("td", null, radio("diff-b", "compare to")),
       h("td", null, h("span", { class: "rev-dot", style: { background: colourFor(r.number) } }), r.number),
-      h("td", null, h("span", { class: "mono" }, r.hash), releaseChip(r, releases)),
+      h("td", null, h("span", { class: "mono" }, r.hash), releaseChip(r, releases), images(r)),
       h("td", { class: "num" }, fmtAge(created != null ? state.time - created : null)),
       h(
         "td",

@@ -6,6 +6,7 @@
 import { api } from "../../lib/api.js";
 import { byId, h, memo, mount } from "../../lib/dom.js";
 import { colourFor, Topology } from "../../topology.js";
+import { shortDigest } from "../../lib/format.js";
 import { revLabel } from "../common.js";
 import { GATES } from "./release.js";
 
@@ -132,6 +133,13 @@ export function createTopologyPanel({ boot, onKillPod }) {
       ),
       inst && inst.address
         ? h("div", { class: "muted", title: "Entry address: what the instance's workers get as ENTRY_ADDRESS", "data-testid": "cell-address" }, inst.address)
+        : null,
+      inst && inst.digest
+        ? h(
+            "div",
+            { class: "muted mono", title: `Image digest the entry pod runs (status imageID): ${inst.digest}`, "data-testid": "cell-digest" },
+            shortDigest(inst.digest),
+          )
         : null,
       gateTimes(inst),
     ];
