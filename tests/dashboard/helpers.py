@@ -9,39 +9,20 @@ from __future__ import annotations
 import time
 import uuid
 
+from tests.factories import group_strategy, modelserving, prefill_decode
+
 NAMESPACE = "default"
 
 
 def manifest(name: str, *, replicas: int = 4, partition: int = 0, image: str = "engine:v1", max_surge: int = 1) -> dict:
-    def template(img: str) -> dict:
-        return {
-            "spec": {"containers": [{"name": "engine", "image": img, "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}
-        }
-
-    return {
-        "apiVersion": "serving.rolloutui.io/v1alpha1",
-        "kind": "ModelServing",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {
-            "replicas": replicas,
-            "rolloutStrategy": {
-                "type": "ServingGroupRollingUpdate",
-                "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": max_surge, "partition": partition},
-            },
-            "template": {
-                "roles": [
-                    {
-                        "name": "prefill",
-                        "replicas": 1,
-                        "workerReplicas": 1,
-                        "entryTemplate": template(image),
-                        "workerTemplate": template(image),
-                    },
-                    {"name": "decode", "replicas": 2, "workerReplicas": 0, "entryTemplate": template(image)},
-                ]
-            },
-        },
-    }
+    """The dashboard suites' ModelServing: groups of one prefill instance with a worker and two
+    decodes, rolled out one group at a time with ``max_surge`` extra groups."""
+    return modelserving(
+        name=name,
+        replicas=replicas,
+        roles=prefill_decode(image),
+        strategy=group_strategy(maxUnavailable=1, maxSurge=max_surge, partition=partition),
+    )
 
 
 def unique_name(prefix: str = "ms") -> str:

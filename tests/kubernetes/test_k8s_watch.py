@@ -11,6 +11,7 @@ import pytest
 from controller.core import naming
 from controller.k8s import ClusterWatcher, KubernetesCluster
 from controller.k8s.watch import owner_of
+from tests.factories import modelserving, role
 
 NS = "default"
 
@@ -38,17 +39,9 @@ class Recorder:
 
 
 def ms(name: str) -> dict:
-    return {
-        "apiVersion": naming.API_VERSION,
-        "kind": "ModelServing",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {
-            "replicas": 1,
-            "template": {
-                "roles": [{"name": "a", "entryTemplate": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}]
-            },
-        },
-    }
+    return modelserving(
+        name=name, namespace=NS, replicas=1, roles=[role("a", image="i", container_name="c", gpus=None)]
+    )
 
 
 def wait_until(predicate, timeout: float = 5.0, message: str = "condition") -> None:
