@@ -6,10 +6,10 @@ these tests exercise the real backend the settings select.
 
 from __future__ import annotations
 
-import time
 import uuid
 
 from tests.factories import group_strategy, modelserving, prefill_decode
+from tests.waiting import wait_until
 
 NAMESPACE = "default"
 
@@ -30,14 +30,8 @@ def unique_name(prefix: str = "ms") -> str:
 
 
 def wait_for(predicate, *, timeout: float = 30.0, interval: float = 0.1, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+    """The dashboard suites' name for ``tests.waiting.wait_until``."""
+    return wait_until(predicate, what=what, timeout=timeout, interval=interval)
 
 
 def reconcile(name: str, namespace: str = NAMESPACE) -> dict:

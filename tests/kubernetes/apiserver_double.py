@@ -749,7 +749,7 @@ class RunningApiServer:
             self._ready.set()
             await self._stopping.wait()
             emu.drop_watches()
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # grace for the dropped watch responses to flush before the loop stops
 
     def call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """Run ``fn`` in the server's loop (its state is only touched there) and return the result."""

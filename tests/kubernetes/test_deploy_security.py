@@ -27,6 +27,7 @@ import redis
 from manifests import ROOT, by_kind, config_maps, container_env, containers_of, deployment
 
 from rolloutui import runtime_config
+from tests.waiting import wait_until
 
 APP_DEPLOYMENTS = ("rolloutui-web", "rolloutui-worker")
 SECRETS = {
@@ -264,14 +265,7 @@ def test_a_redis_started_with_the_manifests_arguments_refuses_clients_without_th
         app_env = container_env(containers_of(deployment("rolloutui-web"), init=False)[0], config_maps(), SECRETS)
         url = app_env["REDIS_URL"].replace("rolloutui-redis:6379", f"127.0.0.1:{port}")
         with_password = redis.Redis.from_url(runtime_config.broker_url(url), socket_timeout=2)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                assert with_password.ping()
-                break
-            except redis.ConnectionError:
-                assert time.monotonic() < deadline, "redis did not start"
-                time.sleep(0.05)
+        wait_until(with_password.ping, what="redis to start", timeout=10, retry_on=(redis.ConnectionError,))
         anonymous = redis.Redis(host="127.0.0.1", port=port, socket_timeout=2)
         with pytest.raises(redis.AuthenticationError):
             anonymous.ping()

@@ -11,6 +11,7 @@ import pytest
 from controller.core import naming
 from controller.k8s import ClusterWatcher, KubernetesCluster
 from controller.k8s.watch import owner_of
+from tests import waiting
 from tests.factories import modelserving, role
 
 NS = "default"
@@ -45,11 +46,7 @@ def ms(name: str) -> dict:
 
 
 def wait_until(predicate, timeout: float = 5.0, message: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{message} not reached within {timeout}s")
-        time.sleep(0.02)
+    waiting.wait_until(predicate, what=message, timeout=timeout, interval=0.02)
 
 
 @pytest.fixture

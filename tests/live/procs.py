@@ -15,10 +15,10 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 from rolloutui.embedded_redis import EmbeddedRedis
+from tests import waiting
 
 ROOT = Path(__file__).resolve().parents[2]
 _SCRUBBED = ("DATABASE_URL", "REDIS_URL", "PROMETHEUS_MULTIPROC_DIR", "DJANGO_SETTINGS_MODULE", "PORT", "HOST")
@@ -191,25 +191,25 @@ class LiveEnv:
 
 
 def _wait_group_gone(pgid: int, timeout: float = 10.0) -> None:
+    """SIGKILL every live process of group ``pgid`` until none is left (zombies do not count)."""
     import psutil
 
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def gone() -> bool:
         alive = []
         for p in psutil.process_iter(["pid", "status"]):
             try:
                 if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
                     alive.append(p)
             except (ProcessLookupError, psutil.Error):
-                continue
-        if not alive:
-            return
+                continue  # exited while we looked: gone
         for p in alive:
             try:
                 p.kill()
-            except psutil.Error:
-                pass
-        time.sleep(0.1)
+            except psutil.NoSuchProcess:
+                pass  # exited between the look and the kill: what we want
+        return not alive
+
+    waiting.wait_until(gone, what=f"process group {pgid} to exit", timeout=timeout, interval=0.1)
 
 
 def wait_until(env: LiveEnv, names: list[tuple[str, str]], predicate, timeout: float, poll: float = 1.0) -> dict:
@@ -238,7 +238,7 @@ while time.monotonic() < deadline:
     if ({predicate})(out):
         emit({{"ok": True, "states": out}})
         break
-    time.sleep({poll})
+    time.sleep({poll})  # poll interval inside one subprocess (a process per look would cost seconds)
 else:
     emit({{"ok": False, "states": last}})
 """

@@ -16,13 +16,13 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.conftest import TEST_PASSWORD
+from tests.waiting import wait_for_runall
 
 from .conftest import SCREENSHOTS
 
@@ -66,19 +66,7 @@ def demo_stack(tmp_path_factory):
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"runall exited ({proc.returncode}):\n{log.read_text()[-4000:]}")
-            try:
-                with urllib.request.urlopen(url + "/accounts/login/", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError(f"runall did not answer within 120 s:\n{log.read_text()[-4000:]}")
-            time.sleep(0.5)
+        wait_for_runall(proc, url, log)
         yield {"url": url, "log": log}
     finally:
         try:
@@ -154,7 +142,7 @@ def test_an_operator_deploys_v2_from_the_releases_page_sees_the_gates_move_and_r
             break
         if len(seen) == 3:
             page.screenshot(path=str(SCREENSHOTS / "detail-gates-moving.png"), full_page=True)
-        page.wait_for_timeout(300)
+        page.wait_for_timeout(300)  # sampling interval: the funnels seen on the way are the subject
     else:
         raise AssertionError(f"r2 did not become Serving; funnels seen: {seen[-5:]}")
     below = [f for f in seen if any(c for gate, c in f["counts"].items() if gate != "Serving")]
