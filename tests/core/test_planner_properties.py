@@ -1,4 +1,4 @@
-"""Issue 2, "Done when": Hypothesis properties of the planner over random specs and observed states.
+"""Hypothesis properties of the planner over random specs and observed states.
 
 A random ModelServing (1-6 groups, 1-3 roles with 1-3 instances and 0-2 workers, random budgets
 including percentages, a random partition, ServingGroupRollingUpdate or RoleRollingUpdate) is

@@ -1,4 +1,4 @@
-"""Issue 2, item 4: the planner, table tests with exact expected actions for small cases.
+"""The planner: table tests with exact expected actions for small cases.
 
 Most tests drive the in-memory ``MiniCluster`` (which obeys plans instantly) with ``step()`` and
 look at ``cluster.log`` (the order the cluster saw creates and deletes). ``drain.timeoutSeconds: 0``

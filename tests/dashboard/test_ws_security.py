@@ -1,4 +1,4 @@
-"""Websocket bounds (issue 14): resync is rate-limited, a client that does not read is dropped,
+"""Websocket bounds: resync is rate-limited, a client that does not read is dropped,
 permission and session are checked again while the socket is open, incoming messages are bounded,
 and namespace grants decide who may watch."""
 

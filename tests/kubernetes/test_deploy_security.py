@@ -1,4 +1,4 @@
-"""Issue 14's deployment findings, checked on deploy/ as written (and so on every render of it):
+"""The deployment hardening findings, checked on deploy/ as written (and so on every render of it):
 
 - Redis was open to every pod: NetworkPolicies now deny by default (evaluated here with the
   NetworkPolicy semantics for the pods that run, plus a stranger pod in and out of the namespace),
@@ -419,7 +419,7 @@ def test_the_watch_and_beat_are_told_to_write_their_heartbeats():
 
 
 def test_the_config_names_its_hosts_instead_of_allowing_every_host():
-    # Issue 14: deploy/config.yaml set ALLOWED_HOSTS "*", which also disabled the websocket Origin check.
+    # Hardening finding: deploy/config.yaml set ALLOWED_HOSTS "*", which also disabled the websocket Origin check.
     hosts = config_maps()["rolloutui-config"]["ROLLOUTUI_ALLOWED_HOSTS"].split(",")
     assert "*" not in hosts and hosts
 

@@ -1,4 +1,4 @@
-"""The Kubernetes adapter reads KServe InferenceServices (issue 13): the InferenceService, the
+"""The Kubernetes adapter reads KServe InferenceServices: the InferenceService, the
 Deployments and ReplicaSets KServe made, their pods and the ``inferenceservice-config`` ConfigMap,
 from the API server double serving KServe's kinds; the controls' patches go to the InferenceService
 (with its resourceVersion as precondition) and to a Deployment's ``spec.paused``.

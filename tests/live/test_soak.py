@@ -1,4 +1,4 @@
-"""Fault soak (issue 14): the running product through random rollouts while its processes fail.
+"""Fault soak: the running product through random rollouts while its processes fail.
 
 Real processes: a private Redis, two Celery workers, beat, Daphne, a file SQLite database. The
 driver sends random controls (set-image, pause, resume, promote, rollback) through the REST API with

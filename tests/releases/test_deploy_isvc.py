@@ -1,4 +1,4 @@
-"""A release (DeploymentRevision) that targets an InferenceService component (issue 13): deploying
+"""A release (DeploymentRevision) that targets an InferenceService component: deploying
 it writes the version's image, artifact (storageUri and MODEL_* env), config and the model-version
 label into the component in one patch, and the simulated KServe controller rolls it out."""
 

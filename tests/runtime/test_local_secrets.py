@@ -1,4 +1,4 @@
-"""Local state and secrets (issue 14): var/ is private to its owner, the secret key and the
+"""Local state and secrets: var/ is private to its owner, the secret key and the
 published Redis URL are readable by the owner only, and runall never prints a Redis password."""
 
 from __future__ import annotations
