@@ -213,7 +213,10 @@ def _wait_group_gone(pgid: int, timeout: float = 10.0) -> None:
 
 
 def wait_until(env: LiveEnv, names: list[tuple[str, str]], predicate, timeout: float, poll: float = 1.0) -> dict:
-    """Poll the states of ``names`` (one subprocess polls in a loop) until ``predicate(states)``."""
+    """Poll the states of ``names`` (one subprocess polls in a loop) until ``predicate(states)``.
+
+    The subprocess counterpart of ``tests.waiting.wait_until`` (a process per look would cost
+    seconds): returns ``{"ok": False, "states": last}`` on timeout and callers assert ``ok``."""
     code = f"""
 import time
 NAMES = {names!r}
