@@ -147,6 +147,7 @@ def inferenceservice(
     replicas: int | None = None,
     image: str = IMAGE,
     gpus: int | None = 1,
+    env: list | None = None,
     **spec,
 ) -> dict:
     """A KServe InferenceService. Without ``predictor``: a vLLM model with ``image`` and
@@ -156,6 +157,8 @@ def inferenceservice(
         meta["annotations"] = {KSERVE_MODE_ANNOTATION: mode}
     if predictor is None:
         model: dict[str, Any] = {"modelFormat": {"name": "vllm"}, "image": image}
+        if env is not None:
+            model["env"] = copy.deepcopy(env)
         if gpus is not None:
             model["resources"] = {"limits": {naming.GPU_RESOURCE: str(gpus)}}
         predictor = {"model": model}

@@ -22,23 +22,10 @@ from controller.simcluster import kservectl
 from controller.simcluster.config import ClusterConfig
 from controller.simcluster.memory.cluster import SimCluster
 from controller.simcluster.objects import CONFIGMAP, DEPLOYMENT, INFERENCESERVICE, REPLICASET
+from tests.factories import inferenceservice
 
 DEPLOY = '{"defaultDeploymentMode": "Standard", "deploymentRolloutStrategy": {"defaultRollout": {"maxSurge": "50%"}}}'
-ISVC = {
-    "apiVersion": "serving.kserve.io/v1beta1",
-    "kind": "InferenceService",
-    "metadata": {"name": "llm", "namespace": "default"},
-    "spec": {
-        "predictor": {
-            "minReplicas": 2,
-            "model": {
-                "modelFormat": {"name": "vllm"},
-                "image": "vllm/vllm-openai:v0.9.1",
-                "resources": {"limits": {"nvidia.com/gpu": "1"}},
-            },
-        }
-    },
-}
+ISVC = inferenceservice(replicas=2, image="vllm/vllm-openai:v0.9.1")
 PATHS = {
     CONFIGMAP: "/api/v1/namespaces/{ns}/configmaps",
     INFERENCESERVICE: "/apis/serving.kserve.io/v1beta1/namespaces/{ns}/inferenceservices",
