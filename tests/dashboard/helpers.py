@@ -48,24 +48,25 @@ def reconcile(name: str, namespace: str = NAMESPACE) -> dict:
 def create_modelserving(name: str, **kwargs) -> dict:
     """Create a ModelServing through the active cluster port, run the controller once, and wait
     until its first revision is recorded (the state then has everything the dashboard shows)."""
-    from controller.core.ports import Conflict
+    from controller.core.ports import Conflict, NotFound
     from rolloutui.services import cluster, state
 
     try:
         cluster.get_cluster().create_modelserving(manifest(name, **kwargs))
     except Conflict:
-        pass
+        pass  # created by an earlier call with the same name: the wait below still applies
 
     def ready():
-        try:
-            s = state.get_state(NAMESPACE, name)
-        except Exception:
-            return None
+        s = state.get_state(NAMESPACE, name)
         return s if s.get("revisions") and s.get("updateRevision") else None
 
-    if not ready():
+    try:
+        first = ready()
+    except NotFound:
+        first = None  # not visible yet: the reconcile below and the wait decide
+    if not first:
         reconcile(name)
-    return wait_for(ready, timeout=60, what=f"first revision of {name}")
+    return wait_until(ready, what=f"first revision of {name}", timeout=60, interval=0.1, retry_on=(NotFound,))
 
 
 def apply_delta(base: dict, delta: dict) -> dict:

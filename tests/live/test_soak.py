@@ -174,6 +174,7 @@ class Clients:
         self.connects = {i: 0 for i in range(CLIENTS)}
         self.ws: dict[int, object] = {}
         self.stop = False
+        self.errors: list[BaseException] = []  # unexpected exceptions of the clients, re-raised by the test
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -224,8 +225,11 @@ class Clients:
                             else:
                                 self.states[i] = data
                             await ws.send_json({"type": "ack", "n": received})
-            except Exception:
-                pass
+            except (aiohttp.ClientError, OSError, TimeoutError):
+                pass  # dropped, or Daphne restarting: reconnect
+            except Exception as exc:  # a bug in this client or in a message: the test reports it
+                self.errors.append(exc)
+                return
             self.ws.pop(i, None)
             await asyncio.sleep(0.2)  # pacing of reconnects, as the page's backoff
 
@@ -404,6 +408,8 @@ def test_faults_during_random_rollouts_break_no_promise(product):
             diffs[i] = same_json(held, rest)
         return not any(diffs.values())
 
+    if clients.errors:
+        raise clients.errors[0]
     try:
         wait_for(clients_agree, 90, "the websocket clients to hold the REST state", poll=0.5)
     except BaseException:
