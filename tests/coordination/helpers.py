@@ -35,6 +35,7 @@ if str(ROOT) not in sys.path:
 
 from controller.core import naming  # noqa: E402
 from controller.core.revisions import project, role_hashes  # noqa: E402
+from tests import contract  # noqa: E402
 from tests.core.harness import (  # noqa: E402,F401
     CountingRouter,
     FixedClock,
@@ -112,17 +113,6 @@ class Instance:
     def kept(self) -> bool:
         """Neither draining nor terminating: nobody has started to take it away."""
         return not self.terminating and not self.draining
-
-
-def _resolve(value, total: int, *, round_up: bool, default: int) -> int:
-    """An int-or-percent budget against ``total`` (domain.md: maxUnavailable rounds down,
-    maxSurge and partition round up). ``"25%"`` of 10 is 2 rounded down, 3 rounded up."""
-    if value is None:
-        return default
-    if isinstance(value, str) and value.endswith("%"):
-        share = Fraction(int(value[:-1]), 100) * total
-        return math.ceil(share) if round_up else math.floor(share)
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -221,11 +211,12 @@ def role_views(cluster, *, group=0, hashes=None) -> dict[str, RoleView]:
             )
             for k, ps in sorted(by_ordinal.items())
         )
+        b = contract.budgets(r, replicas)
         out[name] = RoleView(
             replicas=replicas,
-            partition=_resolve(r.get("partition"), replicas, round_up=True, default=0),
-            max_unavailable=_resolve(r.get("maxUnavailable"), replicas, round_up=False, default=1),
-            max_surge=_resolve(r.get("maxSurge"), replicas, round_up=True, default=0),
+            partition=b.partition,
+            max_unavailable=b.max_unavailable,
+            max_surge=b.max_surge,
             instances=instances,
         )
     return out

@@ -31,7 +31,7 @@ from controller.core import naming
 from controller.core.observe import observe
 from controller.core.revisions import canonicalize_data, parse_revision
 from controller.core.spec import ValidationError, parse_modelserving
-from controller.core.strategy import resolve
+from tests import contract
 
 from .harness import CountingRouter, FixedClock, MiniCluster, manifest, role, step
 from .support import NAME, NS, change_image, patch_spec, status
@@ -166,7 +166,8 @@ def _readable(cluster):
 
 def checked_step(cluster, clock, router, *, settle):
     ms = _ms(cluster)
-    eff = resolve(ms)
+    spec = cluster.get_modelserving(NS, NAME)["spec"]
+    group_budgets, role_budgets = contract.group_budgets(spec), contract.role_budgets(spec)
     role_avail, group_avail = _available_instances(cluster, ms)
     readable_before = _readable(cluster)
     result = step(cluster, clock, router, settle=False)
@@ -178,7 +179,7 @@ def checked_step(cluster, clock, router, *, settle):
         for a in removals:
             assert a.role is not None and a.ordinal is not None
             r = ms.role(a.role)
-            partition = eff.roles[a.role].partition.count
+            partition = role_budgets[a.role].partition
             if a.reason == "rolling update":
                 assert not (a.ordinal < partition), (
                     f"update removal of protected {a.role}-{a.ordinal} (partition {partition}): {a.describe()}"
@@ -189,12 +190,12 @@ def checked_step(cluster, clock, router, *, settle):
             avail = role_avail.get((o, rname), set())
             lost = ks & avail
             if lost:
-                floor = ms.role(rname).replicas - eff.roles[rname].max_unavailable.count
+                floor = ms.role(rname).replicas - role_budgets[rname].max_unavailable
                 assert len(avail) - len(lost) >= floor, (
                     f"group {o} role {rname}: available {sorted(avail)}, update removes {sorted(lost)}, floor {floor}"
                 )
     else:
-        partition = eff.group.partition.count
+        partition = group_budgets.partition
         touched_groups = {a.group for a in removals}
         for a in removals:
             if a.reason == "rolling update":
@@ -203,7 +204,7 @@ def checked_step(cluster, clock, router, *, settle):
                 )
         lost = touched_groups & group_avail
         if lost:
-            floor = ms.replicas - eff.group.max_unavailable.count
+            floor = ms.replicas - group_budgets.max_unavailable
             assert len(group_avail) - len(lost) >= floor, (
                 f"available {sorted(group_avail)}, update removes {sorted(lost)}, floor {floor}"
             )
@@ -215,11 +216,11 @@ def checked_step(cluster, clock, router, *, settle):
         for (o, rname), ks in instances.items():
             r = ms.role(rname)
             if r is not None and o < ms.replicas:
-                assert len(ks) <= r.replicas + eff.roles[rname].max_surge.count, (
+                assert len(ks) <= r.replicas + role_budgets[rname].max_surge, (
                     f"group {o} role {rname} has {sorted(ks)} in service"
                 )
     else:
-        assert len(groups) <= ms.replicas + eff.group.max_surge.count, f"groups in service {sorted(groups)}"
+        assert len(groups) <= ms.replicas + group_budgets.max_surge, f"groups in service {sorted(groups)}"
 
     # Every created pod comes from a readable revision, with that revision's template.
     for a in result.actions:
@@ -328,13 +329,14 @@ def run_scenario(m, ops, settle_first):
 
     # converged means: every eligible group / instance on the update revision, all Ready
     ms = _ms(cluster)
-    eff = resolve(ms)
+    spec = cluster.get_modelserving(NS, NAME)["spec"]
+    group_budgets, role_budgets = contract.group_budgets(spec), contract.role_budgets(spec)
     st_ = status(cluster)
     update = st_["updateRevision"]
     _, group_avail = _available_instances(cluster, ms)
     assert group_avail == set(range(ms.replicas))
     if not ms.role_level:
-        partition = eff.group.partition.count
+        partition = group_budgets.partition
         readable = _readable(cluster)
         for pod in cluster.pods.values():
             o = int(pod["metadata"]["labels"][naming.LABEL_GROUP_ORDINAL])
@@ -349,7 +351,7 @@ def run_scenario(m, ops, settle_first):
             labels = pod["metadata"]["labels"]
             k = int(labels[naming.LABEL_ROLE_ORDINAL])
             rname = labels[naming.LABEL_ROLE]
-            if k >= eff.roles[rname].partition.count:
+            if k >= role_budgets[rname].partition:
                 images = {c["image"] for c in pod["spec"]["containers"]}
                 want = {
                     c["image"]
