@@ -185,6 +185,10 @@ class RoleView:
     # The names the tests used before this oracle was rewritten (kept for other test modules).
     ready = replaced_ready
     ready_any = new_ready
+    old_pending = old_unreplaced
+
+
+RoleProgress = RoleView  # the name the tests used before
 
 
 def role_views(cluster, *, group=0, hashes=None) -> dict[str, RoleView]:
