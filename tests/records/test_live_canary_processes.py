@@ -49,7 +49,7 @@ emit({"phase": (ms.get("status") or {}).get("phase"), "paused": bool(ms["spec"].
 """
 
 
-def wait_for(env, predicate, seconds, what):
+def wait_for(env, predicate, seconds, what="the canary state"):
     return wait_until(lambda: env.python(READ), until=predicate, what=what, timeout=seconds, interval=1.0)
 
 
