@@ -28,7 +28,6 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from controller.core import naming
-from controller.core.observe import observe
 from controller.core.revisions import canonicalize_data, parse_revision
 from controller.core.spec import ValidationError, parse_modelserving
 from tests import contract
@@ -116,23 +115,49 @@ def _ms(cluster):
 
 
 def _available_instances(cluster, ms):
-    """{(group, role): set of available instance ordinals}, and the set of available groups."""
-    observed = observe(list(cluster.pods.values()))
+    """{(group, role): set of available instance ordinals}, and the set of available groups.
+
+    Read from the pods with the contract's words, not the planner's observation: an instance is
+    available when every one of its pods (entry plus workers, pod indexes 0..workers) exists, has
+    not ended (phase Failed or Succeeded), has the Kubernetes Ready condition True, and is neither
+    terminating nor marked draining (the router sends it nothing). A group is available when
+    every instance of every role is, at ordinals 0..replicas-1, and none of its pods is being
+    taken away."""
+    pods_of: dict[tuple[int, str, int], dict[int, dict]] = {}
+    removing_groups: set[int] = set()
+    for pod in cluster.pods.values():
+        meta = pod["metadata"]
+        labels = meta["labels"]
+        o = int(labels[naming.LABEL_GROUP_ORDINAL])
+        key = (o, labels[naming.LABEL_ROLE], int(labels[naming.LABEL_ROLE_ORDINAL]))
+        pods_of.setdefault(key, {})[int(labels[naming.LABEL_POD_INDEX])] = pod
+        if meta.get("deletionTimestamp") or naming.ANNOTATION_DRAINING in (meta.get("annotations") or {}):
+            removing_groups.add(o)
+
+    def pod_serving(pod) -> bool:
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp") or naming.ANNOTATION_DRAINING in (meta.get("annotations") or {}):
+            return False
+        status = pod.get("status") or {}
+        if status.get("phase") in ("Failed", "Succeeded"):
+            return False  # a pod that has ended serves nothing, whatever its last Ready condition said
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+
+    def available(key, pods_per_instance: int) -> bool:
+        pods = pods_of.get(key, {})
+        return all(i in pods and pod_serving(pods[i]) for i in range(pods_per_instance))
+
     per_role: dict[tuple[int, str], set[int]] = {}
-    groups = set()
-    for o, group in observed.groups.items():
-        whole = True
-        for r in ms.roles:
-            for k in range(r.replicas):
-                inst = group.instances.get((r.name, k))
-                if inst is None or not inst.ready(r.pods_per_instance):
-                    whole = False
-        for (rname, k), inst in group.instances.items():
-            r = ms.role(rname)
-            if r is not None and inst.ready(r.pods_per_instance):
-                per_role.setdefault((o, rname), set()).add(k)
-        if whole and not group.being_removed:
-            groups.add(o)
+    for o, rname, k in pods_of:
+        r = ms.role(rname)
+        if r is not None and available((o, rname, k), r.pods_per_instance):
+            per_role.setdefault((o, rname), set()).add(k)
+    groups = {
+        o
+        for o in {key[0] for key in pods_of}
+        if o not in removing_groups
+        and all(available((o, r.name, k), r.pods_per_instance) for r in ms.roles for k in range(r.replicas))
+    }
     return per_role, groups
 
 
