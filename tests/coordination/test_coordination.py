@@ -1,8 +1,10 @@
-"""Issue 4, part 1: coordinated RoleRollingUpdate (domain.md "Coordinated multi-role update",
-kthena-modelserving.md section 4).
+"""Coordinated RoleRollingUpdate: skew quotas, the dependency startup gate and the teardown order
+(domain.md "Coordinated multi-role update", kthena-modelserving.md section 4).
 
-Progress is read from the pods by ``helpers.role_progress`` (Kthena's R and I), never from the
-planner's counters, and compared with ``ceil(min(1, minReadyProgress + maxSkew) * T)``.
+Progress and started replacements are read from the pods by ``helpers.role_views`` (never from
+the planner's counters or its actions), and every pass of a rollout is judged by
+``helpers.check_pass``, the contract's rules written out: ``ceil(min(1, minReadyProgress +
+maxSkew) * T)``, the startup gate, the teardown order and the per-role budgets.
 Drain is off (timeoutSeconds 0) unless a test is about drain, so a started replacement is a delete.
 """
 
@@ -18,18 +20,19 @@ from .helpers import (
     NAME,
     NS,
     CountingRouter,
-    baseline_of,
     chain,
-    closure,
+    check_pass,
     converged_cluster,
     coordinated,
     manifest,
+    min_ready_progress,
     quota,
     role,
-    role_progress,
+    role_views,
     roll,
     set_images,
-    started_by_role,
+    started_between,
+    started_in_pass,
     step,
     target_role_hashes,
 )
@@ -83,18 +86,16 @@ def reasons(result, role_name=None, kind=None):
 def test_start_quotas_from_zero_are_ceil_of_skew_times_target_per_role(counts, skew, expected):
     cluster, clock = build(counts, skew=skew)
     set_images(cluster, "engine:v2")
-    result = step(cluster, clock, settle=False)
-    assert started_by_role(result.actions) == expected
-    hashes = target_role_hashes(cluster)
-    progress = role_progress(cluster, hashes=hashes)
-    assert {r: p.in_flight for r, p in progress.items()} == expected
+    started, _ = started_in_pass(cluster, clock)
+    assert started == expected
+    assert {r: v.in_flight for r, v in role_views(cluster).items()} == expected
 
 
 def test_the_seed_example_with_a_calls_b_calls_c_starts_only_c_first():
     cluster, clock = build({"a": 100, "b": 50, "c": 10}, deps=chain("a", "b", "c"))
     set_images(cluster, "engine:v2")
-    result = step(cluster, clock, settle=False)
-    assert started_by_role(result.actions) == {"c": 1}
+    started, result = started_in_pass(cluster, clock)
+    assert started == {"c": 1}
     assert any("dependency b" in r for r in reasons(result, "a"))
     assert any("dependency c" in r for r in reasons(result, "b"))
     assert any("maxSkew" in r for r in reasons(result, "c", "skew"))
@@ -103,15 +104,15 @@ def test_the_seed_example_with_a_calls_b_calls_c_starts_only_c_first():
 def test_in_flight_replacements_count_against_the_quota_on_later_passes():
     cluster, clock = build({"a": 100, "b": 50, "c": 10})
     set_images(cluster, "engine:v2")
-    first = step(cluster, clock, settle=False)
-    assert started_by_role(first.actions) == {"a": 10, "b": 5, "c": 1}
+    first, _ = started_in_pass(cluster, clock)
+    assert first == {"a": 10, "b": 5, "c": 1}
     # The deletions are still terminating: a second pass (or a restarted controller) starts nothing.
-    again = step(cluster, clock, settle=False)
-    assert started_by_role(again.actions) == {}
+    again, _ = started_in_pass(cluster, clock)
+    assert again == {}
     # The pods are gone (missing slots), the replacements are created but not Ready: still nothing new.
     cluster.settle()
-    creating = step(cluster, clock, settle=False)
-    assert started_by_role(creating.actions) == {}
+    started, creating = started_in_pass(cluster, clock)
+    assert started == {}
     assert {a.verb for a in creating.actions} == {"create"}
 
 
@@ -133,11 +134,11 @@ def test_kthena_chain_of_three_with_four_each_starts_c_then_b_then_a_then_all_th
     first_ready_when_started = {}
 
     def on_pass(result, before, after):
-        started = started_by_role(result.actions)
+        started = started_between(before[0], after[0])
         if started:
             starts.append(frozenset(started))
         for r in started:
-            first_ready_when_started.setdefault(r, {d: before[0][d].ready for d in "abc"})
+            first_ready_when_started.setdefault(r, {d: before[0][d].replaced_ready for d in "abc"})
 
     roll(cluster, clock, on_pass=on_pass)
     assert starts[:4] == [frozenset("c"), frozenset("b"), frozenset("a"), frozenset("abc")]
@@ -157,7 +158,7 @@ def test_kthena_different_partitions_a_stops_at_its_partition_while_b_and_c_comp
 
     def on_pass(result, before, after):
         p = after[0]
-        base = baseline_of(before[0])
+        base = min_ready_progress(before[0])
         for r, rp in p.items():
             if rp.started > quota(base, Fraction(10, 100), rp.target):
                 violations.append((r, rp, base))
@@ -177,8 +178,8 @@ def test_kthena_different_partitions_a_stops_at_its_partition_while_b_and_c_comp
 def test_unchanged_roles_do_not_lower_the_baseline_and_satisfy_dependencies():
     cluster, clock = build({"a": 10, "b": 4}, deps={"a": ["b"]})
     set_images(cluster, "engine:v2", roles=["a"])
-    result = step(cluster, clock, settle=False)
-    assert started_by_role(result.actions) == {"a": 1}
+    started, result = started_in_pass(cluster, clock)
+    assert started == {"a": 1}
     assert not reasons(result, "a", "dependency")
 
 
@@ -189,44 +190,11 @@ def test_roles_outside_the_coordination_set_spend_only_their_own_budget():
         role_extra={"a": {"maxUnavailable": 5}, "b": {"maxUnavailable": 5}, "c": {"maxUnavailable": 5}},
     )
     set_images(cluster, "engine:v2")
-    result = step(cluster, clock, settle=False)
-    assert started_by_role(result.actions) == {"a": 1, "b": 1, "c": 5}
+    started, _ = started_in_pass(cluster, clock)
+    assert started == {"a": 1, "b": 1, "c": 5}
 
 
 # -- skew bound, dependency gate and teardown order on every pass of a full rollout -------------
-
-
-def check_pass(
-    skew: Fraction,
-    deps: dict[str, list[str]],
-    ever_started: dict,
-    problems: list,
-    teardown: bool = True,
-    bound: bool = True,
-):
-    def on_pass(result, before, after):
-        for g, (b, a) in enumerate(zip(before, after)):
-            base = baseline_of(b, deps=deps)
-            for r, rp in a.items() if bound else ():
-                allowed = quota(base, skew, rp.target)
-                if rp.ready + rp.in_flight > max(allowed, b[r].ready + b[r].in_flight):
-                    problems.append(
-                        f"group {g} {r}: started {rp.ready}+{rp.in_flight} > quota {allowed} (baseline {base})"
-                    )
-            for r, _n in started_by_role([x for x in result.actions if x.group == g]).items():
-                if (g, r) not in ever_started:
-                    ever_started[(g, r)] = True
-                    for d in closure(r, deps):
-                        if b[d].ready_any == 0 and b[d].target > 0:
-                            problems.append(f"group {g}: {r} started before a new {d} was Ready")
-            for caller, on in deps.items() if teardown else ():
-                for d in on:
-                    # "exists": not terminating (a draining caller still serves; a deleted one
-                    # finished its requests or had them interrupted at the drain timeout).
-                    if a[caller].old_alive > 0 and a[d].old == 0 and b[d].old_any > 0:
-                        problems.append(f"group {g}: old {caller} exists but no old {d} is kept")
-
-    return on_pass
 
 
 PROPERTY = settings(
@@ -358,7 +326,7 @@ def test_partitions_shrink_the_eligible_target_and_the_bound_holds_against_it(a,
     problems: list[str] = []
     roll(cluster, clock, on_pass=check_pass(Fraction(skew, 100), {}, {}, problems))
     assert problems == []
-    progress = role_progress(cluster)
+    progress = role_views(cluster)
     assert progress["a"].ready == a - pa and progress["b"].ready == b - pb
     assert progress["a"].old == pa and progress["b"].old == pb
 
@@ -375,7 +343,7 @@ def test_a_caller_never_starts_before_its_new_dependency_is_ready_even_when_the_
     for _ in range(10):
         result = step(cluster, clock)
     assert not any(a.role == "a" and a.verb in ("delete", "drain") for a in result.actions)
-    progress = role_progress(cluster)
+    progress = role_views(cluster)
     assert progress["a"].old == 4
     assert any("dependency b" in r for r in reasons(result, "a", "dependency"))
 
@@ -391,8 +359,6 @@ def test_an_old_dependency_instance_stays_while_an_old_caller_exists_even_while_
     )
     cluster, clock = converged_cluster(m)
     set_images(cluster, "engine:v2")
-    from .helpers import CountingRouter
-
     router = CountingRouter()
     # Every pod serves a long request, so drains last until the timeout.
     for name in cluster.pods:
@@ -403,7 +369,7 @@ def test_an_old_dependency_instance_stays_while_an_old_caller_exists_even_while_
         for name in cluster.pods:
             router.counts.setdefault(name, 1)
         result = step(cluster, clock, router)
-        p = role_progress(cluster, hashes=hashes)
+        p = role_views(cluster, hashes=hashes)
         if p["a"].old_alive > 0 and p["b"].old == 0:
             problems.append((clock.t, p["a"], p["b"]))
         if (cluster.get_modelserving(NS, NAME).get("status") or {}).get("converged") and not result.actions:
@@ -429,7 +395,7 @@ def test_a_single_instance_dependency_without_surge_is_blocked_with_a_reason_nam
     assert "surge" in text and "interruption" in text and "cross-version compatib" in text
     status = cluster.get_modelserving(NS, NAME)["status"]
     assert status.get("phase") == "Blocked"
-    assert role_progress(cluster)["b"].old == 1 and role_progress(cluster)["a"].old == 2
+    assert role_views(cluster)["b"].old == 1 and role_views(cluster)["a"].old == 2
 
 
 @pytest.mark.parametrize(

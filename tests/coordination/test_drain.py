@@ -1,4 +1,4 @@
-"""Issue 4, part 3: drain before delete (domain.md "Drain", kthena-modelserving.md 5.2).
+"""Drain before delete (domain.md "Drain", kthena-modelserving.md 5.2).
 
 A Ready serving pod chosen for deletion (rollout, scale-down, recovery) is first marked with the
 ``serving.rolloutui.io/draining`` annotation (value: the drain start time), and deleted once the

@@ -1,4 +1,4 @@
-"""Issue 4, part 2: InPlaceRollingUpdate (domain.md "In-place update", kthena-modelserving.md 5.1).
+"""InPlaceRollingUpdate (domain.md "In-place update", kthena-modelserving.md 5.1).
 
 ``InPlaceKubelet`` is a MiniCluster whose kubelet is in-place aware, like a real one: a container
 whose spec image changes is restarted (restartCount + 1) and, one settle later, runs the new image

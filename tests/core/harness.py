@@ -14,6 +14,8 @@ from typing import Any
 from controller.core import naming
 from controller.core.ports import Conflict, NotFound
 from controller.core.reconcile import reconcile
+from tests.factories import modelserving as manifest  # noqa: F401  (the suites' name for it)
+from tests.factories import role  # noqa: F401
 
 
 class FixedClock:
@@ -236,33 +238,3 @@ def run_until_converged(cluster, clock, *, name="ms", max_steps=200, on_step=Non
         if status.get("converged") and not result.actions:
             return result
     raise AssertionError(f"did not converge in {max_steps} steps; blocked: {result.blocked}")
-
-
-def manifest(*, name="ms", replicas=4, roles=None, strategy=None, recovery=None, **spec_extra):
-    roles = roles or [role("serve", replicas=1)]
-    spec = {"replicas": replicas, "template": {"roles": roles}}
-    if strategy:
-        spec["rolloutStrategy"] = strategy
-    if recovery:
-        spec["recoveryPolicy"] = recovery
-    spec.update(spec_extra)
-    return {
-        "apiVersion": naming.API_VERSION,
-        "kind": "ModelServing",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": spec,
-    }
-
-
-def role(name, *, replicas=1, workers=0, image="engine:v1", **extra):
-    container = {"name": "engine", "image": image, "resources": {"limits": {naming.GPU_RESOURCE: "1"}}}
-    r = {
-        "name": name,
-        "replicas": replicas,
-        "workerReplicas": workers,
-        "entryTemplate": {"spec": {"containers": [dict(container)]}},
-    }
-    if workers:
-        r["workerTemplate"] = {"spec": {"containers": [dict(container)]}}
-    r.update(extra)
-    return r

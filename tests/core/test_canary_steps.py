@@ -9,6 +9,7 @@ from controller.core import controls
 from controller.core.mergepatch import merge_patch
 from controller.core.reconcile import reconcile
 from controller.core.spec import ValidationError, parse_modelserving
+from tests.factories import group_strategy, with_canary
 
 from .harness import CountingRouter, manifest, role
 from .support import NAME, NS, change_image, deploy, status
@@ -47,13 +48,7 @@ class Metrics:
 
 
 def canary_manifest(analysis: dict | None = None, steps=STEPS):
-    strategy = {
-        "type": "ServingGroupRollingUpdate",
-        "rollingUpdateConfiguration": {"maxUnavailable": 1},
-        "canary": {"steps": steps},
-    }
-    if analysis is not None:
-        strategy["canary"]["analysis"] = analysis
+    strategy = with_canary(group_strategy(maxUnavailable=1), steps, analysis)
     return manifest(replicas=4, roles=[role("serve")], strategy=strategy)
 
 

@@ -1,4 +1,4 @@
-"""Issue 2, "Done when": Hypothesis properties of the planner over random specs and observed states.
+"""Hypothesis properties of the planner over random specs and observed states.
 
 A random ModelServing (1-6 groups, 1-3 roles with 1-3 instances and 0-2 workers, random budgets
 including percentages, a random partition, ServingGroupRollingUpdate or RoleRollingUpdate) is
@@ -28,10 +28,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from controller.core import naming
-from controller.core.observe import observe
 from controller.core.revisions import canonicalize_data, parse_revision
 from controller.core.spec import ValidationError, parse_modelserving
-from controller.core.strategy import resolve
+from tests import contract
 
 from .harness import CountingRouter, FixedClock, MiniCluster, manifest, role, step
 from .support import NAME, NS, change_image, patch_spec, status
@@ -116,23 +115,49 @@ def _ms(cluster):
 
 
 def _available_instances(cluster, ms):
-    """{(group, role): set of available instance ordinals}, and the set of available groups."""
-    observed = observe(list(cluster.pods.values()))
+    """{(group, role): set of available instance ordinals}, and the set of available groups.
+
+    Read from the pods with the contract's words, not the planner's observation: an instance is
+    available when every one of its pods (entry plus workers, pod indexes 0..workers) exists, has
+    not ended (phase Failed or Succeeded), has the Kubernetes Ready condition True, and is neither
+    terminating nor marked draining (the router sends it nothing). A group is available when
+    every instance of every role is, at ordinals 0..replicas-1, and none of its pods is being
+    taken away."""
+    pods_of: dict[tuple[int, str, int], dict[int, dict]] = {}
+    removing_groups: set[int] = set()
+    for pod in cluster.pods.values():
+        meta = pod["metadata"]
+        labels = meta["labels"]
+        o = int(labels[naming.LABEL_GROUP_ORDINAL])
+        key = (o, labels[naming.LABEL_ROLE], int(labels[naming.LABEL_ROLE_ORDINAL]))
+        pods_of.setdefault(key, {})[int(labels[naming.LABEL_POD_INDEX])] = pod
+        if meta.get("deletionTimestamp") or naming.ANNOTATION_DRAINING in (meta.get("annotations") or {}):
+            removing_groups.add(o)
+
+    def pod_serving(pod) -> bool:
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp") or naming.ANNOTATION_DRAINING in (meta.get("annotations") or {}):
+            return False
+        status = pod.get("status") or {}
+        if status.get("phase") in ("Failed", "Succeeded"):
+            return False  # a pod that has ended serves nothing, whatever its last Ready condition said
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+
+    def available(key, pods_per_instance: int) -> bool:
+        pods = pods_of.get(key, {})
+        return all(i in pods and pod_serving(pods[i]) for i in range(pods_per_instance))
+
     per_role: dict[tuple[int, str], set[int]] = {}
-    groups = set()
-    for o, group in observed.groups.items():
-        whole = True
-        for r in ms.roles:
-            for k in range(r.replicas):
-                inst = group.instances.get((r.name, k))
-                if inst is None or not inst.ready(r.pods_per_instance):
-                    whole = False
-        for (rname, k), inst in group.instances.items():
-            r = ms.role(rname)
-            if r is not None and inst.ready(r.pods_per_instance):
-                per_role.setdefault((o, rname), set()).add(k)
-        if whole and not group.being_removed:
-            groups.add(o)
+    for o, rname, k in pods_of:
+        r = ms.role(rname)
+        if r is not None and available((o, rname, k), r.pods_per_instance):
+            per_role.setdefault((o, rname), set()).add(k)
+    groups = {
+        o
+        for o in {key[0] for key in pods_of}
+        if o not in removing_groups
+        and all(available((o, r.name, k), r.pods_per_instance) for r in ms.roles for k in range(r.replicas))
+    }
     return per_role, groups
 
 
@@ -166,7 +191,8 @@ def _readable(cluster):
 
 def checked_step(cluster, clock, router, *, settle):
     ms = _ms(cluster)
-    eff = resolve(ms)
+    spec = cluster.get_modelserving(NS, NAME)["spec"]
+    group_budgets, role_budgets = contract.group_budgets(spec), contract.role_budgets(spec)
     role_avail, group_avail = _available_instances(cluster, ms)
     readable_before = _readable(cluster)
     result = step(cluster, clock, router, settle=False)
@@ -178,7 +204,7 @@ def checked_step(cluster, clock, router, *, settle):
         for a in removals:
             assert a.role is not None and a.ordinal is not None
             r = ms.role(a.role)
-            partition = eff.roles[a.role].partition.count
+            partition = role_budgets[a.role].partition
             if a.reason == "rolling update":
                 assert not (a.ordinal < partition), (
                     f"update removal of protected {a.role}-{a.ordinal} (partition {partition}): {a.describe()}"
@@ -189,12 +215,12 @@ def checked_step(cluster, clock, router, *, settle):
             avail = role_avail.get((o, rname), set())
             lost = ks & avail
             if lost:
-                floor = ms.role(rname).replicas - eff.roles[rname].max_unavailable.count
+                floor = ms.role(rname).replicas - role_budgets[rname].max_unavailable
                 assert len(avail) - len(lost) >= floor, (
                     f"group {o} role {rname}: available {sorted(avail)}, update removes {sorted(lost)}, floor {floor}"
                 )
     else:
-        partition = eff.group.partition.count
+        partition = group_budgets.partition
         touched_groups = {a.group for a in removals}
         for a in removals:
             if a.reason == "rolling update":
@@ -203,7 +229,7 @@ def checked_step(cluster, clock, router, *, settle):
                 )
         lost = touched_groups & group_avail
         if lost:
-            floor = ms.replicas - eff.group.max_unavailable.count
+            floor = ms.replicas - group_budgets.max_unavailable
             assert len(group_avail) - len(lost) >= floor, (
                 f"available {sorted(group_avail)}, update removes {sorted(lost)}, floor {floor}"
             )
@@ -215,11 +241,11 @@ def checked_step(cluster, clock, router, *, settle):
         for (o, rname), ks in instances.items():
             r = ms.role(rname)
             if r is not None and o < ms.replicas:
-                assert len(ks) <= r.replicas + eff.roles[rname].max_surge.count, (
+                assert len(ks) <= r.replicas + role_budgets[rname].max_surge, (
                     f"group {o} role {rname} has {sorted(ks)} in service"
                 )
     else:
-        assert len(groups) <= ms.replicas + eff.group.max_surge.count, f"groups in service {sorted(groups)}"
+        assert len(groups) <= ms.replicas + group_budgets.max_surge, f"groups in service {sorted(groups)}"
 
     # Every created pod comes from a readable revision, with that revision's template.
     for a in result.actions:
@@ -328,13 +354,14 @@ def run_scenario(m, ops, settle_first):
 
     # converged means: every eligible group / instance on the update revision, all Ready
     ms = _ms(cluster)
-    eff = resolve(ms)
+    spec = cluster.get_modelserving(NS, NAME)["spec"]
+    group_budgets, role_budgets = contract.group_budgets(spec), contract.role_budgets(spec)
     st_ = status(cluster)
     update = st_["updateRevision"]
     _, group_avail = _available_instances(cluster, ms)
     assert group_avail == set(range(ms.replicas))
     if not ms.role_level:
-        partition = eff.group.partition.count
+        partition = group_budgets.partition
         readable = _readable(cluster)
         for pod in cluster.pods.values():
             o = int(pod["metadata"]["labels"][naming.LABEL_GROUP_ORDINAL])
@@ -349,7 +376,7 @@ def run_scenario(m, ops, settle_first):
             labels = pod["metadata"]["labels"]
             k = int(labels[naming.LABEL_ROLE_ORDINAL])
             rname = labels[naming.LABEL_ROLE]
-            if k >= eff.roles[rname].partition.count:
+            if k >= role_budgets[rname].partition:
                 images = {c["image"] for c in pod["spec"]["containers"]}
                 want = {
                     c["image"]

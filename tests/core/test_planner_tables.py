@@ -1,4 +1,4 @@
-"""Issue 2, item 4: the planner, table tests with exact expected actions for small cases.
+"""The planner: table tests with exact expected actions for small cases.
 
 Most tests drive the in-memory ``MiniCluster`` (which obeys plans instantly) with ``step()`` and
 look at ``cluster.log`` (the order the cluster saw creates and deletes). ``drain.timeoutSeconds: 0``
@@ -16,6 +16,7 @@ from controller.core import naming
 from controller.core.observe import observe
 from controller.core.planner import plan
 from controller.core.spec import parse_modelserving
+from tests.factories import group_strategy, role_strategy
 
 from .harness import CountingRouter, manifest, role, run_until_converged, step
 from .support import (
@@ -42,12 +43,11 @@ NO_DRAIN = {"timeoutSeconds": 0}
 
 
 def group_ms(replicas=4, *, roles=None, drain=NO_DRAIN, **cfg):
-    strategy = {"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": cfg} if cfg else None
-    return manifest(replicas=replicas, roles=roles, strategy=strategy, drain=drain)
+    return manifest(replicas=replicas, roles=roles, strategy=group_strategy(**cfg) if cfg else None, drain=drain)
 
 
 def role_ms(roles, *, replicas=1, drain=NO_DRAIN, **extra):
-    return manifest(replicas=replicas, roles=roles, strategy={"type": "RoleRollingUpdate"}, drain=drain, **extra)
+    return manifest(replicas=replicas, roles=roles, strategy=role_strategy(), drain=drain, **extra)
 
 
 def revs(cluster):

@@ -1,4 +1,4 @@
-"""Issue 2, item 3: revisions.
+"""Revisions.
 
 Canonical projection of versioned fields only; hash and stored data from the same bytes; semantic
 comparison; StatefulSet numbering; collision handling; GC that never deletes a referenced

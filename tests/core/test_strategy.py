@@ -1,4 +1,4 @@
-"""Issue 2, item 2: the effective rollout strategy, with the source of every value.
+"""The effective rollout strategy, with the source of every value.
 
 Highest first: the multi-node override (opt-in, roles with workers), the object's own values, the
 cluster default (only in Standard deployment mode), the built-in default.

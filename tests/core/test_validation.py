@@ -1,4 +1,4 @@
-"""Issue 2, item 1: API types, defaults and validation of a ModelServing manifest.
+"""API types, defaults and validation of a ModelServing manifest.
 
 Every invalid input must raise ``ValidationError`` whose ``field`` is the exact path of the
 offending value and whose ``rule`` says what is wrong. Budgets are int-or-percent values:

@@ -13,13 +13,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import TEST_PASSWORD
+from tests.waiting import wait_for_runall
 
 from .helpers import NAMESPACE, create_modelserving, manifest, unique_name
 
@@ -126,19 +125,7 @@ def live_stack(tmp_path_factory):
     url = f"http://127.0.0.1:{port}"
     stack = LiveStack(url, env, proc, log)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"runall exited ({proc.returncode}):\n{log.read_text()[-4000:]}")
-            try:
-                with urllib.request.urlopen(url + "/accounts/login/", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError(f"runall did not answer within 120 s:\n{log.read_text()[-4000:]}")
-            time.sleep(0.5)
+        wait_for_runall(proc, url, log)
         seeded = stack.manage(
             "shell", "-c", SEED.format(password=TEST_PASSWORD, manifest=manifest("chat", replicas=6, partition=2))
         )

@@ -6,42 +6,23 @@ these tests exercise the real backend the settings select.
 
 from __future__ import annotations
 
-import time
 import uuid
+
+from tests.factories import group_strategy, modelserving, prefill_decode
+from tests.waiting import wait_until
 
 NAMESPACE = "default"
 
 
 def manifest(name: str, *, replicas: int = 4, partition: int = 0, image: str = "engine:v1", max_surge: int = 1) -> dict:
-    def template(img: str) -> dict:
-        return {
-            "spec": {"containers": [{"name": "engine", "image": img, "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}
-        }
-
-    return {
-        "apiVersion": "serving.rolloutui.io/v1alpha1",
-        "kind": "ModelServing",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {
-            "replicas": replicas,
-            "rolloutStrategy": {
-                "type": "ServingGroupRollingUpdate",
-                "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": max_surge, "partition": partition},
-            },
-            "template": {
-                "roles": [
-                    {
-                        "name": "prefill",
-                        "replicas": 1,
-                        "workerReplicas": 1,
-                        "entryTemplate": template(image),
-                        "workerTemplate": template(image),
-                    },
-                    {"name": "decode", "replicas": 2, "workerReplicas": 0, "entryTemplate": template(image)},
-                ]
-            },
-        },
-    }
+    """The dashboard suites' ModelServing: groups of one prefill instance with a worker and two
+    decodes, rolled out one group at a time with ``max_surge`` extra groups."""
+    return modelserving(
+        name=name,
+        replicas=replicas,
+        roles=prefill_decode(image),
+        strategy=group_strategy(maxUnavailable=1, maxSurge=max_surge, partition=partition),
+    )
 
 
 def unique_name(prefix: str = "ms") -> str:
@@ -49,14 +30,8 @@ def unique_name(prefix: str = "ms") -> str:
 
 
 def wait_for(predicate, *, timeout: float = 30.0, interval: float = 0.1, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+    """The dashboard suites' name for ``tests.waiting.wait_until``."""
+    return wait_until(predicate, what=what, timeout=timeout, interval=interval)
 
 
 def reconcile(name: str, namespace: str = NAMESPACE) -> dict:
@@ -73,24 +48,25 @@ def reconcile(name: str, namespace: str = NAMESPACE) -> dict:
 def create_modelserving(name: str, **kwargs) -> dict:
     """Create a ModelServing through the active cluster port, run the controller once, and wait
     until its first revision is recorded (the state then has everything the dashboard shows)."""
-    from controller.core.ports import Conflict
+    from controller.core.ports import Conflict, NotFound
     from rolloutui.services import cluster, state
 
     try:
         cluster.get_cluster().create_modelserving(manifest(name, **kwargs))
     except Conflict:
-        pass
+        pass  # created by an earlier call with the same name: the wait below still applies
 
     def ready():
-        try:
-            s = state.get_state(NAMESPACE, name)
-        except Exception:
-            return None
+        s = state.get_state(NAMESPACE, name)
         return s if s.get("revisions") and s.get("updateRevision") else None
 
-    if not ready():
+    try:
+        first = ready()
+    except NotFound:
+        first = None  # not visible yet: the reconcile below and the wait decide
+    if not first:
         reconcile(name)
-    return wait_for(ready, timeout=60, what=f"first revision of {name}")
+    return wait_until(ready, what=f"first revision of {name}", timeout=60, interval=0.1, retry_on=(NotFound,))
 
 
 def apply_delta(base: dict, delta: dict) -> dict:

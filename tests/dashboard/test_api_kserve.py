@@ -1,4 +1,4 @@
-"""REST reads of KServe InferenceServices (issue 13): the list of both kinds with a kind column,
+"""REST reads of KServe InferenceServices: the list of both kinds with a kind column,
 the InferenceService list and its state (the view simulate's trace frames are made from)."""
 
 from __future__ import annotations

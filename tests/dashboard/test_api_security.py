@@ -1,4 +1,4 @@
-"""Hardening of the web entry points (issue 14), one test per finding: security headers, sign-in
+"""Hardening of the web entry points, one test per finding: security headers, sign-in
 throttling and auditing, hashed expiring revocable tokens, the audit's origin fields, per-namespace
 grants in the API, pages and CLI, masked secrets, bounded preview and request bodies."""
 

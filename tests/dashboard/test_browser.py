@@ -8,12 +8,12 @@ Screenshots of the detail page go to test-artifacts/screenshots/.
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.conftest import TEST_PASSWORD
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -40,14 +40,7 @@ def js_state(page: Page) -> dict:
 
 
 def wait_state(page: Page, predicate, *, timeout: float = 90, what: str = "state") -> dict:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = js_state(page)
-        if predicate(last):
-            return last
-        page.wait_for_timeout(250)
-    raise AssertionError(f"timed out waiting for {what}; last state: {last}")
+    return wait_until(lambda: js_state(page), until=predicate, what=what, timeout=timeout, interval=0.25)
 
 
 def shot(page: Page, path, *, full_page: bool = True) -> None:
@@ -86,7 +79,7 @@ def test_operator_watches_pauses_promotes_diffs_and_rolls_back(live_stack, page:
 
     # Live: instances move to the new revision and get Ready, without reloading the page.
     wait_state(page, lambda s: s["readyOnUpdate"] >= 1, what="a first updated instance")
-    page.wait_for_timeout(600)
+    page.wait_for_timeout(600)  # cosmetic: let the bars' transitions end before the screenshot
     shot(page, screenshot_dir / "detail-progressing.png")
 
     # Pause: the page says Paused and no new update starts.
@@ -96,9 +89,9 @@ def test_operator_watches_pauses_promotes_diffs_and_rolls_back(live_stack, page:
     expect(page.get_by_test_id("paused-banner")).to_be_visible()
     expect(page.get_by_test_id("btn-pause")).to_be_disabled()
     expect(page.get_by_test_id("controls-why")).to_contain_text("Already paused")
-    page.wait_for_timeout(4000)  # work already started finishes
+    page.wait_for_timeout(4000)  # elapsed time on purpose: work already started finishes
     held = js_state(page)
-    page.wait_for_timeout(5000)
+    page.wait_for_timeout(5000)  # elapsed time on purpose: a "nothing new starts" is seen over time
     after = js_state(page)
     assert after["onUpdate"] == held["onUpdate"], (held, after)
     assert after["phase"] == "Paused"
@@ -142,7 +135,7 @@ def test_operator_watches_pauses_promotes_diffs_and_rolls_back(live_stack, page:
     expect(audit.locator("li").first).to_contain_text("operator")
     expect(audit).to_contain_text("latency spike, investigating")
     expect(page.get_by_test_id("phase")).to_have_text(re.compile("Progressing|Healthy"), timeout=15000)
-    page.wait_for_timeout(1500)
+    page.wait_for_timeout(1500)  # cosmetic: let the page settle before the screenshot
     shot(page, screenshot_dir / "detail-rollback.png")
 
     # A topology cell opens its pods.

@@ -1,4 +1,4 @@
-"""The hardened product in a real browser (issue 14): the pages run under the Content-Security-Policy
+"""The hardened product in a real browser: the pages run under the Content-Security-Policy
 without a single violation, a preview runs in the Celery worker while the page shows its progress
 and then its result, and the page's own actions are audited with source "page"."""
 

@@ -1,4 +1,4 @@
-"""Controls of KServe InferenceServices (issue 13), declared once in the action registry: the API, the
+"""Controls of KServe InferenceServices, declared once in the action registry: the API, the
 CLI and the page description reach the same service, which patches what a KServe user would patch
 (the InferenceService, or its Deployments' spec.paused), needs operate permission in the namespace
 and leaves an audit record with the spec before and after (the page's history diffs)."""

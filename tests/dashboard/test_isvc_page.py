@@ -1,4 +1,4 @@
-"""The InferenceService page in Chromium (issue 13), against the embedded cluster in this process:
+"""The InferenceService page in Chromium, against the embedded cluster in this process:
 the demo's InferenceService (default/llm, Standard mode, the ConfigMap's maxSurge 50%) run by the
 simulated KServe and Deployment controllers. The operator sees its effective strategy with the
 source of each value, starts a canary from the page and promotes it; the list shows both kinds.

@@ -103,7 +103,7 @@ async def test_burst_is_coalesced_and_the_latest_state_is_delivered(ms, viewer):
         state = {**snapshot, "time": 1000.0 + i, "seq": i, "instances": instances}
         states.append(state)
         await layer.group_send(group, {"type": "state.update", "state": state})
-        await asyncio.sleep(0.004)
+        await asyncio.sleep(0.004)  # pacing of the burst (a pass every 4 ms), not synchronisation
     burst = time.monotonic() - started
     messages = await receive_all(comm)
     await comm.disconnect()

@@ -1,4 +1,4 @@
-"""Websocket bounds (issue 14): resync is rate-limited, a client that does not read is dropped,
+"""Websocket bounds: resync is rate-limited, a client that does not read is dropped,
 permission and session are checked again while the socket is open, incoming messages are bounded,
 and namespace grants decide who may watch."""
 
@@ -57,7 +57,7 @@ async def test_a_client_that_does_not_acknowledge_is_dropped_past_the_pending_bo
     for i in range(8):
         big = {**snapshot, "time": 100.0 + i, "padding": "x" * 1500 * (i + 1)}
         await get_channel_layer().group_send(group, {"type": "state.update", "state": big})
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.3)  # pacing: updates arrive one pass apart, as a controller publishes them
     assert await _closed_code(comm) == 4408
 
 

@@ -12,16 +12,11 @@ from controller.core.kserve.config import NO_CONFIG, parse_deploy_config
 from controller.core.kserve.errors import KServeError
 from controller.core.kserve.materialize import deployments
 from controller.core.kserve.spec import parse_inferenceservice
+from tests.factories import inferenceservice
 
 
 def isvc(predictor: dict, *, mode: str | None = "Standard", **spec) -> dict:
-    annotations = {"serving.kserve.io/deploymentMode": mode} if mode else {}
-    return {
-        "apiVersion": "serving.kserve.io/v1beta1",
-        "kind": "InferenceService",
-        "metadata": {"name": "llm", "namespace": "default", "annotations": annotations},
-        "spec": {"predictor": predictor, **spec},
-    }
+    return inferenceservice(predictor=predictor, mode=mode, **spec)
 
 
 MODEL = {"model": {"modelFormat": {"name": "vllm"}, "image": "vllm/vllm-openai:v0.9.1", "storageUri": "s3://m/v1"}}

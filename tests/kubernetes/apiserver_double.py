@@ -680,7 +680,7 @@ RESOURCES = {
     "apps/v1/controllerrevisions": kmock.ResourceInfo(kind="ControllerRevision", namespaced=True),
     "coordination.k8s.io/v1/leases": kmock.ResourceInfo(kind="Lease", namespaced=True),
     "v1/configmaps": kmock.ResourceInfo(kind="ConfigMap", namespaced=True),
-    # KServe's kinds (issue 13): what KServe creates and the product reads and patches.
+    # KServe's kinds: what KServe creates and the product reads and patches.
     INFERENCESERVICES: kmock.ResourceInfo(kind="InferenceService", namespaced=True, subresources={"status"}),
     "apps/v1/deployments": kmock.ResourceInfo(kind="Deployment", namespaced=True, subresources={"status"}),
     "apps/v1/replicasets": kmock.ResourceInfo(kind="ReplicaSet", namespaced=True, subresources={"status"}),
@@ -749,7 +749,7 @@ class RunningApiServer:
             self._ready.set()
             await self._stopping.wait()
             emu.drop_watches()
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # grace for the dropped watch responses to flush before the loop stops
 
     def call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """Run ``fn`` in the server's loop (its state is only touched there) and return the result."""

@@ -1,4 +1,4 @@
-"""Dashboard users mapped to Kubernetes RBAC with SubjectAccessReview (issue 14, optional on the
+"""Dashboard users mapped to Kubernetes RBAC with SubjectAccessReview (optional on the
 Kubernetes backend): a permission the dashboard grants holds only where the cluster's RBAC lets the
 same user get (view) or patch (operate) ModelServings. The API server double answers the reviews
 from its authorizer, over HTTP."""

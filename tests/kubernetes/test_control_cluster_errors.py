@@ -1,4 +1,4 @@
-"""A control that the Kubernetes API server refuses or cannot be reached for (issue 14): the attempt
+"""A control that the Kubernetes API server refuses or cannot be reached for: the attempt
 is audited with result error, and the API answers a clear JSON error (422 naming the field, 502 for
 a refusal of RolloutUI's own account, 503 when unreachable), never a 500.
 

@@ -173,7 +173,7 @@ WEB_CALLS = {
     ("", "pods", "list"),
     ("apps", "controllerrevisions", "get"),
     ("apps", "controllerrevisions", "list"),
-    # KServe (issue 13): InferenceServices read and patched by the controls, their Deployments read
+    # KServe: InferenceServices read and patched by the controls, their Deployments read
     # and paused, ReplicaSets read, and the inferenceservice-config ConfigMap (by name).
     ("serving.kserve.io", "inferenceservices", "get"),
     ("serving.kserve.io", "inferenceservices", "list"),
@@ -217,7 +217,7 @@ def pod_spec(name: str) -> dict[str, Any]:
 
 
 def test_the_web_and_the_controller_run_under_separate_service_accounts():
-    # Issue 14: the web pods ran with the controller's ServiceAccount, so a code-execution bug in
+    # Hardening finding: the web pods ran with the controller's ServiceAccount, so a code-execution bug in
     # the web stack could create and delete pods cluster-wide.
     web, worker = pod_spec("rolloutui-web"), pod_spec("rolloutui-worker")
     assert web["serviceAccountName"] == "rolloutui-web"
@@ -240,7 +240,7 @@ def test_the_controller_may_do_what_the_reconcile_and_the_watch_call_and_nothing
 
 
 def test_nobody_may_create_or_delete_modelservings():
-    # Issue 14: a ModelServing create/delete grant nothing uses was bound to the shared account.
+    # Hardening finding: a ModelServing create/delete grant nothing uses was bound to the shared account.
     for role in by_kind("ClusterRole") + by_kind("Role"):
         for _group, resource, verb in granted(role["rules"]):
             assert not (resource == "modelservings" and verb in ("create", "delete", "deletecollection")), role

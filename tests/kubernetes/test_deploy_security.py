@@ -1,4 +1,4 @@
-"""Issue 14's deployment findings, checked on deploy/ as written (and so on every render of it):
+"""The deployment hardening findings, checked on deploy/ as written (and so on every render of it):
 
 - Redis was open to every pod: NetworkPolicies now deny by default (evaluated here with the
   NetworkPolicy semantics for the pods that run, plus a stranger pod in and out of the namespace),
@@ -27,6 +27,7 @@ import redis
 from manifests import ROOT, by_kind, config_maps, container_env, containers_of, deployment
 
 from rolloutui import runtime_config
+from tests.waiting import wait_until
 
 APP_DEPLOYMENTS = ("rolloutui-web", "rolloutui-worker")
 SECRETS = {
@@ -264,14 +265,7 @@ def test_a_redis_started_with_the_manifests_arguments_refuses_clients_without_th
         app_env = container_env(containers_of(deployment("rolloutui-web"), init=False)[0], config_maps(), SECRETS)
         url = app_env["REDIS_URL"].replace("rolloutui-redis:6379", f"127.0.0.1:{port}")
         with_password = redis.Redis.from_url(runtime_config.broker_url(url), socket_timeout=2)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                assert with_password.ping()
-                break
-            except redis.ConnectionError:
-                assert time.monotonic() < deadline, "redis did not start"
-                time.sleep(0.05)
+        wait_until(with_password.ping, what="redis to start", timeout=10, retry_on=(redis.ConnectionError,))
         anonymous = redis.Redis(host="127.0.0.1", port=port, socket_timeout=2)
         with pytest.raises(redis.AuthenticationError):
             anonymous.ping()
@@ -425,7 +419,7 @@ def test_the_watch_and_beat_are_told_to_write_their_heartbeats():
 
 
 def test_the_config_names_its_hosts_instead_of_allowing_every_host():
-    # Issue 14: deploy/config.yaml set ALLOWED_HOSTS "*", which also disabled the websocket Origin check.
+    # Hardening finding: deploy/config.yaml set ALLOWED_HOSTS "*", which also disabled the websocket Origin check.
     hosts = config_maps()["rolloutui-config"]["ROLLOUTUI_ALLOWED_HOSTS"].split(",")
     assert "*" not in hosts and hosts
 

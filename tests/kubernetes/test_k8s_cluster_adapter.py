@@ -10,29 +10,15 @@ import pytest
 from controller.core import naming
 from controller.core.ports import ClusterError, ClusterPort, Conflict, NotFound
 from controller.k8s import KubernetesCluster
+from tests.factories import modelserving, role
 
 NS = "default"
 
 
 def manifest(name: str = "chat", *, api_version: str = naming.API_VERSION, image: str = "engine:v1") -> dict:
-    return {
-        "apiVersion": api_version,
-        "kind": "ModelServing",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {
-            "replicas": 1,
-            "template": {
-                "roles": [
-                    {
-                        "name": "decode",
-                        "replicas": 1,
-                        "workerReplicas": 0,
-                        "entryTemplate": {"spec": {"containers": [{"name": "engine", "image": image}]}},
-                    }
-                ]
-            },
-        },
-    }
+    return modelserving(
+        name=name, namespace=NS, api_version=api_version, replicas=1, roles=[role("decode", image=image, gpus=None)]
+    )
 
 
 def pod(name: str, ms: str = "chat", *, image: str = "engine:v1") -> dict:

@@ -32,7 +32,7 @@ class ModelServer:
             def do_GET(self):  # noqa: N802 (http.server's naming)
                 outer.requests.append(self.path)
                 if self.path == "/slow":
-                    threading.Event().wait(2)
+                    threading.Event().wait(2)  # a slow endpoint on purpose (the probe's timeout)
                 body = json.dumps({"data": [{"id": "demo"}]}).encode()
                 self.send_response(outer.status)
                 self.send_header("Content-Length", str(len(body)))

@@ -1,4 +1,4 @@
-"""The Kubernetes adapter reads KServe InferenceServices (issue 13): the InferenceService, the
+"""The Kubernetes adapter reads KServe InferenceServices: the InferenceService, the
 Deployments and ReplicaSets KServe made, their pods and the ``inferenceservice-config`` ConfigMap,
 from the API server double serving KServe's kinds; the controls' patches go to the InferenceService
 (with its resourceVersion as precondition) and to a Deployment's ``spec.paused``.
@@ -22,23 +22,10 @@ from controller.simcluster import kservectl
 from controller.simcluster.config import ClusterConfig
 from controller.simcluster.memory.cluster import SimCluster
 from controller.simcluster.objects import CONFIGMAP, DEPLOYMENT, INFERENCESERVICE, REPLICASET
+from tests.factories import inferenceservice
 
 DEPLOY = '{"defaultDeploymentMode": "Standard", "deploymentRolloutStrategy": {"defaultRollout": {"maxSurge": "50%"}}}'
-ISVC = {
-    "apiVersion": "serving.kserve.io/v1beta1",
-    "kind": "InferenceService",
-    "metadata": {"name": "llm", "namespace": "default"},
-    "spec": {
-        "predictor": {
-            "minReplicas": 2,
-            "model": {
-                "modelFormat": {"name": "vllm"},
-                "image": "vllm/vllm-openai:v0.9.1",
-                "resources": {"limits": {"nvidia.com/gpu": "1"}},
-            },
-        }
-    },
-}
+ISVC = inferenceservice(replicas=2, image="vllm/vllm-openai:v0.9.1")
 PATHS = {
     CONFIGMAP: "/api/v1/namespaces/{ns}/configmaps",
     INFERENCESERVICE: "/apis/serving.kserve.io/v1beta1/namespaces/{ns}/inferenceservices",

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from controller.k8s import LeaseElector
 from controller.k8s.leader import from_microtime
+from tests.waiting import wait_until
 
 NS = "rolloutui"
 LEASES = "coordination.k8s.io/v1/leases"
@@ -151,7 +151,13 @@ def test_the_election_loop_reports_leading_and_stepping_down(api_client, apiserv
     ).start()
     assert started.wait(5)
     assert a.is_leader()
-    time.sleep(0.3)  # a few renewals
+    versions = {lease(apiserver)["metadata"]["resourceVersion"]}
+
+    def renewed_twice() -> bool:
+        versions.add(lease(apiserver)["metadata"]["resourceVersion"])
+        return len(versions) >= 3
+
+    wait_until(renewed_twice, what="two renewals of the lease", timeout=5, interval=0.02)
     assert lease(apiserver)["spec"]["holderIdentity"] == "loop"
     a.stop(timeout=5)
     assert stopped.is_set()

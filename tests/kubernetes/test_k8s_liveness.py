@@ -66,7 +66,7 @@ class DyingWatcher(ClusterWatcher):
     def _run(self, kind: str) -> None:
         if kind == "pods":
             self._progress(kind)
-            time.sleep(0.3)
+            time.sleep(0.3)  # simulated work: the stream runs a while before its bug strikes
             raise RuntimeError("bug in the pod stream")
         super()._run(kind)
 

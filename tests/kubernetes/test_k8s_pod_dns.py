@@ -11,6 +11,7 @@ from controller.core import naming
 from controller.core.ports import NoRouter
 from controller.core.reconcile import reconcile
 from controller.k8s import KubernetesCluster
+from tests.factories import modelserving, role
 
 NS = "default"
 
@@ -21,26 +22,9 @@ class Clock:
 
 
 def multinode(name: str) -> dict:
-    template = {"spec": {"containers": [{"name": "engine", "image": "vllm:1"}]}}
-    return {
-        "apiVersion": naming.API_VERSION,
-        "kind": naming.KIND,
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {
-            "replicas": 1,
-            "template": {
-                "roles": [
-                    {
-                        "name": "prefill",
-                        "replicas": 1,
-                        "workerReplicas": 2,
-                        "entryTemplate": template,
-                        "workerTemplate": template,
-                    }
-                ]
-            },
-        },
-    }
+    return modelserving(
+        name=name, namespace=NS, replicas=1, roles=[role("prefill", workers=2, image="vllm:1", gpus=None)]
+    )
 
 
 def services(apiserver) -> dict:

@@ -19,6 +19,7 @@ import yaml
 from controller.core import naming
 from controller.core.ports import NoRouter
 from controller.k8s import KubernetesCluster
+from tests import factories
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("controller.core.reconcile") is None,
@@ -88,28 +89,9 @@ def kubelet(core: kubernetes.client.CoreV1Api) -> None:
 
 
 def modelserving(strategy: dict, image: str = "engine:v1") -> dict:
-    template = {"spec": {"containers": [{"name": "engine", "image": image}]}}
-    return {
-        "apiVersion": naming.API_VERSION,
-        "kind": "ModelServing",
-        "metadata": {"name": "chat", "namespace": NS},
-        "spec": {
-            "replicas": 2,
-            "rolloutStrategy": strategy,
-            "template": {
-                "roles": [
-                    {
-                        "name": "prefill",
-                        "replicas": 1,
-                        "workerReplicas": 1,
-                        "entryTemplate": template,
-                        "workerTemplate": template,
-                    },
-                    {"name": "decode", "replicas": 2, "workerReplicas": 0, "entryTemplate": template},
-                ]
-            },
-        },
-    }
+    return factories.modelserving(
+        name="chat", namespace=NS, replicas=2, strategy=strategy, roles=factories.prefill_decode(image, gpus=None)
+    )
 
 
 def drive(cluster: KubernetesCluster, core, clock: Clock, *, until, max_passes: int = 80):

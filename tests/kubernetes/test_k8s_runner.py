@@ -8,6 +8,7 @@ import time
 from controller.core import naming
 from controller.k8s import KubernetesCluster, LeaseElector
 from controller.k8s.runner import run_controller
+from tests import waiting
 
 
 def fast_elector(identity: str):
@@ -26,11 +27,9 @@ def fast_elector(identity: str):
     return factory
 
 
-def wait_until(predicate, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
+def wait_until(predicate, timeout: float = 5.0, what: str = "condition") -> None:
+    """``tests.waiting.wait_until`` with this suite's short default timeout."""
+    waiting.wait_until(predicate, what=what, timeout=timeout, interval=0.02)
 
 
 def test_only_the_leader_watches_and_a_follower_takes_over_when_it_stops(api_client, apiserver):
@@ -62,7 +61,7 @@ def test_only_the_leader_watches_and_a_follower_takes_over_when_it_stops(api_cli
         if who == "one":
             wait_until(lambda: ("default", "chat") in got["one"])  # one leads and watches
 
-    time.sleep(0.8)  # two has campaigned several times, in vain
+    time.sleep(0.8)  # elapsed time on purpose (a "never" is seen over time): two campaigns in vain
     assert got["two"] == []
     assert len(apiserver.emu.watch_calls("/modelservings")) == 1  # one shared watch, not two
 

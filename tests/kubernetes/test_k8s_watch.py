@@ -11,6 +11,8 @@ import pytest
 from controller.core import naming
 from controller.k8s import ClusterWatcher, KubernetesCluster
 from controller.k8s.watch import owner_of
+from tests import waiting
+from tests.factories import modelserving, role
 
 NS = "default"
 
@@ -38,25 +40,13 @@ class Recorder:
 
 
 def ms(name: str) -> dict:
-    return {
-        "apiVersion": naming.API_VERSION,
-        "kind": "ModelServing",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {
-            "replicas": 1,
-            "template": {
-                "roles": [{"name": "a", "entryTemplate": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}]
-            },
-        },
-    }
+    return modelserving(
+        name=name, namespace=NS, replicas=1, roles=[role("a", image="i", container_name="c", gpus=None)]
+    )
 
 
 def wait_until(predicate, timeout: float = 5.0, message: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{message} not reached within {timeout}s")
-        time.sleep(0.02)
+    waiting.wait_until(predicate, what=message, timeout=timeout, interval=0.02)
 
 
 @pytest.fixture

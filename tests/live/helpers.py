@@ -6,6 +6,7 @@ import copy
 
 from controller.core import naming
 from controller.simcluster.config import ClusterConfig, ImageBehaviour, Span
+from tests.factories import group_strategy, modelserving, role
 
 FIXED = {
     "schedule": Span.fixed(1),
@@ -57,36 +58,13 @@ def pod(name, *, ms="demo", image="engine:v1", gpus=1, entry=True, gates=()):
     }
 
 
-MANIFEST = {
-    "apiVersion": naming.API_VERSION,
-    "kind": naming.KIND,
-    "metadata": {"name": "small", "namespace": "default"},
-    "spec": {
-        "replicas": 2,
-        "drain": {"timeoutSeconds": 30},
-        "rolloutStrategy": {"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": 1}},
-        "template": {
-            "roles": [
-                {
-                    "name": "serve",
-                    "replicas": 1,
-                    "workerReplicas": 0,
-                    "entryTemplate": {
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "engine",
-                                    "image": "engine:v1",
-                                    "resources": {"limits": {naming.GPU_RESOURCE: "1"}},
-                                }
-                            ]
-                        }
-                    },
-                }
-            ]
-        },
-    },
-}
+MANIFEST = modelserving(
+    name="small",
+    replicas=2,
+    drain={"timeoutSeconds": 30},
+    strategy=group_strategy(maxUnavailable=1),
+    roles=[role("serve")],
+)
 
 
 def manifest(name="small", replicas=2):

@@ -16,13 +16,12 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from rolloutui.embedded_redis import EmbeddedRedis
+from tests import waiting
 
 ROOT = Path(__file__).resolve().parents[2]
 _SCRUBBED = ("DATABASE_URL", "REDIS_URL", "PROMETHEUS_MULTIPROC_DIR", "DJANGO_SETTINGS_MODULE", "PORT", "HOST")
@@ -195,29 +194,32 @@ class LiveEnv:
 
 
 def _wait_group_gone(pgid: int, timeout: float = 10.0) -> None:
+    """SIGKILL every live process of group ``pgid`` until none is left (zombies do not count)."""
     import psutil
 
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def gone() -> bool:
         alive = []
         for p in psutil.process_iter(["pid", "status"]):
             try:
                 if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
                     alive.append(p)
             except (ProcessLookupError, psutil.Error):
-                continue
-        if not alive:
-            return
+                continue  # exited while we looked: gone
         for p in alive:
             try:
                 p.kill()
-            except psutil.Error:
-                pass
-        time.sleep(0.1)
+            except psutil.NoSuchProcess:
+                pass  # exited between the look and the kill: what we want
+        return not alive
+
+    waiting.wait_until(gone, what=f"process group {pgid} to exit", timeout=timeout, interval=0.1)
 
 
 def wait_until(env: LiveEnv, names: list[tuple[str, str]], predicate, timeout: float, poll: float = 1.0) -> dict:
-    """Poll the states of ``names`` (one subprocess polls in a loop) until ``predicate(states)``."""
+    """Poll the states of ``names`` (one subprocess polls in a loop) until ``predicate(states)``.
+
+    The subprocess counterpart of ``tests.waiting.wait_until`` (a process per look would cost
+    seconds): returns ``{"ok": False, "states": last}`` on timeout and callers assert ``ok``."""
     code = f"""
 import time
 NAMES = {names!r}
@@ -242,7 +244,7 @@ while time.monotonic() < deadline:
     if ({predicate})(out):
         emit({{"ok": True, "states": out}})
         break
-    time.sleep({poll})
+    time.sleep({poll})  # poll interval inside one subprocess (a process per look would cost seconds)
 else:
     emit({{"ok": False, "states": last}})
 """
@@ -285,19 +287,7 @@ def runall(var_dir: Path, *, speed: float = 8.0, password: str, **extra_env: str
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"runall exited ({proc.returncode}):\n{log.read_text()[-4000:]}")
-            try:
-                with urllib.request.urlopen(url + "/accounts/login/", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError(f"runall did not answer within 120 s:\n{log.read_text()[-4000:]}")
-            time.sleep(0.5)  # polling a server that is starting: there is no event to wait on
+        waiting.wait_for_runall(proc, url, log)
         yield {"url": url, "log": log}
     finally:
         try:

@@ -16,6 +16,7 @@ from controller.simcluster import kservectl
 from controller.simcluster.database.store import DatabaseCluster
 from controller.simcluster.database.tick import tick
 from controller.simcluster.objects import DEPLOYMENT, INFERENCESERVICE, REPLICASET
+from tests.factories import inferenceservice
 
 from .helpers import ManualClock, config
 
@@ -25,24 +26,7 @@ STANDARD = '{"defaultDeploymentMode": "Standard"}'
 
 
 def manifest(name="llm", replicas=8, image="engine:v1", mode=None):
-    meta = {"name": name, "namespace": "default"}
-    if mode:
-        meta["annotations"] = {"serving.kserve.io/deploymentMode": mode}
-    return {
-        "apiVersion": "serving.kserve.io/v1beta1",
-        "kind": INFERENCESERVICE,
-        "metadata": meta,
-        "spec": {
-            "predictor": {
-                "minReplicas": replicas,
-                "model": {
-                    "modelFormat": {"name": "vllm"},
-                    "image": image,
-                    "resources": {"limits": {"nvidia.com/gpu": "1"}},
-                },
-            }
-        },
-    }
+    return inferenceservice(name, replicas=replicas, image=image, mode=mode)
 
 
 def make(nodes=2, gpus=8, deploy=STANDARD):

@@ -33,7 +33,7 @@ while time.monotonic() < deadline:
         emit({{"ok": True, "worst": worst, "image": s["spec"]["components"]["predictor"]["image"],
                "revisions": sorted({{i["revision"] for i in s["instances"]}})}})
         break
-    time.sleep(0.2)
+    time.sleep(0.2)  # poll interval inside one subprocess
 else:
     emit({{"ok": False, "state": s["blocked"]}})
 """

@@ -7,6 +7,7 @@ import redis
 
 from controller.runtime import redisconn
 from controller.runtime.locks import ReconcileLock
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -51,9 +52,7 @@ def test_only_the_owner_releases_and_a_dead_holders_lock_expires(client):
     intruder = ReconcileLock(client, "default/demo")
     intruder.release()  # not the owner: no effect
     assert client.get(dead.lock_key).decode() == dead.token
-    import time
-
-    time.sleep(0.5)
+    wait_until(lambda: not client.exists(dead.lock_key), what="the dead holder's lock to expire", timeout=5)
     assert ReconcileLock(client, "default/demo").acquire_or_mark()
 
 
@@ -62,7 +61,7 @@ def test_a_long_pass_keeps_its_lock_alive(client):
 
     lock = ReconcileLock(client, "default/slow", ttl_ms=300)
     assert lock.acquire_or_mark()
-    time.sleep(0.8)  # longer than the TTL: the renewer extends it every 100 ms
+    time.sleep(0.8)  # elapsed time on purpose, longer than the TTL: the renewer extends it every 100 ms
     assert client.get(lock.lock_key).decode() == lock.token
     lock.release()
     assert client.get(lock.lock_key) is None

@@ -1,4 +1,4 @@
-"""Fault soak (issue 14): the running product through random rollouts while its processes fail.
+"""Fault soak: the running product through random rollouts while its processes fail.
 
 Real processes: a private Redis, two Celery workers, beat, Daphne, a file SQLite database. The
 driver sends random controls (set-image, pause, resume, promote, rollback) through the REST API with
@@ -28,6 +28,7 @@ ROLLOUTUI_SOAK_SEED (random when unset, printed, and named in every failure).
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import os
 import random
@@ -42,6 +43,7 @@ import urllib.request
 import pytest
 
 from tests.dashboard.helpers import apply_delta, same_json
+from tests.waiting import WaitTimeout, wait_until
 
 from .procs import LiveEnv
 
@@ -95,18 +97,16 @@ def fail(msg: str):
     )
 
 
+# A process restarting (Daphne, Redis, a worker) shows as a refused or reset connection or an HTTP
+# error from urllib: "not yet". Anything else (a bug in the test or the product) propagates.
+RESTARTING = (OSError, http.client.HTTPException)
+
+
 def wait_for(predicate, timeout: float, what: str, poll: float = 0.2):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = predicate()
-        except Exception as exc:  # a process restarting: try again until the deadline
-            last = exc
-        if last and not isinstance(last, Exception):
-            return last
-        time.sleep(poll)
-    fail(f"timed out after {timeout:.0f}s waiting for {what} (last: {str(last)[:500]})")
+    try:
+        return wait_until(predicate, what=what, timeout=timeout, interval=poll, retry_on=RESTARTING, limit=500)
+    except WaitTimeout as exc:
+        fail(str(exc))
 
 
 class Product:
@@ -174,6 +174,7 @@ class Clients:
         self.connects = {i: 0 for i in range(CLIENTS)}
         self.ws: dict[int, object] = {}
         self.stop = False
+        self.errors: list[BaseException] = []  # unexpected exceptions of the clients, re-raised by the test
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -224,8 +225,11 @@ class Clients:
                             else:
                                 self.states[i] = data
                             await ws.send_json({"type": "ack", "n": received})
-            except Exception:
-                pass
+            except (aiohttp.ClientError, OSError, TimeoutError):
+                pass  # dropped, or Daphne restarting: reconnect
+            except Exception as exc:  # a bug in this client or in a message: the test reports it
+                self.errors.append(exc)
+                return
             self.ws.pop(i, None)
             await asyncio.sleep(0.2)  # pacing of reconnects, as the page's backoff
 
@@ -306,14 +310,16 @@ def test_faults_during_random_rollouts_break_no_promise(product):
                 if kind == "kill-worker":
                     lock = ReconcileLock(None, f"{NS}/{NAME}").lock_key
                     client = redis.Redis.from_url(p.env.redis_url.rstrip("/") + "/2")
-                    deadline = time.monotonic() + 5
-                    while time.monotonic() < deadline:  # mid-pass: while a pass holds the lock
-                        try:
-                            if client.exists(lock):
-                                break
-                        except redis.RedisError:
-                            pass
-                        time.sleep(0.01)
+                    try:  # mid-pass: while a pass holds the lock
+                        wait_until(
+                            lambda client=client, lock=lock: client.exists(lock),
+                            what="a pass to hold the reconcile lock",
+                            timeout=5,
+                            interval=0.01,
+                            retry_on=(redis.RedisError,),
+                        )
+                    except WaitTimeout:
+                        pass  # no pass in 5 s (nothing to roll out): the kill then lands between passes
                     victim = rng.choice(sorted(k for k in p.env.procs if k.startswith("worker-")))
                     p.env.kill(victim)
                     p.new_worker()
@@ -402,6 +408,8 @@ def test_faults_during_random_rollouts_break_no_promise(product):
             diffs[i] = same_json(held, rest)
         return not any(diffs.values())
 
+    if clients.errors:
+        raise clients.errors[0]
     try:
         wait_for(clients_agree, 90, "the websocket clients to hold the REST state", poll=0.5)
     except BaseException:

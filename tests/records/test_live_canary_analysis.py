@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from controller.core import naming
 from controller.models import RequestRecord, SimClock, SimTraffic
 from controller.runtime import enqueue, redisconn
 from controller.runtime.reconciler import run_reconcile
 from controller.simcluster.database import clock as sim_clock
 from controller.simcluster.database import demo
 from controller.simcluster.database.tick import tick
+from tests.factories import group_strategy, modelserving, role, with_canary
 from tests.live.helpers import ManualClock
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -24,47 +24,18 @@ FLAKY = demo.DIGESTS["vllm/vllm-openai:v0.9.2-flaky"]
 
 
 def manifest() -> dict:
-    return {
-        "apiVersion": naming.API_VERSION,
-        "kind": naming.KIND,
-        "metadata": {"name": "chat", "namespace": "default"},
-        "spec": {
-            "replicas": 4,
-            "rolloutStrategy": {
-                "type": "ServingGroupRollingUpdate",
-                "rollingUpdateConfiguration": {"maxUnavailable": 1},
-                "canary": {
-                    "steps": [{"setPartition": "75%"}, {"pause": {}}, {"setPartition": 0}],
-                    "analysis": {
-                        "intervalSeconds": 30,
-                        "minRequests": 20,
-                        "failureLimit": 1,
-                        "onFailure": "Pause",
-                        "metrics": [{"metric": "errorRate", "max": 0.05}],
-                    },
-                },
-            },
-            "template": {
-                "roles": [
-                    {
-                        "name": "decode",
-                        "replicas": 1,
-                        "entryTemplate": {
-                            "spec": {
-                                "containers": [
-                                    {
-                                        "name": "engine",
-                                        "image": GOOD,
-                                        "resources": {"limits": {naming.GPU_RESOURCE: "1"}},
-                                    }
-                                ]
-                            }
-                        },
-                    }
-                ]
-            },
+    strategy = with_canary(
+        group_strategy(maxUnavailable=1),
+        steps=[{"setPartition": "75%"}, {"pause": {}}, {"setPartition": 0}],
+        analysis={
+            "intervalSeconds": 30,
+            "minRequests": 20,
+            "failureLimit": 1,
+            "onFailure": "Pause",
+            "metrics": [{"metric": "errorRate", "max": 0.05}],
         },
-    }
+    )
+    return modelserving(name="chat", replicas=4, strategy=strategy, roles=[role("decode", image=GOOD)])
 
 
 @pytest.fixture

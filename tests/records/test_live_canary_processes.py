@@ -4,11 +4,10 @@ database pause a canary of the flaky image and audit it with source ``analysis``
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tests.live.procs import LiveEnv
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.database]
 
@@ -50,14 +49,8 @@ emit({"phase": (ms.get("status") or {}).get("phase"), "paused": bool(ms["spec"].
 """
 
 
-def wait_for(env, predicate, seconds):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        got = env.python(READ)
-        if predicate(got):
-            return got
-        time.sleep(1)
-    return env.python(READ)
+def wait_for(env, predicate, seconds, what="the canary state"):
+    return wait_until(lambda: env.python(READ), until=predicate, what=what, timeout=seconds, interval=1.0)
 
 
 def test_the_running_product_pauses_a_flaky_canary_from_its_own_request_records(tmp_path):
@@ -66,10 +59,10 @@ def test_the_running_product_pauses_a_flaky_canary_from_its_own_request_records(
         env.python(SETUP)
         env.start_worker("worker", concurrency=2)
         env.start_beat()
-        got = wait_for(env, lambda s: s["phase"] == "Healthy", 90)
+        got = wait_for(env, lambda s: s["phase"] == "Healthy", 90, "the first rollout to be Healthy")
         assert got["phase"] == "Healthy", got
         env.python(SET_FLAKY)
-        got = wait_for(env, lambda s: s["paused"] and s["audit"], 180)
+        got = wait_for(env, lambda s: s["paused"] and s["audit"], 180, "the analysis to pause the canary")
         assert got["paused"], got
         assert got["conditions"] and got["conditions"][0]["status"] == "True"
         action, reason, figures = got["audit"][0]

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from controller.core import naming
 from controller.models import SimClock
 from controller.runtime.reconciler import run_reconcile
 from controller.simcluster.database import clock as sim_clock
 from controller.simcluster.database.tick import tick
 from tests.conftest import TEST_PASSWORD
+from tests.factories import group_strategy, modelserving, role
 from tests.live.helpers import ManualClock
 
 
@@ -53,44 +53,14 @@ def version_values(version: str = "v1", *, image: str = IMAGE_V1, **over) -> dic
 
 
 def manifest(name: str, *, replicas: int = 2, image: str = IMAGE_V1, namespace: str = "default") -> dict:
-    def template(gpus: int) -> dict:
-        return {
-            "spec": {
-                "containers": [
-                    {
-                        "name": "engine",
-                        "image": image,
-                        "env": [{"name": "LOG_LEVEL", "value": "info"}],
-                        "resources": {"limits": {naming.GPU_RESOURCE: str(gpus)}},
-                    }
-                ]
-            }
-        }
-
-    return {
-        "apiVersion": naming.API_VERSION,
-        "kind": naming.KIND,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "replicas": replicas,
-            "rolloutStrategy": {
-                "type": "ServingGroupRollingUpdate",
-                "rollingUpdateConfiguration": {"maxUnavailable": 1},
-            },
-            "template": {
-                "roles": [
-                    {
-                        "name": "prefill",
-                        "replicas": 1,
-                        "workerReplicas": 1,
-                        "entryTemplate": template(2),
-                        "workerTemplate": template(2),
-                    },
-                    {"name": "decode", "replicas": 1, "workerReplicas": 0, "entryTemplate": template(1)},
-                ]
-            },
-        },
-    }
+    env = [{"name": "LOG_LEVEL", "value": "info"}]
+    return modelserving(
+        name=name,
+        namespace=namespace,
+        replicas=replicas,
+        strategy=group_strategy(maxUnavailable=1),
+        roles=[role("prefill", workers=1, image=image, gpus=2, env=env), role("decode", image=image, gpus=1, env=env)],
+    )
 
 
 PROFILES = {

@@ -94,7 +94,7 @@ def test_an_operator_deploys_v2_from_the_releases_page_sees_the_gates_move_and_r
             break
         if len(seen) == 3:
             page.screenshot(path=str(SCREENSHOTS / "detail-gates-moving.png"), full_page=True)
-        page.wait_for_timeout(300)
+        page.wait_for_timeout(300)  # sampling interval: the funnels seen on the way are the subject
     else:
         raise AssertionError(f"r2 did not become Serving; funnels seen: {seen[-5:]}")
     below = [f for f in seen if any(c for gate, c in f["counts"].items() if gate != "Serving")]

@@ -1,4 +1,4 @@
-"""A release (DeploymentRevision) that targets an InferenceService component (issue 13): deploying
+"""A release (DeploymentRevision) that targets an InferenceService component: deploying
 it writes the version's image, artifact (storageUri and MODEL_* env), config and the model-version
 label into the component in one patch, and the simulated KServe controller rolls it out."""
 
@@ -12,27 +12,15 @@ from controller.simcluster import kservectl
 from rolloutui.models import AuditRecord
 from rolloutui.releases.models import DeploymentRevision
 from rolloutui.services.releases import records
+from tests.factories import inferenceservice
 
 from .conftest import IMAGE_V1, version_values
 
 pytestmark = pytest.mark.django_db
 
-ISVC = {
-    "apiVersion": "serving.kserve.io/v1beta1",
-    "kind": "InferenceService",
-    "metadata": {"name": "llm", "namespace": "default"},
-    "spec": {
-        "predictor": {
-            "minReplicas": 2,
-            "model": {
-                "modelFormat": {"name": "vllm"},
-                "image": "registry.example/vllm-openai:old",
-                "env": [{"name": "LOG_LEVEL", "value": "info"}],
-                "resources": {"limits": {"nvidia.com/gpu": "1"}},
-            },
-        }
-    },
-}
+ISVC = inferenceservice(
+    replicas=2, image="registry.example/vllm-openai:old", env=[{"name": "LOG_LEVEL", "value": "info"}]
+)
 
 
 @pytest.fixture

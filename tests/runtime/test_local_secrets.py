@@ -1,4 +1,4 @@
-"""Local state and secrets (issue 14): var/ is private to its owner, the secret key and the
+"""Local state and secrets: var/ is private to its owner, the secret key and the
 published Redis URL are readable by the owner only, and runall never prints a Redis password."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import os
 import stat
 import subprocess
 import sys
-import time
 
 import pytest
 
 from rolloutui.embedded_redis import find_redis_server, free_port, publish_url
+from tests.waiting import wait_until
 
 from .helpers import ROOT
 
@@ -71,15 +71,12 @@ def redis_with_password(tmp_path):
     try:
         import redis
 
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                redis.Redis(port=port, password="s3cret-pw", socket_timeout=1).ping()
-                break
-            except redis.RedisError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+        wait_until(
+            lambda: redis.Redis(port=port, password="s3cret-pw", socket_timeout=1).ping(),
+            what="the password-protected Redis to answer",
+            timeout=10,
+            retry_on=(redis.RedisError,),
+        )
         yield f"redis://:s3cret-pw@127.0.0.1:{port}"
     finally:
         proc.terminate()

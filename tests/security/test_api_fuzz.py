@@ -1,4 +1,4 @@
-"""API fuzzing (issue 14): schemathesis generates requests from the OpenAPI schema for every
+"""API fuzzing: schemathesis generates requests from the OpenAPI schema for every
 operation and sends each as an operator (token), a viewer (token) and anonymously, through Django's
 WSGI handler. Every answer must be below 500, and every 4xx a JSON object naming the field (or
 ``detail`` / ``non_field_errors``).

@@ -1,5 +1,5 @@
-"""OpenID Connect single sign-on against a fake provider served over real HTTP in this test
-(issue 14): the authorization-code flow of mozilla-django-oidc end to end (redirect with state and
+"""OpenID Connect single sign-on against a fake provider served over real HTTP in this test:
+the authorization-code flow of mozilla-django-oidc end to end (redirect with state and
 nonce, code exchange, RS256 ID token checked against the provider's JWKS, user info), group claims
 mapped to the product's groups and namespace grants, local accounts untouched."""
 

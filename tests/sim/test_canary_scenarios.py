@@ -1,4 +1,4 @@
-"""Canary steps and analysis in ``simulate`` (issue 12), asserted from the traces of
+"""Canary steps and analysis in ``simulate``, asserted from the traces of
 tests/scenarios/canary-*.yaml: a healthy image through every step, a 30% error rate rolled back and a
 3x p99 paused by the analysis before any group beyond the first step gets the new revision, and
 Inconclusive windows while the canary has too few requests."""

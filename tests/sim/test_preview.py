@@ -4,37 +4,17 @@ from __future__ import annotations
 
 import copy
 
-from controller.core import naming
 from controller.simcluster.config import ClusterConfig, ImageBehaviour, Span
 from controller.simcluster.preview import PreviewCluster, preview_change
+from tests.factories import group_strategy, modelserving, role
 
 TIMING = {"schedule": 1, "pull": 2, "start": 1, "load": 10, "terminate": 1}
 
 
 def manifest(replicas=4):
-    container = {"name": "engine", "image": "engine:v1", "resources": {"limits": {naming.GPU_RESOURCE: "1"}}}
-    return {
-        "apiVersion": naming.API_VERSION,
-        "kind": naming.KIND,
-        "metadata": {"name": "demo", "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "rolloutStrategy": {
-                "type": "ServingGroupRollingUpdate",
-                "rollingUpdateConfiguration": {"maxUnavailable": 1},
-            },
-            "template": {
-                "roles": [
-                    {
-                        "name": "serve",
-                        "replicas": 1,
-                        "workerReplicas": 0,
-                        "entryTemplate": {"spec": {"containers": [container]}},
-                    }
-                ]
-            },
-        },
-    }
+    return modelserving(
+        name="demo", replicas=replicas, strategy=group_strategy(maxUnavailable=1), roles=[role("serve")]
+    )
 
 
 def image_patch(ms, image):

@@ -1,4 +1,4 @@
-"""Serving gates in ``simulate`` (issue 11): the trace's ``gate`` / ``gateFailed`` per instance.
+"""Serving gates in ``simulate``: the trace's ``gate`` / ``gateFailed`` per instance.
 
 Scenario ``tests/scenarios/gates-verification.yaml``: 4 groups with ``spec.verification``; a healthy
 image rolls out, then a build whose model server answers every request with an error (errorRate 1),

@@ -10,10 +10,7 @@ pytest.importorskip("controller.core.reconcile")
 
 from controller.simcluster.runner import run_scenario  # noqa: E402
 from controller.simcluster.scenario import parse_scenario  # noqa: E402
-
-
-def _container(image="engine:v1"):
-    return {"name": "engine", "image": image, "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+from tests.factories import group_strategy, modelserving, role  # noqa: E402
 
 
 def make(
@@ -29,21 +26,13 @@ def make(
     workers=0,
     until=3000,
 ):
-    role = {
-        "name": "serve",
-        "replicas": 1,
-        "workerReplicas": workers,
-        "entryTemplate": {"spec": {"containers": [_container()]}},
-    }
-    if workers:
-        role["workerTemplate"] = {"spec": {"containers": [_container()]}}
-    spec = {
-        "replicas": replicas,
-        "rolloutStrategy": strategy
-        or {"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": 1}},
-        "template": {"roles": [role]},
+    manifest = modelserving(
+        name="ev",
+        replicas=replicas,
+        strategy=strategy or group_strategy(maxUnavailable=1),
+        roles=[role("serve", workers=workers)],
         **(spec_extra or {}),
-    }
+    )
     doc = {
         "name": "events",
         "seed": 11,
@@ -53,12 +42,7 @@ def make(
             "gpusPerNode": 4,
             "timing": timing or {"schedule": 1, "pull": 2, "start": 1, "load": 10, "terminate": 1},
         },
-        "modelServing": {
-            "apiVersion": "serving.rolloutui.io/v1alpha1",
-            "kind": "ModelServing",
-            "metadata": {"name": "ev", "namespace": "default"},
-            "spec": spec,
-        },
+        "modelServing": manifest,
         "events": [{"at": 0, "do": "apply"}, *events],
     }
     if images:

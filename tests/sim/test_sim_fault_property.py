@@ -26,13 +26,10 @@ pytest.importorskip("controller.core.reconcile")
 
 from controller.simcluster.runner import run_scenario  # noqa: E402
 from controller.simcluster.scenario import parse_scenario  # noqa: E402
+from tests.factories import group_strategy, modelserving, role  # noqa: E402
 
 FAULT_WINDOW = 60.0
 UPDATE_AT = 150.0
-
-
-def _container(image):
-    return {"name": "engine", "image": image, "resources": {"limits": {"nvidia.com/gpu": "1"}}}
 
 
 @st.composite
@@ -44,24 +41,16 @@ def scenarios(draw):
     roles = []
     for i in range(n_roles):
         workers = draw(st.integers(0, 1))
-        role = {
-            "name": f"r{i}",
-            "replicas": draw(st.integers(1, 3)),
-            "workerReplicas": workers,
-            "entryTemplate": {"spec": {"containers": [_container("engine:v1")]}},
-        }
-        if workers:
-            role["workerTemplate"] = {"spec": {"containers": [_container("engine:v1")]}}
-        roles.append(role)
+        roles.append(role(f"r{i}", replicas=draw(st.integers(1, 3)), workers=workers))
     in_place = kind == "InPlaceRollingUpdate"
     mu = draw(st.integers(1 if in_place else 0, 2))
     ms_ = 0 if in_place else draw(st.integers(0 if mu else 1, 1))  # in-place has no surge
     if role_level:
-        for role in roles:
-            role["maxUnavailable"] = mu
+        for r in roles:
+            r["maxUnavailable"] = mu
             if not in_place:
-                role["maxSurge"] = ms_
-            role["partition"] = draw(st.integers(0, role["replicas"] - 1))
+                r["maxSurge"] = ms_
+            r["partition"] = draw(st.integers(0, r["replicas"] - 1))
         strategy = {"type": kind}
         partition = None
     else:
@@ -104,12 +93,7 @@ def scenarios(draw):
             "gpusPerNode": 4,
             "timing": {"schedule": 1, "pull": [1, 3], "start": 1, "load": [5, 10], "terminate": 1},
         },
-        "modelServing": {
-            "apiVersion": "serving.rolloutui.io/v1alpha1",
-            "kind": "ModelServing",
-            "metadata": {"name": "prop", "namespace": "default"},
-            "spec": {"replicas": replicas, "rolloutStrategy": strategy, "template": {"roles": roles}},
-        },
+        "modelServing": modelserving(name="prop", replicas=replicas, strategy=strategy, roles=roles),
         "events": events,
     }
     return doc
@@ -189,28 +173,12 @@ def test_the_invariant_check_itself_catches_a_budget_breach_and_a_partition_brea
             "gpusPerNode": 4,
             "timing": {"schedule": 1, "pull": 2, "start": 1, "load": 5, "terminate": 1},
         },
-        "modelServing": {
-            "apiVersion": "serving.rolloutui.io/v1alpha1",
-            "kind": "ModelServing",
-            "metadata": {"name": "prop", "namespace": "default"},
-            "spec": {
-                "replicas": 3,
-                "rolloutStrategy": {
-                    "type": "ServingGroupRollingUpdate",
-                    "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": 0, "partition": 1},
-                },
-                "template": {
-                    "roles": [
-                        {
-                            "name": "r0",
-                            "replicas": 1,
-                            "workerReplicas": 0,
-                            "entryTemplate": {"spec": {"containers": [_container("engine:v1")]}},
-                        }
-                    ]
-                },
-            },
-        },
+        "modelServing": modelserving(
+            name="prop",
+            replicas=3,
+            strategy=group_strategy(maxUnavailable=1, maxSurge=0, partition=1),
+            roles=[role("r0")],
+        ),
         "events": [{"at": 0, "do": "apply"}, {"at": UPDATE_AT, "do": "setImage", "role": "r0", "image": "engine:v2"}],
     }
     trace = run_scenario(parse_scenario(doc))

@@ -1,4 +1,4 @@
-"""InferenceService scenarios (issue 13): every promise of tests/scenarios/isvc-*.yaml, checked on
+"""InferenceService scenarios: every promise of tests/scenarios/isvc-*.yaml, checked on
 its trace. Pods are counted as the Deployment controller counts them: a terminating pod is no
 longer one of its pods (its ReplicaSet already replaced it)."""
 

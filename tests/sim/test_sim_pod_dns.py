@@ -7,23 +7,13 @@ from controller.core.ports import SERVICE, NoRouter
 from controller.core.reconcile import reconcile
 from controller.simcluster.memory.clock import VirtualClock
 from controller.simcluster.memory.store import InMemoryStore
+from tests.factories import modelserving, role
 
 
 def manifest() -> dict:
-    template = {"spec": {"containers": [{"name": "engine", "image": "vllm:1"}]}}
-    role = {
-        "name": "prefill",
-        "replicas": 1,
-        "workerReplicas": 1,
-        "entryTemplate": template,
-        "workerTemplate": template,
-    }
-    return {
-        "apiVersion": "serving.rolloutui.io/v1alpha1",
-        "kind": "ModelServing",
-        "metadata": {"name": "chat", "namespace": "llm"},
-        "spec": {"replicas": 1, "template": {"roles": [role]}},
-    }
+    return modelserving(
+        name="chat", namespace="llm", replicas=1, roles=[role("prefill", workers=1, image="vllm:1", gpus=None)]
+    )
 
 
 def test_the_simulated_cluster_holds_the_service_names_the_entry_address_and_collects_the_service():

@@ -13,6 +13,7 @@ import yaml
 
 from controller.simcluster import cli
 from controller.simcluster.scenario import ScenarioError, parse_scenario
+from tests.factories import modelserving, role
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -25,34 +26,7 @@ BASE = {
         "gpusPerNode": 4,
         "timing": {"schedule": 1, "pull": [1, 3], "start": 1, "load": 10, "terminate": 1},
     },
-    "modelServing": {
-        "apiVersion": "serving.rolloutui.io/v1alpha1",
-        "kind": "ModelServing",
-        "metadata": {"name": "demo", "namespace": "default"},
-        "spec": {
-            "replicas": 2,
-            "template": {
-                "roles": [
-                    {
-                        "name": "serve",
-                        "replicas": 1,
-                        "workerReplicas": 0,
-                        "entryTemplate": {
-                            "spec": {
-                                "containers": [
-                                    {
-                                        "name": "engine",
-                                        "image": "engine:v1",
-                                        "resources": {"limits": {"nvidia.com/gpu": "1"}},
-                                    }
-                                ]
-                            }
-                        },
-                    }
-                ]
-            },
-        },
-    },
+    "modelServing": modelserving(name="demo", replicas=2, roles=[role("serve")]),
     "events": [{"at": 0, "do": "apply"}],
 }
 

@@ -35,7 +35,7 @@ from tests.paths import (  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = EXAMPLE_SCENARIOS  # the documented scenarios whose promises this file checks by name
-# tests/scenarios are run by tests/coordination/test_scenarios_issue4.py.
+# tests/scenarios are run by tests/coordination/test_scenarios_coordination_inplace_drain.py.
 ALL_SCENARIOS = [*sorted(EXAMPLE_SCENARIOS.glob("*.yaml")), *shared_scenarios_beyond_the_repository()]
 
 _CACHE: dict[str, tuple[dict, float]] = {}

@@ -1,5 +1,5 @@
-"""Issue 4, part 4: simulation scenarios (tests/scenarios/*.yaml, public format of scenarios.md),
-run on the simulated cluster through the simulator's entry points, asserted by reading the trace.
+"""The coordination, in-place and drain scenarios of tests/scenarios/*.yaml (public format of
+scenarios.md), run on the simulated cluster through the simulator's entry points, asserted by reading the trace.
 """
 
 from __future__ import annotations
@@ -229,7 +229,7 @@ def test_manage_py_simulate_writes_the_same_trace_as_the_python_entry_point(tmp_
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in SCENARIOS.glob("*.yaml")))
-def test_every_issue4_scenario_is_valid_and_runs_without_controller_errors(name):
+def test_every_scenario_in_tests_scenarios_is_valid_and_runs_without_controller_errors(name):
     trace = trace_of(name)
     assert trace["format"] == 1 and trace["scenario"] == name
     assert not trace.get("controllerErrors")
