@@ -408,7 +408,7 @@ def measure_render(stack: Stack, loads: int = 3) -> dict:
         page.wait_for_url(stack.url + "/")
         for _ in range(loads):
             page.goto(stack.url + f"/modelservings/{NAMESPACE}/{NAME}/", wait_until="commit")
-            page.wait_for_function("window.__firstRenderMs !== undefined", timeout=30000)
+            page.wait_for_function("() => window.__firstRenderMs !== undefined", timeout=30000)
             times.append(page.evaluate("window.__firstRenderMs"))
             draws.append(page.evaluate("window.__lastRenderMs"))
             cells = page.evaluate("window.__rollout.state.instances.length")
