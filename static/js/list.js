@@ -11,7 +11,9 @@ import { api } from "./lib/api.js";
 import { byId, h, mount, readJson } from "./lib/dom.js";
 import { phaseClass } from "./lib/format.js";
 
-const REFRESH_MS = 5000;
+// Every 5 s; `?refresh=<ms>` (at least 1000) polls faster, which `python -m bench list` uses to
+// measure the frames while rows change.
+const REFRESH_MS = Math.max(1000, Number(new URLSearchParams(location.search).get("refresh")) || 5000);
 const phases = readJson("phases", []);
 const form = byId("filters");
 const tbody = byId("ms-rows");
@@ -69,36 +71,54 @@ function createRow(r) {
 
 const changed = (prev, r, ...fields) => !prev || fields.some((f) => prev[f] !== r[f]);
 
+// Writes that skip what the element already shows: the first refresh compares every cell of the
+// server-rendered rows (their data is unknown), and a cell written with its own value would still
+// cost a style and layout pass over the 1,000-row table.
+function setText(el, text) {
+  if (el.textContent !== text) el.textContent = text;
+}
+function setClass(el, name) {
+  if (el.className !== name) el.className = name;
+}
+function setWidth(el, width) {
+  if (el.style.width !== width) el.style.width = width;
+}
+
 // Write what changed since the row's last data.
 function updateRow(row, r) {
   const prev = row.data;
   const { cells } = row;
   if (changed(prev, r, "phase")) {
-    row.tr.dataset.phase = r.phase;
-    cells.phase.className = phaseClass(r.phase, phases);
-    cells.phase.textContent = r.phase;
+    if (row.tr.dataset.phase !== r.phase) row.tr.dataset.phase = r.phase;
+    setClass(cells.phase, phaseClass(r.phase, phases));
+    setText(cells.phase, r.phase);
   }
   if (changed(prev, r, "updated", "ready", "desired")) {
-    cells.bars.title = `updated ${r.updated}, ready ${r.ready}, desired ${r.desired}`;
-    cells.upd.style.width = pct(r.updated, r.desired) + "%";
-    cells.ready.style.width = pct(r.ready, r.desired) + "%";
-    cells.barsText.textContent = `${r.updated} / ${r.ready} / ${r.desired}`;
+    const title = `updated ${r.updated}, ready ${r.ready}, desired ${r.desired}`;
+    if (cells.bars.title !== title) cells.bars.title = title;
+    setWidth(cells.upd, pct(r.updated, r.desired) + "%");
+    setWidth(cells.ready, pct(r.ready, r.desired) + "%");
+    setText(cells.barsText, `${r.updated} / ${r.ready} / ${r.desired}`);
   }
   if (r.kind === ISVC) {
-    if (changed(prev, r, "canary")) cells.revision.textContent = r.canary || "—";
-    if (changed(prev, r, "deploymentMode")) cells.strategy.textContent = r.deploymentMode ?? "";
+    if (changed(prev, r, "canary")) setText(cells.revision, r.canary || "—");
+    if (changed(prev, r, "deploymentMode")) setText(cells.strategy, r.deploymentMode ?? "");
     row.data = r;
     return;
   }
   if (changed(prev, r, "currentRevision", "updateRevision")) {
     const moving = r.updateRevision && r.updateRevision !== r.currentRevision;
-    mount(
-      cells.revision,
-      r.currentRevision || "—",
-      moving ? [" ", h("span", { class: "arrow" }, "→"), " ", h("b", null, r.updateRevision)] : null,
-    );
+    // The cell's text is "1" or "1 → 2" whichever wrote it (this script or the server).
+    const text = (r.currentRevision || "—") + (moving ? ` → ${r.updateRevision}` : "");
+    if (cells.revision.textContent !== text) {
+      mount(
+        cells.revision,
+        r.currentRevision || "—",
+        moving ? [" ", h("span", { class: "arrow" }, "→"), " ", h("b", null, r.updateRevision)] : null,
+      );
+    }
   }
-  if (changed(prev, r, "strategyType")) cells.strategy.textContent = r.strategyType ?? "";
+  if (changed(prev, r, "strategyType")) setText(cells.strategy, r.strategyType ?? "");
   row.data = r;
 }
 
@@ -130,7 +150,7 @@ function applyFilters() {
       (!f.ns || ns === f.ns) && (!f.q || name.toLowerCase().includes(f.q)) && (!f.kind || row.tr.dataset.kind === f.kind);
     if (inScope) counts[phase] = (counts[phase] || 0) + 1;
     const visible = inScope && (!f.phase || phase === f.phase);
-    row.tr.hidden = !visible;
+    if (row.tr.hidden === visible) row.tr.hidden = !visible;
     if (visible) shown++;
   }
   if (!shown && !emptyRow) {
@@ -138,18 +158,19 @@ function applyFilters() {
     tbody.appendChild(emptyRow);
   }
   if (emptyRow) emptyRow.hidden = shown > 0;
-  countEl.textContent = shown;
-  for (const el of document.querySelectorAll("[data-phase-count]")) el.textContent = counts[el.dataset.phaseCount] || "";
+  setText(countEl, String(shown));
+  for (const el of document.querySelectorAll("[data-phase-count]")) setText(el, String(counts[el.dataset.phaseCount] || ""));
   for (const label of form.querySelectorAll(".seg-item")) label.classList.toggle("on", label.querySelector("input").checked);
   const params = new URLSearchParams();
   if (f.q) params.set("q", f.q);
   if (f.ns) params.set("namespace", f.ns);
   if (f.phase) params.set("phase", f.phase);
   if (f.kind) params.set("kind", f.kind);
-  history.replaceState(null, "", params.toString() ? "?" + params : location.pathname);
+  const url = params.toString() ? "?" + params : location.pathname;
+  if (location.search !== (params.toString() ? "?" + params : "")) history.replaceState(null, "", url);
 }
 
-// Bring the table to `data` (sorted by namespace/name): update rows in place, add the new ones,
+// Bring the table to `data` (in the API's order): update rows in place, add the new ones,
 // remove the gone ones; a row moves only when its position changed.
 function sync(data) {
   const keys = new Set(data.map(keyOf));
@@ -182,12 +203,14 @@ function sync(data) {
 async function refresh() {
   if (document.hidden) return; // no polling in background tabs
   try {
+    // In the API's order (namespace, name, kind), the order the server rendered the rows in: a
+    // refresh then moves no row that kept its place.
     const data = await api("/api/workloads/");
-    data.sort((a, b) => keyOf(a).localeCompare(keyOf(b)));
     sync(data);
     applyFilters();
     statusEl.textContent = "updated " + new Date().toLocaleTimeString();
     statusEl.classList.remove("stale");
+    window.__listRefreshes = (window.__listRefreshes || 0) + 1; // for `python -m bench list`
   } catch (err) {
     if (err.status === 401 || err.status === 403) {
       location.reload();
@@ -206,5 +229,13 @@ form.addEventListener("submit", (e) => {
 document.addEventListener("visibilitychange", () => {
   if (!document.hidden) refresh();
 });
+// The server rendered the rows from the same data moments ago: the first refresh is the next
+// poll, not one right away (at 1,000 rows that would be a second request and a pass over every
+// cell before the page settles). A page restored from the back/forward cache is old: refresh it.
+window.addEventListener("pageshow", (e) => {
+  if (e.persisted) refresh();
+});
+applyFilters();
 setInterval(refresh, REFRESH_MS);
-refresh();
+// For `python -m bench list`: when the list became live (rows adopted, filters and polling armed).
+window.__listReadyMs = performance.now();

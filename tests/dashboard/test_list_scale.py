@@ -1,8 +1,10 @@
-"""The list page stays fast with 1,000 ModelServings (Argo's dashboard freezes at ~120)."""
+"""The list page and API serve 1,000 ModelServings (Argo's dashboard freezes at ~120).
+
+How fast is measured by ``python -m bench list`` (list API, first render, frames while the list
+updates), not here: these are the functional checks at that size.
+"""
 
 from __future__ import annotations
-
-import time
 
 import pytest
 
@@ -20,18 +22,19 @@ def test_list_page_and_api_with_1000_modelservings(viewer_client):
         m["metadata"]["namespace"] = f"team-{i % 10}"
         c.create_modelserving(m)
 
-    started = time.perf_counter()
     resp = viewer_client.get("/")
-    page_seconds = time.perf_counter() - started
     assert resp.status_code == 200
     html = resp.content.decode()
     assert html.count('<tr data-key="') == 1000
-    assert page_seconds < 1.5, f"the list page took {page_seconds:.2f}s"
+    # Rows in the API's order (namespace, name), each linking to its page.
+    assert html.index('data-key="team-0/ms-0000"') < html.index('data-key="team-0/ms-0010"')
+    assert html.index('data-key="team-0/ms-0990"') < html.index('data-key="team-1/ms-0001"')
+    assert 'href="/modelservings/team-3/ms-0003/"' in html
 
-    started = time.perf_counter()
     rows = viewer_client.get("/api/modelservings/").json()
-    api_seconds = time.perf_counter() - started
-    assert len(rows) == 1000 and api_seconds < 1.0, f"GET /api/modelservings/ took {api_seconds:.2f}s"
+    assert len(rows) == 1000
+    workloads = viewer_client.get("/api/workloads/").json()
+    assert [(r["namespace"], r["name"]) for r in workloads] == sorted((r["namespace"], r["name"]) for r in rows)
     # Server-side filters narrow the page too (links keep working without JavaScript).
     filtered = viewer_client.get("/", {"namespace": "team-3", "q": "ms-00"}).content.decode()
     assert filtered.count('<tr data-key="') == 10

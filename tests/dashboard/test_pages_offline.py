@@ -223,10 +223,12 @@ def test_forged_status_values_render_as_text_on_the_list_page_and_no_script_runs
 ):
     forge_status(ms, operator_client)
     site = OfflineSite(page, operator_client)
+    page.clock.install()
     page.goto(site.url("/"))
     row = page.locator(f"tr[data-key='{NAMESPACE}/{ms['name']}']")
-    # Server-rendered first, then refreshed by the script from the API.
+    # Server-rendered first, then refreshed by the script from the API (the next poll, 5 s later).
     expect(row.locator(".phase")).to_have_text(forged("phase"))
+    page.clock.run_for(5000)
     expect(page.locator("#refresh-status")).to_contain_text("updated")
     expect(row.locator(".phase")).to_have_text(forged("phase"))
     # An unknown phase gets no colour class made from its text.
@@ -269,7 +271,8 @@ def test_the_pages_work_under_a_strict_content_security_policy(ms, operator_clie
     )
     page.goto(site.url(path.format(**ms)))
     if path == "/":
-        expect(page.locator("#refresh-status")).to_contain_text("updated")
+        # The first refresh is the first poll, 5 s after the load (the server rendered the rows).
+        expect(page.locator("#refresh-status")).to_contain_text("updated", timeout=15000)
         page.fill("#filter-q", ms["name"])
         expect(page.locator("#ms-count")).to_have_text("1")
     else:
@@ -366,7 +369,8 @@ def test_list_rows_are_made_once_and_updated_in_place(ms, operator_client, page:
     page.goto(site.url("/"))
     key = f"{NAMESPACE}/{ms['name']}"
     expect(page.locator(f"tr[data-key='{key}'] .phase")).to_have_text(ms["state"]["phase"])
-    page.clock.run_for(100)
+    # The server rendered the rows: the first refresh is the next poll, 5 s later.
+    page.clock.run_for(5000)
     expect(page.locator("#refresh-status")).to_contain_text("updated")
     page.evaluate(f"document.querySelector(\"tr[data-key='{key}']\").__sameRow = true")
 

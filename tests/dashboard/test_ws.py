@@ -167,3 +167,44 @@ async def test_publish_state_from_the_services_reaches_the_client(ms, viewer):
     update = json.loads(await comm.receive_from(timeout=3))
     assert update["type"] == "state.delta" and update["time"] is not None
     await comm.disconnect()
+
+
+async def test_a_state_published_as_json_text_reaches_clients_as_a_delta_and_as_the_next_snapshot(ms, viewer):
+    """``publish_state`` sends the state's JSON text (encoded once by the publisher): a connected
+    page gets a delta that rebuilds it, and a page connecting afterwards gets that very text."""
+    from controller.runtime.publish import encode_state
+    from rolloutui.services import streaming
+
+    first = communicator(ms, viewer)
+    await first.connect()
+    snapshot = json.loads(await first.receive_from(timeout=3))
+    instances = [dict(x) for x in snapshot["instances"]]
+    instances[0]["state"] = "Draining"
+    state = {**snapshot, "instances": instances, "note": "ü → ✓", "time": 777.0}
+    await database_sync_to_async(streaming.publish_state)(ms["namespace"], ms["name"], state)
+    delta = json.loads(await first.receive_from(timeout=3))
+    assert delta["type"] == "state.delta" and delta["base"] == snapshot["time"]
+    assert replay([snapshot, delta]) == state
+
+    second = communicator(ms, viewer)
+    await second.connect()
+    text = await second.receive_from(timeout=3)
+    assert text == encode_state(state).decode() and json.loads(text) == state
+    for comm in (first, second):
+        await comm.disconnect()
+
+
+async def test_an_update_that_is_not_json_is_ignored_and_the_next_one_arrives(ms, viewer):
+    from rolloutui.services import streaming
+
+    comm = communicator(ms, viewer)
+    await comm.connect()
+    snapshot = json.loads(await comm.receive_from(timeout=3))
+    group = streaming.group_name(ms["namespace"], ms["name"])
+    await get_channel_layer().group_send(group, {"type": "state.update", "json": b"{not json"})
+    await get_channel_layer().group_send(group, {"type": "state.update", "json": b"[1, 2]"})
+    state = {**snapshot, "time": 888.0}
+    await get_channel_layer().group_send(group, {"type": "state.update", "state": state})
+    delta = json.loads(await comm.receive_from(timeout=3))
+    assert replay([snapshot, delta]) == state
+    await comm.disconnect()

@@ -52,7 +52,9 @@ async def test_a_client_that_does_not_acknowledge_is_dropped_past_the_pending_bo
     await comm.connect()
     snapshot = json.loads(await comm.receive_from(timeout=3))
     # Room for the snapshot and a little more: the next big updates overflow it.
-    settings.ROLLOUTUI_WS_MAX_PENDING_BYTES = len(json.dumps(snapshot)) + 2000
+    # Room for the snapshot and two deltas (~1.6 kB each): an ack may reach the consumer after the
+    # next update went out. Eight unacknowledged deltas would not fit.
+    settings.ROLLOUTUI_WS_MAX_PENDING_BYTES = len(json.dumps(snapshot)) + 4000
     group = streaming.group_name(ms["namespace"], ms["name"])
     for i in range(8):
         big = {**snapshot, "time": 100.0 + i, "padding": "x" * 1500 * (i + 1)}
@@ -69,7 +71,9 @@ async def test_a_client_that_acknowledges_is_not_dropped(ms, viewer, settings):
     snapshot = json.loads(await comm.receive_from(timeout=3))
     received = 1
     await comm.send_json_to({"type": "ack", "n": received})
-    settings.ROLLOUTUI_WS_MAX_PENDING_BYTES = len(json.dumps(snapshot)) + 2000
+    # Room for the snapshot and two deltas (~1.6 kB each): an ack may reach the consumer after the
+    # next update went out. Eight unacknowledged deltas would not fit.
+    settings.ROLLOUTUI_WS_MAX_PENDING_BYTES = len(json.dumps(snapshot)) + 4000
     group = streaming.group_name(ms["namespace"], ms["name"])
     for i in range(8):
         big = {**snapshot, "time": 100.0 + i, "padding": str(i) * 1500}

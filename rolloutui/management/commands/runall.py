@@ -74,6 +74,10 @@ def _group_alive(pgid: int) -> list[psutil.Process]:
     return alive
 
 
+# Daphne's largest websocket message (both ways), in bytes: 16 MiB.
+WS_MAX_MESSAGE_SIZE = 16 * 1024 * 1024
+
+
 class Command(BaseCommand):
     help = "Start Redis (embedded if REDIS_URL is unset), migrate, then run Daphne, a Celery worker and beat."
 
@@ -322,6 +326,12 @@ class Command(BaseCommand):
                     str(self.port),
                     "--access-log",
                     os.devnull,
+                    # The full state of a 1,000-group ModelServing is ~1.4 MB of JSON, over
+                    # Daphne's default 1 MiB message limit (the page of such a ModelServing would
+                    # never get its first state). Browser messages stay bounded by
+                    # ROLLOUTUI_WS_MAX_MESSAGE_BYTES in the consumer.
+                    "--websocket-max-message-size",
+                    str(WS_MAX_MESSAGE_SIZE),
                     "rolloutui.asgi:application",
                 ],
             ),
