@@ -26,8 +26,9 @@ publishes costs a client a few messages.
 
 Bounds (issue 14): a ``resync`` costs a token like any other message (a client asking for the full
 state in a loop gets at most ``RATE`` a second, coalesced); a message from the client larger than
-ROLLOUTUI_WS_MAX_MESSAGE_BYTES closes the socket (1009; Daphne has no transport-level limit, so a
-huge frame is still read once: an Ingress body limit bounds that), one that is not JSON is ignored; the page
+ROLLOUTUI_WS_MAX_MESSAGE_BYTES closes the socket (1009; Daphne's own limit, which bounds both ways,
+is 16 MiB so that the full state of a 1,000-group ModelServing, ~1.4 MB, can be sent: a frame up
+to that size is still read once, an Ingress body limit bounds it further), one that is not JSON is ignored; the page
 acknowledges what it has received (``{"type": "ack", "n": <messages received>}``) and a client whose
 unacknowledged output exceeds ROLLOUTUI_WS_MAX_PENDING_BYTES (it does not read, or reads too slowly)
 is dropped with 4408, so the server never buffers without bound for it. Every
