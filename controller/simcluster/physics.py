@@ -50,6 +50,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from controller.core import naming
@@ -196,18 +197,22 @@ def on_create(pod: Obj, now: float, config: ClusterConfig) -> Outcome:
     return Outcome(with_state(pod, {"phase": SCHEDULING, "at": at}), at)
 
 
-def place(free_by_node: list[tuple[str, int]], need: int) -> tuple[str | None, int]:
+def place(free_by_node: Mapping[str, int], need: int) -> tuple[str | None, int]:
     """kube-scheduler's LeastAllocated choice: the node with the most free GPUs that fits ``need``
-    (ties go to the earlier node). Returns ``(node or None, the most free GPUs on any node)``.
+    (ties go to the earlier node). ``free_by_node``: free GPUs by node name, in node order. Returns
+    ``(node or None, the most free GPUs on any node)``.
 
-    Example: free [("node-0", 2), ("node-1", 5), ("node-2", 5)], need 3 -> ("node-1", 5).
+    Example: free {"node-0": 2, "node-1": 5, "node-2": 5}, need 3 -> ("node-1", 5).
+
+    The node with the most free GPUs is the best fit whenever any node fits (the one that fits with
+    the most free is that node), so one ``max`` answers both: it returns the first of equals, which
+    is the tie rule. It runs in C: a 1,000-group preview places 6,000 pods on ~380 nodes.
     """
-    best, best_free, most_free = None, -1, 0
-    for name, free in free_by_node:
-        most_free = max(most_free, free)
-        if free >= need and free > best_free:
-            best, best_free = name, free
-    return best, most_free
+    if not free_by_node:
+        return None, 0
+    best = max(free_by_node, key=free_by_node.__getitem__)
+    most_free = free_by_node[best]
+    return (best if most_free >= need else None), max(most_free, 0)
 
 
 def unschedulable(pod: Obj, now: float, nodes: int, need: int, most_free: int) -> Obj:

@@ -264,7 +264,7 @@ def _group_entry(ctx: PassContext, out: PlanBuilder, o: int, totals: _Totals) ->
         skew, limit = _coordinated_skew(coordinated_ready, Fraction(coordination.max_skew_percent, 100))
         if totals.worst_skew is None or skew > totals.worst_skew[0]:
             totals.worst_skew = (skew, limit, o)
-    if present and {r for r, _ in group.instances} - set(ms.role_names):
+    if present and any(r not in ctx.role_sizes for r, _ in group.instances):
         totals.converged = False  # instances of a role that left the spec
         group_updated = False
     if group_level:

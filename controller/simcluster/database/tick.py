@@ -118,7 +118,7 @@ def _schedule(
     # Oldest first (creation order), like the scheduler's queue.
     for ns, name, pk, data in sorted(pending, key=lambda item: item[2]):
         need = physics.pod_gpus(data)
-        best_name, most_free = physics.place([(n.name, n.gpus - used.get(n.name, 0)) for n in nodes], need)
+        best_name, most_free = physics.place({n.name: n.gpus - used.get(n.name, 0) for n in nodes}, need)
         uid = data["metadata"].get("uid")
 
         if best_name is None:
