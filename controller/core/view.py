@@ -113,7 +113,7 @@ def build_view(
                 expected = expected_of[(inst.revision, role)] = _expected_pods(parsed, history, inst.revision, role)
             pods_sorted = [inst.pods[i] for i in sorted(inst.pods)]
             draining_pods = [p for p in pods_sorted if p.draining_since is not None and not p.deleting]
-            inflight = sum(int(in_flight.get(p.name, 0)) for p in pods_sorted)
+            inflight = sum(int(in_flight.get(p.name, 0)) for p in pods_sorted) if in_flight else 0
             # Under role-level strategies an instance of a role whose template did not change keeps
             # its pods (and their old revision label) but runs exactly the update revision's
             # template for that role: report the revision it runs.
@@ -122,7 +122,7 @@ def build_view(
                 if role_level and update_revision and inst.role_hash and update_role_hashes.get(role) == inst.role_hash
                 else inst.revision
             )
-            gates = serving_gates.instance_gates(inst, expected, verification_required=verification)
+            gates = serving_gates.instance_gates(inst, expected, verification_required=verification, pods=pods_sorted)
             all_gates.append(((g, role, ordinal), gates))
             tally = serving.setdefault(runs, {"instances": 0, "serving": 0, "failed": 0})
             tally["instances"] += 1
