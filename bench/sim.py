@@ -20,9 +20,10 @@
    reported with its CPU time and the process's peak RSS (ru_maxrss; the preview runs first).
 
    Figures (issue 15, 2026-12-01; 2 cores shared with ~5 other sessions, load average 5-12, so wall
-   times are several times the CPU times): the same 1,000-group preview, before -> after, back to
-   back in the same conditions: CPU 23.9 s -> 12.8 s; this bench's run: 33.3 s wall, 12.8 s CPU,
-   peak RSS 85.5 MB, converged 410.2 s after the change (10 batches x 41 s). The 5 s wall target
+   times are several times the CPU times): the same 1,000-group preview, before -> after, run at
+   the same time under the same load: CPU 20.9 s -> 13.7 s, wall 29.2 s -> 21.9 s, peak RSS
+   195 MB -> 87 MB; this bench's run: 33.3 s wall, 12.8 s CPU, peak RSS 85.5 MB, converged 410.2 s
+   after the change (10 batches x 41 s). The 5 s wall target
    is NOT met yet (not measured on a quiet machine, where wall is close to CPU): see the README.
 
     python -m bench sim [--json] [--preview-groups 1000]   (0 skips the preview)
