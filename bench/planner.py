@@ -22,7 +22,9 @@ pessimistic; before and after were run back to back in the same conditions (CPU 
 
     observe (warm)  75 -> 52 ms      plan  37 -> 32 ms      observe + plan  107 -> 95 ms
 
-Earlier measurement on a quieter machine: 42 ms observe + 23 ms plan. The targets (40 ms / 20 ms)
+At load ~1-2, three runs each, wall medians: plan 36-55 ms (before 55-90), observe 58-74 ms
+(before 63-120); the runs vary by ~50% on this machine. Earlier measurement: 42 ms observe + 23 ms
+plan. The targets (40 ms / 20 ms)
 are NOT yet shown met: under this load no run could show them either way; see the README.
 """
 

@@ -23,7 +23,8 @@
    times are several times the CPU times): the same 1,000-group preview, before -> after, run at
    the same time under the same load: CPU 20.9 s -> 13.7 s, wall 29.2 s -> 21.9 s, peak RSS
    195 MB -> 87 MB; this bench's run: 33.3 s wall, 12.8 s CPU, peak RSS 85.5 MB, converged 410.2 s
-   after the change (10 batches x 41 s). The 5 s wall target
+   after the change (10 batches x 41 s). At load ~1.7, one after the other: 17.8 s -> 11.7 s wall
+   (11.4 s CPU, peak RSS 85 MB). The 5 s wall target
    is NOT met yet (not measured on a quiet machine, where wall is close to CPU): see the README.
 
     python -m bench sim [--json] [--preview-groups 1000]   (0 skips the preview)
