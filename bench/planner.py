@@ -1,15 +1,31 @@
-"""Planner benchmark: the median time of one full ``plan()`` mid-rollout.
+"""Planner benchmark: one reconcile pass's pure work (observe + plan) mid-rollout, and plan alone.
 
 Shape: N ServingGroups x 4 roles x 8 pods (each role has one instance of 1 entry + 7 workers, so
 8 pods per role and 32 per group). 1,000 groups = 32,000 pods; a tenth of that = 3,200 pods.
 
 Mid-rollout: the top 40% of ordinals are on the new revision, one group is being replaced (its pods
-terminating), the rest are old and Ready. ``plan`` gets an already observed state, as in the
-reconcile pass (observation is reported separately, it is per-pod parsing).
+terminating), the rest are old and Ready. A reconcile pass observes the pods (pods -> instances ->
+groups) then plans. Observation is measured warm: the pods are unchanged since the last pass, as
+nearly all pods are between two passes (their parse is cached by uid and resourceVersion); the
+cold parse of every pod is reported too.
 
-Output: a table; with ``--json`` the last line is
-``[{"pods": 3200, "ms": ...}, {"pods": 32000, "ms": ...}]`` (``ms`` = median of plan()).
-Target: under 50 ms for 32,000 pods on a 2-core machine, cost growing no faster than linearly.
+Output: a table (medians of wall time, and of CPU time: on a shared machine CPU time is the steadier
+figure); with ``--json`` the last line is
+``[{"pods": 3200, "ms": ..., "observe_plan_ms": ...}, {"pods": 32000, ...}]`` (``ms`` = median of plan()).
+
+Targets at 32,000 pods on a 2-core machine: one pass (observe + plan) under 40 ms, plan alone under
+20 ms, cost growing no faster than linearly.
+
+Figures at 32,000 pods (issue 15, 2026-12-01). The 2-core machine was shared with ~5 other
+sessions (load average 5-11 during every run), so wall times were 3-10x the CPU times and both are
+pessimistic; before and after were run back to back in the same conditions (CPU ms, min of 15):
+
+    observe (warm)  75 -> 52 ms      plan  37 -> 32 ms      observe + plan  107 -> 95 ms
+
+At load ~1-2, three runs each, wall medians: plan 36-55 ms (before 55-90), observe 58-74 ms
+(before 63-120); the runs vary by ~50% on this machine. Earlier measurement: 42 ms observe + 23 ms
+plan. The targets (40 ms / 20 ms)
+are NOT yet shown met: under this load no run could show them either way; see the README.
 """
 
 from __future__ import annotations
@@ -100,21 +116,28 @@ def build_state(groups: int) -> tuple[Any, History, Any, dict[str, Any], list[di
     return parse_modelserving(new), history, observe(pods), status, pods
 
 
+def _median_ms(fn, repeats: int, *, collect: bool = True) -> tuple[float, float]:
+    """(median wall ms, median CPU ms) of ``fn()`` over ``repeats`` runs."""
+    wall, cpu = [], []
+    for _ in range(repeats):
+        if collect:
+            # Collect first so a collection of the 32,000 pod dicts built above is not billed to fn.
+            gc.collect()
+        started, started_cpu = time.perf_counter(), time.process_time()
+        fn()
+        wall.append((time.perf_counter() - started) * 1000)
+        cpu.append((time.process_time() - started_cpu) * 1000)
+    return round(statistics.median(wall), 2), round(statistics.median(cpu), 2)
+
+
 def measure(groups: int, repeats: int) -> dict[str, Any]:
     ms, history, observed, status, pods = build_state(groups)
-    plan_times = []
-    for _ in range(repeats):
-        # Collect first so a collection of the 32,000 pod dicts built above is not billed to plan().
-        gc.collect()
-        started = time.perf_counter()
-        result = plan(ms, history, observed, 1000.0, status=status)
-        plan_times.append((time.perf_counter() - started) * 1000)
-    observe_times = []
-    for _ in range(max(repeats // 2, 3)):
-        # Warm: the pods are unchanged since the last pass, as most pods are between two passes.
-        started = time.perf_counter()
-        observe(pods)
-        observe_times.append((time.perf_counter() - started) * 1000)
+    result = plan(ms, history, observed, 1000.0, status=status)
+    plan_ms, plan_cpu = _median_ms(lambda: plan(ms, history, observed, 1000.0, status=status), repeats)
+    # Warm: the pods are unchanged since the last pass, as most pods are between two passes.
+    observe_ms, observe_cpu = _median_ms(lambda: observe(pods), repeats)
+    # One pass's pure work: observe the pods, then plan on that observation.
+    both_ms, both_cpu = _median_ms(lambda: plan(ms, history, observe(pods), 1000.0, status=status), repeats)
     started = time.perf_counter()
     for raw in pods:
         parse_pod(raw)
@@ -122,8 +145,12 @@ def measure(groups: int, repeats: int) -> dict[str, Any]:
     return {
         "groups": groups,
         "pods": len(pods),
-        "ms": round(statistics.median(plan_times), 2),
-        "observe_ms": round(statistics.median(observe_times), 2),
+        "ms": plan_ms,
+        "plan_cpu_ms": plan_cpu,
+        "observe_ms": observe_ms,
+        "observe_cpu_ms": observe_cpu,
+        "observe_plan_ms": both_ms,
+        "observe_plan_cpu_ms": both_cpu,
         "parse_cold_ms": round(cold_ms, 2),
         "actions": len(result.actions),
         "blocked": len(result.blocked),
@@ -135,18 +162,39 @@ def main(argv: list[str]) -> int:
     repeats = 15
     rows = [measure(100, repeats), measure(1000, repeats)]
     print(
-        f"{'groups':>7} {'pods':>7} {'plan ms (median)':>17} {'observe ms (warm)':>18} "
-        f"{'parse ms (cold)':>16} {'actions':>8} {'blocked':>8}"
+        f"{'groups':>7} {'pods':>7} {'observe+plan ms':>16} {'plan ms':>8} {'observe ms':>11} "
+        f"{'(CPU: o+p':>10} {'plan':>6} {'observe)':>9} {'parse ms cold':>14} {'actions':>8} {'blocked':>8}"
     )
     for row in rows:
         print(
-            f"{row['groups']:>7} {row['pods']:>7} {row['ms']:>17.2f} {row['observe_ms']:>18.2f} "
-            f"{row['parse_cold_ms']:>16.2f} {row['actions']:>8} {row['blocked']:>8}"
+            f"{row['groups']:>7} {row['pods']:>7} {row['observe_plan_ms']:>16.2f} {row['ms']:>8.2f} "
+            f"{row['observe_ms']:>11.2f} {row['observe_plan_cpu_ms']:>10.2f} {row['plan_cpu_ms']:>6.2f} "
+            f"{row['observe_cpu_ms']:>9.2f} {row['parse_cold_ms']:>14.2f} {row['actions']:>8} {row['blocked']:>8}"
         )
-    ratio = rows[1]["ms"] / rows[0]["ms"] if rows[0]["ms"] else float("nan")
-    print(f"growth 3,200 -> 32,000 pods: x{ratio:.1f} for x10 pods (linear = x10); target < 50 ms at 32,000 pods")
+    ratio = rows[1]["observe_plan_ms"] / rows[0]["observe_plan_ms"] if rows[0]["observe_plan_ms"] else float("nan")
+    print(
+        f"growth 3,200 -> 32,000 pods: x{ratio:.1f} for x10 pods (linear = x10); "
+        "targets at 32,000 pods: observe+plan < 40 ms, plan < 20 ms (medians, wall)"
+    )
     if as_json:
-        print(json.dumps([{"pods": r["pods"], "ms": r["ms"]} for r in rows]))
+        print(
+            json.dumps(
+                [
+                    {
+                        "pods": r["pods"],
+                        "ms": r["ms"],
+                        "observe_plan_ms": r["observe_plan_ms"],
+                        "observe_ms": r["observe_ms"],
+                        "cpu": {
+                            "plan": r["plan_cpu_ms"],
+                            "observe": r["observe_cpu_ms"],
+                            "observe_plan": r["observe_plan_cpu_ms"],
+                        },
+                    }
+                    for r in rows
+                ]
+            )
+        )
     return 0
 
 

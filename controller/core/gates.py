@@ -125,10 +125,19 @@ _GATES_CACHE: dict[tuple, InstanceGates] = {}
 _GATES_CACHE_LIMIT = 50_000
 
 
-def instance_gates(inst: InstanceObs, expected_pods: int, *, verification_required: bool) -> InstanceGates:
-    pods = [inst.pods[i] for i in sorted(inst.pods)]
-    key = (tuple((p.uid, p.resource_version) for p in pods), inst.revision, expected_pods, verification_required)
-    cacheable = all(p.resource_version for p in pods)
+def instance_gates(
+    inst: InstanceObs,
+    expected_pods: int,
+    *,
+    verification_required: bool,
+    pods: list[PodObs] | None = None,
+) -> InstanceGates:
+    """``pods``: the instance's pods in index order, when the caller has them already."""
+    if pods is None:
+        pods = [inst.pods[i] for i in sorted(inst.pods)]
+    versions = tuple([(p.uid, p.resource_version) for p in pods])
+    key = (versions, inst.revision, expected_pods, verification_required)
+    cacheable = all([rv for _, rv in versions])
     cached = _GATES_CACHE.get(key) if cacheable else None
     if cached is not None:
         return cached

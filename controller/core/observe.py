@@ -84,7 +84,9 @@ class InstanceObs:
     updating_in_place: bool = False
     contiguous: int = 0  # pod indexes 0, 1, ... present without a gap (an instance of n pods: n)
 
-    def finalize(self) -> None:
+    def finalize(self, revision_counts: dict[str, int] | None = None) -> None:
+        """``revision_counts``: the group's pods per revision, this instance's pods added to it (the
+        group's tally is taken in this same walk over the pods)."""
         pods = self.pods
         contiguous = 0
         while contiguous in pods:
@@ -95,6 +97,8 @@ class InstanceObs:
         self.role_hash = entry.role_hash
         all_ready = True
         for pod in pods.values():
+            if revision_counts is not None:
+                revision_counts[pod.revision] = revision_counts.get(pod.revision, 0) + 1
             if pod.deleting:
                 self.deleting = True
                 self.being_removed = True
@@ -141,9 +145,7 @@ class GroupObs:
     def finalize(self) -> None:
         counts: dict[str, int] = {}
         for inst in self.instances.values():
-            inst.finalize()
-            for pod in inst.pods.values():
-                counts[pod.revision] = counts.get(pod.revision, 0) + 1
+            inst.finalize(counts)
             self.pod_count += len(inst.pods)
             self.deleting = self.deleting or inst.deleting
             self.being_removed = self.being_removed or inst.being_removed
@@ -330,11 +332,13 @@ def parse_pod(pod: Obj) -> PodObs | None:
     )
 
 
-# Parsed pods by (uid, resourceVersion). A pod object with the same resourceVersion is the same
-# object, so its parse can be reused from one pass to the next: with 32,000 pods of which a few
-# change per pass, this turns observation from ~180 ms into a few ms. It is a cache of derived data,
-# not controller state: dropping it changes nothing but speed.
-_PARSE_CACHE: dict[tuple[str, str], PodObs | None] = {}
+# Parsed pods by uid, with the resourceVersion they were parsed at. A pod object with the same
+# (uid, resourceVersion) is the same object, so its parse can be reused from one pass to the next:
+# with 32,000 pods of which a few change per pass, this turns observation from ~180 ms into a few
+# ms. Keyed by uid alone (the version checked on a hit): one string lookup per pod, no key tuple
+# built, and a pod's older versions are dropped as it changes. It is a cache of derived data, not
+# controller state: dropping it changes nothing but speed.
+_PARSE_CACHE: dict[str, tuple[str, PodObs | None]] = {}
 _PARSE_CACHE_LIMIT = 200_000
 
 
@@ -344,32 +348,43 @@ def _parse_cached(raw: Obj) -> PodObs | None:
     rv = meta.get("resourceVersion")
     if not uid or not rv:
         return parse_pod(raw)
-    key = (uid, rv)
-    try:
-        return _PARSE_CACHE[key]
-    except KeyError:
-        pass
+    hit = _PARSE_CACHE.get(uid)
+    if hit is not None and hit[0] == rv:
+        return hit[1]
     if len(_PARSE_CACHE) >= _PARSE_CACHE_LIMIT:
         _PARSE_CACHE.clear()
-    pod = _PARSE_CACHE[key] = parse_pod(raw)
+    pod = parse_pod(raw)
+    _PARSE_CACHE[uid] = (rv, pod)
     return pod
 
 
 def observe(pods: list[Obj], in_flight: Mapping[str, int] | None = None) -> Observed:
     groups: dict[int, GroupObs] = {}
     foreign: list[str] = []
+    cache = _PARSE_CACHE
+    # The hot loop of every pass (32,000 pods in the benchmark, nearly all unchanged since the last
+    # pass): the cache lookup is inlined, and the pods of one instance come one after the other
+    # (listed by name), so the group and instance of the previous pod are tried first.
+    group: GroupObs | None = None
+    inst: InstanceObs | None = None
     for raw in pods:
-        pod = _parse_cached(raw)
+        meta = raw.get("metadata") or _EMPTY
+        hit = cache.get(meta.get("uid"))
+        # A stored version is never empty, so equal versions mean this pod has a version.
+        pod = hit[1] if hit is not None and hit[0] == meta.get("resourceVersion") else _parse_cached(raw)
         if pod is None:
-            foreign.append((raw.get("metadata") or {}).get("name") or "?")
+            foreign.append(meta.get("name") or "?")
             continue
-        group = groups.get(pod.group)
-        if group is None:
-            group = groups[pod.group] = GroupObs(pod.group)
-        key = (pod.role, pod.ordinal)
-        inst = group.instances.get(key)
-        if inst is None:
-            inst = group.instances[key] = InstanceObs(pod.group, pod.role, pod.ordinal)
+        if group is None or group.ordinal != pod.group:
+            group = groups.get(pod.group)
+            if group is None:
+                group = groups[pod.group] = GroupObs(pod.group)
+            inst = None
+        if inst is None or inst.ordinal != pod.ordinal or inst.role != pod.role:
+            key = (pod.role, pod.ordinal)
+            inst = group.instances.get(key)
+            if inst is None:
+                inst = group.instances[key] = InstanceObs(pod.group, pod.role, pod.ordinal)
         inst.pods[pod.index] = pod
     for group in groups.values():
         group.finalize()

@@ -7,10 +7,10 @@ avoids: a recreated leader on the old template with workers on the new one).
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from . import gang, naming, network
+from .mergepatch import copy_json
 from .ports import Obj
 from .revisions import owner_reference, role_hash
 
@@ -67,7 +67,7 @@ def build_instance_pods(
     indexes = pod_indexes if pod_indexes is not None else list(range(workers + 1))
     pods = []
     for index in indexes:
-        template = copy.deepcopy(template_for(role_data, index))
+        template = copy_json(template_for(role_data, index))
         tmeta = template.get("metadata") or {}
         spec = template.get("spec") or {}
         labels = dict(tmeta.get("labels") or {})

@@ -136,13 +136,9 @@ def _reconcile_once(
     # in-place readiness gate. Asking the router about every pod would cost a lookup per pod.
     in_flight = {}
     for pod in pods:
-        meta = pod.get("metadata") or {}
-        leaving = (meta.get("annotations") or {}).get(naming.ANNOTATION_DRAINING) is not None or any(
-            c.get("type") == naming.CONDITION_INPLACE_READY and c.get("status") == "False"
-            for c in (pod.get("status") or {}).get("conditions") or ()
-        )
-        if leaving:
-            in_flight[meta["name"]] = router.in_flight(namespace, meta["name"])
+        if _leaving_routing(pod):
+            pod_name = pod["metadata"]["name"]
+            in_flight[pod_name] = router.in_flight(namespace, pod_name)
     observed = observe(pods, in_flight)
     figures = _analysis_figures(metrics, namespace, name, ms, prev_status, now)
     the_plan = plan(ms, history, observed, now, status=prev_status, settings=settings, analysis_figures=figures)
@@ -174,6 +170,19 @@ def _reconcile_once(
         else:
             revs = cluster.list_revisions(namespace, name) if the_plan.revision_actions else revision_objs
             result.view = build_view(state_obj, pods, revs, in_flight, now, observed=observed)
+
+
+def _leaving_routing(pod: Obj) -> bool:
+    """Marked draining, or taken out of routing by the in-place readiness gate (False). Plain loops:
+    this runs for every pod on every pass."""
+    meta = pod.get("metadata") or {}
+    annotations = meta.get("annotations")
+    if annotations and annotations.get(naming.ANNOTATION_DRAINING) is not None:
+        return True
+    for cond in (pod.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == naming.CONDITION_INPLACE_READY and cond.get("status") == "False":
+            return True
+    return False
 
 
 def _analysis_figures(
@@ -228,10 +237,12 @@ def _verifying(
     verifier: VerifierPort | None, namespace: str, verification: Verification | None, pods: list[Obj], now: float
 ):
     """The answer to a ``verify`` action, as the annotation patch that records it on the pod."""
-    by_name = {(p.get("metadata") or {}).get("name"): p for p in pods}
+    by_name: dict[str, Obj] = {}  # filled on the first verify action: most passes verify nothing
     spec = verification.to_json() if verification is not None else None
 
     def verify(pod_name: str, revision: str) -> Obj | None:
+        if not by_name:
+            by_name.update(((p.get("metadata") or {}).get("name"), p) for p in pods)
         pod = by_name.get(pod_name)
         if pod is None or spec is None:
             return None

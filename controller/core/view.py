@@ -102,14 +102,18 @@ def build_view(
     drain = []
     all_gates = []
     serving: dict[str, dict[str, int]] = {}
+    # Pods per instance by (revision, role): a few revisions, thousands of instances.
+    expected_of: dict[tuple[str, str], int] = {}
     for g in sorted(observed.groups):
         group = observed.groups[g]
         for role, ordinal in sorted(group.instances):
             inst = group.instances[(role, ordinal)]
-            expected = _expected_pods(parsed, history, inst.revision, role)
+            expected = expected_of.get((inst.revision, role))
+            if expected is None:
+                expected = expected_of[(inst.revision, role)] = _expected_pods(parsed, history, inst.revision, role)
             pods_sorted = [inst.pods[i] for i in sorted(inst.pods)]
             draining_pods = [p for p in pods_sorted if p.draining_since is not None and not p.deleting]
-            inflight = sum(int(in_flight.get(p.name, 0)) for p in pods_sorted)
+            inflight = sum(int(in_flight.get(p.name, 0)) for p in pods_sorted) if in_flight else 0
             # Under role-level strategies an instance of a role whose template did not change keeps
             # its pods (and their old revision label) but runs exactly the update revision's
             # template for that role: report the revision it runs.
@@ -118,7 +122,7 @@ def build_view(
                 if role_level and update_revision and inst.role_hash and update_role_hashes.get(role) == inst.role_hash
                 else inst.revision
             )
-            gates = serving_gates.instance_gates(inst, expected, verification_required=verification)
+            gates = serving_gates.instance_gates(inst, expected, verification_required=verification, pods=pods_sorted)
             all_gates.append(((g, role, ordinal), gates))
             tally = serving.setdefault(runs, {"instances": 0, "serving": 0, "failed": 0})
             tally["instances"] += 1
@@ -255,26 +259,35 @@ def _groups(
     out = []
     for o in sorted(set(range(replicas)) | set(by_group)):
         members = by_group.get(o, [])
-        roles = []
-        for role, desired in role_replicas.items():
-            mine = [i for i in members if i["role"] == role]
-            in_range = [i for i in mine if i["ordinal"] < desired] if o < replicas else []
-            ready = sum(1 for i in in_range if i["state"] == STATE_READY)
-            revisions: dict[str, int] = {}
-            for i in mine:
-                revisions[i["revision"]] = revisions.get(i["revision"], 0) + 1
-            roles.append(
-                {
-                    "name": role,
-                    "desired": desired if o < replicas else 0,
-                    "ready": ready,
-                    "updated": sum(1 for i in in_range if i["revision"] == update_revision),
-                    "unavailable": (desired - ready) if o < replicas else 0,
-                    "surge": sum(1 for i in mine if i["surge"]),
-                    "draining": sum(1 for i in mine if i["draining"]),
-                    "revisions": revisions,
-                }
+        in_spec = o < replicas
+        # One walk over the group's instances (1,000 groups on every pass): per role, the counts
+        # of all its instances and of those within the desired range.
+        tallies = {role: [0, 0, 0, 0, {}] for role in role_replicas}  # ready, updated, surge, draining, revisions
+        for i in members:
+            tally = tallies.get(i["role"])
+            if tally is None:
+                continue
+            if in_spec and i["ordinal"] < role_replicas[i["role"]]:
+                tally[0] += i["state"] == STATE_READY
+                tally[1] += i["revision"] == update_revision
+            tally[2] += bool(i["surge"])
+            tally[3] += bool(i["draining"])
+            tally[4][i["revision"]] = tally[4].get(i["revision"], 0) + 1
+        roles = [
+            {
+                "name": role,
+                "desired": desired if in_spec else 0,
+                "ready": ready,
+                "updated": updated,
+                "unavailable": (desired - ready) if in_spec else 0,
+                "surge": surge,
+                "draining": draining,
+                "revisions": revisions,
+            }
+            for (role, desired), (ready, updated, surge, draining, revisions) in zip(
+                role_replicas.items(), tallies.values()
             )
+        ]
         rec = recorded.get(o) or {}
         out.append(
             {

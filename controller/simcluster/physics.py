@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from controller.core import naming
@@ -201,34 +202,37 @@ def on_create(pod: Obj, now: float, config: ClusterConfig) -> Outcome:
     return Outcome(with_state(pod, {"phase": SCHEDULING, "at": at}), at)
 
 
-def place(free_by_node: list[tuple[str, int]], need: int) -> tuple[str | None, int]:
+def place(free_by_node: Mapping[str, int], need: int) -> tuple[str | None, int]:
     """kube-scheduler's LeastAllocated choice: the node with the most free GPUs that fits ``need``
-    (ties go to the earlier node). Returns ``(node or None, the most free GPUs on any node)``.
+    (ties go to the earlier node). ``free_by_node``: free GPUs by node name, in node order. Returns
+    ``(node or None, the most free GPUs on any node)``.
 
-    Example: free [("node-0", 2), ("node-1", 5), ("node-2", 5)], need 3 -> ("node-1", 5).
+    Example: free {"node-0": 2, "node-1": 5, "node-2": 5}, need 3 -> ("node-1", 5).
+
+    The node with the most free GPUs is the best fit whenever any node fits (the one that fits with
+    the most free is that node), so one ``max`` answers both: it returns the first of equals, which
+    is the tie rule. It runs in C: a 1,000-group preview places 6,000 pods on ~380 nodes.
     """
-    best, best_free, most_free = None, -1, 0
-    for name, free in free_by_node:
-        most_free = max(most_free, free)
-        if free >= need and free > best_free:
-            best, best_free = name, free
-    return best, most_free
+    if not free_by_node:
+        return None, 0
+    best = max(free_by_node, key=free_by_node.__getitem__)
+    most_free = free_by_node[best]
+    return (best if most_free >= need else None), max(most_free, 0)
 
 
-def place_gang(free_by_node: list[tuple[str, int]], needs: list[int], min_placed: int) -> list[str | None] | None:
+def place_gang(free_by_node: Mapping[str, int], needs: list[int], min_placed: int) -> list[str | None] | None:
     """Volcano's gang rule: place the pods of one PodGroup (GPU needs ``needs``, in queue order)
     together or not at all. Each pod goes where ``place`` would put it given the pods placed
     before it; the result (a node, or None, per pod) is kept only if at least ``min_placed`` pods
     found a node, else None: no pod of the gang is bound.
 
-    Example: free [("node-0", 4), ("node-1", 1)], needs [2, 2, 2], min_placed 3 -> None (5 GPUs
+    Example: free {"node-0": 4, "node-1": 1}, needs [2, 2, 2], min_placed 3 -> None (5 GPUs
     free, but only 2 pods of 2 fit); min_placed 2 -> ["node-0", "node-0", None].
     """
-    free = dict(free_by_node)
-    order = [name for name, _ in free_by_node]
+    free = dict(free_by_node)  # a copy in the same node order: the caller's stays as it was
     out: list[str | None] = []
     for need in needs:
-        node, _ = place([(name, free[name]) for name in order], need)
+        node, _ = place(free, need)
         if node is not None:
             free[node] -= need
         out.append(node)
@@ -261,7 +265,7 @@ def gang_of(pod: Obj) -> str | None:
 
 
 def schedule_gang(
-    podgroup: Obj, members: list[Obj], free_by_node: list[tuple[str, int]]
+    podgroup: Obj, members: list[Obj], free_by_node: Mapping[str, int]
 ) -> tuple[dict[str, str], str | None]:
     """Volcano's decision for one PodGroup: which of its pending members to bind where, or why none.
 
@@ -287,7 +291,7 @@ def schedule_gang(
     needs = [pod_gpus(p) for p in pending]
     placed = place_gang(free_by_node, needs, missing)
     if placed is None:
-        return {}, gang_message(min_member, sum(needs[:missing]), sum(max(0, f) for _, f in free_by_node))
+        return {}, gang_message(min_member, sum(needs[:missing]), sum(max(0, f) for f in free_by_node.values()))
     return {p["metadata"]["name"]: node for p, node in zip(pending, placed) if node is not None}, None
 
 

@@ -84,7 +84,7 @@ def preview_change(
         events=[],
         settings=cluster.settings,
     )
-    runner = Runner(scenario)
+    runner = Runner(scenario, frames=False)
     for gpus in cluster.node_gpus:
         runner.cluster.add_nodes(1, gpus)
     samples: list[tuple[float, int, list[str], str | None]] = []

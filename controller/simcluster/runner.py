@@ -119,7 +119,9 @@ class SimController:
 
 
 class Runner:
-    def __init__(self, scenario: Scenario, *, copy_reads: bool = False) -> None:
+    def __init__(self, scenario: Scenario, *, copy_reads: bool = False, frames: bool = True) -> None:
+        """``frames=False``: no trace frames are written (the preview reads its timeline from
+        ``on_pass`` and never looks at them; a frame costs a walk over every instance per pass)."""
         from controller.core import reconcile as core_reconcile  # the production pass
         from controller.core import view as core_view
 
@@ -147,6 +149,7 @@ class Runner:
         self.events_left = len(scenario.events)
         self.last_event_at = max((e.at for e in scenario.events), default=0.0)
         self._end_timer = None
+        self._frames = frames
         self._parse_cache: dict[tuple[str, str], Any] = {}  # per run: UIDs repeat across runs of one seed
         # Called after every pass that produced a view, with (time, view), once convergence is
         # decided for it: how the preview records its timeline.
@@ -230,7 +233,8 @@ class Runner:
             # pod's count so the trace's inFlight is true everywhere.
             view = self._view_now(ns, name) or view
         if view:
-            self.trace.offer_frame(now, view, result.blocked)
+            if self._frames:
+                self.trace.offer_frame(now, view, result.blocked)
             self._check_convergence(view)
             for observer in self.on_pass:
                 observer(now, view)

@@ -59,3 +59,23 @@ def test_the_preview_never_changes_what_it_was_given():
     before = copy.deepcopy((ms, patch))
     preview_change(ms, patch, cluster())
     assert (ms, patch) == before
+
+
+def test_a_hundred_group_change_rolls_out_in_ten_batches_never_below_the_floor_and_converges():
+    # The large preview of bench sim (1,000 groups) at a tenth of its size: 100 groups of an entry
+    # and two workers (300 pods) on 8-GPU nodes; maxUnavailable 10% = 10 groups per batch, each
+    # batch terminate 1 + schedule 1 + pull 2 + start 1 + load 10 = 15 s: 10 x 15 = 150 s.
+    ms = modelserving(
+        name="demo",
+        replicas=100,
+        strategy=group_strategy(maxUnavailable="10%"),
+        roles=[role("serve", workers=2, image="engine:v1", gpus=1)],
+    )
+    new_role = role("serve", workers=2, image="engine:v2", gpus=1)
+    timing = {k: Span.fixed(v) for k, v in TIMING.items()}
+    big = PreviewCluster(node_gpus=[8] * 40, config=ClusterConfig(timing=timing))
+    timeline = preview_change(ms, {"spec": {"template": {"roles": [new_role]}}}, big)
+    assert timeline.baseline_converged and timeline.converged
+    assert 10 * 15 <= timeline.converged_after <= 10 * 15 + 5
+    assert min(s.available for s in timeline.samples) == 90  # the floor: 100 - 10% of 100
+    assert timeline.samples[-1].available == 100

@@ -100,7 +100,7 @@ def test_a_podgroup_is_owned_by_its_modelserving_and_names_its_queue():
     assert pg["metadata"]["labels"][naming.LABEL_NAME] == "chat"
 
 
-FREE = [("node-0", 4), ("node-1", 1)]
+FREE = {"node-0": 4, "node-1": 1}
 
 
 @pytest.mark.parametrize(
@@ -130,25 +130,25 @@ def gang_pod(name: str, node: str | None = None, gpus: int = 1) -> dict:
     [
         pytest.param(
             [gang_pod(f"p{i}") for i in range(8)],
-            [("n0", 3), ("n1", 2)],
+            {"n0": 3, "n1": 2},
             ({}, "gang of 8 pods cannot be placed: 5 GPUs free (the gang needs 8 nvidia.com/gpu at once)"),
             id="eight pods of one GPU on five free GPUs all wait and say why",
         ),
         pytest.param(
             [gang_pod(f"p{i}") for i in range(3)],
-            [("n0", 8)],
+            {"n0": 8},
             ({}, "gang of 8 pods cannot be placed: 3 of 8 pods created"),
             id="a gang waits until minMember pods exist",
         ),
         pytest.param(
             [gang_pod(f"p{i}", "n0") for i in range(8)] + [gang_pod("p8")],
-            [("n0", 0)],
+            {"n0": 0},
             ({}, None),
             id="once minMember run the rest are placed one by one",
         ),
         pytest.param(
             [gang_pod(f"p{i}") for i in range(8)],
-            [("n0", 4), ("n1", 4)],
+            {"n0": 4, "n1": 4},
             ({f"p{i}": "n0" if i % 2 == 0 else "n1" for i in range(8)}, None),
             id="a gang that fits is bound as a whole",
         ),

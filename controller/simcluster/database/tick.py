@@ -126,7 +126,7 @@ def _schedule(
             gangs_done.add((ns, group))
             continue
         need = physics.pod_gpus(data)
-        best_name, most_free = physics.place([(n.name, n.gpus - used.get(n.name, 0)) for n in nodes], need)
+        best_name, most_free = physics.place({n.name: n.gpus - used.get(n.name, 0) for n in nodes}, need)
         uid = data["metadata"].get("uid")
 
         if best_name is None:
@@ -178,7 +178,7 @@ def _schedule_gang(
         for p in cluster.list_pods(ns, ms_name)
         if physics.gang_of(p) == group and not p["metadata"].get("deletionTimestamp")
     ]
-    free = [(n.name, n.gpus - used.get(n.name, 0)) for n in nodes]
+    free = {n.name: n.gpus - used.get(n.name, 0) for n in nodes}
     bindings, message = physics.schedule_gang(podgroup, members, free)
     if not bindings and message is None:
         return False

@@ -6,7 +6,8 @@ pod is considered ``physics.schedule_delay`` after it is created and goes to the
 when none fits it stays Pending with ``physics.unschedulable``'s condition and message. What is
 particular to this driver is kept here: a timer per new pod, an incremental count of the GPUs held
 per node (bind: +n on the node; final removal of a bound pod: -n; a terminating pod keeps its GPUs
-until it is removed), so a placement costs O(nodes), and a queue of unschedulable pods retried,
+until it is removed) kept with the free GPUs per node in node order, so a placement is one ``max``
+over that dict (in C; a 1,000-group preview places 6,000 pods on ~380 nodes), and a queue of unschedulable pods retried,
 oldest first, as soon as capacity appears (a bound pod is removed, a node is added), like the real
 scheduler's unschedulable queue: no polling. Pod IPs are handed out in binding order.
 
@@ -34,6 +35,9 @@ class Scheduler:
         self.loop = loop
         self.config = config
         self.used: dict[str, int] = {}  # node name -> GPUs held by bound pods
+        # Node name -> allocatable - used, for the nodes that exist, in the store's node order
+        # (nodes are only added and removed, never resized).
+        self._free: dict[str, int] = {}
         self._unschedulable: dict[tuple[str, str], str] = {}  # (ns, name) -> uid, in arrival order
         self._retry_scheduled = False
         self._pod_ips = 0
@@ -45,10 +49,7 @@ class Scheduler:
         return int(((node.get("status") or {}).get("allocatable") or {}).get(naming.GPU_RESOURCE, 0))
 
     def free(self) -> dict[str, int]:
-        return {
-            n["metadata"]["name"]: self.capacity(n) - self.used.get(n["metadata"]["name"], 0)
-            for n in self.store.list_nodes()
-        }
+        return dict(self._free)
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -63,13 +64,18 @@ class Scheduler:
                 node = (change.old.get("spec") or {}).get("nodeName")
                 self._unschedulable.pop((change.namespace, change.name), None)
                 if node:
-                    self.used[node] = self.used.get(node, 0) - physics.pod_gpus(change.old)
+                    gpus = physics.pod_gpus(change.old)
+                    self.used[node] = self.used.get(node, 0) - gpus
+                    if node in self._free:
+                        self._free[node] += gpus
                     self._schedule_retry()
         elif change.kind == "Node":
             if change.type == "ADDED":
+                self._free[change.name] = self.capacity(change.obj) - self.used.get(change.name, 0)
                 self._schedule_retry()
             elif change.type == "DELETED":
                 self.used.pop(change.name, None)
+                self._free.pop(change.name, None)
 
     def _schedule_retry(self) -> None:
         if self._unschedulable and not self._retry_scheduled:
@@ -91,16 +97,14 @@ class Scheduler:
         if pod["metadata"].get("deletionTimestamp"):
             return
         need = physics.pod_gpus(pod)
-        nodes = self.store.list_nodes()
-        free = [(n["metadata"]["name"], self.capacity(n) - self.used.get(n["metadata"]["name"], 0)) for n in nodes]
-        if physics.gang_of(pod) and self._attempt_gang(namespace, pod, free, len(nodes)):
+        if physics.gang_of(pod) and self._attempt_gang(namespace, pod):
             return
-        best, most_free = physics.place(free, need)
+        best, most_free = physics.place(self._free, need)
         now = self.loop.now()
         if best is None:
             # Stays queued; the status says why (written once: an unchanged status is a no-op).
             self._unschedulable[(namespace, name)] = uid
-            waiting = physics.unschedulable(pod, now, len(nodes), need, most_free)
+            waiting = physics.unschedulable(pod, now, len(self._free), need, most_free)
             if waiting is not pod:
                 self.store.write_pod_status(namespace, name, waiting["status"], uid=uid)
             return
@@ -111,6 +115,7 @@ class Scheduler:
         self._unschedulable.pop((namespace, name), None)
         node = self.store.get_node(best)
         self.used[best] = self.used.get(best, 0) + need
+        self._free[best] -= need
         host_ip = next((a["address"] for a in node["status"].get("addresses", []) if a.get("type") == "InternalIP"), "")
         self._pod_ips += 1
         bound = physics.bind(pod, now, best, host_ip, physics.pod_ip(self._pod_ips))
@@ -118,8 +123,9 @@ class Scheduler:
             self.store.bind_pod(namespace, name, best, uid=uid, status=bound["status"])
         except NotFound:
             self.used[best] -= need
+            self._free[best] += need
 
-    def _attempt_gang(self, namespace: str, pod: Obj, free: list[tuple[str, int]], node_count: int) -> bool:
+    def _attempt_gang(self, namespace: str, pod: Obj) -> bool:
         """Volcano's turn for the pod's PodGroup. True when it decided (bound the gang's pending
         pods, or left them all Pending); False when the pod is placed on its own (no such PodGroup,
         or ``minMember`` of the gang already run)."""
@@ -134,7 +140,7 @@ class Scheduler:
             for p in self.store.list_pods(namespace, ms_name)
             if physics.gang_of(p) == group and not p["metadata"].get("deletionTimestamp")
         ]
-        bindings, message = physics.schedule_gang(podgroup, members, free)
+        bindings, message = physics.schedule_gang(podgroup, members, self._free)
         if not bindings and message is None:
             return False
         now = self.loop.now()
@@ -149,7 +155,7 @@ class Scheduler:
             if message is None:
                 continue  # beyond minMember and did not fit: its own attempt comes round again
             self._unschedulable[(namespace, meta["name"])] = meta["uid"]
-            waiting = physics.unschedulable(member, now, node_count, physics.pod_gpus(member), 0, message=message)
+            waiting = physics.unschedulable(member, now, len(self._free), physics.pod_gpus(member), 0, message=message)
             if waiting is not member:
                 self.store.write_pod_status(namespace, meta["name"], waiting["status"], uid=meta["uid"])
         return True
