@@ -2,7 +2,8 @@
 
 1. Speed: virtual seconds simulated per wall second for the 160-instance coordinated seed example
    (roles a=100, b=50, c=10; the shared scenario file when it is there, else the same scenario built
-   here).
+   here), with its CPU time. Target: under 12 s of CPU (it was a timed test until issue 15; measured
+   2026-12-01 under load: 8.6-9.8 s CPU).
 2. Rollout efficiency: a fixed-timing ServingGroupRollingUpdate (8 groups, maxUnavailable 2, one
    entry + one worker pod per group, no traffic) against its analytic lower bound. Each batch must
    wait for the old pods to terminate (their names and GPUs are taken until then), then schedule,
@@ -146,15 +147,16 @@ def group_rolling_scenario(replicas: int = 8, max_unavailable: int = 2):
 def measure_speed() -> dict:
     scenario = coordinated_scenario()
     runner = Runner(scenario)
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     trace = runner.run()
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
     instances = len(trace["frames"][-1]["instances"]) if trace["frames"] else 0
     return {
         "scenario": scenario.name,
         "instances": instances,
         "virtualSeconds": trace["endTime"],
         "wallSeconds": round(wall, 3),
+        "cpuSeconds": round(cpu, 3),
         "virtualPerWall": round(trace["endTime"] / wall, 1),
         "reconcilePasses": runner.passes,
         "frames": len(trace["frames"]),
@@ -244,10 +246,12 @@ def main(argv: list[str] | None = None) -> int:
     print("simulation speed")
     print(
         "  "
-        f"{'scenario':<28}{'instances':>10}{'virtual s':>11}{'wall s':>9}{'virtual/wall':>14}{'passes':>8}{'frames':>8}"
+        f"{'scenario':<28}{'instances':>10}{'virtual s':>11}{'wall s':>9}{'CPU s':>8}"
+        f"{'virtual/wall':>14}{'passes':>8}{'frames':>8}"
     )
     print(
-        f"  {speed['scenario']:<28}{speed['instances']:>10}{speed['virtualSeconds']:>11.1f}{speed['wallSeconds']:>9.2f}"
+        f"  {speed['scenario']:<28}{speed['instances']:>10}{speed['virtualSeconds']:>11.1f}"
+        f"{speed['wallSeconds']:>9.2f}{speed['cpuSeconds']:>8.2f}"
         f"{speed['virtualPerWall']:>14.1f}{speed['reconcilePasses']:>8}{speed['frames']:>8}"
     )
     print("rollout efficiency (ServingGroupRollingUpdate, fixed timing; 1.00 = analytic lower bound)")
