@@ -109,6 +109,10 @@ class Product:
         self.url = f"http://127.0.0.1:{self.port}"
         self.workers = 0
         self.token = None
+        # Set once the processes are stopped. The fault thread waits for it before it ends: the
+        # Redis it restarts dies with it otherwise (EmbeddedRedis asks the kernel for SIGTERM when
+        # its parent goes, PR_SET_PDEATHSIG, and Linux means the parent *thread*).
+        self.closed = threading.Event()
 
     def start_daphne(self) -> None:
         self.env.start(
@@ -249,6 +253,7 @@ def product(tmp_path):
     p.token = p.request("/api/auth/token/", {"username": USER, "password": PASSWORD}, auth=False)["token"]
     yield p
     env.close()
+    p.closed.set()
 
 
 def state(p: Product) -> dict:
@@ -323,6 +328,7 @@ def test_faults_during_random_rollouts_break_no_promise(product):
             fault_error.append(exc)
         finally:
             done.set()
+            p.closed.wait(3600)  # keep the Redis this thread started alive (see Product.closed)
 
     injector = threading.Thread(target=inject, daemon=True)
     injector.start()
