@@ -47,8 +47,8 @@ from .procs import LiveEnv
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-ROLLOUTS = int(os.environ.get("ROLLOUTUI_SOAK_ROLLOUTS", "12"))
-FAULTS = int(os.environ.get("ROLLOUTUI_SOAK_FAULTS", "24"))
+ROLLOUTS = int(os.environ.get("ROLLOUTUI_SOAK_ROLLOUTS", "6"))
+FAULTS = int(os.environ.get("ROLLOUTUI_SOAK_FAULTS", "12"))
 SEED = int(os.environ.get("ROLLOUTUI_SOAK_SEED") or random.randrange(1, 2**31))
 CLIENTS = 3
 USER, PASSWORD = "soak-op", "soak-password-1"
@@ -451,6 +451,10 @@ def replay(var_dir, audited: dict[str, list[str]]):
     pods: dict[str, dict] = {}
     ms: dict | None = None
     last_uid: dict[str, tuple[str, str]] = {}  # pod name -> (uid, revision)
+    # Pods whose deletion was logged. A surge group (ordinal >= replicas) exists only while a
+    # rollout step needs it: removed when the step is done ("surge no longer needed") and created
+    # again, at the same revision, by the next step (a promote) - a new creation, not a repeated one.
+    surge_gone: set[str] = set()
     violations, duplicates, causes = [], [], set()
     armed = False
     prefix = "serving.rolloutui.io/"
@@ -465,15 +469,19 @@ def replay(var_dir, audited: dict[str, list[str]]):
             continue
         if op == "delete":
             pods.pop(name, None)
+            surge_gone.add(name)
             continue
         labels = obj["metadata"].get("labels") or {}
         revision = labels.get(prefix + "revision")
         if op == "insert":
             prev = last_uid.get(name)
             failed_before = prev is not None and prev[1] == "failed"
-            if prev is not None and prev[1] == revision and not failed_before:
+            ordinal = int(labels.get(prefix + "group-ordinal", -1))
+            new_surge = name in surge_gone and ms is not None and ordinal >= ms["spec"]["replicas"]
+            if prev is not None and prev[1] == revision and not failed_before and not new_surge:
                 duplicates.append(f"log {row_id}: pod {name} recreated at revision {revision}")
             last_uid[name] = (uid, revision)
+            surge_gone.discard(name)
         if (obj.get("status") or {}).get("phase") == "Failed":
             last_uid[name] = (uid, "failed")
         pods[name] = obj
