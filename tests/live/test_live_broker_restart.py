@@ -29,11 +29,19 @@ user, _ = User.objects.get_or_create(username="op")
 user.groups.add(Group.objects.get(name="operators"))
 emit(load_demo(sim_cluster(actor="operator"), nodes=6, gpus=8))
 """
-HOLD = """
-from controller.runtime import enqueue
-enqueue.publish("default", "held-for-an-hour", countdown=3600)
-emit(True)
-"""
+
+
+def hold(env: LiveEnv) -> None:
+    """Send a reconcile due in an hour: the worker takes it and holds it unacknowledged."""
+    from celery import Celery
+
+    from controller.runtime.enqueue import QUEUE, RECONCILE_TASK
+
+    app = Celery("hold", broker=env.redis_url.rstrip("/") + "/0")
+    try:
+        app.send_task(RECONCILE_TASK, args=("default", "held-for-an-hour"), countdown=3600, queue=QUEUE)
+    finally:
+        app.close()
 
 
 def wait(predicate, timeout: float, what: str):
@@ -70,14 +78,14 @@ def test_a_worker_survives_a_redis_restart_and_keeps_processing_tasks(tmp_path):
         assert first["ok"], first
         old = first["states"]["default/demo"]["updateRevision"]
 
-        env.python(HOLD)
+        hold(env)
         wait(lambda: unacked(env) >= 1, 60, "the worker to hold the delayed reconcile")
         for _ in range(2):  # twice: the second restart hits the connection made after the first
             env.redis.stop()
             env.redis.start()  # same port (EmbeddedRedis keeps the one it bound first), empty
             wait(lambda: redis_up(env), 30, "Redis to answer")
             # The worker reconnects (it retries every 2 s); a task sent now must run.
-            env.python(HOLD)
+            hold(env)
             wait(lambda: unacked(env) >= 1 or worker.poll() is not None, 60, "the worker to reconnect")
             assert worker.poll() is None, f"the worker exited after a Redis restart:\n{env.log('worker')[-4000:]}"
 
