@@ -12,8 +12,8 @@ the faults stop the test checks, from that log and the audit:
 
 - budgets: replaying the log, available groups (every expected pod present, Ready, not deleting,
   not draining) >= replicas - maxUnavailable, and groups in service (a pod neither draining nor
-  deleting) <= replicas + maxSurge, from the first convergence on; the allowance for faults is the groups holding a Failed pod (the faults here
-  hit the control plane, not pods, so it is normally 0);
+  deleting) <= replicas + maxSurge, from the first convergence on; the allowance for faults is the
+  groups holding a Failed pod (the faults here hit the control plane, not pods, so it is normally 0);
 - no action applied twice: every request (unique reason) has at most one audit record; a pod name
   never gets a new uid at the same revision as its previous one (a duplicated creation);
 - no audit entry lost: every request answered 200 has its ``ok`` record, and every change cause the
