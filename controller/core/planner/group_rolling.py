@@ -191,7 +191,11 @@ def _create_surge_groups(out: PlanBuilder, b: _Budgets, keep_surge: set[int], wa
     if ctx.paused or len(keep_surge) >= wanted:
         return
     groups = ctx.observed.groups
-    existing = len(groups)
+    # Every ordinal below replicas exists once this pass is done (_fill_and_recover creates the
+    # missing ones, e.g. the second half of a replacement), so count it now: otherwise a pass that
+    # refills groups 1 and 2 also made a surge group beyond the bound (found by the soak: replicas 4,
+    # maxSurge 1, 6 groups in service).
+    existing = len(set(groups) | set(range(b.replicas)))
     ordinal = b.replicas
     for _ in range(wanted - len(keep_surge)):
         while ordinal in groups:
