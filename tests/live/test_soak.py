@@ -456,6 +456,10 @@ def replay(var_dir, audited: dict[str, list[str]]):
     # rollout step needs it: removed when the step is done ("surge no longer needed") and created
     # again, at the same revision, by the next step (a promote) - a new creation, not a repeated one.
     surge_gone: set[str] = set()
+    # The ModelServing's generation when a pod was deleted. Created again at the same revision under
+    # a newer spec (a rollback to that revision, a pause that recovers the group where it was) is a
+    # new decision; a repeated action happens under the same spec (a pass redone after a fault).
+    deleted_at: dict[str, object] = {}
     violations, duplicates, causes = [], [], set()
     armed = False
     prefix = "serving.rolloutui.io/"
@@ -471,6 +475,7 @@ def replay(var_dir, audited: dict[str, list[str]]):
         if op == "delete":
             pods.pop(name, None)
             surge_gone.add(name)
+            deleted_at[name] = (ms or {}).get("metadata", {}).get("generation")
             continue
         labels = obj["metadata"].get("labels") or {}
         revision = labels.get(prefix + "revision")
@@ -479,10 +484,13 @@ def replay(var_dir, audited: dict[str, list[str]]):
             failed_before = prev is not None and prev[1] == "failed"
             ordinal = int(labels.get(prefix + "group-ordinal", -1))
             new_surge = name in surge_gone and ms is not None and ordinal >= ms["spec"]["replicas"]
-            if prev is not None and prev[1] == revision and not failed_before and not new_surge:
+            generation = (ms or {}).get("metadata", {}).get("generation")
+            new_spec = name in deleted_at and deleted_at[name] != generation
+            if prev is not None and prev[1] == revision and not (failed_before or new_surge or new_spec):
                 duplicates.append(f"log {row_id}: pod {name} recreated at revision {revision}")
             last_uid[name] = (uid, revision)
             surge_gone.discard(name)
+            deleted_at.pop(name, None)
         if (obj.get("status") or {}).get("phase") == "Failed":
             last_uid[name] = (uid, "failed")
         pods[name] = obj
