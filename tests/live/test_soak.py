@@ -23,7 +23,7 @@ the faults stop the test checks, from that log and the audit:
 
 Size: ROLLOUTUI_SOAK_ROLLOUTS (default 4) and ROLLOUTUI_SOAK_FAULTS (default 8: the first four are
 one of each kind, so every kind happens); the seed is ROLLOUTUI_SOAK_SEED (random when unset,
-printed, and named in every failure). The defaults keep it to 1.5-2 minutes in `make test`.
+printed, and named in every failure). The defaults keep it to 70-90 s in `make test`.
 """
 
 from __future__ import annotations
