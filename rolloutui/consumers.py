@@ -211,13 +211,22 @@ class _Hub:
             log.debug("group_discard failed", exc_info=True)
 
     async def _run(self) -> None:
+        rejoin = False
         while True:
+            if rejoin and not await self._rejoin():
+                await asyncio.sleep(1.0)
+                continue
+            rejoin = False
             try:
                 message = await self.layer.receive(self.channel)
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("websocket hub: channel layer receive failed; retrying")
+                # The group membership lives in Redis: a Redis that restarted (the usual reason a
+                # receive fails) has forgotten it, and nothing published to the group would reach
+                # this hub again (found by tests/live/test_soak.py: clients stuck on an old state).
+                rejoin = True
                 await asyncio.sleep(1.0)
                 continue
             if message.get("type") != "state.update":
@@ -242,6 +251,23 @@ class _Hub:
             self._add(state, text)
             for consumer in list(self.subscribers):
                 consumer.hub_updated()
+
+    async def _rejoin(self) -> bool:
+        """Join the group again and publish a fresh read of the state to the subscribers, since
+        publishes sent while the layer was unreachable are lost. False while Redis is still down."""
+        try:
+            await self.layer.group_add(self.group, self.channel)
+            state = await _get_state(self.namespace, self.name)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("websocket hub: rejoining group %s failed (%s); retrying", self.group, exc)
+            return False
+        if state is not None:
+            self._add(state)
+            for consumer in list(self.subscribers):
+                consumer.hub_updated()
+        return True
 
     async def snapshot(self) -> tuple[int, str, dict] | None:
         """The full state for a newly connected client: the newest state this hub has (published
@@ -333,6 +359,10 @@ def _recheck(scope, namespace: str) -> int | None:
 
 
 class ModelServingConsumer(AsyncJsonWebsocketConsumer):
+    # No channel of its own: updates come through the process' hub, and nothing is ever sent to a
+    # consumer's channel. With one, every socket held a blocking Redis read for nothing, and a Redis
+    # restart crashed every socket's application (its receive raised ConnectionError).
+    channel_layer_alias = None
     hub: _Hub | None = None
     watchdog: asyncio.Task | None = None
 

@@ -60,6 +60,8 @@ def free_port() -> int:
 def _die_with_parent() -> None:
     # Linux: if the process that started Redis is killed outright (SIGKILL, OOM), the kernel
     # sends Redis SIGTERM, so no orphan keeps running. Runs in the child between fork and exec.
+    # "Parent" is the thread that started it: start() from a thread that ends before the Redis
+    # should stop (say, a fault-injection thread of a test) loses the Redis with the thread.
     try:
         import ctypes
 

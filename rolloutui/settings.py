@@ -294,6 +294,13 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Reconcile passes take milliseconds, so five minutes never re-runs a task still in progress.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 300}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Keep reconnecting after a lost broker connection (Celery's default, stated: a worker that gives up
+# is a worker nothing restarts under `make run`), and never give up (default: 100 attempts).
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# Celery's consumer with the fix that keeps the worker alive when Redis restarts (kombu 5.7.0 made
+# it exit with AttributeError 'hostname'): see rolloutui/worker.py.
+CELERY_WORKER_CONSUMER = "rolloutui.worker:Consumer"
 # Most tasks are fire-and-forget; a task that needs its result declares ignore_result=False.
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_EXPIRES = 3600

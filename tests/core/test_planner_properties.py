@@ -221,7 +221,10 @@ def checked_step(cluster, clock, router, *, settle):
                 )
     else:
         partition = group_budgets.partition
-        touched_groups = {a.group for a in removals}
+        # "scale" too at group level: a Ready group beyond replicas of an older revision (the surge
+        # of a rollout replaced by a newer one) is not removed below the floor either.
+        scaled = [a for a in result.actions if a.verb in ("delete", "drain") and a.reason == "scale"]
+        touched_groups = {a.group for a in removals + scaled}
         for a in removals:
             if a.reason == "rolling update":
                 assert a.group >= partition, (

@@ -201,12 +201,24 @@ def test_runall_starts_everything_prints_how_to_sign_in_and_stops_cleanly_on_ctr
 
 @pytest.mark.integration
 @pytest.mark.slow
-def test_runall_names_a_child_that_dies_and_stops_the_rest(runall_env):
+def test_runall_restarts_a_worker_that_dies_names_another_child_that_dies_and_stops_the_rest(runall_env):
     var_dir, port = runall_env
     run = RunAll(var_dir, port, ROLLOUTUI_ADMIN_USER="ops", ROLLOUTUI_ADMIN_PASSWORD="from-the-env-9!")
     try:
         line = run.wait_for_line(r"Sign in at .* as \"ops\"", START_TIMEOUT).string
         assert "ROLLOUTUI_ADMIN_PASSWORD" in line and "from-the-env-9!" not in line
+        # The worker is restarted (nothing else would restart it under `make run`), pool included.
+        first = run.descendants()
+        worker = next(p for p in first if " worker " in " ".join(p.cmdline()) and p.ppid() == run.proc.pid)
+        old_group = [p for p in first if os.getpgid(p.pid) == worker.pid]
+        worker.kill()
+        run.wait_for_line(
+            rf"celery worker \(pid {worker.pid}\) exited unexpectedly with code -9; restarting it \(1 of 5 ", 30
+        )
+        new_pid = int(run.wait_for_line(r"Started celery worker \(pid (\d+)\)", 30).group(1))
+        assert new_pid != worker.pid
+        assert _still_running(old_group) == []
+        assert psutil.Process(new_pid).is_running() and run.proc.poll() is None
         children = run.descendants()
         beat = next(p for p in children if "beat" in " ".join(p.cmdline()))
         beat.kill()

@@ -113,17 +113,19 @@ def _remove_groups_beyond_replicas(
     out: PlanBuilder, b: _Budgets, available: set[int], keep_surge: set[int], pending: list[int]
 ) -> None:
     """Groups beyond replicas that are not kept surge: scale down, or surge no longer needed. A
-    Ready surge group stays while removing it would dip below the floor (its replacement is not
-    Ready yet)."""
+    Ready group beyond replicas stays while removing it would dip below the floor (the groups that
+    replace it are not Ready yet). That holds for a surge group of an older revision too: a new
+    rollout started before the previous one finished (found by tests/live/test_soak.py: replicas
+    4, maxUnavailable 1, groups 1 and 2 being replaced, the Ready surge group 4 drained when the
+    image changed again, leaving 2 groups available, floor 3)."""
     ctx = out.ctx
     groups = ctx.observed.groups
     for o in sorted((o for o in groups if o >= b.replicas and o not in keep_surge), reverse=True):
         is_surge = ctx.group_revisions[o] in ctx.equivalent and o < b.replicas + b.max_surge
-        if is_surge and o in available and len(available) - 1 < b.floor:
+        if o in available and len(available) - 1 < b.floor:
             if not pending:
-                out.block(
-                    o, None, f"surge group {o} stays until {b.floor} groups are available without it", KIND_BUDGET
-                )
+                what = "surge group" if is_surge else "group"
+                out.block(o, None, f"{what} {o} stays until {b.floor} groups are available without it", KIND_BUDGET)
             continue
         remove_group(out, groups[o], BECAUSE_SURGE_DONE if is_surge else BECAUSE_SCALE, may_start=True)
         available.discard(o)
@@ -189,7 +191,11 @@ def _create_surge_groups(out: PlanBuilder, b: _Budgets, keep_surge: set[int], wa
     if ctx.paused or len(keep_surge) >= wanted:
         return
     groups = ctx.observed.groups
-    existing = len(groups)
+    # Every ordinal below replicas exists once this pass is done (_fill_and_recover creates the
+    # missing ones, e.g. the second half of a replacement), so count it now: otherwise a pass that
+    # refills groups 1 and 2 also made a surge group beyond the bound (found by the soak: replicas 4,
+    # maxSurge 1, 6 groups in service).
+    existing = len(set(groups) | set(range(b.replicas)))
     ordinal = b.replicas
     for _ in range(wanted - len(keep_surge)):
         while ordinal in groups:

@@ -6,8 +6,12 @@
 3. Daphne (HTTP + websockets), a Celery worker (queues celery, reconcile) and Celery beat, each a
    subprocess in its own process group with REDIS_URL and PROMETHEUS_MULTIPROC_DIR exported.
 4. Prints the URL and how to sign in, then watches: Ctrl-C or SIGTERM stops every child (SIGTERM,
-   then SIGKILL after --stop-timeout) and Redis, and exits 0; a child that dies on its own is
-   named and the rest are stopped (exit 1).
+   then SIGKILL after --stop-timeout) and Redis, and exits 0. The Celery worker is restarted when it
+   exits on its own (whatever is left of its process group is killed first), at most
+   RESTART_LIMIT times within RESTART_WINDOW_SECONDS: under `make run` nothing else would restart
+   it, and without a worker no rollout moves (in Kubernetes the pod restarts instead). Any other
+   child that dies on its own, or a worker that keeps dying, is named and the rest are stopped
+   (exit 1).
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
@@ -32,6 +37,11 @@ from rolloutui import runtime_config
 from rolloutui.embedded_redis import EmbeddedRedis, EmbeddedRedisError, publish_url, withdraw_url
 
 READY_TIMEOUT_SECONDS = 60.0
+# A worker that exits is restarted, unless it already was RESTART_LIMIT times in the last
+# RESTART_WINDOW_SECONDS: a worker that cannot stay up (bad configuration, broken broker) is then
+# reported instead of restarted in a loop.
+RESTART_LIMIT = 5
+RESTART_WINDOW_SECONDS = 60.0
 
 
 class _Stop(Exception):
@@ -43,6 +53,9 @@ class Child:
     name: str
     argv: list[str]
     popen: subprocess.Popen | None = None
+    # Restarted when it exits on its own (see the module docstring); the times of its restarts.
+    restart: bool = False
+    restarts: deque = field(default_factory=deque)
 
     @property
     def pgid(self) -> int:
@@ -299,7 +312,7 @@ class Command(BaseCommand):
 
     # ---------------------------------------------------------------------------------------
     def _start_children(self, redis_url: str) -> None:
-        env = dict(os.environ)
+        self.child_env = env = dict(os.environ)
         env.update(
             {
                 "DJANGO_SETTINGS_MODULE": "rolloutui.settings",
@@ -357,6 +370,7 @@ class Command(BaseCommand):
                     "--without-mingle",
                     "--without-gossip",
                 ],
+                restart=True,
             ),
             Child(
                 "celery beat",
@@ -376,21 +390,46 @@ class Command(BaseCommand):
             ),
         ]
         for child in self.children:
-            child.popen = subprocess.Popen(
-                child.argv,
-                cwd=str(settings.BASE_DIR),
-                env=env,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-            )
-            self.say(f"Started {child.name} (pid {child.popen.pid})")
+            self._start(child)
 
-    def _exited_child(self) -> str | None:
+    def _start(self, child: Child) -> None:
+        child.popen = subprocess.Popen(
+            child.argv,
+            cwd=str(settings.BASE_DIR),
+            env=self.child_env,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        )
+        self.say(f"Started {child.name} (pid {child.popen.pid})")
+
+    def _exited_child(self, *, restart: bool = False) -> str | None:
+        """The first child found exited, named; with ``restart``, a restartable child within its
+        limit is restarted instead (and the search goes on)."""
         for child in self.children:
             rc = child.popen.poll() if child.popen else None
-            if rc is not None:
-                return f"{child.name} (pid {child.popen.pid}) exited unexpectedly with code {rc}"
+            if rc is None:
+                continue
+            problem = f"{child.name} (pid {child.popen.pid}) exited unexpectedly with code {rc}"
+            now = time.monotonic()
+            while child.restarts and now - child.restarts[0] > RESTART_WINDOW_SECONDS:
+                child.restarts.popleft()
+            if not (restart and child.restart and len(child.restarts) < RESTART_LIMIT):
+                if restart and child.restart:
+                    problem += f" ({RESTART_LIMIT} restarts within {RESTART_WINDOW_SECONDS:.0f} s already)"
+                return problem
+            child.restarts.append(now)
+            self.stderr.write(
+                f"{problem}; restarting it ({len(child.restarts)} of {RESTART_LIMIT} restarts "
+                f"allowed within {RESTART_WINDOW_SECONDS:.0f} s)"
+            )
+            # Its pool processes may outlive the main process: end the whole group first, so two
+            # generations of the worker never run side by side.
+            self._signal_group(child.pgid, signal.SIGKILL)
+            gone_by = time.monotonic() + 10
+            while _group_alive(child.pgid) and time.monotonic() < gone_by:
+                time.sleep(0.05)
+            self._start(child)
         if self.redis and self.redis.process and self.redis.process.poll() is not None:
             return f"embedded redis-server exited unexpectedly with code {self.redis.process.returncode}"
         return None
@@ -424,7 +463,7 @@ class Command(BaseCommand):
 
     def _watch(self) -> str | None:
         while True:
-            problem = self._exited_child()
+            problem = self._exited_child(restart=True)
             if problem:
                 self.stderr.write(f"{problem}; stopping the rest")
                 return problem
