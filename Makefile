@@ -11,10 +11,16 @@ PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/test
 REQUIRE_POSTGRES ?= 0
 # Parallel pytest processes (pytest-xdist) for the unit passes; 0 or 1 runs them in one process.
 # Serial by default: with 2 workers some dashboard tests interfered with each other (fixtures
-# waiting on state another worker's tests changed). Integration tests always run one at a time
-# because they start real Redis/Celery/Daphne processes that must not steal each other's tasks.
+# waiting on state another worker's tests changed).
 PYTEST_WORKERS ?= 1
 XDIST := $(if $(filter-out 0 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS),)
+# Integration tests spend most of their time waiting on the processes they start (runall, Celery,
+# Daphne, Chromium on a clock running a few times the wall): two run side by side by default. Each
+# starts its own Redis (so no worker takes another test's tasks), a module runs on one worker (its
+# module-scoped stack), and the tests on the shared Redis (fixture redis_url) run on one worker,
+# one at a time (tests/conftest.py). INTEGRATION_WORKERS=1 runs them one at a time.
+INTEGRATION_WORKERS ?= 2
+INTEGRATION_XDIST := $(if $(filter-out 0 1,$(INTEGRATION_WORKERS)),-n $(INTEGRATION_WORKERS) --dist loadgroup,)
 PYTEST_ARGS ?=
 CHROMIUM := /usr/bin/chromium
 
@@ -100,10 +106,10 @@ test: venv
 	  elif [ $$rc -ne 0 ]; then failed="$$failed [$$name]"; fi; \
 	}; \
 	pass "SQLite, unit" env -u DATABASE_URL $(PY) -m pytest -q -m "not integration" $(XDIST) $(PYTEST_ARGS); \
-	pass "SQLite, integration" env -u DATABASE_URL $(PY) -m pytest -q -m "integration" $(PYTEST_ARGS); \
+	pass "SQLite, integration" env -u DATABASE_URL $(PY) -m pytest -q -m "integration" $(INTEGRATION_XDIST) $(PYTEST_ARGS); \
 	if $(PY) -c "import psycopg, sys; psycopg.connect('$(PG_TEST_URL)', connect_timeout=3).close()" 2>/dev/null; then \
 	  pass "PostgreSQL, database unit" env DATABASE_URL=$(PG_TEST_URL) $(PY) -m pytest -q -m "database and not integration" $(XDIST) $(PYTEST_ARGS); \
-	  pass "PostgreSQL, database integration" env DATABASE_URL=$(PG_TEST_URL) $(PY) -m pytest -q -m "database and integration" $(PYTEST_ARGS); \
+	  pass "PostgreSQL, database integration" env DATABASE_URL=$(PG_TEST_URL) $(PY) -m pytest -q -m "database and integration" $(INTEGRATION_XDIST) $(PYTEST_ARGS); \
 	elif [ "$(REQUIRE_POSTGRES)" = 1 ]; then \
 	  echo "error: PostgreSQL is not reachable at $(PG_TEST_URL) and REQUIRE_POSTGRES=1" >&2; failed="$$failed [PostgreSQL unreachable]"; \
 	else \

@@ -56,6 +56,19 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.browser)
         if item.get_closest_marker("browser") and not CHROMIUM.exists():
             item.add_marker(pytest.mark.skip(reason=CHROMIUM_MISSING))
+        if item.get_closest_marker("integration"):
+            item.add_marker(pytest.mark.xdist_group(_integration_group(item, names)))
+
+
+def _integration_group(item, fixturenames: set[str]) -> str:
+    """Which integration tests must share a pytest-xdist worker (``make test`` runs the integration
+    pass with ``--dist loadgroup``): a module's tests share its module-scoped stacks (runall, Daphne),
+    so a module is one group; every test on the shared Redis (``redis_url``: CI's 127.0.0.1:6379,
+    where reconcile locks and in-flight counts are keyed by ModelServing name) is one group, so two
+    of them never run at once. The rest start private processes on free ports and run side by side."""
+    if "redis_url" in fixturenames:
+        return "shared-redis"
+    return item.module.__name__
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -29,6 +29,7 @@ printed, and named in every failure). The defaults keep it to 70-90 s in `make t
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import http.client
 import json
 import os
@@ -175,17 +176,17 @@ class Clients:
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         self.cookies = asyncio.run_coroutine_threadsafe(self._login(), self.loop).result(60)
-        for i in range(CLIENTS):
-            asyncio.run_coroutine_threadsafe(self._client(i), self.loop)
+        self.tasks = [asyncio.run_coroutine_threadsafe(self._client(i), self.loop) for i in range(CLIENTS)]
 
     async def _login(self) -> str:
         import aiohttp
+        from yarl import URL
 
         url = self.product.url
         async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
             async with http.get(url + "/accounts/login/") as resp:
                 await resp.text()
-            csrf = http.cookie_jar.filter_cookies(url)["csrftoken"].value
+            csrf = http.cookie_jar.filter_cookies(URL(url))["csrftoken"].value
             async with http.post(
                 url + "/accounts/login/",
                 data={"username": USER, "password": PASSWORD, "csrfmiddlewaretoken": csrf},
@@ -235,10 +236,18 @@ class Clients:
             asyncio.run_coroutine_threadsafe(ws.close(), self.loop).result(10)
 
     def close(self) -> None:
+        # Each client returns once it sees ``stop`` after its socket closes; the loop stops only then,
+        # so no client coroutine is left suspended for the garbage collector to close.
         self.stop = True
         for i in list(self.ws):
             self.drop(i)
+        for task in self.tasks:
+            try:
+                task.result(30)
+            except concurrent.futures.TimeoutError:
+                task.cancel()  # stuck connecting to a server that is gone: cancelled, not waited for
         self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
 
 
 # -- the run ----------------------------------------------------------------------------------------------
