@@ -62,10 +62,13 @@ def reconcile(
     *,
     settings: ClusterSettings | None = None,
     build_state_view: bool = True,
+    summary_view: bool = False,
     verifier: VerifierPort | None = None,
     metrics: MetricsPort | None = None,
 ) -> ReconcileResult:
-    """``metrics`` gives the canary analysis its figures (no analysis without it). ``verifier``
+    """``summary_view``: the result's view is ``build_view(..., summary=True)`` (a caller that
+    follows the rollout's progress and never draws the page: the simulator's preview).
+    ``metrics`` gives the canary analysis its figures (no analysis without it). ``verifier``
     sends ``spec.verification`` requests; without one, a verification the spec asks for is
     recorded as failed with that reason (never as passed)."""
     started = time.perf_counter()
@@ -73,7 +76,17 @@ def reconcile(
     for attempt in range(MAX_STATUS_ATTEMPTS):
         try:
             _reconcile_once(
-                cluster, router, clock, namespace, name, settings, result, build_state_view, verifier, metrics
+                cluster,
+                router,
+                clock,
+                namespace,
+                name,
+                settings,
+                result,
+                build_state_view,
+                verifier,
+                metrics,
+                summary_view,
             )
             break
         except Conflict:
@@ -96,6 +109,7 @@ def _reconcile_once(
     build_state_view: bool,
     verifier: VerifierPort | None = None,
     metrics: MetricsPort | None = None,
+    summary_view: bool = False,
 ) -> None:
     try:
         obj = cluster.get_modelserving(namespace, name)
@@ -165,11 +179,16 @@ def _reconcile_once(
         state_obj["status"] = status
         if the_plan.actions:
             result.view = build_view(
-                state_obj, cluster.list_pods(namespace, name), cluster.list_revisions(namespace, name), in_flight, now
+                state_obj,
+                cluster.list_pods(namespace, name),
+                cluster.list_revisions(namespace, name),
+                in_flight,
+                now,
+                summary=summary_view,
             )
         else:
             revs = cluster.list_revisions(namespace, name) if the_plan.revision_actions else revision_objs
-            result.view = build_view(state_obj, pods, revs, in_flight, now, observed=observed)
+            result.view = build_view(state_obj, pods, revs, in_flight, now, observed=observed, summary=summary_view)
 
 
 def _leaving_routing(pod: Obj) -> bool:
