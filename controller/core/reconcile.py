@@ -147,13 +147,13 @@ def _reconcile_once(
     owned = _owned_revisions(revision_objs, ms.uid)
     history = History.from_objects(owned)
     # In-flight counts matter only for pods leaving routing: marked draining, or taken out by the
-    # in-place readiness gate. Asking the router about every pod would cost a lookup per pod.
+    # in-place readiness gate (``PodObs.leaving_routing``, found while parsing the pod, so cached
+    # with its parse). Asking the router about every pod would cost a lookup per pod.
+    observed = observe(pods)
     in_flight = {}
-    for pod in pods:
-        if _leaving_routing(pod):
-            pod_name = pod["metadata"]["name"]
-            in_flight[pod_name] = router.in_flight(namespace, pod_name)
-    observed = observe(pods, in_flight)
+    for pod_obs in observed.leaving_routing:
+        in_flight[pod_obs.name] = router.in_flight(namespace, pod_obs.name)
+    observed.in_flight = in_flight
     figures = _analysis_figures(metrics, namespace, name, ms, prev_status, now)
     the_plan = plan(ms, history, observed, now, status=prev_status, settings=settings, analysis_figures=figures)
     verify = _verifying(verifier, namespace, ms.verification, pods, now)
@@ -189,19 +189,6 @@ def _reconcile_once(
         else:
             revs = cluster.list_revisions(namespace, name) if the_plan.revision_actions else revision_objs
             result.view = build_view(state_obj, pods, revs, in_flight, now, observed=observed, summary=summary_view)
-
-
-def _leaving_routing(pod: Obj) -> bool:
-    """Marked draining, or taken out of routing by the in-place readiness gate (False). Plain loops:
-    this runs for every pod on every pass."""
-    meta = pod.get("metadata") or {}
-    annotations = meta.get("annotations")
-    if annotations and annotations.get(naming.ANNOTATION_DRAINING) is not None:
-        return True
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == naming.CONDITION_INPLACE_READY and cond.get("status") == "False":
-            return True
-    return False
 
 
 def _analysis_figures(
