@@ -25,8 +25,17 @@
    the same time under the same load: CPU 20.9 s -> 13.7 s, wall 29.2 s -> 21.9 s, peak RSS
    195 MB -> 87 MB; this bench's run: 33.3 s wall, 12.8 s CPU, peak RSS 85.5 MB, converged 410.2 s
    after the change (10 batches x 41 s). At load ~1.7, one after the other: 17.8 s -> 11.7 s wall
-   (11.4 s CPU, peak RSS 85 MB). The 5 s wall target
-   is NOT met yet (not measured on a quiet machine, where wall is close to CPU): see the README.
+   (11.4 s CPU, peak RSS 85 MB).
+
+   Second round (issue 15, 2026-12-01, helper perfcore2; load average 3-6): the preview's passes
+   build a summary view (no serving gates, groups, drain or funnel: the preview never draws the
+   page), the pods leaving routing are found while parsing them, and the in-memory store keeps the
+   status it is given instead of a deep copy. The same preview, old (main f808aaa) and new run
+   alternately, twice: CPU 15.9 / 12.5 s -> 8.3 / 9.1 s (wall 23.4 / 20.5 s -> 12.2 / 24.2 s:
+   the wall follows the other sessions' load); identical timelines. This bench's run, load ~3.5:
+   11.5 s wall, 7.2 s CPU, peak RSS 71 MB, converged 410.2 s after the change. The 5 s wall
+   target is NOT met yet (not measured on a quiet machine, where wall is close to CPU; CPU alone
+   is still above 5 s): see the README.
 
     python -m bench sim [--json] [--preview-groups 1000]   (0 skips the preview)
 """

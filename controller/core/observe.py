@@ -57,6 +57,9 @@ class PodObs:
     resource_version: str  # with the uid, identifies this version of the pod (derived data is cached by it)
     digest: str | None  # the digest the first container runs (status imageID), ``digests``
     image_digests: tuple[tuple[str, str], ...]  # (spec image, digest) of the containers that run it
+    # Leaving routing: marked draining, or an InPlaceUpdateReady condition is "False" (the in-place
+    # readiness gate took it out). The pass asks the router about these pods only.
+    leaving_routing: bool
     raw: Obj = field(repr=False)
 
     @property
@@ -167,6 +170,7 @@ class Observed:
     groups: dict[int, GroupObs]
     in_flight: Mapping[str, int]
     foreign: list[str]  # pods with our name label but unparseable identity labels
+    leaving_routing: list[PodObs] = field(default_factory=list)  # ``PodObs.leaving_routing``, in list order
 
     def group(self, ordinal: int) -> GroupObs | None:
         return self.groups.get(ordinal)
@@ -245,6 +249,7 @@ def parse_pod(pod: Obj) -> PodObs | None:
     unschedulable = None
     gate = None
     gate_since = None
+    leaving = False
     for cond in status.get("conditions") or ():
         ctype = cond.get("type")
         if ctype == "Ready":
@@ -257,6 +262,8 @@ def parse_pod(pod: Obj) -> PodObs | None:
         elif ctype == _C_GATE:
             gate = cond.get("status") == "True"
             gate_since = _seconds(cond.get("lastTransitionTime"))
+            if cond.get("status") == "False":
+                leaving = True
     phase = status.get("phase") or "Pending"
     restarts = 0
     failing = None
@@ -274,6 +281,7 @@ def parse_pod(pod: Obj) -> PodObs | None:
     if annotations:
         draining = annotations.get(_A_DRAINING)
         if draining is not None:
+            leaving = True
             try:
                 draining_since = float(draining)
             except ValueError:
@@ -328,6 +336,7 @@ def parse_pod(pod: Obj) -> PodObs | None:
         str(meta.get("resourceVersion") or ""),
         digest,
         image_digests,
+        leaving,
         pod,
     )
 
@@ -367,6 +376,7 @@ def observe(pods: list[Obj], in_flight: Mapping[str, int] | None = None) -> Obse
     # (listed by name), so the group and instance of the previous pod are tried first.
     group: GroupObs | None = None
     inst: InstanceObs | None = None
+    leaving: list[PodObs] = []
     for raw in pods:
         meta = raw.get("metadata") or _EMPTY
         hit = cache.get(meta.get("uid"))
@@ -375,6 +385,8 @@ def observe(pods: list[Obj], in_flight: Mapping[str, int] | None = None) -> Obse
         if pod is None:
             foreign.append(meta.get("name") or "?")
             continue
+        if pod.leaving_routing:
+            leaving.append(pod)
         if group is None or group.ordinal != pod.group:
             group = groups.get(pod.group)
             if group is None:
@@ -388,4 +400,4 @@ def observe(pods: list[Obj], in_flight: Mapping[str, int] | None = None) -> Obse
         inst.pods[pod.index] = pod
     for group in groups.values():
         group.finalize()
-    return Observed(groups, in_flight or {}, foreign)
+    return Observed(groups, in_flight or {}, foreign, leaving)

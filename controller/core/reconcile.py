@@ -62,10 +62,13 @@ def reconcile(
     *,
     settings: ClusterSettings | None = None,
     build_state_view: bool = True,
+    summary_view: bool = False,
     verifier: VerifierPort | None = None,
     metrics: MetricsPort | None = None,
 ) -> ReconcileResult:
-    """``metrics`` gives the canary analysis its figures (no analysis without it). ``verifier``
+    """``summary_view``: the result's view is ``build_view(..., summary=True)`` (a caller that
+    follows the rollout's progress and never draws the page: the simulator's preview).
+    ``metrics`` gives the canary analysis its figures (no analysis without it). ``verifier``
     sends ``spec.verification`` requests; without one, a verification the spec asks for is
     recorded as failed with that reason (never as passed)."""
     started = time.perf_counter()
@@ -73,7 +76,17 @@ def reconcile(
     for attempt in range(MAX_STATUS_ATTEMPTS):
         try:
             _reconcile_once(
-                cluster, router, clock, namespace, name, settings, result, build_state_view, verifier, metrics
+                cluster,
+                router,
+                clock,
+                namespace,
+                name,
+                settings,
+                result,
+                build_state_view,
+                verifier,
+                metrics,
+                summary_view,
             )
             break
         except Conflict:
@@ -96,6 +109,7 @@ def _reconcile_once(
     build_state_view: bool,
     verifier: VerifierPort | None = None,
     metrics: MetricsPort | None = None,
+    summary_view: bool = False,
 ) -> None:
     try:
         obj = cluster.get_modelserving(namespace, name)
@@ -133,13 +147,13 @@ def _reconcile_once(
     owned = _owned_revisions(revision_objs, ms.uid)
     history = History.from_objects(owned)
     # In-flight counts matter only for pods leaving routing: marked draining, or taken out by the
-    # in-place readiness gate. Asking the router about every pod would cost a lookup per pod.
+    # in-place readiness gate (``PodObs.leaving_routing``, found while parsing the pod, so cached
+    # with its parse). Asking the router about every pod would cost a lookup per pod.
+    observed = observe(pods)
     in_flight = {}
-    for pod in pods:
-        if _leaving_routing(pod):
-            pod_name = pod["metadata"]["name"]
-            in_flight[pod_name] = router.in_flight(namespace, pod_name)
-    observed = observe(pods, in_flight)
+    for pod_obs in observed.leaving_routing:
+        in_flight[pod_obs.name] = router.in_flight(namespace, pod_obs.name)
+    observed.in_flight = in_flight
     figures = _analysis_figures(metrics, namespace, name, ms, prev_status, now)
     the_plan = plan(ms, history, observed, now, status=prev_status, settings=settings, analysis_figures=figures)
     verify = _verifying(verifier, namespace, ms.verification, pods, now)
@@ -165,24 +179,16 @@ def _reconcile_once(
         state_obj["status"] = status
         if the_plan.actions:
             result.view = build_view(
-                state_obj, cluster.list_pods(namespace, name), cluster.list_revisions(namespace, name), in_flight, now
+                state_obj,
+                cluster.list_pods(namespace, name),
+                cluster.list_revisions(namespace, name),
+                in_flight,
+                now,
+                summary=summary_view,
             )
         else:
             revs = cluster.list_revisions(namespace, name) if the_plan.revision_actions else revision_objs
-            result.view = build_view(state_obj, pods, revs, in_flight, now, observed=observed)
-
-
-def _leaving_routing(pod: Obj) -> bool:
-    """Marked draining, or taken out of routing by the in-place readiness gate (False). Plain loops:
-    this runs for every pod on every pass."""
-    meta = pod.get("metadata") or {}
-    annotations = meta.get("annotations")
-    if annotations and annotations.get(naming.ANNOTATION_DRAINING) is not None:
-        return True
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == naming.CONDITION_INPLACE_READY and cond.get("status") == "False":
-            return True
-    return False
+            result.view = build_view(state_obj, pods, revs, in_flight, now, observed=observed, summary=summary_view)
 
 
 def _analysis_figures(

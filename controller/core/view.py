@@ -67,8 +67,16 @@ def build_view(
     now: float,
     *,
     observed: Observed | None = None,
+    summary: bool = False,
 ) -> dict[str, Any]:
-    """``observed`` may be passed when the caller already observed these very pods."""
+    """``observed`` may be passed when the caller already observed these very pods.
+
+    ``summary=True``: only what a reader of the rollout's progress needs, not the page's detail
+    (the simulator's preview and convergence check, which never draw the page): each instance's
+    group, role, ordinal, revision, state, pods, readyPods, surge and draining, and the top-level
+    fields but ``groups``, ``drain``, ``canary``, ``gateFunnel``, ``servingRevisions``. The fields
+    kept are the same values as in the full view; the serving gates of every instance (the
+    costliest part, on every pass) are not computed."""
     meta = ms.get("metadata") or {}
     status = ms.get("status") or {}
     parsed = _parsed(ms)
@@ -113,7 +121,6 @@ def build_view(
                 expected = expected_of[(inst.revision, role)] = _expected_pods(parsed, history, inst.revision, role)
             pods_sorted = [inst.pods[i] for i in sorted(inst.pods)]
             draining_pods = [p for p in pods_sorted if p.draining_since is not None and not p.deleting]
-            inflight = sum(int(in_flight.get(p.name, 0)) for p in pods_sorted) if in_flight else 0
             # Under role-level strategies an instance of a role whose template did not change keeps
             # its pods (and their old revision label) but runs exactly the update revision's
             # template for that role: report the revision it runs.
@@ -122,6 +129,22 @@ def build_view(
                 if role_level and update_revision and inst.role_hash and update_role_hashes.get(role) == inst.role_hash
                 else inst.revision
             )
+            if summary:
+                instances.append(
+                    {
+                        "group": g,
+                        "role": role,
+                        "ordinal": ordinal,
+                        "revision": runs,
+                        "state": instance_state(inst, expected),
+                        "pods": len(pods_sorted),
+                        "readyPods": sum(1 for p in pods_sorted if p.ready),
+                        "surge": g >= replicas or ordinal >= role_replicas.get(role, 0),
+                        "draining": len(draining_pods),
+                    }
+                )
+                continue
+            inflight = sum(int(in_flight.get(p.name, 0)) for p in pods_sorted) if in_flight else 0
             gates = serving_gates.instance_gates(inst, expected, verification_required=verification, pods=pods_sorted)
             all_gates.append(((g, role, ordinal), gates))
             tally = serving.setdefault(runs, {"instances": 0, "serving": 0, "failed": 0})
@@ -162,6 +185,8 @@ def build_view(
                         "secondsLeft": max(round(timeout - (now - since), 3), 0.0),
                     }
                 )
+    if summary:
+        return _summary(meta, spec_summary, strategy_type, status, history, instances, now)
     out = {
         "namespace": meta.get("namespace") or "default",
         "name": meta.get("name"),
@@ -194,6 +219,40 @@ def build_view(
         # Coordinated roles: the widest per-group gap in Ready progress and what the quotas allow.
         out["skew"] = status["skew"]
     return out
+
+
+def _summary(
+    meta: dict[str, Any],
+    spec_summary: dict[str, Any],
+    strategy_type: str,
+    status: dict[str, Any],
+    history: History,
+    instances: list[dict[str, Any]],
+    now: float,
+) -> dict[str, Any]:
+    """The top-level fields of ``build_view(..., summary=True)``: as in the full view."""
+    return {
+        "namespace": meta.get("namespace") or "default",
+        "name": meta.get("name"),
+        "generation": meta.get("generation"),
+        "spec": spec_summary,
+        "strategyType": strategy_type,
+        "phase": "Paused" if spec_summary["paused"] else status.get("phase") or "Pending",
+        "converged": bool(status.get("converged")),
+        "currentRevision": status.get("currentRevision"),
+        "updateRevision": status.get("updateRevision"),
+        "conditions": [
+            {k: c.get(k) for k in ("type", "status", "reason", "message")} for c in status.get("conditions") or []
+        ],
+        "counts": {k: status.get(k) for k in ("replicas", "currentReplicas", "updatedReplicas", "availableReplicas")},
+        "revisions": [r.to_json() for r in history.revisions],
+        "instances": instances,
+        "blocked": expand_waiting(status.get("waiting") or []),
+        "waiting": status.get("waiting") or [],
+        "roles": status.get("roles") or [],
+        "strategy": status.get("strategy") or {},
+        "time": now,
+    }
 
 
 def _entry_digest(inst: InstanceObs) -> str | None:

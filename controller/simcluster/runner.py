@@ -121,7 +121,9 @@ class SimController:
 class Runner:
     def __init__(self, scenario: Scenario, *, copy_reads: bool = False, frames: bool = True) -> None:
         """``frames=False``: no trace frames are written (the preview reads its timeline from
-        ``on_pass`` and never looks at them; a frame costs a walk over every instance per pass)."""
+        ``on_pass`` and never looks at them; a frame costs a walk over every instance per pass). The
+        views passed to ``on_pass`` are then summary views (``core.view.build_view(summary=True)``:
+        what the convergence check and a timeline read, without the page's per-instance detail)."""
         from controller.core import reconcile as core_reconcile  # the production pass
         from controller.core import view as core_view
 
@@ -208,6 +210,7 @@ class Runner:
                 settings=self.scenario.settings,
                 verifier=self.verifier,
                 metrics=self.router,
+                summary_view=not self._frames,
             )
         except NotFound:
             return True, None  # the ModelServing is gone
@@ -251,6 +254,7 @@ class Runner:
             self.store.list_revisions(ns, name),
             self.router.in_flight_by_pod(),
             self.loop.now(),
+            summary=not self._frames,
         )
 
     @property

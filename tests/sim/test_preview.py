@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
+
+import pytest
 
 from controller.simcluster.config import ClusterConfig, ImageBehaviour, Span
 from controller.simcluster.preview import PreviewCluster, preview_change
@@ -79,3 +82,47 @@ def test_a_hundred_group_change_rolls_out_in_ten_batches_never_below_the_floor_a
     assert 10 * 15 <= timeline.converged_after <= 10 * 15 + 5
     assert min(s.available for s in timeline.samples) == 90  # the floor: 100 - 10% of 100
     assert timeline.samples[-1].available == 100
+
+
+SUMMARY_SCENARIOS = [
+    "tests/scenarios/canary-healthy.yaml",
+    "tests/scenarios/drain-multinode.yaml",
+    "tests/scenarios/inplace-image-bump.yaml",
+    "tests/scenarios/pd-coordinated.yaml",
+    "examples/scenarios/drain-no-loss.yaml",
+    "examples/scenarios/partition-protected-recovery.yaml",
+]
+INSTANCE_SUMMARY_KEYS = ("group", "role", "ordinal", "revision", "state", "pods", "readyPods", "surge", "draining")
+
+
+@pytest.mark.parametrize("path", SUMMARY_SCENARIOS)
+def test_the_summary_view_the_preview_reads_is_the_full_view_without_the_pages_detail(path):
+    """On every pass of these scenarios (canary, drains with traffic, in-place updates, coordinated
+    roles, a partition): every field of ``build_view(summary=True)`` equals the full view's."""
+    from controller.core.view import build_view
+    from controller.simcluster.runner import Runner
+    from controller.simcluster.scenario import load_scenario
+
+    scenario = load_scenario(Path(__file__).resolve().parents[2] / path)
+    runner = Runner(scenario)
+    compared = []
+
+    def compare(t, _view):
+        ns, name = scenario.namespace, scenario.ms_name
+        args = (
+            runner.store.get_modelserving(ns, name),
+            runner.store.list_pods(ns, name),
+            runner.store.list_revisions(ns, name),
+            runner.router.in_flight_by_pod(),
+            t,
+        )
+        full, summary = build_view(*args), build_view(*args, summary=True)
+        assert summary["instances"] == [{k: i[k] for k in INSTANCE_SUMMARY_KEYS} for i in full["instances"]]
+        assert {k: v for k, v in summary.items() if k != "instances"} == {
+            k: full[k] for k in summary if k != "instances"
+        }
+        compared.append(t)
+
+    runner.on_pass.append(compare)
+    runner.run()
+    assert len(compared) > 10
