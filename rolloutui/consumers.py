@@ -19,7 +19,11 @@ half of the format is ``applyDelta`` in ``static/js/detail/stream.js``; the gold
 Fan-out: the consumers of one process share a single ``_Hub`` per ModelServing. The hub is the
 only member of the Channels group in this process, so a state is received and decoded once per
 process, and each (from, to) delta or full text is encoded once, not once per browser (the lesson
-of Argo's per-connection informers). Each consumer sends at most ``RATE`` messages a
+of Argo's per-connection informers). A publish carries the delta from the publisher's previous
+publish (``controller/runtime/publish.py``): when the hub keeps that previous state it applies the
+delta (``apply_delta``, ~6 ms for 1,000 groups) instead of decoding the whole state and diffing it
+(~50 ms), and that delta's text is the message for clients that hold the previous state.
+Each consumer sends at most ``RATE`` messages a
 second on average (bursts of ``BURST``): an update beyond that schedules one trailing send, which
 carries whatever is newest when it fires, so the latest state always arrives and a burst of 50
 publishes costs a client a few messages.
