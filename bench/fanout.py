@@ -59,7 +59,11 @@ runs interleaved with the after runs:
     window: controller at nice 10
     publish -> client p95                     - / 1,110 ms               374 / 293 ms
 
-The load moved between 7 and 13 during these runs, so single figures say little; the pair at the
+A third pair at a lower load, after first (load 3.5) then before (load 4.7): publish -> client
+p50 122 vs 129 ms, p95 291 vs 593 ms (nice-10 window 352 vs 440 ms); observed -> client p50 384 vs
+307 ms, p95 1,047 vs 892 ms (no gain shown there: it is the controller's pass, not the hub).
+
+The load moved between 3 and 13 during these runs, so single figures say little; the pair at the
 same load (7.4: before run 1, after run 2) gives publish -> client p50 242 -> 135 ms, p95
 458 -> 422 ms, observed -> client p50 755 -> 359 ms, p95 1,987 -> 1,006 ms. The hub's own work per
 publish, measured in-process on a synthetic 1,000-group view (1.43 MB; a delta of 30 changed
