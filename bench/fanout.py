@@ -44,6 +44,32 @@ msgpack pack 12-22 ms and unpack 43-46 ms of the state dict, json.dumps 38-40 ms
 13-17 ms; orjson dumps 2 ms and loads 36-40 ms. The publisher now sends orjson text (pack ~0),
 the hub decodes it in a thread and sends it as is to new clients (no re-encode). Observed ->
 client is dominated by the controller's reconcile pass over 1,000 groups competing for the 2 CPUs.
+
+Second step (the publisher sends the delta from its previous publish; the hub applies it to the
+kept state it names instead of decoding the whole state and diffing it). ``--seconds 20``, same
+machine, load from ``uptime`` at the end of each run; before = the code just before this step,
+runs interleaved with the after runs:
+
+    window: controller at normal priority     before (load 7.4 / 13.0)   after (load 9.0 / 7.4)
+    publish -> client p50                     242 / 493 ms               264 / 135 ms
+    publish -> client p95                     458 / 1,930 ms             723 / 422 ms   target < 150 ms: missed
+    observed -> client p50                    755 / 1,700 ms             727 / 359 ms
+    observed -> client p95                    1,987 / 10,354 ms          3,495 / 1,006 ms  target < 250 ms: missed
+    messages per client per second            1.46 / 0.51                1.34 / 2.49
+    window: controller at nice 10
+    publish -> client p95                     - / 1,110 ms               374 / 293 ms
+
+A third pair at a lower load, after first (load 3.5) then before (load 4.7): publish -> client
+p50 122 vs 129 ms, p95 291 vs 593 ms (nice-10 window 352 vs 440 ms); observed -> client p50 384 vs
+307 ms, p95 1,047 vs 892 ms (no gain shown there: it is the controller's pass, not the hub).
+
+The load moved between 3 and 13 during these runs, so single figures say little; the pair at the
+same load (7.4: before run 1, after run 2) gives publish -> client p50 242 -> 135 ms, p95
+458 -> 422 ms, observed -> client p50 755 -> 359 ms, p95 1,987 -> 1,006 ms. The hub's own work per
+publish, measured in-process on a synthetic 1,000-group view (1.43 MB; a delta of 30 changed
+groups, 3.5 kB; load ~6): before, decode the state 21 ms + make_delta for the clients 30 ms = 51
+ms on the web process; after, decode and apply the delta 6.4 ms (its text is the clients'
+message, no make_delta). The publisher pays make_delta + encode, 14 ms, once per publish.
 """
 
 from __future__ import annotations

@@ -8,13 +8,27 @@ with orjson: channels-redis then packs one byte string instead of walking a 1,00
 with msgpack (~20 ms), and the dashboard sends that same text to a newly connected page without
 encoding it again. A message may also carry the state as a dict in ``state`` (tests, older
 publishers); the consumer accepts both.
+
+Each publish also carries the delta from the state this process published last for the same
+ModelServing (``delta``, the JSON text of ``make_delta(previous, state)``; ``base_id``, the
+``id`` of that previous publish). The dashboard's hub holding that previous state applies the delta
+instead of decoding the whole state (36-40 ms for 1,000 groups, on the web process's event loop
+budget) and sends that same text to its pages as their next delta; a hub that does not hold it
+(it subscribed later, missed a message, or the other worker process published it) decodes ``json``
+as before. The publisher has both states in memory already, so the delta costs it ``make_delta``
+(13-17 ms for 1,000 groups) and no decode. The previous state is kept by reference: ``build_view``
+makes a fresh view every pass, and nothing changes a view after it is published.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
+import os
 import re
+import threading
+from collections import OrderedDict
 from typing import Any
 
 import orjson
@@ -22,6 +36,14 @@ import orjson
 log = logging.getLogger(__name__)
 
 _ALLOWED = re.compile(r"[^a-zA-Z0-9._-]")
+
+# The last state published per group by this process, with its id: the base of the next delta.
+# Bounded (least recently published dropped first): a dropped group's next publish is sent
+# without a delta, which costs the hub one decode.
+LAST_KEPT = 64
+_last: OrderedDict[str, tuple[str, dict]] = OrderedDict()
+_last_lock = threading.Lock()
+_ids = itertools.count(1)
 
 
 def group_name(namespace: str, name: str) -> str:
@@ -52,7 +74,29 @@ def publish_state(namespace: str, name: str, state: dict[str, Any] | None = None
         layer = get_channel_layer()
         if layer is None:
             return
-        message = {"type": "state.update", "json": encode_state(state)}
-        async_to_sync(layer.group_send)(group_name(namespace, name), message)
+        group = group_name(namespace, name)
+        message = {"type": "state.update", "json": encode_state(state), **_delta_fields(group, state)}
+        async_to_sync(layer.group_send)(group, message)
     except Exception as exc:  # Redis down, layer misconfigured, ...: log, never raise
         log.warning("could not publish the state of %s/%s: %s", namespace, name, exc)
+
+
+def _delta_fields(group: str, state: Any) -> dict[str, Any]:
+    """``id`` of this publish, and the delta from this process's previous publish to the group
+    (``delta``, ``base_id``) when there is one. Ids are unique across processes (pid and a
+    counter), so a hub never applies a delta to a state another process published."""
+    from .delta import make_delta
+
+    published_id = f"{os.getpid()}-{next(_ids)}"
+    with _last_lock:
+        previous = _last.pop(group, None)
+        if isinstance(state, dict):
+            _last[group] = (published_id, state)
+            while len(_last) > LAST_KEPT:
+                _last.popitem(last=False)
+    fields: dict[str, Any] = {"id": published_id}
+    if previous is not None and isinstance(state, dict):
+        base_id, base = previous
+        fields["delta"] = encode_state(make_delta(base, state))
+        fields["base_id"] = base_id
+    return fields

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from . import delta_fixtures
 from .helpers import apply_delta, same_json
@@ -113,3 +115,98 @@ def test_make_delta_keeps_planner_order_and_falls_back_on_duplicate_keys():
     delta = make_delta(new, dup)
     assert "blocked" not in delta["lists"] and delta["set"]["blocked"] == dup["blocked"]
     assert apply_delta(new, json.loads(json.dumps(delta))) == dup
+
+
+@pytest.mark.parametrize("name", sorted(committed()))
+def test_the_hubs_apply_delta_rebuilds_each_fixtures_expected_state_without_touching_its_base(name):
+    """``controller.runtime.delta.apply_delta`` is what the websocket hub runs on a published
+    delta: it must end where the page's ``applyDelta`` ends, and leave the base (which clients
+    still hold as the base of their next delta) as it was."""
+    import copy
+
+    from controller.runtime.delta import apply_delta as hub_apply_delta
+
+    fixture = committed()[name]
+    base = copy.deepcopy(fixture["base"])
+    rebuilt = hub_apply_delta(base, fixture["delta"])
+    assert same_json(rebuilt, fixture["expected"]) is None
+    assert base == fixture["base"]
+    if list(fixture["expected"])[-1] == "time":  # as build_view writes it (the bench reads it there)
+        assert list(rebuilt)[-1] == "time"
+
+
+def test_the_hubs_apply_delta_turns_a_state_into_a_deletion_notice_without_a_time():
+    from controller.runtime.delta import apply_delta as hub_apply_delta
+    from rolloutui.consumers import make_delta
+
+    state = committed()[sorted(committed())[0]]["expected"]
+    notice = {"namespace": "default", "name": "demo", "deleted": True}
+    delta = json.loads(json.dumps(make_delta(state, notice)))
+    assert same_json(hub_apply_delta(state, delta), notice) is None
+
+
+def test_the_hubs_apply_delta_refuses_a_list_the_format_does_not_know():
+    from controller.runtime.delta import apply_delta as hub_apply_delta
+
+    with pytest.raises(ValueError, match="unknown list 'pods'"):
+        hub_apply_delta({"time": 1.0}, {"type": "state.delta", "set": {}, "unset": [], "lists": {"pods": {}}})
+
+
+# Each field keeps one JSON type, as in build_view's view: make_delta compares with Python's ``==``,
+# for which true == 1, so a field turning from true into 1 would not be sent (no view field does).
+_fields = st.fixed_dictionaries(
+    {},
+    optional={
+        "state": st.sampled_from(["Ready", "Creating", "Draining"]),
+        "updated": st.booleans(),
+        "note": st.one_of(st.none(), st.sampled_from(["a", "b"])),
+        "revision": st.integers(-3, 3),
+    },
+)
+_instance = st.builds(
+    lambda g, r, o, f: {"group": g, "role": r, "ordinal": o, **f},
+    st.integers(0, 3),
+    st.sampled_from(["prefill", "decode"]),
+    st.integers(0, 1),
+    _fields,
+)
+_blocked = st.builds(
+    lambda g, k, f: {"group": g, "role": None, "kind": k, **f},
+    st.one_of(st.none(), st.integers(0, 3)),
+    st.sampled_from(["budget", "gang"]),
+    _fields,
+)
+_state = st.fixed_dictionaries(
+    {
+        "phase": st.sampled_from(["Progressing", "Paused", "Ready"]),
+        "instances": st.lists(_instance, max_size=6).map(
+            lambda xs: sorted(
+                {(i["group"], i["role"], i["ordinal"]): i for i in xs}.values(),
+                key=lambda i: (i["group"], i["role"], i["ordinal"]),
+            )
+        ),
+        "groups": st.lists(st.builds(lambda o, f: {"ordinal": o, **f}, st.integers(0, 4), _fields), max_size=4).map(
+            lambda xs: sorted({g["ordinal"]: g for g in xs}.values(), key=lambda g: g["ordinal"])
+        ),
+        "blocked": st.lists(_blocked, max_size=4),
+        "drain": st.lists(
+            st.builds(lambda p, n: {"pod": p, "inFlight": n}, st.sampled_from("pqr"), st.integers(0, 2)), max_size=3
+        ),
+    },
+    optional={"paused": st.booleans()},
+).map(lambda s: {**s, "time": 0.0})
+
+
+@settings(max_examples=200, deadline=None)
+@given(old=_state, new=_state, t=st.floats(1, 9))
+def test_the_hubs_apply_delta_of_make_delta_rebuilds_any_new_state(old, new, t):
+    """Property: whatever two states (sorted or planner-ordered lists, duplicate keys, removed
+    fields and keys), applying ``make_delta(old, new)`` as it travels (JSON) to ``old`` gives
+    ``new``."""
+    from controller.runtime.delta import apply_delta as hub_apply_delta
+    from rolloutui.consumers import make_delta
+
+    new = {**new, "time": t}
+    delta = json.loads(json.dumps(make_delta(old, new)))
+    wire = lambda s: json.loads(json.dumps(s))  # noqa: E731  (the hub holds decoded JSON)
+    assert same_json(hub_apply_delta(wire(old), delta), wire(new)) is None

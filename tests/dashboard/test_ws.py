@@ -194,6 +194,103 @@ async def test_a_state_published_as_json_text_reaches_clients_as_a_delta_and_as_
         await comm.disconnect()
 
 
+async def test_the_publishers_delta_is_applied_by_the_hub_and_sent_to_pages_as_is(ms, viewer):
+    """From its second publish on, the publisher sends the delta from its previous publish: the
+    hub holding that state applies it (no decode of the whole state) and pages get the very text
+    ``make_delta`` wrote, a newly connected page the new full text."""
+    from controller.runtime.publish import encode_state
+    from rolloutui.consumers import make_delta
+    from rolloutui.services import streaming
+
+    comm = communicator(ms, viewer)
+    await comm.connect()
+    snapshot = json.loads(await comm.receive_from(timeout=3))
+    first = {**snapshot, "time": 901.0}
+    await database_sync_to_async(streaming.publish_state)(ms["namespace"], ms["name"], first)
+    d1 = json.loads(await comm.receive_from(timeout=3))
+    assert replay([snapshot, d1]) == first
+    instances = [dict(x) for x in snapshot["instances"]]
+    instances[-1]["state"] = "Draining"
+    second = {**first, "instances": instances, "phase": "Progressing", "time": 902.0}
+    sent = []
+    layer = get_channel_layer()
+    real_send = layer.group_send
+
+    async def recording_send(group, message):
+        sent.append(message)
+        await real_send(group, message)
+
+    layer.group_send = recording_send
+    try:
+        await database_sync_to_async(streaming.publish_state)(ms["namespace"], ms["name"], second)
+    finally:
+        layer.group_send = real_send
+    text = await comm.receive_from(timeout=3)
+    assert sent[0]["base_id"] and sent[0]["delta"].decode() == text
+    assert json.loads(text) == json.loads(json.dumps(make_delta(first, second)))
+    assert replay([snapshot, d1, json.loads(text)]) == second
+    late = communicator(ms, viewer)
+    await late.connect()
+    assert await late.receive_from(timeout=3) == encode_state(second).decode()
+    for c in (comm, late):
+        await c.disconnect()
+
+
+async def test_a_delta_from_a_state_the_hub_does_not_hold_is_ignored_and_the_full_state_used(ms, viewer):
+    """Another worker process published the base (or this hub missed it): the hub decodes the
+    full text the message also carries, and the page still ends at the published state."""
+    from controller.runtime.publish import encode_state
+    from rolloutui.services import streaming
+
+    comm = communicator(ms, viewer)
+    await comm.connect()
+    snapshot = json.loads(await comm.receive_from(timeout=3))
+    state = {**snapshot, "phase": "Paused", "time": 903.0}
+    wrong = {**snapshot, "phase": "Something else", "time": 903.0}
+    from rolloutui.consumers import make_delta
+
+    message = {
+        "type": "state.update",
+        "json": encode_state(state),
+        "id": "other-2",
+        "base_id": "other-1",
+        "delta": encode_state(make_delta(snapshot, wrong)),
+    }
+    await get_channel_layer().group_send(streaming.group_name(ms["namespace"], ms["name"]), message)
+    assert replay([snapshot, json.loads(await comm.receive_from(timeout=3))]) == state
+    await comm.disconnect()
+
+
+async def test_a_delta_from_an_older_kept_state_applies_when_two_publishers_interleave(ms, viewer):
+    """Publisher A's delta names A's previous publish, with B's publish in between: the hub
+    applies it to the kept state A published, and the page (which holds B's) gets a delta from
+    B's state to A's new one."""
+    from controller.runtime.publish import encode_state
+    from rolloutui.consumers import make_delta
+    from rolloutui.services import streaming
+
+    comm = communicator(ms, viewer)
+    await comm.connect()
+    received = [json.loads(await comm.receive_from(timeout=3))]
+    snapshot = received[0]
+    a1 = {**snapshot, "phase": "A1", "time": 911.0}
+    b1 = {**snapshot, "phase": "B1", "time": 912.0}
+    a2 = {**a1, "spec": {**snapshot["spec"], "paused": True}, "time": 913.0}
+    group = streaming.group_name(ms["namespace"], ms["name"])
+    layer = get_channel_layer()
+    await layer.group_send(group, {"type": "state.update", "json": encode_state(a1), "id": "a-1"})
+    received.append(json.loads(await comm.receive_from(timeout=3)))
+    await layer.group_send(group, {"type": "state.update", "json": encode_state(b1), "id": "b-1"})
+    received.append(json.loads(await comm.receive_from(timeout=3)))
+    # The full text is deliberately not a2: only the delta can make the page end at a2.
+    delta = encode_state(make_delta(a1, a2))
+    message = {"type": "state.update", "json": encode_state(b1), "id": "a-2", "base_id": "a-1", "delta": delta}
+    await layer.group_send(group, message)
+    received.append(json.loads(await comm.receive_from(timeout=3)))
+    assert received[-1]["base"] == b1["time"] and replay(received) == a2
+    await comm.disconnect()
+
+
 async def test_an_update_that_is_not_json_is_ignored_and_the_next_one_arrives(ms, viewer):
     from rolloutui.services import streaming
 
