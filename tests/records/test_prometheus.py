@@ -131,11 +131,13 @@ def test_a_window_prometheus_cannot_answer_is_left_for_a_later_pass(prom):
     ms = parse_modelserving(manifest)
     status = {"canary": {"phase": "Running", "startedAt": 0.0, "stable": "r1", "revision": "r2"}}
     down = PrometheusMetrics("http://127.0.0.1:9", TEMPLATES, timeout=1)
-    assert _analysis_figures(down, "default", "chat", ms, status, 130.0) == {}
+    # At 190 s two windows are due: each is judged settleSeconds (default: one interval) after its
+    # end, so [0, 60) from 120 s and [60, 120) from 180 s; [120, 180) waits until 240 s.
+    assert _analysis_figures(down, "default", "chat", ms, status, 190.0) == {}
     prom.set("requests", "r2", 50)
     prom.set("requests", "r1", 50)
     up = PrometheusMetrics(prom.url, TEMPLATES)
-    figures = _analysis_figures(up, "default", "chat", ms, status, 130.0)
+    figures = _analysis_figures(up, "default", "chat", ms, status, 190.0)
     assert list(figures) == [(0.0, 60.0), (60.0, 120.0)]
     assert figures[(0.0, 60.0)]["canary"]["requests"] == 50
 
