@@ -185,26 +185,12 @@ def build_view(
                         "secondsLeft": max(round(timeout - (now - since), 3), 0.0),
                     }
                 )
+    top = _top_level(meta, spec_summary, strategy_type, status, history, instances)
     if summary:
-        return _summary(meta, spec_summary, strategy_type, status, history, instances, now)
+        # The preview's passes: what the planner's callers read, no gates, groups, drain or funnel.
+        return {**top, "roles": status.get("roles") or [], "strategy": status.get("strategy") or {}, "time": now}
     out = {
-        "namespace": meta.get("namespace") or "default",
-        "name": meta.get("name"),
-        "generation": meta.get("generation"),
-        "spec": spec_summary,
-        "strategyType": strategy_type,
-        "phase": "Paused" if spec_summary["paused"] else status.get("phase") or "Pending",
-        "converged": bool(status.get("converged")),
-        "currentRevision": status.get("currentRevision"),
-        "updateRevision": status.get("updateRevision"),
-        "conditions": [
-            {k: c.get(k) for k in ("type", "status", "reason", "message")} for c in status.get("conditions") or []
-        ],
-        "counts": {k: status.get(k) for k in ("replicas", "currentReplicas", "updatedReplicas", "availableReplicas")},
-        "revisions": [r.to_json() for r in history.revisions],
-        "instances": instances,
-        "blocked": expand_waiting(status.get("waiting") or []),
-        "waiting": status.get("waiting") or [],
+        **top,
         "groups": _groups(status, instances, replicas, role_replicas, update_revision),
         "roles": status.get("roles") or [],
         "strategy": status.get("strategy") or {},
@@ -221,16 +207,15 @@ def build_view(
     return out
 
 
-def _summary(
+def _top_level(
     meta: dict[str, Any],
     spec_summary: dict[str, Any],
     strategy_type: str,
     status: dict[str, Any],
     history: History,
     instances: list[dict[str, Any]],
-    now: float,
 ) -> dict[str, Any]:
-    """The top-level fields of ``build_view(..., summary=True)``: as in the full view."""
+    """The fields the full view and the summary view (``summary=True``) both open with, in order."""
     return {
         "namespace": meta.get("namespace") or "default",
         "name": meta.get("name"),
@@ -249,9 +234,6 @@ def _summary(
         "instances": instances,
         "blocked": expand_waiting(status.get("waiting") or []),
         "waiting": status.get("waiting") or [],
-        "roles": status.get("roles") or [],
-        "strategy": status.get("strategy") or {},
-        "time": now,
     }
 
 
