@@ -9,7 +9,6 @@ and seed it (users, a ModelServing) through `manage.py shell` in that same envir
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TEST_PASSWORD
+from tests.live.procs import stop_process_group
 from tests.waiting import wait_for_runall
 
 from .helpers import NAMESPACE, create_modelserving, manifest, unique_name
@@ -132,15 +132,7 @@ def live_stack(tmp_path_factory):
         assert "seeded" in seeded
         yield stack
     finally:
-        # Stop only the process group this fixture started.
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        stop_process_group(proc)  # only the process group this fixture started
 
 
 @pytest.fixture

@@ -274,6 +274,19 @@ else:
     return env.python(code, timeout=timeout + 60)
 
 
+def stop_process_group(proc: subprocess.Popen) -> None:
+    """Stop the process group ``proc`` leads (started with ``start_new_session``): SIGTERM, up to
+    30 s to exit cleanly, then SIGKILL."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -313,11 +326,4 @@ def runall(var_dir: Path, *, speed: float = 8.0, password: str, **extra_env: str
         waiting.wait_for_runall(proc, url, log)
         yield {"url": url, "log": log}
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        stop_process_group(proc)
