@@ -223,7 +223,13 @@ def checked_step(cluster, clock, router, *, settle):
         partition = group_budgets.partition
         # "scale" too at group level: a Ready group beyond replicas of an older revision (the surge
         # of a rollout replaced by a newer one) is not removed below the floor either.
-        scaled = [a for a in result.actions if a.verb in ("delete", "drain") and a.reason == "scale"]
+        # Only inside the surge slots: a group at replicas + maxSurge or beyond must go whatever
+        # the floor, since at most replicas + maxSurge groups exist (shared/docs/domain.md).
+        scaled = [
+            a
+            for a in result.actions
+            if a.verb in ("delete", "drain") and a.reason == "scale" and a.group < ms.replicas + group_budgets.max_surge
+        ]
         touched_groups = {a.group for a in removals + scaled}
         for a in removals:
             if a.reason == "rolling update":
@@ -419,9 +425,23 @@ SURGE_SCALE_DOWN = manifest(
     drain={"timeoutSeconds": 0},
 )
 
+# Scale-down while a lost pod keeps a group unavailable: group 4 must go (at most replicas + maxSurge
+# groups exist) even though the floor would like it kept.
+SCALE_DOWN_BELOW_FLOOR = manifest(
+    replicas=5,
+    roles=[role("prefill")],
+    strategy={"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": 0}},
+    drain={"timeoutSeconds": 0},
+)
+
 
 @PROPERTY_SETTINGS
 @given(m=modelservings(), ops=operations, settle_first=st.integers(0, 6))
+@example(
+    m=SCALE_DOWN_BELOW_FLOOR,
+    ops=[("restart", None), ("step", False), ("step", False), ("lose-pod", 0), ("scale", 4)],
+    settle_first=2,
+)
 @example(
     m=SGR_WHOLE_INSTANCE_LOST,
     ops=[("change-image", "engine:v1"), ("lose-pod", 0), ("step", True), ("step", True)],

@@ -117,12 +117,18 @@ def _remove_groups_beyond_replicas(
     replace it are not Ready yet). That holds for a surge group of an older revision too: a new
     rollout started before the previous one finished (found by tests/live/test_soak.py: replicas
     4, maxUnavailable 1, groups 1 and 2 being replaced, the Ready surge group 4 drained when the
-    image changed again, leaving 2 groups available, floor 3)."""
+    image changed again, leaving 2 groups available, floor 3).
+
+    It stays only inside the surge slots (ordinals below replicas + maxSurge): at most that many
+    groups exist, whatever the floor. A scale-down from 5 to 4 with maxSurge 0 removes group 4 even
+    while group 1 is being replaced (found by tests/core/test_planner_properties.py: group 4 kept
+    for the floor left 5 groups in service, bound 4 + 0)."""
     ctx = out.ctx
     groups = ctx.observed.groups
     for o in sorted((o for o in groups if o >= b.replicas and o not in keep_surge), reverse=True):
-        is_surge = ctx.group_revisions[o] in ctx.equivalent and o < b.replicas + b.max_surge
-        if o in available and len(available) - 1 < b.floor:
+        in_surge_slot = o < b.replicas + b.max_surge
+        is_surge = ctx.group_revisions[o] in ctx.equivalent and in_surge_slot
+        if in_surge_slot and o in available and len(available) - 1 < b.floor:
             if not pending:
                 what = "surge group" if is_surge else "group"
                 out.block(o, None, f"{what} {o} stays until {b.floor} groups are available without it", KIND_BUDGET)
