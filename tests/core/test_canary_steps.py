@@ -81,47 +81,29 @@ def rollout():
     return cluster, clock, Metrics(cluster)
 
 
-def test_the_first_step_gives_the_new_revision_to_the_groups_above_its_partition(rollout):
+# Steps and promote as a table: run for ``before`` seconds, promote (with these arguments) or not, run
+# ``after`` seconds, then the groups on the new revision, the step and the canary's phase. STEPS on 4
+# groups: setPartition 75% (group 3), pause 60 s, setPartition 2 (groups 2, 3), pause for promote,
+# setPartition 0 (all); 5 steps, so stepIndex 5 means all done.
+STEP_CASES = [
+    pytest.param(10, None, 0, {3}, 1, "Paused", id="the first step gives the new revision to the groups above 75%"),
+    pytest.param(80, None, 0, {2, 3}, 3, "Paused", id="a timed pause ends by itself and the next setPartition follows"),
+    pytest.param(150, None, 0, {2, 3}, 3, "Paused", id="a pause without a duration waits for promote however long"),
+    pytest.param(100, {}, 20, {0, 1, 2, 3}, 5, "Succeeded", id="promote one step skips a pause without a duration"),
+    pytest.param(10, {}, 10, {2, 3}, 3, "Paused", id="promote one step during a timed pause skips only that pause"),
+    pytest.param(10, {"full": True}, 20, {0, 1, 2, 3}, 5, "Succeeded", id="promote full skips every remaining step"),
+]
+
+
+@pytest.mark.parametrize(("before", "promoted", "after", "groups", "step", "phase"), STEP_CASES)
+def test_canary_steps_and_promote(rollout, before, promoted, after, groups, step, phase):
     cluster, clock, metrics = rollout
-    run(cluster, clock, metrics, 10)
-    assert updated_groups(cluster) == {3}  # 75% of 4 -> partition 3
-    assert (canary(cluster)["stepIndex"], canary(cluster)["phase"]) == (1, "Paused")
-
-
-def test_a_timed_pause_ends_by_itself_and_the_next_step_follows(rollout):
-    cluster, clock, metrics = rollout
-    run(cluster, clock, metrics, 10)
-    run(cluster, clock, metrics, 70)
-    assert updated_groups(cluster) == {2, 3}
-    assert (canary(cluster)["stepIndex"], canary(cluster)["phase"]) == (3, "Paused")  # waits for promote
-
-
-def test_a_pause_without_duration_waits_for_promote_and_promote_one_step_skips_it(rollout):
-    cluster, clock, metrics = rollout
-    run(cluster, clock, metrics, 100)
-    assert updated_groups(cluster) == {2, 3}
-    promote(cluster)
-    run(cluster, clock, metrics, 20)
-    assert updated_groups(cluster) == {0, 1, 2, 3}
-    assert canary(cluster)["phase"] == "Succeeded"
-
-
-def test_promote_one_step_during_a_timed_pause_skips_only_that_pause(rollout):
-    cluster, clock, metrics = rollout
-    run(cluster, clock, metrics, 10)
-    promote(cluster)
-    run(cluster, clock, metrics, 10)
-    assert updated_groups(cluster) == {2, 3}
-    assert canary(cluster)["stepIndex"] == 3
-
-
-def test_promote_full_skips_every_remaining_step(rollout):
-    cluster, clock, metrics = rollout
-    run(cluster, clock, metrics, 10)
-    promote(cluster, full=True)
-    run(cluster, clock, metrics, 20)
-    assert updated_groups(cluster) == {0, 1, 2, 3}
-    assert canary(cluster)["phase"] == "Succeeded"
+    run(cluster, clock, metrics, before)
+    if promoted is not None:
+        promote(cluster, **promoted)
+        run(cluster, clock, metrics, after)
+    assert updated_groups(cluster) == groups
+    assert (canary(cluster)["stepIndex"], canary(cluster)["phase"]) == (step, phase)
 
 
 def test_promote_with_a_partition_is_refused_while_canary_steps_run(rollout):
@@ -178,6 +160,13 @@ def test_failure_limit_failed_windows_roll_back_to_the_stable_revision():
     assert status(cluster)["updateRevision"] == stable
     assert updated_groups(cluster) == {0, 1, 2, 3}  # every group back on the stable revision
     assert canary(cluster)["phase"] == "Failed"  # the failed canary stays on show
+    # ... and so does why: the condition outlives the rollback it caused, until a new canary starts.
+    cond = next(c for c in status(cluster)["conditions"] if c["type"] == "AnalysisFailed")
+    assert "canary error rate 30.0% is above the limit 5.0%" in cond["message"]
+    change_image(cluster, "engine:v3")
+    run(cluster, clock, metrics, 5)
+    assert "AnalysisFailed" not in {c["type"] for c in status(cluster)["conditions"]}
+    assert canary(cluster)["phase"] in ("Running", "Paused")
 
 
 def test_a_window_passing_again_resets_the_count_of_failures():

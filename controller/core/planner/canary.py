@@ -98,11 +98,11 @@ def run_canary(ctx: PassContext, figures: dict[tuple[float, float], dict[str, An
     rolling = ctx.update_hash != ctx.current_hash and ctx.current_hash not in ctx.equivalent
     continuing = bool(prev) and prev.get("revision") == ctx.update_hash
     if not continuing and not rolling:
-        return CanaryRun(prev, None)  # nothing to roll: the last canary's outcome stays on show
+        return _outcome_on_show(prev)  # nothing to roll: the last canary's outcome stays on show
     if not continuing and prev and ctx.update_hash == prev.get("stable"):
         # Back to the revision the last canary was compared with (a rollback): it is known good,
         # so it rolls out at once, without steps (Argo Rollouts' fast-track rollback).
-        return CanaryRun(prev, None)
+        return _outcome_on_show(prev)
     if continuing and prev.get("phase") == SUCCEEDED:
         return CanaryRun(prev, None)
     now = ctx.now
@@ -131,6 +131,16 @@ def run_canary(ctx: PassContext, figures: dict[tuple[float, float], dict[str, An
     if canary.analysis is not None and state["phase"] in (RUNNING, PAUSED):
         _analyse(ctx, canary, state, figures, run)
     run.partition = _partition_at(canary, state["stepIndex"], ctx.ms.replicas)
+    return run
+
+
+def _outcome_on_show(prev: dict[str, Any] | None) -> CanaryRun:
+    """The last canary's status, kept as it ended. A canary the analysis failed keeps its
+    AnalysisFailed condition after the rollback it caused (and after that rollback is done), until
+    a new canary starts: the operator sees why the ModelServing is back on the stable revision."""
+    run = CanaryRun(prev, None)
+    if prev and prev.get("phase") == FAILED:
+        run.failure = prev.get("message")
     return run
 
 

@@ -141,7 +141,11 @@ export function createCanary({ boot, plotlySrc }) {
             { class: "canary-condition", "data-testid": "canary-condition" },
             h("span", { class: "muted" }, "condition "),
             h("span", { class: "condition-type" }, failed.type),
-            paused ? ": the analysis paused the rollout (Resume goes on, Roll back… returns to stable)." : ": the analysis stopped the canary.",
+            paused
+              ? ": the analysis paused the rollout (Resume goes on, Roll back… returns to stable)."
+              : c.onFailure === "Rollback"
+                ? ": the analysis rolled the ModelServing back to the stable revision."
+                : ": the analysis stopped the canary.",
           )
         : null,
     );
