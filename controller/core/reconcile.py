@@ -156,6 +156,14 @@ def _reconcile_once(
     observed.in_flight = in_flight
     figures = _analysis_figures(metrics, namespace, name, ms, prev_status, now)
     the_plan = plan(ms, history, observed, now, status=prev_status, settings=settings, analysis_figures=figures)
+    if the_plan.actions and _spec_moved_on(cluster, namespace, name, ms.generation):
+        # The spec changed while this pass read and planned (an operator's rollback, pause or new
+        # image): its actions were decided for a spec that no longer stands, so it takes none of
+        # them and plans again at once from the new one. Without this a slow pass (a loaded
+        # worker) finished a drain the rollback had cancelled: the fault soak saw group 0 deleted
+        # and created again at the revision it already ran.
+        result.requeue_after = 0.0
+        return
     verify = _verifying(verifier, namespace, ms.verification, pods, now)
     _apply(cluster, obj, the_plan, verify, pods)
     record_digests(cluster, namespace, owned, observed)
@@ -189,6 +197,16 @@ def _reconcile_once(
         else:
             revs = cluster.list_revisions(namespace, name) if the_plan.revision_actions else revision_objs
             result.view = build_view(state_obj, pods, revs, in_flight, now, observed=observed, summary=summary_view)
+
+
+def _spec_moved_on(cluster: ClusterPort, namespace: str, name: str, generation: int) -> bool:
+    """The ModelServing's spec is no longer the one read at the start of the pass (its generation
+    grew; status writes leave it alone), or the ModelServing is gone."""
+    try:
+        current = cluster.get_modelserving(namespace, name)
+    except NotFound:
+        return True
+    return int((current.get("metadata") or {}).get("generation") or 0) != generation
 
 
 def _analysis_figures(

@@ -434,9 +434,23 @@ SCALE_DOWN_BELOW_FLOOR = manifest(
     drain={"timeoutSeconds": 0},
 )
 
+# Role level: the surge instance's slot (instance 3) still terminating while instance 0 is lost and
+# refilled; the surge must wait for the slot, not take instance 4.
+ROLE_SURGE_SLOT_TERMINATING = manifest(
+    replicas=1,
+    roles=[role("prefill", replicas=3, workers=0, maxUnavailable=0, maxSurge=1)],
+    strategy={"type": "RoleRollingUpdate"},
+    drain={"timeoutSeconds": 0},
+)
+
 
 @PROPERTY_SETTINGS
 @given(m=modelservings(), ops=operations, settle_first=st.integers(0, 6))
+@example(
+    m=ROLE_SURGE_SLOT_TERMINATING,
+    ops=[("step", False)] * 10 + [("change-image", "engine:v3"), ("step", False), ("lose-pod", 0)],
+    settle_first=0,
+)
 @example(
     m=SCALE_DOWN_BELOW_FLOOR,
     ops=[("restart", None), ("step", False), ("step", False), ("lose-pod", 0), ("scale", 4)],

@@ -194,21 +194,24 @@ def _surge_scale_and_fill(out: PlanBuilder, o: int, role: str, st: RoleState, in
     for k in sorted((k for k in st.instances if k >= st.replicas and k not in keep), reverse=True):
         if (o, role, k) in out.instance_removals:
             continue
-        if k in st.available and k in st.at_target and len(st.available) - 1 < floor:
+        in_surge_slot = k < st.replicas + st.max_surge
+        if in_surge_slot and k in st.available and k in st.at_target and len(st.available) - 1 < floor:
             continue  # a Ready surge instance stays until its replacement is Ready
         remove_instance(
             out, st.instances[k], BECAUSE_SURGE_DONE if k in st.at_target else BECAUSE_SCALE, may_start=True
         )
         st.available.discard(k)
     if not paused and len(keep) < surge_wanted:
-        k = st.replicas
-        for _ in range(surge_wanted - len(keep)):
-            while k in st.instances:
-                k += 1
+        # Surge takes the free ordinals replicas .. replicas + maxSurge - 1 and no others: with
+        # replicas 3 and maxSurge 1 a surge instance is instance 3, and while an old instance 3 is
+        # still terminating the surge waits for it (creating instance 4 instead, with instance 0
+        # lost and refilled in the same pass, put 5 instances in service, bound 3 + 1: found by
+        # tests/core/test_planner_properties.py).
+        free = [k for k in range(st.replicas, st.replicas + st.max_surge) if k not in st.instances]
+        for k in free[: surge_wanted - len(keep)]:
             if len(st.instances) >= st.replicas + st.max_surge:
                 break
             create_instance(out, o, role, k, ctx.update_hash, BECAUSE_SURGE)
-            k += 1
     for k in range(st.replicas):
         if k not in st.instances:
             rev = instance_revision_for_create(ctx, o, role, k, st.partition)
