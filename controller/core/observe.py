@@ -29,7 +29,9 @@ FAILING_REASONS = frozenset(
 )
 
 
-@dataclass(slots=True)
+# eq=False: two PodObs are the same only if they are one object (one parse of one pod version);
+# observe compares a group's pods with the previous pass's by identity (``_group_of``).
+@dataclass(slots=True, eq=False)
 class PodObs:
     name: str
     uid: str
@@ -367,15 +369,50 @@ def _parse_cached(raw: Obj) -> PodObs | None:
     return pod
 
 
+# Observed groups of the previous passes, by (group ordinal, uid of the group's first pod): the pods
+# they were built from and the finalised GroupObs. A group is a function of its pods in list order,
+# so when every pod of the group is the same parse as last time (the parse cache hands back the very
+# same PodObs for an unchanged uid and resourceVersion), the GroupObs built then is this pass's too.
+# Mid-rollout at 1,000 groups x 32 pods a few groups change per pass: the others skip building and
+# finalising their instances (python -m bench planner: observe 77 -> ~25 ms warm). Nothing mutates a
+# GroupObs after ``finalize``. Like the parse cache it is derived data, not controller state.
+_GROUP_CACHE: dict[tuple[int, str], tuple[list[PodObs], GroupObs]] = {}
+_GROUP_CACHE_LIMIT = 50_000
+
+
+def _group_of(ordinal: int, pods: list[PodObs]) -> GroupObs:
+    key = (ordinal, pods[0].uid)
+    hit = _GROUP_CACHE.get(key)
+    # list == compares element by element, and PodObs compare by identity (eq=False).
+    if hit is not None and hit[0] == pods:
+        return hit[1]
+    group = GroupObs(ordinal)
+    instances = group.instances
+    inst: InstanceObs | None = None
+    for pod in pods:
+        if inst is None or inst.ordinal != pod.ordinal or inst.role != pod.role:
+            ikey = (pod.role, pod.ordinal)
+            inst = instances.get(ikey)
+            if inst is None:
+                inst = instances[ikey] = InstanceObs(ordinal, pod.role, pod.ordinal)
+        inst.pods[pod.index] = pod
+    group.finalize()
+    if pods[0].uid:  # pods without a uid are parsed anew every pass: nothing to reuse
+        if len(_GROUP_CACHE) >= _GROUP_CACHE_LIMIT:
+            _GROUP_CACHE.clear()
+        _GROUP_CACHE[key] = (pods, group)
+    return group
+
+
 def observe(pods: list[Obj], in_flight: Mapping[str, int] | None = None) -> Observed:
-    groups: dict[int, GroupObs] = {}
     foreign: list[str] = []
     cache = _PARSE_CACHE
     # The hot loop of every pass (32,000 pods in the benchmark, nearly all unchanged since the last
-    # pass): the cache lookup is inlined, and the pods of one instance come one after the other
-    # (listed by name), so the group and instance of the previous pod are tried first.
-    group: GroupObs | None = None
-    inst: InstanceObs | None = None
+    # pass): the cache lookup is inlined, and the pods of one group come one after the other
+    # (listed by name), so the previous pod's group list is tried first.
+    by_group: dict[int, list[PodObs]] = {}
+    ordinal: int | None = None
+    current: list[PodObs] = []
     leaving: list[PodObs] = []
     for raw in pods:
         meta = raw.get("metadata") or _EMPTY
@@ -387,17 +424,11 @@ def observe(pods: list[Obj], in_flight: Mapping[str, int] | None = None) -> Obse
             continue
         if pod.leaving_routing:
             leaving.append(pod)
-        if group is None or group.ordinal != pod.group:
-            group = groups.get(pod.group)
-            if group is None:
-                group = groups[pod.group] = GroupObs(pod.group)
-            inst = None
-        if inst is None or inst.ordinal != pod.ordinal or inst.role != pod.role:
-            key = (pod.role, pod.ordinal)
-            inst = group.instances.get(key)
-            if inst is None:
-                inst = group.instances[key] = InstanceObs(pod.group, pod.role, pod.ordinal)
-        inst.pods[pod.index] = pod
-    for group in groups.values():
-        group.finalize()
+        if pod.group != ordinal:
+            ordinal = pod.group
+            current = by_group.get(ordinal)  # type: ignore[assignment]
+            if current is None:
+                current = by_group[ordinal] = []
+        current.append(pod)
+    groups = {o: _group_of(o, group_pods) for o, group_pods in by_group.items()}
     return Observed(groups, in_flight or {}, foreign, leaving)
