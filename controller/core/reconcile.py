@@ -28,7 +28,7 @@ from .planner import plan
 from .planner.canary import windows_to_fetch
 from .ports import PODGROUP, SERVICE, Clock, ClusterPort, Conflict, MetricsPort, NotFound, Obj, RouterPort, VerifierPort
 from .revisions import History, revision_object
-from .spec import ValidationError, Verification, parse_modelserving
+from .spec import ModelServing, ValidationError, Verification, parse_modelserving
 from .strategy import ClusterSettings
 from .view import build_view, expand_waiting
 
@@ -157,7 +157,7 @@ def _reconcile_once(
     figures = _analysis_figures(metrics, namespace, name, ms, prev_status, now)
     the_plan = plan(ms, history, observed, now, status=prev_status, settings=settings, analysis_figures=figures)
     verify = _verifying(verifier, namespace, ms.verification, pods, now)
-    _apply(cluster, obj, the_plan, verify, pods)
+    _apply(cluster, ms, the_plan, verify, pods)
     record_digests(cluster, namespace, owned, observed)
     if the_plan.spec_patch is not None:
         _apply_spec_patch(cluster, namespace, name, the_plan)
@@ -313,18 +313,17 @@ def record_digests(cluster: ClusterPort, namespace: str, revision_objs: list[Obj
             pass
 
 
-def ensure_podgroups(cluster: ClusterPort, ms_obj: dict[str, Any], pods: list[Obj]) -> None:
+def ensure_podgroups(cluster: ClusterPort, ms: ModelServing, pods: list[Obj]) -> None:
     """Volcano's PodGroups (``gang``): each group's exists with the figures the spec gives before
     any of its pods is created (a pod naming a missing PodGroup is never placed by Volcano), and
     one whose group is gone (not wanted, and none of its pods left) is deleted. Nothing at all
     when the ModelServing is not scheduled by Volcano and owns no PodGroup."""
-    if not hasattr(cluster, "list_owned") or not gang.enabled((ms_obj.get("spec") or {}).get("schedulerName")):
+    if not hasattr(cluster, "list_owned") or not gang.enabled(ms.scheduler_name):
         # Not gang scheduled: no PodGroup is read (a cluster without Volcano has no such API);
         # one left from when it was goes with the ModelServing (owner reference).
         return
-    meta = ms_obj.get("metadata") or {}
-    namespace, name = meta.get("namespace") or "default", meta.get("name") or ""
-    wanted = {pg["metadata"]["name"]: pg for pg in gang.podgroups(ms_obj, gang.instances_of(pods))}
+    namespace, name = ms.namespace, ms.name
+    wanted = {pg["metadata"]["name"]: pg for pg in gang.podgroups(ms.manifest, gang.instances_of(pods))}
     current = {pg["metadata"]["name"]: pg for pg in cluster.list_owned(PODGROUP, namespace, name)}
     for pg_name, pg in wanted.items():
         have = current.get(pg_name)
@@ -342,16 +341,15 @@ def ensure_podgroups(cluster: ClusterPort, ms_obj: dict[str, Any], pods: list[Ob
             pass
 
 
-def _apply(
-    cluster: ClusterPort, ms_obj: dict[str, Any], the_plan: Plan, verify=None, pods: list[Obj] | None = None
-) -> None:
+def _apply(cluster: ClusterPort, ms: ModelServing, the_plan: Plan, verify=None, pods: list[Obj] | None = None) -> None:
+    ms_obj = ms.manifest
     meta = ms_obj.get("metadata") or {}
     namespace = meta.get("namespace") or "default"
     ensure_service(cluster, ms_obj)
     # The pods about to be created count too: a surge group (ordinal >= replicas) gets its
     # PodGroup in the same pass, before its first pod.
     creating = [pod for action in the_plan.actions if action.verb == CREATE for pod in action.pods]
-    ensure_podgroups(cluster, ms_obj, [*(pods or []), *creating])
+    ensure_podgroups(cluster, ms, [*(pods or []), *creating])
     for action in the_plan.revision_actions:
         if action.verb == "create":
             try:

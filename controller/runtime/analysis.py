@@ -26,8 +26,8 @@ from typing import Any
 import django.dispatch
 from django.conf import settings
 
-from controller.core.canary import CanaryError, parse_canary
 from controller.core.ports import ClusterPort, MetricsPort, NotFound
+from controller.core.spec import ValidationError, parse_modelserving
 from controller.records.figures import DatabaseMetrics
 
 log = logging.getLogger(__name__)
@@ -48,15 +48,11 @@ def announce(namespace: str, name: str, entries: list[dict[str, Any]]) -> None:
 
 
 def _analysis_of(obj: dict[str, Any]):
-    strategy = (obj.get("spec") or {}).get("rolloutStrategy") or {}
+    """The canary analysis of the ModelServing, None without one (or when its spec is invalid: the
+    controller plans nothing for an invalid spec, so no window is asked for)."""
     try:
-        canary = parse_canary(
-            strategy.get("canary"),
-            "spec.rolloutStrategy.canary",
-            strategy_type=strategy.get("type") or "ServingGroupRollingUpdate",
-            group_partition_set=False,
-        )
-    except CanaryError:
+        canary = parse_modelserving(obj).canary
+    except ValidationError:
         return None
     return canary.analysis if canary is not None else None
 
