@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import digests, gang, naming, network
+from . import digests, gang, naming, network, phases
 from .observe import Observed, observe
 from .plan import CREATE, DELETE, DRAIN, PATCH_IMAGE, SET_GATE, UNDRAIN, VERIFY, Action, Plan
 from .planner import plan
@@ -135,7 +135,7 @@ def _reconcile_once(
                 "lastTransitionTime": now,
             }
         ]
-        status["phase"] = "Blocked"
+        status["phase"] = phases.BLOCKED
         status["waiting"] = [{"reason": f"spec invalid: {err}", "kind": "refused", "role": None, "groups": [None]}]
         if status != prev_status:
             cluster.replace_modelserving_status(namespace, name, status, resource_version=resource_version)
@@ -427,16 +427,16 @@ def _record_transitions(
                 message=f"rolling out revision {new.get('updateRevision')} (was {prev.get('updateRevision')})",
             )
         if prev.get("phase") != new.get("phase") and prev:
-            event_type = "Warning" if new.get("phase") in ("Blocked", "Degraded") else "Normal"
+            event_type = "Warning" if new.get("phase") in (phases.BLOCKED, phases.DEGRADED) else "Normal"
             reason = {
-                "Healthy": "RolloutHealthy",
-                "Progressing": "RolloutProgressing",
-                "Paused": "RolloutPaused",
-                "Blocked": "RolloutBlocked",
-                "Degraded": "RolloutDegraded",
+                phases.HEALTHY: "RolloutHealthy",
+                phases.PROGRESSING: "RolloutProgressing",
+                phases.PAUSED: "RolloutPaused",
+                phases.BLOCKED: "RolloutBlocked",
+                phases.DEGRADED: "RolloutDegraded",
             }.get(new.get("phase") or "", "RolloutPhaseChanged")
             detail = ""
-            if new.get("phase") == "Blocked":
+            if new.get("phase") == phases.BLOCKED:
                 stuck = [
                     b["reason"]
                     for b in new.get("waiting") or []
