@@ -450,6 +450,23 @@ def canary_promote_request(manifest: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def canary_of(manifest: Any) -> Canary | None:
+    """The canary of ``spec.rolloutStrategy`` read on its own, leniently: the rest of the manifest
+    need not be valid (the running controller's analysis port asks for it by name). None when
+    there is none or it breaks a rule of the canary."""
+    strategy = _spec_of(manifest).get("rolloutStrategy")
+    strategy = strategy if isinstance(strategy, Mapping) else {}
+    try:
+        return parse_canary(
+            strategy.get("canary"),
+            "spec.rolloutStrategy.canary",
+            strategy_type=strategy.get("type") or GROUP_ROLLING,
+            group_partition_set=False,
+        )
+    except CanaryError:
+        return None
+
+
 def runtime_fields(manifest: Any) -> dict[str, Any]:
     """The fields no revision records (a rollback keeps them), as the manifest writes them now:
     replicas, paused, the rollout strategy and each role's replicas and budgets."""

@@ -27,7 +27,7 @@ import django.dispatch
 from django.conf import settings
 
 from controller.core.ports import ClusterPort, MetricsPort, NotFound
-from controller.core.spec import ValidationError, parse_modelserving
+from controller.core.spec import canary_of
 from controller.records.figures import DatabaseMetrics
 
 log = logging.getLogger(__name__)
@@ -48,12 +48,7 @@ def announce(namespace: str, name: str, entries: list[dict[str, Any]]) -> None:
 
 
 def _analysis_of(obj: dict[str, Any]):
-    """The canary analysis of the ModelServing, None without one (or when its spec is invalid: the
-    controller plans nothing for an invalid spec, so no window is asked for)."""
-    try:
-        canary = parse_modelserving(obj).canary
-    except ValidationError:
-        return None
+    canary = canary_of(obj)
     return canary.analysis if canary is not None else None
 
 
