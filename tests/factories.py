@@ -117,25 +117,31 @@ def modelserving(
     strategy: dict | None = None,
     recovery: str | None = None,
     api_version: str = naming.API_VERSION,
+    uid: str | None = None,
+    annotations: dict | None = None,
+    gang_policy: dict | None = None,
     **spec_extra,
 ) -> dict:
     """A ModelServing: ``replicas`` groups of ``roles`` (default one ``serve`` role); other keywords
-    are spec fields (``drain``, ``paused``, ``revisionHistoryLimit``...)."""
-    spec: dict[str, Any] = {
-        "replicas": replicas,
-        "template": {"roles": copy.deepcopy(roles) if roles else [role("serve")]},
-    }
+    are spec fields (``drain``, ``paused``, ``revisionHistoryLimit``, ``schedulerName``...).
+
+    ``uid`` and ``annotations`` go to the metadata, ``gang_policy`` (role -> minRoleReplicas) to
+    ``spec.template.gangPolicy.minRoleReplicas``; each only when given."""
+    template: dict[str, Any] = {"roles": copy.deepcopy(roles) if roles else [role("serve")]}
+    if gang_policy is not None:
+        template["gangPolicy"] = {"minRoleReplicas": copy.deepcopy(gang_policy)}
+    spec: dict[str, Any] = {"replicas": replicas, "template": template}
     if strategy:
         spec["rolloutStrategy"] = copy.deepcopy(strategy)
     if recovery:
         spec["recoveryPolicy"] = recovery
     spec.update(copy.deepcopy(spec_extra))
-    return {
-        "apiVersion": api_version,
-        "kind": naming.KIND,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
-    }
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if uid is not None:
+        meta["uid"] = uid
+    if annotations is not None:
+        meta["annotations"] = copy.deepcopy(annotations)
+    return {"apiVersion": api_version, "kind": naming.KIND, "metadata": meta, "spec": spec}
 
 
 def inferenceservice(

@@ -8,14 +8,23 @@ validation (a control never produces a spec the controller would reject).
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
 from . import naming
 from .mergepatch import merge_patch
-from .revisions import History, apply_revision
-from .spec import GROUP_ROLLING, ValidationError, headline, parse_modelserving
+from .revisions import History, rollback_fields
+from .spec import (
+    ENTRY_TEMPLATE,
+    GROUP_ROLLING,
+    VERSIONED_SPEC_FIELDS,
+    ValidationError,
+    headline,
+    parse_modelserving,
+    role_containers,
+    roles_as_written,
+    versioned_fields,
+)
 
 
 class ControlError(ValueError):
@@ -96,10 +105,9 @@ def promote(ms: dict[str, Any], *, partition: int | None = None, full: bool = Fa
         counts = {
             r.name: r.budgets.partition.resolve(r.replicas, round_up=True) for r in parsed.roles if r.budgets.partition
         }
-        roles = copy.deepcopy(parsed.manifest["spec"]["template"]["roles"])
-        for role in roles:
-            own = counts.get(role.get("name"), 0)
-            if own > target:
+        roles = roles_as_written(parsed.manifest)
+        for role, read in zip(roles, parsed.roles, strict=True):
+            if counts.get(read.name, 0) > target:
                 role["partition"] = target
         patch = {"spec": {"template": {"roles": roles}}}
     if full and parsed.paused:
@@ -144,31 +152,24 @@ def set_image(ms: dict[str, Any], *, role: str, image: str, container: str | Non
     """
     if not isinstance(image, str) or not image.strip():
         raise ControlError("image is required", field="image")
-    spec = ms.get("spec") or {}
-    roles = copy.deepcopy((spec.get("template") or {}).get("roles") or [])
-    target = next((r for r in roles if r.get("name") == role), None)
-    if target is None:
-        names = ", ".join(r.get("name", "?") for r in roles)
+    written = role_containers(ms)
+    index = next((i for i, r in enumerate(written) if r.name == role), None)
+    if index is None:
+        names = ", ".join("?" if r.name is None else r.name for r in written)
         raise ControlError(f"role {role!r} does not exist (roles: {names})", field="role")
+    target = written[index]
+    roles = roles_as_written(ms)
     changed = False
-    for key in ("entryTemplate", "workerTemplate"):
-        template = target.get(key)
-        if not template:
-            continue
-        containers = (template.get("spec") or {}).get("containers") or []
-        if not containers:
-            continue
-        chosen = (
-            containers[0] if container is None else next((c for c in containers if c.get("name") == container), None)
-        )
+    for key, containers in target.templates.items():
+        chosen = target.container_index(key, container)
         if chosen is None:
-            if key == "entryTemplate":
+            if key == ENTRY_TEMPLATE:
                 raise ControlError(
                     f"role {role!r} has no container {container!r} in its entry template", field="container"
                 )
             continue
-        if chosen.get("image") != image:
-            chosen["image"] = image
+        if containers[chosen][1] != image:
+            roles[index][key]["spec"]["containers"][chosen]["image"] = image
             changed = True
     if not changed:
         raise ControlError(f"role {role!r} already runs {image}", field="image")
@@ -188,19 +189,8 @@ def rollback(ms: dict[str, Any], revisions: list[dict[str, Any]], *, to_revision
         raise ControlError(
             f"revision {to_revision} cannot be read ({target.error}); it cannot be rolled back to", field="toRevision"
         )
-    spec = ms.get("spec") or {}
-    new_spec = apply_revision(spec, target.data)
-    patch = {
-        "spec": {
-            "template": new_spec.get("template"),
-            "schedulerName": new_spec.get("schedulerName"),
-            "plugins": new_spec.get("plugins"),
-        }
-    }
-    if (
-        new_spec.get("template") == spec.get("template")
-        and new_spec.get("schedulerName") == spec.get("schedulerName")
-        and new_spec.get("plugins") == spec.get("plugins")
-    ):
+    restored = rollback_fields(ms, target.data)
+    current = versioned_fields(ms)
+    if all(restored[key] == current.get(key) for key in VERSIONED_SPEC_FIELDS):
         raise ControlError(f"the spec already matches revision {to_revision}", field="toRevision")
-    return _validated(ms, patch)
+    return _validated(ms, {"spec": restored})

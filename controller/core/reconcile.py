@@ -21,14 +21,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import digests, gang, naming, network
+from . import digests, gang, naming, network, phases
 from .observe import Observed, observe
 from .plan import CREATE, DELETE, DRAIN, PATCH_IMAGE, SET_GATE, UNDRAIN, VERIFY, Action, Plan
 from .planner import plan
 from .planner.canary import windows_to_fetch
 from .ports import PODGROUP, SERVICE, Clock, ClusterPort, Conflict, MetricsPort, NotFound, Obj, RouterPort, VerifierPort
 from .revisions import History, revision_object
-from .spec import ValidationError, Verification, parse_modelserving
+from .spec import ModelServing, ValidationError, Verification, parse_modelserving
 from .strategy import ClusterSettings
 from .view import build_view, expand_waiting
 
@@ -135,7 +135,7 @@ def _reconcile_once(
                 "lastTransitionTime": now,
             }
         ]
-        status["phase"] = "Blocked"
+        status["phase"] = phases.BLOCKED
         status["waiting"] = [{"reason": f"spec invalid: {err}", "kind": "refused", "role": None, "groups": [None]}]
         if status != prev_status:
             cluster.replace_modelserving_status(namespace, name, status, resource_version=resource_version)
@@ -165,7 +165,7 @@ def _reconcile_once(
         result.requeue_after = 0.0
         return
     verify = _verifying(verifier, namespace, ms.verification, pods, now)
-    _apply(cluster, obj, the_plan, verify, pods)
+    _apply(cluster, ms, the_plan, verify, pods)
     record_digests(cluster, namespace, owned, observed)
     if the_plan.spec_patch is not None:
         _apply_spec_patch(cluster, namespace, name, the_plan)
@@ -331,18 +331,17 @@ def record_digests(cluster: ClusterPort, namespace: str, revision_objs: list[Obj
             pass
 
 
-def ensure_podgroups(cluster: ClusterPort, ms_obj: dict[str, Any], pods: list[Obj]) -> None:
+def ensure_podgroups(cluster: ClusterPort, ms: ModelServing, pods: list[Obj]) -> None:
     """Volcano's PodGroups (``gang``): each group's exists with the figures the spec gives before
     any of its pods is created (a pod naming a missing PodGroup is never placed by Volcano), and
     one whose group is gone (not wanted, and none of its pods left) is deleted. Nothing at all
     when the ModelServing is not scheduled by Volcano and owns no PodGroup."""
-    if not hasattr(cluster, "list_owned") or not gang.enabled((ms_obj.get("spec") or {}).get("schedulerName")):
+    if not hasattr(cluster, "list_owned") or not gang.enabled(ms.scheduler_name):
         # Not gang scheduled: no PodGroup is read (a cluster without Volcano has no such API);
         # one left from when it was goes with the ModelServing (owner reference).
         return
-    meta = ms_obj.get("metadata") or {}
-    namespace, name = meta.get("namespace") or "default", meta.get("name") or ""
-    wanted = {pg["metadata"]["name"]: pg for pg in gang.podgroups(ms_obj, gang.instances_of(pods))}
+    namespace, name = ms.namespace, ms.name
+    wanted = {pg["metadata"]["name"]: pg for pg in gang.podgroups(ms.manifest, gang.instances_of(pods))}
     current = {pg["metadata"]["name"]: pg for pg in cluster.list_owned(PODGROUP, namespace, name)}
     for pg_name, pg in wanted.items():
         have = current.get(pg_name)
@@ -360,16 +359,15 @@ def ensure_podgroups(cluster: ClusterPort, ms_obj: dict[str, Any], pods: list[Ob
             pass
 
 
-def _apply(
-    cluster: ClusterPort, ms_obj: dict[str, Any], the_plan: Plan, verify=None, pods: list[Obj] | None = None
-) -> None:
+def _apply(cluster: ClusterPort, ms: ModelServing, the_plan: Plan, verify=None, pods: list[Obj] | None = None) -> None:
+    ms_obj = ms.manifest
     meta = ms_obj.get("metadata") or {}
     namespace = meta.get("namespace") or "default"
     ensure_service(cluster, ms_obj)
     # The pods about to be created count too: a surge group (ordinal >= replicas) gets its
     # PodGroup in the same pass, before its first pod.
     creating = [pod for action in the_plan.actions if action.verb == CREATE for pod in action.pods]
-    ensure_podgroups(cluster, ms_obj, [*(pods or []), *creating])
+    ensure_podgroups(cluster, ms, [*(pods or []), *creating])
     for action in the_plan.revision_actions:
         if action.verb == "create":
             try:
@@ -447,16 +445,16 @@ def _record_transitions(
                 message=f"rolling out revision {new.get('updateRevision')} (was {prev.get('updateRevision')})",
             )
         if prev.get("phase") != new.get("phase") and prev:
-            event_type = "Warning" if new.get("phase") in ("Blocked", "Degraded") else "Normal"
+            event_type = "Warning" if new.get("phase") in (phases.BLOCKED, phases.DEGRADED) else "Normal"
             reason = {
-                "Healthy": "RolloutHealthy",
-                "Progressing": "RolloutProgressing",
-                "Paused": "RolloutPaused",
-                "Blocked": "RolloutBlocked",
-                "Degraded": "RolloutDegraded",
+                phases.HEALTHY: "RolloutHealthy",
+                phases.PROGRESSING: "RolloutProgressing",
+                phases.PAUSED: "RolloutPaused",
+                phases.BLOCKED: "RolloutBlocked",
+                phases.DEGRADED: "RolloutDegraded",
             }.get(new.get("phase") or "", "RolloutPhaseChanged")
             detail = ""
-            if new.get("phase") == "Blocked":
+            if new.get("phase") == phases.BLOCKED:
                 stuck = [
                     b["reason"]
                     for b in new.get("waiting") or []

@@ -28,7 +28,7 @@ from typing import Any
 
 from . import digests, naming
 from .ports import Obj
-from .spec import RUNTIME_ROLE_FIELDS
+from .spec import RUNTIME_ROLE_FIELDS, VERSIONED_SPEC_FIELDS, versioned_fields
 
 DEFAULT_SCHEDULER = "default-scheduler"
 HASH_LENGTH = 10
@@ -433,6 +433,17 @@ def apply_revision(spec: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]
         roles.append(_role_from_revision({"name": name, "replicas": 1}, wanted[name]))
     template["roles"] = roles
     return new
+
+
+def rollback_fields(manifest: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+    """The versioned spec fields (``VERSIONED_SPEC_FIELDS``) a rollback to revision ``data`` writes,
+    for the ``spec`` of a merge patch: each is set, None (removed) when the revision has none.
+
+    Example: the spec runs image v2 with schedulerName volcano, the revision image v1 and no
+    scheduler -> ``{"template": <roles with image v1>, "schedulerName": None, "plugins": None}``.
+    """
+    restored = apply_revision(versioned_fields(manifest), data)
+    return {key: restored.get(key) for key in VERSIONED_SPEC_FIELDS}
 
 
 def _role_from_revision(current: dict[str, Any], target: dict[str, Any]) -> dict[str, Any]:

@@ -12,13 +12,17 @@ them into counts with defaults and records where each value came from.
 
 from __future__ import annotations
 
+import copy
+import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import naming
 from .canary import Canary, CanaryError, parse_canary
 from .intorpercent import IntOrPercent, IntOrPercentError
+from .naming import ANNOTATION_CANARY_PROMOTE
 
 GROUP_ROLLING = "ServingGroupRollingUpdate"
 ROLE_ROLLING = "RoleRollingUpdate"
@@ -32,6 +36,12 @@ RECREATE_NONE = "None"
 RECOVERY_POLICIES = (RECREATE_GROUP, RECREATE_ROLE, RECREATE_NONE)
 
 DEFAULT_REVISION_HISTORY_LIMIT = 10
+# The spec fields a revision records (a rollback writes them back); everything else is runtime.
+VERSIONED_SPEC_FIELDS = ("template", "schedulerName", "plugins")
+# A role's pod templates, in the order the controls and releases write them.
+ENTRY_TEMPLATE = "entryTemplate"
+WORKER_TEMPLATE = "workerTemplate"
+POD_TEMPLATE_KEYS = (ENTRY_TEMPLATE, WORKER_TEMPLATE)
 # A role's fields that belong to no revision: scaling and rollout budgets (a rollback keeps them).
 RUNTIME_ROLE_FIELDS = ("replicas", "maxUnavailable", "maxSurge", "partition")
 # Without an explicit drain timeout a pod gets as long as Kubernetes' default grace period.
@@ -149,6 +159,8 @@ class ModelServing:
     canary: Canary | None
     scheduler_name: str | None
     manifest: dict[str, Any] = field(repr=False, compare=False)
+    # The operator's request to move the canary steps on (annotation canary-promote, JSON), {} if none.
+    canary_promote: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def role(self, name: str) -> Role | None:
         for role in self.roles:
@@ -362,6 +374,99 @@ def headline(manifest: Any) -> Headline:
     )
 
 
+def _spec_of(manifest: Any) -> Mapping[str, Any]:
+    spec = manifest.get("spec") if isinstance(manifest, Mapping) else None
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def roles_as_written(manifest: Any) -> list[Any]:
+    """A copy of ``spec.template.roles`` as the manifest writes it ([] when it is not a list), read
+    leniently. A merge patch replaces a list whole, so a control that changes one role writes this
+    copy back with its change."""
+    template = _spec_of(manifest).get("template")
+    roles = template.get("roles") if isinstance(template, Mapping) else None
+    return copy.deepcopy(roles) if isinstance(roles, list) else []
+
+
+@dataclass(frozen=True, slots=True)
+class RoleContainers:
+    """One role's containers as written: ``templates`` maps each pod template that has containers
+    (``entryTemplate``, then ``workerTemplate``) to its containers' ``(name, image)`` in order.
+
+    Example: a role ``decode`` whose entry template runs ``vllm`` on ``img:v1`` and has no worker
+    template -> ``RoleContainers("decode", {"entryTemplate": (("vllm", "img:v1"),)})``.
+    """
+
+    name: Any
+    templates: dict[str, tuple[tuple[Any, Any], ...]]
+
+    def container_index(self, template: str, container: str | None) -> int | None:
+        """The position of ``container`` in ``template`` (the first container when None), or None."""
+        containers = self.templates.get(template) or ()
+        if not containers:
+            return None
+        if container is None:
+            return 0
+        return next((i for i, (name, _) in enumerate(containers) if name == container), None)
+
+
+def role_containers(manifest: Any) -> tuple[RoleContainers, ...]:
+    """Each role's containers and images as written, in the order of ``roles_as_written`` (one entry
+    per role), read leniently like ``headline``: a control may repair an invalid manifest."""
+    out = []
+    for role in roles_as_written(manifest):
+        role = role if isinstance(role, dict) else {}
+        templates: dict[str, tuple[tuple[Any, Any], ...]] = {}
+        for key in POD_TEMPLATE_KEYS:
+            template = role.get(key)
+            if not template or not isinstance(template, dict):
+                continue
+            pod_spec = template.get("spec") or {}
+            containers = pod_spec.get("containers") if isinstance(pod_spec, dict) else None
+            if containers and isinstance(containers, list):
+                templates[key] = tuple(
+                    (c.get("name"), c.get("image")) if isinstance(c, dict) else (None, None) for c in containers
+                )
+        out.append(RoleContainers(role.get("name"), templates))
+    return tuple(out)
+
+
+def versioned_fields(manifest: Any) -> dict[str, Any]:
+    """A copy of the spec fields a revision records (``VERSIONED_SPEC_FIELDS``) as the manifest
+    writes them; a field the manifest does not write is absent."""
+    spec = _spec_of(manifest)
+    return {k: copy.deepcopy(spec[k]) for k in VERSIONED_SPEC_FIELDS if k in spec}
+
+
+def canary_promote_request(manifest: Any) -> dict[str, Any]:
+    """The request in annotation ``canary-promote`` (``{"revision", "step"}`` or ``{"revision",
+    "full"}``, written by the promote control), or {} when there is none or it is not a JSON object."""
+    meta = manifest.get("metadata") if isinstance(manifest, dict) else None
+    raw = ((meta or {}).get("annotations") or {}).get(ANNOTATION_CANARY_PROMOTE)
+    try:
+        value = json.loads(raw) if raw else {}
+    except (TypeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def canary_of(manifest: Any) -> Canary | None:
+    """The canary of ``spec.rolloutStrategy`` read on its own, leniently: the rest of the manifest
+    need not be valid (the running controller's analysis port asks for it by name). None when
+    there is none or it breaks a rule of the canary."""
+    strategy = _spec_of(manifest).get("rolloutStrategy")
+    strategy = strategy if isinstance(strategy, Mapping) else {}
+    try:
+        return parse_canary(
+            strategy.get("canary"),
+            "spec.rolloutStrategy.canary",
+            strategy_type=strategy.get("type") or GROUP_ROLLING,
+            group_partition_set=False,
+        )
+    except CanaryError:
+        return None
+
+
 def runtime_fields(manifest: Any) -> dict[str, Any]:
     """The fields no revision records (a rollback keeps them), as the manifest writes them now:
     replicas, paused, the rollout strategy and each role's replicas and budgets."""
@@ -554,6 +659,7 @@ def parse_modelserving(manifest: Any) -> ModelServing:
         canary=canary,
         scheduler_name=scheduler_name or None,
         manifest=manifest,
+        canary_promote=canary_promote_request(manifest),
     )
 
 

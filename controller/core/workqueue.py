@@ -15,13 +15,17 @@ state where it must (Redis, memory); what to do with it is decided here, once:
   coalescing delay (``requeue_seconds``);
 - a pass that failed is retried after ``backoff_seconds(failures)``: 0.1 s, 0.2 s, 0.4 s, ... at
   most 10 s;
-- a controller that changes the cluster on every pass wakes itself every few milliseconds forever
-  (a hot loop, e.g. rewriting an annotation with the current time). After ``HOT_LOOP_PASSES``
-  back-to-back passes (each within ``2 * COALESCE_SECONDS`` of the last) the object is slowed to one
-  pass per ``HOT_LOOP_INTERVAL`` (``PassHistory``). A healthy chain is 2-3 passes long (a pass, the
-  pass that observes its writes, maybe one more). The simulator applies it (so a run still ends and
-  its trace shows the bug); the live app bounds a chain differently, by handing a busy
-  ModelServing back to the broker after a few passes (``controller.runtime.reconciler.MAX_RERUNS``).
+- a chain of passes, each asked for by the one before, is bounded. A healthy chain is 2-3 passes
+  long (a pass, the pass that observes its writes, maybe one more); a controller that changes the
+  cluster on every pass wakes itself every few milliseconds forever (a hot loop, e.g. rewriting an
+  annotation with the current time). Each queue bounds it where its chain runs:
+
+  - the live app's worker runs passes asked for while it holds a ModelServing in the same turn, at
+    most ``PASSES_PER_TURN``; then it hands the ModelServing back to the broker (``turn_is_over``),
+    so one busy ModelServing cannot keep a worker from the others in the queue;
+  - the simulator's chain runs on timers: after ``HOT_LOOP_PASSES`` back-to-back passes (each within
+    ``2 * COALESCE_SECONDS`` of the last) the object is slowed to one pass per
+    ``HOT_LOOP_INTERVAL`` (``PassHistory``), so a run still ends and its trace shows the bug.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ COALESCE_SECONDS = 0.005
 RESYNC_SECONDS = 30.0
 BACKOFF_START_SECONDS = 0.1
 BACKOFF_MAX_SECONDS = 10.0
+PASSES_PER_TURN = 20
 HOT_LOOP_PASSES = 200
 HOT_LOOP_INTERVAL = 1.0
 
@@ -61,6 +66,16 @@ def backoff_seconds(failures: int) -> float:
     """
     doublings = min(max(failures - 1, 0), math.ceil(math.log2(BACKOFF_MAX_SECONDS / BACKOFF_START_SECONDS)))
     return min(BACKOFF_MAX_SECONDS, BACKOFF_START_SECONDS * 2**doublings)
+
+
+def turn_is_over(passes: int) -> bool:
+    """After ``passes`` passes in one worker's turn with a ModelServing, it goes back to the queue
+    (``PASSES_PER_TURN``) rather than running the next pass asked for.
+
+    Example: a pass whose writes ask for another runs again in the same turn, 19 times at most; the
+    20th pass's request is sent to the broker behind the other ModelServings' messages.
+    """
+    return passes >= PASSES_PER_TURN
 
 
 @dataclass(frozen=True)

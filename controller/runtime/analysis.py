@@ -26,8 +26,8 @@ from typing import Any
 import django.dispatch
 from django.conf import settings
 
-from controller.core.canary import CanaryError, parse_canary
 from controller.core.ports import ClusterPort, MetricsPort, NotFound
+from controller.core.spec import canary_of
 from controller.records.figures import DatabaseMetrics
 
 log = logging.getLogger(__name__)
@@ -48,16 +48,7 @@ def announce(namespace: str, name: str, entries: list[dict[str, Any]]) -> None:
 
 
 def _analysis_of(obj: dict[str, Any]):
-    strategy = (obj.get("spec") or {}).get("rolloutStrategy") or {}
-    try:
-        canary = parse_canary(
-            strategy.get("canary"),
-            "spec.rolloutStrategy.canary",
-            strategy_type=strategy.get("type") or "ServingGroupRollingUpdate",
-            group_partition_set=False,
-        )
-    except CanaryError:
-        return None
+    canary = canary_of(obj)
     return canary.analysis if canary is not None else None
 
 

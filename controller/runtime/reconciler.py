@@ -43,9 +43,6 @@ from .publish import publish_state
 
 log = logging.getLogger(__name__)
 
-# Passes run back to back for one task when reconciles keep being requested while it runs; after
-# that the task hands over to a fresh message (fairness to other ModelServings in the queue).
-MAX_RERUNS = 20
 # A stored wake-up time is rounded to the millisecond and compared with the wall clock: one that is
 # due up to 50 ms after the wanted time still covers it (``workqueue.already_queued``).
 REQUEUE_SLACK_SECONDS = 0.05
@@ -71,7 +68,7 @@ def run_reconcile(namespace: str, name: str) -> dict[str, Any]:
         while True:
             outcome = _one_pass(namespace, name, client, holder=lock.token)
             passes += 1
-            if passes >= MAX_RERUNS:
+            if workqueue.turn_is_over(passes):
                 lock.release()
                 enqueue.send(namespace, name)
                 break
@@ -97,7 +94,7 @@ def _run_in_process(namespace: str, name: str) -> dict[str, Any]:
     running[key] = False
     outcome: dict[str, Any] = {}
     try:
-        for _ in range(MAX_RERUNS):
+        for _ in range(workqueue.PASSES_PER_TURN):
             outcome = _one_pass(namespace, name, None, holder="local")
             if not running[key]:
                 break

@@ -42,6 +42,7 @@ from django.conf import settings
 
 from controller.core.naming import LABEL_ROLE
 from controller.core.ports import NotFound
+from controller.core.spec import roles_as_written
 
 from . import cluster, state
 from .releases import records as release_records
@@ -269,7 +270,7 @@ def capacity(namespace: str, name: str) -> dict[str, Any]:
     Raises ``NotFound`` for an unknown ModelServing."""
     view = state.get_state(namespace, name)
     manifest = cluster.get_cluster().get_modelserving(namespace, name)
-    spec_roles = {r.get("name"): r for r in ((manifest.get("spec") or {}).get("template") or {}).get("roles") or []}
+    spec_roles = {r.get("name"): r for r in roles_as_written(manifest)}
     backend = cluster.backend_name()
     simulated = backend != "kubernetes"
     batching, model_roles, release = _batching(namespace, name)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from controller.core import phases
 from controller.runtime import kserve as runtime_kserve
 
 from . import state
@@ -33,10 +34,10 @@ def get_state(namespace: str, name: str) -> dict[str, Any]:
 
 def phase_of(view: dict[str, Any]) -> str:
     if view.get("error") or any(d["progressDeadlineExceeded"] for d in view["deployments"]):
-        return "Degraded"
+        return phases.DEGRADED
     if any(d["paused"] for d in view["deployments"]):
-        return "Paused"
-    return "Healthy" if view["converged"] else "Progressing"
+        return phases.PAUSED
+    return phases.HEALTHY if view["converged"] else phases.PROGRESSING
 
 
 def summary(view: dict[str, Any]) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from controller.core import naming
+from controller.core import mergepatch, naming
 from controller.core.controls import ControlError
 from controller.core.ports import ClusterError, Conflict, NotFound
 from controller.core.spec import ValidationError, parse_modelserving
@@ -203,26 +203,6 @@ def _without_nulls(value: Any) -> Any:
     return value
 
 
-def merge_patch_between(old: Any, new: Any) -> Any:
-    """The merge patch that turns ``old`` into ``new`` (RFC 7386: removed keys become null).
-
-    Example: ``{"a": 1, "b": {"c": 2, "d": 3}}`` -> ``{"b": {"c": 2, "e": 4}}`` gives
-    ``{"a": None, "b": {"d": None, "e": 4}}``.
-    """
-    if not isinstance(old, dict) or not isinstance(new, dict):
-        return new
-    patch: dict[str, Any] = {}
-    for key in old:
-        if key not in new:
-            patch[key] = None
-    for key, value in new.items():
-        if key not in old:
-            patch[key] = value
-        elif old[key] != value:
-            patch[key] = merge_patch_between(old[key], value) if isinstance(value, dict) else value
-    return patch
-
-
 def _created_body(obj: dict[str, Any]) -> dict[str, Any]:
     meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_METADATA}
     meta.setdefault("namespace", "default")
@@ -280,7 +260,7 @@ def _apply_one(user, doc: Document, obj: dict[str, Any], reason: str, source: st
         else:
             meta = current.get("metadata") or {}
             patch: dict[str, Any] = {}
-            spec_patch = merge_patch_between(current.get("spec") or {}, body["spec"])
+            spec_patch = mergepatch.diff(current.get("spec") or {}, body["spec"])
             if spec_patch:
                 patch["spec"] = spec_patch
             for key in ("labels", "annotations"):
@@ -373,7 +353,6 @@ __all__ = [
     "delete",
     "load_path",
     "manifest_text",
-    "merge_patch_between",
     "parse_documents",
     "validate",
 ]

@@ -9,7 +9,7 @@ from controller.core import naming
 from controller.core.controls import ControlError
 from controller.core.ports import NotFound
 from controller.core.revisions import History, diff
-from controller.core.spec import runtime_fields
+from controller.core.spec import headline, runtime_fields
 from controller.runtime.state import current_state, in_flight_of
 from controller.simcluster.database.store import ms_summary
 
@@ -292,7 +292,8 @@ def rollout_verdict(obj: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]
             ),
         }
     generation, observed = meta.get("generation"), status.get("observedGeneration")
-    desired = int((obj.get("spec") or {}).get("replicas", 1) or 0)
+    head = headline(obj)
+    desired = head.replicas
     summary = (
         f"{int(status.get('updatedReplicas') or 0)} of {desired} groups updated, "
         f"{int(status.get('availableReplicas') or 0)} available"
@@ -302,7 +303,7 @@ def rollout_verdict(obj: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]
     if status.get("converged"):
         return {"verdict": DONE, "message": f"rolled out revision {update}: {summary}"}
     waiting = [w.get("reason") for w in status.get("waiting") or [] if w.get("reason")]
-    paused = " (paused)" if (obj.get("spec") or {}).get("paused") else ""
+    paused = " (paused)" if head.paused else ""
     return {"verdict": PROGRESSING, "message": f"{summary}{paused}" + (f"; waiting: {waiting[0]}" if waiting else "")}
 
 

@@ -8,10 +8,12 @@ from controller.core.workqueue import (
     COALESCE_SECONDS,
     HOT_LOOP_INTERVAL,
     HOT_LOOP_PASSES,
+    PASSES_PER_TURN,
     PassHistory,
     already_queued,
     backoff_seconds,
     requeue_seconds,
+    turn_is_over,
 )
 
 BACKOFF = [
@@ -40,6 +42,21 @@ QUEUED = [
 @pytest.mark.parametrize(("case", "pending", "wanted", "covered"), QUEUED, ids=[q[0] for q in QUEUED])
 def test_a_pass_already_queued_no_later_than_wanted_covers_the_request(case, pending, wanted, covered):
     assert already_queued(pending, wanted) is covered
+
+
+TURNS = [
+    ("after the first pass the worker runs the next one asked for", 1, False),
+    ("a healthy chain of three passes runs in one turn", 3, False),
+    ("the nineteenth pass still leaves room for one more", 19, False),
+    ("after the twentieth pass the ModelServing goes back to the queue", 20, True),
+    ("a turn never runs past the limit", 21, True),
+]
+
+
+@pytest.mark.parametrize(("case", "passes", "over"), TURNS, ids=[t[0] for t in TURNS])
+def test_a_worker_runs_at_most_twenty_passes_of_one_modelserving_in_a_turn(case, passes, over):
+    assert PASSES_PER_TURN == 20
+    assert turn_is_over(passes) is over
 
 
 def test_a_requested_wake_up_is_never_sooner_than_the_coalescing_delay():

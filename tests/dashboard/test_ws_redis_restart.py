@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import pytest
+import redis
 from channels.db import database_sync_to_async
 from channels.layers import channel_layers, get_channel_layer
 
 from rolloutui import runtime_config
 from rolloutui.embedded_redis import EmbeddedRedis
+from tests.waiting import WaitTimeout, async_wait_until
 
 from .test_ws import communicator
 
@@ -54,22 +55,30 @@ async def test_a_client_gets_updates_after_the_channel_layers_redis_restarts(ms,
     # up to a few seconds after the restart). Each carries a marker; wait for any of them.
     layer = get_channel_layer()
     group = streaming.group_name(ms["namespace"], ms["name"])
-    deadline = time.monotonic() + 30
-    n = 0
     received = []
-    while time.monotonic() < deadline:
-        n += 1
-        try:
-            await layer.group_send(group, {"type": "state.update", "state": {**fresh, "time": 5000.0 + n}})
-        except Exception:  # the layer reconnecting: publish again on the next round
-            pass
-        if not await comm.receive_nothing(timeout=0.3, interval=0.01):
-            message = json.loads(await comm.receive_from(timeout=5))
-            received.append(message)
-            if message.get("time", 0) >= 5000.0:
-                break
-    else:
-        pytest.fail(f"no publish reached the client after the Redis restart (received {received})")
+    sent = 0
+
+    async def publish_and_receive():
+        nonlocal sent
+        sent += 1
+        # While the layer reconnects this raises a connection error: publish again on the next round.
+        await layer.group_send(group, {"type": "state.update", "state": {**fresh, "time": 5000.0 + sent}})
+        if await comm.receive_nothing(timeout=0.3, interval=0.01):
+            return None
+        message = json.loads(await comm.receive_from(timeout=5))
+        received.append(message)
+        return message if message.get("time", 0) >= 5000.0 else None
+
+    try:
+        await async_wait_until(
+            publish_and_receive,
+            what="a publish to reach the client after the Redis restart",
+            timeout=30,
+            interval=0.01,
+            retry_on=(redis.RedisError, ConnectionError),
+        )
+    except WaitTimeout as exc:
+        pytest.fail(f"no publish reached the client after the Redis restart (received {received}): {exc}")
     assert received[-1]["type"] == "state.delta" and received[-1]["base"] is not None
     assert held["name"] == ms["name"]
     await comm.disconnect()

@@ -14,6 +14,7 @@ from controller.core import digests, gang, naming
 from controller.core.ports import PODGROUP, NoRouter
 from controller.core.reconcile import reconcile
 from controller.k8s import KubernetesCluster
+from tests.factories import modelserving, role
 
 NS = "default"
 
@@ -24,24 +25,16 @@ class Clock:
 
 
 def manifest(name: str, replicas: int = 2) -> dict:
-    template = {
-        "spec": {
-            "containers": [{"name": "engine", "image": "vllm:1", "resources": {"limits": {naming.GPU_RESOURCE: "1"}}}]
-        }
-    }
-    role = {
-        "name": "prefill",
-        "replicas": 1,
-        "workerReplicas": 3,
-        "entryTemplate": template,
-        "workerTemplate": template,
-    }
-    return {
-        "apiVersion": naming.API_VERSION,
-        "kind": naming.KIND,
-        "metadata": {"name": name, "namespace": NS, "annotations": {gang.ANNOTATION_QUEUE: "gpu"}},
-        "spec": {"replicas": replicas, "schedulerName": "volcano", "template": {"roles": [role]}},
-    }
+    """A gang-scheduled ModelServing in queue gpu: one prefill instance of an entry and three
+    workers per ServingGroup, one GPU each."""
+    return modelserving(
+        name=name,
+        namespace=NS,
+        annotations={gang.ANNOTATION_QUEUE: "gpu"},
+        replicas=replicas,
+        roles=[role("prefill", workers=3, image="vllm:1")],
+        schedulerName="volcano",
+    )
 
 
 def podgroups(apiserver) -> dict:

@@ -11,10 +11,10 @@ the same port; the worker must still be running and must roll the demo out after
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import redis
+
+from tests import waiting
 
 from .procs import LiveEnv, wait_until
 
@@ -44,28 +44,17 @@ def hold(env: LiveEnv) -> None:
         app.close()
 
 
-def wait(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+# While Redis restarts, reading it fails: "not yet" to a wait.
+REDIS_DOWN = (redis.RedisError,)
 
 
 def redis_up(env: LiveEnv) -> bool:
-    try:
-        return bool(redis.Redis.from_url(env.redis_url).ping())
-    except redis.RedisError:
-        return False
+    return bool(redis.Redis.from_url(env.redis_url).ping())
 
 
 def unacked(env: LiveEnv) -> int:
     # kombu's Redis transport keeps the messages a worker holds in the hash "unacked" of the broker db.
-    try:
-        return redis.Redis.from_url(env.redis_url.rstrip("/") + "/0").hlen("unacked")
-    except redis.RedisError:
-        return 0
+    return redis.Redis.from_url(env.redis_url.rstrip("/") + "/0").hlen("unacked")
 
 
 def test_a_worker_survives_a_redis_restart_and_keeps_processing_tasks(tmp_path):
@@ -79,14 +68,21 @@ def test_a_worker_survives_a_redis_restart_and_keeps_processing_tasks(tmp_path):
         old = first["states"]["default/demo"]["updateRevision"]
 
         hold(env)
-        wait(lambda: unacked(env) >= 1, 60, "the worker to hold the delayed reconcile")
+        waiting.wait_until(
+            lambda: unacked(env) >= 1, what="the worker to hold the delayed reconcile", timeout=60, retry_on=REDIS_DOWN
+        )
         for _ in range(2):  # twice: the second restart hits the connection made after the first
             env.redis.stop()
             env.redis.start()  # same port (EmbeddedRedis keeps the one it bound first), empty
-            wait(lambda: redis_up(env), 30, "Redis to answer")
+            waiting.wait_until(lambda: redis_up(env), what="Redis to answer", timeout=30, retry_on=REDIS_DOWN)
             # The worker reconnects (it retries every 2 s); a task sent now must run.
             hold(env)
-            wait(lambda: unacked(env) >= 1 or worker.poll() is not None, 60, "the worker to reconnect")
+            waiting.wait_until(
+                lambda: worker.poll() is not None or unacked(env) >= 1,
+                what="the worker to reconnect",
+                timeout=60,
+                retry_on=REDIS_DOWN,
+            )
             assert worker.poll() is None, f"the worker exited after a Redis restart:\n{env.log('worker')[-4000:]}"
 
         env.manage(

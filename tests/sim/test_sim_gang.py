@@ -17,43 +17,28 @@ from controller.simcluster.memory.clock import VirtualClock
 from controller.simcluster.memory.store import InMemoryStore
 from controller.simcluster.runner import Runner
 from controller.simcluster.scenario import load_scenario
+from tests.factories import container, modelserving, pod_template, role
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "gang-all-or-nothing.yaml"
 
 
-def template(gpus: int) -> dict:
-    return {
-        "spec": {
-            "containers": [
-                {"name": "engine", "image": "e:1", "resources": {"limits": {naming.GPU_RESOURCE: str(gpus)}}}
-            ]
-        }
-    }
+IMAGE = "e:1"
 
 
 def manifest(*, scheduler="volcano", replicas=1, annotations=None, gang_policy=None) -> dict:
-    roles = [
-        {
-            "name": "prefill",
-            "replicas": 2,
-            "workerReplicas": 1,
-            "entryTemplate": template(2),
-            "workerTemplate": template(2),
-        },
-        {"name": "decode", "replicas": 1, "entryTemplate": template(4)},
-    ]
-    tmpl: dict = {"roles": roles}
-    if gang_policy is not None:
-        tmpl["gangPolicy"] = {"minRoleReplicas": gang_policy}
-    spec: dict = {"replicas": replicas, "template": tmpl}
-    if scheduler is not None:
-        spec["schedulerName"] = scheduler
-    return {
-        "apiVersion": naming.API_VERSION,
-        "kind": naming.KIND,
-        "metadata": {"name": "chat", "namespace": "llm", "uid": "u-1", "annotations": annotations or {}},
-        "spec": spec,
-    }
+    """chat in llm: a prefill role (2 instances of an entry and a worker, 2 GPUs each) and a decode
+    role (1 instance, 4 GPUs): 5 pods and 12 GPUs per ServingGroup."""
+    scheduled = {"schedulerName": scheduler} if scheduler is not None else {}
+    return modelserving(
+        name="chat",
+        namespace="llm",
+        uid="u-1",
+        annotations=annotations,
+        replicas=replicas,
+        roles=[role("prefill", replicas=2, workers=1, image=IMAGE, gpus=2), role("decode", image=IMAGE, gpus=4)],
+        gang_policy=gang_policy,
+        **scheduled,
+    )
 
 
 def figures(pgs):
@@ -121,7 +106,7 @@ def test_place_gang_is_all_or_nothing(needs, min_placed, expected):
 def gang_pod(name: str, node: str | None = None, gpus: int = 1) -> dict:
     return {
         "metadata": {"name": name, "annotations": {physics.ANNOTATION_GANG: "g"}},
-        "spec": {"schedulerName": "volcano", "nodeName": node, "containers": template(gpus)["spec"]["containers"]},
+        "spec": {"schedulerName": "volcano", "nodeName": node, "containers": [container(IMAGE, gpus=gpus)]},
     }
 
 
@@ -267,7 +252,7 @@ def test_a_surge_group_gets_its_podgroup_before_its_pods():
             "spec": {
                 "template": {
                     "roles": [
-                        {**r, "entryTemplate": template(3)} if r["name"] == "decode" else r
+                        {**r, "entryTemplate": pod_template(IMAGE, gpus=3)} if r["name"] == "decode" else r
                         for r in obj["spec"]["template"]["roles"]
                     ]
                 }

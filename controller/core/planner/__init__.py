@@ -24,6 +24,7 @@ from ..plan import Plan
 from ..revisions import History, gc_actions
 from ..spec import GROUP_ROLLING, IN_PLACE, ModelServing
 from ..strategy import ClusterSettings
+from ..workqueue import RESYNC_SECONDS
 from . import inplace
 from .builder import PlanBuilder
 from .canary import run_canary
@@ -86,10 +87,6 @@ def plan(
         audit=canary.audit,
         analysis=canary.windows,
     )
-
-
-# Every controller resyncs each ModelServing at least this often (controller.core.workqueue).
-RESYNC_SECONDS = 30.0
 
 
 def _wake_at_progress_deadline(out: PlanBuilder, status: dict[str, Any]) -> None:

@@ -19,15 +19,13 @@ records why. Everything it remembers is in ``status.canary``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..analysis import FAIL, PASS, due_windows, judge_window
 from ..canary import Canary
 from ..intorpercent import IntOrPercent
-from ..naming import ANNOTATION_CANARY_PROMOTE
-from ..revisions import apply_revision
+from ..revisions import rollback_fields
 from .context import PassContext
 
 RUNNING, PAUSED, SUCCEEDED, FAILED = "Running", "Paused", "Succeeded", "Failed"
@@ -56,15 +54,6 @@ def windows_to_fetch(ms_canary: Canary | None, status: dict[str, Any], now: floa
     return due_windows(
         prev["startedAt"], prev.get("lastWindowEnd"), analysis.interval_seconds, now, analysis.settle_seconds
     )
-
-
-def _promote_request(ctx: PassContext) -> dict[str, Any]:
-    raw = ((ctx.ms.manifest.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_CANARY_PROMOTE)
-    try:
-        value = json.loads(raw) if raw else {}
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _partition_at(canary: Canary, index: int, replicas: int) -> IntOrPercent:
@@ -145,7 +134,7 @@ def _outcome_on_show(prev: dict[str, Any] | None) -> CanaryRun:
 
 
 def _apply_promote(ctx: PassContext, canary: Canary, state: dict[str, Any]) -> None:
-    request = _promote_request(ctx)
+    request = ctx.ms.canary_promote
     if request.get("revision") != state["revision"]:
         return
     if request.get("full"):
@@ -244,12 +233,5 @@ def _fail(ctx: PassContext, canary: Canary, state: dict[str, Any], reasons: tupl
             {**audit, "action": "pause", "toRevision": state["revision"], "reason": message + "; rollback impossible"}
         )
         return
-    spec = apply_revision(ctx.ms.manifest.get("spec") or {}, data)
-    run.spec_patch = {
-        "spec": {
-            "template": spec.get("template"),
-            "schedulerName": spec.get("schedulerName"),
-            "plugins": spec.get("plugins"),
-        }
-    }
+    run.spec_patch = {"spec": rollback_fields(ctx.ms.manifest, data)}
     run.audit.append({**audit, "action": "rollback", "toRevision": state["stable"]})

@@ -1,0 +1,1 @@
+"""The dashboard's commands: ``runall``, ``rollout``, ``release``, ``grant``, ``load_release_demo``."""

@@ -60,6 +60,7 @@ import yaml
 from django.core.management.base import BaseCommand, CommandError
 
 from controller.core.controls import ControlError
+from controller.core.phases import PHASES
 from controller.core.ports import ClusterError, Conflict, NotFound
 from rolloutui.services import accounts, actions, audit, controls, manifests, origin, preview, state
 from rolloutui.services.controls import ControlDenied
@@ -112,7 +113,7 @@ class Command(BaseCommand):
 
         sub = add("list", "List ModelServings: phase, groups ready and updated, revisions.", target=False)
         sub.add_argument("-n", "--namespace", help="Only this namespace.")
-        sub.add_argument("--phase", help="Only this phase (Healthy, Progressing, Paused, Blocked, Degraded).")
+        sub.add_argument("--phase", help=f"Only this phase ({', '.join(PHASES)}).")
         sub = add("get", "Show one ModelServing's rollout: phase, revisions, groups, roles, why it waits.")
         sub.add_argument("-w", "--watch", action="store_true", help="Print again whenever it changes.")
         sub.add_argument("--timeout", type=float, help="With --watch: stop after this many seconds.")

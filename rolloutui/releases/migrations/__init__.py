@@ -1,0 +1,1 @@
+"""Database migrations of the releases app: model versions, environments, targets and deployment revisions."""

@@ -41,7 +41,7 @@ from typing import Any
 from controller.core import naming
 from controller.core.controls import ControlError
 from controller.core.mergepatch import merge_patch
-from controller.core.spec import ValidationError, parse_modelserving
+from controller.core.spec import ValidationError, parse_modelserving, roles_as_written
 
 LABEL_MODEL_VERSION = naming.PREFIX + "model-version"
 LAYERS = ("model", "image", "config", "resources", "schema")
@@ -147,10 +147,6 @@ def content_of(
     )
 
 
-def _roles_of(ms: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return list(((ms.get("spec") or {}).get("template") or {}).get("roles") or [])
-
-
 def _container(template: Mapping[str, Any], container: str, *, role: str, where: str) -> dict[str, Any] | None:
     containers = (template.get("spec") or {}).get("containers") or []
     if not containers:
@@ -200,7 +196,7 @@ def patch_for(ms: Mapping[str, Any], content: ReleaseContent, *, roles: list[str
     its entry template does not have (``container``), and a result the controller would reject
     (the field it names).
     """
-    spec_roles = copy.deepcopy(_roles_of(ms))
+    spec_roles = roles_as_written(ms)
     by_name = {r.get("name"): r for r in spec_roles}
     for role in roles:
         target = by_name.get(role)
@@ -268,7 +264,7 @@ def snapshot(ms: Mapping[str, Any], *, roles: list[str], container: str = "") ->
     """What a deploy left in the resources layer, to restore it later (``ReleaseContent.restoring``):
     ``{"roles": {role: {"replicas": n, "resources": <the entry container's resources>}}}``."""
     out: dict[str, Any] = {}
-    by_name = {r.get("name"): r for r in _roles_of(ms)}
+    by_name = {r.get("name"): r for r in roles_as_written(ms)}
     for role in roles:
         spec_role = by_name.get(role)
         if spec_role is None:
@@ -292,7 +288,7 @@ def read_layers(ms: Mapping[str, Any], *, roles: list[str], container: str = "")
     another image is shown as ``workerImage``. A role that is missing reads as empty layers.
     """
     out: dict[str, dict[str, dict]] = {}
-    by_name = {r.get("name"): r for r in _roles_of(ms)}
+    by_name = {r.get("name"): r for r in roles_as_written(ms)}
     for role in roles:
         layers: dict[str, dict] = {layer: {} for layer in LAYERS}
         out[role] = layers
