@@ -43,6 +43,7 @@ class AuditRecord(models.Model):
         SCENARIO = "scenario", "Scenario"
         SYSTEM = "system", "System"
         ANALYSIS = "analysis", "Canary analysis"
+        AUTOSCALER = "autoscaler", "Autoscaler"
 
     class Result(models.TextChoices):
         OK = "ok", "OK"

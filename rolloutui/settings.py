@@ -374,6 +374,12 @@ ROLLOUTUI_PROMETHEUS_TIMEOUT_SECONDS = _env_number("ROLLOUTUI_PROMETHEUS_TIMEOUT
 if ROLLOUTUI_PROMETHEUS_URL and not ROLLOUTUI_PROMETHEUS_URL.startswith(("http://", "https://")):
     raise ImproperlyConfigured(f"ROLLOUTUI_PROMETHEUS_URL must be an http(s) URL, got {ROLLOUTUI_PROMETHEUS_URL!r}")
 
+# Opt-in autoscaling (README "Capacity and autoscaling"): the autoscaler task runs every
+# ROLLOUTUI_AUTOSCALE_SECONDS in the Celery worker and waits ROLLOUTUI_AUTOSCALE_COOLDOWN_SECONDS
+# after any change of a ModelServing's replica count before it changes it again.
+ROLLOUTUI_AUTOSCALE_SECONDS = _env_number("ROLLOUTUI_AUTOSCALE_SECONDS", 30, minimum=1)
+ROLLOUTUI_AUTOSCALE_COOLDOWN_SECONDS = _env_number("ROLLOUTUI_AUTOSCALE_COOLDOWN_SECONDS", 300, minimum=0)
+
 # Cluster-wide rollout defaults (controller.core.strategy.ClusterSettings) from the environment:
 # the embedded cluster's settings, and on Kubernetes the fallback when the ConfigMap named below is
 # absent (controller.runtime.clustersettings reads it through the adapter).

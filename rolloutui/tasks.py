@@ -4,11 +4,17 @@
   off the web server. The simulation stops itself after ROLLOUTUI_PREVIEW_SECONDS of wall time
   (checked between simulation steps); Celery's own limits, a little later, end a task that is stuck
   inside one step (soft: an exception in the task; hard: the pool process is replaced).
+- ``rolloutui.tasks.autoscale()`` every ``ROLLOUTUI_AUTOSCALE_SECONDS`` (30 s): one pass of the
+  opt-in autoscaler over the ModelServings with autoscale on (``services.autoscale.run_once``);
+  each change is a ``scale`` with source ``autoscaler``, audited. Registered on the beat schedule
+  from here (``register_periodic_tasks``), as ``controller.tasks`` registers its own.
 """
 
 from __future__ import annotations
 
-from celery import shared_task
+from typing import Any
+
+from celery import current_app, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
@@ -33,3 +39,26 @@ def run_preview(job_id: str) -> None:
             error={"detail": "the preview ran out of time"},
             finished_at=timezone.now(),
         )
+
+
+@shared_task(name="rolloutui.tasks.autoscale", ignore_result=True)
+def autoscale() -> list[dict[str, Any]]:
+    from rolloutui.services import autoscale as autoscaler
+
+    return autoscaler.run_once()
+
+
+def register_periodic_tasks(app) -> None:
+    schedule = app.conf.beat_schedule
+    if schedule is None:
+        app.conf.beat_schedule = schedule = {}
+    every = float(settings.ROLLOUTUI_AUTOSCALE_SECONDS)
+    # Expiring: passes queued while no worker ran are dropped, not replayed in a burst (each pass
+    # reads the current figures).
+    schedule.setdefault(
+        "rolloutui-autoscale",
+        {"task": "rolloutui.tasks.autoscale", "schedule": every, "options": {"expires": every}},
+    )
+
+
+register_periodic_tasks(current_app)

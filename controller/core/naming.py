@@ -54,6 +54,11 @@ ANNOTATION_CHANGE_CAUSE = PREFIX + "change-cause"
 # a promote of another revision or an already passed step does nothing.
 ANNOTATION_CANARY_PROMOTE = PREFIX + "canary-promote"
 
+# On ModelServings: opt-in autoscaling, set by the ``autoscale`` control (JSON {"minReplicas",
+# "maxReplicas"}; absent: off). The dashboard's autoscaler task reads it; the controller ignores it.
+# Example: {"maxReplicas": 6, "minReplicas": 2} keeps spec.replicas between 2 and 6.
+ANNOTATION_AUTOSCALE = PREFIX + "autoscale"
+
 # Readiness gate for in-place updates.
 CONDITION_INPLACE_READY = "InPlaceUpdateReady"
 

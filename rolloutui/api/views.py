@@ -36,7 +36,7 @@ from rolloutui.services import (
     access,
     actions,
     audit,
-    capacity,
+    autoscale,
     cluster,
     kserve,
     kserve_controls,
@@ -274,12 +274,13 @@ class History(ServiceView):
 
 class Capacity(ServiceView):
     """Capacity signals per role (request rate, in flight, queue time, GPU, safe concurrency,
-    create-to-Serving) and a recommended replica count with its reason (``services.capacity``).
-    A recommendation only: nothing is scaled."""
+    create-to-Serving), a recommended replica count with its reason (``services.capacity``) and
+    the autoscale setting (``services.autoscale``): the recommendation is applied only where an
+    operator turned autoscale on."""
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request, namespace, name):
-        return Response(capacity.capacity(namespace, name))
+        return Response(autoscale.capacity(namespace, name))
 
 
 class Manifest(ServiceView):

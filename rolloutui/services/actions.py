@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from controller.core import scaling
 from controller.core.controls import ControlError
 
 from . import controls, kserve_controls, manifests, state
@@ -652,6 +653,72 @@ ROLLBACK = register(
             ),
         ),
         tone="danger",
+    )
+)
+
+SCALE = register(
+    Action(
+        name="scale",
+        label="Scale",
+        help=(
+            "Set the number of ServingGroups (spec.replicas). New groups are created like any missing group; "
+            "groups beyond the count drain (no new requests, those in flight finish) and are then deleted. "
+            "0 only with allowZero."
+        ),
+        service=controls.scale,
+        audit="scale",
+        args=(
+            Arg(
+                "replicas",
+                INTEGER,
+                f"The number of ServingGroups, 1 to {scaling.MAX_REPLICAS} (0 only with allowZero).",
+                required=True,
+                label="ServingGroups",
+                min_value=0,
+                max_value=scaling.MAX_REPLICAS,
+            ),
+            Arg(
+                "allowZero",
+                BOOLEAN,
+                "Confirm a scale to zero: every ServingGroup drains and none serves.",
+                label="Allow zero",
+            ),
+        ),
+    )
+)
+
+AUTOSCALE = register(
+    Action(
+        name="autoscale",
+        label="Autoscale",
+        help=(
+            "Opt in to autoscaling: the autoscaler applies the capacity recommendation within minReplicas "
+            "(default 1, never 0) and maxReplicas, after a cooldown, never during a rollout; each change "
+            "is audited (source autoscaler). disable turns it off (replicas stay where they are)."
+        ),
+        service=controls.autoscale,
+        audit="autoscale",
+        args=(
+            Arg(
+                "minReplicas",
+                INTEGER,
+                "The fewest ServingGroups the autoscaler keeps (default 1).",
+                label="Min ServingGroups",
+                min_value=scaling.MIN_AUTOSCALE_REPLICAS,
+                max_value=scaling.MAX_REPLICAS,
+            ),
+            Arg(
+                "maxReplicas",
+                INTEGER,
+                "The most ServingGroups the autoscaler sets (required to turn it on).",
+                label="Max ServingGroups",
+                min_value=scaling.MIN_AUTOSCALE_REPLICAS,
+                max_value=scaling.MAX_REPLICAS,
+            ),
+            Arg("disable", BOOLEAN, "Turn autoscale off.", label="Turn off"),
+        ),
+        exclusive=(("minReplicas", "disable"), ("maxReplicas", "disable")),
+        presets=(Preset("autoscale-off", "Autoscale off", {"disable": True}),),
     )
 )
 

@@ -1,4 +1,5 @@
-"""Operator controls: pause, resume, promote, rollback, set_image. The only implementation of them.
+"""Operator controls: pause, resume, promote, rollback, set_image, scale, autoscale. The only
+implementation of them.
 
 Each is declared once in the action registry (``rolloutui.services.actions``), from which the API
 routes, the ``manage.py rollout`` subcommands and the page's controls are generated; they reach these
@@ -33,7 +34,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from controller.core import controls as core
-from controller.core import naming
+from controller.core import naming, scaling
 from controller.core.controls import ControlError
 from controller.core.ports import ClusterError, Conflict
 from controller.core.revisions import History, record_update_revision
@@ -48,6 +49,8 @@ log = logging.getLogger(__name__)
 PERMISSION = "rolloutui.operate_modelserving"
 MAX_ATTEMPTS = 5
 SOURCES = {choice.value for choice in AuditRecord.Source}
+# Sources that act without a signed-in user (audited with authentication method "system").
+_SYSTEM_SOURCES = (AuditRecord.Source.SYSTEM, AuditRecord.Source.AUTOSCALER)
 
 
 class ControlDenied(PermissionError):
@@ -104,6 +107,87 @@ def set_image(
         lambda ms, revs: core.set_image(ms, role=role, image=image, container=container),
         {"role": role, "image": image, "container": container},
     )
+
+
+def scale(
+    user,
+    namespace: str,
+    name: str,
+    *,
+    replicas: int,
+    allow_zero: bool = False,
+    reason: str,
+    source: str,
+    figures: dict[str, Any] | None = None,
+) -> AuditRecord:
+    """Set spec.replicas (the number of ServingGroups). The planner creates the missing groups and
+    drains, then deletes, the groups beyond the count (like any delete). ``replicas`` 0 needs
+    ``allow_zero`` (scale to zero is never a default). The audit's ``details.replicas`` is
+    ``{"from", "to"}``.
+
+    The autoscaler (``services.autoscale``) calls this with ``user=None`` and source
+    ``autoscaler``: no user permission is checked then (an operator turned autoscale on, with the
+    operate permission), but the ModelServing must have autoscale on and ``replicas`` must be
+    within its bounds, read from the same object the patch applies to; ``figures`` (the
+    recommendation and the decision's inputs) go to ``details.figures``."""
+    args: dict[str, Any] = {"replicas": replicas, "allowZero": bool(allow_zero)}
+    moved: dict[str, Any] = {"from": None, "to": replicas}
+
+    def build(ms, revs):
+        moved["from"] = (ms.get("spec") or {}).get("replicas")
+        if source == AuditRecord.Source.AUTOSCALER:
+            bounds = scaling.autoscale_of(ms)
+            if bounds is None:
+                raise ControlError(
+                    "autoscale is off for this ModelServing: the autoscaler does not scale it", field="autoscale"
+                )
+            if not bounds.min_replicas <= replicas <= bounds.max_replicas:
+                raise ControlError(
+                    f"replicas {replicas} is outside the autoscale bounds {bounds.min_replicas}..{bounds.max_replicas}",
+                    field="replicas",
+                )
+        return scaling.scale(ms, replicas=replicas, allow_zero=allow_zero)
+
+    extra = {"replicas": moved} | ({"figures": figures} if figures is not None else {})
+    return _control(user, namespace, name, "scale", reason, source, build, args, extra=extra)
+
+
+def autoscale(
+    user,
+    namespace: str,
+    name: str,
+    *,
+    min_replicas: int | None = None,
+    max_replicas: int | None = None,
+    disable: bool = False,
+    reason: str,
+    source: str,
+) -> AuditRecord:
+    """Turn autoscale on (bounds ``min_replicas``, default 1, to ``max_replicas``) or off
+    (``disable``). Stored on the ModelServing (annotation ``serving.rolloutui.io/autoscale``); the
+    autoscaler task then applies the capacity recommendation within the bounds. ``details.autoscale``
+    is ``{"from", "to"}`` (each ``{"minReplicas", "maxReplicas"}`` or None for off)."""
+    args: dict[str, Any] = {"minReplicas": min_replicas, "maxReplicas": max_replicas, "disable": bool(disable)}
+    moved: dict[str, Any] = {"from": None, "to": None}
+
+    def build(ms, revs):
+        try:
+            now = scaling.autoscale_of(ms)
+        except ControlError:
+            now = None
+        moved["from"] = now.to_json() if now is not None else None
+        if disable:
+            if min_replicas is not None or max_replicas is not None:
+                field = "minReplicas" if min_replicas is not None else "maxReplicas"
+                raise ControlError(
+                    "give either disable or the bounds (minReplicas, maxReplicas), not both", field=field
+                )
+            return scaling.disable_autoscale(ms)
+        patch = scaling.enable_autoscale(ms, min_replicas=min_replicas, max_replicas=max_replicas)
+        moved["to"] = scaling.check_bounds(min_replicas, max_replicas).to_json()
+        return patch
+
+    return _control(user, namespace, name, "autoscale", reason, source, build, args, extra={"autoscale": moved})
 
 
 # -- shared machinery ----------------------------------------------------------------------------------
@@ -178,10 +262,10 @@ def audit(
     came_from = origin.current()
     return AuditRecord.objects.create(
         client_ip=came_from.client_ip,
-        auth_method=came_from.auth_method or ("system" if source == AuditRecord.Source.SYSTEM else ""),
+        auth_method=came_from.auth_method or ("system" if source in _SYSTEM_SOURCES else ""),
         os_user=storable(came_from.os_user[:150]),
         actor=user if getattr(user, "pk", None) else None,
-        actor_name=storable(username(user)[:150]),
+        actor_name=storable(username(user)[:150] or (source if source == AuditRecord.Source.AUTOSCALER else "")),
         source=source if source in SOURCES else AuditRecord.Source.SYSTEM,
         action=action,
         namespace=storable(namespace),
@@ -283,13 +367,20 @@ def _control(
     args: dict[str, Any],
     *,
     rollback_to: int | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> AuditRecord:
-    details: dict[str, Any] = {"args": args, "fromRevision": None}
+    details: dict[str, Any] = {"args": args, "fromRevision": None, **(extra or {})}
     with audited(
         user, action=action, namespace=namespace, name=name, reason=reason, source=source, details=details
     ) as control:
         check_source(source)
-        check_permission(user, namespace=namespace)
+        if source == AuditRecord.Source.AUTOSCALER:
+            # The autoscaler acts for nobody: only a scale, only where autoscale is on (its build
+            # checks that on the object it patches).
+            if user is not None or action != "scale":
+                raise ControlDenied(f"source {source!r} is the autoscaler's own: it only scales, as no user")
+        else:
+            check_permission(user, namespace=namespace)
         reason = check_reason(reason)
         cluster = get_cluster()
         for attempt in range(MAX_ATTEMPTS):
@@ -299,7 +390,7 @@ def _control(
             details["fromRevision"] = before
             control.from_revision = _label(before)
             patch = build(ms, revisions)
-            cause = f"{username(user)} via {source}: {action}: {reason}"
+            cause = f"{username(user) or source} via {source}: {action}: {reason}"
             patch = {
                 **patch,
                 "metadata": {
@@ -341,4 +432,6 @@ __all__ = [
     "promote",
     "rollback",
     "set_image",
+    "scale",
+    "autoscale",
 ]

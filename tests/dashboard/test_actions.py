@@ -32,6 +32,8 @@ VALID = {
     "promote": {"partition": 1},
     "set-image": {"role": "decode", "image": "engine:v2"},
     "rollback": {"toRevision": 1},
+    "scale": {"replicas": 3},
+    "autoscale": {"maxReplicas": 4},
     "delete": {},
     # A collection action: recreates the ModelServing the row above deleted (NAME is replaced).
     "apply": {"manifest": "NAME"},

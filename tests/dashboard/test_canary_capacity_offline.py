@@ -282,6 +282,39 @@ def test_the_capacity_panel_shows_roles_the_recommendation_with_its_reason_and_c
     assert not errors, errors
 
 
+def test_the_capacity_panel_says_whether_autoscale_is_on_with_its_bounds_and_escapes_what_it_shows(
+    ms, operator, viewer_client, page: Page
+):
+    from rolloutui.services import autoscale, controls
+
+    controls.autoscale(operator, ms["namespace"], ms["name"], min_replicas=2, max_replicas=6, reason="on", source="api")
+    body = autoscale.capacity(ms["namespace"], ms["name"])
+    answers = [body]
+
+    def answer(route):
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(answers[-1]))
+
+    site = OfflineSite(page, viewer_client, full_state=lambda: current_state(ms))
+    page.route(ORIGIN + f"/api/modelservings/{ms['namespace']}/{ms['name']}/capacity/**", answer)
+    page.goto(site.url(f"/modelservings/{ms['namespace']}/{ms['name']}/"))
+    line = page.get_by_test_id("capacity-autoscale")
+    expect(line).to_contain_text("Autoscale on: between 2 and 6 ServingGroups")
+    expect(line).to_have_attribute("data-enabled", "true")
+    rec = page.get_by_test_id("capacity-recommendation")
+    expect(rec).to_contain_text("recommendation, applied by the autoscaler within 2..6")
+    expect(rec).not_to_contain_text("nothing is scaled")
+
+    # Off with a hand-written annotation it cannot read: said as text, never parsed as HTML.
+    hostile = json.loads(json.dumps(body))
+    hostile["autoscale"] = {"enabled": False, "error": forged("autoscale-error"), "cooldownSeconds": 300}
+    hostile["recommendation"]["label"] = forged("label")
+    answers.append(hostile)
+    page.reload()
+    expect(line).to_have_attribute("data-enabled", "false")
+    expect(line).to_contain_text("Autoscale off: <img src=x")
+    no_script_ran(page)
+
+
 def test_the_capacity_panel_reads_the_real_endpoint_without_a_release(ms, viewer_client, page: Page):
     site = OfflineSite(page, viewer_client, full_state=lambda: current_state(ms))
     page.goto(site.url(f"/modelservings/{ms['namespace']}/{ms['name']}/"))

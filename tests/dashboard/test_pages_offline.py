@@ -299,7 +299,18 @@ def test_controls_are_built_from_the_action_registry_and_post_to_the_control_end
     buttons = page.locator("#controls [data-action]")
     # The page's rollout-actions JSON (rolloutui.services.actions): one button per action and preset.
     expect(buttons).to_have_text(
-        ["Pause", "Resume", "Promote one step", "Promote fully", "Set image", "Roll back", "Delete"]
+        [
+            "Pause",
+            "Resume",
+            "Promote one step",
+            "Promote fully",
+            "Set image",
+            "Roll back",
+            "Scale",
+            "Autoscale",
+            "Autoscale off",
+            "Delete",
+        ]
     )
     # Disabled with the reason said: partition 0 and not paused.
     expect(page.get_by_test_id("btn-promote")).to_be_disabled()
@@ -332,6 +343,17 @@ def test_controls_are_built_from_the_action_registry_and_post_to_the_control_end
         api_url(ms, "set-image"),
         {"reason": "new build", "role": "decode", "image": "engine:v3"},
     )
+
+    # Scale: the number of ServingGroups, from the registry's integer field.
+    page.get_by_test_id("btn-scale").click()
+    expect(page.locator("#dialog")).to_contain_text("drain")
+    page.get_by_test_id("field-scale-replicas").fill("6")
+    page.fill("[data-testid=dialog-reason]", "evening peak")
+    page.click("[data-testid=dialog-confirm]")
+    expect(page.locator("#dialog")).not_to_be_visible()
+    method, path, body = site.requests[-1]
+    assert (method, path) == ("POST", api_url(ms, "scale"))
+    assert body["replicas"] == 6 and body["reason"] == "evening peak" and not body.get("allowZero")
 
 
 def test_disabled_controls_say_why_and_promote_fully_resumes_a_paused_rollout(ms, operator_client, page: Page):

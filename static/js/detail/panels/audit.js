@@ -31,6 +31,9 @@ export function createAudit({ boot }) {
         a.fromRevision || a.toRevision
           ? [h("span", { class: "mono" }, `${a.fromRevision || "—"} → ${a.toRevision || "—"}`), " · "]
           : null,
+        a.details && a.details.replicas && typeof a.details.replicas === "object"
+          ? [h("span", { class: "mono", "data-testid": "audit-replicas" }, `groups ${a.details.replicas.from ?? "—"} → ${a.details.replicas.to ?? "—"}`), " · "]
+          : null,
         h("span", { class: "reason" }, `“${a.reason ?? ""}”`),
         a.error ? [" ", h("span", { class: "field-error" }, a.error)] : null,
       ),

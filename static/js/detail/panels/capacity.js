@@ -1,7 +1,9 @@
 // Capacity: per role, requests in flight against the safe concurrency, request rate, estimated queue
 // time, GPU utilisation and memory, create-to-Serving time, and the recommended replica count with
-// its reason (GET .../capacity/, rolloutui/services/capacity.py). A recommendation only: nothing
-// scales by itself.
+// its reason (GET .../capacity/, rolloutui/services/capacity.py). A recommendation only, unless an
+// operator turned autoscale on for this ModelServing (the Autoscale control): then the panel says
+// so with its bounds, and the autoscaler applies the recommendation within them
+// (rolloutui/services/autoscale.py).
 //
 // The charts are a rolling series kept here from the polls (every POLL_MS): in flight and the safe
 // total per role, GPU utilisation per role, and the request rate measured from the simulated
@@ -29,6 +31,23 @@ export function createCapacity({ boot, plotlySrc }) {
   let last = null;
   let dirty = false;
 
+  // Whether autoscale is on, with its bounds (every value as text: h() never parses HTML).
+  function autoscaleLine(auto) {
+    if (!auto || !auto.enabled) {
+      return h(
+        "p",
+        { class: "muted rec-autoscale", "data-testid": "capacity-autoscale", dataset: { enabled: "false" } },
+        auto && auto.error ? `Autoscale off: ${String(auto.error)}` : "Autoscale off: nothing is scaled unless an operator turns it on (Autoscale).",
+      );
+    }
+    return h(
+      "p",
+      { class: "rec-autoscale", "data-testid": "capacity-autoscale", dataset: { enabled: "true" } },
+      h("b", null, "Autoscale on"),
+      `: between ${num(auto.minReplicas)} and ${num(auto.maxReplicas)} ServingGroups, at most one change per ${num(auto.cooldownSeconds)} s, none during a rollout.`,
+    );
+  }
+
   function renderTable(data) {
     const rec = data.recommendation || {};
     const roles = data.roles || [];
@@ -47,6 +66,7 @@ export function createCapacity({ boot, plotlySrc }) {
           h("span", { class: "muted" }, ` (${num(rec.current)} now)`),
         ),
         h("p", { class: "rec-reason", "data-testid": "capacity-reason" }, String(rec.reason || "")),
+        autoscaleLine(data.autoscale),
       ),
       h(
         "div",

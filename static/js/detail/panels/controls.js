@@ -118,6 +118,22 @@ const DESCRIBE = {
       null,
       "Changes the container image in the role's entry and worker templates. This makes a new revision and starts a rollout.",
     ),
+  scale: ({ state }) =>
+    h(
+      "p",
+      null,
+      "Sets the number of ServingGroups (now ",
+      h("b", null, String(state.spec.replicas)),
+      "). New groups start like any missing group; groups beyond the count drain (no new requests, those in flight finish) and are then deleted. 0 needs Allow zero.",
+    ),
+  autoscale: () =>
+    h(
+      "p",
+      null,
+      "Lets the autoscaler apply the Capacity panel's recommendation within the bounds (min 1 unless given, never 0), " +
+        "at most once per cooldown and never during a rollout. Every change is in the audit trail (source autoscaler).",
+    ),
+  "autoscale-off": () => h("p", null, "Turns autoscale off; the number of ServingGroups stays where it is."),
   delete: ({ boot }) =>
     h(
       "p",
@@ -133,6 +149,9 @@ const TITLES = {
   resume: "Resume the rollout",
   rollback: "Roll back",
   "set-image": "Set the image of a role",
+  scale: "Scale the ModelServing",
+  autoscale: "Turn autoscale on",
+  "autoscale-off": "Turn autoscale off",
   delete: "Delete the ModelServing",
 };
 
