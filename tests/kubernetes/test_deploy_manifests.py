@@ -138,6 +138,8 @@ CONTROLLER_CALLS = {
     ("serving.rolloutui.io", "modelservings", "get"),
     ("serving.rolloutui.io", "modelservings", "list"),
     ("serving.rolloutui.io", "modelservings", "watch"),
+    # The canary analysis pauses or rolls back; the opt-in autoscaler scales.
+    ("serving.rolloutui.io", "modelservings", "patch"),
     ("serving.rolloutui.io", "modelservings/status", "update"),
     # ownerReferences with blockOwnerDeletion (OwnerReferencesPermissionEnforcement).
     ("serving.rolloutui.io", "modelservings/finalizers", "update"),
@@ -235,8 +237,10 @@ def test_the_web_may_read_what_it_shows_and_patch_modelservings_and_nothing_else
 def test_the_controller_may_do_what_the_reconcile_and_the_watch_call_and_nothing_else():
     rules = bound_rules("rolloutui-controller")
     assert rules["cluster"] == CONTROLLER_CALLS
-    # The controller never writes a ModelServing's spec: only its status.
-    assert ("serving.rolloutui.io", "modelservings", "patch") not in rules["cluster"]
+    # It patches a spec (the analysis' pause or rollback, the autoscaler) but never creates or deletes one.
+    assert {("serving.rolloutui.io", "modelservings", v) for v in ("create", "delete", "update")}.isdisjoint(
+        rules["cluster"]
+    )
 
 
 def test_nobody_may_create_or_delete_modelservings():

@@ -138,10 +138,14 @@ def test_the_controllers_account_watches_and_holds_the_lease(as_controller, admi
         elsewhere.try_acquire_or_renew()
 
 
-def test_the_controllers_account_may_not_edit_a_modelservings_spec(as_controller, admin):
+def test_the_controllers_account_may_patch_a_spec_as_the_analysis_and_the_autoscaler_do(as_controller, admin):
     KubernetesCluster(admin).create_modelserving(manifest())
-    with pytest.raises(Forbidden, match='cannot patch resource "modelservings"'):
-        KubernetesCluster(as_controller).patch_modelserving(NS, "chat", {"spec": {"paused": True}})
+    controller = KubernetesCluster(as_controller)
+    # What reconcile._apply_spec_patch sends when the canary analysis pauses a failing canary.
+    cause = {naming.ANNOTATION_CHANGE_CAUSE: "analysis: pause: canary error rate 30.0% is above the limit 5.0%"}
+    paused = controller.patch_modelserving(NS, "chat", {"spec": {"paused": True}, "metadata": {"annotations": cause}})
+    assert paused["spec"]["paused"] is True
+    assert controller.patch_modelserving(NS, "chat", {"spec": {"replicas": 3}})["spec"]["replicas"] == 3
 
 
 def test_the_webs_account_does_what_the_dashboard_does(as_web, admin):
