@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import gates as serving_gates
+from . import phases
 from .observe import InstanceObs, Observed, observe
 from .revisions import History
 from .spec import GROUP_ROLLING, ModelServing, ValidationError, parse_modelserving
@@ -222,7 +223,7 @@ def _top_level(
         "generation": meta.get("generation"),
         "spec": spec_summary,
         "strategyType": strategy_type,
-        "phase": "Paused" if spec_summary["paused"] else status.get("phase") or "Pending",
+        "phase": phases.PAUSED if spec_summary["paused"] else status.get("phase") or phases.PENDING,
         "converged": bool(status.get("converged")),
         "currentRevision": status.get("currentRevision"),
         "updateRevision": status.get("updateRevision"),

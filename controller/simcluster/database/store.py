@@ -38,7 +38,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from controller.core import naming
+from controller.core import naming, phases
 from controller.core.kserve.materialize import LABEL_ISVC
 from controller.core.ports import Conflict, NotFound, Obj
 from controller.core.spec import headline
@@ -77,7 +77,7 @@ def ms_summary(obj: Obj) -> dict[str, Any]:
     return {
         "namespace": meta.get("namespace") or "default",
         "name": meta.get("name"),
-        "phase": "Paused" if paused else status.get("phase") or "Pending",
+        "phase": phases.PAUSED if paused else status.get("phase") or phases.PENDING,
         "replicas": replicas,
         "desired": replicas,
         "ready": int(status.get("availableReplicas") or 0),
