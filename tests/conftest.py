@@ -14,6 +14,14 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
+
+# Hypothesis draws new examples on every local run (that is how it finds bugs: the planner property
+# found two budget bugs that way). In CI (CI=true) the draws are derandomized, so a submission's run
+# does not depend on luck; HYPOTHESIS_PROFILE=random (or =ci) picks one explicitly.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None)
+hypothesis_settings.register_profile("random")
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "random"))
 
 CHROMIUM = Path("/usr/bin/chromium")
 # Flags that make Debian's Chromium start reliably as root in a container with no GPU and no
