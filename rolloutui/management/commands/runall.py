@@ -89,6 +89,9 @@ def _group_alive(pgid: int) -> list[psutil.Process]:
 
 # Daphne's largest websocket message (both ways), in bytes: 16 MiB.
 WS_MAX_MESSAGE_SIZE = 16 * 1024 * 1024
+# Daphne's largest incoming websocket frame: refused from its header, before the payload is read
+# (rolloutui/consumers.py). Far above ROLLOUTUI_WS_MAX_MESSAGE_BYTES, far below 16 MiB.
+WS_MAX_FRAME_SIZE = 64 * 1024
 
 
 class Command(BaseCommand):
@@ -345,6 +348,8 @@ class Command(BaseCommand):
                     # ROLLOUTUI_WS_MAX_MESSAGE_BYTES in the consumer.
                     "--websocket-max-message-size",
                     str(WS_MAX_MESSAGE_SIZE),
+                    "--websocket-max-frame-size",
+                    str(WS_MAX_FRAME_SIZE),
                     "rolloutui.asgi:application",
                 ],
             ),
