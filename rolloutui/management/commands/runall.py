@@ -233,6 +233,7 @@ class Command(BaseCommand):
         settings.CELERY_BROKER_URL = runtime_config.broker_url(redis_url)
         settings.CELERY_RESULT_BACKEND = runtime_config.result_backend(redis_url)
         settings.CHANNEL_LAYERS = runtime_config.channel_layers(redis_url)
+        settings.CACHES = runtime_config.caches(redis_url)
         from channels.layers import channel_layers
 
         from rolloutui.celery import app
