@@ -287,6 +287,10 @@ ROLLOUTUI_RESYNC_HOOKS = ["rolloutui.services.releases.status.judge_inferenceser
 
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_DEFAULT_QUEUE = "celery"
+# Previews (up to ROLLOUTUI_PREVIEW_SECONDS of CPU each) have a queue and a worker of their own
+# (concurrency 1: runall, deploy/worker.yaml): a viewer at the preview rate cannot occupy the slots
+# of the worker that runs the reconcile passes (queues celery and reconcile).
+CELERY_TASK_ROUTES = {"rolloutui.tasks.run_preview": {"queue": "preview"}}
 # A reconcile must survive a worker killed mid-way: acknowledge only after the task ran, and
 # hand a task back to the queue if its worker process dies.
 CELERY_TASK_ACKS_LATE = True
