@@ -177,6 +177,13 @@ def pct(values: list[float], q: float) -> float | None:
     return values[k]
 
 
+def ack_of(text: str) -> str:
+    """The acknowledgement of a message, as the page sends it: its ``ack`` field (the server puts it
+    last; rolloutui/consumers.py) echoed, found without parsing the whole message."""
+    ack = json.loads(text[text.rindex('"ack":{"n":') + len('"ack":') : -1])
+    return json.dumps({"type": "ack", "n": ack["n"], "token": ack["token"]})
+
+
 def state_time(text: str) -> float | None:
     """The state's ``time`` without parsing a megabyte of JSON per client per message (the
     view puts ``time`` last)."""
@@ -370,6 +377,8 @@ async def measure_fanout(stack: Stack, clients: int, seconds: float, start_rollo
                     f"client {i}: no snapshot (message type {first.type!r}, data {first.data!r}, close code "
                     f"{ws.close_code})"
                 )
+            # Acknowledged like the page does, else the server drops a client past its pending bound.
+            await ws.send_str(ack_of(first.data))
             connected += 1
             while not stop.is_set():
                 try:
@@ -379,6 +388,7 @@ async def measure_fanout(stack: Stack, clients: int, seconds: float, start_rollo
                 now = time.time()
                 if msg.type != aiohttp.WSMsgType.TEXT:
                     break
+                await ws.send_str(ack_of(msg.data))
                 w = win
                 if not w:
                     continue

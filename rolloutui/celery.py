@@ -1,7 +1,10 @@
 """The Celery application `rolloutui`, configured from Django settings (CELERY_* names).
 
-Started by `manage.py runall` as `celery -A rolloutui worker -Q celery,reconcile` and
-`celery -A rolloutui beat`. Tasks are found in every installed app's `tasks.py`.
+Started by `manage.py runall` as `celery -A rolloutui worker -Q celery,reconcile` (the reconcile
+passes and the other tasks), `celery -A rolloutui worker -Q preview --concurrency 1` (previews,
+routed there by CELERY_TASK_ROUTES, so that they never take a slot of the reconcile worker) and
+`celery -A rolloutui beat`; deploy/worker.yaml runs the same three. Tasks are found in every
+installed app's `tasks.py`.
 """
 
 from __future__ import annotations
@@ -11,6 +14,11 @@ import os
 from celery import Celery, signals
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rolloutui.settings")
+
+# The queues each worker consumes (runall; the manifests spell the same in their commands).
+RECONCILE_WORKER_QUEUES = ("celery", "reconcile")
+PREVIEW_QUEUE = "preview"
+PREVIEW_WORKER_QUEUES = (PREVIEW_QUEUE,)
 
 app = Celery("rolloutui")
 app.config_from_object("django.conf:settings", namespace="CELERY")

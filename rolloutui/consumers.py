@@ -30,12 +30,26 @@ publishes costs a client a few messages.
 
 Bounds (issue 14): a ``resync`` costs a token like any other message (a client asking for the full
 state in a loop gets at most ``RATE`` a second, coalesced); a message from the client larger than
-ROLLOUTUI_WS_MAX_MESSAGE_BYTES closes the socket (1009; Daphne's own limit, which bounds both ways,
-is 16 MiB so that the full state of a 1,000-group ModelServing, ~1.4 MB, can be sent: a frame up
-to that size is still read once, an Ingress body limit bounds it further), one that is not JSON is ignored; the page
-acknowledges what it has received (``{"type": "ack", "n": <messages received>}``) and a client whose
-unacknowledged output exceeds ROLLOUTUI_WS_MAX_PENDING_BYTES (it does not read, or reads too slowly)
-is dropped with 4408, so the server never buffers without bound for it. Every
+ROLLOUTUI_WS_MAX_MESSAGE_BYTES closes the socket (1009), one that is not JSON is ignored.
+
+Daphne reads an incoming message whole before this check sees it. Its ``--websocket-max-message-size``
+(autobahn's maxMessagePayloadSize) bounds both ways, so it stays at 16 MiB for the full state of a
+1,000-group ModelServing (~1.4 MB) to go out; ``--websocket-max-frame-size`` (maxFramePayloadSize)
+bounds incoming frames only and is refused from the frame header, before the payload is read: the
+deployments and ``runall`` set it to 64 KiB. A client may still fragment one message into many
+such frames, up to the 16 MiB message limit (browsers send a message as one frame); Daphne has no
+separate inbound message limit, so an Ingress body limit bounds that further.
+
+Slow clients: every message the server sends ends with ``"ack": {"n": <its sequence number>,
+"token": <a random token of that message>}`` (a field of the message, next to the state or the
+delta, which the page removes), and the page acknowledges it by echoing both (``{"type": "ack",
+"n": ..., "token": ...}``). The token is drawn afresh for each message and exists only in that
+message, so an acknowledgement proves the client read the message (and, the stream being in order,
+every one before it); a client cannot acknowledge what it did not read. An acknowledgement of a
+sequence number not sent yet, or with a token that is not that message's, is a protocol violation
+and closes the socket with 4400; one of a message already acknowledged changes nothing. A client
+whose unacknowledged output exceeds ROLLOUTUI_WS_MAX_PENDING_BYTES (it does not read, or reads too
+slowly) is dropped with 4408, so the server never buffers without bound for it. Every
 ROLLOUTUI_WS_RECHECK_SECONDS the socket checks again that its session still exists and still belongs
 to the user with the same password (else 4401) and that the user may still view the namespace (else
 4403): a revoked permission or a sign-out ends the stream within that time.
@@ -44,8 +58,10 @@ to the user with the same password (else 4401) and that the user may still view 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import logging
+import secrets
 import time
 from collections import OrderedDict, deque
 
@@ -73,6 +89,7 @@ MIN_INTERVAL = 1.0 / RATE
 # to the state it was last sent, the base of its next delta).
 HISTORY = 4
 
+CLOSE_BAD_MESSAGE = 4400  # an acknowledgement of a message never sent, or with the wrong token
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
@@ -81,6 +98,19 @@ CLOSE_MESSAGE_TOO_BIG = 1009  # the standard code for it
 
 # The delta format (make_delta, apply_delta and the keyed lists) is shared with the publisher in
 # the controller process, which sends the delta of each publish along with the state.
+
+
+def with_ack(text: str, seq: int, token: str) -> str:
+    """``text`` (a JSON object) with ``"ack": {"n": seq, "token": token}`` as its last field. Last,
+    so that it wins over a field of the same name in a state (JSON parsers keep the last one); the
+    shared text is copied, never re-encoded."""
+    end = len(text.rstrip())
+    if not end or text[end - 1] != "}":
+        raise ValueError("a websocket message must be a JSON object")
+    body = text[: end - 1]
+    # An empty object: no comma before the field.
+    separator = "" if body[-64:].rstrip().endswith("{") else ","
+    return f'{body}{separator}"ack":{{"n":{seq},"token":"{token}"}}}}'
 
 
 def _encode(payload) -> str:
@@ -366,8 +396,8 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
         self.sent_state: dict | None = None
         self.trailing: asyncio.Task | None = None
         self.resync_task: asyncio.Task | None = None
-        # Sizes of the messages sent and not yet acknowledged by the client, oldest first.
-        self.unacked: deque[int] = deque()
+        # (sequence number, size, token) of the messages sent and not yet acknowledged, oldest first.
+        self.unacked: deque[tuple[int, int, str]] = deque()
         self.unacked_bytes = 0
         self.sent_count = 0
         self.acked_count = 0
@@ -414,9 +444,12 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
                 return
 
     async def _send_text(self, text: str) -> None:
-        """Send, and drop the client if what it has not acknowledged grows past the bound."""
+        """Send with this message's acknowledgement token, and drop the client if what it has not
+        acknowledged grows past the bound."""
         if self.closing:
             return
+        seq, token = self.sent_count + 1, secrets.token_urlsafe(12)
+        text = with_ack(text, seq, token)
         size = len(text)
         pending = self.unacked_bytes + size
         if pending > settings.ROLLOUTUI_WS_MAX_PENDING_BYTES:
@@ -425,9 +458,9 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
             )
             await self._close(CLOSE_TOO_SLOW)
             return
-        self.unacked.append(size)
+        self.unacked.append((seq, size, token))
         self.unacked_bytes += size
-        self.sent_count += 1
+        self.sent_count = seq
         await self.send(text_data=text)
 
     async def _send_full(self) -> None:
@@ -474,20 +507,36 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
         if not isinstance(content, dict) or self.hub is None or self.closing:
             return
         if content.get("type") == "ack":
-            self._acknowledge(content.get("n"))
+            if not self._acknowledge(content.get("n"), content.get("token")):
+                log.warning(
+                    "websocket client of %s/%s closed: an acknowledgement of a message it was not sent",
+                    self.namespace,
+                    self.name,
+                )
+                await self._close(CLOSE_BAD_MESSAGE)
         elif content.get("type") == "resync":
             # Charged to the rate limit: one full state now if a token is left, else one when the
             # next token is due; resyncs asked for meanwhile share it.
             if self.resync_task is None or self.resync_task.done():
                 self.resync_task = asyncio.create_task(self._resync(self._wait()))
 
-    def _acknowledge(self, n) -> None:
-        if isinstance(n, bool) or not isinstance(n, int):
-            return
-        n = min(n, self.sent_count)
-        while self.acked_count < n and self.unacked:
-            self.unacked_bytes -= self.unacked.popleft()
-            self.acked_count += 1
+    def _acknowledge(self, n, token) -> bool:
+        """Forget the messages up to ``n`` when ``token`` is message ``n``'s; False for an
+        acknowledgement the client cannot have read (a message not sent, a wrong token)."""
+        if isinstance(n, bool) or not isinstance(n, int) or not isinstance(token, str):
+            return False
+        if n <= self.acked_count:
+            return True  # acknowledged already: changes nothing
+        if n > self.sent_count or not self.unacked:
+            return False
+        # Sequence numbers are consecutive: message n is at its offset from the oldest unacknowledged.
+        seq, _, expected = self.unacked[n - self.unacked[0][0]]
+        if seq != n or not hmac.compare_digest(expected.encode(), token.encode()):
+            return False
+        while self.unacked and self.unacked[0][0] <= n:
+            self.unacked_bytes -= self.unacked.popleft()[1]
+        self.acked_count = n
+        return True
 
     async def _resync(self, delay: float) -> None:
         if delay > 0:

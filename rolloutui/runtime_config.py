@@ -14,6 +14,10 @@ from urllib.parse import urlsplit, urlunsplit
 # never touches the other, and queue-depth metrics can count broker keys without noise.
 BROKER_DB = 0
 CHANNEL_LAYER_DB = 1
+# Django's cache (the API's throttle counts): apart from the broker, the channel layer, the
+# controller's state (2, controller/runtime/redisconn.py) and the router's in-flight counts (3 in
+# deploy/), so the `cache.clear()` of the tests flushes nothing else.
+CACHE_DB = 4
 
 
 # Comma-separated keys for channels-redis' symmetric encryption of channel messages (the first one
@@ -117,6 +121,24 @@ def channel_layers(redis_url: str | None, encryption_keys: list[str] | None = No
         # states the worker publishes nor forge one the consumers would forward to browsers.
         config["symmetric_encryption_keys"] = keys
     return {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": config}}
+
+
+def caches(redis_url: str | None) -> dict:
+    """Django's cache: Redis when there is one, so that every Daphne process (two web replicas in
+    deploy/, each its own process) counts the DRF throttles together; without Redis (unit tests,
+    one-off commands) a per-process memory cache."""
+    if not redis_url:
+        return {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    return {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": redis_db_url(redis_url, CACHE_DB),
+            "KEY_PREFIX": "rolloutui",
+            # Passed to redis-py's connection pool: a Redis that stopped answering fails a request
+            # within seconds instead of hanging it.
+            "OPTIONS": {"socket_connect_timeout": 5, "socket_timeout": 5},
+        }
+    }
 
 
 # Cluster-wide rollout settings of the embedded cluster (and the fallback on Kubernetes when the

@@ -255,7 +255,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# --- Redis: Celery broker (db 0) and Channels layer (db 1) -----------------------------------
+# --- Redis: Celery broker (db 0), Channels layer (db 1) and Django's cache (db 4) -------------
 # REDIS_URL unset means no Redis: the channel layer is in-process and the broker is kombu's
 # in-memory transport (fine for tests and one-off commands; the Celery worker and beat refuse to
 # start without REDIS_URL). `manage.py runall` starts an embedded Redis and sets REDIS_URL for
@@ -274,6 +274,8 @@ try:
     CELERY_BROKER_URL = runtime_config.broker_url(REDIS_URL)
     CELERY_RESULT_BACKEND = runtime_config.result_backend(REDIS_URL)
     CHANNEL_LAYERS = runtime_config.channel_layers(REDIS_URL)
+    # The DRF throttles (preview, token) count here: in Redis they are shared by every web process.
+    CACHES = runtime_config.caches(REDIS_URL)
 except ValueError as exc:
     raise ImproperlyConfigured(str(exc)) from exc
 
@@ -285,6 +287,10 @@ ROLLOUTUI_RESYNC_HOOKS = ["rolloutui.services.releases.status.judge_inferenceser
 
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_DEFAULT_QUEUE = "celery"
+# Previews (up to ROLLOUTUI_PREVIEW_SECONDS of CPU each) have a queue and a worker of their own
+# (concurrency 1: runall, deploy/worker.yaml): a viewer at the preview rate cannot occupy the slots
+# of the worker that runs the reconcile passes (queues celery and reconcile).
+CELERY_TASK_ROUTES = {"rolloutui.tasks.run_preview": {"queue": "preview"}}
 # A reconcile must survive a worker killed mid-way: acknowledge only after the task ran, and
 # hand a task back to the queue if its worker process dies.
 CELERY_TASK_ACKS_LATE = True

@@ -417,3 +417,25 @@ def test_list_rows_are_made_once_and_updated_in_place(ms, operator_client, page:
     page.clock.run_for(5000)
     expect(page.locator(f"tr[data-key='{NAMESPACE}/aaa-{ms['name']}']")).to_have_count(0)
     assert page.evaluate(f"document.querySelector(\"tr[data-key='{key}']\").__sameRow") is True
+
+
+# --- The websocket's acknowledgements ---------------------------------------------------------------
+def test_the_page_acknowledges_each_message_by_echoing_its_token_and_keeps_the_field_out_of_its_state(
+    ms, operator_client, page: Page
+):
+    from rolloutui.consumers import make_delta
+
+    state = current_state(ms)
+    site = OfflineSite(page, operator_client, full_state=lambda: {**state, "ack": {"n": 1, "token": "first-t0k"}})
+    page.goto(site.url(f"/modelservings/{ms['namespace']}/{ms['name']}/"))
+    expect(page.get_by_test_id("conn")).to_have_text("live")
+    paused = {**state, "time": state["time"] + 1, "phase": "Paused"}
+    site.socket.send({**make_delta(state, paused), "ack": {"n": 2, "token": "second-t0k"}})
+    expect(page.get_by_test_id("phase")).to_have_text("Paused")
+    acks = [m for m in site.socket.received if m.get("type") == "ack"]
+    assert acks == [
+        {"type": "ack", "n": 1, "token": "first-t0k"},
+        {"type": "ack", "n": 2, "token": "second-t0k"},
+    ]
+    # The delta applied to the state as received, without asking for the full state again.
+    assert not [m for m in site.socket.received if m.get("type") == "resync"]

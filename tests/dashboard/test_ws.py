@@ -27,8 +27,31 @@ def replay(messages: list[dict]) -> dict:
     return state
 
 
-def communicator(ms, user) -> WebsocketCommunicator:
-    comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/modelservings/{ms['namespace']}/{ms['name']}/")
+def split_ack(text: str) -> tuple[str, dict]:
+    """A message as the server sent it -> (the message without its ``ack`` field, exactly as the
+    hub encoded it; that ``ack``: {"n", "token"})."""
+    at = text.rindex('"ack":{"n":')
+    ack = json.loads(text[at + len('"ack":') : -1])
+    body = text[:at]
+    return (body[:-1] if body.endswith(",") else body) + "}", ack
+
+
+class PageCommunicator(WebsocketCommunicator):
+    """A communicator that reads messages as the page does: ``receive_from`` returns a message
+    without the server's ``ack`` field, kept in ``last_ack`` for ``ack()`` to echo."""
+
+    last_ack: dict | None = None
+
+    async def receive_from(self, timeout=1):
+        text, self.last_ack = split_ack(await super().receive_from(timeout=timeout))
+        return text
+
+    async def ack(self, **override) -> None:
+        await self.send_json_to({"type": "ack", **self.last_ack, **override})
+
+
+def communicator(ms, user) -> PageCommunicator:
+    comm = PageCommunicator(URLRouter(websocket_urlpatterns), f"/ws/modelservings/{ms['namespace']}/{ms['name']}/")
     # What AuthMiddlewareStack puts there from the session cookie.
     comm.scope["user"] = user
     return comm

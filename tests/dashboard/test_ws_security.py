@@ -1,6 +1,7 @@
-"""Websocket bounds: resync is rate-limited, a client that does not read is dropped,
-permission and session are checked again while the socket is open, incoming messages are bounded,
-and namespace grants decide who may watch."""
+"""Websocket bounds: resync is rate-limited, a client that does not read is dropped (and cannot
+pass for one that reads by acknowledging what it was not sent or did not read), permission and
+session are checked again while the socket is open, incoming messages are bounded, and namespace
+grants decide who may watch."""
 
 from __future__ import annotations
 
@@ -69,8 +70,7 @@ async def test_a_client_that_acknowledges_is_not_dropped(ms, viewer, settings):
     comm = communicator(ms, viewer)
     await comm.connect()
     snapshot = json.loads(await comm.receive_from(timeout=3))
-    received = 1
-    await comm.send_json_to({"type": "ack", "n": received})
+    await comm.ack()
     # Room for the snapshot and two deltas (~1.6 kB each): an ack may reach the consumer after the
     # next update went out. Eight unacknowledged deltas would not fit.
     settings.ROLLOUTUI_WS_MAX_PENDING_BYTES = len(json.dumps(snapshot)) + 4000
@@ -80,10 +80,79 @@ async def test_a_client_that_acknowledges_is_not_dropped(ms, viewer, settings):
         await get_channel_layer().group_send(group, {"type": "state.update", "state": big})
         message = json.loads(await comm.receive_from(timeout=3))
         assert message["type"] == "state.delta"
-        received += 1
-        await comm.send_json_to({"type": "ack", "n": received})
+        assert comm.last_ack["n"] == i + 2
+        await comm.ack()
     assert await comm.receive_nothing(timeout=0.5)
     await comm.disconnect()
+
+
+async def _publish_unread(ms, snapshot, count: int, then=None) -> None:
+    """``count`` updates of ~1.5 kB more each, one pass apart, which the client never reads;
+    ``then()`` after each."""
+    from rolloutui.services import streaming
+
+    group = streaming.group_name(ms["namespace"], ms["name"])
+    for i in range(count):
+        big = {**snapshot, "time": 100.0 + i, "padding": "x" * 1500 * (i + 1)}
+        await get_channel_layer().group_send(group, {"type": "state.update", "state": big})
+        await asyncio.sleep(0.3)
+        if then is not None:
+            await then(i)
+
+
+async def test_a_client_that_acknowledges_messages_it_was_not_sent_is_closed_with_4400(ms, viewer, settings):
+    comm = communicator(ms, viewer)
+    await comm.connect()
+    snapshot = json.loads(await comm.receive_from(timeout=3))
+    settings.ROLLOUTUI_WS_MAX_PENDING_BYTES = len(json.dumps(snapshot)) + 4000
+
+    async def claim_everything(i):
+        # It never reads, and claims to have read more than was ever sent: once the pending count
+        # trusted this, and the server buffered for it without bound.
+        await comm.send_json_to({"type": "ack", "n": 10**9})
+
+    await _publish_unread(ms, snapshot, 8, then=claim_everything)
+    assert await _closed_code(comm) == 4400
+
+
+async def test_a_client_that_acknowledges_without_the_messages_token_is_closed_with_4400(ms, viewer, settings):
+    comm = communicator(ms, viewer)
+    await comm.connect()
+    snapshot = json.loads(await comm.receive_from(timeout=3))
+    await comm.ack()
+    settings.ROLLOUTUI_WS_MAX_PENDING_BYTES = len(json.dumps(snapshot)) + 4000
+
+    async def count_and_guess(i):
+        # It knows how many messages were sent (one per publish here) but never read them: the
+        # right number with a guessed token proves nothing.
+        await comm.send_json_to({"type": "ack", "n": i + 2, "token": comm.last_ack["token"]})
+
+    await _publish_unread(ms, snapshot, 8, then=count_and_guess)
+    assert await _closed_code(comm) == 4400
+
+
+async def test_repeating_the_acknowledgement_of_a_read_message_does_not_forget_later_ones(ms, viewer, settings):
+    comm = communicator(ms, viewer)
+    await comm.connect()
+    snapshot = json.loads(await comm.receive_from(timeout=3))
+    settings.ROLLOUTUI_WS_MAX_PENDING_BYTES = len(json.dumps(snapshot)) + 4000
+
+    async def repeat(i):
+        await comm.ack()  # the snapshot's, a valid token, again and again
+
+    await _publish_unread(ms, snapshot, 8, then=repeat)
+    assert await _closed_code(comm) == 4408
+
+
+async def test_the_ack_field_is_the_last_of_every_message_and_leaves_the_rest_as_encoded():
+    from rolloutui.consumers import with_ack
+
+    from .test_ws import split_ack
+
+    for text in ('{"type":"state.delta","base":1.0,"time":2.0}', "{}", '{"ack":"a field of the state"}'):
+        sent = with_ack(text, 7, "tok")
+        assert json.loads(sent)["ack"] == {"n": 7, "token": "tok"}
+        assert split_ack(sent) == (text, {"n": 7, "token": "tok"})
 
 
 async def test_a_message_over_the_size_limit_closes_the_socket(ms, viewer, settings):

@@ -111,8 +111,41 @@ def test_the_web_and_worker_run_one_image_with_the_kubernetes_backend_and_the_da
     commands = {c["name"]: c.get("command") for d in apps.values() for c in containers_of(d)}
     assert commands["web"][0] == "daphne" and "rolloutui.asgi:application" in commands["web"]
     assert commands["worker"][:4] == ["celery", "-A", "rolloutui", "worker"]
+    assert commands["preview"][:4] == ["celery", "-A", "rolloutui", "worker"]
     assert commands["beat"][:4] == ["celery", "-A", "rolloutui", "beat"]
     assert commands["watch"][:4] == ["python", "-m", "controller.k8s", "watch"]
+
+
+def _option(command: list[str], name: str) -> str:
+    return command[command.index(name) + 1]
+
+
+def test_previews_run_on_a_worker_of_their_own_with_one_slot_that_the_reconcile_worker_leaves_alone():
+    from rolloutui.celery import PREVIEW_WORKER_QUEUES, RECONCILE_WORKER_QUEUES
+
+    worker = next(d for d in by_kind("Deployment") if d["metadata"]["name"] == "rolloutui-worker")
+    containers = {c["name"]: c for c in containers_of(worker)}
+    reconcile, preview = containers["worker"]["command"], containers["preview"]["command"]
+    assert preview[:4] == ["celery", "-A", "rolloutui", "worker"]
+    assert tuple(_option(reconcile, "-Q").split(",")) == RECONCILE_WORKER_QUEUES
+    assert tuple(_option(preview, "-Q").split(",")) == PREVIEW_WORKER_QUEUES
+    assert _option(preview, "--concurrency") == "1"
+    # Its own node name, and the liveness ping asks that node (not the reconcile worker's).
+    node = _option(preview, "-n")
+    assert node == "preview@%h"
+    assert "-d preview@$HOSTNAME" in containers["preview"]["livenessProbe"]["exec"]["command"][-1]
+    assert "-d celery@$HOSTNAME" in containers["worker"]["livenessProbe"]["exec"]["command"][-1]
+    # The same pod: the same ServiceAccount, NetworkPolicies and restricted security context.
+    assert containers["preview"]["securityContext"] == containers["worker"]["securityContext"]
+    assert containers["preview"]["volumeMounts"] == containers["worker"]["volumeMounts"]
+    assert containers["preview"]["env"] == containers["worker"]["env"]
+
+
+def test_daphne_refuses_incoming_websocket_frames_far_below_its_message_size():
+    web = next(d for d in by_kind("Deployment") if d["metadata"]["name"] == "rolloutui-web")
+    command = next(c for c in containers_of(web) if c["name"] == "web")["command"]
+    frame = int(_option(command, "--websocket-max-frame-size"))
+    assert 4 * 4096 <= frame < int(_option(command, "--websocket-max-message-size"))
 
 
 def test_the_web_is_probed_on_healthz_and_readyz_and_exposed_by_a_service():

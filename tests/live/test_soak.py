@@ -210,12 +210,14 @@ class Clients:
                     async with http.ws_connect(url, headers=headers, max_msg_size=0) as ws:
                         self.ws[i] = ws
                         self.connects[i] += 1
-                        received = 0
                         async for msg in ws:
                             if msg.type != aiohttp.WSMsgType.TEXT:
                                 break
-                            received += 1
                             data = json.loads(msg.data)
+                            # Echo the message's acknowledgement (rolloutui/consumers.py), then use
+                            # the message without it, as the page does.
+                            ack = data.pop("ack")
+                            await ws.send_json({"type": "ack", "n": ack["n"], "token": ack["token"]})
                             held = self.states.get(i)
                             if data.get("type") == "state.delta":
                                 if held is None or held.get("time") != data["base"]:
@@ -224,7 +226,6 @@ class Clients:
                                     self.states[i] = apply_delta(held, data)
                             else:
                                 self.states[i] = data
-                            await ws.send_json({"type": "ack", "n": received})
             except (aiohttp.ClientError, OSError, TimeoutError):
                 pass  # dropped, or Daphne restarting: reconnect
             except Exception as exc:  # a bug in this client or in a message: the test reports it

@@ -47,6 +47,7 @@ print(json.dumps({
     "ENGINE": db["ENGINE"], "NAME": str(db["NAME"]), "HOST": db.get("HOST"), "PORT": db.get("PORT"),
     "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
     "CHANNEL_LAYERS": settings.CHANNEL_LAYERS,
+    "CACHES": settings.CACHES,
     "ROLLOUTUI_BACKEND": settings.ROLLOUTUI_BACKEND,
     "ROLLOUTUI_SIM_SPEED": settings.ROLLOUTUI_SIM_SPEED,
     "PROMETHEUS_MULTIPROC_DIR": settings.PROMETHEUS_MULTIPROC_DIR,

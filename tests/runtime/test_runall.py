@@ -146,7 +146,8 @@ def test_runall_starts_everything_prints_how_to_sign_in_and_stops_cleanly_on_ctr
         for expected in (
             "redis-server",
             "daphne",
-            "celery -A rolloutui --quiet worker",
+            "celery -A rolloutui --quiet worker --concurrency 2 -Q celery,reconcile",
+            "celery -A rolloutui --quiet worker --concurrency 1 -Q preview",
             "celery -A rolloutui --quiet beat",
         ):
             assert expected in names, names
@@ -209,7 +210,8 @@ def test_runall_restarts_a_worker_that_dies_names_another_child_that_dies_and_st
         assert "ROLLOUTUI_ADMIN_PASSWORD" in line and "from-the-env-9!" not in line
         # The worker is restarted (nothing else would restart it under `make run`), pool included.
         first = run.descendants()
-        worker = next(p for p in first if " worker " in " ".join(p.cmdline()) and p.ppid() == run.proc.pid)
+        worker = next(p for p in first if " worker " in " ".join(p.cmdline()) and "celery,reconcile" in p.cmdline())
+        assert worker.ppid() == run.proc.pid
         old_group = [p for p in first if os.getpgid(p.pid) == worker.pid]
         worker.kill()
         run.wait_for_line(
@@ -248,3 +250,34 @@ def test_runall_refuses_a_port_that_is_in_use(tmp_path):
     assert "PORT=" in result.stderr
     # Refused before starting anything: no Redis was started for this var dir.
     assert not (tmp_path / "redis").exists()
+
+
+def _planned_children():
+    from rolloutui.management.commands.runall import Command
+
+    command = Command()
+    command.host, command.port = "127.0.0.1", 8123
+    return {child.name: child for child in command._children()}
+
+
+def _option(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def test_runall_runs_previews_on_a_worker_of_their_own_with_one_slot_restarted_like_the_other():
+    children = _planned_children()
+    assert list(children) == ["daphne", "celery worker", "celery preview worker", "celery beat"]
+    reconcile, preview = children["celery worker"].argv, children["celery preview worker"].argv
+    assert _option(preview, "-Q") == "preview" and _option(preview, "--concurrency") == "1"
+    assert "preview" not in _option(reconcile, "-Q").split(",")
+    assert set(_option(reconcile, "-Q").split(",")) == {"celery", "reconcile"}
+    # Two workers on one host need two node names.
+    assert _option(preview, "-n").startswith("preview@") and "-n" not in reconcile
+    assert children["celery worker"].restart and children["celery preview worker"].restart
+    assert not children["daphne"].restart and not children["celery beat"].restart
+
+
+def test_runall_bounds_incoming_websocket_frames_below_the_message_size():
+    daphne = _planned_children()["daphne"].argv
+    frame = int(_option(daphne, "--websocket-max-frame-size"))
+    assert 4 * 4096 <= frame < int(_option(daphne, "--websocket-max-message-size"))

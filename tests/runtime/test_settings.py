@@ -84,6 +84,18 @@ def test_without_redis_url_the_channel_layer_is_in_memory_and_tasks_are_not_eage
     assert settings.CELERY_TASK_ALWAYS_EAGER is False
 
 
+def test_redis_url_puts_the_cache_of_the_throttles_in_redis_on_db_4_with_the_password(tmp_path):
+    loaded = load_settings(tmp_path, REDIS_URL="redis://:p%40ss@cache.internal:6380")
+    cache = loaded["CACHES"]["default"]
+    assert cache["BACKEND"] == "django.core.cache.backends.redis.RedisCache"
+    assert cache["LOCATION"] == "redis://:p%40ss@cache.internal:6380/4"
+
+
+def test_without_redis_url_the_cache_is_in_process_memory(tmp_path):
+    loaded = load_settings(tmp_path)
+    assert loaded["CACHES"]["default"]["BACKEND"] == "django.core.cache.backends.locmem.LocMemCache"
+
+
 def test_a_malformed_redis_url_is_refused_naming_the_variable(tmp_path):
     with pytest.raises(SettingsError, match="REDIS_URL must start with redis://"):
         load_settings(tmp_path, REDIS_URL="localhost:6379")

@@ -3,10 +3,11 @@
 1. Redis: REDIS_URL if set (it must answer), else an embedded redis-server on a free port.
 2. `migrate`, then an operator account, then the demo data (`load_demo`, then `load_release_demo`,
    when installed).
-3. Daphne (HTTP + websockets), a Celery worker (queues celery, reconcile) and Celery beat, each a
-   subprocess in its own process group with REDIS_URL and PROMETHEUS_MULTIPROC_DIR exported.
+3. Daphne (HTTP + websockets), a Celery worker (queues celery, reconcile), a Celery worker for
+   previews (queue preview, concurrency 1) and Celery beat, each a subprocess in its own process
+   group with REDIS_URL and PROMETHEUS_MULTIPROC_DIR exported.
 4. Prints the URL and how to sign in, then watches: Ctrl-C or SIGTERM stops every child (SIGTERM,
-   then SIGKILL after --stop-timeout) and Redis, and exits 0. The Celery worker is restarted when it
+   then SIGKILL after --stop-timeout) and Redis, and exits 0. Each Celery worker is restarted when it
    exits on its own (whatever is left of its process group is killed first), at most
    RESTART_LIMIT times within RESTART_WINDOW_SECONDS: under `make run` nothing else would restart
    it, and without a worker no rollout moves (in Kubernetes the pod restarts instead). Any other
@@ -89,10 +90,16 @@ def _group_alive(pgid: int) -> list[psutil.Process]:
 
 # Daphne's largest websocket message (both ways), in bytes: 16 MiB.
 WS_MAX_MESSAGE_SIZE = 16 * 1024 * 1024
+# Daphne's largest incoming websocket frame: refused from its header, before the payload is read
+# (rolloutui/consumers.py). Far above ROLLOUTUI_WS_MAX_MESSAGE_BYTES, far below 16 MiB.
+WS_MAX_FRAME_SIZE = 64 * 1024
 
 
 class Command(BaseCommand):
-    help = "Start Redis (embedded if REDIS_URL is unset), migrate, then run Daphne, a Celery worker and beat."
+    help = (
+        "Start Redis (embedded if REDIS_URL is unset), migrate, then run Daphne, the Celery workers "
+        "(reconciles; previews) and beat."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument(
@@ -230,6 +237,7 @@ class Command(BaseCommand):
         settings.CELERY_BROKER_URL = runtime_config.broker_url(redis_url)
         settings.CELERY_RESULT_BACKEND = runtime_config.result_backend(redis_url)
         settings.CHANNEL_LAYERS = runtime_config.channel_layers(redis_url)
+        settings.CACHES = runtime_config.caches(redis_url)
         from channels.layers import channel_layers
 
         from rolloutui.celery import app
@@ -323,9 +331,17 @@ class Command(BaseCommand):
                 "PYTHONUNBUFFERED": "1",
             }
         )
+        self.children = self._children()
+        for child in self.children:
+            self._start(child)
+
+    def _children(self) -> list[Child]:
+        """Daphne, the reconcile worker, the preview worker and beat, not started yet."""
+        from rolloutui.celery import PREVIEW_WORKER_QUEUES, RECONCILE_WORKER_QUEUES
+
         py = sys.executable
         level = settings.LOG_LEVEL
-        self.children = [
+        return [
             Child(
                 "daphne",
                 # Daphne's access log is plain text; rolloutui.middleware logs requests as JSON.
@@ -345,6 +361,8 @@ class Command(BaseCommand):
                     # ROLLOUTUI_WS_MAX_MESSAGE_BYTES in the consumer.
                     "--websocket-max-message-size",
                     str(WS_MAX_MESSAGE_SIZE),
+                    "--websocket-max-frame-size",
+                    str(WS_MAX_FRAME_SIZE),
                     "rolloutui.asgi:application",
                 ],
             ),
@@ -364,7 +382,33 @@ class Command(BaseCommand):
                     "--concurrency",
                     "2",
                     "-Q",
-                    "celery,reconcile",
+                    ",".join(RECONCILE_WORKER_QUEUES),
+                    "--loglevel",
+                    level,
+                    "--without-mingle",
+                    "--without-gossip",
+                ],
+                restart=True,
+            ),
+            Child(
+                "celery preview worker",
+                # Previews only, one at a time: a preview takes up to ROLLOUTUI_PREVIEW_SECONDS of
+                # CPU, and on the reconcile worker a few of them would hold every slot. Its own
+                # node name, so the two workers of this host do not collide.
+                [
+                    py,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "rolloutui",
+                    "--quiet",
+                    "worker",
+                    "--concurrency",
+                    "1",
+                    "-Q",
+                    ",".join(PREVIEW_WORKER_QUEUES),
+                    "-n",
+                    "preview@%h",
                     "--loglevel",
                     level,
                     "--without-mingle",
@@ -389,8 +433,6 @@ class Command(BaseCommand):
                 ],
             ),
         ]
-        for child in self.children:
-            self._start(child)
 
     def _start(self, child: Child) -> None:
         child.popen = subprocess.Popen(

@@ -7,7 +7,8 @@
 // empty page).
 //
 // Wire format. On connect the socket sends the full state (exactly the REST GET payload), then
-// deltas of it:
+// deltas of it; each message also carries `ack: {n, token}`, which the page echoes back as
+// {type: "ack", n, token} and removes before using the message:
 //   {type: "state.delta", base: <time of the state it applies to>,
 //    set: {key: value},          top-level values that changed, whole
 //    unset: [key],               top-level keys that are gone
@@ -114,7 +115,6 @@ export function connectStream(path, { onState, onStatus, onSignedOut }) {
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
     const ws = new WebSocket(proto + "//" + location.host + path);
     socket = ws;
-    let received = 0;
     ws.onopen = () => {
       attempts = 0;
     };
@@ -122,12 +122,15 @@ export function connectStream(path, { onState, onStatus, onSignedOut }) {
       // A socket on its way out (closing, or replaced by a reconnect) may still deliver what was
       // in flight; it must not mark the page live again.
       if (ws !== socket || ws.readyState !== WebSocket.OPEN) return;
-      // Acknowledge every message: the server drops a client whose unacknowledged output grows
-      // past its bound (one that does not read), so it never buffers without limit.
-      received++;
-      ws.send(JSON.stringify({ type: "ack", n: received }));
-      onStatus("live", "live");
       const msg = JSON.parse(e.data);
+      // Acknowledge every message by echoing its sequence number and token (a field the server
+      // adds to each message, not part of the state or the delta): the server drops a client
+      // whose unacknowledged output grows past its bound (one that does not read), so it never
+      // buffers without limit, and only a client that read a message has its token.
+      const ack = msg.ack;
+      delete msg.ack;
+      if (ack) ws.send(JSON.stringify({ type: "ack", n: ack.n, token: ack.token }));
+      onStatus("live", "live");
       if (msg.type === "state.delta") {
         // A delta applies to the exact state it was computed from; anything else asks for the
         // full state rather than guessing.
