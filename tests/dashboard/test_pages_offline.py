@@ -419,6 +419,56 @@ def test_list_rows_are_made_once_and_updated_in_place(ms, operator_client, page:
     assert page.evaluate(f"document.querySelector(\"tr[data-key='{key}']\").__sameRow") is True
 
 
+# A row's shape as a person sees it: tags, attributes (sorted; style by the width it sets), text.
+ROW_SHAPE = """(tr) => {
+    const shape = (el) => [
+        el.tagName,
+        [...el.attributes].filter((a) => a.name !== "style").map((a) => [a.name, a.value]).sort(),
+        el.style ? el.style.width : "",
+        el.children.length ? null : el.textContent,
+        [...el.children].map(shape),
+    ];
+    return shape(tr);
+}"""
+
+
+def test_the_server_renders_list_rows_exactly_as_the_script_builds_them(ms, operator_client, page: Page):
+    """Rows are rendered by pages._list_rows_html (first paint) and by list.js (later rows): both
+    must give the same row, or the first refresh would rewrite every cell."""
+    from rolloutui.services import cluster
+
+    from .helpers import manifest
+
+    site = OfflineSite(page, operator_client)
+    page.clock.install()
+    page.goto(site.url("/"))
+    key = f"{NAMESPACE}/{ms['name']}"
+    expect(page.locator(f"tr[data-key='{key}'] .phase")).to_have_text(ms["state"]["phase"])
+    # Every change the first refresh makes to the server's rows: none when the two renderings agree.
+    page.evaluate(
+        """() => {
+            window.__rowWrites = [];
+            new MutationObserver((ms) => ms.forEach((m) => window.__rowWrites.push(m.type + " " + m.target.nodeName)))
+                .observe(document.getElementById("ms-rows"), { subtree: true, childList: true, attributes: true, characterData: true });
+        }"""
+    )
+    page.clock.run_for(5000)
+    expect(page.locator("#refresh-status")).to_contain_text("updated")
+    assert page.evaluate("window.__rowWrites") == []
+
+    # A row the script builds (a ModelServing that appeared after the first paint) against the row
+    # the server renders for it on the next load.
+    other = "aaa-" + ms["name"]
+    cluster.get_cluster().create_modelserving(manifest(other))
+    page.clock.run_for(5000)
+    row = page.locator(f"tr[data-key='{NAMESPACE}/{other}']")
+    expect(row).to_have_count(1)
+    built = row.evaluate(ROW_SHAPE)
+    page.goto(site.url("/"))
+    expect(row).to_have_count(1)
+    assert row.evaluate(ROW_SHAPE) == built
+
+
 # --- The websocket's acknowledgements ---------------------------------------------------------------
 def test_the_page_acknowledges_each_message_by_echoing_its_token_and_keeps_the_field_out_of_its_state(
     ms, operator_client, page: Page
