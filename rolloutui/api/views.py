@@ -555,13 +555,13 @@ class InferenceServiceDetail(ServiceView):
         description="The view, with controls (which controls apply now, or why not) and the manifest's spec.",
     )
     def get(self, request, namespace, name):
-        return Response(kserve_controls.get_state(namespace, name))
+        return Response(kserve_controls.get_state(namespace, name, user=request.user))
 
 
 class InferenceServiceHistory(ServiceView):
     @extend_schema(responses=s.InferenceServiceHistorySerializer(many=True))
     def get(self, request, namespace, name):
-        return Response(kserve_controls.history(namespace, name))
+        return Response(kserve_controls.history(namespace, name, user=request.user))
 
 
 class RequestRecords(APIView):

@@ -450,3 +450,109 @@ def test_a_refused_request_holding_nul_and_lone_surrogates_is_answered_400_and_a
     record = AuditRecord.objects.filter(result=AuditRecord.Result.ERROR).latest("pk")
     stored = json.dumps(record.details) + record.error + record.reason + record.name
     assert "\x00" not in stored and "bad\\\\x00name" in stored
+
+
+# --- 8. Secrets beyond the env names: the audit, InferenceServices, URLs and flags ----------------------------
+def _containers(body):
+    return [c for role in body["spec"]["template"]["roles"] for c in role["entryTemplate"]["spec"]["containers"]]
+
+
+def test_an_applied_manifests_patch_in_the_audit_is_masked_for_viewers_and_whole_for_operators(
+    operator, viewer_client, operator_client, ms
+):
+    import yaml
+
+    from rolloutui.services import cluster, manifests
+
+    stored = json.loads(json.dumps(cluster.get_cluster().get_modelserving(NAMESPACE, ms["name"])))  # a copy
+    body = {k: v for k, v in stored.items() if k != "status"}
+    for container in _containers(body):
+        container["env"] = [{"name": "HF_TOKEN", "value": "hf_supersecret"}, {"name": "LOG", "value": "info"}]
+        container["args"] = ["--api-key", "sk-secret-arg", "--db=postgres://app:pw-secret@db/x"]
+    body["metadata"] = {"name": ms["name"], "namespace": NAMESPACE}
+    manifests.apply(operator, manifest=yaml.safe_dump(body), reason="add a token", source="api")
+    record = AuditRecord.objects.filter(action="apply", name=ms["name"]).latest("pk")
+    assert "hf_supersecret" in json.dumps(record.details["patch"])  # what the fix masks is stored whole
+    query = {"name": ms["name"], "action": "apply"}
+    seen = json.dumps(viewer_client.get("/api/audit/", query).json())
+    for secret in ("hf_supersecret", "sk-secret-arg", "pw-secret"):
+        assert secret not in seen, secret
+    assert "<masked>" in seen and '"LOG", "value": "info"' in seen and "postgres://app:<masked>@db/x" in seen
+    whole = json.dumps(operator_client.get("/api/audit/", query).json())
+    assert "hf_supersecret" in whole and "sk-secret-arg" in whole and "pw-secret" in whole
+
+
+def test_an_operator_elsewhere_sees_the_audit_of_a_namespace_where_they_only_view_masked(
+    operator, django_user_model, ms
+):
+    import yaml
+
+    from rolloutui.services import cluster, manifests
+
+    stored = json.loads(json.dumps(cluster.get_cluster().get_modelserving(NAMESPACE, ms["name"])))  # a copy
+    body = {k: v for k, v in stored.items() if k != "status"}
+    for container in _containers(body):
+        container["env"] = [{"name": "HF_TOKEN", "value": "hf_supersecret"}]
+    manifests.apply(operator, manifest=yaml.safe_dump(body), reason="add a token", source="api")
+    bob = _user_in(django_user_model, "bob", "viewers")
+    NamespaceGrant.objects.create(user=bob, namespace=OTHER, role="operator")
+    seen = json.dumps(signed_in(bob).get("/api/audit/", {"name": ms["name"]}).json())
+    assert "hf_supersecret" not in seen and "<masked>" in seen
+
+
+def _user_in(django_user_model, username, group):
+    from django.contrib.auth.models import Group
+
+    user = django_user_model.objects.create_user(username, password="pw-123456789")
+    user.groups.add(Group.objects.get(name=group))
+    return user
+
+
+@pytest.fixture
+def isvc_with_a_token(db):
+    """InferenceService default/llm whose model has HF_TOKEN in its env, rolled out by the tick."""
+    from controller.simcluster import kservectl
+    from controller.simcluster.database.store import DatabaseCluster
+    from controller.simcluster.database.tick import tick
+    from tests.live.helpers import config
+    from tests.live.test_live_kserve import STANDARD
+    from tests.live.test_live_kserve import manifest as isvc_manifest
+
+    class Clock:
+        t = 1_000_000.0
+
+        def now(self):
+            return self.t
+
+    cluster = DatabaseCluster(Clock(), actor="operator", config=config())
+    cluster.add_node(8)
+    cluster.create_object(kservectl.config_map(STANDARD))
+    body = isvc_manifest(replicas=2)
+    body["spec"]["predictor"]["model"]["env"] = [{"name": "HF_TOKEN", "value": "hf_supersecret"}]
+    body["spec"]["predictor"]["model"]["args"] = ["--hf-token=hf_argsecret"]
+    cluster.create_object(body)
+    for _ in range(20):
+        cluster.clock.t += 1
+        tick(cluster)
+    return cluster
+
+
+def test_an_inferenceservices_spec_and_history_are_masked_for_viewers_and_whole_for_operators(
+    viewer_client, operator_client, isvc_with_a_token
+):
+    base = "/api/inferenceservices/default/llm/"
+    # A control records the spec before and after: the history's diff and the audit carry the env.
+    resp = post(operator_client, base + "isvc-set-image", {"image": "engine:v3", "reason": "upgrade"})
+    assert resp.status_code == 200, resp.content
+    viewer_sees = [viewer_client.get(base), viewer_client.get(base + "history/"), viewer_client.get("/api/audit/")]
+    for answer in viewer_sees:
+        assert answer.status_code == 200
+        text = json.dumps(answer.json())
+        assert "hf_supersecret" not in text and "hf_argsecret" not in text, answer.request["PATH_INFO"]
+    state = viewer_client.get(base).json()
+    assert state["manifest"]["spec"]["predictor"]["model"]["env"] == [{"name": "HF_TOKEN", "value": "<masked>"}]
+    page = viewer_client.get("/inferenceservices/default/llm/")
+    assert page.status_code == 200 and "hf_supersecret" not in page.content.decode()
+    for path in (base, "/api/audit/"):
+        assert "hf_supersecret" in json.dumps(operator_client.get(path).json()), path
+
