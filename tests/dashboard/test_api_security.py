@@ -403,9 +403,10 @@ def test_a_request_body_over_the_limit_is_refused_with_413(operator_client, ms, 
 
 
 def test_a_merge_patch_nested_too_deep_is_refused_naming_the_field(operator_client, ms):
+    # 40 levels: past the merge patch's 32, within the 64 of any JSON body (deeper bodies: section 9).
     deep: dict = {}
     node = deep
-    for _ in range(100):
+    for _ in range(40):
         node["a"] = {}
         node = node["a"]
     resp = post(operator_client, url(ms, "preview/"), {"patch": {"spec": deep}})
@@ -556,3 +557,77 @@ def test_an_inferenceservices_spec_and_history_are_masked_for_viewers_and_whole_
     for path in (base, "/api/audit/"):
         assert "hf_supersecret" in json.dumps(operator_client.get(path).json()), path
 
+
+# --- 9. Nesting depth: refused with 400 before any parser recurses -----------------------------------------
+DEEP_JSON = "[" * 100_000 + "]" * 100_000  # ~200 kB: under the body limit
+
+
+@pytest.mark.parametrize(
+    "who, path, status",
+    [
+        pytest.param("anonymous", "/api/auth/token/", 400, id="anonymous signing in with a deep body gets 400"),
+        pytest.param("viewer", "/api/manifests/validate", 400, id="a viewer validating a deep body gets 400"),
+        pytest.param("viewer", "pause", 403, id="a viewer pausing with a deep body is refused 403 and audited"),
+        pytest.param("operator", "pause", 400, id="an operator pausing with a deep body gets 400"),
+        pytest.param("operator", "preview/", 400, id="an operator previewing with a deep body gets 400"),
+    ],
+)
+def test_a_json_body_nested_too_deep_is_refused_without_a_500(viewer_client, operator_client, ms, who, path, status):
+    client = {"anonymous": Client(), "viewer": viewer_client, "operator": operator_client}[who]
+    client.raise_request_exception = False
+    target = path if path.startswith("/") else url(ms, path)
+    resp = client.post(target, DEEP_JSON, content_type="application/json")
+    assert resp.status_code == status, resp.content[:300]
+    if status == 400:
+        assert resp.json()["body"] == ["the JSON body nests deeper than 64 levels"]
+
+
+def test_a_json_body_just_within_the_depth_limit_is_parsed_and_brackets_in_strings_do_not_count(operator_client, ms):
+    from rolloutui.api.parsers import MAX_DEPTH
+
+    nested = "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1)
+    body = '{"reason": "' + "[" * 500 + '", "x": ' + nested + "}"
+    resp = operator_client.post(url(ms, "pause"), body, content_type="application/json")
+    assert resp.status_code == 400 and "x" in resp.json(), resp.content  # parsed: the unknown key is named
+
+
+def test_request_records_nested_too_deep_are_refused_with_400(django_user_model):
+    from django.contrib.auth.models import Group
+    from knox.models import AuthToken
+
+    shipper = django_user_model.objects.create_user("shipper", password="pw-123456789")
+    shipper.groups.add(Group.objects.get(name="ingesters"))
+    _, token = AuthToken.objects.create(shipper)
+    client = Client(raise_request_exception=False)
+    resp = client.post(
+        "/api/request-records/", DEEP_JSON, content_type="application/json", HTTP_AUTHORIZATION=f"Token {token}"
+    )
+    assert resp.status_code == 400 and "deeper than" in resp.json()["body"][0]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("a: " + "[" * 50_000 + "]" * 50_000, id="flow sequences 50000 deep"),
+        pytest.param("a: " + "{b: " * 20_000 + "1" + "}" * 20_000, id="flow mappings 20000 deep"),
+        pytest.param("".join(" " * i + "- \n" for i in range(700)), id="block sequences 700 deep"),
+        pytest.param("[" * 70 + "]" * 70, id="flow sequences just past the limit"),
+    ],
+)
+@pytest.mark.parametrize("who", ["viewer", "operator"])
+def test_a_yaml_manifest_nested_too_deep_is_refused_naming_the_manifest(viewer_client, operator_client, who, text):
+    client = viewer_client if who == "viewer" else operator_client
+    client.raise_request_exception = False
+    # Validation answers 200 listing the errors (the editor marks them); applying answers 400.
+    resp = post(client, "/api/manifests/validate", {"manifest": text})
+    assert resp.status_code == 200, resp.content[:300]
+    assert "nests deeper than 64 levels" in resp.json()["errors"][0]["message"]
+    if who == "operator":
+        applied = post(client, "/api/modelservings/apply", {"manifest": text, "reason": "deep"})
+        assert applied.status_code == 400 and "deeper" in applied.json()["manifest"][0]
+
+
+def test_an_anonymous_deep_manifest_is_refused_401_not_500():
+    client = Client(raise_request_exception=False)
+    resp = post(client, "/api/manifests/validate", {"manifest": "[" * 50_000 + "]" * 50_000})
+    assert resp.status_code == 401
