@@ -631,3 +631,11 @@ def test_an_anonymous_deep_manifest_is_refused_401_not_500():
     client = Client(raise_request_exception=False)
     resp = post(client, "/api/manifests/validate", {"manifest": "[" * 50_000 + "]" * 50_000})
     assert resp.status_code == 401
+
+
+@pytest.mark.parametrize("who", ["anonymous", "operator"])
+def test_a_body_that_is_not_json_is_refused_naming_the_body(operator_client, ms, who):
+    client = Client() if who == "anonymous" else operator_client
+    path = "/api/auth/token/" if who == "anonymous" else url(ms, "pause")
+    resp = client.post(path, "{not json", content_type="application/json")
+    assert resp.status_code == 400 and list(resp.json()) == ["body"] and "JSON parse error" in resp.json()["body"][0]
