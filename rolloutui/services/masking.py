@@ -18,6 +18,8 @@ What is masked, in any ``env`` list of a container (at any depth):
 - every ``valueFrom`` (it names the Secret or ConfigMap and key the value comes from);
 - every ``envFrom`` source (a whole Secret or ConfigMap).
 
+Anywhere else in the tree, a URL's password (an InferenceService's ``storageUri``, an annotation).
+
 And in any ``command`` or ``args`` list: the value of a flag naming a secret (its last word is
 key, apikey, token, secret, password, passwd or credentials: ``--api-key=sk-1`` ->
 ``--api-key=<masked>``, ``--hf-token sk-1`` -> ``--hf-token <masked>``; ``--max-tokens`` is not
@@ -150,7 +152,7 @@ def mask_tree(value: Any) -> Any:
                     child = mask_args(child)
                 stack.append((child, copy, key))
         else:
-            copy = item
+            copy = mask_urls(item)  # a URL password is a secret wherever it is (storageUri, ...)
         parent[slot] = copy
     return root[0]
 

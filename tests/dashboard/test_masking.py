@@ -101,6 +101,13 @@ def test_what_a_viewer_sees_of_a_container(holds, seen):
     assert tree == container(**holds)  # the input is not changed
 
 
+def test_a_url_password_anywhere_else_in_the_tree_is_masked_and_other_strings_stay():
+    spec = {"predictor": {"model": {"storageUri": "https://u:pw@models.example/m", "runtime": "vllm"}}}
+    assert mask_tree(spec) == {
+        "predictor": {"model": {"storageUri": f"https://u:{M}@models.example/m", "runtime": "vllm"}}
+    }
+
+
 def test_masking_a_tree_nested_very_deep_does_not_recurse():
     deep: dict = {}
     node = deep
