@@ -239,7 +239,7 @@ def inferenceservice_detail(request, namespace, name):
     if not access.allowed(request.user, VIEW, namespace):
         raise Http404(f"InferenceService {namespace}/{name} does not exist")
     try:
-        current = kserve_controls.get_state(namespace, name)
+        current = kserve_controls.get_state(namespace, name, user=request.user)
     except NotFound:
         raise Http404(f"InferenceService {namespace}/{name} does not exist") from None
     api = actions.INFERENCESERVICE.url(namespace=namespace, name=name)  # /api/inferenceservices/{ns}/{name}/

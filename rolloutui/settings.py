@@ -491,6 +491,13 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # JSON bodies nested deeper than 64 levels are refused (400) before they are parsed: Python's
+    # json would recurse until RecursionError (rolloutui/api/parsers.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "rolloutui.api.parsers.DepthLimitedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     # Every error, whatever raised it, is JSON naming the field (rolloutui/api/errors.py).
     "EXCEPTION_HANDLER": "rolloutui.api.errors.exception_handler",
     # Per-user (or per-address when anonymous) rates of the scoped throttles; see README.

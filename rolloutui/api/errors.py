@@ -5,6 +5,7 @@ Place in the flow: a view raises (a service's ``ControlError``, ``NotFound``, ``
 ``exception_handler`` -> one JSON answer:
 
 - a bad field: 400 ``{"<field>": ["<what is wrong>"]}`` (``{"toRevision": ["revision 42 does not exist ..."]}``);
+  a body that is not JSON, or nests too deep (``parsers``): 400 ``{"body": ["<what is wrong>"]}``;
 - not signed in 401, missing permission 403, unknown object 404, throttled 429: ``{"detail": ...}``;
 - the cluster refused or failed (``controller.core.ports.ClusterError`` and the Kubernetes adapter's
   subclasses): 409 Conflict (someone kept changing the object), 422 ``Invalid`` naming the fields the
@@ -89,6 +90,10 @@ def exception_handler(exc, context):
     if response is None:
         return None  # a bug: Django's 500 handling (logged with the traceback)
     data = response.data
+    if isinstance(exc, exceptions.ParseError):
+        # The body itself is wrong (not JSON, nested too deep): that is the part named.
+        response.data = {"body": [str(exc.detail)]}
+        return response
     # A list (ValidationError(["..."]) from a serializer-level check) names no field: name it.
     if isinstance(data, list):
         response.data = {"non_field_errors": data}

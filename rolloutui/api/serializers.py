@@ -20,7 +20,7 @@ from rest_framework.settings import api_settings
 from controller.core.controls import ControlError
 from controller.core.phases import PHASES
 from rolloutui.models import AuditRecord
-from rolloutui.services import actions
+from rolloutui.services import actions, masking
 from rolloutui.services.actions import REASON
 
 
@@ -203,6 +203,12 @@ class PreviewJobSerializer(serializers.Serializer):
 
 
 class AuditRecordSerializer(serializers.ModelSerializer):
+    """One audit record. With a ``request`` in the context (``GET /api/audit/``), ``details`` (an
+    applied manifest's ``patch``, an InferenceService's ``specBefore``/``specAfter``, a refused
+    attempt's ``args``) is masked like a manifest (``services.masking``) for a reader who may not
+    operate in the record's namespace (every namespace for a record of none). Without one (a
+    control's answer to the one who acted) it is whole."""
+
     who = serializers.CharField(source="actor_name")
     when = serializers.DateTimeField(source="created_at")
     fromRevision = serializers.CharField(source="from_revision")
@@ -231,6 +237,18 @@ class AuditRecordSerializer(serializers.ModelSerializer):
             "authMethod",
             "osUser",
         ]
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        request = self.context.get("request")
+        if request is not None and data.get("details"):
+            namespace = instance.namespace or None
+            reveals = self.__dict__.setdefault("_reveals", {})  # one decision per namespace per answer
+            if namespace not in reveals:
+                reveals[namespace] = masking.reveals(request.user, namespace)
+            if not reveals[namespace]:
+                data["details"] = masking.mask_tree(data["details"])
+        return data
 
 
 class SummarySerializer(serializers.Serializer):

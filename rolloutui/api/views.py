@@ -51,6 +51,7 @@ from rolloutui.services.controls import ControlDenied
 from rolloutui.services.controls import audit as write_audit
 
 from . import serializers as s
+from .parsers import check_depth
 from .permissions import VIEW, CanIngest, CanOperate, CanRun, CanView
 
 SOURCE = "api"
@@ -555,13 +556,13 @@ class InferenceServiceDetail(ServiceView):
         description="The view, with controls (which controls apply now, or why not) and the manifest's spec.",
     )
     def get(self, request, namespace, name):
-        return Response(kserve_controls.get_state(namespace, name))
+        return Response(kserve_controls.get_state(namespace, name, user=request.user))
 
 
 class InferenceServiceHistory(ServiceView):
     @extend_schema(responses=s.InferenceServiceHistorySerializer(many=True))
     def get(self, request, namespace, name):
-        return Response(kserve_controls.history(namespace, name))
+        return Response(kserve_controls.history(namespace, name, user=request.user))
 
 
 class RequestRecords(APIView):
@@ -596,8 +597,9 @@ class RequestRecords(APIView):
             too_big.status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
             raise too_big
         try:
+            check_depth(raw)
             payload = json.loads(raw or b"null")
-        except ValueError as exc:
+        except ValueError as exc:  # TooDeep included
             raise exceptions.ParseError(f"the body is not JSON: {exc}") from None
         try:
             stored = records.ingest(request.user, payload)

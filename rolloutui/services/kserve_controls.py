@@ -35,6 +35,7 @@ from controller.core.ports import Conflict, NotFound
 from controller.runtime import kserve as runtime_kserve
 
 from ..models import AuditRecord
+from . import masking
 from .cluster import get_cluster
 from .controls import MAX_ATTEMPTS, audited, check_permission, check_reason, check_source, username
 
@@ -266,22 +267,25 @@ def availability(isvc: dict[str, Any], deployments: list[dict[str, Any]], config
     }
 
 
-def get_state(namespace: str, name: str) -> dict[str, Any]:
+def get_state(namespace: str, name: str, *, user=None) -> dict[str, Any]:
     """The InferenceService's state (``services.kserve.get_state``) with ``controls``: which
-    controls apply now (``availability``). Raises ``NotFound``."""
+    controls apply now (``availability``), and the manifest's spec. Secret-looking values are
+    masked unless ``user`` may operate in the namespace (``masking``, as for a ModelServing's
+    manifest). Raises ``NotFound``."""
     cluster = get_cluster()
     state = runtime_kserve.inferenceservice_state(namespace, name, cluster=cluster)
     isvc = cluster.get_object(KIND, namespace, name)
     deployments = cluster.list_objects(DEPLOYMENT, namespace, owner=name)
     state["controls"] = availability(isvc, deployments, runtime_kserve.deploy_config(cluster))
     state["manifest"] = {"generation": _generation(isvc), "spec": copy_json(isvc.get("spec") or {})}
-    return state
+    return masking.mask_for(user, namespace, state)
 
 
-def history(namespace: str, name: str, *, limit: int = 50) -> list[dict[str, Any]]:
+def history(namespace: str, name: str, *, limit: int = 50, user=None) -> list[dict[str, Any]]:
     """The InferenceService's changes made through the product, newest first: who, when, why, the
     generations and the diff of its spec (a JSON merge patch from the spec before to the one after).
-    Refused attempts are included with their error (they changed nothing: no diff)."""
+    Refused attempts are included with their error (they changed nothing: no diff). Masked like
+    ``get_state`` for a ``user`` who may not operate in the namespace."""
     if not AuditRecord.objects.filter(namespace=namespace, name=name).exists():
         try:
             get_cluster().get_object(KIND, namespace, name)
@@ -309,7 +313,7 @@ def history(namespace: str, name: str, *, limit: int = 50) -> list[dict[str, Any
                 "specDiff": diff(before, after) if isinstance(before, dict) and isinstance(after, dict) else None,
             }
         )
-    return out
+    return masking.mask_for(user, namespace, out)
 
 
 __all__ = [

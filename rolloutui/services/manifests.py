@@ -48,6 +48,9 @@ from . import controls
 from .cluster import get_cluster
 
 MAX_BYTES = 1_000_000
+# Deeper than any ModelServing (about 12 levels) by far; the API's JSON bodies have the same bound
+# (``rolloutui.api.parsers``). A deeper text is refused before anything recurses through it.
+MAX_DEPTH = 2 * mergepatch.MAX_DEPTH
 SERVER_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "deletionTimestamp")
 
 
@@ -94,15 +97,52 @@ def _walk(node: yaml.Node, prefix: str, out: dict[str, int]) -> None:
             _walk(item, path, out)
 
 
+def _too_deep(line: int | None = None) -> ManifestError:
+    return ManifestError(
+        [{"document": 0, "path": "", "line": line, "message": f"the manifest nests deeper than {MAX_DEPTH} levels"}]
+    )
+
+
+def _check_depth(roots: list[Any]) -> None:
+    """``ManifestError`` when a composed YAML node or a parsed JSON value nests deeper than
+    ``MAX_DEPTH`` (iterative: the check itself cannot exhaust the stack)."""
+    stack = [(root, 1) for root in roots]
+    seen: set[int] = set()  # an alias is the same node again: each is looked at once
+    while stack:
+        value, depth = stack.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, yaml.MappingNode):
+            children = [v for _, v in value.value]
+        elif isinstance(value, yaml.SequenceNode):
+            children = list(value.value)
+        elif isinstance(value, dict):
+            children = list(value.values())
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            mark = getattr(value, "start_mark", None)
+            raise _too_deep(mark.line + 1 if mark else None)
+        stack.extend((child, depth + 1) for child in children)
+
+
 def parse_documents(text: Any) -> list[Document]:
     """The documents of a YAML or JSON text (empty documents dropped), with a line for every field
-    path. ``ManifestError`` for text that is not YAML or JSON, naming the line."""
+    path. ``ManifestError`` for text that is not YAML or JSON, naming the line, or that nests deeper
+    than ``MAX_DEPTH`` (``[[[[...`` would otherwise recurse until ``RecursionError``)."""
     if not isinstance(text, str) or not text.strip():
         raise ManifestError([{"document": 0, "path": "", "line": None, "message": "the manifest is empty"}])
     if len(text.encode()) > MAX_BYTES:
         raise ManifestError([{"document": 0, "path": "", "line": None, "message": f"larger than {MAX_BYTES} bytes"}])
     try:
-        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        try:
+            nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        except RecursionError:  # PyYAML's composer recurses once per level
+            raise _too_deep() from None
+        _check_depth(nodes)
         objects = list(yaml.safe_load_all(text))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -110,6 +150,8 @@ def parse_documents(text: Any) -> list[Document]:
         # JSON that YAML 1.1 cannot read (tabs for indentation, say) is still JSON.
         try:
             objects, nodes = [json.loads(text)], [None]
+        except RecursionError:
+            raise _too_deep() from None
         except ValueError:
             raise ManifestError(
                 [
@@ -121,6 +163,7 @@ def parse_documents(text: Any) -> list[Document]:
                     }
                 ]
             ) from None
+        _check_depth(objects)
     docs = []
     for node, obj in zip(nodes, objects, strict=True):
         if obj is None:

@@ -403,9 +403,10 @@ def test_a_request_body_over_the_limit_is_refused_with_413(operator_client, ms, 
 
 
 def test_a_merge_patch_nested_too_deep_is_refused_naming_the_field(operator_client, ms):
+    # 40 levels: past the merge patch's 32, within the 64 of any JSON body (deeper bodies: section 9).
     deep: dict = {}
     node = deep
-    for _ in range(100):
+    for _ in range(40):
         node["a"] = {}
         node = node["a"]
     resp = post(operator_client, url(ms, "preview/"), {"patch": {"spec": deep}})
@@ -450,3 +451,191 @@ def test_a_refused_request_holding_nul_and_lone_surrogates_is_answered_400_and_a
     record = AuditRecord.objects.filter(result=AuditRecord.Result.ERROR).latest("pk")
     stored = json.dumps(record.details) + record.error + record.reason + record.name
     assert "\x00" not in stored and "bad\\\\x00name" in stored
+
+
+# --- 8. Secrets beyond the env names: the audit, InferenceServices, URLs and flags ----------------------------
+def _containers(body):
+    return [c for role in body["spec"]["template"]["roles"] for c in role["entryTemplate"]["spec"]["containers"]]
+
+
+def test_an_applied_manifests_patch_in_the_audit_is_masked_for_viewers_and_whole_for_operators(
+    operator, viewer_client, operator_client, ms
+):
+    import yaml
+
+    from rolloutui.services import cluster, manifests
+
+    stored = json.loads(json.dumps(cluster.get_cluster().get_modelserving(NAMESPACE, ms["name"])))  # a copy
+    body = {k: v for k, v in stored.items() if k != "status"}
+    for container in _containers(body):
+        container["env"] = [{"name": "HF_TOKEN", "value": "hf_supersecret"}, {"name": "LOG", "value": "info"}]
+        container["args"] = ["--api-key", "sk-secret-arg", "--db=postgres://app:pw-secret@db/x"]
+    body["metadata"] = {"name": ms["name"], "namespace": NAMESPACE}
+    manifests.apply(operator, manifest=yaml.safe_dump(body), reason="add a token", source="api")
+    record = AuditRecord.objects.filter(action="apply", name=ms["name"]).latest("pk")
+    assert "hf_supersecret" in json.dumps(record.details["patch"])  # what the fix masks is stored whole
+    query = {"name": ms["name"], "action": "apply"}
+    seen = json.dumps(viewer_client.get("/api/audit/", query).json())
+    for secret in ("hf_supersecret", "sk-secret-arg", "pw-secret"):
+        assert secret not in seen, secret
+    assert "<masked>" in seen and '"LOG", "value": "info"' in seen and "postgres://app:<masked>@db/x" in seen
+    whole = json.dumps(operator_client.get("/api/audit/", query).json())
+    assert "hf_supersecret" in whole and "sk-secret-arg" in whole and "pw-secret" in whole
+
+
+def test_an_operator_elsewhere_sees_the_audit_of_a_namespace_where_they_only_view_masked(
+    operator, django_user_model, ms
+):
+    import yaml
+
+    from rolloutui.services import cluster, manifests
+
+    stored = json.loads(json.dumps(cluster.get_cluster().get_modelserving(NAMESPACE, ms["name"])))  # a copy
+    body = {k: v for k, v in stored.items() if k != "status"}
+    for container in _containers(body):
+        container["env"] = [{"name": "HF_TOKEN", "value": "hf_supersecret"}]
+    manifests.apply(operator, manifest=yaml.safe_dump(body), reason="add a token", source="api")
+    bob = _user_in(django_user_model, "bob", "viewers")
+    NamespaceGrant.objects.create(user=bob, namespace=OTHER, role="operator")
+    seen = json.dumps(signed_in(bob).get("/api/audit/", {"name": ms["name"]}).json())
+    assert "hf_supersecret" not in seen and "<masked>" in seen
+
+
+def _user_in(django_user_model, username, group):
+    from django.contrib.auth.models import Group
+
+    user = django_user_model.objects.create_user(username, password="pw-123456789")
+    user.groups.add(Group.objects.get(name=group))
+    return user
+
+
+@pytest.fixture
+def isvc_with_a_token(db):
+    """InferenceService default/llm whose model has HF_TOKEN in its env, rolled out by the tick."""
+    from controller.simcluster import kservectl
+    from controller.simcluster.database.store import DatabaseCluster
+    from controller.simcluster.database.tick import tick
+    from tests.live.helpers import config
+    from tests.live.test_live_kserve import STANDARD
+    from tests.live.test_live_kserve import manifest as isvc_manifest
+
+    class Clock:
+        t = 1_000_000.0
+
+        def now(self):
+            return self.t
+
+    cluster = DatabaseCluster(Clock(), actor="operator", config=config())
+    cluster.add_node(8)
+    cluster.create_object(kservectl.config_map(STANDARD))
+    body = isvc_manifest(replicas=2)
+    body["spec"]["predictor"]["model"]["env"] = [{"name": "HF_TOKEN", "value": "hf_supersecret"}]
+    body["spec"]["predictor"]["model"]["args"] = ["--hf-token=hf_argsecret"]
+    cluster.create_object(body)
+    for _ in range(20):
+        cluster.clock.t += 1
+        tick(cluster)
+    return cluster
+
+
+def test_an_inferenceservices_spec_and_history_are_masked_for_viewers_and_whole_for_operators(
+    viewer_client, operator_client, isvc_with_a_token
+):
+    base = "/api/inferenceservices/default/llm/"
+    # A control records the spec before and after: the history's diff and the audit carry the env.
+    resp = post(operator_client, base + "isvc-set-image", {"image": "engine:v3", "reason": "upgrade"})
+    assert resp.status_code == 200, resp.content
+    viewer_sees = [viewer_client.get(base), viewer_client.get(base + "history/"), viewer_client.get("/api/audit/")]
+    for answer in viewer_sees:
+        assert answer.status_code == 200
+        text = json.dumps(answer.json())
+        assert "hf_supersecret" not in text and "hf_argsecret" not in text, answer.request["PATH_INFO"]
+    state = viewer_client.get(base).json()
+    assert state["manifest"]["spec"]["predictor"]["model"]["env"] == [{"name": "HF_TOKEN", "value": "<masked>"}]
+    page = viewer_client.get("/inferenceservices/default/llm/")
+    assert page.status_code == 200 and "hf_supersecret" not in page.content.decode()
+    for path in (base, "/api/audit/"):
+        assert "hf_supersecret" in json.dumps(operator_client.get(path).json()), path
+
+
+# --- 9. Nesting depth: refused with 400 before any parser recurses -----------------------------------------
+DEEP_JSON = "[" * 100_000 + "]" * 100_000  # ~200 kB: under the body limit
+
+
+@pytest.mark.parametrize(
+    "who, path, status",
+    [
+        pytest.param("anonymous", "/api/auth/token/", 400, id="anonymous signing in with a deep body gets 400"),
+        pytest.param("viewer", "/api/manifests/validate", 400, id="a viewer validating a deep body gets 400"),
+        pytest.param("viewer", "pause", 403, id="a viewer pausing with a deep body is refused 403 and audited"),
+        pytest.param("operator", "pause", 400, id="an operator pausing with a deep body gets 400"),
+        pytest.param("operator", "preview/", 400, id="an operator previewing with a deep body gets 400"),
+    ],
+)
+def test_a_json_body_nested_too_deep_is_refused_without_a_500(viewer_client, operator_client, ms, who, path, status):
+    client = {"anonymous": Client(), "viewer": viewer_client, "operator": operator_client}[who]
+    client.raise_request_exception = False
+    target = path if path.startswith("/") else url(ms, path)
+    resp = client.post(target, DEEP_JSON, content_type="application/json")
+    assert resp.status_code == status, resp.content[:300]
+    if status == 400:
+        assert resp.json()["body"] == ["the JSON body nests deeper than 64 levels"]
+
+
+def test_a_json_body_just_within_the_depth_limit_is_parsed_and_brackets_in_strings_do_not_count(operator_client, ms):
+    from rolloutui.api.parsers import MAX_DEPTH
+
+    nested = "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1)
+    body = '{"reason": "' + "[" * 500 + '", "x": ' + nested + "}"
+    resp = operator_client.post(url(ms, "pause"), body, content_type="application/json")
+    assert resp.status_code == 400 and "x" in resp.json(), resp.content  # parsed: the unknown key is named
+
+
+def test_request_records_nested_too_deep_are_refused_with_400(django_user_model):
+    from django.contrib.auth.models import Group
+    from knox.models import AuthToken
+
+    shipper = django_user_model.objects.create_user("shipper", password="pw-123456789")
+    shipper.groups.add(Group.objects.get(name="ingesters"))
+    _, token = AuthToken.objects.create(shipper)
+    client = Client(raise_request_exception=False)
+    resp = client.post(
+        "/api/request-records/", DEEP_JSON, content_type="application/json", HTTP_AUTHORIZATION=f"Token {token}"
+    )
+    assert resp.status_code == 400 and "deeper than" in resp.json()["body"][0]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("a: " + "[" * 50_000 + "]" * 50_000, id="flow sequences 50000 deep"),
+        pytest.param("a: " + "{b: " * 20_000 + "1" + "}" * 20_000, id="flow mappings 20000 deep"),
+        pytest.param("".join(" " * i + "- \n" for i in range(700)), id="block sequences 700 deep"),
+        pytest.param("[" * 70 + "]" * 70, id="flow sequences just past the limit"),
+    ],
+)
+@pytest.mark.parametrize("who", ["viewer", "operator"])
+def test_a_yaml_manifest_nested_too_deep_is_refused_naming_the_manifest(viewer_client, operator_client, who, text):
+    client = viewer_client if who == "viewer" else operator_client
+    client.raise_request_exception = False
+    # Validation answers 200 listing the errors (the editor marks them); applying answers 400.
+    resp = post(client, "/api/manifests/validate", {"manifest": text})
+    assert resp.status_code == 200, resp.content[:300]
+    assert "nests deeper than 64 levels" in resp.json()["errors"][0]["message"]
+    if who == "operator":
+        applied = post(client, "/api/modelservings/apply", {"manifest": text, "reason": "deep"})
+        assert applied.status_code == 400 and "deeper" in applied.json()["manifest"][0]
+
+
+def test_an_anonymous_deep_manifest_is_refused_401_not_500():
+    client = Client(raise_request_exception=False)
+    resp = post(client, "/api/manifests/validate", {"manifest": "[" * 50_000 + "]" * 50_000})
+    assert resp.status_code == 401
+
+
+@pytest.mark.parametrize("who", ["anonymous", "operator"])
+def test_a_body_that_is_not_json_is_refused_naming_the_body(operator_client, ms, who):
+    client = Client() if who == "anonymous" else operator_client
+    path = "/api/auth/token/" if who == "anonymous" else url(ms, "pause")
+    resp = client.post(path, "{not json", content_type="application/json")
+    assert resp.status_code == 400 and list(resp.json()) == ["body"] and "JSON parse error" in resp.json()["body"][0]

@@ -1,7 +1,7 @@
 """Websocket bounds: resync is rate-limited, a client that does not read is dropped (and cannot
 pass for one that reads by acknowledging what it was not sent or did not read), permission and
-session are checked again while the socket is open, incoming messages are bounded, and namespace
-grants decide who may watch."""
+session are checked again while the socket is open, incoming messages are bounded, namespace
+grants decide who may watch, and only the dashboard's own pages may open one (Origin)."""
 
 from __future__ import annotations
 
@@ -253,3 +253,44 @@ async def test_a_namespace_grant_decides_who_may_watch(ms, django_user_model):
     other = communicator(ms, elsewhere)
     await other.connect()
     assert await _closed_code(other) == 4403
+
+
+# --- Origin: the ASGI application's own stack (rolloutui.asgi), session cookie and all ---------------------
+def _through_the_asgi_application(ms, user, origin: bytes | None):
+    from channels.testing import WebsocketCommunicator
+    from django.test import Client
+
+    from rolloutui.asgi import application
+
+    client = Client()
+    client.force_login(user)
+    headers = [(b"host", b"localhost:8000"), (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())]
+    if origin is not None:
+        headers.append((b"origin", origin))
+    return WebsocketCommunicator(application, f"/ws/modelservings/{ms['namespace']}/{ms['name']}/", headers=headers)
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        pytest.param(b"http://evil.example", id="a page of another site"),
+        pytest.param(b"http://localhost.evil.example:8000", id="a host that only starts like ours"),
+        pytest.param(b"null", id="a sandboxed page"),
+        pytest.param(None, id="no origin at all"),
+    ],
+)
+async def test_a_websocket_from_a_foreign_origin_is_refused_before_the_consumer_runs(ms, viewer, origin):
+    comm = await database_sync_to_async(_through_the_asgi_application)(ms, viewer, origin)
+    connected, code = await comm.connect(timeout=3)
+    assert connected is False, "a cross-site page could read the state with the viewer's session"
+    await comm.disconnect()
+
+
+@pytest.mark.parametrize("origin", [b"http://localhost:8000", b"http://127.0.0.1:8000"])
+async def test_a_websocket_from_the_dashboards_own_origin_is_accepted(ms, viewer, origin):
+    comm = await database_sync_to_async(_through_the_asgi_application)(ms, viewer, origin)
+    connected, _ = await comm.connect(timeout=3)
+    assert connected is True
+    first = json.loads(await comm.receive_from(timeout=3))
+    assert first["name"] == ms["name"]
+    await comm.disconnect()

@@ -31,7 +31,8 @@ resources with one that behaves like the real API server where it matters:
   user's rules (verb from the method: get/list/watch/create/update/patch/delete, resource with its
   subresource, namespace, resourceNames) and refused with the API server's 403; a request without
   it is the cluster admin (the tests' kubelet and fixtures); ``POST
-  /apis/authorization.k8s.io/v1/subjectaccessreviews`` answers ``status.allowed`` from the same rules;
+  /apis/authorization.k8s.io/v1/subjectaccessreviews`` answers ``status.allowed`` from the same rules
+  (and asking needs ``create`` on ``subjectaccessreviews`` itself);
 - WATCH from a resourceVersion (replaying the event log) or from "now" (ADDED for every object),
   ``timeoutSeconds``, label selectors; an ERROR event with code 410 when the version was compacted.
 
@@ -210,6 +211,16 @@ class ApiServerDouble(kmock.KubernetesEmulator):
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
         res = request.resource
         if res is not None and (res.group, res.plural) == ("authorization.k8s.io", "subjectaccessreviews"):
+            # Asking is itself authorized: create on subjectaccessreviews (cluster-scoped).
+            self._authorize(
+                request.headers.get("Impersonate-User"),
+                "POST",
+                {},
+                "authorization.k8s.io/v1/subjectaccessreviews",
+                None,
+                None,
+                None,
+            )
             return self._json(self._review(request.data or {}), 201)
         if res is None or res.plural is None:
             return await super()._handle(request)  # discovery, /version, ...

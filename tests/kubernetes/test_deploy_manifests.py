@@ -219,6 +219,8 @@ WEB_CALLS = {
     ("apps", "replicasets", "get"),
     ("apps", "replicasets", "list"),
     ("", "configmaps", "get"),
+    # ROLLOUTUI_K8S_ACCESS_REVIEW=1: the SubjectAccessReview of a dashboard user (controller.k8s.access).
+    ("authorization.k8s.io", "subjectaccessreviews", "create"),
 }
 
 
@@ -265,6 +267,16 @@ def test_the_web_may_read_what_it_shows_and_patch_modelservings_and_nothing_else
     rules = bound_rules("rolloutui-web")
     assert rules["cluster"] == WEB_CALLS
     assert rules["namespaced"] == {SETTINGS_READ}
+
+
+def test_the_web_may_create_subjectaccessreviews_cluster_wide_and_the_controller_may_not():
+    # Hardening finding: ROLLOUTUI_K8S_ACCESS_REVIEW=1 could not work with the shipped manifests (every
+    # review refused, so every permission refused: fail closed).
+    review = ("authorization.k8s.io", "subjectaccessreviews", "create")
+    assert review in bound_rules("rolloutui-web")["cluster"]
+    assert (
+        review not in bound_rules("rolloutui-controller")["cluster"] | bound_rules("rolloutui-controller")["namespaced"]
+    )
 
 
 def test_the_controller_may_do_what_the_reconcile_and_the_watch_call_and_nothing_else():

@@ -191,3 +191,13 @@ def test_nobody_may_create_or_delete_modelservings_any_more(as_controller, admin
         with pytest.raises(Forbidden, match='cannot delete resource "modelservings"'):
             KubernetesCluster(client).delete_modelserving(NS, "chat")
     assert naming.PLURAL == "modelservings"
+
+
+def test_the_webs_account_may_ask_access_reviews_and_the_controllers_may_not(as_web, as_controller):
+    # ROLLOUTUI_K8S_ACCESS_REVIEW=1 asks with the web's account; deploy/ did not let it ask.
+    from controller.k8s.access import subject_may
+
+    assert subject_may(as_web, user=WEB, groups=[], verb="patch", namespace=NS) is True
+    assert subject_may(as_web, user="dash:alice", groups=[], verb="get", namespace=NS) is False
+    with pytest.raises(Forbidden, match='cannot create resource "subjectaccessreviews"'):
+        subject_may(as_controller, user="dash:alice", groups=[], verb="get", namespace=NS)

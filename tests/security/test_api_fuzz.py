@@ -1,7 +1,8 @@
 """API fuzzing: schemathesis generates requests from the OpenAPI schema for every
 operation and sends each as an operator (token), a viewer (token) and anonymously, through Django's
-WSGI handler. Every answer must be below 500, and every 4xx a JSON object naming the field (or
-``detail`` / ``non_field_errors``).
+WSGI handler. Every answer must be below 500, and every 4xx a JSON object saying what is wrong:
+a 400 names the field (or the part of the request: ``non_field_errors``, ``manifest``, ``body``),
+401, 403, 404, 405, 409, 413 and 429 carry a ``detail`` (``names_the_field``).
 
 Bounded: ROLLOUTUI_FUZZ_EXAMPLES generated requests per operation on average (default 12; one
 Hypothesis test draws the operation, then a valid or an invalid request for it), each sent three
@@ -67,8 +68,20 @@ def identities(db, django_user_model, requests_keep_the_test_connection):
     return headers
 
 
+# Statuses whose answer says what happened in ``detail`` (DRF's shape for them, rolloutui/api/errors.py).
+DETAIL_STATUSES = {401, 403, 404, 405, 406, 409, 413, 415, 429}
+# Keys of a 400 that name no field of the request: what went wrong is in the other keys.
+NOT_A_FIELD = {"detail", "cluster"}
+
+
 def names_the_field(status: int, body) -> str | None:
-    """What is wrong with a 4xx body, or None."""
+    """What is wrong with a 4xx body, or None.
+
+    - 400 names what is wrong: at least one key besides ``detail`` (a field of the body or the
+      query, ``non_field_errors`` for the body as a whole, ``manifest``, ``body`` for a body that is
+      not JSON at all), each with a message;
+    - 401, 403, 404, 405, 406, 409, 413, 415, 429 say what happened in ``detail``.
+    """
     if not isinstance(body, dict) or not body:
         return f"{status}: the body is not a JSON object naming a field: {body!r}"
     for key, value in body.items():
@@ -76,6 +89,17 @@ def names_the_field(status: int, body) -> str | None:
             return f"{status}: a key that names nothing: {key!r}"
         if not isinstance(value, str | list | dict | int | bool) and value is not None:
             return f"{status}: {key} holds {value!r}"
+    if status == 400:
+        fields = {key: value for key, value in body.items() if key not in NOT_A_FIELD}
+        if not fields:
+            return f"400 names no field (only {sorted(body)}): {body!r}"
+        for key, value in fields.items():
+            if value in (None, "", [], {}):
+                return f"400: {key} says nothing: {body!r}"
+    elif status in DETAIL_STATUSES:
+        detail = body.get("detail")
+        if not isinstance(detail, str) or not detail.strip():
+            return f"{status} without a detail: {body!r}"
     return None
 
 
