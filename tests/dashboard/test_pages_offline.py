@@ -448,8 +448,9 @@ def test_the_server_renders_list_rows_exactly_as_the_script_builds_them(ms, oper
     page.evaluate(
         """() => {
             window.__rowWrites = [];
-            new MutationObserver((ms) => ms.forEach((m) => window.__rowWrites.push(m.type + " " + m.target.nodeName)))
-                .observe(document.getElementById("ms-rows"), { subtree: true, childList: true, attributes: true, characterData: true });
+            const seen = (ms) => ms.forEach((m) => window.__rowWrites.push(m.type + " " + m.target.nodeName));
+            const every = { subtree: true, childList: true, attributes: true, characterData: true };
+            new MutationObserver(seen).observe(document.getElementById("ms-rows"), every);
         }"""
     )
     page.clock.run_for(5000)
