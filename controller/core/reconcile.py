@@ -3,12 +3,13 @@
 1. Read the ModelServing, its pods and its revisions from the cluster.
 2. Validate the spec; an invalid spec gets a ``SpecInvalid`` condition and nothing else is done.
 3. Observe (pods -> instances -> groups, in-flight counts from the router) and ``plan()``.
-4. Apply: the headless Service the pods resolve through (``network``) and revision objects first
+4. Write status with optimistic concurrency, before acting: on a conflict, start again from fresh
+   state (never overwrite what another writer did), nothing done yet. Status is what recovery reads
+   after a restart, so what the actions start is recorded before they run.
+5. Apply: the headless Service the pods resolve through (``network``) and revision objects first
    (a pod is never created for a revision that is not stored, nor before its name can resolve), then
    pod actions in plan order. A pod that already exists or is already gone is not an error: the
-   next pass sees the truth.
-5. Write status with optimistic concurrency: on a conflict, start again from fresh state (never
-   overwrite what another writer did).
+   next pass sees the truth. Then the analysis' spec patch (pause or rollback), if any.
 
 Nothing survives the pass in memory; the next pass starts from the cluster again.
 """
@@ -164,18 +165,22 @@ def _reconcile_once(
         # and created again at the revision it already ran.
         result.requeue_after = 0.0
         return
+    # Status first: it is the commit point of the pass. It records what recovery must know of the
+    # actions that follow (a group whose replacement starts is recorded on the update revision), and
+    # it is written only if the ModelServing is still the one read (resourceVersion): on a conflict
+    # the pass starts again from fresh state having changed nothing. Written after the pod actions,
+    # a conflict (an operator's pause landing mid-pass) lost that record once the pods were gone:
+    # the retry, paused, rebuilt the group on the revision it had just left (found by the soak,
+    # seed 123, 24 rollouts: group 1 deleted for the update and created again at its old revision).
+    status = the_plan.status
+    if _status_changed(prev_status, status):
+        cluster.replace_modelserving_status(namespace, name, status, resource_version=resource_version)
+        _record_transitions(cluster, namespace, name, prev_status, status)
     verify = _verifying(verifier, namespace, ms.verification, pods, now)
     _apply(cluster, ms, the_plan, verify, pods)
     record_digests(cluster, namespace, owned, observed)
     if the_plan.spec_patch is not None:
         _apply_spec_patch(cluster, namespace, name, the_plan)
-        resource_version = str(
-            (cluster.get_modelserving(namespace, name).get("metadata") or {}).get("resourceVersion") or ""
-        )
-    status = the_plan.status
-    if _status_changed(prev_status, status):
-        cluster.replace_modelserving_status(namespace, name, status, resource_version=resource_version)
-        _record_transitions(cluster, namespace, name, prev_status, status)
     result.actions = the_plan.actions
     result.blocked = [b.to_json() for b in the_plan.blocked]
     result.requeue_after = the_plan.requeue_after
