@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import gates as serving_gates
-from . import phases
+from . import naming, phases
 from .observe import InstanceObs, Observed, observe
 from .revisions import History
 from .spec import GROUP_ROLLING, ModelServing, ValidationError, parse_modelserving
@@ -90,6 +90,10 @@ def build_view(
         timeout = parsed.drain_timeout_seconds
         strategy_type = parsed.strategy.type
         spec_summary = {"replicas": replicas, "partition": parsed.partition_as_written(), "paused": parsed.paused}
+        if naming.ANNOTATION_AUTOSCALE in (meta.get("annotations") or {}):
+            # Only when it is on (the page's "Autoscale off" applies then); absent otherwise, so a
+            # state without autoscale is what it was before the setting existed.
+            spec_summary["autoscale"] = True
         verification = parsed.verification is not None
     else:
         # An invalid manifest: show what runs (the observed groups and roles), nothing the spec says.

@@ -380,6 +380,25 @@ def test_disabled_controls_say_why_and_promote_fully_resumes_a_paused_rollout(ms
     ]
 
 
+def test_autoscale_off_applies_only_while_autoscale_is_on(ms, operator_client, page: Page):
+    state = current_state(ms)
+    assert "autoscale" not in state["spec"]  # off: the state is what it was before the setting existed
+    site = OfflineSite(page, operator_client, full_state=lambda: state)
+    page.goto(site.url(f"/modelservings/{ms['namespace']}/{ms['name']}/"))
+    expect(page.get_by_test_id("conn")).to_have_text("live")
+    expect(page.get_by_test_id("btn-autoscale-off")).to_be_disabled()
+    expect(page.get_by_test_id("controls-why")).to_contain_text("Autoscale is off: nothing to turn off.")
+    expect(page.get_by_test_id("btn-autoscale")).to_be_enabled()
+
+    post_json(operator_client, api_url(ms, "autoscale"), {"maxReplicas": 6, "reason": "evening peaks"})
+    state = current_state(ms)
+    assert state["spec"]["autoscale"] is True
+    page.reload()
+    expect(page.get_by_test_id("conn")).to_have_text("live")
+    expect(page.get_by_test_id("btn-autoscale-off")).to_be_enabled()
+    expect(page.get_by_test_id("controls-why")).not_to_contain_text("Autoscale is off")
+
+
 # --- The list page --------------------------------------------------------------------------------
 def test_list_rows_are_made_once_and_updated_in_place(ms, operator_client, page: Page):
     from rolloutui.services import cluster

@@ -49,6 +49,7 @@ const UNAVAILABLE = {
     canaryRunning(state) || partitionOf(state) > 0 || state.spec.paused ? null : "Partition is 0 and the rollout is not paused.",
   rollback: ({ state }) =>
     (state.revisions || []).length > 1 ? null : "Only one revision exists: nothing to roll back to.",
+  "autoscale-off": ({ state }) => (state.spec.autoscale ? null : "Autoscale is off: nothing to turn off."),
 };
 
 // What the dialog says before its fields.
