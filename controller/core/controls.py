@@ -35,7 +35,8 @@ class ControlError(ValueError):
         self.field = field
 
 
-def _validated(ms: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+def validated(ms: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """``patch``, once the ModelServing it would make parses; else a ``ControlError`` naming the field."""
     try:
         parse_modelserving(merge_patch(ms, patch))
     except ValidationError as err:
@@ -112,7 +113,7 @@ def promote(ms: dict[str, Any], *, partition: int | None = None, full: bool = Fa
         patch = {"spec": {"template": {"roles": roles}}}
     if full and parsed.paused:
         patch["spec"]["paused"] = False
-    return _validated(ms, patch)
+    return validated(ms, patch)
 
 
 def _running_canary(ms: dict[str, Any]) -> dict[str, Any] | None:
@@ -173,7 +174,7 @@ def set_image(ms: dict[str, Any], *, role: str, image: str, container: str | Non
             changed = True
     if not changed:
         raise ControlError(f"role {role!r} already runs {image}", field="image")
-    return _validated(ms, {"spec": {"template": {"roles": roles}}})
+    return validated(ms, {"spec": {"template": {"roles": roles}}})
 
 
 def rollback(ms: dict[str, Any], revisions: list[dict[str, Any]], *, to_revision: int) -> dict[str, Any]:
@@ -193,4 +194,4 @@ def rollback(ms: dict[str, Any], revisions: list[dict[str, Any]], *, to_revision
     current = versioned_fields(ms)
     if all(restored[key] == current.get(key) for key in VERSIONED_SPEC_FIELDS):
         raise ControlError(f"the spec already matches revision {to_revision}", field="toRevision")
-    return _validated(ms, {"spec": restored})
+    return validated(ms, {"spec": restored})

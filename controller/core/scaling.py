@@ -21,9 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import naming
-from .controls import ControlError
-from .mergepatch import merge_patch
-from .spec import ValidationError, headline, parse_modelserving
+from .controls import ControlError, validated
+from .spec import headline
 
 # The most ServingGroups a control or the autoscaler sets (a typo such as 10000 for 10 is refused,
 # not rolled out). 1,000 groups is the largest ModelServing the benchmarks measure.
@@ -36,14 +35,6 @@ def _integer(value: Any, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ControlError(f"{field} must be an integer, got {value!r}", field=field)
     return value
-
-
-def _validated(ms: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
-    try:
-        parse_modelserving(merge_patch(ms, patch))
-    except ValidationError as err:
-        raise ControlError(f"the change would make the ModelServing invalid: {err}", field=err.field) from None
-    return patch
 
 
 def check_replicas(replicas: Any, *, allow_zero: bool = False, field: str = "replicas") -> int:
@@ -68,7 +59,7 @@ def scale(ms: dict[str, Any], *, replicas: Any, allow_zero: bool = False) -> dic
     current = headline(ms).replicas
     if replicas == current:
         raise ControlError(f"already at {current} ServingGroup{'s' if current != 1 else ''}", field="replicas")
-    return _validated(ms, {"spec": {"replicas": replicas}})
+    return validated(ms, {"spec": {"replicas": replicas}})
 
 
 @dataclass(frozen=True, slots=True)
