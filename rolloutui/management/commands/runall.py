@@ -64,6 +64,30 @@ class Child:
         return self.popen.pid  # type: ignore[union-attr]
 
 
+def _celery_worker(py: str, level: str, *, concurrency: int, queues, node: str | None = None) -> list[str]:
+    """A Celery worker's command line: --quiet (no ASCII-art banner between the JSON log lines), no
+    mingle/gossip (one worker per queue set per runall, nothing to synchronise with; start-up is a
+    second or two faster), and its own node name when two workers share this host."""
+    return [
+        py,
+        "-m",
+        "celery",
+        "-A",
+        "rolloutui",
+        "--quiet",
+        "worker",
+        "--concurrency",
+        str(concurrency),
+        "-Q",
+        ",".join(queues),
+        *(["-n", node] if node else []),
+        "--loglevel",
+        level,
+        "--without-mingle",
+        "--without-gossip",
+    ]
+
+
 def _die_with_parent() -> None:
     # Linux: the kernel sends SIGTERM to the child if runall itself is killed outright, so even a
     # `kill -9` of runall leaves no server running. Runs in the child between fork and exec.
@@ -371,23 +395,7 @@ class Command(BaseCommand):
                 # --quiet: no ASCII-art banner between the JSON log lines.
                 # No mingle/gossip: one worker per runall, nothing to synchronise with, and
                 # start-up is a second or two faster.
-                [
-                    py,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "rolloutui",
-                    "--quiet",
-                    "worker",
-                    "--concurrency",
-                    "2",
-                    "-Q",
-                    ",".join(RECONCILE_WORKER_QUEUES),
-                    "--loglevel",
-                    level,
-                    "--without-mingle",
-                    "--without-gossip",
-                ],
+                _celery_worker(py, level, concurrency=2, queues=RECONCILE_WORKER_QUEUES),
                 restart=True,
             ),
             Child(
@@ -395,25 +403,7 @@ class Command(BaseCommand):
                 # Previews only, one at a time: a preview takes up to ROLLOUTUI_PREVIEW_SECONDS of
                 # CPU, and on the reconcile worker a few of them would hold every slot. Its own
                 # node name, so the two workers of this host do not collide.
-                [
-                    py,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "rolloutui",
-                    "--quiet",
-                    "worker",
-                    "--concurrency",
-                    "1",
-                    "-Q",
-                    ",".join(PREVIEW_WORKER_QUEUES),
-                    "-n",
-                    "preview@%h",
-                    "--loglevel",
-                    level,
-                    "--without-mingle",
-                    "--without-gossip",
-                ],
+                _celery_worker(py, level, concurrency=1, queues=PREVIEW_WORKER_QUEUES, node="preview@%h"),
                 restart=True,
             ),
             Child(
