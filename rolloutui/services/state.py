@@ -13,17 +13,11 @@ from controller.core.spec import headline, runtime_fields
 from controller.runtime.state import current_state, in_flight_of
 from controller.simcluster.database.store import ms_summary
 
-from . import access, masking
+from . import masking
 from .cluster import backend_name, get_cluster, get_router
 
 VIEW = "rolloutui.view_modelserving"
 OPERATE = "rolloutui.operate_modelserving"
-
-
-def _reveals_secrets(user, namespace: str) -> bool:
-    """Env values that look like secrets are shown whole only to whoever may operate here (None:
-    a trusted internal caller)."""
-    return user is None or access.allowed(user, OPERATE, namespace)
 
 
 def list_summaries(
@@ -85,7 +79,7 @@ def get_manifest(namespace: str, name: str, *, user=None) -> dict[str, Any]:
     env values are masked unless ``user`` may operate in the namespace (``masking``). Raises ``NotFound``."""
     obj = get_cluster().get_modelserving(namespace, name)
     manifest = {k: v for k, v in obj.items() if k != "status"}
-    return manifest if _reveals_secrets(user, namespace) else masking.mask_tree(manifest)
+    return masking.mask_for(user, namespace, manifest)
 
 
 def list_pods(
@@ -209,7 +203,7 @@ def revision_diff(namespace: str, name: str, from_number: int, to_number: int, *
     return {
         "from": picked["from"].to_json(),
         "to": picked["to"].to_json(),
-        "changes": changes if _reveals_secrets(user, namespace) else masking.mask_changes(changes),
+        "changes": changes if masking.reveals(user, namespace) else masking.mask_changes(changes),
         "runtime": {
             "note": "runtime fields are not versioned: a rollback keeps them; these are the current values",
             **runtime_fields(ms),
