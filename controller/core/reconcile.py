@@ -52,6 +52,9 @@ class ReconcileResult:
     duration_seconds: float = 0.0
     audit: list[dict[str, Any]] = field(default_factory=list)  # what the pass did that must be audited
     analysis: list[dict[str, Any]] = field(default_factory=list)  # canary analysis windows judged
+    # The spec moved on while the pass planned: it did nothing and built no status or view (both
+    # stay empty), so there is nothing to publish, sample or hand to hooks; it runs again at once.
+    superseded: bool = False
 
 
 def reconcile(
@@ -163,6 +166,7 @@ def _reconcile_once(
         # them and plans again at once from the new one. Without this a slow pass (a loaded
         # worker) finished a drain the rollback had cancelled: the fault soak saw group 0 deleted
         # and created again at the revision it already ran.
+        result.superseded = True
         result.requeue_after = 0.0
         return
     # Status first: it is the commit point of the pass. It records what recovery must know of the

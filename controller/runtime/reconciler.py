@@ -148,6 +148,11 @@ def _one_pass(namespace: str, name: str, client: redis.Redis | None, *, holder: 
         return {"found": False}
     metrics.observe_reconcile("error" if result.error else "ok", result.duration_seconds)
     _clear_backoff(client, namespace, name)
+    if result.superseded:
+        # No view and no status: publishing the empty view would show the page a state without a
+        # spec (a browser test caught "reading 'paused'" of it), and sampling it would chart 0 %.
+        _requeue(client, namespace, name, clock.to_wall_seconds(workqueue.requeue_seconds(result.requeue_after)))
+        return {"found": True, "actions": [], "superseded": True, "seconds": round(result.duration_seconds, 4)}
     for role in result.status.get("roles") or []:
         metrics.set_rollout_progress(namespace, name, role.get("name", ""), float(role.get("progress") or 0.0))
     maybe_queue_depth(client)

@@ -225,3 +225,21 @@ def test_traffic_totals_are_reported_per_modelserving(small):
     SimTraffic.objects.create(namespace="default", name="small", rps=3, sent=10, completed=7, interrupted=1, rejected=2)
     out = simulation.traffic("default", "small")
     assert (out["rps"], out["sent"], out["completed"], out["interrupted"], out["rejected"]) == (3, 10, 7, 1, 2)
+
+
+def test_a_pass_superseded_by_a_spec_change_publishes_no_state(operator, small, monkeypatch):
+    """The pass that saw the spec move on built no view: it must not send the page an empty state
+    (the page read ``state.spec.paused`` of one) nor sample 0 % progress; it runs again instead."""
+    from controller.core import reconcile as core_reconcile
+    from controller.runtime import reconciler
+
+    published, sampled, requeued = [], [], []
+    monkeypatch.setattr(reconciler, "publish_state", lambda ns, name, view: published.append(view))
+    monkeypatch.setattr(reconciler, "sample_progress", lambda *a, **k: sampled.append(a))
+    monkeypatch.setattr(reconciler, "_requeue", lambda client, ns, name, seconds: requeued.append(seconds))
+    monkeypatch.setattr(core_reconcile, "_spec_moved_on", lambda *a: True)
+    controls.set_image(operator, "default", "small", role="serve", image="engine:v2", reason="bump", source="api")
+    outcome = run_reconcile("default", "small")
+    assert outcome["superseded"] is True
+    assert published == [] and sampled == []
+    assert len(requeued) == 1
