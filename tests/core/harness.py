@@ -8,7 +8,9 @@ exist become Running and Ready (unless told to fail), pods being deleted disappe
 from __future__ import annotations
 
 import copy
+import hashlib
 import itertools
+import json
 from typing import Any
 
 from controller.core import naming
@@ -16,6 +18,16 @@ from controller.core.ports import Conflict, NotFound
 from controller.core.reconcile import reconcile
 from tests.factories import modelserving as manifest  # noqa: F401  (the suites' name for it)
 from tests.factories import role  # noqa: F401
+
+
+def _versioned(pod: dict) -> dict:
+    """``pod`` with a resourceVersion that changes whenever its content does, as an API server's:
+    the tests edit pods in place, and the observation caches (parse, group, the planner's memos)
+    reuse what they derived from a pod whose uid and resourceVersion are unchanged."""
+    meta = pod["metadata"]
+    meta.pop("resourceVersion", None)
+    meta["resourceVersion"] = hashlib.sha1(json.dumps(pod, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return pod
 
 
 class FixedClock:
@@ -95,7 +107,9 @@ class MiniCluster:
     # Pods
     def list_pods(self, namespace, ms_name):
         return [
-            copy.deepcopy(p) for p in self.pods.values() if p["metadata"]["labels"].get(naming.LABEL_NAME) == ms_name
+            _versioned(copy.deepcopy(p))
+            for p in self.pods.values()
+            if p["metadata"]["labels"].get(naming.LABEL_NAME) == ms_name
         ]
 
     def create_pod(self, pod):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -397,7 +398,7 @@ def run_scenario(m, ops, settle_first):
 
 
 PROPERTY_SETTINGS = settings(
-    max_examples=60,
+    max_examples=int(os.environ.get("PROPERTY_EXAMPLES", "60")),
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

@@ -31,6 +31,7 @@ from ..plan import (
 )
 from .budgets import availability_floor, group_step, wanted_surge
 from .builder import PlanBuilder
+from .context import needs_no_recovery
 from .create import create_group, create_missing_instances
 from .drain import remove_group
 from .recovery import recover_group
@@ -229,6 +230,8 @@ def _fill_and_recover(out: PlanBuilder, b: _Budgets) -> None:
         if o in out.group_removals:
             continue
         rev = ctx.group_revisions[o]
+        if rev == group.revision and needs_no_recovery(ctx, group):
+            continue  # most groups on most passes: nothing lost, nothing missing
         data = ctx.data_of(rev)
         if data is None:
             out.report_unreadable_once(rev, o, None, f"recovery of group {o}")

@@ -29,7 +29,7 @@ from ..spec import IN_PLACE
 from . import inplace
 from .budgets import availability_floor, replacement_allowed, wanted_surge
 from .builder import PlanBuilder
-from .context import PassContext
+from .context import PassContext, needs_no_recovery
 from .coordination import admit_coordinated, role_budget_reason
 from .create import create_instance, create_missing_instances
 from .drain import remove_group, remove_instance
@@ -84,7 +84,8 @@ def _roll_group(out: PlanBuilder, group: GroupObs, in_place: bool) -> None:
     o = group.ordinal
     states = role_states(ctx, group, in_place)
     # Recovery and scale inside the group first (these keep their own rules).
-    recover_group(out, group)
+    if not needs_no_recovery(ctx, group):
+        recover_group(out, group)
     if o in out.group_removals:
         return  # ServingGroupRecreate is rebuilding the whole group
     for role, st in states.items():

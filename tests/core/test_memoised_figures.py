@@ -1,0 +1,80 @@
+"""The planner memoises a group's availability and its "nothing to recover" verdict on the observed
+group (reused while its pods are the same parses), keyed by the pass's shape: whatever else those
+figures read. Reusing the very same observation under another spec or history must give the figures
+of that spec and history, never the memoised ones."""
+
+from __future__ import annotations
+
+import copy
+
+from controller.core.observe import observe
+from controller.core.planner import plan
+from controller.core.planner.context import build_context
+from controller.core.spec import parse_modelserving
+
+from .harness import manifest, role
+from .support import NAME, NS, deploy, history, patch_spec, status
+
+
+def converged(roles=None, replicas=2):
+    cluster, _ = deploy(manifest(replicas=replicas, roles=roles or [role("serve", workers=1)]))
+    pods = cluster.list_pods(NS, NAME)  # with resourceVersions, as a cluster lists them
+    return cluster, pods
+
+
+def context(cluster, observed, hist=None):
+    ms = parse_modelserving(cluster.ms[(NS, NAME)])
+    return build_context(ms, hist or history(cluster), observed, 0.0, status(cluster), None)
+
+
+def test_the_same_observation_twice_gives_the_same_availability():
+    cluster, pods = converged()
+    observed = observe(pods)
+    first = context(cluster, observed)
+    again = context(cluster, observe(pods))
+    assert observe(pods).groups[0] is observed.groups[0]  # the reuse this memo relies on
+    assert first.group_available == again.group_available == {0: True, 1: True}
+    assert first.instance_available == again.instance_available
+
+
+def test_a_revision_that_can_no_longer_be_read_changes_the_availability_of_unchanged_groups():
+    """With its revision unreadable, a group's instances are held to the spec's pod count."""
+    cluster, pods = converged()
+    observed = observe(pods)
+    assert context(cluster, observed).group_available == {0: True, 1: True}
+    # The spec now wants 2 workers; the stored revision the pods run (1 worker) is corrupted, so
+    # the pods expected per instance come from the spec: 3, and the 2-pod instances fall short.
+    patch_spec(cluster, {"template": {"roles": [role("serve", workers=2)]}})
+    hist = history(cluster)
+    for rev in hist.revisions:
+        rev.data = None
+    ctx = context(cluster, observed, hist)
+    assert ctx.group_available == {0: False, 1: False}
+    # And back: the readable history gives the memoised-then-recomputed figures again.
+    assert context(cluster, observed).group_available == {0: True, 1: True}
+
+
+def test_a_role_scaled_up_gets_its_new_instance_although_the_groups_pods_did_not_change():
+    cluster, pods = converged()
+    plan(parse_modelserving(cluster.ms[(NS, NAME)]), history(cluster), observe(pods), 0.0, status=status(cluster))
+    patch_spec(cluster, {"template": {"roles": [role("serve", replicas=2, workers=1)]}})
+    result = plan(
+        parse_modelserving(cluster.ms[(NS, NAME)]), history(cluster), observe(pods), 0.0, status=status(cluster)
+    )
+    created = {(a.group, a.role, a.ordinal) for a in result.actions if a.verb == "create"}
+    assert {(0, "serve", 1), (1, "serve", 1)} <= created
+
+
+def test_a_lost_role_under_another_policy_is_still_recovered():
+    """The "nothing to recover" verdict holds for RoleRecreate only: under ServingGroupRecreate a
+    group missing an instance it had is rebuilt, memo or not."""
+    cluster, pods = converged(roles=[role("prefill"), role("decode")])
+    observed = observe(pods)
+    plan(parse_modelserving(cluster.ms[(NS, NAME)]), history(cluster), observed, 0.0, status=status(cluster))
+    manifest_now = copy.deepcopy(cluster.ms[(NS, NAME)])
+    manifest_now["spec"]["recoveryPolicy"] = "ServingGroupRecreate"
+    without_decode_0 = [p for p in pods if not p["metadata"]["name"].startswith(f"{NAME}-0-decode-")]
+    result = plan(
+        parse_modelserving(manifest_now), history(cluster), observe(without_decode_0), 0.0, status=status(cluster)
+    )
+    assert any(a.group == 0 and a.verb in ("delete", "drain") for a in result.actions)
