@@ -426,18 +426,23 @@ _LEAVING = attrgetter("leaving_routing")
 
 
 def observe(pods: list[Obj], in_flight: Mapping[str, int] | None = None) -> Observed:
+    # Few lists of 32,000 at a time, and short-lived: a young-generation collection that runs
+    # meanwhile walks every element of each (one took ~4 ms with six such lists alive).
     try:
         metas = list(map(_METADATA, pods))
-        uids = list(map(_UID, metas))
-        versions = list(map(_RESOURCE_VERSION, metas))
-        hits = list(map(_PARSE_CACHE.get, uids))
-        cached_versions = list(map(_CACHED_VERSION, hits))  # TypeError when a pod was never parsed
+        hits = list(map(_PARSE_CACHE.get, map(_UID, metas)))
+        # The pods whose version moved since their parse (a few per pass). TypeError: a pod that
+        # was never parsed (no cache entry).
+        moved = list(
+            compress(range(len(pods)), map(not_, map(eq, map(_CACHED_VERSION, hits), map(_RESOURCE_VERSION, metas))))
+        )
     except (KeyError, TypeError):
         # A pod without metadata, uid or resourceVersion, or one not parsed yet: one by one.
         return _observe_pods(pods, in_flight)
+    del metas
     parsed = list(map(_CACHED_PARSE, hits))
-    # The pods whose version moved since their parse (a few per pass): parsed again, in place.
-    for i in compress(range(len(pods)), map(not_, map(eq, cached_versions, versions))):
+    del hits
+    for i in moved:  # parsed again, in place
         parsed[i] = _parse_cached(pods[i])
     if None in parsed:  # a foreign pod (our name label, unreadable identity): named one by one
         return _observe_pods(pods, in_flight)
