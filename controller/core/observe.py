@@ -153,6 +153,7 @@ class GroupObs:
     # while its pods are the same parses.
     availability: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)
     intact: tuple[Any, bool] | None = field(default=None, repr=False, compare=False)  # the same, for recovery
+    status_entry: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)  # and for status
 
     def finalize(self) -> None:
         counts: dict[str, int] = {}

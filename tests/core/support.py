@@ -135,3 +135,26 @@ def blocked_for(result, group: int | None = None, role: Any = ...) -> list[str]:
         for b in result.blocked
         if (group is None or b["group"] == group) and (role is ... or b["role"] == role)
     ]
+
+
+def plan_with_and_without_memos(cluster: MiniCluster, clock: FixedClock) -> tuple[dict, dict]:
+    """The plan of the next pass (actions, blocked reasons, status) computed with the planner's
+    memos left by the previous passes, and from scratch (the observed groups' memos forgotten): a
+    memo must never change a plan."""
+    from controller.core.planner import plan
+
+    ms = parse_modelserving(cluster.ms[(NS, NAME)])
+    hist, st, pods = history(cluster), status(cluster), cluster.list_pods(NS, NAME)
+
+    def summary(result) -> dict:
+        return {
+            "actions": [a.to_trace() for a in result.actions],
+            "blocked": [b.to_json() for b in result.blocked],
+            "status": result.status,
+        }
+
+    memoised = summary(plan(ms, hist, observe(pods), clock.t, status=st))
+    fresh_observation = observe(pods)
+    for group in fresh_observation.groups.values():
+        group.availability = group.intact = group.status_entry = None
+    return memoised, summary(plan(ms, hist, fresh_observation, clock.t, status=st))

@@ -34,7 +34,7 @@ from controller.core.spec import ValidationError, parse_modelserving
 from tests import contract
 
 from .harness import CountingRouter, FixedClock, MiniCluster, manifest, role, step
-from .support import NAME, NS, change_image, patch_spec, status
+from .support import NAME, NS, change_image, patch_spec, plan_with_and_without_memos, status
 
 # Every recovery policy allowed with each strategy type (ServingGroupRecreate with
 # RoleRollingUpdate is refused by validation).
@@ -196,6 +196,8 @@ def checked_step(cluster, clock, router, *, settle):
     group_budgets, role_budgets = contract.group_budgets(spec), contract.role_budgets(spec)
     role_avail, group_avail = _available_instances(cluster, ms)
     readable_before = _readable(cluster)
+    memoised, fresh = plan_with_and_without_memos(cluster, clock)
+    assert memoised == fresh, "the planner's memos changed a plan"
     result = step(cluster, clock, router, settle=False)
     readable = {**readable_before, **_readable(cluster)}
 
