@@ -338,7 +338,32 @@ def _window_stats(win: dict, clients: int) -> dict:
         },
         "messagesPerClientPerSecond": round(max(win["counts"]) / win["seconds"], 2) if win.get("seconds") else None,
         "messageBytes": {"p50": pct(win["sizes"], 50), "max": max(win["sizes"], default=None)},
+        "slowestPublishes": _slowest_publishes(win),
     }
+
+
+def _slowest_publishes(win: dict, n: int = 4) -> list[dict]:
+    """Where the publish -> client tail comes from: the publishes whose slowest client waited
+    longest, each with its seconds into the window, its median and slowest client, and the largest
+    message that delivered it (a delta of a few hundred kB to 100 clients, or a full state, shows
+    up here). With one publish a second and 100 clients, p95 is set by the worst one or two
+    publishes, so this list is the tail."""
+    if not win["pubs"]:
+        return []
+    t0 = win["pubs"][0][1]
+    rows = []
+    for k, samples in win["per_pub"].items():
+        lat = [s[0] for s in samples]
+        rows.append(
+            {
+                "atSeconds": round(win["pubs"][k][1] - t0, 1),
+                "p50Ms": _ms(pct(lat, 50)),
+                "maxMs": _ms(max(lat)),
+                "clients": len(lat),
+                "largestMessageBytes": max(s[1] for s in samples),
+            }
+        )
+    return sorted(rows, key=lambda r: -r["maxMs"])[:n]
 
 
 async def measure_fanout(stack: Stack, clients: int, seconds: float, start_rollout, publish_loop, log) -> list[dict]:
@@ -366,6 +391,8 @@ async def measure_fanout(stack: Stack, clients: int, seconds: float, start_rollo
             "counts": [0] * clients,
             "idx": [0] * clients,
             "sizes": [],
+            # Per publish index: (latency, size of the message that delivered it), for the breakdown.
+            "per_pub": {},
         }
 
     async def client(i: int, http) -> None:
@@ -402,6 +429,7 @@ async def measure_fanout(stack: Stack, clients: int, seconds: float, start_rollo
                 pubs = w["pubs"]
                 while w["idx"][i] < len(pubs) and pubs[w["idx"][i]][0] <= t:
                     w["pub"].append(now - pubs[w["idx"][i]][1])
+                    w["per_pub"].setdefault(w["idx"][i], []).append((now - pubs[w["idx"][i]][1], len(msg.data)))
                     w["idx"][i] += 1
 
     results = []
@@ -598,6 +626,14 @@ def main(argv: list[str]) -> int:
             ("  messages per client per second (max)", w["messagesPerClientPerSecond"]),
             ("  message size p50 / max (bytes)", f"{w['messageBytes']['p50']} / {w['messageBytes']['max']}"),
         ]
+        for s in w["slowestPublishes"]:
+            rows.append(
+                (
+                    f"  slow publish at {s['atSeconds']} s",
+                    f"p50 {s['p50Ms']} / max {s['maxMs']} ms over {s['clients']} clients,"
+                    f" largest message {s['largestMessageBytes']} bytes",
+                )
+            )
     rows += [
         ("load average (1 min)", f"{os.getloadavg()[0]:.2f}"),
         ("rollout at the end", f"{at_end['updatedGroups']} groups updated, phase {at_end['phase']}"),
