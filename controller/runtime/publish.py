@@ -27,6 +27,7 @@ import itertools
 import logging
 import os
 import re
+import secrets
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -44,6 +45,19 @@ LAST_KEPT = 64
 _last: OrderedDict[str, tuple[str, dict]] = OrderedDict()
 _last_lock = threading.Lock()
 _ids = itertools.count(1)
+# The pid alone does not name a process: the worker pods of a Deployment each have their own pid
+# namespace, so their Celery children have the same small pids (7, 8, ...), and a hub would apply
+# one pod's delta to the state of the same pid in another pod. A random token, drawn again after a
+# fork (Celery's prefork children inherit this module), makes the id unique.
+_process: dict[str, Any] = {"pid": None, "name": ""}
+
+
+def _process_name() -> str:
+    """``<pid>.<8 random hex digits>``, the same for the life of this process."""
+    pid = os.getpid()
+    if _process["pid"] != pid:
+        _process.update(pid=pid, name=f"{pid}.{secrets.token_hex(4)}")
+    return _process["name"]
 
 
 def group_name(namespace: str, name: str) -> str:
@@ -83,11 +97,12 @@ def publish_state(namespace: str, name: str, state: dict[str, Any] | None = None
 
 def _delta_fields(group: str, state: Any) -> dict[str, Any]:
     """``id`` of this publish, and the delta from this process's previous publish to the group
-    (``delta``, ``base_id``) when there is one. Ids are unique across processes (pid and a
-    counter), so a hub never applies a delta to a state another process published."""
+    (``delta``, ``base_id``) when there is one. Ids are unique across processes and hosts (pid,
+    a random token of the process, a counter: ``812.9f3ac01e-41``), so a hub never applies a delta
+    to a state another process published."""
     from .delta import make_delta
 
-    published_id = f"{os.getpid()}-{next(_ids)}"
+    published_id = f"{_process_name()}-{next(_ids)}"
     with _last_lock:
         previous = _last.pop(group, None)
         if isinstance(state, dict):
