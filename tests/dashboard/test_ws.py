@@ -365,3 +365,40 @@ async def test_a_delta_from_a_publishers_state_pushed_out_of_the_history_still_a
     # The path under test: A's first state was no longer a kept version.
     assert "a.1-1" not in hub.published_ids.values()
     await comm.disconnect()
+
+
+@pytest.mark.parametrize(
+    "sentence, page_sends",
+    [
+        ("acknowledgements do not go through the database thread", [{"type": "ack"}] * 5),
+        ("a message that is not JSON does not either", ["not json"]),
+    ],
+)
+async def test_received_messages_skip_close_old_connections(ms, viewer, monkeypatch, sentence, page_sends):
+    """Channels calls close_old_connections (a hop to its database thread) before every handler;
+    the consumer skips it for received messages, where it touches no database connection."""
+    import channels.consumer
+
+    calls = []
+    real = channels.consumer.aclose_old_connections
+
+    async def counting():
+        calls.append(1)
+        await real()
+
+    monkeypatch.setattr(channels.consumer, "aclose_old_connections", counting)
+    comm = communicator(ms, viewer)
+    await comm.connect()
+    await comm.receive_from(timeout=3)
+    before = len(calls)
+    assert before >= 1  # websocket.connect still goes through Channels' dispatch
+    for sent in page_sends:
+        if sent == {"type": "ack"}:
+            await comm.ack()
+        else:
+            await comm.send_to(text_data=sent)
+    # The socket still answers, so every message before the resync was handled.
+    await comm.send_json_to({"type": "resync"})
+    assert "type" not in json.loads(await comm.receive_from(timeout=3))
+    assert len(calls) == before, sentence
+    await comm.disconnect()
