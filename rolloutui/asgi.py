@@ -24,3 +24,9 @@ application = ProtocolTypeRouter(
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+
+# Last, once everything the process keeps for good is loaded: see rolloutui/gctuning.py (full
+# garbage collections were the websocket fan-out's tail).
+from rolloutui.gctuning import tune_web_process  # noqa: E402
+
+tune_web_process()

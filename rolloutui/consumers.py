@@ -82,12 +82,26 @@ log = logging.getLogger(__name__)
 # quick succession waits, and its trailing send then carries the newest state. (At 4/s with
 # bursts of 2, `bench fanout` measured p95 376 ms from publish to client, most of it waiting for a
 # token; at 5/s with bursts of 3, 84-257 ms, still a few messages a second.)
+# Bursts of 5: during a rollout the reconcile workers publish in clusters (3-5 passes within
+# ~400 ms when pods change state, then nothing until the next change) at 4-5 a second on
+# average, so a bucket of 3 was empty at the end of most clusters and the next publish waited up
+# to 1 / RATE = 200 ms for a token (bench fanout, nice-10 window: the slowest clients of a
+# publish 210-240 ms while its median client had it in 70-110 ms). With 5, a cluster of 5 goes
+# out at once and the long-run bound is unchanged: over any T seconds at most 5 + 5 T messages,
+# e.g. a burst of 50 publishes in 0.2 s costs a client 5 + 1 = 6 messages, not 50.
 RATE = 5.0
-BURST = 3.0
+BURST = 5.0
 MIN_INTERVAL = 1.0 / RATE
 # States kept per hub (the newest is what a new client gets; each client also keeps a reference
 # to the state it was last sent, the base of its next delta).
 HISTORY = 4
+# Besides those, the newest state of each of this many publishers (least recently heard from
+# dropped first): the base of that publisher's next delta. Two reconcile worker processes and a
+# third publisher (the bench's, an operator's command) interleave: with one publish a second from
+# the third, the two workers' passes (up to ~5 a second during a rollout) pushed its previous
+# state out of the HISTORY of 4 every time, and the hub decoded its 1.7 MB text (12-40 ms, and
+# ~40,000 new long-lived objects for the garbage collector to walk) instead of applying a delta.
+PUBLISHERS_KEPT = 4
 
 CLOSE_BAD_MESSAGE = 4400  # an acknowledgement of a message never sent, or with the wrong token
 CLOSE_UNAUTHENTICATED = 4401
@@ -144,6 +158,8 @@ class _Hub:
         # applies to the kept version whose id is its ``base_id`` (not necessarily the newest:
         # two worker processes, or a bench publisher next to the controller, interleave).
         self.published_ids: dict[int, str] = {}
+        # publisher (``_publisher_of`` its id) -> (id, state) of its newest publish.
+        self.publisher_bases: OrderedDict[str, tuple[str, dict]] = OrderedDict()
 
     @property
     def state(self) -> dict | None:
@@ -154,12 +170,17 @@ class _Hub:
         state: dict,
         text: str | None = None,
         published_id: str | None = None,
-        delta: tuple[int, str] | None = None,
+        delta: tuple[int | None, str] | None = None,
     ) -> None:
         """A new newest state; ``delta``: (a kept version, the encoded message from it to this one)."""
         self.version += 1
         if published_id is not None:
             self.published_ids[self.version] = published_id
+            publisher = _publisher_of(published_id)
+            self.publisher_bases[publisher] = (published_id, state)
+            self.publisher_bases.move_to_end(publisher)
+            while len(self.publisher_bases) > PUBLISHERS_KEPT:
+                self.publisher_bases.popitem(last=False)
         self.states[self.version] = state
         if text is not None:
             self.texts[self.version] = text
@@ -264,21 +285,27 @@ class _Hub:
                 consumer.hub_updated()
         return True
 
-    async def _apply_published_delta(self, message: dict) -> tuple[dict, tuple[int, str]] | None:
+    async def _apply_published_delta(self, message: dict) -> tuple[dict, tuple[int | None, str]] | None:
         """The new state, and (base version, the delta's text), when the publisher sent the delta
         from a state this hub holds (``base_id``): applying a few dozen changes costs far less than decoding
-        the whole state (36-40 ms for 1,000 groups, per publish). None otherwise (this hub joined
-        after that publish, missed one, or another worker process published it): the caller
-        decodes the full text, which every publish carries."""
+        the whole state (36-40 ms for 1,000 groups, per publish). The base may be a kept version
+        or, once newer versions pushed it out of the history, the newest state of its publisher
+        (base version None: the delta then applies, but no page holds its base to be sent it).
+        None otherwise (this hub joined after that publish, or missed one): the caller decodes
+        the full text, which every publish carries."""
         raw, base_id = message.get("delta"), message.get("base_id")
-        if base_id is None or not isinstance(raw, bytes | str):
+        if not isinstance(base_id, str) or not isinstance(raw, bytes | str):
             return None
         base_version = next((v for v, i in self.published_ids.items() if i == base_id), None)
-        if base_version is None or base_version not in self.states:
-            return None
-        base = self.states[base_version]
+        if base_version is not None and base_version in self.states:
+            base = self.states[base_version]
+        else:
+            kept = self.publisher_bases.get(_publisher_of(base_id))
+            if kept is None or kept[0] != base_id:
+                return None
+            base_version, base = None, kept[1]
 
-        def apply() -> tuple[dict, tuple[int, str]]:
+        def apply() -> tuple[dict, tuple[int | None, str]]:
             text = raw.decode() if isinstance(raw, bytes) else raw
             state = apply_delta(base, orjson.loads(text))
             return state, (base_version, text)
@@ -323,6 +350,12 @@ class _Hub:
                 task = asyncio.ensure_future(asyncio.to_thread(_encode, new))
             self._messages[key] = task
         return to, await asyncio.shield(task), new
+
+
+def _publisher_of(published_id: str) -> str:
+    """The publisher of a publish id: the id without its counter (``publish._delta_fields`` makes
+    ``<pid>.<random token>-<n>``). Example: ``"812.9f3ac01e-41"`` -> ``"812.9f3ac01e"``."""
+    return published_id.rsplit("-", 1)[0]
 
 
 async def _ready(text: str) -> str:
@@ -385,6 +418,17 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
     channel_layer_alias = None
     hub: _Hub | None = None
     watchdog: asyncio.Task | None = None
+
+    async def dispatch(self, message):
+        # Channels runs close_old_connections in its database thread before every handler, so
+        # each acknowledgement (100 pages at ~4 messages a second: 400 a second) cost a round
+        # trip to that thread and back, on the event loop that sends the states. Nothing here
+        # uses the database on a received message but through database_sync_to_async, which
+        # closes old connections itself, in that thread, around every call.
+        if message.get("type") == "websocket.receive":
+            await self.websocket_receive(message)
+            return
+        await super().dispatch(message)
 
     async def connect(self):
         from rolloutui.services import streaming

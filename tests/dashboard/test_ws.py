@@ -328,3 +328,77 @@ async def test_an_update_that_is_not_json_is_ignored_and_the_next_one_arrives(ms
     delta = json.loads(await comm.receive_from(timeout=3))
     assert replay([snapshot, delta]) == state
     await comm.disconnect()
+
+
+async def test_a_delta_from_a_publishers_state_pushed_out_of_the_history_still_applies(ms, viewer):
+    """Publisher A publishes, then B publishes HISTORY times (two worker processes and the bench
+    interleave so): A's state is no longer a kept version, but the hub keeps each publisher's
+    newest state, so A's next delta applies instead of a decode of the full text."""
+    from controller.runtime.publish import encode_state
+    from rolloutui.consumers import HISTORY, _Hub, make_delta
+    from rolloutui.services import streaming
+
+    comm = communicator(ms, viewer)
+    await comm.connect()
+    snapshot = json.loads(await comm.receive_from(timeout=3))
+    group = streaming.group_name(ms["namespace"], ms["name"])
+    layer = get_channel_layer()
+    a1 = {**snapshot, "phase": "A1", "time": 921.0}
+    await layer.group_send(group, {"type": "state.update", "json": encode_state(a1), "id": "a.1-1"})
+    b = a1
+    for i in range(HISTORY):
+        b = {**snapshot, "phase": f"B{i}", "time": 922.0 + i}
+        await layer.group_send(group, {"type": "state.update", "json": encode_state(b), "id": f"b.1-{i + 1}"})
+    a2 = {**a1, "spec": {**snapshot["spec"], "paused": True}, "time": 930.0}
+    # The full text is deliberately B's last state: only the delta can make the page end at a2.
+    message = {
+        "type": "state.update",
+        "json": encode_state(b),
+        "id": "a.1-2",
+        "base_id": "a.1-1",
+        "delta": encode_state(make_delta(a1, a2)),
+    }
+    await layer.group_send(group, message)
+    messages = await receive_all(comm)
+    assert replay([snapshot, *messages]) == a2
+    hub = next(h for (_, g), h in _Hub._hubs.items() if g == group)
+    # The path under test: A's first state was no longer a kept version.
+    assert "a.1-1" not in hub.published_ids.values()
+    await comm.disconnect()
+
+
+@pytest.mark.parametrize(
+    "sentence, page_sends",
+    [
+        ("acknowledgements do not go through the database thread", [{"type": "ack"}] * 5),
+        ("a message that is not JSON does not either", ["not json"]),
+    ],
+)
+async def test_received_messages_skip_close_old_connections(ms, viewer, monkeypatch, sentence, page_sends):
+    """Channels calls close_old_connections (a hop to its database thread) before every handler;
+    the consumer skips it for received messages, where it touches no database connection."""
+    import channels.consumer
+
+    calls = []
+    real = channels.consumer.aclose_old_connections
+
+    async def counting():
+        calls.append(1)
+        await real()
+
+    monkeypatch.setattr(channels.consumer, "aclose_old_connections", counting)
+    comm = communicator(ms, viewer)
+    await comm.connect()
+    await comm.receive_from(timeout=3)
+    before = len(calls)
+    assert before >= 1  # websocket.connect still goes through Channels' dispatch
+    for sent in page_sends:
+        if sent == {"type": "ack"}:
+            await comm.ack()
+        else:
+            await comm.send_to(text_data=sent)
+    # The socket still answers, so every message before the resync was handled.
+    await comm.send_json_to({"type": "resync"})
+    assert "type" not in json.loads(await comm.receive_from(timeout=3))
+    assert len(calls) == before, sentence
+    await comm.disconnect()

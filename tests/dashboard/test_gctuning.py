@@ -1,0 +1,53 @@
+"""The web process's garbage-collector settings (rolloutui/gctuning.py), read in a fresh process:
+freezing objects in the test process would keep them for the rest of the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rolloutui.gctuning import OLD_GENERATION_THRESHOLD
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROBE = """
+import gc, json
+import rolloutui.asgi
+print(json.dumps({"frozen": gc.get_freeze_count(), "threshold": gc.get_threshold(), "default": [700, 10]}))
+"""
+
+
+@pytest.fixture(scope="module")
+def after_asgi_import() -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROLLOUTUI_")}
+    env["DJANGO_SETTINGS_MODULE"] = "rolloutui.settings"
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    "sentence, holds",
+    [
+        (
+            "loading the ASGI application freezes what start-up left alive",
+            lambda r: r["frozen"] > 10_000,
+        ),
+        (
+            "the oldest generation waits for OLD_GENERATION_THRESHOLD collections of the middle one",
+            lambda r: r["threshold"][2] == OLD_GENERATION_THRESHOLD,
+        ),
+        (
+            "the young and middle generations keep CPython's thresholds",
+            lambda r: list(r["threshold"][:2]) == r["default"],
+        ),
+    ],
+)
+def test_web_process_gc(after_asgi_import, sentence, holds):
+    assert holds(after_asgi_import), f"{sentence}: {after_asgi_import}"
