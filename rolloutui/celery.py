@@ -61,6 +61,15 @@ def _beat_needs_redis(**kwargs):
     _require_redis("beat")
 
 
+@signals.worker_process_init.connect
+def _tune_gc(**kwargs):
+    # Each pool process, after the fork: see rolloutui/gctuning.py (full collections inside
+    # reconcile passes of a 1,000-group ModelServing).
+    from rolloutui.gctuning import tune_worker_process
+
+    tune_worker_process()
+
+
 @signals.worker_process_shutdown.connect
 def _forget_dead_process_metrics(pid=None, **kwargs):
     # Live gauges of a pool process that exits must stop counting; counters and histograms

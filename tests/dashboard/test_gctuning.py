@@ -51,3 +51,25 @@ def after_asgi_import() -> dict:
 )
 def test_web_process_gc(after_asgi_import, sentence, holds):
     assert holds(after_asgi_import), f"{sentence}: {after_asgi_import}"
+
+
+WORKER_PROBE = """
+import gc, json, django
+django.setup()
+from celery import signals
+import rolloutui.celery
+before = gc.get_freeze_count()
+signals.worker_process_init.send(sender=None)
+print(json.dumps({"before": before, "frozen": gc.get_freeze_count(), "threshold": gc.get_threshold()}))
+"""
+
+
+def test_a_celery_pool_process_freezes_and_raises_the_oldest_threshold_once_it_starts():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROLLOUTUI_")}
+    env["DJANGO_SETTINGS_MODULE"] = "rolloutui.settings"
+    out = subprocess.run(
+        [sys.executable, "-c", WORKER_PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=True
+    )
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["frozen"] > result["before"] + 10_000
+    assert result["threshold"][2] == OLD_GENERATION_THRESHOLD
