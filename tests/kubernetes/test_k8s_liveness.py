@@ -111,7 +111,9 @@ def test_the_beat_scheduler_touches_its_heartbeat_on_every_tick(tmp_path, monkey
 
     path = tmp_path / "beat.alive"
     monkeypatch.setenv(HEARTBEAT_ENV, str(path))
-    app = Celery("heartbeat-test", broker="memory://")
+    # Not the current app: shared tasks (rolloutui.tasks.run_preview.delay) would then send through
+    # it for the rest of the test process (a routing test saw nothing published).
+    app = Celery("heartbeat-test", broker="memory://", set_as_current=False)
     app.conf.beat_schedule = {}
     scheduler = HeartbeatScheduler(app=app, schedule_filename=str(tmp_path / "schedule"), lazy=False)
     try:
