@@ -61,6 +61,7 @@ import asyncio
 import hmac
 import json
 import logging
+import random
 import secrets
 import time
 from collections import OrderedDict, deque
@@ -475,8 +476,15 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
 
     async def _watch_permission(self) -> None:
         interval = settings.ROLLOUTUI_WS_RECHECK_SECONDS
+        # The first re-check comes after a random half to whole interval, then one every interval:
+        # pages that connected together (100 of them after a deploy or a network blip) would
+        # otherwise re-check together, 100 rounds of user, session and permission queries on the
+        # one database thread at once, holding the GIL from the loop that sends the states. Never
+        # later than the interval, so a revoked permission still ends a socket within it.
+        delay = interval * random.uniform(0.5, 1.0)
         while not self.closing:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(delay)
+            delay = interval
             try:
                 code = await _recheck(self.scope, self.namespace)
             except Exception:  # the database is briefly unreachable: try again next time

@@ -294,3 +294,32 @@ async def test_a_websocket_from_the_dashboards_own_origin_is_accepted(ms, viewer
     first = json.loads(await comm.receive_from(timeout=3))
     assert first["name"] == ms["name"]
     await comm.disconnect()
+
+
+async def test_pages_connected_together_spread_their_permission_rechecks_over_the_interval(
+    ms, viewer, settings, monkeypatch
+):
+    """The first re-check of each socket waits a random half to whole interval: never later than
+    the interval (a revoked permission still ends the socket in time), and not all at once."""
+    from rolloutui import consumers
+
+    settings.ROLLOUTUI_WS_RECHECK_SECONDS = 30
+    first_waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def recording_sleep(delay, *args, **kwargs):
+        if delay >= 1:  # the watchdog's wait: noted, then it waits until the socket closes
+            first_waits.append(delay)
+            delay = 3600
+        return await real_sleep(delay, *args, **kwargs)
+
+    monkeypatch.setattr(consumers.asyncio, "sleep", recording_sleep)
+    comms = [communicator(ms, viewer) for _ in range(5)]
+    for comm in comms:
+        await comm.connect()
+        await comm.receive_from(timeout=3)
+    for comm in comms:
+        await comm.disconnect()
+    assert len(first_waits) == 5
+    assert all(15 <= wait <= 30 for wait in first_waits)
+    assert len(set(first_waits)) > 1
