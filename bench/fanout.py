@@ -113,6 +113,17 @@ Publish -> client p95 at normal priority: 197-302 ms before, 144-176 ms after; u
 target in 2 of the 3 after runs (148, 144 ms), in none before. The nice-10 window stays noisy
 (one stalled publish of ~220-460 ms in most runs, not yet explained) and misses it; observed ->
 client p95 (496-587 ms after, 541-755 ms before) misses 250 ms: that is the controller's pass.
+
+Then (same day, nothing else running, load ~1 at the start of each run): the Celery pool
+processes got the web process's GC settings (a worker traced at load ~3 spent 1.3-2.2 s in 8 full
+collections over 30 passes of this ModelServing, inside the passes, before their publish), the
+planner memos made each pass cheaper, and each socket's permission re-check starts after a random
+half to whole interval (100 pages connected together re-checked together). Two runs, ``--seconds
+20``: publish -> client p50 / p95 60 / 183 and 59 / 188 ms, observed -> client p50 / p95 126 / 278
+and 140 / 283 ms, nice-10 window publish p95 381 and 260 ms, detail page first render 561 and
+502 ms. Observed -> client went from ~500-590 ms (at load 3-5) to ~280 ms; neither p95 target is
+met (150 / 250 ms). The slow publishes reach the median client as late as the slowest, so the time
+is spent before the fan-out.
 """
 
 from __future__ import annotations

@@ -37,6 +37,11 @@
    target is NOT met yet (not measured on a quiet machine, where wall is close to CPU; CPU alone
    is still above 5 s): see the README.
 
+   Third round (2026-12-01, nothing else running, load average ~1): the same preview takes
+   3.9-4.4 s wall (CPU the same), 74 MB peak RSS, converged 410.2 s after the change: the 5 s
+   target is met. On a quiet machine the second round's code already took 4.1-4.2 s (the 11.5 s
+   above were the other sessions' load); this round's planner memos bring it to 3.0-3.9 s.
+
     python -m bench sim [--json] [--preview-groups 1000]   (0 skips the preview)
 """
 
