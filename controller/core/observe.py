@@ -362,20 +362,28 @@ _PARSE_CACHE: dict[str, tuple[str, PodObs | None, int | None, bool]] = {}
 _PARSE_CACHE_LIMIT = 200_000
 
 
-def _parse_cached(raw: Obj) -> PodObs | None:
+def _cache_entry(raw: Obj) -> tuple[str, PodObs | None, int | None, bool] | None:
+    """The parse-cache entry of ``raw`` at its resourceVersion, parsed now if it has none; None
+    for a pod without uid or resourceVersion (never cached)."""
     meta = raw.get("metadata") or _EMPTY
     uid = meta.get("uid")
     rv = meta.get("resourceVersion")
     if not uid or not rv:
-        return parse_pod(raw)
+        return None
     hit = _PARSE_CACHE.get(uid)
     if hit is not None and hit[0] == rv:
-        return hit[1]
+        return hit
     if len(_PARSE_CACHE) >= _PARSE_CACHE_LIMIT:
         _PARSE_CACHE.clear()
     pod = parse_pod(raw)
-    _PARSE_CACHE[uid] = (rv, pod, None, False) if pod is None else (rv, pod, pod.group, pod.leaving_routing)
-    return pod
+    entry = (rv, pod, None, False) if pod is None else (rv, pod, pod.group, pod.leaving_routing)
+    _PARSE_CACHE[uid] = entry
+    return entry
+
+
+def _parse_cached(raw: Obj) -> PodObs | None:
+    entry = _cache_entry(raw)
+    return parse_pod(raw) if entry is None else entry[1]
 
 
 # Observed groups of the previous passes, by (group ordinal, uid of the group's first pod): the pods
@@ -443,10 +451,10 @@ def observe(pods: list[Obj], in_flight: Mapping[str, int] | None = None) -> Obse
         return _observe_pods(pods, in_flight)
     del metas
     for i in moved:  # parsed again, in place: its entry is the new parse's
-        _parse_cached(pods[i])
-        hits[i] = _PARSE_CACHE.get(pods[i]["metadata"]["uid"])
-        if hits[i] is None:  # the cache was just cleared (its bound): one by one
+        entry = _cache_entry(pods[i])
+        if entry is None:  # a version that cannot key the cache (empty): one by one
             return _observe_pods(pods, in_flight)
+        hits[i] = entry
     # Pods come listed by name, so a group's pods are one run (``ms-3-...`` sorts apart from
     # ``ms-30-...``: the ordinal is followed by "-"); a group split over runs is joined.
     by_group: dict[int, list[PodObs]] = {}

@@ -9,6 +9,7 @@ import copy
 
 import pytest
 
+from controller.core import naming
 from controller.core.observe import observe
 from controller.core.planner import plan
 from controller.core.planner.context import build_context
@@ -110,3 +111,17 @@ def test_every_pass_of_a_rollout_plans_the_same_with_and_without_the_memos(rollo
         if (status(cluster).get("converged") and not result.actions) and n > 5:
             break
     assert status(cluster).get("converged")
+
+
+def test_a_pod_whose_resource_version_became_empty_is_parsed_anew_not_taken_from_its_old_entry():
+    """The fast path re-reads the pods whose version moved; one that can no longer key the cache
+    (an empty resourceVersion) must not be answered with the parse of its previous version."""
+    cluster, pods = converged()
+    observe(pods)
+    changed = copy.deepcopy(pods)
+    victim = changed[0]
+    victim["metadata"]["resourceVersion"] = ""
+    victim["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:00Z"
+    observed = observe(changed)
+    group = observed.groups[int(victim["metadata"]["labels"][naming.LABEL_GROUP_ORDINAL])]
+    assert group.deleting
