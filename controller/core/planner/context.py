@@ -224,10 +224,23 @@ def build_context(
     return ctx
 
 
-# Interned shapes (below), so a group's memo is checked by identity. Bounded: a shape per spec and
-# revision history seen; clearing only costs recomputation.
-_SHAPES: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-_SHAPES_LIMIT = 1_000
+class Interned:
+    """Keys interned so that equal ones are one object: a memo made under a key is then checked by
+    identity. Bounded: emptied when ``limit`` keys are held (interning is derived data; emptying
+    only costs recomputation)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.keys: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+    def __call__(self, key: tuple[Any, ...]) -> tuple[Any, ...]:
+        if len(self.keys) >= self.limit:
+            self.keys.clear()
+        return self.keys.setdefault(key, key)
+
+
+# A shape per spec and revision history seen.
+_SHAPES = Interned(1_000)
 
 
 def _availability_shape(ctx: PassContext) -> tuple[Any, ...] | None:
@@ -253,9 +266,7 @@ def _availability_shape(ctx: PassContext) -> tuple[Any, ...] | None:
         tuple((r.name, r.pods_per_instance) for r in ctx.ms.roles),
         tuple(ctx.role_sizes.items()),
     )
-    if len(_SHAPES) >= _SHAPES_LIMIT:
-        _SHAPES.clear()
-    return _SHAPES.setdefault(key, key)
+    return _SHAPES(key)
 
 
 def with_partition(ctx: PassContext, partition: IntOrPercent, source: str) -> PassContext:

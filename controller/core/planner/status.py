@@ -21,7 +21,7 @@ from .. import naming, phases
 from ..observe import GroupObs
 from ..plan import BECAUSE_UPDATE, KIND_PARTITION, KIND_REVISION, STUCK_KINDS, Blocked
 from .builder import PlanBuilder
-from .context import PassContext, is_group_level
+from .context import Interned, PassContext, is_group_level
 
 _ROLE_COUNTS = ("desired", "ready", "updated", "unavailable", "surge", "draining")
 
@@ -99,8 +99,7 @@ def build_status(ctx: PassContext, out: PlanBuilder) -> dict[str, Any]:
 # non-updated revisions. Interned, so the many groups that add the same (every group Ready on the
 # update revision, say) are counted per distinct effect and added up once at the end.
 _COUNTED = ("updatedReady", "eligible", *_ROLE_COUNTS)
-_EFFECTS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-_EFFECTS_LIMIT = 10_000
+_EFFECTS = Interned(10_000)
 
 
 def _group_entries(ctx: PassContext, out: PlanBuilder, totals: _Totals) -> list[dict[str, Any]]:
@@ -147,9 +146,7 @@ def _group_entries(ctx: PassContext, out: PlanBuilder, totals: _Totals) -> list[
             scratch.available_groups,
             tuple(scratch.non_updated_revisions.items()),
         )
-        if len(_EFFECTS) >= _EFFECTS_LIMIT:
-            _EFFECTS.clear()
-        effect = _EFFECTS.setdefault(effect, effect)
+        effect = _EFFECTS(effect)
         skew = scratch.worst_skew[:2] if scratch.worst_skew is not None else None
         effects[effect] = effects.get(effect, 0) + 1
         _add_skew(totals, skew, o)
@@ -180,7 +177,7 @@ def _add_skew(totals: _Totals, skew: tuple[Fraction, Fraction] | None, o: int) -
 
 
 # Interned pass keys, so a memo's key compares its first element by identity.
-_STATUS_KEYS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+_STATUS_KEYS = Interned(10_000)
 
 
 def _status_key(ctx: PassContext, totals: _Totals) -> tuple[Any, ...] | None:
@@ -203,9 +200,7 @@ def _status_key(ctx: PassContext, totals: _Totals) -> tuple[Any, ...] | None:
         tuple(sorted(ctx.equivalent)),
         None if coordination is None else (coordination.max_skew_percent, tuple(sorted(coordination.roles))),
     )
-    if len(_STATUS_KEYS) >= _EFFECTS_LIMIT:
-        _STATUS_KEYS.clear()
-    return _STATUS_KEYS.setdefault(key, key)
+    return _STATUS_KEYS(key)
 
 
 def _skew_entry(ctx: PassContext, totals: _Totals, *, rolling: bool) -> dict[str, Any]:
