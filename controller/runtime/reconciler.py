@@ -148,25 +148,27 @@ def _one_pass(namespace: str, name: str, client: redis.Redis | None, *, holder: 
         return {"found": False}
     metrics.observe_reconcile("error" if result.error else "ok", result.duration_seconds)
     _clear_backoff(client, namespace, name)
-    if result.superseded:
-        # No view and no status: publishing the empty view would show the page a state without a
-        # spec (a browser test caught "reading 'paused'" of it), and sampling it would chart 0 %.
-        _requeue(client, namespace, name, clock.to_wall_seconds(workqueue.requeue_seconds(result.requeue_after)))
-        return {"found": True, "actions": [], "superseded": True, "seconds": round(result.duration_seconds, 4)}
-    for role in result.status.get("roles") or []:
-        metrics.set_rollout_progress(namespace, name, role.get("name", ""), float(role.get("progress") or 0.0))
-    maybe_queue_depth(client)
-    announce_analysis(namespace, name, result.audit)
-    publish_state(namespace, name, result.view)
-    hooks.run_post_reconcile(namespace, name, result.view)
-    sample_progress(namespace, name, result.status, clock.now(), client)
+    # A superseded pass built no view and no status: publishing the empty view would show the page
+    # a state without a spec (a browser test caught "reading 'paused'" of it), and sampling it would
+    # chart 0 %. It only asks to run again (requeue_after 0).
+    if not result.superseded:
+        for role in result.status.get("roles") or []:
+            metrics.set_rollout_progress(namespace, name, role.get("name", ""), float(role.get("progress") or 0.0))
+        maybe_queue_depth(client)
+        announce_analysis(namespace, name, result.audit)
+        publish_state(namespace, name, result.view)
+        hooks.run_post_reconcile(namespace, name, result.view)
+        sample_progress(namespace, name, result.status, clock.now(), client)
     if result.requeue_after is not None:
         _requeue(client, namespace, name, clock.to_wall_seconds(workqueue.requeue_seconds(result.requeue_after)))
-    return {
+    outcome = {
         "found": True,
         "actions": [a.to_trace() for a in result.actions],
         "seconds": round(result.duration_seconds, 4),
     }
+    if result.superseded:
+        outcome["superseded"] = True
+    return outcome
 
 
 def _audit_holder(client: redis.Redis | None, namespace: str, name: str, holder: str, what: str) -> None:
