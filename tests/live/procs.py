@@ -23,7 +23,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from rolloutui.celery import RECONCILE_WORKER_QUEUES
 from rolloutui.embedded_redis import EmbeddedRedis
+from rolloutui.management.commands.runall import celery_worker
 from tests import waiting
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,29 +142,11 @@ class LiveEnv:
         return proc
 
     def start_worker(self, name: str = "worker", *, concurrency: int = 2, **env: str) -> subprocess.Popen:
-        return self.start(
-            name,
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "rolloutui",
-                "--quiet",
-                "worker",
-                "--concurrency",
-                str(concurrency),
-                "-Q",
-                "celery,reconcile",
-                "--loglevel",
-                "WARNING",
-                "--without-mingle",
-                "--without-gossip",
-                "-n",
-                f"{name}@%h",
-            ],
-            **env,
+        # The command line runall starts the reconcile worker with, under this worker's own node name.
+        argv = celery_worker(
+            sys.executable, "WARNING", concurrency=concurrency, queues=RECONCILE_WORKER_QUEUES, node=f"{name}@%h"
         )
+        return self.start(name, argv, **env)
 
     def start_beat(self) -> subprocess.Popen:
         return self.start(

@@ -64,17 +64,18 @@ class Child:
         return self.popen.pid  # type: ignore[union-attr]
 
 
-def _celery_worker(py: str, level: str, *, concurrency: int, queues, node: str | None = None) -> list[str]:
-    """A Celery worker's command line: --quiet (no ASCII-art banner between the JSON log lines), no
-    mingle/gossip (one worker per queue set per runall, nothing to synchronise with; start-up is a
-    second or two faster), and its own node name when two workers share this host."""
-    return [
+def _celery(py: str, *args: str) -> list[str]:
+    """``celery -A rolloutui --quiet <args>`` with this interpreter (--quiet: no ASCII-art banner
+    between the JSON log lines)."""
+    return [py, "-m", "celery", "-A", "rolloutui", "--quiet", *args]
+
+
+def celery_worker(py: str, level: str, *, concurrency: int, queues, node: str | None = None) -> list[str]:
+    """A Celery worker's command line: no mingle/gossip (one worker per queue set per runall,
+    nothing to synchronise with; start-up is a second or two faster), and its own node name when
+    two workers share this host. The live tests start their workers with it too."""
+    return _celery(
         py,
-        "-m",
-        "celery",
-        "-A",
-        "rolloutui",
-        "--quiet",
         "worker",
         "--concurrency",
         str(concurrency),
@@ -85,7 +86,7 @@ def _celery_worker(py: str, level: str, *, concurrency: int, queues, node: str |
         level,
         "--without-mingle",
         "--without-gossip",
-    ]
+    )
 
 
 def _die_with_parent() -> None:
@@ -395,7 +396,7 @@ class Command(BaseCommand):
                 # --quiet: no ASCII-art banner between the JSON log lines.
                 # No mingle/gossip: one worker per runall, nothing to synchronise with, and
                 # start-up is a second or two faster.
-                _celery_worker(py, level, concurrency=2, queues=RECONCILE_WORKER_QUEUES),
+                celery_worker(py, level, concurrency=2, queues=RECONCILE_WORKER_QUEUES),
                 restart=True,
             ),
             Child(
@@ -403,24 +404,14 @@ class Command(BaseCommand):
                 # Previews only, one at a time: a preview takes up to ROLLOUTUI_PREVIEW_SECONDS of
                 # CPU, and on the reconcile worker a few of them would hold every slot. Its own
                 # node name, so the two workers of this host do not collide.
-                _celery_worker(py, level, concurrency=1, queues=PREVIEW_WORKER_QUEUES, node="preview@%h"),
+                celery_worker(py, level, concurrency=1, queues=PREVIEW_WORKER_QUEUES, node="preview@%h"),
                 restart=True,
             ),
             Child(
                 "celery beat",
-                [
-                    py,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "rolloutui",
-                    "--quiet",
-                    "beat",
-                    "--loglevel",
-                    level,
-                    "--schedule",
-                    str(Path(settings.VAR_DIR) / "celerybeat-schedule"),
-                ],
+                _celery(
+                    py, "beat", "--loglevel", level, "--schedule", str(Path(settings.VAR_DIR) / "celerybeat-schedule")
+                ),
             ),
         ]
 
