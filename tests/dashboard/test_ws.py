@@ -77,6 +77,19 @@ async def closed_with(comm) -> int:
     return message["code"]
 
 
+def published(full: dict, published_id: str, *, base_id: str | None = None, delta: tuple | None = None) -> dict:
+    """The message a publisher sends (``controller.runtime.publish``): the full state's text, the
+    publish's id and, with ``delta=(from_state, to_state)``, the delta from its publish ``base_id``.
+    Tests pass states that disagree on purpose, to see which one the hub uses."""
+    from controller.runtime.publish import encode_state
+    from rolloutui.consumers import make_delta
+
+    message = {"type": "state.update", "json": encode_state(full), "id": published_id}
+    if delta is not None:
+        message |= {"base_id": base_id, "delta": encode_state(make_delta(*delta))}
+    return message
+
+
 async def test_unauthenticated_is_refused_with_4401(ms):
     assert await closed_with(communicator(ms, AnonymousUser())) == 4401
 
@@ -262,7 +275,6 @@ async def test_the_publishers_delta_is_applied_by_the_hub_and_sent_to_pages_as_i
 async def test_a_delta_from_a_state_the_hub_does_not_hold_is_ignored_and_the_full_state_used(ms, viewer):
     """Another worker process published the base (or this hub missed it): the hub decodes the
     full text the message also carries, and the page still ends at the published state."""
-    from controller.runtime.publish import encode_state
     from rolloutui.services import streaming
 
     comm = communicator(ms, viewer)
@@ -270,15 +282,8 @@ async def test_a_delta_from_a_state_the_hub_does_not_hold_is_ignored_and_the_ful
     snapshot = json.loads(await comm.receive_from(timeout=3))
     state = {**snapshot, "phase": "Paused", "time": 903.0}
     wrong = {**snapshot, "phase": "Something else", "time": 903.0}
-    from rolloutui.consumers import make_delta
 
-    message = {
-        "type": "state.update",
-        "json": encode_state(state),
-        "id": "other-2",
-        "base_id": "other-1",
-        "delta": encode_state(make_delta(snapshot, wrong)),
-    }
+    message = published(state, "other-2", base_id="other-1", delta=(snapshot, wrong))
     await get_channel_layer().group_send(streaming.group_name(ms["namespace"], ms["name"]), message)
     assert replay([snapshot, json.loads(await comm.receive_from(timeout=3))]) == state
     await comm.disconnect()
@@ -288,8 +293,6 @@ async def test_a_delta_from_an_older_kept_state_applies_when_two_publishers_inte
     """Publisher A's delta names A's previous publish, with B's publish in between: the hub
     applies it to the kept state A published, and the page (which holds B's) gets a delta from
     B's state to A's new one."""
-    from controller.runtime.publish import encode_state
-    from rolloutui.consumers import make_delta
     from rolloutui.services import streaming
 
     comm = communicator(ms, viewer)
@@ -301,14 +304,12 @@ async def test_a_delta_from_an_older_kept_state_applies_when_two_publishers_inte
     a2 = {**a1, "spec": {**snapshot["spec"], "paused": True}, "time": 913.0}
     group = streaming.group_name(ms["namespace"], ms["name"])
     layer = get_channel_layer()
-    await layer.group_send(group, {"type": "state.update", "json": encode_state(a1), "id": "a-1"})
+    await layer.group_send(group, published(a1, "a-1"))
     received.append(json.loads(await comm.receive_from(timeout=3)))
-    await layer.group_send(group, {"type": "state.update", "json": encode_state(b1), "id": "b-1"})
+    await layer.group_send(group, published(b1, "b-1"))
     received.append(json.loads(await comm.receive_from(timeout=3)))
     # The full text is deliberately not a2: only the delta can make the page end at a2.
-    delta = encode_state(make_delta(a1, a2))
-    message = {"type": "state.update", "json": encode_state(b1), "id": "a-2", "base_id": "a-1", "delta": delta}
-    await layer.group_send(group, message)
+    await layer.group_send(group, published(b1, "a-2", base_id="a-1", delta=(a1, a2)))
     received.append(json.loads(await comm.receive_from(timeout=3)))
     assert received[-1]["base"] == b1["time"] and replay(received) == a2
     await comm.disconnect()
@@ -334,8 +335,7 @@ async def test_a_delta_from_a_publishers_state_pushed_out_of_the_history_still_a
     """Publisher A publishes, then B publishes HISTORY times (two worker processes and the bench
     interleave so): A's state is no longer a kept version, but the hub keeps each publisher's
     newest state, so A's next delta applies instead of a decode of the full text."""
-    from controller.runtime.publish import encode_state
-    from rolloutui.consumers import HISTORY, _Hub, make_delta
+    from rolloutui.consumers import HISTORY, _Hub
     from rolloutui.services import streaming
 
     comm = communicator(ms, viewer)
@@ -344,21 +344,14 @@ async def test_a_delta_from_a_publishers_state_pushed_out_of_the_history_still_a
     group = streaming.group_name(ms["namespace"], ms["name"])
     layer = get_channel_layer()
     a1 = {**snapshot, "phase": "A1", "time": 921.0}
-    await layer.group_send(group, {"type": "state.update", "json": encode_state(a1), "id": "a.1-1"})
+    await layer.group_send(group, published(a1, "a.1-1"))
     b = a1
     for i in range(HISTORY):
         b = {**snapshot, "phase": f"B{i}", "time": 922.0 + i}
-        await layer.group_send(group, {"type": "state.update", "json": encode_state(b), "id": f"b.1-{i + 1}"})
+        await layer.group_send(group, published(b, f"b.1-{i + 1}"))
     a2 = {**a1, "spec": {**snapshot["spec"], "paused": True}, "time": 930.0}
     # The full text is deliberately B's last state: only the delta can make the page end at a2.
-    message = {
-        "type": "state.update",
-        "json": encode_state(b),
-        "id": "a.1-2",
-        "base_id": "a.1-1",
-        "delta": encode_state(make_delta(a1, a2)),
-    }
-    await layer.group_send(group, message)
+    await layer.group_send(group, published(b, "a.1-2", base_id="a.1-1", delta=(a1, a2)))
     messages = await receive_all(comm)
     assert replay([snapshot, *messages]) == a2
     hub = next(h for (_, g), h in _Hub._hubs.items() if g == group)
