@@ -73,6 +73,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from controller.runtime.delta import KEYED_LISTS, apply_delta, make_delta
+from controller.runtime.publish import publisher_of
 
 __all__ = ["KEYED_LISTS", "ModelServingConsumer", "apply_delta", "make_delta"]
 
@@ -166,7 +167,7 @@ class _Hub:
         # applies to the kept version whose id is its ``base_id`` (not necessarily the newest:
         # two worker processes, or a bench publisher next to the controller, interleave).
         self.published_ids: dict[int, str] = {}
-        # publisher (``_publisher_of`` its id) -> (id, state) of its newest publish.
+        # publisher (``publisher_of`` its id) -> (id, state) of its newest publish.
         self.publisher_bases: OrderedDict[str, tuple[str, dict]] = OrderedDict()
 
     @property
@@ -184,7 +185,7 @@ class _Hub:
         self.version += 1
         if published_id is not None:
             self.published_ids[self.version] = published_id
-            publisher = _publisher_of(published_id)
+            publisher = publisher_of(published_id)
             self.publisher_bases[publisher] = (published_id, state)
             self.publisher_bases.move_to_end(publisher)
             while len(self.publisher_bases) > PUBLISHERS_KEPT:
@@ -308,7 +309,7 @@ class _Hub:
         if base_version is not None and base_version in self.states:
             base = self.states[base_version]
         else:
-            kept = self.publisher_bases.get(_publisher_of(base_id))
+            kept = self.publisher_bases.get(publisher_of(base_id))
             if kept is None or kept[0] != base_id:
                 return None
             base_version, base = None, kept[1]
@@ -358,12 +359,6 @@ class _Hub:
                 task = asyncio.ensure_future(asyncio.to_thread(_encode, new))
             self._messages[key] = task
         return to, await asyncio.shield(task), new
-
-
-def _publisher_of(published_id: str) -> str:
-    """The publisher of a publish id: the id without its counter (``publish._delta_fields`` makes
-    ``<pid>.<random token>-<n>``). Example: ``"812.9f3ac01e-41"`` -> ``"812.9f3ac01e"``."""
-    return published_id.rsplit("-", 1)[0]
 
 
 async def _ready(text: str) -> str:

@@ -136,6 +136,12 @@ def publish_state(namespace: str, name: str, state: dict[str, Any] | None = None
         log.warning("could not publish the state of %s/%s: %s", namespace, name, exc)
 
 
+def publisher_of(published_id: str) -> str:
+    """The publisher of a publish id: the id without its counter (``_delta_fields`` makes
+    ``<pid>.<random token>-<n>``). Example: ``"812.9f3ac01e-41"`` -> ``"812.9f3ac01e"``."""
+    return published_id.rsplit("-", 1)[0]
+
+
 def _delta_fields(group: str, state: Any) -> dict[str, Any]:
     """``id`` of this publish, and the delta from this process's previous publish to the group
     (``delta``, ``base_id``) when there is one. Ids are unique across processes and hosts (pid,

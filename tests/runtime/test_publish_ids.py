@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from controller.runtime import publish
-from rolloutui.consumers import _publisher_of
 
 
 def _ids(monkeypatch, pid: int, n: int = 2) -> list[str]:
@@ -39,7 +38,7 @@ def test_publish_ids(monkeypatch, sentence, pair, same_publisher):
     monkeypatch.setitem(publish._process, "pid", None)
     a, b = pair(monkeypatch)
     assert len(set(a + b)) == len(a + b), sentence
-    assert (_publisher_of(a[0]) == _publisher_of(b[0])) is same_publisher, (sentence, a, b)
+    assert (publish.publisher_of(a[0]) == publish.publisher_of(b[0])) is same_publisher, (sentence, a, b)
 
 
 def _loops_of_one_process(monkeypatch):
