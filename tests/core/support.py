@@ -7,6 +7,7 @@ from typing import Any
 
 from controller.core import naming
 from controller.core.observe import observe
+from controller.core.planner import plan
 from controller.core.revisions import History
 from controller.core.spec import parse_modelserving
 
@@ -141,8 +142,6 @@ def plan_with_and_without_memos(cluster: MiniCluster, clock: FixedClock) -> tupl
     """The plan of the next pass (actions, blocked reasons, status) computed with the planner's
     memos left by the previous passes, and from scratch (the observed groups' memos forgotten): a
     memo must never change a plan."""
-    from controller.core.planner import plan
-
     ms = parse_modelserving(cluster.ms[(NS, NAME)])
     hist, st, pods = history(cluster), status(cluster), cluster.list_pods(NS, NAME)
 
