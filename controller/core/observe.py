@@ -154,6 +154,10 @@ class GroupObs:
     availability: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)
     intact: tuple[Any, bool] | None = field(default=None, repr=False, compare=False)  # the same, for recovery
     status_entry: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)  # and for status
+    # The state view's entries of this group (``view``), memoised the same way: its instances, and
+    # its row of the page's group table.
+    view_instances: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)
+    view_row: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)
 
     def finalize(self) -> None:
         counts: dict[str, int] = {}

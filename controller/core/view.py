@@ -7,12 +7,14 @@ a view can be rebuilt at any moment without asking the controller.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from . import gates as serving_gates
 from . import naming, phases
-from .observe import InstanceObs, Observed, observe
+from .interned import Interned
+from .observe import GroupObs, InstanceObs, Observed, PodObs, observe
 from .revisions import History
 from .spec import GROUP_ROLLING, ModelServing, ValidationError, parse_modelserving
 
@@ -111,92 +113,74 @@ def build_view(
     update_record = history.get(update_revision)
     update_role_hashes = update_record.role_hashes() if update_record is not None else {}
     role_level = strategy_type != GROUP_ROLLING
+    # Pods per instance by (revision, role): a few revisions, thousands of instances.
+    expected_of: dict[tuple[str, str], int] = {}
+
+    def expected(revision: str, role: str) -> int:
+        n = expected_of.get((revision, role))
+        if n is None:
+            n = expected_of[(revision, role)] = _expected_pods(parsed, history, revision, role)
+        return n
+
+    vp = _ViewPass(
+        _VIEW_SHAPES(
+            (
+                namespace,
+                replicas,
+                tuple(role_replicas.items()),
+                update_revision,
+                role_level,
+                tuple(sorted(update_role_hashes.items())) if role_level else (),  # read by role-level ones only
+                verification,
+            )
+        ),
+        namespace,
+        replicas,
+        role_replicas,
+        update_revision,
+        role_level,
+        update_role_hashes,
+        verification,
+        expected,
+        in_flight,
+    )
+    if summary:
+        instances = [entry for g in sorted(observed.groups) for entry in _summary_entries(observed.groups[g], vp)]
+        top = _top_level(meta, spec_summary, strategy_type, status, history, instances)
+        # The preview's passes: what the planner's callers read, no gates, groups, drain or funnel.
+        return {**top, "roles": status.get("roles") or [], "strategy": status.get("strategy") or {}, "time": now}
     instances = []
+    by_group: dict[int, list[dict[str, Any]]] = {}
     drain = []
     all_gates = []
     serving: dict[str, dict[str, int]] = {}
-    # Pods per instance by (revision, role): a few revisions, thousands of instances.
-    expected_of: dict[tuple[str, str], int] = {}
     for g in sorted(observed.groups):
-        group = observed.groups[g]
-        for role, ordinal in sorted(group.instances):
-            inst = group.instances[(role, ordinal)]
-            expected = expected_of.get((inst.revision, role))
-            if expected is None:
-                expected = expected_of[(inst.revision, role)] = _expected_pods(parsed, history, inst.revision, role)
-            pods_sorted = [inst.pods[i] for i in sorted(inst.pods)]
-            draining_pods = [p for p in pods_sorted if p.draining_since is not None and not p.deleting]
-            # Under role-level strategies an instance of a role whose template did not change keeps
-            # its pods (and their old revision label) but runs exactly the update revision's
-            # template for that role: report the revision it runs.
-            runs = (
-                update_revision
-                if role_level and update_revision and inst.role_hash and update_role_hashes.get(role) == inst.role_hash
-                else inst.revision
-            )
-            if summary:
-                instances.append(
-                    {
-                        "group": g,
-                        "role": role,
-                        "ordinal": ordinal,
-                        "revision": runs,
-                        "state": instance_state(inst, expected),
-                        "pods": len(pods_sorted),
-                        "readyPods": sum(1 for p in pods_sorted if p.ready),
-                        "surge": g >= replicas or ordinal >= role_replicas.get(role, 0),
-                        "draining": len(draining_pods),
-                    }
-                )
-                continue
-            inflight = sum(int(in_flight.get(p.name, 0)) for p in pods_sorted) if in_flight else 0
-            gates = serving_gates.instance_gates(inst, expected, verification_required=verification, pods=pods_sorted)
-            all_gates.append(((g, role, ordinal), gates))
+        part = _group_part(observed.groups[g], vp)
+        by_group[g] = part.instances
+        instances.extend(part.instances)
+        all_gates.extend(part.gates)
+        for runs, is_serving, failed in part.serving:
             tally = serving.setdefault(runs, {"instances": 0, "serving": 0, "failed": 0})
             tally["instances"] += 1
-            tally["serving"] += gates.serving
-            tally["failed"] += gates.failed is not None
-            instances.append(
+            tally["serving"] += is_serving
+            tally["failed"] += failed
+        for p, role, ordinal in part.draining:
+            since = p.draining_since if p.draining_since not in (None, float("-inf")) else now
+            drain.append(
                 {
+                    "pod": p.name,
                     "group": g,
                     "role": role,
                     "ordinal": ordinal,
-                    "revision": runs,
-                    "state": instance_state(inst, expected),
-                    "pods": len(pods_sorted),
-                    "readyPods": sum(1 for p in pods_sorted if p.ready),
-                    "surge": g >= replicas or ordinal >= role_replicas.get(role, 0),
-                    "podUids": [p.uid for p in pods_sorted],
-                    "draining": len(draining_pods),
-                    "inFlight": inflight,
-                    "gate": gates.highest,
-                    "gateFailed": gates.failed,
-                    "gateTimes": gates.reached,
-                    "gateWaiting": gates.waiting_json(),
-                    "address": _entry_address(inst, namespace),
-                    "digest": _entry_digest(inst),
+                    "inFlight": int(in_flight.get(p.name, 0)),
+                    "since": since,
+                    "secondsLeft": max(round(timeout - (now - since), 3), 0.0),
                 }
             )
-            for p in draining_pods:
-                since = p.draining_since if p.draining_since not in (None, float("-inf")) else now
-                drain.append(
-                    {
-                        "pod": p.name,
-                        "group": g,
-                        "role": role,
-                        "ordinal": ordinal,
-                        "inFlight": int(in_flight.get(p.name, 0)),
-                        "since": since,
-                        "secondsLeft": max(round(timeout - (now - since), 3), 0.0),
-                    }
-                )
     top = _top_level(meta, spec_summary, strategy_type, status, history, instances)
-    if summary:
-        # The preview's passes: what the planner's callers read, no gates, groups, drain or funnel.
-        return {**top, "roles": status.get("roles") or [], "strategy": status.get("strategy") or {}, "time": now}
     out = {
         **top,
-        "groups": _groups(status, instances, replicas, role_replicas, update_revision),
+        "groups": _groups(status, by_group, observed.groups, replicas, role_replicas, update_revision),
         "roles": status.get("roles") or [],
         "strategy": status.get("strategy") or {},
         "drain": drain,
@@ -209,6 +193,147 @@ def build_view(
     if status.get("skew") is not None:
         # Coordinated roles: the widest per-group gap in Ready progress and what the quotas allow.
         out["skew"] = status["skew"]
+    return out
+
+
+# One key per spec and revision history seen: a group's memoised entries are checked against it by
+# identity (``_group_part``).
+_VIEW_SHAPES = Interned(1_000)
+
+
+@dataclass(frozen=True, slots=True)
+class _ViewPass:
+    """What every instance entry of one ``build_view`` reads besides its own pods. ``shape`` is
+    the interned tuple of the fields before ``expected``: equal shapes, equal entries."""
+
+    shape: tuple[Any, ...]
+    namespace: str
+    replicas: int
+    role_replicas: dict[str, int]
+    update_revision: str | None
+    role_level: bool
+    update_role_hashes: dict[str, str]
+    verification: bool
+    expected: Callable[[str, str], int]
+    in_flight: Mapping[str, int]
+
+    def runs(self, inst: InstanceObs, role: str) -> str:
+        """The revision an instance runs. Under role-level strategies an instance of a role whose
+        template did not change keeps its pods (and their old revision label) but runs exactly the
+        update revision's template for that role: that is the revision reported."""
+        if (
+            self.role_level
+            and self.update_revision
+            and inst.role_hash
+            and self.update_role_hashes.get(role) == inst.role_hash
+        ):
+            return self.update_revision
+        return inst.revision
+
+
+class _GroupPart(NamedTuple):
+    """One group's share of the view: its instance entries in order, their gates (for the funnel),
+    (revision run, serving, failed) per instance (for the serving tallies), and its draining pods
+    as (pod, role, ordinal) (their drain entries depend on the time: made on every pass)."""
+
+    instances: list[dict[str, Any]]
+    gates: list[tuple[tuple[int, str, int], serving_gates.InstanceGates]]
+    serving: list[tuple[str, bool, bool]]
+    draining: list[tuple[PodObs, str, int]]
+
+
+def _layout(
+    group: GroupObs,
+) -> tuple[list[tuple[str, int, InstanceObs, list[PodObs]]], list[tuple[str, str]], list[str]]:
+    """A group's instances in order, each with its pods in index order; the (revision, role) of
+    each; the names of all its pods. Fixed for a GroupObs (nothing changes one after observe)."""
+    ordered = []
+    for role, ordinal in sorted(group.instances):
+        inst = group.instances[(role, ordinal)]
+        ordered.append((role, ordinal, inst, [inst.pods[i] for i in sorted(inst.pods)]))
+    pairs = [(inst.revision, role) for role, _, inst, _ in ordered]
+    names = [p.name for _, _, _, pods in ordered for p in pods]
+    return ordered, pairs, names
+
+
+def _group_part(group: GroupObs, vp: _ViewPass) -> _GroupPart:
+    """The group's entries, memoised on the GroupObs (reused from one pass to the next while its
+    pods are the same parses) under the pass's shape, the pods per instance of its instances and
+    the in-flight counts of its pods. 1,000 unchanged groups of a rollout then cost a key each,
+    and the publisher's delta finds their entries unchanged by identity (``make_delta``). Kept as
+    one tuple, replaced whole: a web process may build views in several threads."""
+    memo = group.view_instances
+    layout = memo[1] if memo is not None else _layout(group)
+    ordered, pairs, names = layout
+    key = (
+        vp.shape,
+        tuple([vp.expected(revision, role) for revision, role in pairs]),
+        tuple(map(vp.in_flight.get, names)) if vp.in_flight else (),
+    )
+    if memo is not None and memo[0] == key:
+        return memo[2]
+    part = _build_group_part(group.ordinal, ordered, vp)
+    group.view_instances = (key, layout, part)
+    return part
+
+
+def _build_group_part(g: int, ordered: list[tuple[str, int, InstanceObs, list[PodObs]]], vp: _ViewPass) -> _GroupPart:
+    in_flight = vp.in_flight
+    part = _GroupPart([], [], [], [])
+    for role, ordinal, inst, pods_sorted in ordered:
+        expected = vp.expected(inst.revision, role)
+        draining_pods = [p for p in pods_sorted if p.draining_since is not None and not p.deleting]
+        runs = vp.runs(inst, role)
+        inflight = sum(int(in_flight.get(p.name, 0)) for p in pods_sorted) if in_flight else 0
+        gates = serving_gates.instance_gates(inst, expected, verification_required=vp.verification, pods=pods_sorted)
+        part.gates.append(((g, role, ordinal), gates))
+        part.serving.append((runs, gates.serving, gates.failed is not None))
+        part.instances.append(
+            {
+                "group": g,
+                "role": role,
+                "ordinal": ordinal,
+                "revision": runs,
+                "state": instance_state(inst, expected),
+                "pods": len(pods_sorted),
+                "readyPods": sum(1 for p in pods_sorted if p.ready),
+                "surge": g >= vp.replicas or ordinal >= vp.role_replicas.get(role, 0),
+                "podUids": [p.uid for p in pods_sorted],
+                "draining": len(draining_pods),
+                "inFlight": inflight,
+                "gate": gates.highest,
+                "gateFailed": gates.failed,
+                "gateTimes": gates.reached,
+                "gateWaiting": gates.waiting_json(),
+                "address": _entry_address(inst, vp.namespace),
+                "digest": _entry_digest(inst),
+            }
+        )
+        part.draining.extend((p, role, ordinal) for p in draining_pods)
+    return part
+
+
+def _summary_entries(group: GroupObs, vp: _ViewPass) -> list[dict[str, Any]]:
+    """The group's instances as ``build_view(summary=True)`` lists them (not memoised: the
+    preview's in-memory cluster makes new pod objects every pass)."""
+    g = group.ordinal
+    out = []
+    for role, ordinal in sorted(group.instances):
+        inst = group.instances[(role, ordinal)]
+        pods_sorted = [inst.pods[i] for i in sorted(inst.pods)]
+        out.append(
+            {
+                "group": g,
+                "role": role,
+                "ordinal": ordinal,
+                "revision": vp.runs(inst, role),
+                "state": instance_state(inst, vp.expected(inst.revision, role)),
+                "pods": len(pods_sorted),
+                "readyPods": sum(1 for p in pods_sorted if p.ready),
+                "surge": g >= vp.replicas or ordinal >= vp.role_replicas.get(role, 0),
+                "draining": sum(1 for p in pods_sorted if p.draining_since is not None and not p.deleting),
+            }
+        )
     return out
 
 
@@ -291,63 +416,81 @@ def _canary_view(canary: dict[str, Any] | None, ms: ModelServing | None, now: fl
 
 def _groups(
     status: dict[str, Any],
-    instances: list[dict[str, Any]],
+    by_group: dict[int, list[dict[str, Any]]],
+    observed_groups: Mapping[int, GroupObs],
     replicas: int,
     role_replicas: dict[str, int],
     update_revision: str | None,
 ) -> list[dict[str, Any]]:
     """Per-group, per-role counts for the dashboard, from the instances (status keeps only a
-    compact summary per group so that 1,000 groups fit in one object)."""
+    compact summary per group so that 1,000 groups fit in one object). A group's row is memoised
+    on its GroupObs with the entries and the status record it was made from: the same entries
+    (``_group_part`` handed back its memo, under the same shape) and an equal record give the
+    same row."""
     recorded = {g.get("ordinal"): g for g in status.get("groups") or []}
-    by_group: dict[int, list[dict[str, Any]]] = {}
-    for inst in instances:
-        by_group.setdefault(inst["group"], []).append(inst)
     out = []
     for o in sorted(set(range(replicas)) | set(by_group)):
         members = by_group.get(o, [])
-        in_spec = o < replicas
-        # One walk over the group's instances (1,000 groups on every pass): per role, the counts
-        # of all its instances and of those within the desired range.
-        tallies = {role: [0, 0, 0, 0, {}] for role in role_replicas}  # ready, updated, surge, draining, revisions
-        for i in members:
-            tally = tallies.get(i["role"])
-            if tally is None:
-                continue
-            if in_spec and i["ordinal"] < role_replicas[i["role"]]:
-                tally[0] += i["state"] == STATE_READY
-                tally[1] += i["revision"] == update_revision
-            tally[2] += bool(i["surge"])
-            tally[3] += bool(i["draining"])
-            tally[4][i["revision"]] = tally[4].get(i["revision"], 0) + 1
-        roles = [
-            {
-                "name": role,
-                "desired": desired if in_spec else 0,
-                "ready": ready,
-                "updated": updated,
-                "unavailable": (desired - ready) if in_spec else 0,
-                "surge": surge,
-                "draining": draining,
-                "revisions": revisions,
-            }
-            for (role, desired), (ready, updated, surge, draining, revisions) in zip(
-                role_replicas.items(), tallies.values()
-            )
-        ]
         rec = recorded.get(o) or {}
-        out.append(
-            {
-                "ordinal": o,
-                "revision": rec.get("revision") or (members[0]["revision"] if members else None),
-                "targetRevision": rec.get("targetRevision") or rec.get("revision"),
-                "phase": rec.get("phase") or ("Missing" if not members else "Unknown"),
-                "ready": bool(rec.get("ready")),
-                "updated": bool(rec.get("updated")),
-                "surge": o >= replicas,
-                "roles": roles,
-            }
-        )
+        group = observed_groups.get(o)
+        memo = group.view_row if group is not None else None
+        if memo is not None and memo[0] is members and memo[1] == rec:
+            out.append(memo[2])
+            continue
+        row = _group_row(o, members, rec, replicas, role_replicas, update_revision)
+        if group is not None:
+            group.view_row = (members, rec, row)
+        out.append(row)
     return out
+
+
+def _group_row(
+    o: int,
+    members: list[dict[str, Any]],
+    rec: dict[str, Any],
+    replicas: int,
+    role_replicas: dict[str, int],
+    update_revision: str | None,
+) -> dict[str, Any]:
+    in_spec = o < replicas
+    # One walk over the group's instances: per role, the counts of all its instances and of those
+    # within the desired range.
+    tallies = {role: [0, 0, 0, 0, {}] for role in role_replicas}  # ready, updated, surge, draining, revisions
+    for i in members:
+        tally = tallies.get(i["role"])
+        if tally is None:
+            continue
+        if in_spec and i["ordinal"] < role_replicas[i["role"]]:
+            tally[0] += i["state"] == STATE_READY
+            tally[1] += i["revision"] == update_revision
+        tally[2] += bool(i["surge"])
+        tally[3] += bool(i["draining"])
+        tally[4][i["revision"]] = tally[4].get(i["revision"], 0) + 1
+    roles = [
+        {
+            "name": role,
+            "desired": desired if in_spec else 0,
+            "ready": ready,
+            "updated": updated,
+            "unavailable": (desired - ready) if in_spec else 0,
+            "surge": surge,
+            "draining": draining,
+            "revisions": revisions,
+        }
+        for (role, desired), (ready, updated, surge, draining, revisions) in zip(
+            role_replicas.items(), tallies.values()
+        )
+    ]
+    return {
+        "ordinal": o,
+        "revision": rec.get("revision") or (members[0]["revision"] if members else None),
+        "targetRevision": rec.get("targetRevision") or rec.get("revision"),
+        "phase": rec.get("phase") or ("Missing" if not members else "Unknown"),
+        "ready": bool(rec.get("ready")),
+        "updated": bool(rec.get("updated")),
+        "surge": o >= replicas,
+        "roles": roles,
+    }
 
 
 def expand_waiting(waiting: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -59,7 +59,7 @@ def _keyed_delta(old: list[dict], new: list[dict], key, is_sorted: bool) -> dict
         prev = before.get(k)
         if prev is None:
             upsert.append(item)
-        elif prev != item:
+        elif prev is not item and prev != item:  # the view reuses an unchanged group's entries
             fields = {f: v for f, v in item.items() if f not in prev or prev[f] != v}
             gone = [f for f in prev if f not in item]
             patch.append([_wire(k), fields, gone])

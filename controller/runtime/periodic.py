@@ -55,7 +55,9 @@ def sim_tick() -> dict[str, Any]:
     if lock is not None and not lock.acquire():
         return {"skipped": "another tick is running"}
     try:
-        report = tick(sim_cluster(actor="kubelet"))
+        # One reconcile per ModelServing whose pods the tick moved, sent when the tick is over.
+        with enqueue.coalesced():
+            report = tick(sim_cluster(actor="kubelet"))
     finally:
         if lock is not None:
             lock.release()

@@ -116,6 +116,13 @@ def _retry_when_lock_expires(client: redis.Redis, lock: ReconcileLock, namespace
 
 
 def _one_pass(namespace: str, name: str, client: redis.Redis | None, *, holder: str) -> dict[str, Any]:
+    # On the simulated cluster each write of the pass asks for a reconcile of this ModelServing:
+    # one is sent once the pass has published (``enqueue.coalesced``), not one per pod mid-pass.
+    with enqueue.coalesced():
+        return _pass(namespace, name, client, holder=holder)
+
+
+def _pass(namespace: str, name: str, client: redis.Redis | None, *, holder: str) -> dict[str, Any]:
     from rolloutui import metrics
 
     _audit_holder(client, namespace, name, holder, "start")

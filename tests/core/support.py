@@ -10,6 +10,7 @@ from controller.core.observe import observe
 from controller.core.planner import plan
 from controller.core.revisions import History
 from controller.core.spec import parse_modelserving
+from controller.core.view import build_view
 
 from .harness import FixedClock, MiniCluster, run_until_converged
 
@@ -157,3 +158,17 @@ def plan_with_and_without_memos(cluster: MiniCluster, clock: FixedClock) -> tupl
     for group in fresh_observation.groups.values():
         group.availability = group.intact = group.status_entry = None
     return memoised, summary(plan(ms, hist, fresh_observation, clock.t, status=st))
+
+
+def view_with_and_without_memos(
+    cluster: MiniCluster, clock: FixedClock, in_flight: dict[str, int] | None = None
+) -> tuple[dict, dict]:
+    """The state view of the cluster now built with the entries the view memoised on the observed
+    groups in earlier builds, and from scratch (those memos forgotten): a memo must never change
+    a view. ``in_flight``: the router's counts, by pod name."""
+    obj = cluster.ms[(NS, NAME)]
+    pods, revisions = cluster.list_pods(NS, NAME), cluster.list_revisions(NS, NAME)
+    memoised = build_view(obj, pods, revisions, in_flight or {}, clock.t)
+    for group in observe(pods).groups.values():
+        group.view_instances = group.view_row = None
+    return memoised, build_view(obj, pods, revisions, in_flight or {}, clock.t)

@@ -29,12 +29,21 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from controller.core import naming
+from controller.core.observe import observe
 from controller.core.revisions import canonicalize_data, parse_revision
 from controller.core.spec import ValidationError, parse_modelserving
 from tests import contract
 
 from .harness import CountingRouter, FixedClock, MiniCluster, manifest, role, step
-from .support import NAME, NS, change_image, patch_spec, plan_with_and_without_memos, status
+from .support import (
+    NAME,
+    NS,
+    change_image,
+    patch_spec,
+    plan_with_and_without_memos,
+    status,
+    view_with_and_without_memos,
+)
 
 # Every recovery policy allowed with each strategy type (ServingGroupRecreate with
 # RoleRollingUpdate is refused by validation).
@@ -198,6 +207,11 @@ def checked_step(cluster, clock, router, *, settle):
     readable_before = _readable(cluster)
     memoised, fresh = plan_with_and_without_memos(cluster, clock)
     assert memoised == fresh, "the planner's memos changed a plan"
+    leaving = [p.name for p in observe(cluster.list_pods(NS, NAME)).leaving_routing]
+    memoised, fresh = view_with_and_without_memos(
+        cluster, clock, {name: router.in_flight(NS, name) for name in leaving}
+    )
+    assert memoised == fresh, "the view's memos changed a view"
     result = step(cluster, clock, router, settle=False)
     readable = {**readable_before, **_readable(cluster)}
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..gates import verification_passed
+from ..interned import Interned
 from ..intorpercent import IntOrPercent
 from ..observe import GroupObs, InstanceObs, Observed
 from ..revisions import History, UpdateRevision, canonicalize_data, record_update_revision, role_data, role_hash
@@ -222,21 +223,6 @@ def build_context(
         if shape is not None:
             group.availability = (shape, figures, group_ok)
     return ctx
-
-
-class Interned:
-    """Keys interned so that equal ones are one object: a memo made under a key is then checked by
-    identity. Bounded: emptied when ``limit`` keys are held (interning is derived data; emptying
-    only costs recomputation)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.keys: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-
-    def __call__(self, key: tuple[Any, ...]) -> tuple[Any, ...]:
-        if len(self.keys) >= self.limit:
-            self.keys.clear()
-        return self.keys.setdefault(key, key)
 
 
 # A shape per spec and revision history seen.

@@ -18,10 +18,11 @@ from fractions import Fraction
 from typing import Any
 
 from .. import naming, phases
+from ..interned import Interned
 from ..observe import GroupObs
 from ..plan import BECAUSE_UPDATE, KIND_PARTITION, KIND_REVISION, STUCK_KINDS, Blocked
 from .builder import PlanBuilder
-from .context import Interned, PassContext, is_group_level
+from .context import PassContext, is_group_level
 
 _ROLE_COUNTS = ("desired", "ready", "updated", "unavailable", "surge", "draining")
 
