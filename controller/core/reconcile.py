@@ -195,12 +195,18 @@ def _reconcile_once(
         state_obj = dict(obj)
         state_obj["status"] = status
         if the_plan.actions:
+            # The pods as listed after the actions, so the view bears the time of that list: the
+            # pass's ``now`` (read before its first list, and before the actions) would make the
+            # page's figure of how old its state is too high by the whole pass. The spec in it was
+            # checked unchanged just before the actions (``_spec_moved_on``). In a simulation the
+            # clock stands still during a pass: both times are the same.
+            listed_at = clock.now()
             result.view = build_view(
                 state_obj,
                 cluster.list_pods(namespace, name),
                 cluster.list_revisions(namespace, name),
                 in_flight,
-                now,
+                listed_at,
                 summary=summary_view,
             )
         else:
