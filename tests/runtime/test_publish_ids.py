@@ -93,3 +93,23 @@ def test_a_publish_through_redis_reaches_a_receiver_on_another_loop(redis_url):
         return await asyncio.wait_for(layer.receive(channel), 5)
 
     assert asyncio.run(receive())["id"] == "x.1-1"
+
+
+@pytest.mark.parametrize(
+    "sentence, state, text",
+    [
+        ("a view is compact JSON", {"a": [1, 2.5, None], "b": {"c": "d"}}, b'{"a":[1,2.5,null],"b":{"c":"d"}}'),
+        (
+            "non-string keys become strings as json.dumps makes them",
+            {1: "one", "x": {2: 3}},
+            b'{"1":"one","x":{"2":3}}',
+        ),
+    ],
+)
+def test_encode_state(sentence, state, text):
+    assert publish.encode_state(state) == text
+
+
+def test_a_state_that_is_not_json_is_refused_by_encode_state():
+    with pytest.raises(TypeError):
+        publish.encode_state({"a": object()})
