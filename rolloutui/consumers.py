@@ -73,7 +73,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from controller.runtime.delta import KEYED_LISTS, apply_delta, make_delta
-from controller.runtime.publish import encode_state, publisher_of
+from controller.runtime.publish import encode_state, publisher_of, request_full_state
 
 __all__ = ["KEYED_LISTS", "ModelServingConsumer", "apply_delta", "make_delta"]
 
@@ -258,6 +258,17 @@ class _Hub:
             if applied is not None:
                 state, delta = applied
                 text = raw.decode() if isinstance(raw, bytes) else raw if isinstance(raw, str) else None
+            elif raw is None and state is None and isinstance(message.get("base_id"), str):
+                # A delta from a state this hub does not hold, without the whole state: ask its
+                # publisher for the whole state with its next publish (pages keep the state they
+                # have until then). Without Redis to ask through, read the state instead.
+                if not await asyncio.to_thread(request_full_state, self.group, publisher_of(message["base_id"])):
+                    state = await _get_state(self.namespace, self.name)
+                    if state is not None:
+                        self._add(state)
+                        for consumer in list(self.subscribers):
+                            consumer.hub_updated()
+                continue
             elif isinstance(raw, bytes | str):
                 # Decoded off the event loop: the loop keeps sending meanwhile.
                 try:
@@ -301,7 +312,8 @@ class _Hub:
         or, once newer versions pushed it out of the history, the newest state of its publisher
         (base version None: the delta then applies, but no page holds its base to be sent it).
         None otherwise (this hub joined after that publish, or missed one): the caller decodes
-        the full text, which every publish carries."""
+        the full text when the publish carries it, else asks the publisher for it
+        (``request_full_state``)."""
         raw, base_id = message.get("delta"), message.get("base_id")
         if not isinstance(base_id, str) or not isinstance(raw, bytes | str):
             return None
