@@ -143,27 +143,32 @@ def _blocked_key(b: dict[str, Any]) -> tuple:
     return (b.get("group"), b.get("role"), b.get("kind"))
 
 
+def _patched(change: dict[str, Any]) -> int:
+    """How many items a list's change patches (one by one, or alike in ``patchSame``)."""
+    return len(change["patch"]) + sum(len(keys) for keys, _, _ in change.get("patchSame", []))
+
+
 def real_pairs(states: list[dict[str, Any]]) -> dict[str, tuple[dict, dict]]:
     """Named pairs of real states, each showing one kind of change (a different pair each)."""
     used: set[float] = set()
 
     def started(old, new, d):
         moved = old["updateRevision"] and old["updateRevision"] != new["updateRevision"]
-        return moved and len(_changes(d, "groups")["patch"]) >= 6
+        return moved and _patched(_changes(d, "groups")) >= 6
 
     def instances(kind):
         return lambda old, new, d: bool(old["instances"]) and bool(_changes(d, "instances")[kind])
 
     def patched_only(old, new, d):
         c = _changes(d, "instances")
-        return bool(c["patch"]) and not c["upsert"] and not c["remove"]
+        return bool(_patched(c)) and not c["upsert"] and not c["remove"]
 
     def drain_starts(old, new, d):
         return not old["drain"] and bool(new["drain"])
 
     def drain_changes(old, new, d):
         c = _changes(d, "drain")
-        return bool(old["drain"]) and bool(new["drain"]) and bool(c["patch"]) and bool(c["upsert"] or c["remove"])
+        return bool(old["drain"]) and bool(new["drain"]) and bool(_patched(c)) and bool(c["upsert"] or c["remove"])
 
     def drain_ends(old, new, d):
         return bool(old["drain"]) and not new["drain"]

@@ -85,7 +85,8 @@ def apply_delta(base: dict, delta: dict) -> dict:
         order = list(items)
         for r in change["remove"]:
             items.pop(wire(r), None)
-        for k, fields, gone in change["patch"]:
+        patches = [*change["patch"], *([k, f, g] for keys, f, g in change.get("patchSame", []) for k in keys)]
+        for k, fields, gone in patches:
             item = {**items[wire(k)], **fields}
             for f in gone:
                 item.pop(f, None)

@@ -50,6 +50,8 @@ def test_the_fixtures_use_every_part_of_the_delta_format():
                     seen.add(f"{name}:{part}")
             if "order" in change:
                 seen.add(f"{name}:order")
+            if change.get("patchSame"):
+                seen.add(f"{name}:patchSame")
             if any(gone for _, _, gone in change["patch"]):
                 seen.add(f"{name}:removed-field")
     wanted = {
@@ -63,6 +65,7 @@ def test_the_fixtures_use_every_part_of_the_delta_format():
         "blocked:upsert",
         "blocked:remove",
         "blocked:order",
+        "groups:patchSame",  # one change made alike to many groups (a rollout starting)
     }
     assert wanted <= seen, f"no fixture shows {sorted(wanted - seen)}"
 
@@ -96,6 +99,46 @@ def test_make_delta_round_trips_values_none_and_removed_fields():
     assert delta["lists"]["instances"]["patch"] == [[[0, "a", 0], {"state": "Draining", "note": None}, ["extra"]]]
     assert delta["lists"]["groups"]["patch"] == [[0, {"updated": True}, []]]
     assert apply_delta(old, json.loads(json.dumps(delta))) == new
+
+
+def _waiting(reasons: dict[int, str]) -> list[dict]:
+    return [{"group": g, "role": None, "kind": "budget", "reason": r} for g, r in reasons.items()]
+
+
+@pytest.mark.parametrize(
+    "sentence, before, after, patch, same",
+    [
+        (
+            "one change made alike to several items is sent once with their keys",
+            {1: "a", 2: "a", 3: "a"},
+            {1: "b", 2: "b", 3: "b"},
+            [],
+            [[[[1, None, "budget"], [2, None, "budget"], [3, None, "budget"]], {"reason": "b"}, []]],
+        ),
+        (
+            "a change made to one item only stays a patch of its own",
+            {1: "a", 2: "a", 3: "a"},
+            {1: "b", 2: "b", 3: "c"},
+            [[[3, None, "budget"], {"reason": "c"}, []]],
+            [[[[1, None, "budget"], [2, None, "budget"]], {"reason": "b"}, []]],
+        ),
+        (
+            "changes that all differ are patches as before, with no patchSame",
+            {1: "a", 2: "a"},
+            {1: "b", 2: "c"},
+            [[[1, None, "budget"], {"reason": "b"}, []], [[2, None, "budget"], {"reason": "c"}, []]],
+            None,
+        ),
+    ],
+)
+def test_shared_patches(sentence, before, after, patch, same):
+    from rolloutui.consumers import make_delta
+
+    old, new = {"time": 1.0, "blocked": _waiting(before)}, {"time": 2.0, "blocked": _waiting(after)}
+    change = make_delta(old, new)["lists"]["blocked"]
+    assert change["patch"] == patch
+    assert change.get("patchSame") == same
+    assert apply_delta(old, json.loads(json.dumps(make_delta(old, new)))) == new
 
 
 def test_make_delta_keeps_planner_order_and_falls_back_on_duplicate_keys():

@@ -13,7 +13,8 @@
 //    set: {key: value},          top-level values that changed, whole
 //    unset: [key],               top-level keys that are gone
 //    lists: {name: {upsert: [item], patch: [[key, {field: value}, [removed field]]],
-//                   remove: [key], order?: [key]}},
+//                   remove: [key], patchSame?: [[[key, ...], {field: value}, [removed field]]],
+//                   order?: [key]}},              patchSame: one change made alike to several items
 //    time: <time of the new state>}
 // A page whose state is not at `base` asks for the full state ({type: "resync"}) instead of
 // guessing.
@@ -48,7 +49,9 @@ function mergeList(list, change, spec) {
   const byKey = new Map(list.map((x) => [keyText(spec.key(x)), x]));
   const order = list.map((x) => keyText(spec.key(x)));
   for (const k of change.remove || []) byKey.delete(keyText(k));
-  for (const [k, fields, gone] of change.patch || []) {
+  const patches = [...(change.patch || [])];
+  for (const [keys, fields, gone] of change.patchSame || []) for (const k of keys) patches.push([k, fields, gone]);
+  for (const [k, fields, gone] of patches) {
     const prev = byKey.get(keyText(k));
     if (!prev) continue;
     // Spread, not Object.assign: it defines own properties, so even a key named "__proto__"
