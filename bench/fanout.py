@@ -132,6 +132,47 @@ client p95 198 ms (nice-10 window 274 ms), observed -> client p95 300 / 326 ms; 
 and 98 / 111 ms, observed 274 / 255 and 334 / 279 ms; messages per client per second 3.6-5.1 in
 both (the bucket rarely binds now). Publish -> client p95 < 150 ms: met in both windows.
 Observed -> client p95 < 250 ms: not met (the reconcile pass).
+
+2026-12-02 (the host ran 30-50% slower than the evening before: the old code's ``bench sim``
+preview took 4.9-6.9 s against 3.9-4.4 s then). Timing each step of the controller's passes in the
+live stack (not committed) showed, at 1,000 groups, ~3 passes a second of 120 ms (no action) to
+200 ms (acting) from their start to their publish, and where it went: each pod write of a pass
+asked for a reconcile (a Redis round trip each, 10-110 ms per acting pass, and the first of them
+queued the next pass while this one still ran); the state view 40-55 ms (every entry rebuilt);
+the publish ~30 ms (the delta, and the whole 1.2 MB state encoded and sent with every publish
+although every hub holding the base applies the delta); and the view of an acting pass, listed
+after its actions, stamped with the pass's start. Each is changed:
+
+1. a pass's (and a simulated-cluster tick's) writes ask for one reconcile when it is over
+   (``enqueue.coalesced``);
+2. the view memoises each group's instance entries and row on the observed group (reused while
+   its pods are the same parses), and ``make_delta`` skips unchanged entries by identity;
+3. a pass that acted shows the pods it listed after its actions with the time of that list;
+4. orjson's non-string-key option only when a state needs it (3.7 instead of 5.8 ms per encode);
+5. a publish with a delta carries the whole state only when a hub asks its publisher for it;
+6. one change made alike to several items travels once (``patchSame``): a budget reason shared by
+   900 waiting groups was a 120 kB delta, a rollout starting on 1,000 groups 470 kB, each sent
+   100 times through the web process.
+
+Runs, ``--seconds 20``, load ~1-3; normal priority / nice-10 window:
+
+    run                                 publish -> client p95      observed -> client p95
+    before (fe9365e), session start     174 / 567 ms               352 / 426 ms
+    before (fe9365e), beside run 11     208 / 334 ms               388 / 388 ms
+    after 1-2                           97 / 163 ms                329 / 344 ms
+    after 1-3 (two runs)                125 / 163, 170 / 107 ms    253 / 210, 230 / 219 ms
+    after 1-4 (two runs)                129 / 131, 91 / 126 ms     271 / 200, 254 / 194 ms
+    after 1-5 (four runs)               202 / 157, 117 / 98,       241 / 231, 235 / 192,
+                                        160 / 231, 215 / 134 ms    277 / 285, 249 / 257 ms
+    after 1-6 (three runs)              174 / 120, 188 / 110,      199 / 244, 215 / 185,
+                                        84 / 127 ms                216 / 218 ms
+
+Observed -> client p95 < 250 ms: met in every window of the last three runs (185-244 ms).
+Publish -> client p95 < 150 ms: met in 4 of those 6 windows; the two misses (174, 188 ms) are one
+publish each, at the same moment of the rollout in every run (8.5 s into the first window: a
+~190 kB delta, 100 groups' instances becoming Ready, fanned out to 100 clients just before it; the
+bench's own clients, one process, read those 19 MB too). Medians: publish -> client 48-62 ms,
+observed -> client 99-123 ms.
 """
 
 from __future__ import annotations
