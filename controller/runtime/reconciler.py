@@ -15,7 +15,9 @@
 4. records Prometheus metrics, publishes the state to the ModelServing's Channels group
    (``publish``), calls the post-reconcile hooks with it (``hooks``: the releases' status),
    samples the progress history (``progress``), and schedules itself at
-   ``requeue_after`` (a drain timeout); a pass that raised is retried with backoff.
+   ``requeue_after`` (a drain timeout); a pass that raised is retried with backoff;
+5. sends the reconcile its own writes asked for (on the simulated cluster every write asks for
+   one): once, when the pass is over (``enqueue.coalesced``).
 """
 
 from __future__ import annotations
