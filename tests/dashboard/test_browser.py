@@ -65,6 +65,20 @@ def test_operator_watches_pauses_promotes_diffs_and_rolls_back(live_stack, page:
     row = page.locator("tr[data-key='default/chat']")
     expect(row).to_be_visible()
     shot(page, screenshot_dir / "list.png", full_page=False)
+    # Every phase's badge fits its column: a clipped one showed its ellipsis as a stray dot.
+    clipped = page.evaluate("""() => {
+        const badge = document.querySelector("tr[data-key='default/chat'] .phase");
+        const cell = badge.closest("td");
+        const out = [];
+        for (const p of ["Pending", "Progressing", "Healthy", "Paused", "Blocked", "Degraded"]) {
+            badge.className = "phase phase-" + p.toLowerCase();
+            badge.textContent = p;
+            if (cell.scrollWidth > cell.clientWidth) out.push(p);
+        }
+        return out;
+    }""")
+    assert clipped == []
+    page.reload()
     row.locator("a.ms-link").click()
     page.wait_for_url(live_stack.url + DETAIL)
     expect(page.get_by_test_id("conn")).to_have_text("live", timeout=15000)
