@@ -1,7 +1,7 @@
 """Shared fixtures and test-selection rules for the whole suite.
 
 Fixtures: `password`, `viewer`, `operator`, `viewer_client`, `operator_client`, `redis_url`,
-`celery_eager`, and the Chromium launch settings for pytest-playwright (`page`, `browser`).
+`state_redis`, `celery_eager`, and the Chromium launch settings for pytest-playwright (`page`, `browser`).
 
 Markers added automatically (so `make test` can select by them):
 - `database`: the test uses the Django database (re-run on PostgreSQL by `make test`);
@@ -182,6 +182,29 @@ def redis_url(tmp_path_factory):
 
     with EmbeddedRedis(tmp_path_factory.mktemp("redis")) as embedded_url:
         yield embedded_url
+
+
+@pytest.fixture
+def state_redis(redis_url, settings, request):
+    """The controller's state Redis (``controller.runtime.redisconn.state_redis``: locks, queued
+    flags, in-flight counts, full-state requests) on the test module's own database,
+    ``STATE_REDIS_DB`` (away from the broker's 0, the channel layer's 1 and the live state's 2, and
+    from the other modules'), with none of the project's keys at the start or the end."""
+    from controller.runtime import redisconn
+
+    db = request.module.STATE_REDIS_DB
+    settings.REDIS_URL = redis_url
+    settings.ROLLOUTUI_STATE_REDIS_DB = db
+    client = redisconn.state_redis()
+    assert client.connection_pool.connection_kwargs["db"] == db
+
+    def forget() -> None:
+        for key in client.scan_iter(match=redisconn.KEY_PREFIX + "*"):
+            client.delete(key)
+
+    forget()
+    yield client
+    forget()
 
 
 @pytest.fixture

@@ -10,26 +10,14 @@ import json
 import pytest
 from channels.layers import get_channel_layer
 
-from controller.runtime import publish, redisconn
+from controller.runtime import publish
 from tests.waiting import async_wait_until
 
 from .test_ws import communicator, published, replay
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
-TEST_DB = 12
-
-
-@pytest.fixture
-def state_redis(redis_url, settings):
-    settings.REDIS_URL = redis_url
-    settings.ROLLOUTUI_STATE_REDIS_DB = TEST_DB
-    client = redisconn.state_redis()
-    for key in client.scan_iter(match=redisconn.KEY_PREFIX + "full-state:*"):
-        client.delete(key)
-    yield client
-    for key in client.scan_iter(match=redisconn.KEY_PREFIX + "full-state:*"):
-        client.delete(key)
+STATE_REDIS_DB = 12
 
 
 def delta_only(message: dict) -> dict:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from controller.runtime import publish, redisconn
+from controller.runtime import publish
 
 pytestmark = pytest.mark.integration
 
-TEST_DB = 12  # away from the broker (0), the channel layer (1), the live state (2) and the lock tests (13)
+STATE_REDIS_DB = 12  # away from the broker (0), the channel layer (1), the live state (2) and the lock tests (13)
 
 
 @pytest.fixture
@@ -25,25 +25,13 @@ def sent(monkeypatch):
     publish._last.clear()
 
 
-@pytest.fixture
-def client(redis_url, settings):
-    settings.REDIS_URL = redis_url
-    settings.ROLLOUTUI_STATE_REDIS_DB = TEST_DB
-    c = redisconn.state_redis()
-    for key in c.scan_iter(match=redisconn.KEY_PREFIX + "full-state:*"):
-        c.delete(key)
-    yield c
-    for key in c.scan_iter(match=redisconn.KEY_PREFIX + "full-state:*"):
-        c.delete(key)
-
-
 def states(n: int) -> list[dict]:
     return [
         {"phase": "Progressing", "groups": [{"ordinal": 0, "ready": i % 2 == 0}], "time": float(i)} for i in range(n)
     ]
 
 
-def test_a_publish_carries_the_whole_state_first_then_only_when_a_hub_asks_for_it(client, sent):
+def test_a_publish_carries_the_whole_state_first_then_only_when_a_hub_asks_for_it(state_redis, sent):
     first, second, third, fourth = states(4)
     publish.publish_state("default", "big", first)
     publish.publish_state("default", "big", second)
@@ -56,14 +44,14 @@ def test_a_publish_carries_the_whole_state_first_then_only_when_a_hub_asks_for_i
     assert sent[2]["json"] == publish.encode_state(third)
 
 
-def test_a_request_names_its_publisher_and_another_publishers_publish_leaves_it_standing(client, sent):
+def test_a_request_names_its_publisher_and_another_publishers_publish_leaves_it_standing(state_redis, sent):
     first, second = states(2)
     publish.publish_state("default", "big", first)
     group = publish.group_name("default", "big")
     assert publish.request_full_state(group, "812.another-process")
     publish.publish_state("default", "big", second)
     assert "json" not in sent[-1]
-    assert client.exists(publish.full_state_request_key(group, "812.another-process"))
+    assert state_redis.exists(publish.full_state_request_key(group, "812.another-process"))
 
 
 def test_without_redis_every_publish_carries_the_whole_state(sent, settings):

@@ -17,27 +17,17 @@ from .test_live_kserve import STANDARD, manifest, view
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
-TEST_DB = 12  # away from the broker (0), the channel layer (1), the live state (2), the traffic test (13)
-
-
-@pytest.fixture
-def client(redis_url, settings):
-    settings.REDIS_URL = redis_url
-    settings.ROLLOUTUI_STATE_REDIS_DB = TEST_DB
-    c = redisconn.state_redis()
-    for key in c.scan_iter(match=redisconn.KEY_PREFIX + "*"):
-        c.delete(key)
-    yield c
-    for key in c.scan_iter(match=redisconn.KEY_PREFIX + "*"):
-        c.delete(key)
+STATE_REDIS_DB = 12  # away from the broker (0), the channel layer (1), the live state (2), the traffic test (13)
 
 
 def test_requests_to_a_standard_canary_follow_its_weight_and_are_credited_to_the_inferenceservice(
-    client, django_capture_on_commit_callbacks
+    state_redis, django_capture_on_commit_callbacks
 ):
     from controller.simcluster import kservectl
 
-    traffic = RedisTraffic(client, inflight_key=redisconn.key("test-isvc-inflight"), key_prefix=redisconn.KEY_PREFIX)
+    traffic = RedisTraffic(
+        state_redis, inflight_key=redisconn.key("test-isvc-inflight"), key_prefix=redisconn.KEY_PREFIX
+    )
     clock = ManualClock()
     cluster = DatabaseCluster(clock, actor="operator", config=config(), traffic=traffic)
     cluster.add_node(8)

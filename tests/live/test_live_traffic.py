@@ -14,23 +14,13 @@ from .helpers import ManualClock, config, is_ready, pod
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
-TEST_DB = 13  # away from the broker (0), the channel layer (1) and the live state (2)
+STATE_REDIS_DB = 13  # away from the broker (0), the channel layer (1) and the live state (2)
 
 
-@pytest.fixture
-def client(redis_url, settings):
-    settings.REDIS_URL = redis_url
-    settings.ROLLOUTUI_STATE_REDIS_DB = TEST_DB
-    c = redisconn.state_redis()
-    for key in c.scan_iter(match=redisconn.KEY_PREFIX + "*"):
-        c.delete(key)
-    yield c
-    for key in c.scan_iter(match=redisconn.KEY_PREFIX + "*"):
-        c.delete(key)
-
-
-def test_losing_a_worker_pod_interrupts_the_requests_its_entry_was_serving(client, django_capture_on_commit_callbacks):
-    traffic = RedisTraffic(client, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
+def test_losing_a_worker_pod_interrupts_the_requests_its_entry_was_serving(
+    state_redis, django_capture_on_commit_callbacks
+):
+    traffic = RedisTraffic(state_redis, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
     clock = ManualClock()
     cluster = DatabaseCluster(clock, actor="kubelet", config=config(), traffic=traffic)
     cluster.add_node(4)
@@ -53,12 +43,12 @@ def test_losing_a_worker_pod_interrupts_the_requests_its_entry_was_serving(clien
     assert SimTraffic.objects.get(name="demo").interrupted == busy[entry]
 
 
-def test_requests_cut_off_at_a_drain_timeout_go_to_the_rollouts_audit(client, django_capture_on_commit_callbacks):
+def test_requests_cut_off_at_a_drain_timeout_go_to_the_rollouts_audit(state_redis, django_capture_on_commit_callbacks):
     from controller.core import naming
     from controller.runtime import interruptions
     from rolloutui.models import AuditRecord
 
-    traffic = RedisTraffic(client, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
+    traffic = RedisTraffic(state_redis, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
     clock = ManualClock()
     cluster = DatabaseCluster(
         clock, actor="kubelet", config=config(), traffic=traffic, on_interrupted=interruptions.report

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from controller.models import RequestRecord, SimClock, SimTraffic
-from controller.runtime import enqueue, redisconn
+from controller.runtime import enqueue
 from controller.runtime.reconciler import run_reconcile
 from controller.simcluster.database import clock as sim_clock
 from controller.simcluster.database import demo
@@ -18,7 +18,7 @@ from tests.live.helpers import ManualClock
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
-TEST_DB = 11  # away from the broker (0), the channel layer (1), the live state (2) and the other tests
+STATE_REDIS_DB = 11  # away from the broker (0), the channel layer (1), the live state (2) and the other tests
 GOOD = demo.DIGESTS["vllm/vllm-openai:v0.9.2"]
 FLAKY = demo.DIGESTS["vllm/vllm-openai:v0.9.2-flaky"]
 
@@ -39,12 +39,7 @@ def manifest() -> dict:
 
 
 @pytest.fixture
-def live(redis_url, settings, monkeypatch, db):
-    settings.REDIS_URL = redis_url
-    settings.ROLLOUTUI_STATE_REDIS_DB = TEST_DB
-    client = redisconn.state_redis()
-    for key in client.scan_iter(match=redisconn.KEY_PREFIX + "*"):
-        client.delete(key)
+def live(state_redis, monkeypatch, db):
     # Passes are run by the test, not by a worker: nothing goes to the broker.
     monkeypatch.setattr(enqueue, "publish", lambda *a, **k: None)
     clock = ManualClock()
@@ -60,9 +55,7 @@ def live(redis_url, settings, monkeypatch, db):
             },
         },
     )
-    yield clock
-    for key in client.scan_iter(match=redisconn.KEY_PREFIX + "*"):
-        client.delete(key)
+    return clock
 
 
 def run(clock, seconds, until):

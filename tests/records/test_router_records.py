@@ -17,19 +17,7 @@ from tests.live.helpers import ManualClock, config, is_ready, pod
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
-TEST_DB = 10  # away from the broker (0), the channel layer (1), the live state (2) and the other tests
-
-
-@pytest.fixture
-def client(redis_url, settings):
-    settings.REDIS_URL = redis_url
-    settings.ROLLOUTUI_STATE_REDIS_DB = TEST_DB
-    c = redisconn.state_redis()
-    for key in c.scan_iter(match=redisconn.KEY_PREFIX + "*"):
-        c.delete(key)
-    yield c
-    for key in c.scan_iter(match=redisconn.KEY_PREFIX + "*"):
-        c.delete(key)
+STATE_REDIS_DB = 10  # away from the broker (0), the channel layer (1), the live state (2) and the other tests
 
 
 def revision_pod(name, revision, image, model_version=None):
@@ -40,8 +28,8 @@ def revision_pod(name, revision, image, model_version=None):
     return p
 
 
-def test_each_finished_request_leaves_a_record_of_its_pods_revision_and_answer(client):
-    traffic = RedisTraffic(client, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
+def test_each_finished_request_leaves_a_record_of_its_pods_revision_and_answer(state_redis):
+    traffic = RedisTraffic(state_redis, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
     clock = ManualClock()
     images = {
         "engine:flaky": {"error_rate": 0.2, "latency_ms": Span(100, 200)},
@@ -77,8 +65,10 @@ def test_each_finished_request_leaves_a_record_of_its_pods_revision_and_answer(c
     assert RequestAggregate.objects.filter(revision="canary2").exists()
 
 
-def test_requests_cut_off_by_a_stopping_pod_are_recorded_as_interrupted(client, django_capture_on_commit_callbacks):
-    traffic = RedisTraffic(client, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
+def test_requests_cut_off_by_a_stopping_pod_are_recorded_as_interrupted(
+    state_redis, django_capture_on_commit_callbacks
+):
+    traffic = RedisTraffic(state_redis, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
     clock = ManualClock()
     cluster = DatabaseCluster(clock, actor="kubelet", config=config(), traffic=traffic)
     cluster.add_node(4)
