@@ -261,14 +261,11 @@ class _Hub:
             elif raw is None and state is None and isinstance(message.get("base_id"), str):
                 # A delta from a state this hub does not hold, without the whole state: ask its
                 # publisher for the whole state with its next publish (pages keep the state they
-                # have until then). Without Redis to ask through, read the state instead.
-                if not await asyncio.to_thread(request_full_state, self.group, publisher_of(message["base_id"])):
-                    state = await _get_state(self.namespace, self.name)
-                    if state is not None:
-                        self._add(state)
-                        for consumer in list(self.subscribers):
-                            consumer.hub_updated()
-                continue
+                # have until then). Without Redis to ask through, the state is read below, and
+                # kept as no publisher's: it is not the state this publish's id names.
+                if await asyncio.to_thread(request_full_state, self.group, publisher_of(message["base_id"])):
+                    continue
+                published_id = None
             elif isinstance(raw, bytes | str):
                 # Decoded off the event loop: the loop keeps sending meanwhile.
                 try:
