@@ -8,7 +8,7 @@ a view can be rebuilt at any moment without asking the controller.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from . import gates as serving_gates
@@ -123,17 +123,6 @@ def build_view(
         return n
 
     vp = _ViewPass(
-        _VIEW_SHAPES(
-            (
-                namespace,
-                replicas,
-                tuple(role_replicas.items()),
-                update_revision,
-                role_level,
-                tuple(sorted(update_role_hashes.items())) if role_level else (),  # read by role-level ones only
-                verification,
-            )
-        ),
         namespace,
         replicas,
         role_replicas,
@@ -203,10 +192,9 @@ _VIEW_SHAPES = Interned(1_000)
 
 @dataclass(frozen=True, slots=True)
 class _ViewPass:
-    """What every instance entry of one ``build_view`` reads besides its own pods. ``shape`` is
-    the interned tuple of the fields before ``expected``: equal shapes, equal entries."""
+    """What every instance entry of one ``build_view`` reads besides its own pods. ``shape``, made
+    from the fields before ``expected``, is interned: equal shapes, equal entries."""
 
-    shape: tuple[Any, ...]
     namespace: str
     replicas: int
     role_replicas: dict[str, int]
@@ -216,6 +204,19 @@ class _ViewPass:
     verification: bool
     expected: Callable[[str, str], int]
     in_flight: Mapping[str, int]
+    shape: tuple[Any, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        shape = (
+            self.namespace,
+            self.replicas,
+            tuple(self.role_replicas.items()),
+            self.update_revision,
+            self.role_level,
+            tuple(sorted(self.update_role_hashes.items())) if self.role_level else (),  # read by role-level ones only
+            self.verification,
+        )
+        object.__setattr__(self, "shape", _VIEW_SHAPES(shape))
 
     def runs(self, inst: InstanceObs, role: str) -> str:
         """The revision an instance runs. Under role-level strategies an instance of a role whose
@@ -242,15 +243,25 @@ class _GroupPart(NamedTuple):
     draining: list[tuple[PodObs, str, int]]
 
 
+def _ordered(group: GroupObs) -> list[tuple[str, int, InstanceObs, list[PodObs]]]:
+    """A group's instances as (role, ordinal, instance, its pods in index order), in order."""
+    return [
+        (role, ordinal, inst, [inst.pods[i] for i in sorted(inst.pods)])
+        for (role, ordinal), inst in sorted(group.instances.items(), key=lambda item: item[0])
+    ]
+
+
+def _draining(pods: list[PodObs]) -> list[PodObs]:
+    """The pods marked draining and not yet terminating."""
+    return [p for p in pods if p.draining_since is not None and not p.deleting]
+
+
 def _layout(
     group: GroupObs,
 ) -> tuple[list[tuple[str, int, InstanceObs, list[PodObs]]], list[tuple[str, str]], list[str]]:
-    """A group's instances in order, each with its pods in index order; the (revision, role) of
-    each; the names of all its pods. Fixed for a GroupObs (nothing changes one after observe)."""
-    ordered = []
-    for role, ordinal in sorted(group.instances):
-        inst = group.instances[(role, ordinal)]
-        ordered.append((role, ordinal, inst, [inst.pods[i] for i in sorted(inst.pods)]))
+    """``_ordered``; the (revision, role) of each instance; the names of all its pods. Fixed for
+    a GroupObs (nothing changes one after observe)."""
+    ordered = _ordered(group)
     pairs = [(inst.revision, role) for role, _, inst, _ in ordered]
     names = [p.name for _, _, _, pods in ordered for p in pods]
     return ordered, pairs, names
@@ -282,7 +293,7 @@ def _build_group_part(g: int, ordered: list[tuple[str, int, InstanceObs, list[Po
     part = _GroupPart([], [], [], [])
     for role, ordinal, inst, pods_sorted in ordered:
         expected = vp.expected(inst.revision, role)
-        draining_pods = [p for p in pods_sorted if p.draining_since is not None and not p.deleting]
+        draining_pods = _draining(pods_sorted)
         runs = vp.runs(inst, role)
         inflight = sum(int(in_flight.get(p.name, 0)) for p in pods_sorted) if in_flight else 0
         gates = serving_gates.instance_gates(inst, expected, verification_required=vp.verification, pods=pods_sorted)
@@ -314,27 +325,23 @@ def _build_group_part(g: int, ordered: list[tuple[str, int, InstanceObs, list[Po
 
 
 def _summary_entries(group: GroupObs, vp: _ViewPass) -> list[dict[str, Any]]:
-    """The group's instances as ``build_view(summary=True)`` lists them (not memoised: the
-    preview's in-memory cluster makes new pod objects every pass)."""
+    """The group's instances as ``build_view(summary=True)`` lists them. Not memoised: memoised
+    like the full entries, ``python -m bench sim``'s preview (which builds these) was no faster."""
     g = group.ordinal
-    out = []
-    for role, ordinal in sorted(group.instances):
-        inst = group.instances[(role, ordinal)]
-        pods_sorted = [inst.pods[i] for i in sorted(inst.pods)]
-        out.append(
-            {
-                "group": g,
-                "role": role,
-                "ordinal": ordinal,
-                "revision": vp.runs(inst, role),
-                "state": instance_state(inst, vp.expected(inst.revision, role)),
-                "pods": len(pods_sorted),
-                "readyPods": sum(1 for p in pods_sorted if p.ready),
-                "surge": g >= vp.replicas or ordinal >= vp.role_replicas.get(role, 0),
-                "draining": sum(1 for p in pods_sorted if p.draining_since is not None and not p.deleting),
-            }
-        )
-    return out
+    return [
+        {
+            "group": g,
+            "role": role,
+            "ordinal": ordinal,
+            "revision": vp.runs(inst, role),
+            "state": instance_state(inst, vp.expected(inst.revision, role)),
+            "pods": len(pods_sorted),
+            "readyPods": sum(1 for p in pods_sorted if p.ready),
+            "surge": g >= vp.replicas or ordinal >= vp.role_replicas.get(role, 0),
+            "draining": len(_draining(pods_sorted)),
+        }
+        for role, ordinal, inst, pods_sorted in _ordered(group)
+    ]
 
 
 def _top_level(
