@@ -86,6 +86,10 @@ def _keyed_delta(old: list[dict], new: list[dict], key, is_sorted: bool) -> dict
     return out
 
 
+# Equal changes encode alike whatever the order of their fields.
+_SAME_CHANGE = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
 def _shared_patches(patches: list[list]) -> tuple[list[list], list[list]]:
     """``patches`` split into those made to one item only (in their order) and those made alike
     to several (``[[key, ...], fields, removed]``, in the order of their first item). Example:
@@ -105,10 +109,6 @@ def _shared_patches(patches: list[list]) -> tuple[list[list], list[list]]:
         return patches, []
     single = [p for p, change in zip(patches, changes) if len(shared[change][0]) == 1]
     return single, [entry for entry in shared.values() if len(entry[0]) > 1]
-
-
-# Equal changes encode alike whatever the order of their fields.
-_SAME_CHANGE = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 
 
 def make_delta(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

@@ -393,9 +393,6 @@ class Command(BaseCommand):
             ),
             Child(
                 "celery worker",
-                # --quiet: no ASCII-art banner between the JSON log lines.
-                # No mingle/gossip: one worker per runall, nothing to synchronise with, and
-                # start-up is a second or two faster.
                 celery_worker(py, level, concurrency=2, queues=RECONCILE_WORKER_QUEUES),
                 restart=True,
             ),
