@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from controller.core import naming
@@ -11,8 +12,9 @@ from controller.core.planner import plan
 from controller.core.revisions import History
 from controller.core.spec import parse_modelserving
 from controller.core.view import build_view
+from tests.factories import coordinated, group_strategy, inplace_strategy, prefill_decode, role_strategy
 
-from .harness import FixedClock, MiniCluster, run_until_converged
+from .harness import FixedClock, MiniCluster, manifest, run_until_converged, step
 
 NS = "default"
 NAME = "ms"
@@ -172,3 +174,32 @@ def view_with_and_without_memos(
     for group in observe(pods).groups.values():
         group.view_instances = group.view_row = None
     return memoised, build_view(obj, pods, revisions, in_flight or {}, clock.t)
+
+
+# One rollout per strategy shape, which the memo tests drive from start to convergence.
+ROLLOUTS = {
+    "group rolling, 1 unavailable": dict(strategy=group_strategy(maxUnavailable=1)),
+    "group rolling with a partition": dict(strategy=group_strategy(maxUnavailable=1, partition=2)),
+    "group rolling with surge": dict(strategy=group_strategy(maxUnavailable=0, maxSurge=1)),
+    "role rolling, coordinated": dict(strategy=coordinated("50%", deps={"prefill": ["decode"]})),
+    "role rolling": dict(strategy=role_strategy()),
+    "in place": dict(strategy=inplace_strategy()),
+    "servinggroup recreate": dict(strategy=group_strategy(maxUnavailable=1), recovery="ServingGroupRecreate"),
+}
+
+
+def every_pass_of_a_rollout(rollout: str, check: Callable[[MiniCluster, FixedClock, int], None]) -> None:
+    """``check(cluster, clock, n)`` before each pass ``n`` of ``ROLLOUTS[rollout]`` on 4 groups of
+    prefill and 2 decode to engine:v2 (pods changing a few at a time, groups replaced, a pod lost
+    after pass 5), until the rollout converged."""
+    m = manifest(replicas=4, roles=prefill_decode(decode_replicas=2), **ROLLOUTS[rollout])
+    cluster, clock = deploy(m)
+    change_image(cluster, "engine:v2")
+    for n in range(60):
+        check(cluster, clock, n)
+        if n == 5:
+            lose_pods(cluster, next(iter(cluster.pods)))
+        result = step(cluster, clock)
+        if (status(cluster).get("converged") and not result.actions) and n > 5:
+            break
+    assert status(cluster).get("converged")

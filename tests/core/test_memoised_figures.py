@@ -14,10 +14,19 @@ from controller.core.observe import observe
 from controller.core.planner import plan
 from controller.core.planner.context import build_context
 from controller.core.spec import parse_modelserving
-from tests.factories import coordinated, group_strategy, inplace_strategy, prefill_decode, role_strategy
 
-from .harness import manifest, role, step
-from .support import NAME, NS, change_image, deploy, history, lose_pods, patch_spec, plan_with_and_without_memos, status
+from .harness import manifest, role
+from .support import (
+    NAME,
+    NS,
+    ROLLOUTS,
+    deploy,
+    every_pass_of_a_rollout,
+    history,
+    patch_spec,
+    plan_with_and_without_memos,
+    status,
+)
 
 
 def converged(roles=None, replicas=2):
@@ -84,33 +93,16 @@ def test_a_lost_role_under_another_policy_is_still_recovered():
     assert any(a.group == 0 and a.verb in ("delete", "drain") for a in result.actions)
 
 
-ROLLOUTS = {
-    "group rolling, 1 unavailable": dict(strategy=group_strategy(maxUnavailable=1)),
-    "group rolling with a partition": dict(strategy=group_strategy(maxUnavailable=1, partition=2)),
-    "group rolling with surge": dict(strategy=group_strategy(maxUnavailable=0, maxSurge=1)),
-    "role rolling, coordinated": dict(strategy=coordinated("50%", deps={"prefill": ["decode"]})),
-    "role rolling": dict(strategy=role_strategy()),
-    "in place": dict(strategy=inplace_strategy()),
-    "servinggroup recreate": dict(strategy=group_strategy(maxUnavailable=1), recovery="ServingGroupRecreate"),
-}
-
-
 @pytest.mark.parametrize("rollout", list(ROLLOUTS), ids=list(ROLLOUTS))
 def test_every_pass_of_a_rollout_plans_the_same_with_and_without_the_memos(rollout):
     """Through a whole rollout (pods changing a few at a time, groups replaced, a pod lost midway),
     the memoised availability, recovery verdict and status entries never change a plan."""
-    m = manifest(replicas=4, roles=prefill_decode(decode_replicas=2), **ROLLOUTS[rollout])
-    cluster, clock = deploy(m)
-    change_image(cluster, "engine:v2")
-    for n in range(60):
+
+    def same_plan(cluster, clock, n):
         memoised, fresh = plan_with_and_without_memos(cluster, clock)
         assert memoised == fresh, f"pass {n}"
-        if n == 5:
-            lose_pods(cluster, next(iter(cluster.pods)))
-        result = step(cluster, clock)
-        if (status(cluster).get("converged") and not result.actions) and n > 5:
-            break
-    assert status(cluster).get("converged")
+
+    every_pass_of_a_rollout(rollout, same_plan)
 
 
 def test_a_pod_whose_resource_version_became_empty_is_parsed_anew_not_taken_from_its_old_entry():

@@ -15,10 +15,20 @@ from controller.core import naming
 from controller.core.observe import observe
 from controller.core.view import build_view
 from controller.runtime.delta import make_delta
-from tests.factories import coordinated, group_strategy, inplace_strategy, prefill_decode, role_strategy
+from tests.factories import prefill_decode, role_strategy
 
 from .harness import _versioned, manifest, role, step
-from .support import NAME, NS, change_image, deploy, lose_pods, patch_spec, status, view_with_and_without_memos
+from .support import (
+    NAME,
+    NS,
+    ROLLOUTS,
+    change_image,
+    deploy,
+    every_pass_of_a_rollout,
+    patch_spec,
+    status,
+    view_with_and_without_memos,
+)
 
 
 def converged(roles=None, replicas=2, **kw):
@@ -111,32 +121,15 @@ def test_under_role_level_strategies_an_unchanged_role_reports_the_new_update_re
     assert decode and {i["revision"] for i in decode} == {new}
 
 
-ROLLOUTS = {
-    "group rolling, 1 unavailable": dict(strategy=group_strategy(maxUnavailable=1)),
-    "group rolling with a partition": dict(strategy=group_strategy(maxUnavailable=1, partition=2)),
-    "group rolling with surge": dict(strategy=group_strategy(maxUnavailable=0, maxSurge=1)),
-    "role rolling, coordinated": dict(strategy=coordinated("50%", deps={"prefill": ["decode"]})),
-    "role rolling": dict(strategy=role_strategy()),
-    "in place": dict(strategy=inplace_strategy()),
-    "servinggroup recreate": dict(strategy=group_strategy(maxUnavailable=1), recovery="ServingGroupRecreate"),
-}
-
-
 @pytest.mark.parametrize("rollout", list(ROLLOUTS), ids=list(ROLLOUTS))
 def test_every_view_of_a_rollout_is_the_same_with_and_without_the_memos(rollout):
     """Through a whole rollout (pods changing a few at a time, groups replaced, a pod lost midway,
     in-flight counts moving on the pods that leave routing), the memoised entries never change a
     view."""
-    m = manifest(replicas=4, roles=prefill_decode(decode_replicas=2), **ROLLOUTS[rollout])
-    cluster, clock = deploy(m)
-    change_image(cluster, "engine:v2")
-    for n in range(60):
+
+    def same_view(cluster, clock, n):
         leaving = [p.name for p in observe(cluster.list_pods(NS, NAME)).leaving_routing]
         memoised, fresh = view_with_and_without_memos(cluster, clock, {name: n % 3 for name in leaving})
         assert memoised == fresh, f"pass {n}"
-        if n == 5:
-            lose_pods(cluster, next(iter(cluster.pods)))
-        result = step(cluster, clock)
-        if (status(cluster).get("converged") and not result.actions) and n > 5:
-            break
-    assert status(cluster).get("converged")
+
+    every_pass_of_a_rollout(rollout, same_view)
