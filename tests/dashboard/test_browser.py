@@ -65,19 +65,22 @@ def test_operator_watches_pauses_promotes_diffs_and_rolls_back(live_stack, page:
     row = page.locator("tr[data-key='default/chat']")
     expect(row).to_be_visible()
     shot(page, screenshot_dir / "list.png", full_page=False)
-    # Every phase's badge fits its column: a clipped one showed its ellipsis as a stray dot.
-    clipped = page.evaluate("""() => {
+    # Every phase's badge fits its column (a clipped one showed its ellipsis as a stray dot), and
+    # none is animated: a pulsing dot per Progressing row made every frame of a 1,000-row list
+    # longer than a frame.
+    badges = page.evaluate("""() => {
         const badge = document.querySelector("tr[data-key='default/chat'] .phase");
         const cell = badge.closest("td");
-        const out = [];
+        const out = {clipped: [], animated: []};
         for (const p of ["Pending", "Progressing", "Healthy", "Paused", "Blocked", "Degraded"]) {
             badge.className = "phase phase-" + p.toLowerCase();
             badge.textContent = p;
-            if (cell.scrollWidth > cell.clientWidth) out.push(p);
+            if (cell.scrollWidth > cell.clientWidth) out.clipped.push(p);
+            if (getComputedStyle(badge, "::before").animationName !== "none") out.animated.push(p);
         }
         return out;
     }""")
-    assert clipped == []
+    assert badges == {"clipped": [], "animated": []}
     page.reload()
     row.locator("a.ms-link").click()
     page.wait_for_url(live_stack.url + DETAIL)
