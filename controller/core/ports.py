@@ -29,6 +29,18 @@ SERVICE, PODGROUP = "Service", "PodGroup"
 OWNED_KINDS = (SERVICE, PODGROUP)
 
 
+class SharedObjects(list):
+    """A list whose objects the port never changes once handed out: it writes a new object for every
+    change (copy on write) and hands out the same object while the resource is unchanged. So an
+    object met again (``is``) is the same version of the resource, and ``observe`` compares a list
+    with the previous one by identity rather than reading every pod's metadata. The embedded
+    database store and the in-memory simulator list pods this way; the Kubernetes adapter decodes a
+    new object for every pod on every list and returns a plain list. Nobody may mutate the objects.
+    """
+
+    __slots__ = ()
+
+
 class ClusterError(Exception):
     """Base class of errors raised by a cluster adapter."""
 
@@ -67,7 +79,9 @@ class ClusterPort(Protocol):
     def delete_modelserving(self, namespace: str, name: str) -> None: ...
 
     # Pods of one ModelServing (selected by the name label)
-    def list_pods(self, namespace: str, ms_name: str) -> list[Obj]: ...
+    def list_pods(self, namespace: str, ms_name: str) -> list[Obj]:
+        """In name order. A port that shares unchanged objects between lists returns ``SharedObjects``."""
+        ...
 
     def create_pod(self, pod: Obj) -> Obj:
         """Raises Conflict if a pod of that name exists."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.core.ports import ClusterPort, Conflict, NotFound
+from controller.core.ports import ClusterPort, Conflict, NotFound, SharedObjects
 from controller.models import SimObject
 from controller.simcluster.database.store import DatabaseCluster
 from controller.simcluster.objects import Invalid
@@ -124,6 +124,19 @@ def test_pods_and_revisions_are_listed_per_modelserving(cluster):
     assert [r["revision"] for r in cluster.list_revisions("default", "a")] == [3]
     cluster.delete_revision("default", "a-abc")
     assert cluster.list_revisions("default", "a") == []
+
+
+def test_pods_are_listed_as_shared_objects_an_unchanged_pod_the_same_a_changed_one_new(cluster):
+    """``ports.SharedObjects``: observation takes a pod object met again as the same version."""
+    cluster.create_pod(pod("a-0", ms="a"))
+    cluster.create_pod(pod("a-1", ms="a"))
+    first = cluster.list_pods("default", "a")
+    assert isinstance(first, SharedObjects)
+    cluster.patch_pod("default", "a-1", {"metadata": {"annotations": {"x": "1"}}})
+    second = cluster.list_pods("default", "a")
+    assert second[0] is first[0]
+    assert second[1] is not first[1]
+    assert second[1]["metadata"]["annotations"]["x"] == "1" and "x" not in first[1]["metadata"]["annotations"]
 
 
 def test_a_readiness_gate_condition_makes_a_ready_pod_ready(cluster):

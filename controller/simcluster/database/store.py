@@ -40,7 +40,7 @@ from django.db import IntegrityError, transaction
 
 from controller.core import naming, phases
 from controller.core.kserve.materialize import LABEL_ISVC
-from controller.core.ports import Conflict, NotFound, Obj
+from controller.core.ports import Conflict, NotFound, Obj, SharedObjects
 from controller.core.spec import headline
 from controller.models import SimClock, SimNode, SimObject, SimTraffic
 from controller.simcluster import objects, physics
@@ -109,7 +109,7 @@ class _DecodedCache:
     def __init__(self) -> None:
         self.entries: dict[int, tuple[int, Obj]] = {}
 
-    def rows(self, queryset, order: list[str]) -> list[Obj]:
+    def rows(self, queryset, order: list[str]) -> SharedObjects:
         versions = list(queryset.order_by(*order).values_list("pk", "resource_version"))
         stale = [pk for pk, rv in versions if (self.entries.get(pk) or (None,))[0] != rv]
         if len(self.entries) + len(stale) > self.MAX_ENTRIES:
@@ -120,7 +120,7 @@ class _DecodedCache:
                 "pk", "resource_version", "data"
             ):
                 self.entries[pk] = (rv, data)
-        out = []
+        out = SharedObjects()  # the decoded objects are shared: see the class's docstring
         for pk, _rv in versions:
             entry = self.entries.get(pk)
             if entry is not None:  # a row deleted between the two queries is skipped

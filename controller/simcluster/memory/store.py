@@ -31,7 +31,7 @@ from typing import Any
 
 from controller.core import naming
 from controller.core.mergepatch import copy_json
-from controller.core.ports import OWNED_KINDS, Conflict, NotFound, Obj
+from controller.core.ports import OWNED_KINDS, Conflict, NotFound, Obj, SharedObjects
 
 # What a write does to an object lives in ``objects`` (shared with the live app's store).
 from .. import objects
@@ -191,7 +191,10 @@ class InMemoryStore:
 
     def list_pods(self, namespace: str, ms_name: str) -> list[Obj]:
         pods = self._pods_by_ms.get((namespace, ms_name), {})
-        return [self._out(pods[n]) for n in sorted(pods)]
+        if self.copy_reads:
+            return [copy_json(pods[n]) for n in sorted(pods)]
+        # Every write stores a new pod dict (copy on write), so unchanged pods are shared.
+        return SharedObjects(pods[n] for n in sorted(pods))
 
     def all_pods(self) -> list[Obj]:
         """Every pod in the cluster (physics side), in (namespace, name) order."""
