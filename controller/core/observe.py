@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from itertools import compress, groupby
+from itertools import compress, groupby, repeat
 from operator import eq, is_not, itemgetter, not_
 from typing import Any
 
@@ -437,6 +437,7 @@ _CACHED_VERSION = itemgetter(0)
 _CACHED_PARSE = itemgetter(1)
 _CACHED_GROUP = itemgetter(2)
 _CACHED_LEAVING = itemgetter(3)
+_NEVER_PARSED: tuple[str, PodObs | None, int | None, bool] = ("", None, None, False)
 
 
 # The previous list of each ModelServing's pods from a port that shares unchanged objects
@@ -480,14 +481,13 @@ def _entries_by_version(pods: list[Obj]) -> list[tuple[str, PodObs | None, int |
     version moved), or None for a list the getters cannot read."""
     try:
         metas = list(map(_METADATA, pods))
-        hits = list(map(_PARSE_CACHE.get, map(_UID, metas)))
-        # The pods whose version moved since their parse (a few per pass). TypeError: a pod that
-        # was never parsed (no cache entry).
+        # A pod never parsed (new) has no entry: it takes ``_NEVER_PARSED``, whose version no pod has.
+        hits = list(map(_PARSE_CACHE.get, map(_UID, metas), repeat(_NEVER_PARSED)))
+        # The pods whose version moved since their parse (a few per pass).
         moved = list(
             compress(range(len(pods)), map(not_, map(eq, map(_CACHED_VERSION, hits), map(_RESOURCE_VERSION, metas))))
         )
-    except (KeyError, TypeError):
-        # A pod without metadata, uid or resourceVersion, or one not parsed yet.
+    except KeyError:  # a pod without metadata, uid or resourceVersion
         return None
     del metas
     for i in moved:  # parsed again, in place: its entry is the new parse's
