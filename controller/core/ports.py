@@ -137,11 +137,27 @@ class ClusterPort(Protocol):
 
 @runtime_checkable
 class RouterPort(Protocol):
-    """What the controller asks of the request router: how busy a pod is."""
+    """What the controller asks of the request router: how busy a pod is.
+
+    A router may also offer ``in_flight_many(namespace, pod_names) -> {name: count}``: the counts
+    of many pods in one round trip (the Redis router does). The state view then shows every pod's
+    count (``in_flight_many`` below); without it a pass asks only about the pods leaving routing.
+    """
 
     def in_flight(self, namespace: str, pod_name: str) -> int:
         """Requests sent to the pod that have not finished (queued ones included)."""
         ...
+
+
+def in_flight_many(router: RouterPort, namespace: str, pods: list[Obj]) -> dict[str, int] | None:
+    """The non-zero in-flight counts of ``pods`` by name in one round trip, or None when the router
+    cannot give many at once. The reconcile pass's state view and the dashboard's read of the state
+    both take their counts here, so the page shows the same figure whichever of them it got last."""
+    many = getattr(router, "in_flight_many", None)
+    if many is None:
+        return None
+    counts = many(namespace, [p["metadata"]["name"] for p in pods])
+    return {name: n for name, n in counts.items() if n}
 
 
 @runtime_checkable

@@ -27,7 +27,19 @@ from .observe import Observed, observe
 from .plan import CREATE, DELETE, DRAIN, PATCH_IMAGE, SET_GATE, UNDRAIN, VERIFY, Action, Plan
 from .planner import plan
 from .planner.canary import windows_to_fetch
-from .ports import PODGROUP, SERVICE, Clock, ClusterPort, Conflict, MetricsPort, NotFound, Obj, RouterPort, VerifierPort
+from .ports import (
+    PODGROUP,
+    SERVICE,
+    Clock,
+    ClusterPort,
+    Conflict,
+    MetricsPort,
+    NotFound,
+    Obj,
+    RouterPort,
+    VerifierPort,
+    in_flight_many,
+)
 from .revisions import History, revision_object
 from .spec import ModelServing, ValidationError, Verification, parse_modelserving
 from .strategy import ClusterSettings
@@ -201,17 +213,20 @@ def _reconcile_once(
             # checked unchanged just before the actions (``_spec_moved_on``). In a simulation the
             # clock stands still during a pass: both times are the same.
             listed_at = clock.now()
-            result.view = build_view(
-                state_obj,
-                cluster.list_pods(namespace, name),
-                cluster.list_revisions(namespace, name),
-                in_flight,
-                listed_at,
-                summary=summary_view,
-            )
+            view_pods, view_observed = cluster.list_pods(namespace, name), None
+            revs = cluster.list_revisions(namespace, name)
         else:
+            listed_at, view_pods, view_observed = now, pods, observed
             revs = cluster.list_revisions(namespace, name) if the_plan.revision_actions else revision_objs
-            result.view = build_view(state_obj, pods, revs, in_flight, now, observed=observed, summary=summary_view)
+        # The page's view shows every pod's in-flight count (the tooltip's "N in flight", the
+        # capacity panel) when the router gives them in one round trip, as the dashboard's own read
+        # of the state does: otherwise each pass's publish showed 0 on every serving pod and the
+        # next read of the state showed their load. The summary view has no use for them.
+        every_pod = None if summary_view else in_flight_many(router, namespace, view_pods)
+        view_in_flight = in_flight if every_pod is None else every_pod
+        result.view = build_view(
+            state_obj, view_pods, revs, view_in_flight, listed_at, observed=view_observed, summary=summary_view
+        )
 
 
 def _spec_moved_on(cluster: ClusterPort, namespace: str, name: str, generation: int) -> bool:

@@ -7,19 +7,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.core.ports import ClusterPort, RouterPort
+from controller.core.ports import ClusterPort, RouterPort, in_flight_many
 from controller.core.view import build_view
 
 from .backend import get_clock, get_cluster, get_router
 
 
 def in_flight_of(router: RouterPort, namespace: str, pods: list[dict[str, Any]]) -> dict[str, int]:
-    names = [p["metadata"]["name"] for p in pods]
-    many = getattr(router, "in_flight_many", None)
-    if many is not None:
-        counts = many(namespace, names)
-    else:
-        counts = {n: router.in_flight(namespace, n) for n in names}
+    """Every pod's non-zero in-flight count: in one round trip where the router can, else pod by pod."""
+    counts = in_flight_many(router, namespace, pods)
+    if counts is not None:
+        return counts
+    counts = {p["metadata"]["name"]: router.in_flight(namespace, p["metadata"]["name"]) for p in pods}
     return {k: v for k, v in counts.items() if v}
 
 
