@@ -362,11 +362,12 @@ def parse_pod(pod: Obj) -> PodObs | None:
 # built, and a pod's older versions are dropped as it changes. It is a cache of derived data, not
 # controller state: dropping it changes nothing but speed. An entry also carries the pod's group
 # and whether it leaves routing, so that observe groups the pods without reading 32,000 PodObs.
-_PARSE_CACHE: dict[str, tuple[str, PodObs | None, int | None, bool]] = {}
+CacheEntry = tuple[str, PodObs | None, int | None, bool]  # (resourceVersion, parse, group, leaving)
+_PARSE_CACHE: dict[str, CacheEntry] = {}
 _PARSE_CACHE_LIMIT = 200_000
 
 
-def _cache_entry(raw: Obj) -> tuple[str, PodObs | None, int | None, bool] | None:
+def _cache_entry(raw: Obj) -> CacheEntry | None:
     """The parse-cache entry of ``raw`` at its resourceVersion, parsed now if it has none; None
     for a pod without uid or resourceVersion (never cached)."""
     meta = raw.get("metadata") or _EMPTY
@@ -437,7 +438,9 @@ _CACHED_VERSION = itemgetter(0)
 _CACHED_PARSE = itemgetter(1)
 _CACHED_GROUP = itemgetter(2)
 _CACHED_LEAVING = itemgetter(3)
-_NEVER_PARSED: tuple[str, PodObs | None, int | None, bool] = ("", None, None, False)
+# The entry of a pod never parsed: no cached version is empty, so the pod counts as moved and is
+# parsed (a pod whose version is empty cannot key the cache: observed one by one, below).
+_NEVER_PARSED: CacheEntry = ("", None, None, False)
 
 
 # The previous list of each ModelServing's pods from a port that shares unchanged objects
@@ -446,7 +449,7 @@ _NEVER_PARSED: tuple[str, PodObs | None, int | None, bool] = ("", None, None, Fa
 # was replaced). A pod object met again at the same place is the same version, so its entry is
 # taken without reading the pod: comparing 32,000 references is ~4 ms where reading 32,000 pods'
 # metadata, uid and resourceVersion is ~20-25 ms of cache misses (``python -m bench planner``).
-_LAST_LISTS: dict[str, tuple[list[Obj], list[tuple[str, PodObs | None, int | None, bool]]]] = {}
+_LAST_LISTS: dict[str, tuple[list[Obj], list[CacheEntry]]] = {}
 _LAST_LISTS_LIMIT = 1_000
 # Past this share of pods not met again (a pod created or deleted before most of the list shifts
 # every later pod by one place), reading every pod's version is cheaper than a step per pod.
@@ -457,10 +460,11 @@ def _first_uid(pods: list[Obj]) -> str | None:
     return (pods[0].get("metadata") or _EMPTY).get("uid") if pods else None
 
 
-def _entries_by_identity(pods: SharedObjects) -> list[tuple[str, PodObs | None, int | None, bool]] | None:
+def _entries_by_identity(pods: SharedObjects) -> list[CacheEntry] | None:
     """The cache entries of ``pods`` from the previous list of the same pods, or None (no previous
     list, another length, too many pods changed, or one without a cacheable version)."""
-    last = _LAST_LISTS.get(_first_uid(pods))  # type: ignore[arg-type]
+    first = _first_uid(pods)
+    last = _LAST_LISTS.get(first) if first else None
     if last is None or len(last[0]) != len(pods):
         return None
     previous, entries = last
@@ -476,12 +480,11 @@ def _entries_by_identity(pods: SharedObjects) -> list[tuple[str, PodObs | None, 
     return entries
 
 
-def _entries_by_version(pods: list[Obj]) -> list[tuple[str, PodObs | None, int | None, bool]] | None:
+def _entries_by_version(pods: list[Obj]) -> list[CacheEntry] | None:
     """The cache entries of ``pods`` by each pod's uid and resourceVersion (parsed now where the
     version moved), or None for a list the getters cannot read."""
     try:
         metas = list(map(_METADATA, pods))
-        # A pod never parsed (new) has no entry: it takes ``_NEVER_PARSED``, whose version no pod has.
         hits = list(map(_PARSE_CACHE.get, map(_UID, metas), repeat(_NEVER_PARSED)))
         # The pods whose version moved since their parse (a few per pass).
         moved = list(
@@ -507,10 +510,11 @@ def observe(pods: list[Obj], in_flight: Mapping[str, int] | None = None) -> Obse
         hits = _entries_by_version(pods)
         if hits is None:  # one by one
             return _observe_pods(pods, in_flight)
-    if shared and pods:
+    first = _first_uid(pods) if shared else None
+    if first:
         if len(_LAST_LISTS) >= _LAST_LISTS_LIMIT:
             _LAST_LISTS.clear()
-        _LAST_LISTS[_first_uid(pods)] = (list(pods), hits)  # type: ignore[index]
+        _LAST_LISTS[first] = (list(pods), hits)
     # Pods come listed by name, so a group's pods are one run (``ms-3-...`` sorts apart from
     # ``ms-30-...``: the ordinal is followed by "-"); a group split over runs is joined.
     by_group: dict[int, list[PodObs]] = {}
