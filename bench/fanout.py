@@ -185,8 +185,9 @@ here, so the view is unchanged). Three runs, normal / nice-10 window:
 
 Observed -> client p95 < 250 ms: met in every window. Publish -> client p95 < 150 ms: met in
 every normal window and in 1 of 3 nice-10 windows; each miss is one publish of the 19 (its 100
-clients all late alike, with small messages: the publisher at nice 10 waiting for a CPU between
-its stamp and its send, as it computes the delta of a 1,000-group state).
+clients all late alike, with small messages, so the delay is before the hub fans it out; not
+traced: most likely the publisher at nice 10 waiting for a CPU between its stamp and its send,
+while it computes the delta of a 1,000-group state).
 """
 
 from __future__ import annotations
