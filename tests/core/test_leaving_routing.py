@@ -7,6 +7,12 @@ import pytest
 
 from controller.core import naming
 from controller.core.observe import observe, parse_pod
+from controller.core.reconcile import reconcile
+from controller.core.view import build_view
+from controller.runtime.state import in_flight_of
+
+from .harness import FixedClock, manifest, role
+from .support import NAME, NS, change_image, deploy
 
 GATE = naming.CONDITION_INPLACE_READY
 
@@ -82,13 +88,6 @@ def _view_in_flight(view: dict) -> dict[tuple[int, str, int], int]:
 def test_the_pass_view_shows_every_pods_load_as_the_dashboards_read_of_the_state_does(acted):
     """The plan needs only the leaving pods' counts; the page's view shows every pod's, the same
     figures as ``current_state`` (REST, control publishes), so the page does not flip between them."""
-    from controller.core.reconcile import reconcile
-    from controller.core.view import build_view
-    from controller.runtime.state import in_flight_of
-
-    from .harness import FixedClock, manifest, role
-    from .support import NAME, NS, change_image, deploy
-
     cluster, clock = deploy(manifest(replicas=2, roles=[role("serve", workers=1)]))
     if acted:
         change_image(cluster, "engine:v2")
@@ -107,11 +106,6 @@ def test_the_pass_view_shows_every_pods_load_as_the_dashboards_read_of_the_state
 
 
 def test_the_summary_view_asks_the_router_about_no_pod():
-    from controller.core.reconcile import reconcile
-
-    from .harness import FixedClock, manifest, role
-    from .support import NAME, NS, deploy
-
     cluster, clock = deploy(manifest(replicas=2, roles=[role("serve", workers=1)]))
     router = BatchRouter({})
     reconcile(cluster, router, FixedClock(clock.t), NS, NAME, summary_view=True)
