@@ -75,3 +75,35 @@ def test_requests_cut_off_at_a_drain_timeout_go_to_the_rollouts_audit(state_redi
         {"pod": entry, "interrupted": busy},
     )
     assert f"{busy} request(s) in flight on {entry}" in record.reason
+
+
+def test_the_passes_view_shows_the_load_of_serving_pods_read_from_redis_in_one_round_trip(state_redis, settings):
+    """The live router (Redis hash, ``in_flight_many``) gives the pass every pod's count: the
+    controller's publishes show the load of pods that are not leaving routing, as the dashboard's
+    read of the state does, so the page's figures do not flip between the two."""
+    from controller.core.reconcile import reconcile
+    from controller.runtime.backend import get_router, inflight_key
+    from controller.runtime.state import current_state
+    from controller.simcluster.database.traffic import field
+
+    from .helpers import manifest
+
+    clock = ManualClock()
+    cluster = DatabaseCluster(clock, actor="controller", config=config())
+    cluster.add_node(8)
+    cluster.create_modelserving(manifest("small", replicas=2))
+    router = get_router()
+    assert type(router).__name__ == "RedisInFlightRouter"
+    for _ in range(80):  # create the pods, let the kubelet bring them up
+        reconcile(cluster, router, clock, "default", "small")
+        clock.t += 1
+        tick(cluster)
+    pods = cluster.list_pods("default", "small")
+    assert pods and all(is_ready(p) for p in pods)
+    busy = pods[0]["metadata"]["name"]
+    state_redis.hset(inflight_key(), field("default", busy), 3)
+    view = reconcile(cluster, router, clock, "default", "small").view
+    shown = {(i["group"], i["role"], i["ordinal"]): i["inFlight"] for i in view["instances"]}
+    assert sorted(shown.values()) == [0, 3]
+    dashboards = current_state("default", "small", cluster=cluster, router=router)
+    assert shown == {(i["group"], i["role"], i["ordinal"]): i["inFlight"] for i in dashboards["instances"]}
