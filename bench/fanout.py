@@ -188,6 +188,17 @@ every normal window and in 1 of 3 nice-10 windows; each miss is one publish of t
 clients all late alike, with small messages, so the delay is before the hub fans it out; not
 traced: most likely the publisher at nice 10 waiting for a CPU between its stamp and its send,
 while it computes the delta of a 1,000-group state).
+
+Then traced (the same day): the bench now prints the publisher's own share of each publish (from
+its stamp to the send's return) and the garbage collection in it. A slow publish (160 ms to its
+median client) spent 133.5 ms in the publisher, and in another run a 181 ms window p95 was one
+publish holding a full collection of 134.5 ms: this bench's publisher process (a ``python -c``
+script standing in for the controller's publishes) ran without the GC tuning every process of
+the product that publishes has (``rolloutui/gctuning.py``: Celery pool processes and the web
+process). The publisher now applies the pool processes' tuning. Two runs after that, normal /
+nice-10 window: publish -> client p95 78 / 54 and 72 / 81 ms (of which in the publisher p95
+20 / 12 and 22 / 22 ms, garbage collection at most 2 ms a publish); observed -> client p95
+159 / 143 and 158 / 135 ms. Both targets are met in all four windows.
 """
 
 from __future__ import annotations
@@ -245,16 +256,33 @@ print("seeded")
 
 
 PUBLISHER = """
-import sys, time, django
+import gc, sys, time, django
 django.setup()
+from rolloutui.gctuning import tune_worker_process
 from rolloutui.services import state, streaming
+# The product publishes from Celery pool processes, which run with this tuning: without it this
+# process's full collections (~130 ms with the 1,000-group states it keeps) were the slow
+# publishes of some windows, a cost no process of the product has.
+tune_worker_process()
+collecting = [0.0, 0.0]  # seconds collected during the current publish; start of the running one
+def timed(phase, info):
+    if phase == "start":
+        collecting[1] = time.perf_counter()
+    else:
+        collecting[0] += time.perf_counter() - collecting[1]
+gc.callbacks.append(timed)
 ns, name, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
 end = time.monotonic() + seconds
 while time.monotonic() < end:
     st = state.get_state(ns, name)
     # Announced before the publish, so the parent knows it before any client can receive it.
-    print(st["time"], time.time(), flush=True)
+    started = time.time()
+    collecting[0] = 0.0
+    print(st["time"], started, flush=True)
     streaming.publish_state(ns, name, st)
+    # The publisher's own share of publish -> client (the delta, its encoding, the send), and the
+    # garbage collection in it.
+    print("sent", time.time() - started, collecting[0], flush=True)
     time.sleep(1.0)
 """
 
@@ -440,6 +468,7 @@ def _renice_controller(stack: Stack, value: int) -> int:
 
 
 def _window_stats(win: dict, clients: int) -> dict:
+    own = [p[2] for p in win["pubs"] if len(p) > 2]  # seconds each publish call took in the publisher
     return {
         "label": win["label"],
         "publishes": len(win["pubs"]),
@@ -453,6 +482,11 @@ def _window_stats(win: dict, clients: int) -> dict:
             "p50": _ms(pct(win["observed"], 50)),
             "p95": _ms(pct(win["observed"], 95)),
             "samples": len(win["observed"]),
+        },
+        "publisherMs": {  # the publisher's own share: from its stamp to the send's return
+            "p50": _ms(pct(own, 50)),
+            "p95": _ms(pct(own, 95)),
+            "max": _ms(max(own, default=None)),
         },
         "messagesPerClientPerSecond": round(max(win["counts"]) / win["seconds"], 2) if win.get("seconds") else None,
         "messageBytes": {"p50": pct(win["sizes"], 50), "max": max(win["sizes"], default=None)},
@@ -479,6 +513,8 @@ def _slowest_publishes(win: dict, n: int = 4) -> list[dict]:
                 "maxMs": _ms(max(lat)),
                 "clients": len(lat),
                 "largestMessageBytes": max(s[1] for s in samples),
+                "publisherMs": _ms(win["pubs"][k][2]) if len(win["pubs"][k]) > 2 else None,
+                "publisherGcMs": _ms(win["pubs"][k][3]) if len(win["pubs"][k]) > 3 else None,
             }
         )
     return sorted(rows, key=lambda r: -r["maxMs"])[:n]
@@ -499,7 +535,8 @@ async def measure_fanout(stack: Stack, clients: int, seconds: float, start_rollo
     win: dict = {}
 
     def new_window(label: str) -> dict:
-        # pubs: (state time, wall time just before the publish); idx: per client, the first
+        # pubs: (state time, wall time just before the publish[, seconds the publish call took in
+        # the publisher, seconds of garbage collection in it]); idx: per client, the first
         # publish it has not received yet.
         return {
             "label": label,
@@ -693,7 +730,9 @@ def main(argv: list[str]) -> int:
             )
             for line in proc.stdout:
                 parts = line.split()
-                if len(parts) == 2:
+                if len(parts) == 3 and parts[0] == "sent" and pubs:
+                    pubs[-1] = (*pubs[-1][:2], float(parts[1]), float(parts[2]))
+                elif len(parts) == 2:
                     pubs.append((float(parts[0]), float(parts[1])))
             proc.wait()
 
@@ -741,6 +780,10 @@ def main(argv: list[str]) -> int:
                 f"{w['observedToClientMs']['p50']} / {w['observedToClientMs']['p95']}"
                 f"  (target p95 < {OBSERVED_P95_MS})",
             ),
+            (
+                "  of which in the publisher p50 / p95 / max (ms)",
+                f"{w['publisherMs']['p50']} / {w['publisherMs']['p95']} / {w['publisherMs']['max']}",
+            ),
             ("  messages per client per second (max)", w["messagesPerClientPerSecond"]),
             ("  message size p50 / max (bytes)", f"{w['messageBytes']['p50']} / {w['messageBytes']['max']}"),
         ]
@@ -749,7 +792,8 @@ def main(argv: list[str]) -> int:
                 (
                     f"  slow publish at {s['atSeconds']} s",
                     f"p50 {s['p50Ms']} / max {s['maxMs']} ms over {s['clients']} clients,"
-                    f" largest message {s['largestMessageBytes']} bytes",
+                    f" largest message {s['largestMessageBytes']} bytes,"
+                    f" {s['publisherMs']} ms in the publisher ({s['publisherGcMs']} ms collecting garbage)",
                 )
             )
     rows += [
