@@ -250,7 +250,7 @@ def inferenceservice_detail(request, namespace, name):
             "isvc_namespace": namespace,
             "isvc_name": name,
             "state": current,
-            "phase": kserve.phase_of(current),
+            "phase": current["phase"],
             "known_phases": list(PHASES),
             "boot": {
                 "namespace": namespace,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.core import phases
 from controller.runtime import kserve as runtime_kserve
 
 from . import state
@@ -32,14 +31,6 @@ def get_state(namespace: str, name: str) -> dict[str, Any]:
     return runtime_kserve.inferenceservice_state(namespace, name)
 
 
-def phase_of(view: dict[str, Any]) -> str:
-    if view.get("error") or any(d["progressDeadlineExceeded"] for d in view["deployments"]):
-        return phases.DEGRADED
-    if any(d["paused"] for d in view["deployments"]):
-        return phases.PAUSED
-    return phases.HEALTHY if view["converged"] else phases.PROGRESSING
-
-
 def summary(view: dict[str, Any]) -> dict[str, Any]:
     """One list row of an InferenceService, from its view."""
     spec = view.get("spec") or {}
@@ -50,7 +41,7 @@ def summary(view: dict[str, Any]) -> dict[str, Any]:
         "kind": KIND_INFERENCESERVICE,
         "namespace": view["namespace"],
         "name": view["name"],
-        "phase": phase_of(view),
+        "phase": view["phase"],
         "deploymentMode": view.get("deploymentMode"),
         "replicas": int(predictor.get("replicas") or 0),
         # Pods over every Deployment (components, canaries, Serverless revisions still scaled up).

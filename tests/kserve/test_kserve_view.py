@@ -5,8 +5,10 @@ the pod physics), read at chosen moments."""
 
 from __future__ import annotations
 
+import pytest
+
 from controller.core.kserve.config import parse_deploy_config
-from controller.core.kserve.view import inferenceservice_view
+from controller.core.kserve.view import inferenceservice_phase, inferenceservice_view
 from controller.simcluster import kservectl
 from controller.simcluster.config import ClusterConfig, ImageBehaviour
 from controller.simcluster.memory.cluster import SimCluster
@@ -109,3 +111,31 @@ def test_a_multi_node_predictors_workers_roll_with_the_override_and_never_lose_a
         workers = [i for i in view(c)["instances"] if i["component"] == "predictor-worker" and i["state"] == "Ready"]
         worst = min(worst, len(workers))
     assert worst == 2 and view(c)["converged"]
+
+
+def _deployment(*, deadline=False, paused=False):
+    return {"progressDeadlineExceeded": deadline, "paused": paused}
+
+
+@pytest.mark.parametrize(
+    "view, phase",
+    [
+        ({"error": {"field": "spec", "rule": "x"}, "deployments": [], "converged": False}, "Degraded"),
+        ({"error": None, "deployments": [_deployment(deadline=True)], "converged": False}, "Degraded"),
+        ({"error": None, "deployments": [_deployment(paused=True, deadline=True)], "converged": True}, "Degraded"),
+        ({"error": None, "deployments": [_deployment(), _deployment(paused=True)], "converged": False}, "Paused"),
+        ({"error": None, "deployments": [_deployment()], "converged": True}, "Healthy"),
+        ({"error": None, "deployments": [_deployment()], "converged": False}, "Progressing"),
+    ],
+    ids=[
+        "a spec KServe refuses is Degraded",
+        "a Deployment past its progress deadline is Degraded",
+        "the deadline outranks a pause",
+        "a paused Deployment makes it Paused",
+        "converged is Healthy",
+        "not yet converged is Progressing",
+    ],
+)
+def test_the_phase_of_an_inferenceservice_in_the_words_of_the_list(view, phase):
+    """One rule for the list, the page's badge and the websocket (the page read its own copy)."""
+    assert inferenceservice_phase(view) == phase

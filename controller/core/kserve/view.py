@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import gates, naming
+from .. import gates, naming, phases
 from ..gates import instance_gates
 from ..observe import InstanceObs, parse_pod
 from . import apps
@@ -289,7 +289,7 @@ def inferenceservice_view(
         and not any(i["state"] == STATE_DELETING for i in instances)
         and (canary is None or all(c.get("ready", True) for c in canary.get("canaries", [])))
     )
-    return {
+    view = {
         "kind": "InferenceService",
         "namespace": meta.get("namespace") or "default",
         "name": meta.get("name"),
@@ -309,6 +309,19 @@ def inferenceservice_view(
         "converged": bool(converged),
         "time": now,
     }
+    view["phase"] = inferenceservice_phase(view)
+    return view
+
+
+def inferenceservice_phase(view: dict[str, Any]) -> str:
+    """The phase in the ModelServings' words, for the list and the page's badge: Degraded (KServe
+    refuses the spec, or a Deployment passed its progress deadline), Paused (a Deployment is),
+    else Healthy once converged, Progressing until then."""
+    if view.get("error") or any(d["progressDeadlineExceeded"] for d in view["deployments"]):
+        return phases.DEGRADED
+    if any(d["paused"] for d in view["deployments"]):
+        return phases.PAUSED
+    return phases.HEALTHY if view["converged"] else phases.PROGRESSING
 
 
 def rs_pods_of(rs: Obj | None, pods_by_rs: dict[str, list[Obj]]) -> list[Obj]:

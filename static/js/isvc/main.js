@@ -31,13 +31,6 @@ function colourOf(revision) {
   return colours.get(key);
 }
 
-// The phase in the words of the list (services.kserve.phase_of), for the badge.
-function phaseOf(s) {
-  if (s.error || s.deployments.some((d) => d.progressDeadlineExceeded)) return "Degraded";
-  if (s.deployments.some((d) => d.paused)) return "Paused";
-  return s.converged ? "Healthy" : "Progressing";
-}
-
 const SOURCE_WORDS = {
   default: "KServe default",
   configMap: "ConfigMap inferenceservice-config",
@@ -48,7 +41,7 @@ const sourceText = (src) => SOURCE_WORDS[src] || String(src);
 
 // -- Header ---------------------------------------------------------------------------------------
 function renderHeader(s) {
-  const phase = phaseOf(s);
+  const phase = s.phase; // the server's (core.kserve.view.inferenceservice_phase)
   const badge = byId("phase");
   badge.className = phaseClass(phase, phases);
   badge.textContent = phase;
