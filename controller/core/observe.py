@@ -460,11 +460,11 @@ def _first_uid(pods: list[Obj]) -> str | None:
     return (pods[0].get("metadata") or _EMPTY).get("uid") if pods else None
 
 
-def _entries_by_identity(pods: SharedObjects) -> list[CacheEntry] | None:
-    """The cache entries of ``pods`` from the previous list of the same pods, or None (no previous
-    list, another length, too many pods changed, or one without a cacheable version)."""
-    first = _first_uid(pods)
-    last = _LAST_LISTS.get(first) if first else None
+def _entries_by_identity(pods: SharedObjects, first: str) -> list[CacheEntry] | None:
+    """The cache entries of ``pods`` (whose first pod's uid is ``first``) from the previous list
+    of the same pods, or None (no previous list, another length, too many pods changed, or one
+    without a cacheable version)."""
+    last = _LAST_LISTS.get(first)
     if last is None or len(last[0]) != len(pods):
         return None
     previous, entries = last
@@ -504,13 +504,12 @@ def _entries_by_version(pods: list[Obj]) -> list[CacheEntry] | None:
 def observe(pods: list[Obj], in_flight: Mapping[str, int] | None = None) -> Observed:
     # Few lists of 32,000 at a time, and short-lived: a young-generation collection that runs
     # meanwhile walks every element of each (one took ~4 ms with six such lists alive).
-    shared = isinstance(pods, SharedObjects)
-    hits = _entries_by_identity(pods) if shared else None
+    first = _first_uid(pods) if isinstance(pods, SharedObjects) else None  # None: not by identity
+    hits = _entries_by_identity(pods, first) if first else None
     if hits is None:
         hits = _entries_by_version(pods)
         if hits is None:  # one by one
             return _observe_pods(pods, in_flight)
-    first = _first_uid(pods) if shared else None
     if first:
         if len(_LAST_LISTS) >= _LAST_LISTS_LIMIT:
             _LAST_LISTS.clear()

@@ -192,7 +192,7 @@ class InMemoryStore:
     def list_pods(self, namespace: str, ms_name: str) -> list[Obj]:
         pods = self._pods_by_ms.get((namespace, ms_name), {})
         if self.copy_reads:
-            return [copy_json(pods[n]) for n in sorted(pods)]
+            return [self._out(pods[n]) for n in sorted(pods)]
         # Every write stores a new pod dict (copy on write), so unchanged pods are shared.
         return SharedObjects(pods[n] for n in sorted(pods))
 
