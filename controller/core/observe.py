@@ -70,6 +70,11 @@ class PodObs:
     def failed(self) -> bool:
         return self.phase == "Failed"
 
+    @property
+    def draining(self) -> bool:
+        """Marked draining and not yet terminating (a terminating pod's drain is over)."""
+        return self.draining_since is not None and not self.deleting
+
 
 @dataclass(slots=True)
 class InstanceObs:

@@ -251,11 +251,6 @@ def _ordered(group: GroupObs) -> list[tuple[str, int, InstanceObs, list[PodObs]]
     ]
 
 
-def _draining(pods: list[PodObs]) -> list[PodObs]:
-    """The pods marked draining and not yet terminating."""
-    return [p for p in pods if p.draining_since is not None and not p.deleting]
-
-
 def _layout(
     group: GroupObs,
 ) -> tuple[list[tuple[str, int, InstanceObs, list[PodObs]]], list[tuple[str, str]], list[str]]:
@@ -293,7 +288,7 @@ def _build_group_part(g: int, ordered: list[tuple[str, int, InstanceObs, list[Po
     part = _GroupPart([], [], [], [])
     for role, ordinal, inst, pods_sorted in ordered:
         expected = vp.expected(inst.revision, role)
-        draining_pods = _draining(pods_sorted)
+        draining_pods = [p for p in pods_sorted if p.draining]
         runs = vp.runs(inst, role)
         inflight = sum(int(in_flight.get(p.name, 0)) for p in pods_sorted) if in_flight else 0
         gates = serving_gates.instance_gates(inst, expected, verification_required=vp.verification, pods=pods_sorted)
@@ -338,7 +333,7 @@ def _summary_entries(group: GroupObs, vp: _ViewPass) -> list[dict[str, Any]]:
             "pods": len(pods_sorted),
             "readyPods": sum(1 for p in pods_sorted if p.ready),
             "surge": g >= vp.replicas or ordinal >= vp.role_replicas.get(role, 0),
-            "draining": len(_draining(pods_sorted)),
+            "draining": sum(1 for p in pods_sorted if p.draining),
         }
         for role, ordinal, inst, pods_sorted in _ordered(group)
     ]

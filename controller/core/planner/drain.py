@@ -108,7 +108,7 @@ def remove_pods(
         )
     if waiting:
         longest = max(
-            (in_flight_of.get(p.name, 0) for p in pods if p.draining_since is not None and not p.deleting),
+            (in_flight_of.get(p.name, 0) for p in pods if p.draining),
             default=0,
         )
         out.block(
@@ -155,11 +155,7 @@ def undrain_cancelled(out: PlanBuilder) -> None:
         for inst in group.instances.values():
             if not inst.draining:
                 continue  # no pod of it is marked (and not terminating)
-            names = [
-                p.name
-                for p in inst.pods.values()
-                if p.draining_since is not None and not p.deleting and p.name not in out.removing_pods
-            ]
+            names = [p.name for p in inst.pods.values() if p.draining and p.name not in out.removing_pods]
             if names:
                 unmark = {"metadata": {"annotations": {ANNOTATION_DRAINING: None}}}
                 out.act(
