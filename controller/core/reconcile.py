@@ -64,9 +64,19 @@ class ReconcileResult:
     duration_seconds: float = 0.0
     audit: list[dict[str, Any]] = field(default_factory=list)  # what the pass did that must be audited
     analysis: list[dict[str, Any]] = field(default_factory=list)  # canary analysis windows judged
+    # The pods as the pass observed them, before its actions: after the pass too when it took no
+    # pod action (``actions`` empty), so a caller that follows convergence need not observe again.
+    observed: Observed | None = None
     # The spec moved on while the pass planned: it did nothing and built no status or view (both
     # stay empty), so there is nothing to publish, sample or hand to hooks; it runs again at once.
     superseded: bool = False
+
+    @property
+    def planned(self) -> bool:
+        """The pass planned on a valid spec and stands: its status was decided (and written when
+        it changed) and its actions taken. False when the ModelServing was gone, its spec invalid,
+        every status write conflicted, or the spec moved on meanwhile (``superseded``)."""
+        return self.found and self.error is None and not self.superseded and bool(self.status)
 
 
 def reconcile(
@@ -78,15 +88,14 @@ def reconcile(
     *,
     settings: ClusterSettings | None = None,
     build_state_view: bool = True,
-    summary_view: bool = False,
     verifier: VerifierPort | None = None,
     metrics: MetricsPort | None = None,
 ) -> ReconcileResult:
-    """``summary_view``: the result's view is ``build_view(..., summary=True)`` (a caller that
-    follows the rollout's progress and never draws the page: the simulator's preview).
-    ``metrics`` gives the canary analysis its figures (no analysis without it). ``verifier``
-    sends ``spec.verification`` requests; without one, a verification the spec asks for is
-    recorded as failed with that reason (never as passed)."""
+    """``build_state_view=False``: the result has no state view (a caller that follows the
+    rollout through its status and its ``observed`` pods and never draws the page: the
+    simulator's preview). ``metrics`` gives the canary analysis its figures (no analysis without
+    it). ``verifier`` sends ``spec.verification`` requests; without one, a verification the spec
+    asks for is recorded as failed with that reason (never as passed)."""
     started = time.perf_counter()
     result = ReconcileResult(namespace, name)
     for attempt in range(MAX_STATUS_ATTEMPTS):
@@ -102,7 +111,6 @@ def reconcile(
                 build_state_view,
                 verifier,
                 metrics,
-                summary_view,
             )
             break
         except Conflict:
@@ -125,7 +133,6 @@ def _reconcile_once(
     build_state_view: bool,
     verifier: VerifierPort | None = None,
     metrics: MetricsPort | None = None,
-    summary_view: bool = False,
 ) -> None:
     try:
         obj = cluster.get_modelserving(namespace, name)
@@ -170,6 +177,7 @@ def _reconcile_once(
     for pod_obs in observed.leaving_routing:
         in_flight[pod_obs.name] = router.in_flight(namespace, pod_obs.name)
     observed.in_flight = in_flight
+    result.observed = observed
     figures = _analysis_figures(metrics, namespace, name, ms, prev_status, now)
     the_plan = plan(ms, history, observed, now, status=prev_status, settings=settings, analysis_figures=figures)
     if the_plan.actions and _spec_moved_on(cluster, namespace, name, ms.generation):
@@ -221,12 +229,10 @@ def _reconcile_once(
         # The page's view shows every pod's in-flight count (the tooltip's "N in flight", the
         # capacity panel) when the router gives them in one round trip, as the dashboard's own read
         # of the state does: otherwise each pass's publish showed 0 on every serving pod and the
-        # next read of the state showed their load. The summary view has no use for them.
-        every_pod = None if summary_view else in_flight_many(router, namespace, view_pods)
+        # next read of the state showed their load.
+        every_pod = in_flight_many(router, namespace, view_pods)
         view_in_flight = in_flight if every_pod is None else every_pod
-        result.view = build_view(
-            state_obj, view_pods, revs, view_in_flight, listed_at, observed=view_observed, summary=summary_view
-        )
+        result.view = build_view(state_obj, view_pods, revs, view_in_flight, listed_at, observed=view_observed)
 
 
 def _spec_moved_on(cluster: ClusterPort, namespace: str, name: str, generation: int) -> bool:

@@ -43,7 +43,7 @@ def instance_state(inst: InstanceObs, expected_pods: int) -> str:
     return STATE_CREATING
 
 
-def _expected_pods(ms: ModelServing | None, history: History, revision: str, role: str) -> int:
+def expected_pods(ms: ModelServing | None, history: History, revision: str, role: str) -> int:
     """Pods per instance of ``role`` at ``revision`` (its stored data; else the spec's role)."""
     data = history.data_of(revision)
     for r in (data or {}).get("roles") or []:
@@ -70,16 +70,8 @@ def build_view(
     now: float,
     *,
     observed: Observed | None = None,
-    summary: bool = False,
 ) -> dict[str, Any]:
-    """``observed`` may be passed when the caller already observed these very pods.
-
-    ``summary=True``: only what a reader of the rollout's progress needs, not the page's detail
-    (the simulator's preview and convergence check, which never draw the page): each instance's
-    group, role, ordinal, revision, state, pods, readyPods, surge and draining, and the top-level
-    fields but ``groups``, ``drain``, ``canary``, ``gateFunnel``, ``servingRevisions``. The fields
-    kept are the same values as in the full view; the serving gates of every instance (the
-    costliest part, on every pass) are not computed."""
+    """``observed`` may be passed when the caller already observed these very pods."""
     meta = ms.get("metadata") or {}
     status = ms.get("status") or {}
     parsed = _parsed(ms)
@@ -119,7 +111,7 @@ def build_view(
     def expected(revision: str, role: str) -> int:
         n = expected_of.get((revision, role))
         if n is None:
-            n = expected_of[(revision, role)] = _expected_pods(parsed, history, revision, role)
+            n = expected_of[(revision, role)] = expected_pods(parsed, history, revision, role)
         return n
 
     vp = _ViewPass(
@@ -133,11 +125,6 @@ def build_view(
         expected,
         in_flight,
     )
-    if summary:
-        instances = [entry for g in sorted(observed.groups) for entry in _summary_entries(observed.groups[g], vp)]
-        top = _top_level(meta, spec_summary, strategy_type, status, history, instances)
-        # The preview's passes: what the planner's callers read, no gates, groups, drain or funnel.
-        return {**top, "roles": status.get("roles") or [], "strategy": status.get("strategy") or {}, "time": now}
     instances = []
     by_group: dict[int, list[dict[str, Any]]] = {}
     drain = []
@@ -166,9 +153,24 @@ def build_view(
                     "secondsLeft": max(round(timeout - (now - since), 3), 0.0),
                 }
             )
-    top = _top_level(meta, spec_summary, strategy_type, status, history, instances)
     out = {
-        **top,
+        "namespace": meta.get("namespace") or "default",
+        "name": meta.get("name"),
+        "generation": meta.get("generation"),
+        "spec": spec_summary,
+        "strategyType": strategy_type,
+        "phase": phases.PAUSED if spec_summary["paused"] else status.get("phase") or phases.PENDING,
+        "converged": bool(status.get("converged")),
+        "currentRevision": status.get("currentRevision"),
+        "updateRevision": status.get("updateRevision"),
+        "conditions": [
+            {k: c.get(k) for k in ("type", "status", "reason", "message")} for c in status.get("conditions") or []
+        ],
+        "counts": {k: status.get(k) for k in ("replicas", "currentReplicas", "updatedReplicas", "availableReplicas")},
+        "revisions": [r.to_json() for r in history.revisions],
+        "instances": instances,
+        "blocked": expand_waiting(status.get("waiting") or []),
+        "waiting": status.get("waiting") or [],
         "groups": _groups(status, by_group, observed.groups, replicas, role_replicas, update_revision),
         "roles": status.get("roles") or [],
         "strategy": status.get("strategy") or {},
@@ -317,56 +319,6 @@ def _build_group_part(g: int, ordered: list[tuple[str, int, InstanceObs, list[Po
         )
         part.draining.extend((p, role, ordinal) for p in draining_pods)
     return part
-
-
-def _summary_entries(group: GroupObs, vp: _ViewPass) -> list[dict[str, Any]]:
-    """The group's instances as ``build_view(summary=True)`` lists them. Not memoised: memoised
-    like the full entries, ``python -m bench sim``'s preview (which builds these) was no faster."""
-    g = group.ordinal
-    return [
-        {
-            "group": g,
-            "role": role,
-            "ordinal": ordinal,
-            "revision": vp.runs(inst, role),
-            "state": instance_state(inst, vp.expected(inst.revision, role)),
-            "pods": len(pods_sorted),
-            "readyPods": sum(1 for p in pods_sorted if p.ready),
-            "surge": g >= vp.replicas or ordinal >= vp.role_replicas.get(role, 0),
-            "draining": sum(1 for p in pods_sorted if p.draining),
-        }
-        for role, ordinal, inst, pods_sorted in _ordered(group)
-    ]
-
-
-def _top_level(
-    meta: dict[str, Any],
-    spec_summary: dict[str, Any],
-    strategy_type: str,
-    status: dict[str, Any],
-    history: History,
-    instances: list[dict[str, Any]],
-) -> dict[str, Any]:
-    """The fields the full view and the summary view (``summary=True``) both open with, in order."""
-    return {
-        "namespace": meta.get("namespace") or "default",
-        "name": meta.get("name"),
-        "generation": meta.get("generation"),
-        "spec": spec_summary,
-        "strategyType": strategy_type,
-        "phase": phases.PAUSED if spec_summary["paused"] else status.get("phase") or phases.PENDING,
-        "converged": bool(status.get("converged")),
-        "currentRevision": status.get("currentRevision"),
-        "updateRevision": status.get("updateRevision"),
-        "conditions": [
-            {k: c.get(k) for k in ("type", "status", "reason", "message")} for c in status.get("conditions") or []
-        ],
-        "counts": {k: status.get(k) for k in ("replicas", "currentReplicas", "updatedReplicas", "availableReplicas")},
-        "revisions": [r.to_json() for r in history.revisions],
-        "instances": instances,
-        "blocked": expand_waiting(status.get("waiting") or []),
-        "waiting": status.get("waiting") or [],
-    }
 
 
 def _entry_digest(inst: InstanceObs) -> str | None:

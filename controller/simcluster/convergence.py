@@ -2,7 +2,15 @@
 
 The contract (shared/docs/scenarios.md): the spec's update revision runs on every instance outside
 the partition, every instance is Ready, nothing is draining or deleting. The runner asks after
-every reconcile pass, about the cluster as it stands after that pass, and the preview stops there.
+every reconcile pass, about the cluster as it stands after that pass (its pods listed then and
+observed), and the preview stops there.
+
+The rule reads the observation (``core.observe``), the same one the state view's instance entries
+are made from: an instance is Ready here exactly when its entry in the view says ``state: Ready``
+(``core.view.instance_state``, with the pods per instance of the revision it runs), and it runs
+what the view's ``revision`` says. It asks nothing the page needs (gates, in-flight counts), so a
+caller that draws no page (the preview) builds no view at all; ``tests/sim`` checks it against the
+contract read from the full view on every pass of a corpus.
 
 Why not the controller's own ``status.converged`` (``controller.core.status``)? It answers the same
 question about the cluster as the pass observed it, before the pass acted. The two agree on every
@@ -16,12 +24,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from controller.core import strategy
+from controller.core.observe import Observed
 from controller.core.ports import Obj
+from controller.core.revisions import History, role_hashes
+from controller.core.spec import ValidationError, parse_modelserving
+from controller.core.view import STATE_READY, expected_pods, instance_state
 
 
 def is_converged(
     ms: Obj,
-    view: dict[str, Any],
+    observed: Observed,
     revisions: list[Obj] | None = None,
     *,
     cache: dict[tuple[str, str], Any] | None = None,
@@ -29,6 +42,10 @@ def is_converged(
     """scenarios.md: the update revision runs on every instance outside the partition, every instance
     is Ready, nothing is draining or deleting; plus: the controller observed the latest generation
     and exactly the desired instances exist (no leftover surge, no missing instance).
+
+    ``ms`` is the ModelServing with the status the last pass wrote (its ``updateRevision``),
+    ``observed`` its pods as they stand after that pass. ``cache`` keeps the parsed spec from one
+    call to the next (keyed by uid and resourceVersion).
 
     Example: replicas 5, partition 3, one role with 1 instance: groups 3 and 4 must run the update
     revision; groups 0-2 may run any revision; all five must be Ready.
@@ -38,16 +55,9 @@ def is_converged(
     instance counts as updated when its revision's role template equals the update revision's
     (same role hash), read from the stored revisions.
     """
-    from controller.core import strategy
-    from controller.core.revisions import History, role_hashes
-    from controller.core.spec import ValidationError, parse_modelserving
-
     meta = ms.get("metadata") or {}
-    if (ms.get("status") or {}).get("observedGeneration") != meta.get("generation"):
-        return False
-    instances = view.get("instances") or []
-    # Cheap test first: during a rollout most passes end here, before any parsing.
-    if any(inst.get("state") != "Ready" or inst.get("draining") or inst.get("surge") for inst in instances):
+    status = ms.get("status") or {}
+    if status.get("observedGeneration") != meta.get("generation"):
         return False
     key = (meta.get("uid", ""), meta.get("resourceVersion", ""))
     cache = {} if cache is None else cache
@@ -61,33 +71,51 @@ def is_converged(
         cache.clear()
         cache[key] = parsed
     spec, eff = parsed
-    update = view.get("updateRevision")
-    expected = {(g, r.name, o) for g in range(spec.replicas) for r in spec.roles for o in range(r.replicas)}
-    if len(instances) != len(expected):
-        return False
+    history = History.from_objects(revisions or [])
+    update = status.get("updateRevision")
+    record = history.get(update)
+    update_role_hashes = record.role_hashes() if record is not None else {}
     pods_per = {r.name: r.pods_per_instance for r in spec.roles}
-    history = History.from_objects(revisions or []) if spec.role_level else None
+    role_replicas = {r.name: r.replicas for r in spec.roles}
+    expected_of: dict[tuple[str, str], int] = {}
 
-    def same_role_template(revision: str, role: str) -> bool:
-        if history is None:
+    def ready(inst: Any, role: str) -> bool:
+        # Ready as the state view shows it: with the pods per instance of the revision it runs.
+        n = expected_of.get((inst.revision, role))
+        if n is None:
+            n = expected_of[(inst.revision, role)] = expected_pods(spec, history, inst.revision, role)
+        return instance_state(inst, n) == STATE_READY
+
+    def runs_update(inst: Any, role: str) -> bool:
+        runs = inst.revision
+        if spec.role_level and update and inst.role_hash and update_role_hashes.get(role) == inst.role_hash:
+            runs = update  # an unchanged role's instance runs the update revision's template
+        if runs == update:
+            return True
+        if not spec.role_level:
             return False
-        have, want = history.data_of(revision), history.data_of(update)
+        have, want = history.data_of(runs), history.data_of(update)
         if have is None or want is None:
             return False
         return role_hashes(have).get(role) == role_hashes(want).get(role) is not None
 
-    for inst in instances:
-        k = (inst.get("group"), inst.get("role"), inst.get("ordinal"))
-        if k not in expected:
-            return False
-        if inst.get("state") != "Ready" or inst.get("draining") or inst.get("surge"):
-            return False
-        if inst.get("readyPods") != pods_per[k[1]] or inst.get("pods") != pods_per[k[1]]:
-            return False
-        if spec.role_level:
-            protected = k[2] < eff.roles[k[1]].partition.count
-        else:
-            protected = k[0] < eff.group.partition.count
-        if not protected and inst.get("revision") != update and not same_role_template(inst.get("revision"), k[1]):
-            return False
-    return True
+    seen = 0
+    # Cheap tests first: during a rollout most passes end at the first group that is not done.
+    for g in sorted(observed.groups):
+        group = observed.groups[g]
+        for (role, ordinal), inst in group.instances.items():
+            seen += 1
+            if g >= spec.replicas or ordinal >= role_replicas.get(role, 0):
+                return False  # a surge instance, or one of a role that left the spec
+            if not ready(inst, role):
+                return False  # Ready excludes draining, deleting, updating in place, failing
+            want = pods_per[role]
+            if len(inst.pods) != want or sum(1 for p in inst.pods.values() if p.ready) != want:
+                return False
+            if spec.role_level:
+                protected = ordinal < eff.roles[role].partition.count
+            else:
+                protected = g < eff.group.partition.count
+            if not protected and not runs_update(inst, role):
+                return False
+    return seen == sum(role_replicas.values()) * spec.replicas

@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.core.ports import Obj
+from controller.core.reconcile import ReconcileResult
 from controller.core.strategy import ClusterSettings
+from controller.core.view import expand_waiting
 
 from .config import ClusterConfig, Traffic
 from .runner import Runner
@@ -89,10 +91,11 @@ def preview_change(
         runner.cluster.add_nodes(1, gpus)
     samples: list[tuple[float, int, list[str], str | None]] = []
 
-    def record(t: float, view: dict[str, Any]) -> None:
-        counts = view.get("counts") or {}
-        reasons = [b.get("reason", "") for b in view.get("blocked") or []]
-        samples.append((t, int(counts.get("availableReplicas") or 0), reasons, view.get("updateRevision")))
+    def record(t: float, result: ReconcileResult) -> None:
+        # What the pass wrote: the page's counts and "why it waits" read the same status fields.
+        status = result.status
+        reasons = [b.get("reason", "") for b in expand_waiting(status.get("waiting") or [])]
+        samples.append((t, int(status.get("availableReplicas") or 0), reasons, status.get("updateRevision")))
 
     runner.on_pass.append(record)
     runner.as_operator(lambda: runner.store.create_modelserving(manifest))

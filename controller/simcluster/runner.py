@@ -30,7 +30,9 @@ from collections.abc import Callable
 from typing import Any
 
 from controller.core import naming, workqueue
+from controller.core.observe import Observed, observe
 from controller.core.ports import ClusterError, NotFound, Obj
+from controller.core.reconcile import ReconcileResult
 
 from .convergence import is_converged
 from .kserve_runner import InferenceServiceRunner
@@ -120,10 +122,10 @@ class SimController:
 
 class Runner:
     def __init__(self, scenario: Scenario, *, copy_reads: bool = False, frames: bool = True) -> None:
-        """``frames=False``: no trace frames are written (the preview reads its timeline from
-        ``on_pass`` and never looks at them; a frame costs a walk over every instance per pass). The
-        views passed to ``on_pass`` are then summary views (``core.view.build_view(summary=True)``:
-        what the convergence check and a timeline read, without the page's per-instance detail)."""
+        """``frames=False``: no trace frames are written and the passes build no state view (the
+        preview reads its timeline from ``on_pass``, which gets each pass's result with its
+        status; a view costs a walk over every instance per pass). Convergence is decided on the
+        pods as they stand after each pass either way (``convergence.is_converged``)."""
         from controller.core import reconcile as core_reconcile  # the production pass
         from controller.core import view as core_view
 
@@ -153,9 +155,10 @@ class Runner:
         self._end_timer = None
         self._frames = frames
         self._parse_cache: dict[tuple[str, str], Any] = {}  # per run: UIDs repeat across runs of one seed
-        # Called after every pass that produced a view, with (time, view), once convergence is
-        # decided for it: how the preview records its timeline.
-        self.on_pass: list[Callable[[float, dict[str, Any]], None]] = []
+        # Called after every pass that planned (``ReconcileResult.planned``), with (time, result),
+        # once convergence is decided for it: how the preview records its timeline. The result's
+        # ``view`` is the pass's state view with frames, empty without.
+        self.on_pass: list[Callable[[float, ReconcileResult], None]] = []
         self.store.add_listener(self._on_change)
 
     # -- controller ---------------------------------------------------------------------------------
@@ -210,7 +213,7 @@ class Runner:
                 settings=self.scenario.settings,
                 verifier=self.verifier,
                 metrics=self.router,
-                summary_view=not self._frames,
+                build_state_view=self._frames,
             )
         except NotFound:
             return True, None  # the ModelServing is gone
@@ -229,18 +232,19 @@ class Runner:
             self.trace.window(now, window)
         for entry in result.audit:
             self.trace.audited(now, entry)
-        view = result.view
-        if view and self.scenario.traffic is not None:
-            # The pass asks the router only about draining pods (that is all it needs), so its view
-            # shows 0 in flight on serving pods. With traffic, rebuild the same view with every
-            # pod's count so the trace's inFlight is true everywhere.
-            view = self._view_now(ns, name) or view
-        if view:
-            if self._frames:
-                self.trace.offer_frame(now, view, result.blocked)
-            self._check_convergence(view)
-            for observer in self.on_pass:
-                observer(now, view)
+        if not result.planned:
+            return True, result.requeue_after
+        if self._frames:
+            view = result.view
+            if self.scenario.traffic is not None:
+                # The pass asks the router only about draining pods (that is all it needs), so its
+                # view shows 0 in flight on serving pods. With traffic, rebuild the same view with
+                # every pod's count so the trace's inFlight is true everywhere.
+                view = self._view_now(ns, name) or view
+            self.trace.offer_frame(now, view, result.blocked)
+        self._check_convergence(None if result.actions else result.observed)
+        for observer in self.on_pass:
+            observer(now, result)
         return True, result.requeue_after
 
     def _view_now(self, ns: str, name: str) -> dict[str, Any] | None:
@@ -254,7 +258,6 @@ class Runner:
             self.store.list_revisions(ns, name),
             self.router.in_flight_by_pod(),
             self.loop.now(),
-            summary=not self._frames,
         )
 
     @property
@@ -263,15 +266,18 @@ class Runner:
 
     # -- convergence ----------------------------------------------------------------------------------
 
-    def _check_convergence(self, view: dict[str, Any]) -> None:
+    def _check_convergence(self, observed: Observed | None) -> None:
+        """``observed``: the pods as they stand after the pass, when the pass knows them (it took
+        no pod action); else they are listed and observed here."""
+        ns, name = self.scenario.namespace, self.scenario.ms_name
         try:
-            ms = self.store.get_modelserving(self.scenario.namespace, self.scenario.ms_name)
+            ms = self.store.get_modelserving(ns, name)
         except NotFound:
             return
         now = self.loop.now()
-        conv = is_converged(
-            ms, view, self.store.list_revisions(self.scenario.namespace, self.scenario.ms_name), cache=self._parse_cache
-        )
+        if observed is None:
+            observed = observe(self.store.list_pods(ns, name))
+        conv = is_converged(ms, observed, self.store.list_revisions(ns, name), cache=self._parse_cache)
         if conv and not self.converged:
             self.converged_at = now
             self.router.start()  # traffic flows once the workload first stands

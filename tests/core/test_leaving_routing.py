@@ -105,8 +105,8 @@ def test_the_pass_view_shows_every_pods_load_as_the_dashboards_read_of_the_state
     assert shown == _view_in_flight(dashboards)
 
 
-def test_the_summary_view_asks_the_router_about_no_pod():
+def test_a_pass_without_a_state_view_asks_the_router_about_no_pod():
     cluster, clock = deploy(manifest(replicas=2, roles=[role("serve", workers=1)]))
     router = BatchRouter({})
-    reconcile(cluster, router, FixedClock(clock.t), NS, NAME, summary_view=True)
+    reconcile(cluster, router, FixedClock(clock.t), NS, NAME, build_state_view=False)
     assert router.single == [] and router.batches == []
