@@ -68,15 +68,27 @@ def pod_digests(pod: Obj) -> tuple[str | None, tuple[tuple[str, str], ...]]:
     return first, tuple(pairs)
 
 
-def observed(pods: Iterable[Any]) -> dict[str, dict[str, set[str]]]:
-    """``{revision hash: {image: {digests its pods run}}}`` over the observed pods (``PodObs``)
-    that are not being deleted."""
+Running = frozenset[tuple[str, str, str]]  # (revision hash, image, digest) triples
+
+
+def running(pods: Iterable[Any]) -> Running:
+    """What the observed pods (``PodObs``) that are not being deleted run: ``(revision hash,
+    image, digest)`` for each container that runs its spec's image. A set, so that the observed
+    groups' sets (each kept with its group while its pods are unchanged) are joined in one union:
+    1,000 groups of one revision and one image make one triple."""
+    return frozenset(
+        (pod.revision, image, digest)
+        for pod in pods
+        if pod.revision and not pod.deleting
+        for image, digest in pod.image_digests
+    )
+
+
+def _by_revision(seen: Iterable[tuple[str, str, str]]) -> dict[str, dict[str, set[str]]]:
+    """``{revision hash: {image: {digests its pods run}}}``."""
     out: dict[str, dict[str, set[str]]] = {}
-    for pod in pods:
-        if not pod.revision or pod.deleting:
-            continue
-        for image, digest in pod.image_digests:
-            out.setdefault(pod.revision, {}).setdefault(image, set()).add(digest)
+    for revision, image, digest in seen:
+        out.setdefault(revision, {}).setdefault(image, set()).add(digest)
     return out
 
 
@@ -90,10 +102,11 @@ def recorded(revision: Obj) -> dict[str, dict[str, str]]:
     return value if isinstance(value, dict) else {}
 
 
-def updates(revisions: Iterable[Obj], pods: Iterable[Any]) -> dict[str, str]:
+def updates(revisions: Iterable[Obj], seen: Iterable[tuple[str, str, str]]) -> dict[str, str]:
     """``{revision object name: new annotation value}`` for the revisions whose record changes:
-    a tag seen for the first time, or a tag seen with another digest than the one recorded."""
-    seen = observed(pods)
+    a tag seen for the first time, or a tag seen with another digest than the one recorded.
+    ``seen``: what the pods run (``running``)."""
+    seen = _by_revision(seen)
     out = {}
     for rev in revisions:
         meta = rev.get("metadata") or {}

@@ -163,6 +163,9 @@ class GroupObs:
     # its row of the page's group table.
     view_instances: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)
     view_row: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)
+    # What its pods run (``digests.running``), for the record of digests on the revisions: taken
+    # on every pass, computed once per GroupObs.
+    _running: digests.Running | None = field(default=None, repr=False, compare=False)
 
     def finalize(self) -> None:
         counts: dict[str, int] = {}
@@ -176,6 +179,11 @@ class GroupObs:
             self.revision = next(iter(counts))
         elif counts:
             self.revision = max(sorted(counts), key=lambda r: counts[r])
+
+    def running(self) -> digests.Running:
+        if self._running is None:
+            self._running = digests.running(p for inst in self.instances.values() for p in inst.pods.values())
+        return self._running
 
     def role_instances(self, role: str) -> list[InstanceObs]:
         return [inst for (r, _), inst in self.instances.items() if r == role]

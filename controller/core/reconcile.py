@@ -360,7 +360,8 @@ def record_digests(cluster: ClusterPort, namespace: str, revision_objs: list[Obj
     kept on the revision objects. Best effort: a revision deleted meanwhile is skipped."""
     if not hasattr(cluster, "annotate_revision"):
         return  # a partial port (the core tests' minimal clusters)
-    for name, value in digests.updates(revision_objs, observed.all_pods()).items():
+    seen = frozenset().union(*(group.running() for group in observed.groups.values()))
+    for name, value in digests.updates(revision_objs, seen).items():
         try:
             cluster.annotate_revision(namespace, name, {digests.ANNOTATION_DIGESTS: value})
         except NotFound:

@@ -50,10 +50,11 @@ draws the same value for a pod.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Mapping
 from typing import Any, NamedTuple
+
+import orjson
 
 from controller.core import naming
 from controller.core.ports import Obj
@@ -150,8 +151,8 @@ def _parse(raw: str) -> dict[str, Any]:
         if len(_parsed) > 50_000:
             _parsed.clear()
         try:
-            state = json.loads(raw)
-        except ValueError:
+            state = orjson.loads(raw)
+        except orjson.JSONDecodeError:
             state = {}
         _parsed[raw] = state
     return state
@@ -159,10 +160,9 @@ def _parse(raw: str) -> dict[str, Any]:
 
 def with_state(pod: Obj, state: dict[str, Any]) -> Obj:
     meta = dict(pod.get("metadata") or {})
-    meta["annotations"] = {
-        **(meta.get("annotations") or {}),
-        ANNOTATION_KUBELET: json.dumps(state, separators=(",", ":")),
-    }
+    # orjson: every kubelet step of every pod writes its state (~10 times per pod of a preview);
+    # compact JSON like ``json.dumps(state, separators=(",", ":"))``, read back to the same values, ~8x faster.
+    meta["annotations"] = {**(meta.get("annotations") or {}), ANNOTATION_KUBELET: orjson.dumps(state).decode()}
     return {**pod, "metadata": meta}
 
 

@@ -112,7 +112,7 @@ def revision(rev: str, record: dict | None = None) -> dict:
     ],
 )
 def test_digest_record_on_a_revision(record, pods, expected):
-    out = digests.updates([revision("r1", record)], [parse_pod(p) for p in pods])
+    out = digests.updates([revision("r1", record)], digests.running(parse_pod(p) for p in pods))
     if expected is None:
         assert out == {}
     else:
