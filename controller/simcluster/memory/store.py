@@ -220,7 +220,12 @@ class InMemoryStore:
         if (ns, name) in self._pods:
             raise Conflict(f"pod {ns}/{name} already exists")
         uid = uid or self.new_uid()
-        new = objects.new_pod(pod, uid=uid, resource_version=self._next_rv(), created=self._now_str())
+        # Kept as handed over, like a status (``replace_modelserving_status``); copied under
+        # ``copy_reads``, where the tests comparing traces of both modes would show a writer that
+        # changed a pod after creating it.
+        new = objects.new_pod(
+            pod, uid=uid, resource_version=self._next_rv(), created=self._now_str(), copy=self.copy_reads
+        )
         self._put_pod(new)
         self._notify(Change("Pod", "ADDED", ns, name, owner_name(new), new, None, self.actor))
         return self._out(new)
