@@ -23,7 +23,7 @@ from controller.core.strategy import ClusterSettings
 from controller.core.view import expand_waiting
 
 from .config import ClusterConfig, Traffic
-from .runner import Runner
+from .runner import Runner, batch_gc
 from .scenario import Scenario
 
 SETTLE_LIMIT = 4 * 3600.0
@@ -74,6 +74,19 @@ def preview_change(
     """``progress(phase, virtual_seconds)`` is called after every step (``phase`` "settling" before
     the change, "rolling out" after it, with the virtual seconds of that phase); an exception it
     raises stops the run and propagates (the dashboard stops a preview past its wall-time budget)."""
+    with batch_gc():
+        return _preview(manifest, patch, cluster, settle_limit, rollout_limit, step, progress)
+
+
+def _preview(
+    manifest: Obj,
+    patch: Obj,
+    cluster: PreviewCluster,
+    settle_limit: float,
+    rollout_limit: float,
+    step: float,
+    progress: Callable[[str, float], None] | None,
+) -> Timeline:
     meta = manifest.get("metadata") or {}
     namespace, name = meta.get("namespace") or "default", meta["name"]
     scenario = Scenario(

@@ -165,3 +165,23 @@ def test_convergence_and_the_previews_samples_agree_with_the_full_view_on_every_
     runner.on_pass.append(compare)
     runner.run()
     assert len(compared) > 10 and False in compared
+
+
+def test_the_preview_runs_with_the_collectors_thresholds_raised_and_puts_them_back_even_when_stopped():
+    import gc
+
+    from controller.simcluster.runner import BATCH_YOUNG_THRESHOLD
+
+    before = gc.get_threshold()
+    during = []
+
+    def progress(phase, t):
+        during.append(gc.get_threshold())
+        if phase == "rolling out":
+            raise TimeoutError("the caller's wall-time budget")  # as the dashboard stops a long preview
+
+    ms = manifest()
+    with pytest.raises(TimeoutError):
+        preview_change(ms, image_patch(ms, "engine:v2"), cluster(), progress=progress)
+    assert during and all(t[0] >= BATCH_YOUNG_THRESHOLD for t in during)
+    assert gc.get_threshold() == before

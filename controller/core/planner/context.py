@@ -39,11 +39,13 @@ class Recorded:
 
 # The references read back from the statuses last seen, by the status object's id, with the
 # status itself (so an id is never mistaken for a later object's). The in-memory and the embedded
-# clusters hand out the status a pass wrote as that very object, which nobody changes afterwards
-# (``ports.SharedObjects``' rule): the next pass then takes its references without reading 1,000
-# group entries again (~2 ms a pass of the 1,000-group preview). Derived data, like the parse cache.
+# clusters hand out a stored status as that very object, which nobody changes afterwards
+# (``ports.SharedObjects``' rule): a pass that finds the status the previous pass read (it wrote
+# nothing new: an idle pass, a resync) takes its references without reading 1,000 group entries
+# again (~2 ms). Only the last few are kept: each holds a whole status alive (a 1,000-group one
+# is ~1,000 dicts), and a status replaced by a newer one is never met again. Derived data.
 _RECORDED: dict[int, tuple[dict[str, Any], Recorded]] = {}
-_RECORDED_LIMIT = 256
+_RECORDED_LIMIT = 8
 
 
 def recorded_revisions(status: dict[str, Any]) -> Recorded:
@@ -55,7 +57,7 @@ def recorded_revisions(status: dict[str, Any]) -> Recorded:
         return hit[1]
     recorded = _read_recorded(status)
     if len(_RECORDED) >= _RECORDED_LIMIT:
-        _RECORDED.clear()
+        del _RECORDED[next(iter(_RECORDED))]  # the oldest
     _RECORDED[id(status)] = (status, recorded)
     return recorded
 
