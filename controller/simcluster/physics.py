@@ -50,6 +50,7 @@ draws the same value for a pod.
 
 from __future__ import annotations
 
+import heapq
 import random
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -218,6 +219,67 @@ def place(free_by_node: Mapping[str, int], need: int) -> tuple[str | None, int]:
     best = max(free_by_node, key=free_by_node.__getitem__)
     most_free = free_by_node[best]
     return (best if most_free >= need else None), max(most_free, 0)
+
+
+class FreeGpus(Mapping[str, int]):
+    """Free GPUs by node name, in node order (a node added again goes last), answering ``place``
+    without a walk over every node: a heap of (-free, order, node) entries, one pushed at every
+    change, a stale one (the node is gone, or its figure moved on) dropped when it reaches the top.
+    ``best(need) == place(self, need)`` for every sequence of changes (``tests/sim``).
+
+    Why: the in-memory scheduler places each pod on its own, and a 1,000-group preview places 6,000
+    pods on ~380 nodes: ``place``'s ``max`` walks all 380 for each (~0.2 s of the run); the heap
+    answers in O(log nodes) per change.
+
+    Example: set node-0 to 2, node-1 to 5, node-2 to 5: best(3) is ("node-1", 5) (ties go to the
+    earlier node); add(node-1, -3): best(3) is ("node-2", 5); best(6) is (None, 5).
+    """
+
+    def __init__(self) -> None:
+        self._free: dict[str, int] = {}
+        self._order: dict[str, int] = {}
+        self._heap: list[tuple[int, int, str]] = []
+        self._added = 0
+
+    def __getitem__(self, node: str) -> int:
+        return self._free[node]
+
+    def __iter__(self):
+        return iter(self._free)
+
+    def __len__(self) -> int:
+        return len(self._free)
+
+    def set(self, node: str, free: int) -> None:
+        if node not in self._free:
+            self._added += 1
+            self._order[node] = self._added
+        self._free[node] = free
+        if len(self._heap) > 2 * len(self._free) + 64:
+            # Mostly stale entries: start again from the figures (one entry per node).
+            self._heap = [(-f, self._order[n], n) for n, f in self._free.items()]
+            heapq.heapify(self._heap)
+        else:
+            heapq.heappush(self._heap, (-free, self._order[node], node))
+
+    def add(self, node: str, delta: int) -> None:
+        self.set(node, self._free[node] + delta)
+
+    def remove(self, node: str) -> None:
+        self._free.pop(node, None)
+        self._order.pop(node, None)
+
+    def best(self, need: int) -> tuple[str | None, int]:
+        """``place(self, need)``: (the node with the most free GPUs if that fits ``need``, else
+        None; the most free GPUs on any node, or 0)."""
+        heap = self._heap
+        while heap:
+            neg_free, order, node = heap[0]
+            if self._free.get(node) == -neg_free and self._order.get(node) == order:
+                most_free = -neg_free
+                return (node if most_free >= need else None), max(most_free, 0)
+            heapq.heappop(heap)
+        return None, 0
 
 
 def place_gang(free_by_node: Mapping[str, int], needs: list[int], min_placed: int) -> list[str | None] | None:

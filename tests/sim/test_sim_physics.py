@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sim_helpers import Span, Traffic, condition, is_ready, make_cluster, make_pod
 
 from controller.core import naming
 from controller.core.ports import Conflict
 from controller.simcluster.objects import Invalid
-from controller.simcluster.physics import image_id
+from controller.simcluster.physics import FreeGpus, image_id, place
 
 
 def test_a_pod_goes_through_schedule_pull_start_load_and_becomes_ready_at_the_summed_time():
@@ -305,3 +307,31 @@ def test_losing_a_worker_pod_interrupts_the_requests_its_entry_was_serving():
     c.store.delete_pod("default", "g-0-serve-0-1")
     assert c.router.summary()["interrupted"] == 2
     assert c.router.in_flight("default", "g-0-serve-0-0") == 0
+
+
+_NODES = [f"node-{i}" for i in range(6)]
+_CHANGE = st.one_of(
+    st.tuples(st.just("set"), st.sampled_from(_NODES), st.integers(-2, 8)),
+    st.tuples(st.just("add"), st.sampled_from(_NODES), st.integers(-3, 3)),
+    st.tuples(st.just("remove"), st.sampled_from(_NODES), st.just(0)),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(changes=st.lists(st.tuples(_CHANGE, st.integers(0, 9)), max_size=80))
+def test_the_schedulers_free_gpus_answer_exactly_what_place_answers_after_any_changes(changes):
+    """``FreeGpus`` (a heap kept beside the figures) places like ``place`` over the same figures in
+    node order: the most free GPUs that fit, ties to the earlier node, a node added again last."""
+    free, plain = FreeGpus(), {}
+    for (verb, node, n), need in changes:
+        if verb == "set":
+            free.set(node, n)
+            plain[node] = n  # a new key goes last; an existing one keeps its place, as in FreeGpus
+        elif verb == "add" and node in plain:
+            free.add(node, n)
+            plain[node] += n
+        elif verb == "remove":
+            free.remove(node)
+            plain.pop(node, None)
+        assert dict(free) == plain and list(free) == list(plain)
+        assert free.best(need) == place(plain, need)

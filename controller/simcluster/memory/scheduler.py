@@ -6,10 +6,10 @@ pod is considered ``physics.schedule_delay`` after it is created and goes to the
 when none fits it stays Pending with ``physics.unschedulable``'s condition and message. What is
 particular to this driver is kept here: a timer per new pod, an incremental count of the GPUs held
 per node (bind: +n on the node; final removal of a bound pod: -n; a terminating pod keeps its GPUs
-until it is removed) kept with the free GPUs per node in node order, so a placement is one ``max``
-over that dict (in C; a 1,000-group preview places 6,000 pods on ~380 nodes), and a queue of unschedulable pods retried,
-oldest first, as soon as capacity appears (a bound pod is removed, a node is added), like the real
-scheduler's unschedulable queue: no polling. Pod IPs are handed out in binding order.
+until it is removed) kept with the free GPUs per node in node order (``physics.FreeGpus``, which
+answers ``place`` from a heap: a 1,000-group preview places 6,000 pods on ~380 nodes), and a queue
+of unschedulable pods retried, oldest first, as soon as capacity appears (a bound pod is removed,
+a node is added), like the real scheduler's unschedulable queue: no polling. Pod IPs are handed out in binding order.
 
 Gang scheduling (pods with ``schedulerName: volcano`` naming a PodGroup): when one member is
 considered, the whole group is (``physics.schedule_gang``): its pending pods are bound together, or
@@ -36,8 +36,8 @@ class Scheduler:
         self.config = config
         self.used: dict[str, int] = {}  # node name -> GPUs held by bound pods
         # Node name -> allocatable - used, for the nodes that exist, in the store's node order
-        # (nodes are only added and removed, never resized).
-        self._free: dict[str, int] = {}
+        # (nodes are only added and removed, never resized), with ``place``'s answer at hand.
+        self._free = physics.FreeGpus()
         self._unschedulable: dict[tuple[str, str], str] = {}  # (ns, name) -> uid, in arrival order
         self._retry_scheduled = False
         self._pod_ips = 0
@@ -67,15 +67,15 @@ class Scheduler:
                     gpus = physics.pod_gpus(change.old)
                     self.used[node] = self.used.get(node, 0) - gpus
                     if node in self._free:
-                        self._free[node] += gpus
+                        self._free.add(node, gpus)
                     self._schedule_retry()
         elif change.kind == "Node":
             if change.type == "ADDED":
-                self._free[change.name] = self.capacity(change.obj) - self.used.get(change.name, 0)
+                self._free.set(change.name, self.capacity(change.obj) - self.used.get(change.name, 0))
                 self._schedule_retry()
             elif change.type == "DELETED":
                 self.used.pop(change.name, None)
-                self._free.pop(change.name, None)
+                self._free.remove(change.name)
 
     def _schedule_retry(self) -> None:
         if self._unschedulable and not self._retry_scheduled:
@@ -99,7 +99,7 @@ class Scheduler:
         need = physics.pod_gpus(pod)
         if physics.gang_of(pod) and self._attempt_gang(namespace, pod):
             return
-        best, most_free = physics.place(self._free, need)
+        best, most_free = self._free.best(need)
         now = self.loop.now()
         if best is None:
             # Stays queued; the status says why (written once: an unchanged status is a no-op).
@@ -115,7 +115,7 @@ class Scheduler:
         self._unschedulable.pop((namespace, name), None)
         node = self.store.get_node(best)
         self.used[best] = self.used.get(best, 0) + need
-        self._free[best] -= need
+        self._free.add(best, -need)
         host_ip = next((a["address"] for a in node["status"].get("addresses", []) if a.get("type") == "InternalIP"), "")
         self._pod_ips += 1
         bound = physics.bind(pod, now, best, host_ip, physics.pod_ip(self._pod_ips))
@@ -123,7 +123,7 @@ class Scheduler:
             self.store.bind_pod(namespace, name, best, uid=uid, status=bound["status"])
         except NotFound:
             self.used[best] -= need
-            self._free[best] += need
+            self._free.add(best, need)
 
     def _attempt_gang(self, namespace: str, pod: Obj) -> bool:
         """Volcano's turn for the pod's PodGroup. True when it decided (bound the gang's pending
