@@ -67,7 +67,7 @@ import time
 from pathlib import Path
 
 from controller.simcluster.config import ClusterConfig, Span
-from controller.simcluster.preview import PreviewCluster, preview_change
+from controller.simcluster.preview import PreviewCluster, bring_up, preview_from
 from controller.simcluster.runner import Runner
 from controller.simcluster.scenario import load_scenario, parse_scenario
 
@@ -243,9 +243,16 @@ def preview_inputs(groups: int) -> tuple[dict, dict, PreviewCluster]:
 
 
 def measure_preview(groups: int = 1000) -> dict:
+    """The dashboard's preview (``preview_from``: a copy of the ModelServing as it runs, the change
+    rolled out to completion), timed; the ModelServing it copies was brought up first on an
+    in-memory cluster (``bring_up``, timed apart: what ``preview_change`` adds for a manifest
+    alone)."""
     manifest, patch, cluster = preview_inputs(groups)
+    start = time.perf_counter()
+    live = bring_up(manifest, cluster)
+    bring_up_wall = time.perf_counter() - start
     start, start_cpu = time.perf_counter(), time.process_time()
-    timeline = preview_change(manifest, patch, cluster)
+    timeline = preview_from(live, patch, cluster)
     wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
     return {
         "groups": groups,
@@ -253,6 +260,7 @@ def measure_preview(groups: int = 1000) -> dict:
         "nodes": timeline.nodes,
         "wallSeconds": round(wall, 2),
         "cpuSeconds": round(cpu, 2),
+        "bringUpWallSeconds": round(bring_up_wall, 2),
         "peakRssMB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "baselineConverged": timeline.baseline_converged,
         "converged": timeline.converged,
@@ -290,17 +298,22 @@ def main(argv: list[str] | None = None) -> int:
         )
     if preview is not None:
         print(
-            "preview of a large change (preview_change: settle, apply the change, roll out; "
-            f"target < {PREVIEW_WALL_SECONDS} s wall)"
+            "preview of a large change (preview_from: copy the running ModelServing, apply the change, roll out "
+            f"to completion; target < {PREVIEW_WALL_SECONDS} s wall)"
         )
         print(
             f"  {'groups':>7}{'pods':>7}{'nodes':>7}{'wall s':>9}{'CPU s':>8}{'peak RSS MB':>13}"
-            f"{'converged':>11}{'after s':>9}"
+            f"{'converged':>11}{'after s':>9}{'bring-up s':>12}"
         )
         after = "-" if preview["convergedAfter"] is None else f"{preview['convergedAfter']:.1f}"
         print(
             f"  {preview['groups']:>7}{preview['pods']:>7}{preview['nodes']:>7}{preview['wallSeconds']:>9.2f}"
             f"{preview['cpuSeconds']:>8.2f}{preview['peakRssMB']:>13.1f}{str(preview['converged']):>11}{after:>9}"
+            f"{preview['bringUpWallSeconds']:>12.2f}"
+        )
+        print(
+            "  (bring-up s: bringing the manifest up on an empty copy first, untimed above; preview_change of a "
+            "manifest alone takes both)"
         )
         met = preview["converged"] and preview["wallSeconds"] < PREVIEW_WALL_SECONDS
         print(f"  preview target (< {PREVIEW_WALL_SECONDS} s wall, converged): {'met' if met else 'MISSED'}")

@@ -1,13 +1,20 @@
 """What will this change do? A ModelServing and a change to it, run on a copy in the in-memory cluster.
 
-``preview_change(manifest, patch, cluster)`` builds an in-memory simulated cluster like the one
-described by ``cluster`` (its nodes, timings, image behaviour and traffic), applies ``manifest``,
-lets the real controller converge it (at most ``settle_limit`` virtual seconds), applies ``patch``
-(a JSON merge patch, as an operator would) and runs until the change has rolled out (at most
-``rollout_limit``). It returns the timeline after the change: one sample per reconcile pass
-(available ServingGroups, blocked reasons), whether and when it converged, and the requests.
-Nothing outside the copy is touched; the dashboard's preview
-(``rolloutui.services.simulation.preview``) is a thin caller.
+Both builds an in-memory simulated cluster like the one described by ``cluster`` (its nodes,
+timings, image behaviour and traffic), puts the ModelServing there, applies ``patch`` (a JSON merge
+patch, as an operator would) and runs the real controller until the change has rolled out (at most
+``rollout_limit`` virtual seconds):
+
+- ``preview_from(live, patch, cluster)`` copies the ModelServing as it runs (``LiveState``: its
+  object, revisions and pods, each pod where it is in its life, on the cluster's clock) and applies
+  the change at once: what the dashboard's preview does (``rolloutui.services.simulation.preview``);
+- ``preview_change(manifest, patch, cluster)`` starts from a manifest alone: ``bring_up`` applies
+  it to an empty copy and lets the controller converge it (at most ``settle_limit``), then
+  ``preview_from`` the ModelServing as it then runs.
+
+Each returns the timeline after the change: one sample per reconcile pass (available
+ServingGroups, blocked reasons), whether and when it converged, and the requests. Nothing outside
+the copy is touched.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.core.ports import Obj
+from controller.core.ports import ClusterPort, Obj
 from controller.core.reconcile import ReconcileResult
 from controller.core.strategy import ClusterSettings
 from controller.core.view import expand_waiting
@@ -34,12 +41,37 @@ STEP = 5.0
 
 @dataclass(frozen=True)
 class PreviewCluster:
-    """The cluster to copy: GPUs of each node, timings and image behaviour, traffic (or none)."""
+    """The cluster to copy: GPUs of each node, timings and image behaviour, traffic (or none).
+
+    ``node_names``: the nodes' names there, in the same order (a copy of live pods finds their
+    nodes by name: ``preview_from``); ``node-0``, ``node-1``, ... when omitted."""
 
     node_gpus: list[int]
     config: ClusterConfig
     traffic: Traffic | None = None
     settings: ClusterSettings | None = None  # the live cluster's, so the copy resolves budgets alike
+    node_names: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """A ModelServing as it runs, read from its cluster at ``now`` (that cluster's clock): its object
+    with spec and status, its ControllerRevisions and its pods (with their kubelet state, on the
+    simulated cluster). ``preview_from`` starts the copy from it."""
+
+    modelserving: Obj
+    revisions: list[Obj]
+    pods: list[Obj]
+    now: float
+
+    @classmethod
+    def read(cls, cluster: ClusterPort, namespace: str, name: str, now: float) -> LiveState:
+        return cls(
+            cluster.get_modelserving(namespace, name),
+            list(cluster.list_revisions(namespace, name)),
+            list(cluster.list_pods(namespace, name)),
+            now,
+        )
 
 
 @dataclass(frozen=True)
@@ -52,7 +84,7 @@ class PassSample:
 
 @dataclass
 class Timeline:
-    baseline_converged: bool  # the copy converged before the change was applied
+    baseline_converged: bool  # the copy was converged when the change was applied
     converged: bool  # the change rolled out completely
     converged_after: float | None  # virtual seconds from the change to convergence
     simulated_seconds: float  # virtual seconds simulated after the change
@@ -71,59 +103,111 @@ def preview_change(
     step: float = STEP,
     progress: Callable[[str, float], None] | None = None,
 ) -> Timeline:
-    """``progress(phase, virtual_seconds)`` is called after every step (``phase`` "settling" before
+    """From a manifest alone: ``bring_up``, then ``preview_from`` the ModelServing as it then runs.
+
+    ``progress(phase, virtual_seconds)`` is called after every step (``phase`` "settling" before
     the change, "rolling out" after it, with the virtual seconds of that phase); an exception it
     raises stops the run and propagates (the dashboard stops a preview past its wall-time budget)."""
-    with batch_gc():
-        return _preview(manifest, patch, cluster, settle_limit, rollout_limit, step, progress)
+    live = bring_up(manifest, cluster, settle_limit=settle_limit, step=step, progress=progress)
+    return preview_from(live, patch, cluster, rollout_limit=rollout_limit, step=step, progress=progress)
 
 
-def _preview(
+def bring_up(
     manifest: Obj,
+    cluster: PreviewCluster,
+    *,
+    settle_limit: float = SETTLE_LIMIT,
+    step: float = STEP,
+    progress: Callable[[str, float], None] | None = None,
+) -> LiveState:
+    """The manifest applied to an in-memory copy of ``cluster`` with nothing on it, and the real
+    controller run until it converged (at most ``settle_limit`` virtual seconds; ``progress``
+    "settling"): the ModelServing as it then runs."""
+    meta = manifest.get("metadata") or {}
+    with batch_gc():
+        runner = _runner(meta["name"], manifest, cluster, settle_limit)
+        runner.as_operator(lambda: runner.store.create_modelserving(manifest))
+        runner.loop.call_at(0.0, runner.start_controller)
+        t = 0.0
+        while not runner.converged and t < settle_limit:
+            t = runner.loop.run_until(t + step)
+            if progress is not None:
+                progress("settling", t)
+        return LiveState.read(runner.store, meta.get("namespace") or "default", meta["name"], runner.loop.now())
+
+
+def preview_from(
+    live: LiveState,
     patch: Obj,
     cluster: PreviewCluster,
-    settle_limit: float,
-    rollout_limit: float,
-    step: float,
-    progress: Callable[[str, float], None] | None,
+    *,
+    rollout_limit: float = ROLLOUT_LIMIT,
+    step: float = STEP,
+    progress: Callable[[str, float], None] | None = None,
 ) -> Timeline:
-    meta = manifest.get("metadata") or {}
-    namespace, name = meta.get("namespace") or "default", meta["name"]
+    """From the ModelServing as it runs (``live``): the copy holds its object, revisions and pods
+    as they are, each pod where it is in its life (bound or pending, loading, Ready, draining,
+    terminating), on the cluster's clock, and the change is applied at once, as if the operator
+    applied it now. Nothing is brought up first, so a ModelServing caught mid-rollout is previewed
+    from there. Requests in flight are not copied (the copy's traffic starts at the change).
+
+    ``progress`` as in ``preview_change``, with "rolling out" only."""
+    meta = live.modelserving.get("metadata") or {}
+    with batch_gc():
+        runner = _runner(meta["name"], live.modelserving, cluster, rollout_limit, start=live.now)
+        runner.cluster.restore(modelservings=[live.modelserving], revisions=live.revisions, pods=live.pods)
+        baseline = runner.check_convergence()
+        runner.start_controller()
+        runner.router.start()  # the workload serves already (nothing without traffic)
+        return _roll_out(runner, patch, cluster, baseline, rollout_limit, step, progress)
+
+
+def _runner(name: str, manifest: Obj, cluster: PreviewCluster, limit: float, *, start: float = 0.0) -> Runner:
     scenario = Scenario(
         name=f"preview-{name}",
         seed=0,
-        until=settle_limit + rollout_limit,
+        until=start + limit,
         cluster=dataclasses.replace(cluster.config, nodes=0, gpus_per_node=0),
         traffic=cluster.traffic,
         manifest=manifest,
         events=[],
         settings=cluster.settings,
     )
-    runner = Runner(scenario, frames=False)
-    for gpus in cluster.node_gpus:
-        runner.cluster.add_nodes(1, gpus)
-    samples: list[tuple[float, int, list[str], str | None]] = []
+    runner = Runner(scenario, frames=False, start=start)
+    names = cluster.node_names or [f"node-{i}" for i in range(len(cluster.node_gpus))]
+    for node, gpus in zip(names, cluster.node_gpus, strict=True):
+        runner.cluster.add_node(node, gpus)
+    return runner
+
+
+def _roll_out(
+    runner: Runner,
+    patch: Obj,
+    cluster: PreviewCluster,
+    baseline_converged: bool,
+    rollout_limit: float,
+    step: float,
+    progress: Callable[[str, float], None] | None,
+) -> Timeline:
+    """Apply ``patch`` now, as an operator would, and run until it has rolled out (at most
+    ``rollout_limit`` virtual seconds): the timeline from the change on."""
+    namespace, name = runner.scenario.namespace, runner.scenario.ms_name
+    samples: list[PassSample] = []
+    t0 = runner.loop.now()
 
     def record(t: float, result: ReconcileResult) -> None:
         # What the pass wrote: the page's counts and "why it waits" read the same status fields.
         status = result.status
         reasons = [b.get("reason", "") for b in expand_waiting(status.get("waiting") or [])]
-        samples.append((t, int(status.get("availableReplicas") or 0), reasons, status.get("updateRevision")))
+        samples.append(
+            PassSample(
+                round(t - t0, 3), int(status.get("availableReplicas") or 0), reasons, status.get("updateRevision")
+            )
+        )
 
-    runner.on_pass.append(record)
-    runner.as_operator(lambda: runner.store.create_modelserving(manifest))
-    runner.loop.call_at(0.0, runner.start_controller)
-    t = 0.0
-    while not runner.converged and t < settle_limit:
-        t = runner.loop.run_until(t + step)
-        if progress is not None:
-            progress("settling", t)
-    settled = runner.converged
-
-    t0 = runner.loop.now()
     runner.as_operator(lambda: runner.store.patch_modelserving(namespace, name, patch))
     runner.forget_convergence()
-    first = len(samples)
+    runner.on_pass.append(record)
     t = t0
     while t < t0 + rollout_limit:
         t = runner.loop.run_until(t + step)
@@ -133,11 +217,11 @@ def _preview(
             break
     converged = bool(runner.converged and runner.converged_at is not None)
     return Timeline(
-        baseline_converged=settled,
+        baseline_converged=baseline_converged,
         converged=converged,
         converged_after=round(runner.converged_at - t0, 3) if converged else None,
         simulated_seconds=round(runner.loop.now() - t0, 3),
         nodes=len(runner.store.list_nodes()),
-        samples=[PassSample(round(ts - t0, 3), a, r, u) for ts, a, r, u in samples[first:]],
+        samples=samples,
         requests=runner.router.summary() if cluster.traffic else None,
     )

@@ -38,6 +38,7 @@ from controller.core.reconcile import ReconcileResult
 
 from .convergence import is_converged
 from .kserve_runner import InferenceServiceRunner
+from .memory.clock import EventLoop, VirtualClock
 from .memory.cluster import SimCluster
 from .memory.store import Change
 from .routing import SimulatedVerifier
@@ -149,11 +150,15 @@ class SimController:
 
 
 class Runner:
-    def __init__(self, scenario: Scenario, *, copy_reads: bool = False, frames: bool = True) -> None:
+    def __init__(
+        self, scenario: Scenario, *, copy_reads: bool = False, frames: bool = True, start: float = 0.0
+    ) -> None:
         """``frames=False``: no trace frames are written and the passes build no state view (the
         preview reads its timeline from ``on_pass``, which gets each pass's result with its
         status; a view costs a walk over every instance per pass). Convergence is decided on the
-        pods as they stand after each pass either way (``convergence.is_converged``)."""
+        pods as they stand after each pass either way (``convergence.is_converged``). ``start``:
+        the virtual time the clock starts at (a copy of a live cluster starts at that cluster's
+        time: ``SimCluster.restore``)."""
         from controller.core import reconcile as core_reconcile  # the production pass
         from controller.core import view as core_view
 
@@ -167,6 +172,7 @@ class Runner:
             ms_name=scenario.ms_name,
             traffic=scenario.traffic,
             copy_reads=copy_reads,
+            loop=EventLoop(VirtualClock(start)),
         )
         self.loop = self.cluster.loop
         self.store = self.cluster.store
@@ -293,6 +299,11 @@ class Runner:
         return self.cluster.clock
 
     # -- convergence ----------------------------------------------------------------------------------
+
+    def check_convergence(self) -> bool:
+        """Decide convergence on the cluster as it stands now (as after a pass), and say it."""
+        self._check_convergence(None)
+        return self.converged
 
     def _check_convergence(self, observed: Observed | None) -> None:
         """``observed``: the pods as they stand after the pass, when the pass knows them (it took

@@ -4,10 +4,11 @@ Only for the "sim" backend (``ControlError`` otherwise). Faults need the operate
 reason, and are audited like the controls (action ``kill_pod``, ``fail_node``, ``add_node``).
 
 ``preview(namespace, name, patch)`` answers "what will this change do?" without touching anything:
-it asks the simulated cluster's public preview (``controller.simcluster.preview.preview_change``: the
-real reconcile pass on a virtual clock) to run a copy of the ModelServing on a cluster with the live
-cluster's nodes, phase timings, image behaviour and traffic, let the copy converge, apply ``patch``
-as an operator would and run until the change has rolled out; and it shapes that timeline for the
+it asks the simulated cluster's public preview (``controller.simcluster.preview.preview_from``: the
+real reconcile pass on a virtual clock) to copy the ModelServing as it runs (its object, revisions
+and pods, each where it is in its life) onto a cluster with the live cluster's nodes (less the
+GPUs other workloads hold there), phase timings, image behaviour and traffic, apply ``patch`` as
+an operator would and run until the change has rolled out; and it shapes that timeline for the
 page (capacity steps, distinct blocked reasons, the budget's floor).
 """
 
@@ -29,9 +30,10 @@ from controller.core.spec import ValidationError, parse_modelserving
 from controller.models import SimTraffic
 from controller.runtime import clustersettings
 from controller.runtime.backend import sim_cluster, sim_traffic
+from controller.simcluster import physics
 from controller.simcluster.config import Span, Traffic
 from controller.simcluster.database.store import DatabaseCluster
-from controller.simcluster.preview import PreviewCluster, preview_change
+from controller.simcluster.preview import LiveState, PreviewCluster, preview_from
 
 from ..models import AuditRecord, PreviewJob
 from .cluster import backend_name
@@ -295,7 +297,7 @@ def preview(namespace: str, name: str, patch: dict[str, Any], *, job_id=None) ->
     naming the field; past ROLLOUTUI_PREVIEW_SECONDS of wall time it stops with ``PreviewTooLong``.
     With ``job_id`` the job's progress is updated as the simulation advances.
     """
-    base, body, parsed = _prepare(namespace, name, patch)
+    _, body, parsed = _prepare(namespace, name, patch)
     cluster = _sim_cluster()
     traffic_row = SimTraffic.objects.filter(namespace=namespace, name=name, rps__gt=0).first()
     traffic = (
@@ -305,8 +307,11 @@ def preview(namespace: str, name: str, patch: dict[str, Any], *, job_id=None) ->
         if traffic_row
         else None
     )
+    live = LiveState.read(cluster, namespace, name, cluster.clock.now())
+    nodes = cluster.list_nodes()
     copy = PreviewCluster(
-        node_gpus=[node.gpus for node in cluster.list_nodes()],
+        node_gpus=_gpus_for_the_copy(nodes, cluster.gpus_used(), live.pods),
+        node_names=[node.name for node in nodes],
         config=cluster.config,
         traffic=traffic,
         settings=clustersettings.cluster_settings(),  # the copy resolves budgets as the live passes do
@@ -333,7 +338,7 @@ def preview(namespace: str, name: str, patch: dict[str, Any], *, job_id=None) ->
                 }
             )
 
-    timeline = preview_change(base, body, copy, progress=progress)
+    timeline = preview_from(live, body, copy, progress=progress)
     capacity: list[list[float]] = []
     for sample in timeline.samples:
         if not capacity or capacity[-1][1] != sample.available:
@@ -364,6 +369,18 @@ def preview(namespace: str, name: str, patch: dict[str, Any], *, job_id=None) ->
         "nodes": timeline.nodes,
         "requests": timeline.requests,
     }
+
+
+def _gpus_for_the_copy(nodes, used_by_all: dict[str, int], pods: list[dict[str, Any]]) -> list[int]:
+    """Each node's GPUs less what other workloads' pods hold there: the copy has only this
+    ModelServing's pods, so the GPUs the others hold stay taken. Example: node-0 has 8 GPUs, its
+    pods hold 6, of which 2 are this ModelServing's: the copy's node-0 has 8 - (6 - 2) = 4."""
+    ours: dict[str, int] = {}
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node:
+            ours[node] = ours.get(node, 0) + physics.pod_gpus(pod)
+    return [max(node.gpus - (used_by_all.get(node.name, 0) - ours.get(node.name, 0)), 0) for node in nodes]
 
 
 def traffic(namespace: str, name: str) -> dict[str, Any] | None:

@@ -161,17 +161,8 @@ def test_faults_are_audited_and_act_on_the_simulated_cluster(operator, small):
     assert [r.action for r in AuditRecord.objects.order_by("id")] == ["add_node", "fail_node", "fail_node", "kill_pod"]
 
 
-def test_preview_simulates_the_change_and_reports_the_timeline(small):
-    ms = small.get_modelserving("default", "small")
-    role = ms["spec"]["template"]["roles"][0]
-    container = {**role["entryTemplate"]["spec"]["containers"][0], "image": "engine:v2"}
-    patch = {"spec": {"template": {"roles": [{**role, "entryTemplate": {"spec": {"containers": [container]}}}]}}}
-    out = simulation.preview("default", "small", patch)
-    assert out["converged"] and out["durationSeconds"] > 0
-    assert out["minAvailable"] == 1 and out["floor"] == 1 and out["desired"] == 2
-    assert out["capacity"][0][0] >= 0 and any("maxUnavailable" in r for r in out["blockedReasons"])
-    # Nothing was applied to the live object.
-    assert small.get_modelserving("default", "small")["spec"] == ms["spec"]
+def test_a_preview_of_a_change_that_would_make_the_modelserving_invalid_names_the_field(small):
+    # The timeline itself: tests/live/test_live_preview.py.
     with pytest.raises(ControlError) as err:
         simulation.preview("default", "small", {"spec": {"replicas": -1}})
     assert err.value.field.startswith("patch.spec.replicas")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace as dataclasses_replace
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,66 @@ def test_the_preview_runs_with_the_collectors_thresholds_raised_and_puts_them_ba
         preview_change(ms, image_patch(ms, "engine:v2"), cluster(), progress=progress)
     assert during and all(t[0] >= BATCH_YOUNG_THRESHOLD for t in during)
     assert gc.get_threshold() == before
+
+
+def test_a_preview_from_a_copy_rolls_out_as_the_change_does_on_the_cluster_it_was_copied_from():
+    """The copy (``preview_from``: objects, revisions and pods restored where they are, on the same
+    clock) against the original: the same change applied to the cluster the copy was made of, run
+    by the controller that brought it up. Same capacity at every pass, same reasons, same end."""
+    import dataclasses
+
+    from controller.simcluster.preview import LiveState, preview_from
+    from controller.simcluster.runner import Runner
+    from controller.simcluster.scenario import Scenario
+
+    ms = modelserving(
+        name="demo",
+        replicas=20,
+        strategy=group_strategy(maxUnavailable="20%"),
+        roles=[role("serve", workers=2, image="engine:v1", gpus=1)],
+    )
+    patch = {"spec": {"template": {"roles": [role("serve", workers=2, image="engine:v2", gpus=1)]}}}
+    timing = {k: Span.fixed(v) for k, v in TIMING.items()}
+    copied = PreviewCluster(node_gpus=[8] * 9, config=ClusterConfig(timing=timing))
+
+    config = dataclasses.replace(copied.config, nodes=9, gpus_per_node=8)
+    original = Runner(Scenario("original", 0, 3600.0, config, None, ms, []), frames=False)
+    passes = []
+    original.on_pass.append(lambda t, result: passes.append((t, result.status["availableReplicas"])))
+    original.as_operator(lambda: original.store.create_modelserving(ms))
+    original.loop.call_at(0.0, original.start_controller)
+    original.loop.run_until(100.0)  # brought up, Ready for a while
+    live = LiveState.read(original.store, "default", "demo", original.loop.now())
+    timeline = preview_from(live, patch, copied)
+
+    t0 = original.loop.now()
+    original.as_operator(lambda: original.store.patch_modelserving("default", "demo", patch))
+    original.forget_convergence()
+    first = len(passes)
+    while not (original.converged and original.converged_at is not None and original.converged_at >= t0):
+        original.loop.run_until(original.loop.now() + 5.0)
+
+    def steps(samples):  # (t, available) at each change of the available count
+        out = []
+        for t, available in samples:
+            if not out or out[-1][1] != available:
+                out.append((round(t, 3), available))
+        return out
+
+    assert timeline.baseline_converged and timeline.converged
+    assert timeline.converged_after == round(original.converged_at - t0, 3)
+    assert steps((s.t, s.available) for s in timeline.samples) == steps((t - t0, a) for t, a in passes[first:])
+    assert len(steps((s.t, s.available) for s in timeline.samples)) > 4  # it did roll in batches
+
+
+def test_a_preview_from_a_copy_sends_the_clusters_traffic_from_the_change_on():
+    from controller.simcluster.config import Traffic
+    from controller.simcluster.preview import bring_up, preview_from
+
+    ms = manifest()
+    timing = {k: Span.fixed(v) for k, v in TIMING.items()}
+    quiet = PreviewCluster(node_gpus=[2, 2, 2], config=ClusterConfig(timing=timing))
+    busy = dataclasses_replace(quiet, traffic=Traffic(rps=5, duration=Span(0.5, 1.0)))
+    live = bring_up(ms, quiet)
+    timeline = preview_from(live, image_patch(ms, "engine:v2"), busy)
+    assert timeline.converged and timeline.requests["total"] > 100

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import random
 
+from controller.core.ports import Obj
+
 from .. import physics
 from ..config import ClusterConfig, Traffic
 from .clock import EventLoop, VirtualClock
@@ -55,6 +57,23 @@ class SimCluster:
             self.store.add_node(self.node_name(i), gpus, ip=physics.node_ip(i))
             names.append(self.node_name(i))
         return names
+
+    def add_node(self, name: str, gpus: int) -> str:
+        """A node named as in the cluster a copy is made of (``restore``), with the next node IP."""
+        i = self._node_count
+        self._node_count += 1
+        self.store.add_node(name, gpus, ip=physics.node_ip(i))
+        return name
+
+    def restore(self, *, modelservings: list[Obj], revisions: list[Obj], pods: list[Obj]) -> None:
+        """Copy objects from another cluster (at this cluster's current time, which should be the
+        other's: a pod's kubelet state holds deadlines on its clock) and take them up where they
+        are: the scheduler counts the GPUs of bound pods and considers the pending ones, the
+        kubelets wake each pod at its next step (``Scheduler.restore``, ``Kubelets.restore``).
+        Add the nodes first, named as there; requests in flight are not copied."""
+        self.store.restore(modelservings=modelservings, revisions=revisions, pods=pods)
+        self.scheduler.restore()
+        self.kubelets.restore()
 
     def fail_node(self, name: str) -> list[str]:
         return self.kubelets.fail_node(name)

@@ -110,6 +110,18 @@ class Kubelets:
             # Someone set a readiness gate: Ready follows on the kubelet's next status sync.
             self.loop.call_later(0, lambda: self._sync_ready(ns, name, uid))
 
+    def restore(self) -> None:
+        """Take up the bound pods the store was given as they are (``InMemoryStore.restore``): each
+        one's next step is due when its kubelet state says. Both drivers keep that state in the pod
+        from the moment it is bound (bound and started in one step), and a deleted pod's
+        termination is in it from the moment it is deleted, so a pod copied at any moment of its
+        life goes on from there (``tests/live/test_live_physics_parity.py``)."""
+        for pod in self.store.all_pods():
+            if (pod.get("spec") or {}).get("nodeName"):
+                meta = pod["metadata"]
+                at = physics.next_at(physics.kubelet_state(pod))
+                self._wake_at(meta["namespace"], meta["name"], meta["uid"], at)
+
     def _sync_ready(self, namespace: str, name: str, uid: str) -> None:
         pod = self.store.peek_pod(namespace, name)
         if pod is None or pod["metadata"].get("uid") != uid or physics.is_terminating(pod):

@@ -77,6 +77,27 @@ class Scheduler:
                 self.used.pop(change.name, None)
                 self._free.remove(change.name)
 
+    def restore(self) -> None:
+        """Take up the pods the store was given as they are (``InMemoryStore.restore``): a bound
+        pod holds its GPUs on its node (a terminating one too, until it is removed); a pod not
+        bound yet is considered when the scheduling delay its kubelet state records is over (the
+        database driver records it there), or at once."""
+        now = self.loop.now()
+        for pod in self.store.all_pods():
+            meta, node = pod["metadata"], (pod.get("spec") or {}).get("nodeName")
+            if node:
+                gpus = physics.pod_gpus(pod)
+                self.used[node] = self.used.get(node, 0) + gpus
+                if node in self._free:
+                    self._free.add(node, -gpus)
+            elif not meta.get("deletionTimestamp"):
+                state = physics.kubelet_state(pod) or {}
+                at = state.get("at") if state.get("phase") == physics.SCHEDULING else None
+                ns, name, uid = meta["namespace"], meta["name"], meta["uid"]
+                self.loop.call_at(
+                    now if at is None else at, lambda ns=ns, name=name, uid=uid: self._attempt(ns, name, uid)
+                )
+
     def _schedule_retry(self) -> None:
         if self._unschedulable and not self._retry_scheduled:
             self._retry_scheduled = True

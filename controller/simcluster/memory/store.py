@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,6 +84,7 @@ class InMemoryStore:
         self._owned: dict[tuple[str, str, str | None], dict[str, Obj]] = {}
         self._pods_by_controller: dict[tuple[str, str | None], dict[str, Obj]] = {}
         self.events: list[Obj] = []
+        self._restored_uids: set[str] = set()  # UIDs of objects copied in (``restore``): never handed out
         self._listeners: list[Callable[[Change], None]] = []
         # Who is writing (set by the runner around controller passes, by the physics around theirs).
         self.actor: str | None = None
@@ -104,9 +105,36 @@ class InMemoryStore:
         return str(next(self._rv))
 
     def new_uid(self) -> str:
-        # Deterministic UIDs (creation order + seed) so traces are byte-identical across runs.
-        digest = hashlib.sha1(f"{self.seed}/{next(self._uids)}".encode()).digest()[:16]
-        return str(uuid.UUID(bytes=digest, version=4))
+        # Deterministic UIDs (creation order + seed) so traces are byte-identical across runs; one
+        # that an object copied in already has (from a store of the same seed) is skipped.
+        while True:
+            digest = hashlib.sha1(f"{self.seed}/{next(self._uids)}".encode()).digest()[:16]
+            uid = str(uuid.UUID(bytes=digest, version=4))
+            if uid not in self._restored_uids:
+                return uid
+
+    def restore(
+        self, *, modelservings: Iterable[Obj] = (), revisions: Iterable[Obj] = (), pods: Iterable[Obj] = ()
+    ) -> None:
+        """Put objects copied from another cluster as they are there: uid, creation time, spec,
+        status and annotations kept (a pod's kubelet state included), each with a resourceVersion
+        of this store (versions are this process's: the parse cache is keyed by uid and version).
+        Nothing is announced to the listeners: whoever restores tells the physics
+        (``SimCluster.restore``), and the controller lists what it finds. The objects are kept as
+        given, like a created pod (copied under ``copy_reads``)."""
+        for put, objs in (
+            (self._put_modelserving, modelservings),
+            (self._put_revision, revisions),
+            (self._put_pod, pods),
+        ):
+            for obj in objs:
+                new = copy_json(obj) if self.copy_reads else obj
+                new = {**new, "metadata": {**new["metadata"], "resourceVersion": self._next_rv()}}
+                self._restored_uids.add(new["metadata"].get("uid") or "")
+                put(new)
+
+    def _put_modelserving(self, ms: Obj) -> None:
+        self._ms[objects.object_key(ms)] = ms
 
     def _out(self, obj: Obj) -> Obj:
         return copy_json(obj) if self.copy_reads else obj
