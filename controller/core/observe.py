@@ -457,12 +457,22 @@ _NEVER_PARSED: CacheEntry = ("", None, None, False)
 
 
 # The previous list of each ModelServing's pods from a port that shares unchanged objects
-# (``ports.SharedObjects``), with the cache entry of each pod: by the uid of the list's first pod
-# (pods listed by name: it is the same pod from one pass to the next unless group 0's entry pod
-# was replaced). A pod object met again at the same place is the same version, so its entry is
-# taken without reading the pod: comparing 32,000 references is ~4 ms where reading 32,000 pods'
-# metadata, uid and resourceVersion is ~20-25 ms of cache misses (``python -m bench planner``).
-_LAST_LISTS: dict[str, tuple[list[Obj], list[CacheEntry]]] = {}
+# (``ports.SharedObjects``), with the cache entry of each pod and what observe made of them: by the
+# uid of the list's first pod (pods listed by name: it is the same pod from one pass to the next
+# unless group 0's entry pod was replaced). A pod object met again at the same place is the same
+# version, so its entry is taken without reading the pod: comparing 32,000 references is ~4 ms where
+# reading 32,000 pods' metadata, uid and resourceVersion is ~20-25 ms of cache misses (``python -m
+# bench planner``). And a group none of whose pods moved is the group observed then: only the
+# groups of the pods that moved are grouped again (a 1,000-group rollout changes ~100 a pass).
+@dataclass(slots=True)
+class _LastList:
+    pods: list[Obj]
+    entries: list[CacheEntry]
+    groups: dict[int, GroupObs]  # in the order observe made them (first appearance in the list)
+    spans: dict[int, list[tuple[int, int]]]  # each group's runs of places in the list, [start, end)
+
+
+_LAST_LISTS: dict[str, _LastList] = {}
 _LAST_LISTS_LIMIT = 1_000
 # Past this share of pods not met again (a pod created or deleted before most of the list shifts
 # every later pod by one place), reading every pod's version is cheaper than a step per pod.
@@ -473,24 +483,22 @@ def _first_uid(pods: list[Obj]) -> str | None:
     return (pods[0].get("metadata") or _EMPTY).get("uid") if pods else None
 
 
-def _entries_by_identity(pods: SharedObjects, first: str) -> list[CacheEntry] | None:
-    """The cache entries of ``pods`` (whose first pod's uid is ``first``) from the previous list
-    of the same pods, or None (no previous list, another length, too many pods changed, or one
-    without a cacheable version)."""
-    last = _LAST_LISTS.get(first)
-    if last is None or len(last[0]) != len(pods):
+def _entries_by_identity(pods: SharedObjects, last: _LastList) -> tuple[list[CacheEntry], list[int]] | None:
+    """The cache entries of ``pods`` from ``last``, the previous list of the same pods, with the
+    places of the pods that are new objects (parsed now); None (another length, too many pods
+    changed, or one without a cacheable version)."""
+    if len(last.pods) != len(pods):
         return None
-    previous, entries = last
-    moved = list(compress(range(len(pods)), map(is_not, pods, previous)))
+    moved = list(compress(range(len(pods)), map(is_not, pods, last.pods)))
     if len(moved) * _MOVED_SHARE_LIMIT > len(pods):
         return None
-    entries = list(entries)
+    entries = list(last.entries)
     for i in moved:
         entry = _cache_entry(pods[i])
         if entry is None:
             return None
         entries[i] = entry
-    return entries
+    return entries, moved
 
 
 def _entries_by_version(pods: list[Obj]) -> list[CacheEntry] | None:
@@ -514,32 +522,74 @@ def _entries_by_version(pods: list[Obj]) -> list[CacheEntry] | None:
     return hits
 
 
+def _group_all(hits: list[CacheEntry]) -> tuple[dict[int, GroupObs], dict[int, list[tuple[int, int]]]] | None:
+    """Every group of the pods, with each group's runs of places; None when a pod is foreign."""
+    # Pods come listed by name, so a group's pods are one run (``ms-3-...`` sorts apart from
+    # ``ms-30-...``: the ordinal is followed by "-"); a group split over runs is joined.
+    by_group: dict[int, list[PodObs]] = {}
+    spans: dict[int, list[tuple[int, int]]] = {}
+    start = 0
+    for ordinal, run in groupby(hits, _CACHED_GROUP):
+        parses = list(map(_CACHED_PARSE, run))
+        end = start + len(parses)
+        current = by_group.get(ordinal)
+        if current is None:
+            by_group[ordinal] = parses
+            spans[ordinal] = [(start, end)]
+        else:
+            current.extend(parses)
+            spans[ordinal].append((start, end))
+        start = end
+    if None in by_group:  # a foreign pod (our name label, unreadable identity)
+        return None
+    return {o: _group_of(o, group_pods) for o, group_pods in by_group.items()}, spans
+
+
+def _regroup(last: _LastList, hits: list[CacheEntry], moved: list[int]) -> dict[int, GroupObs] | None:
+    """The groups of a list whose pods at ``moved`` are new objects, the others those of ``last``:
+    ``last``'s groups, those of the moved pods grouped again. None when a moved pod belongs to
+    another group than the pod it took the place of (or to none): then every group is."""
+    previous = last.entries
+    touched = set()
+    for i in moved:
+        ordinal = hits[i][2]
+        if ordinal is None or ordinal != previous[i][2]:
+            return None
+        touched.add(ordinal)
+    groups = dict(last.groups)  # the same order: values replaced in place
+    for ordinal in touched:
+        groups[ordinal] = _group_of(
+            ordinal, [hits[i][1] for start, end in last.spans[ordinal] for i in range(start, end)]
+        )
+    return groups
+
+
 def observe(pods: list[Obj], in_flight: Mapping[str, int] | None = None) -> Observed:
     # Few lists of 32,000 at a time, and short-lived: a young-generation collection that runs
     # meanwhile walks every element of each (one took ~4 ms with six such lists alive).
     first = _first_uid(pods) if isinstance(pods, SharedObjects) else None  # None: not by identity
-    hits = _entries_by_identity(pods, first) if first else None
-    if hits is None:
+    last = _LAST_LISTS.get(first) if first else None
+    by_identity = _entries_by_identity(pods, last) if last is not None else None
+    groups = spans = None
+    if by_identity is not None:
+        hits, moved = by_identity
+        groups = _regroup(last, hits, moved)
+        spans = last.spans
+    else:
         hits = _entries_by_version(pods)
         if hits is None:  # one by one
             return _observe_pods(pods, in_flight)
+    if groups is None:
+        grouped = _group_all(hits)
+        if grouped is None:  # a foreign pod: named one by one
+            return _observe_pods(pods, in_flight)
+        groups, spans = grouped
     if first:
         if len(_LAST_LISTS) >= _LAST_LISTS_LIMIT:
             _LAST_LISTS.clear()
-        _LAST_LISTS[first] = (list(pods), hits)
-    # Pods come listed by name, so a group's pods are one run (``ms-3-...`` sorts apart from
-    # ``ms-30-...``: the ordinal is followed by "-"); a group split over runs is joined.
-    by_group: dict[int, list[PodObs]] = {}
-    for ordinal, run in groupby(hits, _CACHED_GROUP):
-        current = by_group.get(ordinal)
-        if current is None:
-            by_group[ordinal] = list(map(_CACHED_PARSE, run))
-        else:
-            current.extend(map(_CACHED_PARSE, run))
-    if None in by_group:  # a foreign pod (our name label, unreadable identity): named one by one
-        return _observe_pods(pods, in_flight)
-    groups = {o: _group_of(o, group_pods) for o, group_pods in by_group.items()}
-    return Observed(groups, in_flight or {}, [], list(map(_CACHED_PARSE, filter(_CACHED_LEAVING, hits))))
+        _LAST_LISTS[first] = _LastList(list(pods), hits, groups, spans)
+    # The observation's own dict: the one kept for the next list must not change with it.
+    return Observed(dict(groups), in_flight or {}, [], list(map(_CACHED_PARSE, filter(_CACHED_LEAVING, hits))))
 
 
 def _observe_pods(pods: list[Obj], in_flight: Mapping[str, int] | None) -> Observed:

@@ -44,6 +44,7 @@ def summary(observed: Observed) -> dict:
             }
             for ordinal, group in observed.groups.items()
         },
+        "order": list(observed.groups),  # the planner walks some of them in this order
         "leaving": [p.name for p in observed.leaving_routing],
         "foreign": observed.foreign,
     }
