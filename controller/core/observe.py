@@ -152,6 +152,7 @@ class GroupObs:
     revision: str = ""  # the revision most of its pods run (they agree outside recovery)
     deleting: bool = False
     being_removed: bool = False
+    unschedulable: bool = False  # some instance has a pod the scheduler cannot place
     pod_count: int = 0
     # The planner's availability figures for this group, memoised with the shape they were computed
     # for (``planner.context``): derived data, kept with the group because a GroupObs is reused
@@ -174,6 +175,7 @@ class GroupObs:
             self.pod_count += len(inst.pods)
             self.deleting = self.deleting or inst.deleting
             self.being_removed = self.being_removed or inst.being_removed
+            self.unschedulable = self.unschedulable or inst.unschedulable is not None
         self.revision_counts = counts
         if len(counts) == 1:
             self.revision = next(iter(counts))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .ports import Obj
 from .revisions import RevisionAction
@@ -70,8 +70,11 @@ class Action:
         return f"{self.verb} {where} ({self.reason}, revision {self.revision})"
 
 
-@dataclass(frozen=True, slots=True)
-class Blocked:
+class Blocked(NamedTuple):
+    """Why a group (or one of its roles) waits. A tuple: a pass of a 1,000-group rollout makes one
+    per waiting group (900 alike), and a frozen dataclass sets each field through
+    ``object.__setattr__``."""
+
     group: int | None
     role: str | None
     reason: str

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import digests, naming
+from .byidentity import ByIdentity
 from .ports import Obj
 from .spec import RUNTIME_ROLE_FIELDS, VERSIONED_SPEC_FIELDS, versioned_fields
 
@@ -132,6 +133,13 @@ def canonicalize_data(data: dict[str, Any]) -> dict[str, Any]:
         "template": {"roles": data.get("roles") or []},
     }
     return project(spec)
+
+
+# The spec and the stored revisions' data are the same objects from one pass to the next on the
+# in-memory and embedded clusters (``byidentity``): their projections are taken once, not on every
+# pass (the spec's, and each stored revision's to compare with it). Results are shared: read only.
+projected = ByIdentity(project)
+canonicalized = ByIdentity(canonicalize_data)
 
 
 def canonical_bytes(data: dict[str, Any]) -> bytes:
@@ -319,12 +327,12 @@ def record_update_revision(
     4. Otherwise create a new revision numbered max+1.
     A reused revision that is not the newest is renumbered max+1 (re-applying an old revision).
     """
-    data = project(spec)
+    data = projected(spec)
     count = collision_count
     while True:
         h = revision_hash(data, count)
         existing = history.get(h)
-        if existing is None or existing.data is None or canonicalize_data(existing.data) == data:
+        if existing is None or existing.data is None or canonicalized(existing.data) == data:
             # Unreadable data under the very hash of the spec's data: the spec is what that
             # revision held (same hash), so it is reused, not salted into a "new" revision that
             # would replace every group. It is reported unreadable; its data is never rewritten.
@@ -333,7 +341,7 @@ def record_update_revision(
         count += 1
     if existing is None:
         for candidate in reversed(history.revisions):
-            if candidate.data is not None and canonicalize_data(candidate.data) == data:
+            if candidate.data is not None and canonicalized(candidate.data) == data:
                 existing = candidate
                 h = candidate.hash
                 break

@@ -108,8 +108,7 @@ def report_unreadable_references(out: PlanBuilder) -> None:
     referenced = (
         {ctx.current_hash} | set(ctx.recorded.group_revision.values()) | set(ctx.recorded.instance_revision.values())
     )
-    for group in ctx.observed.groups.values():
-        referenced.update(group.revision_counts)
+    referenced.update(*[group.revision_counts for group in ctx.observed.groups.values()])
     for rev in sorted(referenced):
         record = ctx.history.get(rev)
         if record is None or record.readable:

@@ -12,11 +12,12 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..byidentity import ByIdentity
 from ..gates import verification_passed
 from ..interned import Interned
 from ..intorpercent import IntOrPercent
 from ..observe import GroupObs, InstanceObs, Observed
-from ..revisions import History, UpdateRevision, canonicalize_data, record_update_revision, role_data, role_hash
+from ..revisions import History, UpdateRevision, canonicalized, record_update_revision, role_data, role_hash
 from ..spec import GROUP_ROLLING, RECREATE_ROLE, ModelServing
 from ..strategy import ClusterSettings, EffectiveStrategy, EffectiveValue, resolve
 
@@ -37,29 +38,13 @@ class Recorded:
     desired: dict[int, dict[str, int]]
 
 
-# The references read back from the statuses last seen, by the status object's id, with the
-# status itself (so an id is never mistaken for a later object's). The in-memory and the embedded
-# clusters hand out a stored status as that very object, which nobody changes afterwards
-# (``ports.SharedObjects``' rule): a pass that finds the status the previous pass read (it wrote
-# nothing new: an idle pass, a resync) takes its references without reading 1,000 group entries
-# again (~2 ms). Only the last few are kept: each holds a whole status alive (a 1,000-group one
-# is ~1,000 dicts), and a status replaced by a newer one is never met again. Derived data.
-_RECORDED: dict[int, tuple[dict[str, Any], Recorded]] = {}
-_RECORDED_LIMIT = 8
-
-
 def recorded_revisions(status: dict[str, Any]) -> Recorded:
     """Read the references back: ``groups[].revision`` / ``targetRevision`` per group,
     ``groups[].instanceRevisions`` as ``{"role/ordinal": hash}``; every other instance of a group
-    runs the group's revision. ``roleReplicas`` is the role size then (surge groups have none)."""
-    hit = _RECORDED.get(id(status))
-    if hit is not None and hit[0] is status:
-        return hit[1]
-    recorded = _read_recorded(status)
-    if len(_RECORDED) >= _RECORDED_LIMIT:
-        del _RECORDED[next(iter(_RECORDED))]  # the oldest
-    _RECORDED[id(status)] = (status, recorded)
-    return recorded
+    runs the group's revision. ``roleReplicas`` is the role size then (surge groups have none).
+    A pass that finds the very status object the previous pass read (it wrote nothing new: an idle
+    pass, a resync) takes its references without reading 1,000 group entries again (~2 ms)."""
+    return _RECORDED(status)
 
 
 def _read_recorded(status: dict[str, Any]) -> Recorded:
@@ -82,6 +67,9 @@ def _read_recorded(status: dict[str, Any]) -> Recorded:
             if role and k.isdigit() and irev:
                 instances[(o, role, int(k))] = irev
     return Recorded(groups, instances, desired)
+
+
+_RECORDED = ByIdentity(_read_recorded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +174,7 @@ def build_context(
     update_hash = update.hash
     equivalent = {update_hash}
     for rev in history.revisions:
-        if rev.hash != update_hash and rev.data is not None and canonicalize_data(rev.data) == update.data:
+        if rev.hash != update_hash and rev.data is not None and canonicalized(rev.data) == update.data:
             equivalent.add(rev.hash)
     record = history.get(update_hash)
     current = status.get("currentRevision")
@@ -210,8 +198,16 @@ def build_context(
         role_sizes={r.name: r.replicas for r in ms.roles},
     )
     partition = strategy.group.partition.count
-    for o in set(observed.groups) | set(range(ms.replicas)):
-        ctx.group_revisions[o] = group_revision(ctx, o, observed.groups.get(o), partition)
+    revisions = ctx.group_revisions
+    # A group with pods runs their revision (``group_revision``'s first rule, taken for every group
+    # at once: 1,000 calls a pass otherwise); the rest of the ordinals ask ``group_revision``.
+    revisions.update([(o, g.revision) for o, g in observed.groups.items() if g.instances])
+    for o in range(ms.replicas):
+        if o not in revisions:
+            revisions[o] = group_revision(ctx, o, None, partition)
+    for o, group in observed.groups.items():
+        if o not in revisions:
+            revisions[o] = group_revision(ctx, o, group, partition)
     verifying = ms.verification is not None
     expected_of = ctx.expected_pods
     available = ctx.instance_available

@@ -247,7 +247,7 @@ def _report_unschedulable(out: PlanBuilder, b: _Budgets) -> None:
     """New capacity that cannot be placed: say so for the group that holds it (once per group)."""
     already = {blocked.group for blocked in out.blocked if blocked.kind == KIND_UNSCHEDULABLE}
     for o, group in out.ctx.observed.groups.items():
-        if o in out.group_removals or o in already:
+        if not group.unschedulable or o in out.group_removals or o in already:
             continue
         for inst in group.instances.values():
             if inst.unschedulable:
