@@ -128,7 +128,8 @@ def _group_entries(ctx: PassContext, out: PlanBuilder, totals: _Totals) -> list[
             if memo is not None and memo[0] == key:
                 _, entry, effect, skew = memo
                 effects[effect] = effects.get(effect, 0) + 1
-                _add_skew(totals, skew, o)
+                if skew is not None:  # coordinated roles only
+                    _add_skew(totals, skew, o)
                 entries.append(dict(entry))  # the entry's own dict: status is written and kept
                 continue
         scratch = _Totals(
