@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from itertools import compress, groupby, repeat
-from operator import eq, is_not, itemgetter, not_
+from itertools import compress, groupby
+from operator import is_not, itemgetter
 from typing import Any
 
 from . import digests, naming
@@ -441,34 +441,25 @@ def _group_of(ordinal: int, pods: list[PodObs]) -> GroupObs:
     return group
 
 
-# The reads of every pod's cache check, as C-level getters. ``python -m bench planner`` at 32,000
-# warm pods spends most of observe reading the pod dicts (cache misses on 32,000 metadata dicts):
-# mapping getters over the list does those reads, the version checks and the grouping without an
-# interpreted step per pod; only the pods that changed since their parse take one (observe
-# 31 -> ~19 ms there; the reads of metadata, uid and resourceVersion alone take ~15 ms).
-_METADATA = itemgetter("metadata")
-_UID = itemgetter("uid")
-_RESOURCE_VERSION = itemgetter("resourceVersion")
-_CACHED_VERSION = itemgetter(0)
 _CACHED_PARSE = itemgetter(1)
 _CACHED_GROUP = itemgetter(2)
 _CACHED_LEAVING = itemgetter(3)
-# The entry of a pod never parsed: no cached version is empty, so the pod counts as moved and is
-# parsed (a pod whose version is empty cannot key the cache: observed one by one, below).
-_NEVER_PARSED: CacheEntry = ("", None, None, False)
 
 
-# The previous list of each ModelServing's pods from a port that shares unchanged objects
-# (``ports.SharedObjects``), with the cache entry of each pod and what observe made of them: by the
-# uid of the list's first pod (pods listed by name: it is the same pod from one pass to the next
-# unless group 0's entry pod was replaced). A pod object met again at the same place is the same
-# version, so its entry is taken without reading the pod: comparing 32,000 references is ~4 ms where
-# reading 32,000 pods' metadata, uid and resourceVersion is ~20-25 ms of cache misses (``python -m
-# bench planner``). And a group none of whose pods moved is the group observed then: only the
-# groups of the pods that moved are grouped again (a 1,000-group rollout changes ~100 a pass).
+# The previous list of each ModelServing's pods, with the cache entry of each pod and what observe
+# made of them, by the uid of the list's first pod (pods are listed by name: it is the same pod
+# from one pass to the next unless group 0's entry pod was replaced).
+#
+# - From a port that shares unchanged objects (``ports.SharedObjects``), a pod object met again at
+#   the same place is the same version, so its entry is taken without reading the pod: comparing
+#   32,000 references is ~4 ms where reading 32,000 pods' metadata, uid and resourceVersion is
+#   ~20-35 ms of cache misses (``python -m bench planner``).
+# - Either way, a place whose entry is the one it had then (the same parse of the same pod version)
+#   changed nothing, and a group none of whose places changed is the group observed then: only the
+#   groups of the changed places are grouped again (a 1,000-group rollout changes ~100 a pass).
 @dataclass(slots=True)
 class _LastList:
-    pods: list[Obj]
+    pods: list[Obj] | None  # the objects, from a port that shares them (None: a plain list)
     entries: list[CacheEntry]
     groups: dict[int, GroupObs]  # in the order observe made them (first appearance in the list)
     spans: dict[int, list[tuple[int, int]]]  # each group's runs of places in the list, [start, end)
@@ -476,8 +467,9 @@ class _LastList:
 
 _LAST_LISTS: dict[str, _LastList] = {}
 _LAST_LISTS_LIMIT = 1_000
-# Past this share of pods not met again (a pod created or deleted before most of the list shifts
-# every later pod by one place), reading every pod's version is cheaper than a step per pod.
+# Past this share of places changed (a pod created or deleted before most of the list shifts every
+# later pod by one place), reading every pod's version, and grouping every pod, is cheaper than a
+# step per changed place.
 _MOVED_SHARE_LIMIT = 8
 
 
@@ -485,13 +477,14 @@ def _first_uid(pods: list[Obj]) -> str | None:
     return (pods[0].get("metadata") or _EMPTY).get("uid") if pods else None
 
 
-def _entries_by_identity(pods: SharedObjects, last: _LastList) -> tuple[list[CacheEntry], list[int]] | None:
-    """The cache entries of ``pods`` from ``last``, the previous list of the same pods, with the
-    places of the pods that are new objects (parsed now); None (another length, too many pods
-    changed, or one without a cacheable version)."""
-    if len(last.pods) != len(pods):
+def _entries_by_identity(pods: SharedObjects, last: _LastList) -> list[CacheEntry] | None:
+    """The cache entries of ``pods`` from ``last``, the previous list of the same shared objects
+    (the pods that are new objects parsed now); None (another length, too many pods changed, or
+    one without a cacheable version)."""
+    previous = last.pods
+    if previous is None or len(previous) != len(pods):
         return None
-    moved = list(compress(range(len(pods)), map(is_not, pods, last.pods)))
+    moved = list(compress(range(len(pods)), map(is_not, pods, previous)))
     if len(moved) * _MOVED_SHARE_LIMIT > len(pods):
         return None
     entries = list(last.entries)
@@ -500,28 +493,32 @@ def _entries_by_identity(pods: SharedObjects, last: _LastList) -> tuple[list[Cac
         if entry is None:
             return None
         entries[i] = entry
-    return entries, moved
+    return entries
 
 
 def _entries_by_version(pods: list[Obj]) -> list[CacheEntry] | None:
     """The cache entries of ``pods`` by each pod's uid and resourceVersion (parsed now where the
-    version moved), or None for a list the getters cannot read."""
+    version moved), or None for a pod without metadata, uid or a cacheable resourceVersion.
+
+    One interpreted sweep reads each pod once: reading 32,000 pods is bound by memory latency
+    (a few cache misses per pod), and separate C-level sweeps for the metadata, the uids, the
+    cache and the versions each missed again (33 ms against 21 ms at 32,000 pods, 2026-12-02)."""
+    cache = _PARSE_CACHE
+    entries: list[CacheEntry] = []
+    append = entries.append
     try:
-        metas = list(map(_METADATA, pods))
-        hits = list(map(_PARSE_CACHE.get, map(_UID, metas), repeat(_NEVER_PARSED)))
-        # The pods whose version moved since their parse (a few per pass).
-        moved = list(
-            compress(range(len(pods)), map(not_, map(eq, map(_CACHED_VERSION, hits), map(_RESOURCE_VERSION, metas))))
-        )
-    except KeyError:  # a pod without metadata, uid or resourceVersion
+        for pod in pods:
+            meta = pod["metadata"]
+            hit = cache.get(meta["uid"])
+            # A cached version is never empty, so equal versions mean one that keys the cache.
+            if hit is None or hit[0] != meta["resourceVersion"]:
+                hit = _cache_entry(pod)  # parsed now
+                if hit is None:
+                    return None
+            append(hit)
+    except (KeyError, TypeError):  # a pod without metadata, uid or resourceVersion
         return None
-    del metas
-    for i in moved:  # parsed again, in place: its entry is the new parse's
-        entry = _cache_entry(pods[i])
-        if entry is None:  # a version that cannot key the cache (empty)
-            return None
-        hits[i] = entry
-    return hits
+    return entries
 
 
 def _group_all(hits: list[CacheEntry]) -> tuple[dict[int, GroupObs], dict[int, list[tuple[int, int]]]] | None:
@@ -547,11 +544,17 @@ def _group_all(hits: list[CacheEntry]) -> tuple[dict[int, GroupObs], dict[int, l
     return {o: _group_of(o, group_pods) for o, group_pods in by_group.items()}, spans
 
 
-def _regroup(last: _LastList, hits: list[CacheEntry], moved: list[int]) -> dict[int, GroupObs] | None:
-    """The groups of a list whose pods at ``moved`` are new objects, the others those of ``last``:
-    ``last``'s groups, those of the moved pods grouped again. None when a moved pod belongs to
-    another group than the pod it took the place of (or to none): then every group is."""
+def _regroup(last: _LastList, hits: list[CacheEntry]) -> dict[int, GroupObs] | None:
+    """The groups of ``hits`` from those of ``last``, the previous list of the same pods: a place
+    whose entry is the one it had then changed nothing; the groups of the other places are grouped
+    again. None (every group is) when the lengths differ, too many places changed, or a changed
+    place holds a pod of another group than the one it held (or of none)."""
     previous = last.entries
+    if len(previous) != len(hits):
+        return None
+    moved = list(compress(range(len(hits)), map(is_not, hits, previous)))
+    if len(moved) * _MOVED_SHARE_LIMIT > len(hits):
+        return None
     touched = set()
     for i in moved:
         ordinal = hits[i][2]
@@ -569,18 +572,16 @@ def _regroup(last: _LastList, hits: list[CacheEntry], moved: list[int]) -> dict[
 def observe(pods: list[Obj], in_flight: Mapping[str, int] | None = None) -> Observed:
     # Few lists of 32,000 at a time, and short-lived: a young-generation collection that runs
     # meanwhile walks every element of each (one took ~4 ms with six such lists alive).
-    first = _first_uid(pods) if isinstance(pods, SharedObjects) else None  # None: not by identity
+    first = _first_uid(pods)
     last = _LAST_LISTS.get(first) if first else None
-    by_identity = _entries_by_identity(pods, last) if last is not None else None
-    groups = spans = None
-    if by_identity is not None:
-        hits, moved = by_identity
-        groups = _regroup(last, hits, moved)
-        spans = last.spans
-    else:
+    shared = isinstance(pods, SharedObjects)
+    hits = _entries_by_identity(pods, last) if shared and last is not None else None
+    if hits is None:
         hits = _entries_by_version(pods)
         if hits is None:  # one by one
             return _observe_pods(pods, in_flight)
+    groups = _regroup(last, hits) if last is not None else None
+    spans = last.spans if groups is not None else None
     if groups is None:
         grouped = _group_all(hits)
         if grouped is None:  # a foreign pod: named one by one
@@ -589,7 +590,7 @@ def observe(pods: list[Obj], in_flight: Mapping[str, int] | None = None) -> Obse
     if first:
         if len(_LAST_LISTS) >= _LAST_LISTS_LIMIT:
             _LAST_LISTS.clear()
-        _LAST_LISTS[first] = _LastList(list(pods), hits, groups, spans)
+        _LAST_LISTS[first] = _LastList(list(pods) if shared else None, hits, groups, spans)
     # The observation's own dict: the one kept for the next list must not change with it.
     return Observed(dict(groups), in_flight or {}, [], list(map(_CACHED_PARSE, filter(_CACHED_LEAVING, hits))))
 
