@@ -56,6 +56,23 @@ badge still does):
 
 What is left in a refresh frame is the table's layout and paint (17-31 ms and 15-19 ms for ~100
 changed rows) after ~37 ms of script (parsing 281 kB and comparing 1,000 rows).
+
+2026-12-02, later (load average ~1; this host ran the same code ~2x slower than that morning: the
+code above took 1,252 / 1,289 ms to a live list with a 150 / 117 ms max frame gap, FAIL). A
+Chromium trace of one load: of ~1.5 s, layout 543 ms in 6 passes while the 650 kB of rows were
+parsed, style 286 ms, pre-paint and paint 350 ms, the parse itself 67 ms. The list is now rows of
+divs in a grid (ARIA roles of a table), each with ``content-visibility: auto``: a row off screen
+is neither laid out nor painted (a table row cannot be). A static page of the same 1,000 rows,
+table against rows: layout 595-744 -> 103-118 ms, 100 cells changed -> next frame 78-80 -> 12-22
+ms. This bench, two runs:
+
+    figure                               before (table)    after (rows)
+    first contentful paint               ~390 ms           372 / 396 ms
+    list live (median of 3)              1,252 / 1,289 ms  528 / 621 ms        target < 1 s: met
+    max frame gap while updating         150 / 117 ms      83.3 / 66.7 ms      target < 100 ms: met
+    long tasks / longest                 7-8 / 126-135 ms  1 / 72-86 ms
+
+(A narrow window no longer squeezes the name column to nothing: the list scrolls sideways.)
 """
 
 from __future__ import annotations
@@ -314,7 +331,7 @@ def measure_page(server: Server, loads: int, stream_seconds: float, count: int, 
                     "(performance.getEntriesByName('first-contentful-paint')[0] || {startTime: null}).startTime"
                 )
             )
-            n = page.evaluate("document.querySelectorAll('#ms-rows tr[data-key]').length")
+            n = page.evaluate("document.querySelectorAll('#ms-rows .ms-row[data-key]').length")
             if n != count:
                 raise RuntimeError(f"the list shows {n} rows, expected {count}")
 
@@ -332,7 +349,7 @@ def measure_page(server: Server, loads: int, stream_seconds: float, count: int, 
         page.wait_for_timeout(2500)  # the refresh after the last writes
         perf = page.evaluate("window.__perf")
         refreshes = page.evaluate("window.__listRefreshes || 0") - refreshes_before
-        changed = page.evaluate("document.querySelectorAll('#ms-rows tr[data-key] .phase').length")
+        changed = page.evaluate("document.querySelectorAll('#ms-rows .ms-row[data-key] .phase').length")
         browser.close()
     gaps = [d for t, d in perf["gaps"] if t >= start]
     longtasks = [d for t, d in perf["longtasks"] if t + d >= start]

@@ -56,7 +56,8 @@ def escape(value) -> str:
 
 
 def _list_rows_html(rows: list[dict]) -> str:
-    """The list's table rows (the structure ``createRow`` in static/js/list.js builds).
+    """The list's rows (the structure ``createRow`` in static/js/list.js builds): a row of six
+    cells per workload, in the list's grid (``.ms-row`` in static/css/dashboard.css).
 
     Rendered in Python, not with a ``{% for %}`` over the rows: at 1,000 rows the template engine
     spent over a second resolving and localising 15,000 variables (``python -m bench list``); this
@@ -87,15 +88,17 @@ def _list_rows_html(rows: list[dict]) -> str:
             strategy = escape(r.get("strategyType") or "")
         kind = "InferenceService" if isvc else "ModelServing"
         out.append(
-            f'<tr data-key="{e_ns}/{e_name}{"#InferenceService" if isvc else ""}" data-kind="{kind}" '
-            f'data-phase="{e_phase}"><td><a class="ms-link" href="{escape(href)}"><span class="muted">{e_ns}/</span>'
-            f'{e_name}</a></td><td><span class="{"kind-badge kind-isvc" if isvc else "kind-badge"}">{kind}</span></td>'
-            f'<td><span class="{phase_class}">{e_phase}</span></td>'
-            f'<td class="bars-col"><div class="bars" title="updated {escape(updated)}, ready {escape(ready)}, '
-            f'desired {escape(desired)}"><div class="bar"><i class="bar-upd" style="width:{_pct(updated, desired)}%">'
-            f'</i></div><div class="bar"><i class="bar-ready" style="width:{_pct(ready, desired)}%"></i></div></div>'
-            f'<span class="bars-text num">{counts}</span></td>'
-            f'<td class="mono">{revision}</td><td class="muted">{strategy}</td></tr>\n'
+            f'<div class="ms-row" role="row" data-key="{e_ns}/{e_name}{"#InferenceService" if isvc else ""}" '
+            f'data-kind="{kind}" data-phase="{e_phase}"><div class="ms-cell" role="cell"><a class="ms-link" '
+            f'href="{escape(href)}"><span class="muted">{e_ns}/</span>{e_name}</a></div>'
+            f'<div class="ms-cell" role="cell"><span class="{"kind-badge kind-isvc" if isvc else "kind-badge"}">'
+            f'{kind}</span></div><div class="ms-cell" role="cell"><span class="{phase_class}">{e_phase}</span></div>'
+            f'<div class="ms-cell" role="cell"><div class="bars" title="updated {escape(updated)}, '
+            f'ready {escape(ready)}, desired {escape(desired)}"><div class="bar"><i class="bar-upd" '
+            f'style="width:{_pct(updated, desired)}%"></i></div><div class="bar"><i class="bar-ready" '
+            f'style="width:{_pct(ready, desired)}%"></i></div></div><span class="bars-text num">{counts}</span></div>'
+            f'<div class="ms-cell mono" role="cell">{revision}</div><div class="ms-cell muted" role="cell">{strategy}'
+            f"</div></div>\n"
         )
     return mark_safe("".join(out))
 

@@ -16,7 +16,7 @@ import { phaseClass } from "./lib/format.js";
 const REFRESH_MS = Math.max(1000, Number(new URLSearchParams(location.search).get("refresh")) || 5000);
 const phases = readJson("phases", []);
 const form = byId("filters");
-const tbody = byId("ms-rows");
+const rowsEl = byId("ms-rows"); // the rows of the list's grid (one div per workload)
 const countEl = byId("ms-count");
 const statusEl = byId("refresh-status");
 
@@ -24,37 +24,41 @@ const ISVC = "InferenceService";
 const keyOf = (r) => `${r.namespace}/${r.name}` + (r.kind === ISVC ? "#" + ISVC : "");
 const pct = (a, b) => (b > 0 ? Math.min(100, Math.round((100 * a) / b)) : 0);
 
-// key -> {tr, cells, data}: data is the row as last written (null for a server-rendered row not
+// key -> {el, cells, data}: data is the row as last written (null for a server-rendered row not
 // yet refreshed, so the first refresh writes every cell once).
 const rows = new Map();
-let emptyRow = tbody.querySelector("tr.empty");
+let emptyRow = rowsEl.querySelector(".ms-row.empty");
 
-function cellsOf(tr) {
+function cellsOf(el) {
+  const [, , phase, counts, revision, strategy] = el.children;
   return {
-    phase: tr.cells[2].querySelector(".phase"),
-    bars: tr.cells[3].querySelector(".bars"),
-    upd: tr.cells[3].querySelector(".bar-upd"),
-    ready: tr.cells[3].querySelector(".bar-ready"),
-    barsText: tr.cells[3].querySelector(".bars-text"),
-    revision: tr.cells[4],
-    strategy: tr.cells[5],
+    phase: phase.querySelector(".phase"),
+    bars: counts.querySelector(".bars"),
+    upd: counts.querySelector(".bar-upd"),
+    ready: counts.querySelector(".bar-ready"),
+    barsText: counts.querySelector(".bars-text"),
+    revision,
+    strategy,
   };
 }
 
-// A new row, in the same structure as the template's.
+// One cell of a row; `className` adds to "ms-cell".
+const cell = (className, ...children) =>
+  h("div", { class: className ? `ms-cell ${className}` : "ms-cell", role: "cell" }, ...children);
+
+// A new row, in the same structure as the server renders (pages._list_rows_html).
 function createRow(r) {
   const isvc = r.kind === ISVC;
   const base = isvc ? "/inferenceservices/" : "/modelservings/";
   const href = `${base}${encodeURIComponent(r.namespace)}/${encodeURIComponent(r.name)}/`;
-  const tr = h(
-    "tr",
-    { "data-key": keyOf(r), "data-kind": isvc ? ISVC : "ModelServing" },
-    h("td", null, h("a", { class: "ms-link", href }, h("span", { class: "muted" }, r.namespace + "/"), r.name)),
-    h("td", null, h("span", { class: isvc ? "kind-badge kind-isvc" : "kind-badge" }, isvc ? ISVC : "ModelServing")),
-    h("td", null, h("span", { class: "phase" })),
-    h(
-      "td",
-      { class: "bars-col" },
+  const el = h(
+    "div",
+    { class: "ms-row", role: "row", "data-key": keyOf(r), "data-kind": isvc ? ISVC : "ModelServing" },
+    cell("", h("a", { class: "ms-link", href }, h("span", { class: "muted" }, r.namespace + "/"), r.name)),
+    cell("", h("span", { class: isvc ? "kind-badge kind-isvc" : "kind-badge" }, isvc ? ISVC : "ModelServing")),
+    cell("", h("span", { class: "phase" })),
+    cell(
+      "",
       h(
         "div",
         { class: "bars" },
@@ -63,17 +67,17 @@ function createRow(r) {
       ),
       h("span", { class: "bars-text num" }),
     ),
-    h("td", { class: "mono" }),
-    h("td", { class: "muted" }),
+    cell("mono"),
+    cell("muted"),
   );
-  return { tr, cells: cellsOf(tr), data: null };
+  return { el, cells: cellsOf(el), data: null };
 }
 
 const changed = (prev, r, ...fields) => !prev || fields.some((f) => prev[f] !== r[f]);
 
 // Writes that skip what the element already shows: the first refresh compares every cell of the
 // server-rendered rows (their data is unknown), and a cell written with its own value would still
-// cost a style and layout pass over the 1,000-row table.
+// cost a style and layout pass of its row.
 function setText(el, text) {
   if (el.textContent !== text) el.textContent = text;
 }
@@ -89,7 +93,7 @@ function updateRow(row, r) {
   const prev = row.data;
   const { cells } = row;
   if (changed(prev, r, "phase")) {
-    if (row.tr.dataset.phase !== r.phase) row.tr.dataset.phase = r.phase;
+    if (row.el.dataset.phase !== r.phase) row.el.dataset.phase = r.phase;
     setClass(cells.phase, phaseClass(r.phase, phases));
     setText(cells.phase, r.phase);
   }
@@ -123,7 +127,7 @@ function updateRow(row, r) {
 }
 
 // Adopt the rows the server rendered.
-for (const tr of tbody.querySelectorAll("tr[data-key]")) rows.set(tr.dataset.key, { tr, cells: cellsOf(tr), data: null });
+for (const el of rowsEl.querySelectorAll(".ms-row[data-key]")) rows.set(el.dataset.key, { el, cells: cellsOf(el), data: null });
 
 function filters() {
   const data = new FormData(form);
@@ -144,18 +148,18 @@ function applyFilters() {
   let shown = 0;
   for (const [key, row] of rows) {
     const ns = key.slice(0, key.indexOf("/"));
-    const phase = row.tr.dataset.phase;
+    const phase = row.el.dataset.phase;
     const name = key.replace(/#.*$/, "");
     const inScope =
-      (!f.ns || ns === f.ns) && (!f.q || name.toLowerCase().includes(f.q)) && (!f.kind || row.tr.dataset.kind === f.kind);
+      (!f.ns || ns === f.ns) && (!f.q || name.toLowerCase().includes(f.q)) && (!f.kind || row.el.dataset.kind === f.kind);
     if (inScope) counts[phase] = (counts[phase] || 0) + 1;
     const visible = inScope && (!f.phase || phase === f.phase);
-    if (row.tr.hidden === visible) row.tr.hidden = !visible;
+    if (row.el.hidden === visible) row.el.hidden = !visible;
     if (visible) shown++;
   }
   if (!shown && !emptyRow) {
-    emptyRow = h("tr", { class: "empty" }, h("td", { colspan: 6 }, "No workload matches."));
-    tbody.appendChild(emptyRow);
+    emptyRow = h("div", { class: "ms-row empty", role: "row" }, cell("", "No workload matches."));
+    rowsEl.appendChild(emptyRow);
   }
   if (emptyRow) emptyRow.hidden = shown > 0;
   setText(countEl, String(shown));
@@ -176,7 +180,7 @@ function sync(data) {
   const keys = new Set(data.map(keyOf));
   // The row in the table where the next row of `data` belongs (rows about to go, and the empty
   // row, are skipped).
-  let cursor = tbody.firstElementChild;
+  let cursor = rowsEl.firstElementChild;
   const settle = () => {
     while (cursor && !keys.has(cursor.dataset.key)) cursor = cursor.nextElementSibling;
   };
@@ -189,12 +193,12 @@ function sync(data) {
     }
     updateRow(row, r);
     settle();
-    if (cursor === row.tr) cursor = cursor.nextElementSibling;
-    else tbody.insertBefore(row.tr, cursor);
+    if (cursor === row.el) cursor = cursor.nextElementSibling;
+    else rowsEl.insertBefore(row.el, cursor);
   }
   for (const [key, row] of rows) {
     if (!keys.has(key)) {
-      row.tr.remove();
+      row.el.remove();
       rows.delete(key);
     }
   }

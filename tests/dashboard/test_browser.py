@@ -62,15 +62,15 @@ def test_operator_watches_pauses_promotes_diffs_and_rolls_back(live_stack, page:
     sign_in(page, live_stack.url, "operator")
 
     # The list shows the ModelServing with its phase; the row links to the detail page.
-    row = page.locator("tr[data-key='default/chat']")
+    row = page.locator(".ms-row[data-key='default/chat']")
     expect(row).to_be_visible()
     shot(page, screenshot_dir / "list.png", full_page=False)
     # Every phase's badge fits its column (a clipped one showed its ellipsis as a stray dot), and
     # none is animated: a pulsing dot per Progressing row made every frame of a 1,000-row list
     # longer than a frame.
     badges = page.evaluate("""() => {
-        const badge = document.querySelector("tr[data-key='default/chat'] .phase");
-        const cell = badge.closest("td");
+        const badge = document.querySelector(".ms-row[data-key='default/chat'] .phase");
+        const cell = badge.closest(".ms-cell");
         const out = {clipped: [], animated: []};
         for (const p of ["Pending", "Progressing", "Healthy", "Paused", "Blocked", "Degraded"]) {
             badge.className = "phase phase-" + p.toLowerCase();

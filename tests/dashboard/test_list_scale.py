@@ -25,7 +25,7 @@ def test_list_page_and_api_with_1000_modelservings(viewer_client):
     resp = viewer_client.get("/")
     assert resp.status_code == 200
     html = resp.content.decode()
-    assert html.count('<tr data-key="') == 1000
+    assert html.count('role="row" data-key="') == 1000
     # Rows in the API's order (namespace, name), each linking to its page.
     assert html.index('data-key="team-0/ms-0000"') < html.index('data-key="team-0/ms-0010"')
     assert html.index('data-key="team-0/ms-0990"') < html.index('data-key="team-1/ms-0001"')
@@ -37,4 +37,4 @@ def test_list_page_and_api_with_1000_modelservings(viewer_client):
     assert [(r["namespace"], r["name"]) for r in workloads] == sorted((r["namespace"], r["name"]) for r in rows)
     # Server-side filters narrow the page too (links keep working without JavaScript).
     filtered = viewer_client.get("/", {"namespace": "team-3", "q": "ms-00"}).content.decode()
-    assert filtered.count('<tr data-key="') == 10
+    assert filtered.count('role="row" data-key="') == 10

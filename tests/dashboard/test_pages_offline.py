@@ -225,7 +225,7 @@ def test_forged_status_values_render_as_text_on_the_list_page_and_no_script_runs
     site = OfflineSite(page, operator_client)
     page.clock.install()
     page.goto(site.url("/"))
-    row = page.locator(f"tr[data-key='{NAMESPACE}/{ms['name']}']")
+    row = page.locator(f".ms-row[data-key='{NAMESPACE}/{ms['name']}']")
     # Server-rendered first, then refreshed by the script from the API (the next poll, 5 s later).
     expect(row.locator(".phase")).to_have_text(forged("phase"))
     page.clock.run_for(5000)
@@ -409,33 +409,33 @@ def test_list_rows_are_made_once_and_updated_in_place(ms, operator_client, page:
     page.clock.install()
     page.goto(site.url("/"))
     key = f"{NAMESPACE}/{ms['name']}"
-    expect(page.locator(f"tr[data-key='{key}'] .phase")).to_have_text(ms["state"]["phase"])
+    expect(page.locator(f".ms-row[data-key='{key}'] .phase")).to_have_text(ms["state"]["phase"])
     # The server rendered the rows: the first refresh is the next poll, 5 s later.
     page.clock.run_for(5000)
     expect(page.locator("#refresh-status")).to_contain_text("updated")
-    page.evaluate(f"document.querySelector(\"tr[data-key='{key}']\").__sameRow = true")
+    page.evaluate(f"document.querySelector(\".ms-row[data-key='{key}']\").__sameRow = true")
 
     # A pause, a new ModelServing before it in name order, and the next refresh.
     post_json(operator_client, api_url(ms, "pause"), {"reason": "hold"})
     cluster.get_cluster().create_modelserving(manifest("aaa-" + ms["name"]))
     page.clock.run_for(5000)
-    expect(page.locator(f"tr[data-key='{key}'] .phase")).to_have_text("Paused")
-    assert page.evaluate(f"document.querySelector(\"tr[data-key='{key}']\").__sameRow") is True
-    keys = page.locator("#ms-rows tr[data-key]").evaluate_all("(rows) => rows.map((r) => r.dataset.key)")
+    expect(page.locator(f".ms-row[data-key='{key}'] .phase")).to_have_text("Paused")
+    assert page.evaluate(f"document.querySelector(\".ms-row[data-key='{key}']\").__sameRow") is True
+    keys = page.locator("#ms-rows .ms-row[data-key]").evaluate_all("(rows) => rows.map((r) => r.dataset.key)")
     assert keys == sorted(keys) and f"{NAMESPACE}/aaa-{ms['name']}" in keys
     expect(page.locator("#ms-count")).to_have_text(str(len(keys)))
 
     # Filtering hides rows; the phase counts follow.
     page.locator("label.seg-item", has_text="Paused").click()
     expect(page.locator("#ms-count")).to_have_text("1")
-    expect(page.locator(f"tr[data-key='{NAMESPACE}/aaa-{ms['name']}']")).to_be_hidden()
+    expect(page.locator(f".ms-row[data-key='{NAMESPACE}/aaa-{ms['name']}']")).to_be_hidden()
     expect(page.locator("[data-phase-count=Paused]")).to_have_text("1")
 
     # A ModelServing that goes away loses its row.
     cluster.get_cluster().delete_modelserving(NAMESPACE, "aaa-" + ms["name"])
     page.clock.run_for(5000)
-    expect(page.locator(f"tr[data-key='{NAMESPACE}/aaa-{ms['name']}']")).to_have_count(0)
-    assert page.evaluate(f"document.querySelector(\"tr[data-key='{key}']\").__sameRow") is True
+    expect(page.locator(f".ms-row[data-key='{NAMESPACE}/aaa-{ms['name']}']")).to_have_count(0)
+    assert page.evaluate(f"document.querySelector(\".ms-row[data-key='{key}']\").__sameRow") is True
 
 
 # A row's shape as a person sees it: tags, attributes (sorted; style by the width it sets), text.
@@ -462,7 +462,7 @@ def test_the_server_renders_list_rows_exactly_as_the_script_builds_them(ms, oper
     page.clock.install()
     page.goto(site.url("/"))
     key = f"{NAMESPACE}/{ms['name']}"
-    expect(page.locator(f"tr[data-key='{key}'] .phase")).to_have_text(ms["state"]["phase"])
+    expect(page.locator(f".ms-row[data-key='{key}'] .phase")).to_have_text(ms["state"]["phase"])
     # Every change the first refresh makes to the server's rows: none when the two renderings agree.
     page.evaluate(
         """() => {
@@ -481,7 +481,7 @@ def test_the_server_renders_list_rows_exactly_as_the_script_builds_them(ms, oper
     other = "aaa-" + ms["name"]
     cluster.get_cluster().create_modelserving(manifest(other))
     page.clock.run_for(5000)
-    row = page.locator(f"tr[data-key='{NAMESPACE}/{other}']")
+    row = page.locator(f".ms-row[data-key='{NAMESPACE}/{other}']")
     expect(row).to_have_count(1)
     built = row.evaluate(ROW_SHAPE)
     page.goto(site.url("/"))

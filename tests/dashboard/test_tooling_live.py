@@ -149,5 +149,5 @@ def test_the_browser_applies_a_kthena_example_edits_its_image_in_the_yaml_editor
     page.fill("[data-testid=dialog-reason]", "done")
     page.click("[data-testid=dialog-confirm]")
     page.wait_for_url(live_stack.url + "/")
-    expect(page.locator("tr[data-key='default/ui-sample']")).to_have_count(0)
+    expect(page.locator(".ms-row[data-key='default/ui-sample']")).to_have_count(0)
     assert not errors, errors
