@@ -139,6 +139,15 @@ def test_pods_are_listed_as_shared_objects_an_unchanged_pod_the_same_a_changed_o
     assert second[1]["metadata"]["annotations"]["x"] == "1" and "x" not in first[1]["metadata"]["annotations"]
 
 
+def test_a_listed_pod_reads_back_as_the_pod_stored(cluster):
+    """Pods are listed from their JSON text, decoded with orjson: the same objects as the store's
+    own reads (the JSONField's), non-ASCII text included."""
+    cluster.create_pod(pod("a-0", ms="a", image="engine:é-v1"))
+    (listed,) = cluster.list_pods("default", "a")
+    assert listed == cluster.get_pod("default", "a-0")
+    assert listed["spec"]["containers"][0]["image"] == "engine:é-v1"
+
+
 def test_a_readiness_gate_condition_makes_a_ready_pod_ready(cluster):
     from .helpers import is_ready
 

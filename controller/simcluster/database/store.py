@@ -36,7 +36,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 from django.db import IntegrityError, transaction
+from django.db.models import TextField
+from django.db.models.functions import Cast
 
 from controller.core import naming, phases
 from controller.core.kserve.materialize import LABEL_ISVC
@@ -116,10 +119,14 @@ class _DecodedCache:
             self.entries.clear()
             stale = [pk for pk, _ in versions]
         for i in range(0, len(stale), 500):  # SQLite allows a limited number of query parameters
-            for pk, rv, data in SimObject.objects.filter(pk__in=stale[i : i + 500]).values_list(
-                "pk", "resource_version", "data"
+            # The JSON as text, decoded with orjson (~4x the standard library's json, which the
+            # JSONField's own decoding uses): a rollout's pass decodes every pod that moved. The
+            # column only holds valid JSON (SQLite's JSON_VALID check, PostgreSQL's jsonb), which
+            # orjson reads as json does.
+            for pk, rv, text in SimObject.objects.filter(pk__in=stale[i : i + 500]).values_list(
+                "pk", "resource_version", Cast("data", TextField())
             ):
-                self.entries[pk] = (rv, data)
+                self.entries[pk] = (rv, orjson.loads(text))
         out = SharedObjects()  # the decoded objects are shared: see the class's docstring
         for pk, _rv in versions:
             entry = self.entries.get(pk)
