@@ -1,6 +1,7 @@
 """Dispatcher: ``python -m bench <name> [args...]`` imports ``bench.<name>`` and calls ``main(argv)``.
 
-Every benchmark prints a human table; with ``--json`` its last line is one JSON object.
+Every benchmark prints a human table; with ``--json`` its last line is one JSON object. The first
+line is the host speed probe (``bench/_host.py``): this machine's speed moves by up to 2x in an hour.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ def main(argv: list[str]) -> int:
     if name not in available():
         print(f"bench: unknown benchmark {name!r} (available: {', '.join(available())})", file=sys.stderr)
         return 2
+    from bench._host import probe_ms
+
+    # First, so that a --json run's last line stays the bench's JSON.
+    print(f"host speed probe: {probe_ms()} ms (a fixed standard-library workload: bench/_host.py; lower is faster)")
     module = importlib.import_module(f"bench.{name}")
     return int(module.main(rest) or 0)
 
