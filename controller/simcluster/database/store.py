@@ -37,7 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import TextField
 from django.db.models.functions import Cast
 
@@ -134,8 +134,102 @@ class _DecodedCache:
                 out.append(entry[1])
         return out
 
+    def data(self, pk: int, resource_version: int) -> Obj:
+        """The decoded object of one row at ``resource_version``: this process's copy when it has
+        that version, else read and decoded now (``SqlRows.data_text``)."""
+        entry = self.entries.get(pk)
+        if entry is not None and entry[0] == resource_version:
+            return entry[1]
+        text = _SQL.data_text(pk)
+        if text is None:
+            raise _Gone()
+        data = orjson.loads(text)
+        self.entries[pk] = (resource_version, data)
+        return data
+
 
 _decoded = _DecodedCache()
+
+
+class _Gone(Exception):
+    """The row was deleted between two reads."""
+
+
+class _Row:
+    """What a read-modify-write needs of a stored object: its key, version, owner, uid and decoded
+    data (shared: never mutated)."""
+
+    __slots__ = ("pk", "resource_version", "ms_name", "uid", "data")
+
+    def __init__(self, pk: int, resource_version: int, ms_name: str, uid: str, data: Obj) -> None:
+        self.pk, self.resource_version, self.ms_name, self.uid, self.data = pk, resource_version, ms_name, uid, data
+
+
+class SqlRows:
+    """The store's per-object reads and compare-and-set writes in plain SQL on Django's connection.
+
+    They run for every pod a pass acts on and every kubelet step of the physics tick (a rollout of
+    100 groups writes 200 pods in one pass): through the ORM a read took ~1.6 ms (building the query,
+    a model instance, the JSONField decoding with the standard library's json) and a write ~0.7 ms;
+    here ~0.1 ms each, the data decoded and encoded with orjson, and an unchanged object's data taken
+    from this process's decoded copy (``_DecodedCache``). The same columns, the same JSON: the ORM
+    reads what these write and the other way round (tests/live run both on SQLite and PostgreSQL)."""
+
+    # The JSON columns: text on SQLite (with a JSON_VALID check), jsonb on PostgreSQL.
+    JSON_COLUMNS = frozenset({"data", "summary"})
+
+    def __init__(self) -> None:
+        self._table: str | None = None
+
+    @property
+    def table(self) -> str:
+        if self._table is None:
+            self._table = connection.ops.quote_name(SimObject._meta.db_table)
+        return self._table
+
+    def key(self, kind: str, namespace: str, name: str) -> tuple[int, int, str, str] | None:
+        """(pk, resource_version, ms_name, uid) of the object, or None."""
+        with connection.cursor() as cur:
+            cur.execute(
+                f"SELECT id, resource_version, ms_name, uid FROM {self.table} "
+                "WHERE kind = %s AND namespace = %s AND name = %s",
+                [kind, namespace, name],
+            )
+            return cur.fetchone()
+
+    def data_text(self, pk: int) -> str | None:
+        with connection.cursor() as cur:
+            cur.execute(f"SELECT CAST(data AS TEXT) FROM {self.table} WHERE id = %s", [pk])
+            found = cur.fetchone()
+        return found[0] if found is not None else None
+
+    def compare_and_set(self, pk: int, resource_version: int, columns: dict[str, Any]) -> bool:
+        """Write ``columns`` to row ``pk`` if it is still at ``resource_version``; False when not."""
+        json_value = "CAST(%s AS jsonb)" if connection.vendor == "postgresql" else "%s"
+        sets, params = [], []
+        for column, value in columns.items():
+            if column in self.JSON_COLUMNS:
+                sets.append(f"{connection.ops.quote_name(column)} = {json_value}")
+                params.append(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode())
+            else:
+                sets.append(f"{connection.ops.quote_name(column)} = %s")
+                params.append(value)
+        with connection.cursor() as cur:
+            cur.execute(
+                f"UPDATE {self.table} SET {', '.join(sets)} WHERE id = %s AND resource_version = %s",
+                [*params, pk, resource_version],
+            )
+            return cur.rowcount == 1
+
+    def delete_if(self, pk: int, resource_version: int) -> bool:
+        """Delete row ``pk`` if it is still at ``resource_version``; False when not (no model
+        refers to a SimObject, so nothing else goes with it)."""
+        with connection.cursor() as cur:
+            cur.execute(f"DELETE FROM {self.table} WHERE id = %s AND resource_version = %s", [pk, resource_version])
+            return cur.rowcount == 1
+
+
+_SQL = SqlRows()
 
 
 class DatabaseCluster:
@@ -182,28 +276,36 @@ class DatabaseCluster:
     def _now(self) -> float:
         return self.clock.now()
 
-    def _row(self, kind: str, namespace: str, name: str) -> SimObject:
-        try:
-            return SimObject.objects.get(kind=kind, namespace=namespace, name=name)
-        except SimObject.DoesNotExist:
-            raise NotFound(f"{kind.lower()} {namespace}/{name} not found") from None
+    def _row(self, kind: str, namespace: str, name: str) -> _Row:
+        for _ in range(MAX_CAS_ATTEMPTS):
+            key = _SQL.key(kind, namespace, name)
+            if key is None:
+                break
+            pk, rv, ms_name, uid = key
+            try:
+                return _Row(pk, rv, ms_name, uid, _decoded.data(pk, rv))
+            except _Gone:  # deleted meanwhile (and maybe created again): read anew
+                continue
+        raise NotFound(f"{kind.lower()} {namespace}/{name} not found")
 
     def _changed(self, namespace: str, ms_name: str | None) -> None:
         if ms_name and self.on_change is not None:
             self.on_change(namespace, ms_name)
 
-    def _cas(self, row: SimObject, data: Obj, **columns: Any) -> Obj:
+    def _cas(self, row: _Row, data: Obj, **columns: Any) -> Obj:
         """Store ``data`` in ``row`` if nobody wrote it since we read it; raise ``_Lost`` otherwise."""
         rv = _next_rv(row.resource_version)
         data = {**data, "metadata": {**data["metadata"], "resourceVersion": str(rv)}}
-        updated = SimObject.objects.filter(pk=row.pk, resource_version=row.resource_version).update(
-            data=data, resource_version=rv, written_by=self.actor or "", written_at=time.time(), **columns
-        )
-        if updated != 1:
+        written = {
+            "data": data,
+            "resource_version": rv,
+            "written_by": self.actor or "",
+            "written_at": time.time(),
+            **columns,
+        }
+        if not _SQL.compare_and_set(row.pk, row.resource_version, written):
             raise _Lost()
         row.data, row.resource_version = data, rv
-        for k, v in columns.items():
-            setattr(row, k, v)
         # This process already holds the decoded object it just wrote: the next read reuses it
         # (a 1,000-group ModelServing's status is about 300 KB of JSON).
         _decoded.entries[row.pk] = (rv, data)
@@ -387,7 +489,7 @@ class DatabaseCluster:
             old = row.data
             new = fn(old)
             if new is REMOVE:
-                if SimObject.objects.filter(pk=row.pk, resource_version=row.resource_version).delete()[0] != 1:
+                if not _SQL.delete_if(row.pk, row.resource_version):
                     continue
                 self._changed(namespace, row.ms_name)
                 return old, REMOVE
