@@ -59,6 +59,27 @@ def test_a_write_that_changes_nothing_keeps_the_resource_version(cluster):
     assert cluster.get_modelserving("default", "small")["metadata"]["resourceVersion"] == rv
 
 
+def test_what_a_read_or_a_write_returns_is_the_callers_own_and_changing_it_changes_nothing_stored(cluster):
+    cluster.create_modelserving(manifest())
+    cluster.create_pod(pod("small-0-decode-0", ms="small"))
+    # A caller that edits what it read and sends the edit back (the dashboard's services do) must
+    # find its change applied: the process's shared decoded copy must not have taken the edit.
+    ms = cluster.get_modelserving("default", "small")
+    ms["spec"]["replicas"] = 5
+    written = cluster.patch_modelserving("default", "small", {"spec": {"replicas": ms["spec"]["replicas"]}})
+    assert written["metadata"]["generation"] == 2
+    written["spec"]["replicas"] = 9
+    got = cluster.get_pod("default", "small-0-decode-0")
+    got["metadata"]["labels"]["edited"] = "yes"
+    patched = cluster.patch_pod("default", "small-0-decode-0", {"metadata": {"labels": {"other": "x"}}})
+    patched["metadata"]["labels"]["edited-after"] = "yes"
+    assert cluster.get_modelserving("default", "small")["spec"]["replicas"] == 5
+    labels = cluster.get_pod("default", "small-0-decode-0")["metadata"]["labels"]
+    assert labels["other"] == "x" and "edited" not in labels and "edited-after" not in labels
+    listed = cluster.list_pods("default", "small")[0]["metadata"]["labels"]
+    assert "edited" not in listed and "edited-after" not in listed
+
+
 def test_generation_moves_only_when_the_spec_changes(cluster):
     created = cluster.create_modelserving(manifest())
     rv = created["metadata"]["resourceVersion"]
