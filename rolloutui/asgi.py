@@ -2,12 +2,13 @@
 
 import os
 
-from django.core.asgi import get_asgi_application
+from rolloutui.httphandler import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rolloutui.settings")
 
 # Initialise Django (apps, settings) before importing anything that touches models, such as the
-# consumers referenced by rolloutui.routing.
+# consumers referenced by rolloutui.routing. The handler is Django's, releasing each response's
+# payload once sent (rolloutui/httphandler.py).
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402

@@ -73,3 +73,20 @@ def test_a_celery_pool_process_freezes_and_raises_the_oldest_threshold_once_it_s
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["frozen"] > result["before"] + 10_000
     assert result["threshold"][2] == OLD_GENERATION_THRESHOLD
+
+
+def test_a_slow_collection_is_logged_with_its_generation_process_and_duration(caplog, monkeypatch):
+    import gc
+
+    from rolloutui import gctuning
+
+    monkeypatch.setattr(gctuning, "SLOW_COLLECTION_SECONDS", 0.0)  # every collection counts as slow
+    watch = gctuning._SlowCollectionLog("web")
+    gc.callbacks.append(watch)
+    try:
+        with caplog.at_level("INFO", logger="rolloutui.gc"):
+            gc.collect(2)
+    finally:
+        gc.callbacks.remove(watch)
+    [record] = [r for r in caplog.records if r.name == "rolloutui.gc"]
+    assert record.getMessage().startswith(f"garbage collection of generation 2 in the web process {os.getpid()} took ")
