@@ -24,6 +24,16 @@ Two changes, both standard CPython tuning for long-running servers:
   7,000 x 100 = 700,000 of them instead of 70,000, i.e. about every 50 s instead of every 5 s at
   the ~14,000 a second of a 1,000-group rollout with 100 pages. Cycles that survive into the
   oldest generation (rare: requests' and exceptions' cycles die young) are freed that much later.
+
+2026-12-02: the threshold went from 100 to 1,000. Logging every collection over 50 ms
+(``SLOW_COLLECTION_SECONDS``) during ``bench fanout`` showed a full collection every ~26 s in the
+web process (27,000 net allocations a second: the fan-out's messages) and every 15-30 s in each
+worker process, each 120-350 ms, and one of them in a 20-second window was that window's slowest
+publish. What they freed: 0-30 objects in the workers; 36,000-97,000 in the web process, almost
+all the data of REST responses that Django's and DRF's reference cycles kept
+(``rolloutui/httphandler.py`` now lets it go once sent), after which 1,853. So a full collection
+finds next to nothing, and waiting 10x longer for it (about every 4 minutes in the web process
+at that rate) holds at most some 20,000 small objects more, while nine in ten of the stalls go.
 """
 
 from __future__ import annotations
@@ -33,7 +43,7 @@ import logging
 import os
 import time
 
-OLD_GENERATION_THRESHOLD = 100
+OLD_GENERATION_THRESHOLD = 1_000
 # A collection longer than this is logged (logger ``rolloutui.gc``, INFO: its generation, process,
 # duration and what it freed): the process's event loop or reconcile pass stood still that long.
 SLOW_COLLECTION_SECONDS = 0.05
