@@ -199,6 +199,37 @@ process). The publisher now applies the pool processes' tuning. Two runs after t
 nice-10 window: publish -> client p95 78 / 54 and 72 / 81 ms (of which in the publisher p95
 20 / 12 and 22 / 22 ms, garbage collection at most 2 ms a publish); observed -> client p95
 159 / 143 and 158 / 135 ms. Both targets are met in all four windows.
+
+2026-12-02, evening (host speed probe 42-81 ms). Nine runs of the code as it stood met the
+observed -> client target in all 18 windows (141-241 ms) but missed publish -> client in 4
+(151, 175, 212-353 ms). Two causes, each now shown by the bench:
+
+1. The first publish of each window is a new publisher process's first: it has no state of its
+   own to send a delta from, so it sends the whole 1.2 MB state, which the hub decodes, and it
+   opens its Redis connection and sending loop (33-106 ms in the publisher, 57-157 ms to the
+   clients). A controller's worker process does that once in its life, so the steady figures
+   leave it out, and it is printed on its own line.
+2. The rest were one publish each whose 100 clients were all late alike (the clients' own event
+   loop was not late: the bench now probes it), at the same point of the nice-10 window. Logging
+   every garbage collection over 50 ms (``rolloutui.gc``, now in the product) showed a full
+   collection of the web process there, 150-350 ms, one every ~26 s; with ``gc.DEBUG_SAVEALL``
+   what it freed was 36,000-97,000 dicts and lists: the data of REST responses (the bench's
+   ``GET`` of the state while it waits for Ready), which DRF's and Django's ASGI handler's
+   reference cycles keep until a full collection. The web process now lets a response's data go
+   once sent (``rolloutui/httphandler.py``; a full collection then freed ~1,900 objects), and the
+   oldest generation waits for 1,000 middle collections instead of 100 (rolloutui/gctuning.py):
+   no full collection in any window since, in the web process or the workers.
+
+Four runs, the first after change 2's handler only, the others after both; normal / nice-10
+window:
+
+    host probe   publish -> client p95   observed -> client p95   first publish p50   render
+    81 ms        100 / 115 ms            220 / 198 ms             96 / 140 ms         -
+    78 ms         64 /  87 ms            177 / 157 ms             86 / 152 ms         712 ms
+    76 ms         99 / 105 ms            167 / 165 ms            104 /  45 ms         822 ms
+    75 ms         70 /  90 ms            182 / 151 ms            109 /  55 ms         612 ms
+
+Both targets met in every window.
 """
 
 from __future__ import annotations
