@@ -559,7 +559,7 @@ def _slowest_publishes(win: dict, n: int = 4) -> list[dict]:
         )
         rows.append(
             {
-                "atSeconds": round(win["pubs"][k][1] - t0, 1),
+                "atSeconds": round(stamped - t0, 1),
                 "p50Ms": _ms(pct(lat, 50)),
                 "maxMs": _ms(max(lat)),
                 "clients": len(lat),
@@ -593,7 +593,6 @@ async def measure_fanout(stack: Stack, clients: int, seconds: float, start_rollo
         return {
             "label": label,
             "pubs": [],
-            "pub": [],
             "observed": [],
             "counts": [0] * clients,
             "idx": [0] * clients,
@@ -639,8 +638,8 @@ async def measure_fanout(stack: Stack, clients: int, seconds: float, start_rollo
                 w["observed"].append(now - t)
                 pubs = w["pubs"]
                 while w["idx"][i] < len(pubs) and pubs[w["idx"][i]][0] <= t:
-                    w["pub"].append(now - pubs[w["idx"][i]][1])
-                    w["per_pub"].setdefault(w["idx"][i], []).append((now - pubs[w["idx"][i]][1], len(msg.data)))
+                    k = w["idx"][i]
+                    w["per_pub"].setdefault(k, []).append((now - pubs[k][1], len(msg.data)))
                     w["idx"][i] += 1
 
     async def loop_lag_probe() -> None:

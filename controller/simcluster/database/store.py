@@ -705,7 +705,6 @@ class DatabaseCluster:
     def create_owned(self, obj: Obj) -> Obj:
         return self.create_object(obj)
 
-    @_hands_out_a_copy
     def patch_owned(self, kind: str, namespace: str, name: str, patch: Obj) -> Obj:
         return self.patch_object(kind, namespace, name, patch)
 
