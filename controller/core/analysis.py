@@ -3,7 +3,10 @@
 Both revisions are measured over the same window (the same traffic conditions). A window is:
 
 - **Inconclusive** when the canary answered fewer than ``minRequests`` requests (too little evidence:
-  neither pass nor fail, the failure count is unchanged);
+  neither pass nor fail, the failure count is unchanged), or when a figure a check reads is not a
+  finite number (an overflowed sum, an infinite percentile, NaN): that is no data, never a pass (an
+  infinite stable p99 would make any canary look 0 times as slow, and NaN compares false with
+  every limit);
 - **Fail** when any check fails: ``max`` / ``min`` on the canary's own value, ``maxRatioToStable``
   (canary / stable), ``maxDeltaToStable`` (canary - stable);
 - **Pass** otherwise.
@@ -24,6 +27,7 @@ reads 20%.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +45,17 @@ _WORDS = {
     "latencyP99Ms": ("p99", " ms"),
     "feedbackMean": ("mean feedback", ""),
 }
+
+
+def finite(value: Any) -> bool:
+    """A number the checks can use: not None, not infinite, not NaN."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def without_non_finite(figures: dict[str, Any]) -> dict[str, Any]:
+    """``figures`` with every number that is not finite as None (no data): JSON has no infinity,
+    and a stored status or an API answer must not carry one."""
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in figures.items()}
 
 
 def empty_figures() -> dict[str, Any]:
@@ -127,11 +142,28 @@ class WindowResult:
             "end": self.end,
             "stable": self.stable_revision,
             "canary": self.canary_revision,
-            "figures": {"stable": self.stable, "canary": self.canary},
+            "figures": {"stable": without_non_finite(self.stable), "canary": without_non_finite(self.canary)},
             "verdict": self.verdict,
             "failed": list(self.failed),
             "reasons": list(self.reasons),
         }
+
+
+def _non_finite(analysis: Analysis, stable: dict[str, Any], canary: dict[str, Any]) -> list[str]:
+    """Why a figure some check reads cannot be used (one line per figure), or an empty list. A
+    missing figure (None) is not listed: a check without it holds, as before."""
+    reads = []
+    for check in analysis.checks:
+        reads.append(("canary", canary, check.metric))
+        if check.kind in ("maxRatioToStable", "maxDeltaToStable"):
+            reads.append(("stable", stable, check.metric))
+    out = []
+    for side, values, metric in reads:
+        value = values.get(metric)
+        line = f"{side} {_WORDS[metric][0]} {value!r} is not a finite number: no data"
+        if value is not None and not finite(value) and line not in out:
+            out.append(line)
+    return out
 
 
 def judge_window(
@@ -143,9 +175,18 @@ def judge_window(
     stable: dict[str, Any],
     canary: dict[str, Any],
 ) -> WindowResult:
-    if (canary.get("requests") or 0) < analysis.min_requests:
-        reason = f"{canary.get('requests') or 0} canary requests, fewer than minRequests {analysis.min_requests}"
+    requests = canary.get("requests") or 0
+    if not finite(requests):
+        reason = f"canary requests {requests!r} is not a finite number: no data"
         return WindowResult(start, end, stable_revision, canary_revision, stable, canary, INCONCLUSIVE, (), (reason,))
+    if requests < analysis.min_requests:
+        reason = f"{requests} canary requests, fewer than minRequests {analysis.min_requests}"
+        return WindowResult(start, end, stable_revision, canary_revision, stable, canary, INCONCLUSIVE, (), (reason,))
+    unusable = _non_finite(analysis, stable, canary)
+    if unusable:
+        return WindowResult(
+            start, end, stable_revision, canary_revision, stable, canary, INCONCLUSIVE, (), tuple(unusable)
+        )
     failed, reasons = [], []
     for check in analysis.checks:
         why = _judge(check, canary, stable)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from controller.core.analysis import without_non_finite
 from controller.core.latency import Sums
 from controller.models import RequestAggregate, RequestRecord
 
@@ -75,7 +76,9 @@ def _window_sums(namespace: str, name: str, start: float, end: float, revision: 
 
 class DatabaseMetrics:
     """The ``MetricsPort`` over the stored request records (the simulated router's, or those sent
-    to ``POST /api/request-records/``)."""
+    to ``POST /api/request-records/``). Figures are given as computed, a non-finite one included:
+    the analysis judges such a window Inconclusive, whereas a None in its place would let a
+    relative check pass."""
 
     def window(self, namespace: str, name: str, revision: str, start: float, end: float) -> dict[str, Any]:
         sums = _window_sums(namespace, name, start, end, revision).get(revision) or Sums()
@@ -89,9 +92,12 @@ def compare(namespace: str, name: str, start: float, end: float, bucket: float) 
     stored buckets, ``bucket`` wide from the stored bucket holding ``start`` (``bucketStart`` =
     that bucket's start + k * bucket) to the one before ``end``. Example: start 1,004, bucket 30
     -> points at 1,000, 1,030, 1,060, ... Returns ``{"revisions": {rev: figures}, "series": [{"revision",
-    "bucketStart", **figures}]}`` with times in clock seconds.
+    "bucketStart", **figures}]}`` with times in clock seconds. A figure that is not finite (sums
+    stored before ingestion was bounded) is None: no data, and JSON has no infinity.
     """
-    per_revision = {rev: s.figures() for rev, s in sorted(_window_sums(namespace, name, start, end).items())}
+    per_revision = {
+        rev: without_non_finite(s.figures()) for rev, s in sorted(_window_sums(namespace, name, start, end).items())
+    }
     step = max(BUCKET_SECONDS, math.ceil(bucket / BUCKET_SECONDS) * BUCKET_SECONDS)
     lo = math.floor(start / BUCKET_SECONDS) * BUCKET_SECONDS
     points: dict[tuple[str, float], Sums] = {}
@@ -124,7 +130,7 @@ def compare(namespace: str, name: str, start: float, end: float, bucket: float) 
             latency_max=row[9],
         )
     series = [
-        {"revision": rev, "bucketStart": t, **points[(rev, t)].figures()}
+        {"revision": rev, "bucketStart": t, **without_non_finite(points[(rev, t)].figures())}
         for rev, t in sorted(points, key=lambda k: (k[0], k[1]))
     ]
     return {"revisions": per_revision, "series": series, "bucketSeconds": step}

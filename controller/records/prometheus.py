@@ -14,9 +14,12 @@ exactly ``[start, end)``. Example::
 for the window [1,700,000,000, 1,700,000,060) of revision 5f8d2c42cf becomes ``...revision=
 "5f8d2c42cf",status="error"}[60s])) / ...`` evaluated at time 1700000060.
 
-The first sample of the answer is the figure; an empty answer or NaN is None (no data), and a
-figure without a template is None. ``requests`` is rounded to a whole number (``increase`` gives
-fractions). An unreachable server or an error answer raises ``PrometheusError``: the reconcile
+The first sample of the answer is the figure; an empty answer is None (no data), and a figure
+without a template is None. An infinite or NaN answer is passed on as it is (``histogram_quantile``
+answers +Inf when the quantile lies in the +Inf bucket: a canary slower than the highest bucket):
+the analysis judges a window with such a figure Inconclusive, where a None would let a check on it
+hold. ``requests`` is rounded to a whole number (``increase`` gives fractions); with none, every
+other figure is None. An unreachable server or an error answer raises ``PrometheusError``: the reconcile
 pass then leaves the window for a later pass (never judged on missing data).
 """
 
@@ -93,7 +96,7 @@ class PrometheusMetrics:
                 raise PrometheusError(f"{promql!r} gave a {kind}, not a vector or scalar")
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise PrometheusError(f"malformed answer to {promql!r}: {exc}") from None
-        return None if math.isnan(value) or math.isinf(value) else value
+        return value
 
     def window(self, namespace: str, name: str, revision: str, start: float, end: float) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -105,7 +108,10 @@ class PrometheusMetrics:
             promql = render(template, namespace=namespace, name=name, revision=revision, window_seconds=end - start)
             out[figure] = self.query(promql, end)
         requests = out["requests"]
-        out["requests"] = int(round(requests)) if requests is not None else 0
+        if requests is None:
+            out["requests"] = 0
+        elif math.isfinite(requests):
+            out["requests"] = int(round(requests))
         if out["requests"] == 0:
             # No traffic: rates and latencies mean nothing (the contract: None when there were none).
             out.update({k: None for k in FIGURES[1:]})

@@ -8,9 +8,13 @@ Place in the flow: ``POST /api/request-records/`` -> ``ingest`` (validate every 
 
 A record (JSON, camelCase): ``requestId`` (string, required), ``namespace``, ``name`` (the
 ModelServing), ``revision`` (controller revision hash), ``deploymentRevision``, ``modelVersion``
-(optional strings), ``latencyMs`` (number >= 0; required unless status is timeout or
-interrupted), ``status`` (ok, error, timeout, interrupted), ``feedback`` (optional number),
-``started``, ``finished`` (epoch seconds, or ISO 8601 times with a zone; finished >= started).
+(optional strings), ``latencyMs`` (0 to ``MAX_LATENCY_MS``, one day; required unless status is
+timeout or interrupted), ``status`` (ok, error, timeout, interrupted), ``feedback`` (optional, 0 to
+``MAX_FEEDBACK``), ``started``, ``finished`` (epoch seconds before the year 10000, or ISO 8601 times
+with a zone; finished >= started). Every figure is bounded on the way in: a finite number in its
+range, or the batch is refused naming the record and the field. Unbounded, one ``1e308`` latency or
+feedback made the sums infinite: the comparison then failed for everyone (JSON has no infinity)
+and a ratio to an infinite stable figure passed any canary.
 Ingestion is not a control: it writes no audit record; each batch is logged.
 """
 
@@ -52,6 +56,12 @@ FIELDS = {
     "finished",
 }
 MAX_WINDOW_SECONDS = 7 * 24 * 3600
+# Bounds of a record's figures (inclusive). A request answering after more than a day is not a
+# latency the analysis can use; feedback is a score (0..1, 1..5, 0..100 are usual), never a sum.
+MAX_LATENCY_MS = 24 * 3600 * 1000
+MAX_FEEDBACK = 1_000_000
+# 9999-12-31T23:59:59Z: ISO 8601 cannot write a later time, and epoch seconds must not either.
+MAX_TIME = 253_402_300_799.0
 MAX_POINTS = 2000
 
 
@@ -93,13 +103,26 @@ def _time(value: Any) -> float:
         raise ValueError("must be epoch seconds or an ISO 8601 time")
     if not math.isfinite(t) or t < 0:
         raise ValueError("must be a time after 1970")
+    if t > MAX_TIME:
+        raise ValueError("must be a time before the year 10000")
     return t
 
 
-def _number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+def _number(value: Any, *, maximum: float) -> float:
+    """A finite number from 0 to ``maximum``; ``ValueError`` saying which bound it breaks."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError("must be a number")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer too large for a float
+        number = math.inf
+    if not math.isfinite(number):
+        raise ValueError("must be a number (finite)")
+    if number < 0:
+        raise ValueError("must be at least 0")
+    if number > maximum:
+        raise ValueError(f"must be at most {maximum:.0f}")
+    return number
 
 
 def _text(record: dict, key: str, errors: dict, *, required: bool, max_length: int, pattern=None) -> str:
@@ -146,16 +169,14 @@ def _one(record: Any) -> tuple[dict[str, Any] | None, dict[str, list[str]]]:
         out["latency_ms"] = None
     else:
         try:
-            out["latency_ms"] = _number(latency)
-            if out["latency_ms"] < 0:
-                errors["latencyMs"] = ["must be at least 0"]
+            out["latency_ms"] = _number(latency, maximum=MAX_LATENCY_MS)
         except ValueError as exc:
             errors["latencyMs"] = [str(exc)]
     feedback = record.get("feedback")
     out["feedback"] = None
     if feedback is not None:
         try:
-            out["feedback"] = _number(feedback)
+            out["feedback"] = _number(feedback, maximum=MAX_FEEDBACK)
         except ValueError as exc:
             errors["feedback"] = [str(exc)]
     for key in ("started", "finished"):
