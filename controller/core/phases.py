@@ -12,6 +12,9 @@ PROGRESSING = "Progressing"
 PAUSED = "Paused"
 BLOCKED = "Blocked"
 DEGRADED = "Degraded"
+# An InferenceService RolloutUI lists but does not roll out (ModelMesh mode: ModelMesh Serving's
+# controller serves it); never a ModelServing's phase.
+UNMANAGED = "Unmanaged"
 
 # Display order: not yet known, then from "nothing to do" to "needs an operator".
-PHASES: tuple[str, ...] = (PENDING, HEALTHY, PROGRESSING, PAUSED, BLOCKED, DEGRADED)
+PHASES: tuple[str, ...] = (PENDING, HEALTHY, PROGRESSING, PAUSED, BLOCKED, DEGRADED, UNMANAGED)

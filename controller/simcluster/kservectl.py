@@ -1,4 +1,4 @@
-"""The simulated KServe controller: what KServe (and Knative, in Serverless mode) does with an
+"""The simulated KServe controller: what KServe (and Knative, in Knative mode) does with an
 InferenceService, on the simulated cluster.
 
 What KServe decides is ``controller.core.kserve`` (validation, strategy resolution, the
@@ -12,8 +12,8 @@ Deployments and traffic of ``materialize``); this module applies it through
   wants (a removed canary, a predictor renamed by a promotion) are deleted. Only the fields KServe
   sets are enforced (KServe compares with ``equality.Semantic.DeepDerivative``), so a user's
   ``kubectl rollout pause`` (``spec.paused``) stays.
-- **Serverless mode** (Knative): per component, a new revision per change of the revision template
-  (containers, min/max replicas), each one a Deployment ``<isvc>-<component>-<NNNNN>-deployment``;
+- **Knative mode** (legacy name Serverless): per component, a new revision per change of the
+  revision template (containers, min/max replicas), each one a Deployment ``<isvc>-<component>-<NNNNN>-deployment``;
   the traffic is ``materialize.serverless_traffic``: 100% to the latest ready revision, or, with
   ``canaryTrafficPercent``, that percentage to it and the rest to the last rolled-out one. A
   revision keeps ``minReplicas`` pods while it is the latest one or takes traffic, and is scaled
@@ -27,6 +27,12 @@ Deployments and traffic of ``materialize``); this module applies it through
 Status conditions: ``PredictorReady`` (``TransformerReady``, ``ExplainerReady``), ``CanaryReady``
 when there are ``spec.canary[]`` entries, and ``Ready``. An InferenceService KServe's webhook
 would have refused gets ``Ready=False, reason InvalidSpec`` with the field path, and nothing else.
+``status.deploymentMode`` is the mode's current name (``Standard``, ``Knative``, ``ModelMesh``).
+
+- **ModelMesh mode**: KServe skips the InferenceService (ModelMesh Serving serves it) and only
+  records its status: the mode, the generation and ``Ready`` Unknown.
+- **An unreadable ConfigMap** (a ``deploy`` key without ``defaultDeploymentMode``, say): KServe's
+  reconcile fails before it looks at the InferenceService, so nothing is written at all.
 
 Pure Python (no Django); times are the caller's.
 """
@@ -110,12 +116,14 @@ def component_of(deployment: Obj) -> str:
 
 def sync_inferenceservice(store: WorkloadStore, namespace: str, name: str, now: float) -> float | None:
     """One pass of the simulated KServe controller over ``namespace/name``. Returns when it must
-    look again by itself (a Serverless revision's scale-to-zero), or None."""
+    look again by itself (a Knative revision's scale-to-zero), or None."""
     try:
         obj = store.get_object(INFERENCESERVICE, namespace, name)
     except NotFound:
         return None
     config = read_deploy_config(store)
+    if config.error is not None:
+        return None  # KServe's reconcile fails on its ConfigMap ("fails to create DeployConfig")
     status = dict(obj.get("status") or {})
     try:
         isvc = parse_inferenceservice(obj, config)
@@ -124,11 +132,24 @@ def sync_inferenceservice(store: WorkloadStore, namespace: str, name: str, now: 
         status["observedGeneration"] = obj["metadata"].get("generation")
         _write_status(store, obj, status)
         return None
+    if not isvc.managed:
+        _sync_modelmesh(store, obj, isvc, status, now)
+        return None
     if isvc.standard:
         requeue = _sync_standard(store, obj, isvc, config, status, now)
     else:
         requeue = _sync_serverless(store, obj, isvc, status, now)
     return requeue
+
+
+def _sync_modelmesh(store: WorkloadStore, obj: Obj, isvc: InferenceService, status: Obj, now: float) -> None:
+    """KServe skips a ModelMesh InferenceService: the status records the mode and the generation,
+    ``Ready`` stays Unknown (KServe's ``InitializeConditions``); Deployments it had are left to
+    their owner references, as KServe leaves them."""
+    new_status = _conditions(status, {"Ready": ("Unknown", None, None)}, now)
+    new_status.update(observedGeneration=obj["metadata"].get("generation"), deploymentMode=isvc.deployment_mode)
+    if new_status != status:
+        _write_status(store, obj, new_status)
 
 
 def _write_status(store: WorkloadStore, obj: Obj, status: Obj) -> None:
@@ -218,6 +239,14 @@ def _deployment_rolled_out(deployment: Obj | None) -> bool:
     )
 
 
+def _rolled_out_as_planned(deployment: Obj | None, desired: Obj) -> bool:
+    """Rolled out (``_deployment_rolled_out``) with the replica count and pod template KServe wants."""
+    if not _deployment_rolled_out(deployment):
+        return False
+    spec, wanted = deployment.get("spec") or {}, desired["spec"]
+    return apps.replicas_of(deployment) == wanted["replicas"] and spec.get("template") == wanted["template"]
+
+
 # -- Standard mode ----------------------------------------------------------------------------------
 
 
@@ -251,8 +280,18 @@ def _sync_standard(
     store: WorkloadStore, obj: Obj, isvc: InferenceService, config: DeployConfig, status: Obj, now: float
 ) -> float | None:
     existing = {workloads.name(d): d for d in kube.owned(store, DEPLOYMENT, obj)}
+    # A canary is Ready once the Deployment the spec asks for is rolled out. One still at the count
+    # or template of before this change (a canary scaled up for a promotion) is not: judged Ready,
+    # the stable predictor would give up replicas for pods that do not exist yet.
+    canary_plans = {
+        p.canary: p for p in deployments(isvc, config, ready_canaries=frozenset(c.name for c in isvc.canaries))
+    }
     ready_canaries = frozenset(
-        c.name for c in isvc.canaries if _deployment_rolled_out(existing.get(f"{isvc.name}-{c.name}-predictor"))
+        c.name
+        for c in isvc.canaries
+        if _rolled_out_as_planned(
+            existing.get(canary_plans[c.name].name), standard_deployment(obj, canary_plans[c.name])
+        )
     )
     plans = deployments(isvc, config, ready_canaries=ready_canaries)
     current: dict[str, Obj] = {}
@@ -300,7 +339,7 @@ def _sync_standard(
     new_status = _conditions(status, wanted, now)
     new_status.update(
         observedGeneration=obj["metadata"].get("generation"),
-        deploymentMode="Standard",
+        deploymentMode=isvc.deployment_mode,
         url=f"http://{isvc.name}.{isvc.namespace}.example.com",
         components={"predictor": {"traffic": traffic}},
     )
@@ -319,7 +358,7 @@ def _current_hash(deployment: Obj) -> str:
     return apps.template_hash(template, collisions)
 
 
-# -- Serverless mode --------------------------------------------------------------------------------
+# -- Knative mode --------------------------------------------------------------------------------
 
 
 def revision_template(isvc: InferenceService, component: Component) -> Obj:
@@ -466,7 +505,7 @@ def _sync_serverless(store: WorkloadStore, obj: Obj, isvc: InferenceService, sta
     new_status = _conditions(status, wanted, now)
     new_status.update(
         observedGeneration=obj["metadata"].get("generation"),
-        deploymentMode="Serverless",
+        deploymentMode=isvc.deployment_mode,
         url=f"http://{isvc.name}.{isvc.namespace}.example.com",
         components=components_status,
     )

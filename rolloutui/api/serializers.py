@@ -321,7 +321,11 @@ class InferenceServiceSummarySerializer(serializers.Serializer):
     namespace = serializers.CharField()
     name = serializers.CharField()
     phase = serializers.ChoiceField(choices=PHASES)
-    deploymentMode = serializers.ChoiceField(choices=("Standard", "Serverless"))
+    deploymentMode = serializers.ChoiceField(
+        choices=("Standard", "Knative", "ModelMesh"),
+        help_text="The mode's current name (KServe 0.16): RawDeployment is shown as Standard, Serverless as Knative.",
+    )
+    managed = serializers.BooleanField(help_text="False for ModelMesh: listed, not rolled out by RolloutUI.")
     replicas = serializers.IntegerField(help_text="The predictor's minReplicas.")
     desired = serializers.IntegerField(help_text="Pods wanted over every Deployment (canaries included).")
     ready = serializers.IntegerField()
@@ -355,8 +359,15 @@ class InferenceServiceStateSerializer(serializers.Serializer):
     kind = serializers.CharField()
     namespace = serializers.CharField()
     name = serializers.CharField()
-    deploymentMode = serializers.CharField(allow_null=True)
-    error = serializers.JSONField(allow_null=True, help_text='{"field", "rule"} when KServe refuses the spec.')
+    deploymentMode = serializers.CharField(allow_null=True, help_text="Standard, Knative or ModelMesh (current names).")
+    managed = serializers.BooleanField(help_text="False for ModelMesh: listed, not rolled out by RolloutUI.")
+    unmanagedReason = serializers.CharField(allow_null=True)
+    warnings = serializers.JSONField(help_text='[{"field", "message"}]: what KServe accepts and ignores.')
+    error = serializers.JSONField(
+        allow_null=True,
+        help_text='{"field", "rule", "source"} when KServe refuses the spec (source "spec") or cannot read its '
+        'ConfigMap (source "configMap").',
+    )
     spec = serializers.JSONField()
     conditions = serializers.JSONField()
     deployments = serializers.JSONField(help_text="Per Deployment: strategy with sources, counts, ReplicaSets.")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 
 from ..models import AuditRecord
+from . import masking
 
 # Filter name -> model field; each matches exactly.
 EXACT_FILTERS = {
@@ -50,8 +51,11 @@ def search(
     return records
 
 
-def record_json(record: AuditRecord) -> dict:
-    """One audit record as the API shows it (the CLI's ``-o json|yaml``)."""
+def record_json(record: AuditRecord, *, reader=None) -> dict:
+    """One audit record as the API shows it (the CLI's ``-o json|yaml``). ``details`` (an applied
+    manifest's patch, an InferenceService's spec before and after) is masked as the API masks it
+    (``masking.mask_for``) unless ``reader`` may operate in the record's namespace (every namespace
+    for a record of none); no ``reader``: whole, for the one who just acted."""
     return {
         "id": record.pk,
         "when": record.created_at.isoformat(),
@@ -63,7 +67,7 @@ def record_json(record: AuditRecord) -> dict:
         "reason": record.reason,
         "fromRevision": record.from_revision,
         "toRevision": record.to_revision,
-        "details": record.details,
+        "details": masking.mask_for(reader, record.namespace or None, record.details),
         "result": record.result,
         "error": record.error,
     }

@@ -8,7 +8,8 @@ with the ModelServing rows' keys where they mean the same (``phase``, ``replicas
 ``updated``, ``desired``, ``paused``, ``blocked``) and a ``kind`` column.
 
 Phases, in the ModelServing words: ``Degraded`` (KServe refuses the spec, a progress deadline
-passed, a Serverless revision failed), ``Paused`` (a Deployment is paused), ``Healthy``
+passed, a Knative revision failed), ``Unmanaged`` (ModelMesh: listed, not rolled
+out by RolloutUI), ``Paused`` (a Deployment is paused), ``Healthy``
 (converged), else ``Progressing``.
 """
 
@@ -43,8 +44,9 @@ def summary(view: dict[str, Any]) -> dict[str, Any]:
         "name": view["name"],
         "phase": view["phase"],
         "deploymentMode": view.get("deploymentMode"),
+        "managed": view.get("managed", True),
         "replicas": int(predictor.get("replicas") or 0),
-        # Pods over every Deployment (components, canaries, Serverless revisions still scaled up).
+        # Pods over every Deployment (components, canaries, Knative revisions still scaled up).
         "desired": sum(d["replicas"] for d in deployments),
         "ready": sum(d["counts"]["availableReplicas"] for d in deployments),
         "updated": sum(d["counts"]["updatedReplicas"] for d in deployments),
@@ -60,7 +62,7 @@ def summary(view: dict[str, Any]) -> dict[str, Any]:
 def _canary_words(canary: dict[str, Any] | None) -> str | None:
     if not canary:
         return None
-    if canary["mode"] == "Serverless":
+    if canary["mode"] == "Knative":
         return f"{canary['canaryTrafficPercent']}% to {canary.get('latestRevision') or 'the latest revision'}"
     return ", ".join(
         f"{c['name']} {c['trafficPercent']}%{'' if c['ready'] else ' (not Ready)'}" for c in canary["canaries"]

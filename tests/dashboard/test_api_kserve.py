@@ -83,3 +83,36 @@ def test_the_detail_is_the_view_with_strategy_sources_and_canary(viewer_client, 
 
 def test_an_unknown_inferenceservice_is_404(viewer_client, isvc):
     assert viewer_client.get("/api/inferenceservices/default/nope/").status_code == 404
+
+
+def test_a_modelmesh_inferenceservice_is_listed_as_unmanaged_with_the_reason_on_its_page(viewer_client, db):
+    from tests.live.helpers import config
+    from tests.live.test_live_kserve import STANDARD
+
+    cluster = DatabaseCluster(Clock(), actor="operator", config=config())
+    cluster.add_node(8)
+    cluster.create_object(kservectl.config_map(STANDARD))
+    cluster.create_object(
+        {
+            "apiVersion": "serving.kserve.io/v1beta1",
+            "kind": "InferenceService",
+            "metadata": {
+                "name": "mm",
+                "namespace": "default",
+                "annotations": {"serving.kserve.io/deploymentMode": "ModelMesh"},
+            },
+            # The per-framework form ModelMesh's own samples use: never refused as malformed.
+            "spec": {
+                "predictor": {"sklearn": {"storageUri": "s3://modelmesh-example-models/sklearn/mnist-svm.joblib"}}
+            },
+        }
+    )
+    for _ in range(5):
+        cluster.clock.t += 1
+        tick(cluster)
+    (row,) = [r for r in viewer_client.get("/api/inferenceservices/").json() if r["name"] == "mm"]
+    assert (row["phase"], row["deploymentMode"], row["managed"]) == ("Unmanaged", "ModelMesh", False)
+    state = viewer_client.get("/api/inferenceservices/default/mm/").json()
+    assert state["error"] is None and state["managed"] is False
+    assert "ModelMesh Serving" in state["unmanagedReason"]
+    assert all("not managed by RolloutUI" in (why or "") for why in state["controls"].values())

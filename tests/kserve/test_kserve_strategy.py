@@ -250,7 +250,7 @@ INVALID = [
     (
         "an unknown deployment mode in the ConfigMap is refused",
         isvc(MODEL),
-        config("Knative"),
+        config("Raw"),
         "inferenceservice-config.deploy.defaultDeploymentMode",
         "must be one of",
     ),

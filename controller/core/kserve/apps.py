@@ -38,7 +38,7 @@ DEFAULT_BUDGET = IntOrPercent(25, True)
 DEFAULT_PROGRESS_DEADLINE_SECONDS = 600
 # KServe (raw Deployments): the pods' Service selects ``app: isvc.<deployment>``.
 LABEL_APP = "app"
-# Knative (Serverless mode): every pod of a revision carries its name.
+# Knative (Knative mode, legacy name Serverless): every pod of a revision carries its name.
 LABEL_KNATIVE_REVISION = "serving.knative.dev/revision"
 LABEL_KNATIVE_CONFIGURATION = "serving.knative.dev/configuration"
 LABEL_KNATIVE_SERVICE = "serving.knative.dev/service"

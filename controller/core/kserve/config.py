@@ -5,43 +5,75 @@ Example (KServe's ``config/configmap/inferenceservice.yaml``)::
     {"defaultDeploymentMode": "Standard",
      "deploymentRolloutStrategy": {"defaultRollout": {"maxSurge": "1", "maxUnavailable": "1"}}}
 
-``RawDeployment`` is the legacy name of ``Standard`` and is read as such (KServe's
-``NewDeployConfig`` does the same). Only ``Standard`` applies the default rollout; in
-``Serverless`` (Knative) mode the ConfigMap's rollout is ignored.
+Deployment modes, by the names KServe uses since 0.16: ``Standard`` (plain Deployments; its legacy
+name ``RawDeployment``), ``Knative`` (Knative revisions; legacy ``Serverless``) and ``ModelMesh``
+(models loaded into ModelMesh Serving's shared runtime pods). A legacy name is read as the current
+one, as KServe's ``NewDeployConfig`` and its defaulting webhook do, and the current name is what
+the product shows.
+
+KServe refuses a ``deploy`` value without ``defaultDeploymentMode`` ("defaultDeploymentMode is
+required") or with a mode it does not know; while its ConfigMap is unreadable it reconciles no
+InferenceService and its webhook admits none. Only ``Standard`` applies the default rollout; in the
+other modes the ConfigMap's rollout is ignored.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..intorpercent import IntOrPercent, IntOrPercentError
 from .errors import KServeError
 
 STANDARD = "Standard"
-SERVERLESS = "Serverless"
-LEGACY_RAW = "RawDeployment"
-MODES = (STANDARD, SERVERLESS)
+KNATIVE = "Knative"
+MODELMESH = "ModelMesh"
+MODES = (STANDARD, KNATIVE, MODELMESH)
+# The names KServe used before 0.16, still accepted everywhere a mode is written.
+LEGACY_NAMES = {"RawDeployment": STANDARD, "Serverless": KNATIVE}
 
 
 @dataclass(frozen=True, slots=True)
 class DeployConfig:
-    default_deployment_mode: str = SERVERLESS  # KServe's own default when the key says nothing
+    # Without a ConfigMap the product assumes what KServe's own ConfigMap ships: Knative
+    # ("Serverless" in the file KServe installs).
+    default_deployment_mode: str = KNATIVE
     default_max_surge: IntOrPercent | None = None
     default_max_unavailable: IntOrPercent | None = None
     present: bool = False  # False: no ConfigMap (or no deploy key) at all
+    # Set when the ConfigMap exists but KServe cannot read its deploy key: KServe then reconciles
+    # nothing and admits nothing, and every page says why.
+    error: KServeError | None = field(default=None, compare=False)
 
 
 NO_CONFIG = DeployConfig()
 
 
+def current_mode_name(raw: Any) -> str | None:
+    """The current name of a deployment mode written as ``raw`` (a legacy name maps to its current
+    one), or None when ``raw`` names no mode KServe knows."""
+    if not isinstance(raw, str):
+        return None
+    if raw in MODES:
+        return raw
+    return LEGACY_NAMES.get(raw)
+
+
 def normalise_mode(raw: Any, path: str) -> str:
-    if raw == LEGACY_RAW:
-        return STANDARD
-    if raw not in MODES:
-        raise KServeError(path, f"must be one of Standard, RawDeployment (legacy) or Serverless, got {raw!r}")
-    return raw
+    """The ConfigMap's ``defaultDeploymentMode``: required, and one of the modes (current or legacy
+    name); KServe's ``NewDeployConfig`` refuses anything else."""
+    if raw is None or raw == "":
+        raise KServeError(
+            path, "required: KServe refuses a deploy config without it (defaultDeploymentMode is required)"
+        )
+    mode = current_mode_name(raw)
+    if mode is None:
+        raise KServeError(
+            path,
+            f"must be one of Standard, Knative or ModelMesh (or the legacy RawDeployment, Serverless), got {raw!r}",
+        )
+    return mode
 
 
 def rollout_value(raw: Any, path: str, *, max_percent: int | None) -> IntOrPercent | None:
@@ -70,7 +102,7 @@ def parse_deploy_config(raw: str | dict[str, Any] | None) -> DeployConfig:
             raise KServeError(base, f"is not valid JSON ({err})") from None
     if not isinstance(raw, dict):
         raise KServeError(base, "must be a JSON object")
-    mode = normalise_mode(raw.get("defaultDeploymentMode", SERVERLESS), f"{base}.defaultDeploymentMode")
+    mode = normalise_mode(raw.get("defaultDeploymentMode"), f"{base}.defaultDeploymentMode")
     strategy = raw.get("deploymentRolloutStrategy") or {}
     if not isinstance(strategy, dict):
         raise KServeError(f"{base}.deploymentRolloutStrategy", "must be an object")
@@ -93,11 +125,12 @@ CONFIG_MAP_NAME = "inferenceservice-config"
 
 def from_config_map(config_map: dict[str, Any] | None) -> DeployConfig:
     """The ``deploy`` settings of the ``inferenceservice-config`` ConfigMap object (None: there is
-    none). One KServe cannot read leaves KServe on its defaults (it logs and carries on), so it
-    gives ``NO_CONFIG`` here too; ``parse_deploy_config`` is the strict reading that names the field."""
+    none). One KServe cannot read gives the defaults with ``error`` set: KServe's controller fails
+    every reconcile with that error and its webhook refuses every InferenceService, so the pages
+    show it rather than guess."""
     if config_map is None:
         return NO_CONFIG
     try:
         return parse_deploy_config((config_map.get("data") or {}).get("deploy"))
-    except KServeError:
-        return NO_CONFIG
+    except KServeError as err:
+        return DeployConfig(present=True, error=err)

@@ -8,16 +8,16 @@ what does not apply with a ``ControlError`` saying why, and never returns a patc
 would refuse.
 
 - ``set_image``: a component's image (its ``model.image``, or a container's ``image``);
-- ``start_canary``: Serverless: ``canaryTrafficPercent`` (with the new image: a new revision
+- ``start_canary``: Knative: ``canaryTrafficPercent`` (with the new image: a new revision
   gets that share); Standard: a ``spec.canary[]`` entry (KServe 0.20) running the new image;
-- ``promote``: Serverless: remove ``canaryTrafficPercent`` (the latest revision takes 100%);
+- ``promote``: Knative: remove ``canaryTrafficPercent`` (the latest revision takes 100%);
   Standard: the canary becomes the predictor (its name and spec; the stable predictor's replicas,
   autoscaling and strategy stay) and its entry goes: its Deployment is kept, nothing restarts;
-- ``rollback``: Serverless: ``canaryTrafficPercent: 0`` (all traffic back to the last rolled-out
+- ``rollback``: Knative: ``canaryTrafficPercent: 0`` (all traffic back to the last rolled-out
   revision, the new one stays deployed); Standard: the canary entry is removed;
   ``rollback_to_template``: a component back to the pod template of an earlier revision;
 - ``pause_patch``/``resume_patch``: the Deployment patches (Standard mode only: Knative owns a
-  Serverless InferenceService's Deployments).
+  Knative InferenceService's Deployments).
 """
 
 from __future__ import annotations
@@ -28,25 +28,37 @@ from ..controls import ControlError
 from ..mergepatch import diff, merge_patch
 from .config import DeployConfig
 from .errors import KServeError
-from .spec import COMPONENTS, InferenceService, parse_inferenceservice
+from .spec import COMPONENTS, MODELMESH_REASON, InferenceService, check_mode_unchanged, parse_inferenceservice
 
 Obj = dict[str, Any]
 # A Standard-mode canary's own fields; everything else of the predictor stays on promotion.
 TEMPLATE_FIELDS = ("model", "containers", "name")
 
 
+def _managed(current: InferenceService) -> InferenceService:
+    if not current.managed:
+        raise ControlError(f"not managed by RolloutUI: {MODELMESH_REASON}")
+    return current
+
+
 def parsed(isvc: Obj, config: DeployConfig) -> InferenceService:
+    """The InferenceService as KServe reads it; refused when it is invalid or not RolloutUI's to
+    control (ModelMesh)."""
     try:
-        return parse_inferenceservice(isvc, config)
+        current = parse_inferenceservice(isvc, config)
     except KServeError as err:
         raise ControlError(f"the InferenceService is invalid: {err}", field=err.field) from None
+    return _managed(current)
 
 
 def _validated(isvc: Obj, config: DeployConfig, patch: Obj) -> Obj:
     try:
-        parse_inferenceservice(merge_patch(isvc, patch), config)
+        after = merge_patch(isvc, patch)
+        check_mode_unchanged(isvc, after)
+        candidate = parse_inferenceservice(after, config)
     except KServeError as err:
         raise ControlError(f"KServe would refuse the change: {err}", field=err.field) from None
+    _managed(candidate)
     return patch
 
 
@@ -92,7 +104,7 @@ def set_image(
 def start_canary(
     isvc: Obj, config: DeployConfig, *, percent: int, image: str | None = None, name: str | None = None
 ) -> Obj:
-    """Serverless: ``canaryTrafficPercent`` on the predictor (and the new image, which makes the
+    """Knative: ``canaryTrafficPercent`` on the predictor (and the new image, which makes the
     revision that gets it). Standard: a ``spec.canary[]`` entry named ``name`` (default
     ``canary``) running ``image`` with ``percent`` of the traffic."""
     if isinstance(percent, bool) or not isinstance(percent, int) or not 0 <= percent <= 100:
@@ -150,7 +162,7 @@ def promote(isvc: Obj, config: DeployConfig, *, canary: str | None = None) -> Ob
 
 
 def rollback(isvc: Obj, config: DeployConfig, *, canary: str | None = None, component: str = "predictor") -> Obj:
-    """Back to the stable version: Serverless ``canaryTrafficPercent: 0``; Standard: the canary
+    """Back to the stable version: Knative ``canaryTrafficPercent: 0``; Standard: the canary
     entry removed."""
     current = parsed(isvc, config)
     if not current.standard:
@@ -193,7 +205,7 @@ def check_pausable(isvc: Obj, config: DeployConfig) -> InferenceService:
     current = parsed(isvc, config)
     if not current.standard:
         raise ControlError(
-            "pause applies to Standard mode only: in Serverless mode Knative owns the Deployments "
+            "pause applies to Standard mode only: in Knative mode Knative owns the revisions' Deployments "
             "(each change is a new revision; hold it back with canaryTrafficPercent: 0)"
         )
     return current

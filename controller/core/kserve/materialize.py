@@ -10,7 +10,7 @@ Standard mode, one Deployment per component, named as KServe names them:
   ``ceil(stable minReplicas x trafficPercent / 100)`` replicas; the stable predictor gives up the
   replicas of Ready canaries, never going below 1.
 
-Traffic: Standard mode weighs only Ready canaries (the stable predictor gets the rest); Serverless
+Traffic: Standard mode weighs only Ready canaries (the stable predictor gets the rest); Knative
 mode splits between the latest revision (``canaryTrafficPercent``) and the last rolled-out one.
 """
 
@@ -117,7 +117,7 @@ def deployments(isvc: InferenceService, config: DeployConfig, *, ready_canaries:
 def serverless_traffic(
     canary_percent: int | None, latest_ready: str | None, latest_rolled_out: str | None
 ) -> list[tuple[str, int]]:
-    """Knative traffic targets KServe writes for a Serverless component.
+    """Knative traffic targets KServe writes for a Knative component.
 
     - no ``canaryTrafficPercent``: 100% to the latest ready revision;
     - with it, and a rolled-out revision older than the latest: the latest gets the percentage,

@@ -3,11 +3,20 @@ server would, with the field path in every error.
 
 What matters here is what KServe turns into Deployments and traffic: the components (predictor,
 transformer, explainer) with their containers, replicas and ``deploymentStrategy``; a multi-node
-predictor's ``workerSpec``; the Serverless ``canaryTrafficPercent``; the Standard-mode
-``spec.canary[]`` (KServe 0.20). The deployment mode is the annotation
-``serving.kserve.io/deploymentMode`` or, without it, the ConfigMap's ``defaultDeploymentMode``.
+predictor's ``workerSpec``; the Knative ``canaryTrafficPercent``; the Standard-mode
+``spec.canary[]`` (KServe 0.20).
 
-Refused, as KServe refuses them: a ``deploymentStrategy`` in Serverless mode ("customizing
+The deployment mode is the annotation ``serving.kserve.io/deploymentMode`` when it names a mode
+(current or legacy name: ``RawDeployment`` is ``Standard``, ``Serverless`` is ``Knative``), else
+the ConfigMap's ``defaultDeploymentMode``: KServe's ``GetDeploymentMode`` ignores an annotation
+value it does not know, so the product does too and says so in a warning. A ``ModelMesh``
+InferenceService is served by ModelMesh Serving, not by Deployments of its own: it is read (name,
+mode, predictor) and shown as not managed by RolloutUI, never refused for a predictor the product
+does not model.
+
+Warnings (``InferenceService.warnings``) are what KServe accepts and ignores; the pages show them.
+
+Refused, as KServe refuses them: a ``deploymentStrategy`` in Knative mode ("customizing
 deploymentStrategy is only supported for raw deployment mode"), a strategy type other than
 RollingUpdate, malformed int-or-percent values, both budgets 0, ``spec.canary`` outside Standard
 mode, canary names that repeat or equal the stable predictor's, traffic over 100%, a canary with
@@ -21,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..intorpercent import IntOrPercent, IntOrPercentError
-from .config import SERVERLESS, STANDARD, DeployConfig, normalise_mode
+from .config import KNATIVE, MODELMESH, STANDARD, DeployConfig, current_mode_name
 from .errors import KServeError
 from .strategy import UserStrategy
 
@@ -72,6 +81,25 @@ class Canary:
 
 
 @dataclass(frozen=True, slots=True)
+class SpecWarning:
+    """Something KServe accepts and ignores (or fixes up) that the operator should know about."""
+
+    field: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"field": self.field, "message": self.message}
+
+
+# Why a ModelMesh InferenceService is listed but not managed (the page and every refusal say it).
+MODELMESH_REASON = (
+    "ModelMesh mode: the model is loaded into ModelMesh Serving's shared runtime pods, which its own "
+    "controller (modelmesh-serving) manages; KServe creates no Deployment for it, so RolloutUI has "
+    "nothing to roll out, pause or split"
+)
+
+
+@dataclass(frozen=True, slots=True)
 class InferenceService:
     name: str
     namespace: str
@@ -81,6 +109,7 @@ class InferenceService:
     components: dict[str, Component]
     canaries: tuple[Canary, ...]
     manifest: dict[str, Any] = field(repr=False, compare=False)
+    warnings: tuple[SpecWarning, ...] = ()
 
     @property
     def predictor(self) -> Component:
@@ -89,6 +118,15 @@ class InferenceService:
     @property
     def standard(self) -> bool:
         return self.deployment_mode == STANDARD
+
+    @property
+    def knative(self) -> bool:
+        return self.deployment_mode == KNATIVE
+
+    @property
+    def managed(self) -> bool:
+        """False for ModelMesh: listed, never rolled out by RolloutUI (``MODELMESH_REASON``)."""
+        return self.deployment_mode != MODELMESH
 
 
 def _mapping(value: Any, path: str, *, required: bool = False) -> dict[str, Any]:
@@ -126,11 +164,11 @@ def _user_strategy(raw: Any, path: str, mode: str) -> UserStrategy | None:
     if raw is None:
         return None
     raw = _mapping(raw, path)
-    if mode == SERVERLESS:
+    if mode != STANDARD:
         raise KServeError(
             path,
             "customizing deploymentStrategy is only supported for the Standard (raw deployment) mode; "
-            "this InferenceService runs in Serverless mode",
+            f"this InferenceService runs in {mode} mode",
         )
     kind = raw.get("type") or "RollingUpdate"
     if kind != "RollingUpdate":
@@ -192,7 +230,7 @@ def _component(raw: Any, path: str, kind: str, mode: str, *, canary: bool = Fals
     if percent is not None and mode == STANDARD:
         raise KServeError(
             f"{path}.canaryTrafficPercent",
-            "applies to Serverless mode only; in Standard mode use spec.canary[] (KServe 0.20)",
+            "applies to Knative mode only; in Standard mode use spec.canary[] (KServe 0.20)",
         )
     containers = _containers(raw, path, kind)
     worker = None
@@ -282,13 +320,25 @@ def parse_inferenceservice(manifest: Any, config: DeployConfig) -> InferenceServ
         raise KServeError("metadata.name", f"must be a DNS-1035 label of at most 45 characters, got {name!r}")
     namespace = meta.get("namespace") or "default"
     annotations = _mapping(meta.get("annotations"), "metadata.annotations")
-    if ANNOTATION_DEPLOYMENT_MODE in annotations:
-        mode = normalise_mode(
-            annotations[ANNOTATION_DEPLOYMENT_MODE], f"metadata.annotations[{ANNOTATION_DEPLOYMENT_MODE}]"
+    if config.error is not None:
+        # KServe's webhook cannot read its ConfigMap either: it admits nothing until it is fixed.
+        raise KServeError(
+            config.error.field, f"{config.error.rule} (KServe admits no InferenceService until it is fixed)"
         )
-    else:
-        mode = config.default_deployment_mode
+    mode, warnings = deployment_mode_of(annotations, config, (manifest.get("status") or {}).get("deploymentMode"))
     spec = _mapping(manifest.get("spec"), "spec", required=True)
+    if mode == MODELMESH:
+        return InferenceService(
+            name=name,
+            namespace=namespace,
+            uid=str(meta.get("uid") or ""),
+            generation=int(meta.get("generation") or 0),
+            deployment_mode=mode,
+            components={},
+            canaries=(),
+            manifest=manifest,
+            warnings=tuple(warnings),
+        )
     components: dict[str, Component] = {}
     for kind in COMPONENTS:
         if spec.get(kind) is not None or kind == "predictor":
@@ -302,4 +352,47 @@ def parse_inferenceservice(manifest: Any, config: DeployConfig) -> InferenceServ
         components=components,
         canaries=_canaries(spec.get("canary"), components["predictor"], mode),
         manifest=manifest,
+        warnings=tuple(warnings),
     )
+
+
+def deployment_mode_of(
+    annotations: dict[str, Any], config: DeployConfig, recorded: Any = None
+) -> tuple[str, list[SpecWarning]]:
+    """The mode KServe runs the InferenceService in (``GetDeploymentMode``): the one its status
+    records once KServe has reconciled it (``recorded``; a later ConfigMap default changes nothing
+    for it), else the annotation when it names a mode, current or legacy name, else the ConfigMap's
+    default, with a warning when the annotation says something KServe ignores."""
+    recorded_mode = current_mode_name(recorded)
+    if recorded_mode is not None:
+        return recorded_mode, []
+    if ANNOTATION_DEPLOYMENT_MODE not in annotations:
+        return config.default_deployment_mode, []
+    raw = annotations[ANNOTATION_DEPLOYMENT_MODE]
+    mode = current_mode_name(raw)
+    if mode is not None:
+        return mode, []
+    path = f"metadata.annotations[{ANNOTATION_DEPLOYMENT_MODE}]"
+    return config.default_deployment_mode, [
+        SpecWarning(
+            path,
+            f"{raw!r} is not a deployment mode (Standard, Knative, ModelMesh or the legacy RawDeployment, "
+            f"Serverless): KServe ignores it and runs the ConfigMap's default, {config.default_deployment_mode}",
+        )
+    ]
+
+
+def check_mode_unchanged(old: dict[str, Any], new: dict[str, Any]) -> None:
+    """KServe's webhook refuses an update whose annotation names another mode than the one the
+    status records (``validateDeploymentMode``; legacy names are compared by their current name, as
+    the defaulting webhook rewrites them first)."""
+    recorded = current_mode_name((old.get("status") or {}).get("deploymentMode"))
+    annotations = (new.get("metadata") or {}).get("annotations") or {}
+    if recorded is None or ANNOTATION_DEPLOYMENT_MODE not in annotations:
+        return
+    raw = annotations[ANNOTATION_DEPLOYMENT_MODE]
+    if (current_mode_name(raw) or raw) != recorded:
+        raise KServeError(
+            f"metadata.annotations[{ANNOTATION_DEPLOYMENT_MODE}]",
+            f"deploymentMode cannot be changed from {recorded!r} to {raw!r} (KServe refuses the update)",
+        )

@@ -9,7 +9,7 @@ has (the InferenceService with its status, the Deployments it owns, their Replic
   pods), its counts and conditions, and the **effective strategy** with the source of each value
   and the mode (``strategy.resolve_rollout``, the resolution KServe applies);
 - the **instances**: every pod with its component, Deployment, ReplicaSet, revision (Standard
-  mode: the pod-template-hash; Serverless: the Knative revision), state (``Pending``,
+  mode: the pod-template-hash; Knative: the Knative revision), state (``Pending``,
   ``Creating``, ``Ready``, ``Deleting``, ``Failed``) and the highest serving **gate** it reached,
   by the rules of ``controller.core.gates`` (``Created``, ``Scheduled``, ``Started``, ``Loaded``:
   the model is loaded and the pod Ready; ``Routed``, then ``Verified`` and ``Serving`` at once
@@ -17,10 +17,10 @@ has (the InferenceService with its status, the Deployments it owns, their Replic
   traffic), with ``gateFailed`` when it cannot go on (unschedulable, crash loop);
 - **why it waits**, per Deployment (``blocked``): paused, the surge or unavailability budget
   (``rolling.blocked_reasons``), the progress deadline, unschedulable pods; a canary not Ready
-  yet, a Serverless revision that is not ready or failed;
+  yet, a Knative revision that is not ready or failed;
 - the **traffic** split (revision, percent, component) and the **canary** state;
 - ``converged``: KServe reports Ready for the current generation, every Deployment's rollout is
-  complete (Serverless: every revision without traffic is scaled to zero), no pod is terminating,
+  complete (Knative: every revision without traffic is scaled to zero), no pod is terminating,
   the traffic is where the spec puts it (no canary: the latest revision rolled out; canaries:
   Ready and weighted).
 
@@ -40,12 +40,12 @@ from .. import gates, naming, phases
 from ..gates import instance_gates
 from ..observe import InstanceObs, parse_pod
 from . import apps
-from .config import DeployConfig
+from .config import KNATIVE, DeployConfig, current_mode_name
 from .errors import KServeError
 from .materialize import LABEL_CANARY, LABEL_COMPONENT
 from .materialize import deployments as plan_deployments
 from .rolling import blocked_reasons
-from .spec import InferenceService, parse_inferenceservice
+from .spec import MODELMESH_REASON, InferenceService, parse_inferenceservice
 from .strategy import EffectiveRollout, resolve_rollout
 
 Obj = dict[str, Any]
@@ -83,7 +83,7 @@ def pod_gates(pod: Obj, routed: bool) -> tuple[str | None, str | None]:
     a ModelServing's role instances (``controller.core.gates``): an InferenceService pod is a
     one-pod instance; KServe has no verification request, so Verified and Serving follow Routed.
     ``routed``: the pod's revision or backend has a share of the traffic; without it the pod stops
-    at Loaded (a canary not weighted yet, a Serverless revision without traffic)."""
+    at Loaded (a canary not weighted yet, a Knative revision without traffic)."""
     meta = apps.meta(pod)
     labels = {
         **apps.labels(pod),
@@ -108,12 +108,15 @@ def _parse(isvc: Obj, config: DeployConfig) -> tuple[InferenceService | None, Ob
     try:
         return parse_inferenceservice(isvc, config), None
     except KServeError as err:
-        return None, {"field": err.field, "rule": err.rule}
+        # "configMap": KServe cannot read its ConfigMap (nothing is reconciled until it is fixed);
+        # "spec": KServe's webhook refuses this InferenceService.
+        source = "configMap" if config.error is not None else "spec"
+        return None, {"field": err.field, "rule": err.rule, "source": source}
 
 
 def _strategies(parsed: InferenceService | None, config: DeployConfig, deployments: list[Obj]) -> dict[str, Any]:
     """Effective strategy per Deployment name, with its sources: what KServe resolves for it
-    (Standard mode), or the apps/v1 defaults Knative's revision Deployments get (Serverless)."""
+    (Standard mode), or the apps/v1 defaults Knative's revision Deployments get (Knative)."""
     out: dict[str, EffectiveRollout] = {}
     if parsed is not None and parsed.standard:
         for plan in plan_deployments(parsed, config):
@@ -271,15 +274,17 @@ def inferenceservice_view(
             },
         )
     if error is not None:
-        blocked.insert(
-            0,
-            {"component": "InferenceService", "reason": f"KServe refuses the spec: {error['field']}: {error['rule']}"},
-        )
+        what = "KServe cannot read its ConfigMap" if error["source"] == "configMap" else "KServe refuses the spec"
+        blocked.insert(0, {"component": "InferenceService", "reason": f"{what}: {error['field']}: {error['rule']}"})
+    managed = parsed is None or parsed.managed
     canary, canary_reasons = _canary(parsed, status, by_name)
     blocked += canary_reasons
     revisions, revision_reasons, settled = _serverless(parsed, status, by_name)
     blocked += revision_reasons
     ready = (apps.condition(isvc, "Ready") or {}).get("status") == "True"
+    if not managed:
+        # ModelMesh Serving serves it: nothing to converge but KServe's own record of the generation.
+        ready = True
     converged = (
         error is None
         and ready
@@ -295,7 +300,14 @@ def inferenceservice_view(
         "name": meta.get("name"),
         "generation": generation,
         "observedGeneration": status.get("observedGeneration"),
-        "deploymentMode": parsed.deployment_mode if parsed else status.get("deploymentMode"),
+        # The current name (Standard, Knative, ModelMesh), also for a status an older KServe wrote
+        # with a legacy name.
+        "deploymentMode": parsed.deployment_mode
+        if parsed
+        else current_mode_name(status.get("deploymentMode")) or status.get("deploymentMode"),
+        "managed": managed,
+        "unmanagedReason": None if managed else MODELMESH_REASON,
+        "warnings": [w.to_json() for w in parsed.warnings] if parsed else [],
         "error": error,
         "spec": _spec_summary(parsed, deployments),
         "conditions": _conditions(isvc),
@@ -314,9 +326,12 @@ def inferenceservice_view(
 
 
 def inferenceservice_phase(view: dict[str, Any]) -> str:
-    """The phase in the ModelServings' words, for the list and the page's badge: Degraded (KServe
-    refuses the spec, or a Deployment passed its progress deadline), Paused (a Deployment is),
+    """The phase in the ModelServings' words, for the list and the page's badge: Unmanaged
+    (ModelMesh: listed, not rolled out by RolloutUI), Degraded (KServe refuses the spec or cannot
+    read its ConfigMap, or a Deployment passed its progress deadline), Paused (a Deployment is),
     else Healthy once converged, Progressing until then."""
+    if view.get("managed") is False:
+        return phases.UNMANAGED
     if view.get("error") or any(d["progressDeadlineExceeded"] for d in view["deployments"]):
         return phases.DEGRADED
     if any(d["paused"] for d in view["deployments"]):
@@ -399,7 +414,7 @@ def _canary(parsed: InferenceService | None, status: Obj, by_name: dict[str, Obj
             if comp.canary_traffic_percent is not None:
                 entry = (status.get("components") or {}).get(kind) or {}
                 return {
-                    "mode": "Serverless",
+                    "mode": KNATIVE,
                     "component": kind,
                     "canaryTrafficPercent": comp.canary_traffic_percent,
                     "latestRevision": entry.get("latestReadyRevision"),

@@ -162,6 +162,8 @@ class Command(BaseCommand):
         except User.DoesNotExist:
             raise CommandError(f"user: no user named {o['user']!r} (choose one with --user)") from None
         self.output = o.get("output")
+        # Reads show what this user may see: secret-looking values masked unless they may operate.
+        self.user = user
         command = o["command"]
         # Whoever runs this command can act as any user (it has the database): the audit also names
         # the operating-system account that ran it.
@@ -377,7 +379,7 @@ class Command(BaseCommand):
 
     def do_diff(self, o: dict[str, Any]) -> None:
         namespace, name = _target(o["target"])
-        d = state.revision_diff(namespace, name, o["from_revision"], o["to_revision"])
+        d = state.revision_diff(namespace, name, o["from_revision"], o["to_revision"], user=self.user)
         lines = [f"revision {d['from']['number']} ({d['from']['hash']}) -> {d['to']['number']} ({d['to']['hash']})"]
         for c in d["changes"]:
             lines.append(f"  {c['change']:<8} {c['path']}: {json.dumps(c.get('from'))} -> {json.dumps(c.get('to'))}")
@@ -408,7 +410,7 @@ class Command(BaseCommand):
             for r in records
         ]
         self.emit(
-            [audit.record_json(r) for r in records],
+            [audit.record_json(r, reader=self.user) for r in records],
             _table(rows, ["WHEN", "WHO", "SOURCE", "ACTION", "MODELSERVING", "REVISIONS", "RESULT", "REASON"]),
         )
 

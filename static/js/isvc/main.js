@@ -56,12 +56,23 @@ function renderHeader(s) {
   byId("fact-converged").textContent = s.converged ? "yes" : "no";
   const banner = byId("error-banner");
   banner.hidden = !s.error;
-  if (s.error) mount(banner, h("b", null, "KServe refuses the spec: "), `${s.error.field}: ${s.error.rule}`);
+  if (s.error) {
+    const what = s.error.source === "configMap" ? "KServe cannot read its ConfigMap: " : "KServe refuses the spec: ";
+    mount(banner, h("b", null, what), `${s.error.field}: ${s.error.rule}`);
+  }
+  const unmanaged = byId("unmanaged-banner");
+  unmanaged.hidden = s.managed !== false;
+  if (s.managed === false) mount(unmanaged, h("b", null, "Not managed by RolloutUI: "), s.unmanagedReason || "");
+  // What KServe accepts and ignores (an unknown mode annotation, canaryTrafficPercent in Standard mode, ...).
+  const warnings = s.warnings || [];
+  const list = byId("warnings");
+  list.hidden = !warnings.length;
+  mount(list, warnings.map((w) => h("li", { "data-field": w.field }, h("b", null, "KServe ignores: "), `${w.field}: ${w.message}`)));
 }
 
 function canaryWords(canary) {
   if (!canary) return "none";
-  if (canary.mode === "Serverless") {
+  if (canary.mode === "Knative") {
     return `${canary.canaryTrafficPercent}% to ${canary.latestRevision || "the latest revision"} (stable ${canary.stableRevision || "—"})`;
   }
   return canary.canaries.map((c) => `${c.name} ${c.trafficPercent}%${c.ready ? "" : " (not Ready)"}`).join(", ");
@@ -98,7 +109,7 @@ function renderStrategy(s) {
   mount(
     byId("strategy"),
     h("p", { class: "muted small" }, "Mode: ", h("b", null, s.deploymentMode || "—"),
-      s.deploymentMode === "Serverless" ? " (Knative revisions: no rolling-update budget applies)" : ""),
+      s.deploymentMode === "Knative" ? " (Knative revisions: no rolling-update budget applies)" : ""),
     rows.length
       ? h(
           "table",
@@ -187,7 +198,7 @@ function renderComponents(s) {
           ),
         ),
         (d.replicaSets || []).map((rs) => {
-          // The revision its pods report: the Knative revision (Serverless) or the template hash.
+          // The revision its pods report: the Knative revision (Knative mode) or the template hash.
           const rev = d.knativeRevision || rs.hash || rs.name;
           return h(
             "div",
