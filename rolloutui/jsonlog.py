@@ -10,12 +10,25 @@ import json
 import logging
 from datetime import UTC, datetime
 
+from django.http import HttpRequest
+
 # Attributes every LogRecord has; anything else on a record came from `extra=` and is emitted.
 _STANDARD_ATTRS = frozenset(vars(logging.LogRecord("x", logging.INFO, "x", 0, "x", None, None)).keys()) | {
     "message",
     "asctime",
     "taskName",
 }
+
+
+def _loggable(value):
+    """A Django request (``django.request`` passes it with every 4xx and 5xx warning) as its method
+    and path with secret-looking query values masked: its ``str()`` holds the whole URL, a single
+    sign-on callback's ``code`` and ``state`` included."""
+    if isinstance(value, HttpRequest):
+        from rolloutui.middleware import masked_path
+
+        return f"{value.method} {masked_path(value)}"
+    return value
 
 
 class JSONFormatter(logging.Formatter):
@@ -28,7 +41,7 @@ class JSONFormatter(logging.Formatter):
         }
         for key, value in vars(record).items():
             if key not in _STANDARD_ATTRS and not key.startswith("_") and key not in entry:
-                entry[key] = value
+                entry[key] = _loggable(value)
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         if record.stack_info:

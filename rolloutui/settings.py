@@ -145,8 +145,10 @@ SESSION_COOKIE_AGE = _env_int("ROLLOUTUI_SESSION_SECONDS", 12 * 3600, minimum=60
 SESSION_EXPIRE_AT_BROWSER_CLOSE = True
 
 # Behind N reverse proxies that each append the address they saw to X-Forwarded-For (an Ingress:
-# 1), the audit and the login throttle take the client's address from that header
-# (rolloutui/services/origin.py has a worked example); 0 (the default) uses the peer address.
+# 1), the client's address is the N-th entry from the right of that header; 0 (the default) ignores
+# the header and uses the peer address. One function decides it (origin.client_ip) for the audit,
+# the access log, the rate limits and the sign-in lockout (rolloutui/services/origin.py has a worked
+# example). Daphne runs without --proxy-headers, so the peer address is the TCP peer's.
 ROLLOUTUI_TRUSTED_PROXIES = _env_int("ROLLOUTUI_TRUSTED_PROXIES", 0)
 
 # --- Security headers --------------------------------------------------------------------------
@@ -411,8 +413,8 @@ AUTHENTICATION_BACKENDS = [
 
 # Login throttling (django-axes): after AXES_FAILURE_LIMIT failed sign-ins for one user name from one
 # address, that pair is refused (429) for ROLLOUTUI_LOGIN_COOLOFF_MINUTES. Counting the pair, not the
-# name alone, means an attacker cannot lock a colleague out from elsewhere; the DRF throttle on
-# POST /api/auth/token/ also bounds tries per address across names.
+# name alone, means an attacker cannot lock a colleague out from elsewhere; the rates "login" (the
+# sign-in form) and "token" (POST /api/auth/token/) bound tries per address across names.
 AXES_FAILURE_LIMIT = _env_int("ROLLOUTUI_LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = _env_int("ROLLOUTUI_LOGIN_COOLOFF_MINUTES", 15, minimum=1) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
@@ -504,6 +506,9 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "preview": _env("ROLLOUTUI_PREVIEW_RATE", "6/min") or "6/min",
         "token": _env("ROLLOUTUI_TOKEN_RATE", "10/min") or "10/min",
+        # Sign-in form attempts per client address, whatever user name each tries
+        # (rolloutui.throttling.SignInAddressThrottle); the lockout above counts a name and address.
+        "login": _env("ROLLOUTUI_LOGIN_RATE", "10/min") or "10/min",
     },
 }
 

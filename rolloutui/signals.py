@@ -5,7 +5,8 @@ OIDC callback) -> one ``AuditRecord`` each, namespace and name empty:
 
 - ``login`` (ok) with the method (session, oidc) and the client's address;
 - ``login_failed`` (error) naming the user name tried (never the password) - also for attempts
-  refused because django-axes locked the name and address out;
+  refused because django-axes locked the name and address out, or because the address went over
+  the sign-in rate (``record_throttled_sign_in``, called by the sign-in view);
 - ``logout``.
 
 A saved user whose password hash changed loses every API token (django-rest-knox) and a
@@ -63,6 +64,19 @@ def _login_failed(sender, credentials, request=None, **kwargs):
         method="token" if _source(request) == "api" else "session",
         details={"lockedOut": locked},
         error=error,
+    )
+
+
+def record_throttled_sign_in(request, tried: str) -> None:
+    """A sign-in refused by the per-address rate (rolloutui.throttling.SignInAddressThrottle) before
+    any password was checked: audited like a failed one, marked ``throttled``."""
+    _record(
+        request,
+        str(tried or "")[:150],
+        "login_failed",
+        method="session",
+        details={"lockedOut": False, "throttled": True},
+        error=PermissionError("too many sign-in attempts from this address"),
     )
 
 

@@ -4,6 +4,7 @@ project runs (sign-in, health, metrics, API docs) before and while they are bein
 from __future__ import annotations
 
 import importlib.util
+import math
 
 from django.conf import settings
 from django.contrib import admin
@@ -15,6 +16,8 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from mozilla_django_oidc import views as oidc_views
 
 from rolloutui import health
+from rolloutui.signals import record_throttled_sign_in
+from rolloutui.throttling import SignInAddressThrottle
 
 
 def _oidc(view):
@@ -59,9 +62,28 @@ def handler500(request):
 
 
 class LoginView(auth_views.LoginView):
-    """Django's sign-in page, with a single sign-on button when OIDC is on."""
+    """Django's sign-in page, with a single sign-on button when OIDC is on. Attempts are limited per
+    client address across user names (``SignInAddressThrottle``, rate ``login``), before the form
+    and django-axes see them."""
 
     redirect_authenticated_user = True
+
+    def post(self, request, *args, **kwargs):
+        throttle = SignInAddressThrottle()
+        if throttle.allow_request(request, self):
+            return super().post(request, *args, **kwargs)
+        record_throttled_sign_in(request, request.POST.get("username", ""))
+        seconds = max(1, math.ceil(throttle.wait() or 1))
+        response = self.render_to_response(
+            {
+                **self.get_context_data(form=self.get_form_class()(request)),
+                "lockout": f"Too many sign-in attempts from this address: try again in {seconds} seconds.",
+            },
+            status=429,
+        )
+        # RFC 9110: how long to wait before the next attempt, as DRF's throttled answers say it too.
+        response["Retry-After"] = str(seconds)
+        return response
 
     def get_context_data(self, **kwargs):
         return {**super().get_context_data(**kwargs), "oidc_enabled": settings.ROLLOUTUI_OIDC_ENABLED}

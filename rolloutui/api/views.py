@@ -27,7 +27,6 @@ from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from controller.core.ports import NotFound
@@ -49,6 +48,7 @@ from rolloutui.services import (
 )
 from rolloutui.services.controls import ControlDenied
 from rolloutui.services.controls import audit as write_audit
+from rolloutui.throttling import ScopedRateThrottle
 
 from . import serializers as s
 from .parsers import check_depth

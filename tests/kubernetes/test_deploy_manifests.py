@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import functools
 import glob
+import os
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,37 @@ def test_daphne_refuses_incoming_websocket_frames_far_below_its_message_size():
     command = next(c for c in containers_of(web) if c["name"] == "web")["command"]
     frame = int(_option(command, "--websocket-max-frame-size"))
     assert 4 * 4096 <= frame < int(_option(command, "--websocket-max-message-size"))
+
+
+def _shipped_daphne_commands() -> dict[str, list[str]]:
+    """Every Daphne command line deploy/ ships: the web Deployment's and the image's default CMD
+    (the chart's is compared with the Deployment's by test_helm_chart.py)."""
+    import json
+    import re
+
+    web = next(d for d in by_kind("Deployment") if d["metadata"]["name"] == "rolloutui-web")
+    cmd = re.search(r"^CMD (\[.*\])$", (DEPLOY / "Dockerfile").read_text(), re.MULTILINE)
+    return {
+        "deploy/web.yaml": next(c for c in containers_of(web) if c["name"] == "web")["command"],
+        "deploy/Dockerfile": json.loads(cmd.group(1)),
+    }
+
+
+@pytest.mark.parametrize("where", ["deploy/web.yaml", "deploy/Dockerfile"])
+def test_daphne_takes_the_peer_address_and_keeps_no_access_log_of_whole_urls(where):
+    # Hardening finding: with --proxy-headers Daphne puts the leftmost X-Forwarded-For entry (the one
+    # the client chose) in the ASGI scope's client, which Django serves as REMOTE_ADDR. Without it the
+    # peer is the TCP peer, and origin.client_ip alone reads X-Forwarded-For, as far as
+    # ROLLOUTUI_TRUSTED_PROXIES trusts it. Daphne's access log (on at its default verbosity) writes
+    # whole URLs, a sign-on callback's code included; rolloutui.access logs them masked instead.
+    from daphne.cli import CommandLineInterface
+
+    command = _shipped_daphne_commands()[where]
+    assert command[0] == "daphne"
+    args = CommandLineInterface().parser.parse_args(command[1:])
+    assert args.proxy_headers is False
+    assert args.access_log == os.devnull
+    assert args.application == "rolloutui.asgi:application"
 
 
 def test_the_web_is_probed_on_healthz_and_readyz_and_exposed_by_a_service():
@@ -441,7 +473,9 @@ def kthena_samples() -> list[tuple[str, dict[str, Any]]]:
 
 
 def scenario_samples() -> list[tuple[str, dict[str, Any]]]:
-    return [(Path(p).name, yaml.safe_load(Path(p).read_text())["modelServing"]) for p in SCENARIOS]
+    # Scenarios of an InferenceService carry no ModelServing.
+    loaded = [(Path(p).name, yaml.safe_load(Path(p).read_text())) for p in SCENARIOS]
+    return [(name, doc["modelServing"]) for name, doc in loaded if "modelServing" in doc]
 
 
 @pytest.mark.parametrize("name_doc", kthena_samples(), ids=lambda nd: nd[0])
