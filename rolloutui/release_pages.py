@@ -9,10 +9,11 @@ as JSON (``json_script`` "releases-data"), the registry's description of the rel
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required, permission_required
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
 
-from rolloutui.services import actions
+from rolloutui.services import access, actions
 from rolloutui.services.releases import records
 
 VIEW = "rolloutui.view_modelserving"
@@ -20,27 +21,31 @@ OPERATE = "rolloutui.operate_modelserving"
 HISTORY = 100
 
 
-def page_data() -> dict:
-    """Everything the Releases page shows (also what it re-reads from the API)."""
+def page_data(user) -> dict:
+    """Everything the Releases page shows to ``user`` (also what it re-reads from the API): the
+    records of the namespaces they may view (``records.visible_namespaces``)."""
+    within = records.visible_namespaces(user)
     return {
-        "environments": [records.environment_json(env) for env in records.environments()],
+        "environments": [records.environment_json(env) for env in records.environments(within)],
         "versions": [records.model_version_json(mv, with_deployments=False) for mv in records.model_versions()],
-        "history": [records.release_json(dr) for dr in records.releases()[:HISTORY]],
+        "history": [records.release_json(dr) for dr in records.releases(within=within)[:HISTORY]],
     }
 
 
 @login_required
-@permission_required(VIEW, raise_exception=True)
 def releases(request):
+    # As the list page: the view permission somewhere (a namespace grant is enough).
+    if not access.anywhere(request.user, VIEW):
+        raise PermissionDenied(f"{request.user.get_username()} may not view release records")
     return render(
         request,
         "releases/index.html",
         {
-            "data": page_data(),
+            "data": page_data(request.user),
             "boot": {
                 "user": request.user.get_username(),
-                "canOperate": request.user.has_perm(OPERATE),
-                "canApprove": request.user.has_perm(records.APPROVE),
+                "canOperate": access.anywhere(request.user, OPERATE),
+                "canApprove": access.everywhere(request.user, records.APPROVE),
                 "api": {
                     "versions": "/api/model-versions/",
                     "environments": "/api/environments/",

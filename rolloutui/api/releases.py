@@ -14,6 +14,11 @@
 The release actions (approve, deprecate, deploy, rollback-release, promote-release) are routed
 from the action registry like every control (``urls._control_routes``). Thin views: the services
 validate (a ``ControlError`` becomes a 400 naming the field) and shape the JSON.
+
+Reads follow the namespace grants (``records.visible_namespaces``): lists hold the records of the
+namespaces the user may view, and a record of another namespace answers 404 (an environment none
+of whose targets the user may view, a release or its change: ``ServiceView.initial`` checks the
+path's namespace).
 """
 
 from __future__ import annotations
@@ -51,12 +56,18 @@ def _created(record, key: str, value) -> Response:
     return Response({"audit": AuditRecordSerializer(record).data, key: value}, status=status.HTTP_201_CREATED)
 
 
+def shown_version(user, mv, *, with_deployments: bool = False) -> dict:
+    """A model version as ``user`` may see it: its releases in the namespaces they may view."""
+    within = records.visible_namespaces(user) if with_deployments else None
+    return records.model_version_json(mv, with_deployments=with_deployments, within=within)
+
+
 @extend_schema(tags=["releases"])
 class ModelVersionList(_Records):
     @extend_schema(parameters=[rs.ModelVersionQuerySerializer], responses=rs.ModelVersionSerializer(many=True))
     def get(self, request):
         q = self.validated(rs.ModelVersionQuerySerializer, request.query_params)
-        return self.paginated(request, records.model_versions(**q), records.model_version_json)
+        return self.paginated(request, records.model_versions(**q), lambda mv: shown_version(request.user, mv))
 
     @extend_schema(request=rs.ModelVersionCreateSerializer, responses={201: rs.ModelVersionResultSerializer})
     def post(self, request):
@@ -75,14 +86,16 @@ class ModelVersionDetail(ServiceView):
 
     @extend_schema(responses=rs.ModelVersionSerializer)
     def get(self, request, model, version):
-        return Response(records.model_version_json(records.get_model_version(model, version), with_deployments=True))
+        mv = records.get_model_version(model, version)
+        return Response(shown_version(request.user, mv, with_deployments=True))
 
 
 @extend_schema(tags=["releases"])
 class EnvironmentList(_Records):
     @extend_schema(responses=rs.EnvironmentSerializer(many=True))
     def get(self, request):
-        return self.paginated(request, records.environments(), records.environment_json)
+        within = records.visible_namespaces(request.user)
+        return self.paginated(request, records.environments(within), records.environment_json)
 
     @extend_schema(request=rs.EnvironmentCreateSerializer, responses={201: rs.EnvironmentResultSerializer})
     def post(self, request):
@@ -97,7 +110,7 @@ class EnvironmentDetail(ServiceView):
     @extend_schema(responses=rs.EnvironmentSerializer)
     def get(self, request, name):
         try:
-            env = records.environments().get(name=name)
+            env = records.environments(records.visible_namespaces(request.user)).get(name=name)
         except records.Environment.DoesNotExist:
             raise exceptions.NotFound(f"environment {name} does not exist") from None
         return Response(records.environment_json(env))
@@ -108,7 +121,8 @@ class ReleaseList(_Records):
     @extend_schema(parameters=[rs.ReleaseQuerySerializer], responses=rs.ReleaseSerializer(many=True))
     def get(self, request):
         q = self.validated(rs.ReleaseQuerySerializer, request.query_params)
-        return self.paginated(request, records.releases(**q), records.release_json)
+        within = records.visible_namespaces(request.user)
+        return self.paginated(request, records.releases(**q, within=within), records.release_json)
 
     @extend_schema(request=rs.ReleaseCreateSerializer, responses={201: rs.ReleaseResultSerializer})
     def post(self, request):

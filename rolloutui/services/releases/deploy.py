@@ -3,7 +3,8 @@
 Place in the flow: the action registry (``rolloutui.services.actions``) routes ``deploy``,
 ``rollback-release`` and ``promote-release`` here from the API, the CLI and the pages. Each:
 
-1. checks the permission (``rolloutui.operate_modelserving``), the reason and the approval rule
+1. checks the permission (``rolloutui.operate_modelserving`` in the release's namespace, and for a
+   promotion in the destination's too), the reason and the approval rule
    (an environment that requires approval takes only an Approved version; a rollback may restore a
    version that was approved and later deprecated);
 2. writes the release's whole content (image, model, schema, config, resources: see
@@ -318,12 +319,15 @@ def _release_action(
         user, action=action, namespace=namespace, name=name, reason=reason, source=source, details=details
     ) as control:
         check_source(source)
-        check_permission(user, controls.PERMISSION)
+        check_permission(user, controls.PERMISSION, namespace=namespace)
         why = check_reason(reason)
         with transaction.atomic():
             dr = prepare()
-            # Where the release goes (a promotion goes to another environment's ModelServing).
+            # Where the release goes (a promotion goes to another environment's ModelServing): the
+            # user must operate there too; a refusal rolls back what ``prepare`` planned.
             control.namespace, control.name = dr.target.namespace, dr.target.name
+            if dr.target.namespace != namespace:
+                check_permission(user, controls.PERMISSION, namespace=dr.target.namespace)
             live = records.active_release(dr.target)
             details["release"] = {"number": dr.number, "version": dr.model_version.key, "env": dr.environment.name}
             details["replaces"] = (

@@ -10,6 +10,12 @@ them with ``json_script``).
 Audit records of release actions name the ModelServing a release targets (``namespace``/``name``),
 so they appear in that ModelServing's audit panel; records about a model version alone (register,
 approve, deprecate) have an empty namespace and the name ``<model>:<version>``.
+
+Who sees what (``within``, from ``visible_namespaces``: the namespaces a user may view, None for
+every one), the same rule as ModelServings (``services.access``): a release and a target belong to
+the target's namespace; an environment is listed when it has a target the user may view, with
+those targets only. Model versions are not namespaced (the registry is shared): anyone who may
+view somewhere lists them, but a version's releases are those of the namespaces the user may view.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Max, Q, QuerySet
+from django.db.models import Max, Prefetch, Q, QuerySet
 from django.utils import timezone
 
 from controller.core.controls import ControlError
@@ -27,11 +33,21 @@ from rolloutui.releases import contract
 from rolloutui.releases.models import DeploymentRevision, Environment, ModelVersion, Target
 from rolloutui.releases.permissions import APPROVE_PERMISSION
 
-from .. import controls
+from .. import access, controls
 from ..controls import audited, check_permission, check_reason, check_source, username
 
 OPERATE = controls.PERMISSION
 APPROVE = APPROVE_PERMISSION
+VIEW = "rolloutui.view_modelserving"
+
+
+def target_namespaces() -> set[str]:
+    return set(Target.objects.values_list("namespace", flat=True))
+
+
+def visible_namespaces(user) -> set[str] | None:
+    """Where ``user`` may see release records: None for every namespace, else the set."""
+    return access.namespaces(user, VIEW, target_namespaces)
 
 
 # -- JSON shapes ------------------------------------------------------------------------------------------
@@ -41,7 +57,10 @@ def _when(value) -> str | None:
     return value.isoformat() if value else None
 
 
-def model_version_json(mv: ModelVersion, *, with_deployments: bool = False) -> dict[str, Any]:
+def model_version_json(
+    mv: ModelVersion, *, with_deployments: bool = False, within: set[str] | None = None
+) -> dict[str, Any]:
+    """``within``: the namespaces whose releases are listed under ``deployments`` (None: all)."""
     out = {
         "key": mv.key,
         **mv.contract_values(),
@@ -61,6 +80,8 @@ def model_version_json(mv: ModelVersion, *, with_deployments: bool = False) -> d
     }
     if with_deployments:
         rows = mv.deployments.select_related("target", "environment").order_by("-created_at", "-id")
+        if within is not None:
+            rows = rows.filter(target__namespace__in=within)
         out["deployments"] = [release_summary(dr) for dr in rows]
     return out
 
@@ -184,15 +205,26 @@ def parse_version_key(value: Any, field: str = "modelVersion") -> tuple[str, str
     return contract.model_name(model, field), contract.version_name(version, field)
 
 
-def environments() -> QuerySet[Environment]:
-    return Environment.objects.prefetch_related("targets")
+def environments(within: set[str] | None = None) -> QuerySet[Environment]:
+    """Environments with their targets; ``within`` (a set of namespaces): only environments with a
+    target there, each with those targets only."""
+    if within is None:
+        return Environment.objects.prefetch_related("targets")
+    return (
+        Environment.objects.filter(targets__namespace__in=within)
+        .distinct()
+        .prefetch_related(Prefetch("targets", queryset=Target.objects.filter(namespace__in=within)))
+    )
 
 
-def get_environment(name: str, field: str = "environment") -> Environment:
+def get_environment(name: str, field: str = "environment", *, within: set[str] | None = None) -> Environment:
+    """The environment called ``name``; ``within``: among those a user with these namespaces sees
+    (``environments``), so one they may not see does not exist for them, nor is it listed."""
+    rows = environments(within)
     try:
-        return Environment.objects.get(name=name)
+        return rows.get(name=name)
     except Environment.DoesNotExist:
-        known = ", ".join(Environment.objects.values_list("name", flat=True)) or "none"
+        known = ", ".join(rows.values_list("name", flat=True)) or "none"
         raise ControlError(f"environment {name!r} does not exist (environments: {known})", field=field) from None
 
 
@@ -204,8 +236,13 @@ def releases(
     namespace: str | None = None,
     name: str | None = None,
     status: str | None = None,
+    within: set[str] | None = None,
 ) -> QuerySet[DeploymentRevision]:
+    """Releases matching every given filter; ``within``: only those whose target is in one of these
+    namespaces (None: all)."""
     rows = _releases()
+    if within is not None:
+        rows = rows.filter(target__namespace__in=within)
     filters = {
         "environment__name": environment,
         "model_version__model": model,
@@ -482,15 +519,20 @@ def create_release(user, values: Mapping[str, Any], *, source: str):
         user, action="create_release", namespace="", name="", reason=reason, source=source, details=details
     ) as control:
         check_source(source)
-        check_permission(user, OPERATE)
+        # Operate somewhere first (a viewer learns nothing more), then where the release goes:
+        # environments and targets the user may not view do not exist for them.
+        if not access.anywhere(user, OPERATE):
+            check_permission(user, OPERATE)
         allowed = ("environment", "modelVersion", "target", "resourceProfile", "config", "reason")
         unknown = sorted(set(values) - set(allowed))
         if unknown:
             raise ControlError(f"{unknown[0]} is not a field of a release ({', '.join(allowed)})", field=unknown[0])
         why = check_reason(reason)
-        env = get_environment(contract.text(values.get("environment"), "environment"))
+        within = visible_namespaces(user)
+        env = get_environment(contract.text(values.get("environment"), "environment"), within=within)
         target = target_in(env, values.get("target"))
         control.namespace, control.name = target.namespace, target.name
+        check_permission(user, OPERATE, namespace=target.namespace)
         model, version = parse_version_key(values.get("modelVersion"))
         try:
             mv = get_model_version(model, version)
@@ -567,6 +609,7 @@ def _approval(user, model: str, version: str, *, reason: Any, source: str, to: s
 
 
 __all__ = [
+    "VIEW",
     "active_release",
     "approve",
     "create_environment",
@@ -587,5 +630,7 @@ __all__ = [
     "releases",
     "releases_of_modelserving",
     "target_in",
+    "target_namespaces",
     "target_of",
+    "visible_namespaces",
 ]
