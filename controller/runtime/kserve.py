@@ -8,15 +8,18 @@ cluster ``supported(cluster)`` is False and the reads say so.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from controller.core.kserve import apps
+from controller.core.kserve import apps, handover
 from controller.core.kserve.config import CONFIG_MAP_NAME, CONFIG_MAP_NAMESPACE, DeployConfig, from_config_map
 from controller.core.kserve.view import inferenceservice_view
-from controller.core.ports import NotFound, RouterPort
+from controller.core.ports import ClusterError, NotFound, RouterPort
 
 from .backend import get_clock, get_cluster, get_router
 from .state import in_flight_of
+
+log = logging.getLogger(__name__)
 
 KIND = "InferenceService"
 NOT_SUPPORTED = "this cluster adapter does not read InferenceServices yet"
@@ -63,3 +66,36 @@ def inferenceservice_state(
     config = config if config is not None else deploy_config(cluster)
     now = get_clock().now() if now is None else now
     return inferenceservice_view(isvc, deployments, rss, pods, config, now, in_flight=in_flight)
+
+
+def advance_handovers(*, cluster: Any = None) -> list[dict[str, Any]]:
+    """Take the next step of every promote or rollback of a Standard-mode canary the product is
+    handing over (``controller.core.kserve.handover``) whose current step KServe has done. Called
+    after every tick of the simulated cluster and at every resync, so a step waits at most one
+    resync (30 s) on Kubernetes. The patch carries the resourceVersion it was decided on: a user
+    who changed the InferenceService meanwhile wins, and the next pass decides again.
+    Returns what it did: ``[{namespace, name, step}]``."""
+    cluster = cluster or get_cluster()
+    if not supported(cluster):
+        return []
+    done = []
+    config = None
+    for isvc in cluster.list_objects(KIND):
+        if handover.ANNOTATION not in apps.annotations(isvc):
+            continue
+        meta = apps.meta(isvc)
+        namespace, name = meta.get("namespace") or "default", apps.name(isvc)
+        config = config if config is not None else deploy_config(cluster)
+        deployments = cluster.list_objects("Deployment", namespace, owner=name)
+        patch, step = handover.advance(isvc, deployments, config)
+        if patch is None:
+            continue
+        try:
+            cluster.patch_object(KIND, namespace, name, patch, resource_version=meta.get("resourceVersion"))
+        except ClusterError as err:
+            # Conflict, NotFound, or an API server error: nothing was changed, the next pass decides again.
+            log.info("handover of %s/%s not advanced: %s", namespace, name, err)
+            continue
+        log.info("handover of %s/%s: step %s", namespace, name, step)
+        done.append({"namespace": namespace, "name": name, "step": step})
+    return done

@@ -4,6 +4,8 @@
   the safety net for any lost message.
 - ``sim_tick()`` every ``TICK_SECONDS`` on the simulated backend: one step of the simulated
   cluster's physics (``controller.simcluster.database.tick``), skipped while another tick still runs.
+  Both then take the next step of any canary promote or rollback handed over in steps
+  (``kserve.advance_handovers``).
 - ``cleanup_records()`` every ``CLEANUP_SECONDS``: the bounded retention of request records
   (``controller.records.store.cleanup``; ``ROLLOUTUI_RECORDS_RETENTION_SECONDS`` and
   ``ROLLOUTUI_AGGREGATES_RETENTION_SECONDS``), on the controller's clock.
@@ -20,7 +22,7 @@ from controller.models import SimObject
 from controller.records import store as records_store
 from controller.simcluster.database.tick import tick
 
-from . import enqueue, hooks, redisconn
+from . import enqueue, hooks, kserve, redisconn
 from .backend import backend_name, get_clock, get_cluster, sim_cluster
 from .locks import SimpleLock
 from .reconciler import maybe_queue_depth
@@ -43,6 +45,7 @@ def resync() -> int:
         enqueue.send(namespace, name)
     maybe_queue_depth(redisconn.state_redis())
     hooks.run_resync_hooks()
+    kserve.advance_handovers()
     return len(keys)
 
 
@@ -58,6 +61,9 @@ def sim_tick() -> dict[str, Any]:
         # One reconcile per ModelServing whose pods the tick moved, sent when the tick is over.
         with enqueue.coalesced():
             report = tick(sim_cluster(actor="kubelet"))
+        # The promotes and rollbacks handed over in steps: their next step as soon as the tick
+        # made KServe finish the current one, not at the next resync.
+        report["handovers"] = kserve.advance_handovers()
     finally:
         if lock is not None:
             lock.release()

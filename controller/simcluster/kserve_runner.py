@@ -10,7 +10,9 @@ dashboard and the REST API use), built after every instant at which any object c
 - ``setImage``, ``patch``, ``promote``, ``rollback`` patch it through
   ``controller.core.kserve.controls`` (what a user of KServe changes), with the change cause as an
   annotation; ``rollback`` with ``toRevision`` restores the component's pod template of that
-  revision;
+  revision. A Standard-mode canary's ``promote`` and ``rollback`` go in the product's steps
+  (``controller.core.kserve.handover``): the runner takes the next one as the product would, as
+  soon as KServe has done the current one, and records it as a ``handover`` action;
 - ``pause``/``resume`` set ``spec.paused`` on its Deployments (Standard mode);
 - ``deletePods``, ``failNode``, ``addNodes``: the faults; ``restartController`` restarts the
   simulated controllers (their queues are lost; they start again from a full list).
@@ -27,7 +29,7 @@ from typing import Any
 
 from controller.core import naming
 from controller.core.controls import ControlError
-from controller.core.kserve import apps, controls
+from controller.core.kserve import apps, controls, handover
 from controller.core.kserve.view import inferenceservice_view
 from controller.core.ports import ClusterError, NotFound, Obj
 
@@ -70,6 +72,7 @@ class InferenceServiceRunner:
         self.last_event_at = max((e.at for e in scenario.events), default=0.0)
         self._end_timer = None
         self._frame_pending = False
+        self._handover_pending = False
         self.store.add_listener(self._on_change)
 
     # -- observing ------------------------------------------------------------------------------------
@@ -80,6 +83,11 @@ class InferenceServiceRunner:
         if not self._frame_pending:
             self._frame_pending = True
             self.loop.call_later(0, self._frame)
+        # The product watches the InferenceService it is handing over (a promote or rollback in
+        # steps) and takes the next step as soon as KServe has done the current one.
+        if not self._handover_pending:
+            self._handover_pending = True
+            self.loop.call_later(0, self._advance_handover)
 
     def _record_action(self, change: Change) -> None:
         now = self.loop.now()
@@ -150,6 +158,29 @@ class InferenceServiceRunner:
         self.trace.offer_isvc_frame(self.loop.now(), view, force=force)
         self._check_convergence(view)
 
+    def _advance_handover(self) -> None:
+        self._handover_pending = False
+        try:
+            isvc = self._isvc()
+        except NotFound:
+            return
+        if handover.ANNOTATION not in apps.annotations(isvc):
+            return
+        deployments = self.store.list_objects(DEPLOYMENT, self.namespace, owner=self.name)
+        patch, step = handover.advance(isvc, deployments, kservectl.read_deploy_config(self.store))
+        if patch is None:
+            return
+        ongoing = handover.read(isvc)
+        previous, self.store.actor = self.store.actor, "rolloutui"
+        try:
+            self.store.patch_object(INFERENCESERVICE, self.namespace, self.name, patch)
+        finally:
+            self.store.actor = previous
+        action = {"verb": "handover", "step": step}
+        if ongoing is not None:
+            action.update(action=ongoing.action, canary=ongoing.canary)
+        self.trace.action(self.loop.now(), action)
+
     # -- convergence ----------------------------------------------------------------------------------
 
     def _check_convergence(self, view: dict[str, Any]) -> None:
@@ -211,6 +242,12 @@ class InferenceServiceRunner:
             isvc = self._isvc()
             if e.do == "rollback" and "toRevision" in e.args:
                 patch = self._rollback_to_revision(isvc, config, e)
+            elif e.do == "promote":
+                patch = handover.begin_promote(isvc, config, canary=e.args.get("canary"))
+            elif e.do == "rollback":
+                patch = handover.begin_rollback(
+                    isvc, config, canary=e.args.get("canary"), component=e.args.get("component", "predictor")
+                )
             else:
                 patch = isvc_control_patch(isvc, e, config)
             cause = f"simulate: {e.do}" + (f": {e.reason}" if e.reason else "")

@@ -217,6 +217,8 @@ def isvc_frame(t: float, view: dict[str, Any]) -> dict[str, Any]:
     }
     if view.get("canary"):
         frame["canary"] = view["canary"]
+    if view.get("handover"):
+        frame["handover"] = view["handover"]
     return frame
 
 

@@ -9,7 +9,10 @@ ModelServing ones (``services.controls``):
 2. builds the change with the pure core (``controller.core.kserve.controls``): what a KServe user
    would change, never a fight with KServe's controller. ``set-image``, ``canary``, ``promote`` and
    ``rollback`` are JSON merge patches of the InferenceService (with the change-cause annotation),
-   applied with its resourceVersion as a precondition and rebuilt from a fresh read on ``Conflict``;
+   applied with its resourceVersion as a precondition and rebuilt from a fresh read on ``Conflict``.
+   A Standard-mode ``promote`` or ``rollback`` patches only its first step: the product hands the
+   traffic over in steps that keep the predictor's capacity (``controller.core.kserve.handover``),
+   the next ones taken by the periodic passes (``controller.runtime.kserve.advance_handovers``);
    ``pause``/``resume`` patch its Deployments' ``spec.paused`` as ``kubectl rollout pause`` does
    (Standard mode only: Knative owns a Serverless InferenceService's Deployments);
 3. writes an ``AuditRecord`` (also when refused or failed) whose ``from``/``to`` are the
@@ -28,7 +31,7 @@ from typing import Any
 
 from controller.core import naming
 from controller.core.controls import ControlError
-from controller.core.kserve import apps
+from controller.core.kserve import apps, handover
 from controller.core.kserve import controls as core
 from controller.core.mergepatch import copy_json, diff
 from controller.core.ports import Conflict, NotFound
@@ -171,7 +174,7 @@ def promote(user, namespace: str, name: str, *, canary: str | None = None, reaso
         "isvc_promote",
         reason,
         source,
-        lambda isvc, config: core.promote(isvc, config, canary=canary),
+        lambda isvc, config: handover.begin_promote(isvc, config, canary=canary),
         {"canary": canary},
     )
 
@@ -194,7 +197,7 @@ def rollback(
         "isvc_rollback",
         reason,
         source,
-        lambda isvc, config: core.rollback(isvc, config, canary=canary, component=component),
+        lambda isvc, config: handover.begin_rollback(isvc, config, canary=canary, component=component),
         {"canary": canary, "component": component},
     )
 
@@ -260,8 +263,8 @@ def availability(isvc: dict[str, Any], deployments: list[dict[str, Any]], config
     return {
         "isvc_set_image": _reason(lambda: core.parsed(isvc, config)),
         "isvc_canary": _reason(lambda: core.parsed(isvc, config)),
-        "isvc_promote": _reason(lambda: core.promote(isvc, config)),
-        "isvc_rollback": _reason(lambda: core.rollback(isvc, config)),
+        "isvc_promote": _reason(lambda: handover.begin_promote(isvc, config)),
+        "isvc_rollback": _reason(lambda: handover.begin_rollback(isvc, config)),
         "isvc_pause": _reason(lambda: pausable(True)),
         "isvc_resume": _reason(lambda: pausable(False)),
     }

@@ -11,6 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from controller.runtime import kserve as runtime_kserve
 from controller.simcluster import kservectl
 from controller.simcluster.database.store import DatabaseCluster
 from controller.simcluster.database.tick import tick
@@ -42,10 +43,15 @@ def make_cluster(mode: str | None = None) -> DatabaseCluster:
     return cluster
 
 
-def settle(cluster: DatabaseCluster, seconds: int = 60) -> None:
+def settle(cluster: DatabaseCluster, seconds: int = 60, *, each=None) -> None:
+    """``seconds`` ticks of the simulated cluster, each followed, as the live app's tick is, by the
+    next step of any promote or rollback handed over in steps."""
     for _ in range(seconds):
         cluster.clock.t += 1
         tick(cluster)
+        runtime_kserve.advance_handovers(cluster=cluster)
+        if each is not None:
+            each()
 
 
 @pytest.fixture
@@ -103,10 +109,28 @@ def test_a_standard_mode_canary_gets_its_weight_once_ready_and_promotion_makes_i
 
     resp = post(operator_client, "isvc-promote", {"reason": "v2 is good"})
     assert resp.status_code == 200, resp.content
+    # First step: the canary asks for the predictor's 4 replicas and the stable share.
+    (entry,) = spec(standard)["canary"]
+    assert (entry["predictor"]["minReplicas"], entry["trafficPercent"]) == (4, 100)
+    state = operator_client.get(BASE).json()
+    assert [(s["step"], s["state"]) for s in state["handover"]["steps"]] == [("scale", "active"), ("switch", "pending")]
+    assert state["controls"]["isvc_promote"] == "the promote of canary canary is in progress already (step scale)"
+    ready_counts = []
+
+    def count_ready():
+        ready_counts.append(
+            sum(
+                1
+                for i in operator_client.get(BASE).json()["instances"]
+                if i["state"] == "Ready" and i["component"] in ("predictor", "canary:canary")
+            )
+        )
+
+    settle(standard, each=count_ready)
+    assert min(ready_counts) >= 3  # 4 replicas - maxUnavailable 25% (1)
     after = spec(standard)
     assert "canary" not in after and after["predictor"]["model"]["image"] == "engine:v2"
     assert after["predictor"]["minReplicas"] == 4  # the stable predictor's replicas stay
-    settle(standard)
     state = operator_client.get(BASE).json()
     assert state["converged"] and state["canary"] is None
     assert state["controls"]["isvc_promote"] == "there is no canary (spec.canary is empty)"
@@ -225,6 +249,7 @@ def test_the_cli_starts_and_promotes_a_canary_audited_with_source_cli(operator, 
     assert spec(standard)["canary"][0]["trafficPercent"] == 30
     settle(standard)
     call_command("rollout", "isvc-promote", "default/llm", "--reason", "good", "--user", "operator", stdout=out)
+    settle(standard)
     assert spec(standard)["predictor"]["model"]["image"] == "engine:v2"
     records = AuditRecord.objects.filter(action__startswith="isvc_").order_by("id")
     assert [(r.action, r.source, r.result, r.actor_name) for r in records] == [

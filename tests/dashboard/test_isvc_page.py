@@ -11,6 +11,7 @@ import copy
 import pytest
 from playwright.sync_api import Page, expect
 
+from controller.runtime import kserve as runtime_kserve
 from controller.simcluster import kservectl
 from controller.simcluster.database.demo import DEMO_INFERENCESERVICE, KSERVE_DEPLOY
 from controller.simcluster.database.store import DatabaseCluster
@@ -44,9 +45,12 @@ def demo_isvc(db):
 
 
 def settle(cluster: DatabaseCluster, seconds: int = 60) -> None:
+    """Ticks of the simulated cluster, each followed (as the live app's tick is) by the next step
+    of a promote or rollback handed over in steps."""
     for _ in range(seconds):
         cluster.clock.t += 1
         tick(cluster)
+        runtime_kserve.advance_handovers(cluster=cluster)
 
 
 def isvc_spec(cluster):
@@ -94,14 +98,29 @@ def test_the_operator_sees_the_strategy_with_sources_starts_a_canary_and_promote
     shot(page, screenshot_dir / "isvc-3-canary-ready.png")
 
     run_action(page, "Promote canary", {}, "0.9.2 is as good")
+    # Promoting goes in steps: first the canary is scaled to the predictor's 4 pods (issue 31).
+    (entry,) = isvc_spec(demo_isvc)["canary"]
+    assert entry["predictor"]["minReplicas"] == 4
+    handover = page.get_by_test_id("handover")
+    expect(handover).to_be_visible()
+    expect(page.locator("#handover-title")).to_have_text("Promoting canary canary")
+    expect(handover.locator("li[data-step='scale'][data-state='active']")).to_contain_text(
+        "scale canary canary to 4 pods"
+    )
+    expect(handover.locator("li[data-step='switch'][data-state='pending']")).to_contain_text("becomes the predictor")
+    settle(demo_isvc, 5)
+    expect(handover.locator("li[data-step='scale']")).to_contain_text("of 4 pods available")
+    shot(page, screenshot_dir / "isvc-4-promoting.png")
+    settle(demo_isvc)
     spec = isvc_spec(demo_isvc)
     assert "canary" not in spec and spec["predictor"]["model"]["image"] == "vllm/vllm-openai:v0.9.2"
     settle(demo_isvc)
+    expect(handover).to_be_hidden()
     expect(page.get_by_test_id("fact-canary")).to_have_text("none")
     expect(page.locator("#fact-image")).to_have_text("vllm/vllm-openai:v0.9.2")
     expect(page.get_by_test_id("phase")).to_have_text("Healthy")
     expect(page.get_by_test_id("history").locator("tr[data-action='isvc_promote']")).to_contain_text("0.9.2 is as good")
-    shot(page, screenshot_dir / "isvc-4-promoted.png")
+    shot(page, screenshot_dir / "isvc-5-promoted.png")
     sources = [(r[0], r[1]) for r in site.requests]
     assert ("POST", "/api/inferenceservices/default/llm/isvc-canary") in sources
     assert ("POST", "/api/inferenceservices/default/llm/isvc-promote") in sources

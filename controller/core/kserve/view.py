@@ -39,7 +39,7 @@ from typing import Any
 from .. import gates, naming, phases
 from ..gates import instance_gates
 from ..observe import InstanceObs, parse_pod
-from . import apps
+from . import apps, handover
 from .config import KNATIVE, DeployConfig, current_mode_name
 from .errors import KServeError
 from .materialize import LABEL_CANARY, LABEL_COMPONENT
@@ -317,6 +317,8 @@ def inferenceservice_view(
         "traffic": traffic,
         "revisions": revisions,
         "canary": canary,
+        # A promote or rollback the product is taking in steps (None when there is none).
+        "handover": handover.describe(isvc, deployments, parsed),
         "blocked": blocked,
         "converged": bool(converged),
         "time": now,

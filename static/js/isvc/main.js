@@ -172,6 +172,26 @@ function renderWaits(s) {
   );
 }
 
+// -- Handover: a canary's promote or rollback in steps (core.kserve.handover) -----------------------
+function renderHandover(s) {
+  const handover = s.handover;
+  byId("handover-panel").hidden = !handover;
+  if (!handover) return;
+  byId("handover-title").textContent = `${handover.action === "promote" ? "Promoting" : "Rolling back"} canary ${handover.canary}`;
+  mount(
+    byId("handover-steps"),
+    handover.steps.map((step) =>
+      h(
+        "li",
+        { "data-step": step.step, "data-state": step.state },
+        h("b", null, step.state === "active" ? "Now: " : "Then: "),
+        step.title,
+        step.waiting ? h("span", { class: "muted" }, ` (${step.waiting})`) : null,
+      ),
+    ),
+  );
+}
+
 // -- Components, ReplicaSets and pods -------------------------------------------------------------
 function renderComponents(s) {
   const pods = new Map((s.instances || []).map((i) => [i.pod, i]));
@@ -407,6 +427,7 @@ function apply(next) {
   renderStrategy(state);
   renderTraffic(state);
   renderWaits(state);
+  renderHandover(state);
   renderComponents(state);
   renderControls(state);
   sample(state);
