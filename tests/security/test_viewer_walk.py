@@ -54,7 +54,7 @@ NAMESPACE = "vault"
 MS_NAME = "chat"
 ISVC_NAME = "llm"
 ENVIRONMENT = "staging"
-MODEL, VERSION = "chat-llm", "v1"
+MODEL, VERSION, VERSION_2 = "chat-llm", "v1", "v2"
 
 
 # -- The secrets -----------------------------------------------------------------------------------------------
@@ -86,6 +86,7 @@ class Secrets:
     isvc_api_key_flag: str = marker("isvc-api-key-flag")
     isvc_hf_token_flag: str = marker("isvc-hf-token-flag")
     artifact_uri: str = marker("artifact-uri")
+    artifact_uri_v2: str = marker("artifact-uri-v2")
 
     def named(self) -> dict[str, str]:
         return dict(vars(self))
@@ -159,7 +160,7 @@ class World:
     operator: object
     viewer: object
     granted_viewer: object
-    release_number: int
+    releases: tuple[int, ...]
     preview_job: str
 
 
@@ -173,6 +174,7 @@ def _user(django_user_model, username: str, group: str | None = None):
 @pytest.fixture
 def world(db, django_user_model) -> World:
     from rolloutui.services import actions, cluster, preview
+    from rolloutui.services.releases import deploy as release_deploy
     from rolloutui.services.releases import records
 
     s = Secrets()
@@ -207,12 +209,12 @@ def world(db, django_user_model) -> World:
         kube.clock.t += 1
         tick(kube)
 
-    # The release: a model version whose artifact URI carries credentials, an environment, a plan.
-    records.register_model_version(
-        operator,
-        version_values(VERSION, artifactUri=f"s3://trainer:{s.artifact_uri}@models.example/chat-llm/v1/"),
-        source="api",
-    )
+    # The releases: model versions whose artifact URIs carry credentials, an environment, v1 deployed
+    # (its artifact URI written into the ModelServing's env, MODEL_URI: a third revision) and v2 planned
+    # (what deploying it would change shows both URIs).
+    for version, secret in ((VERSION, s.artifact_uri), (VERSION_2, s.artifact_uri_v2)):
+        uri = f"s3://trainer:{secret}@models.example/chat-llm/{version}/"
+        records.register_model_version(operator, version_values(version, artifactUri=uri), source="api")
     records.create_environment(
         operator,
         {
@@ -223,14 +225,19 @@ def world(db, django_user_model) -> World:
         },
         source="api",
     )
-    release, _ = records.create_release(
-        operator,
-        {"environment": ENVIRONMENT, "modelVersion": f"{MODEL}:{VERSION}", "reason": "v1 to staging"},
-        source="api",
-    )
+    planned = [
+        records.create_release(
+            operator,
+            {"environment": ENVIRONMENT, "modelVersion": f"{MODEL}:{version}", "reason": "to staging"},
+            source="api",
+        )[0].number
+        for version in (VERSION, VERSION_2)
+    ]
+    release_deploy.deploy(operator, NAMESPACE, MS_NAME, planned[0], reason="v1 to staging", source="api")
+    reconcile(MS_NAME, NAMESPACE)
     # The operator's preview job (only its owner may read it; queued: no worker runs here).
     job = preview.start(operator, NAMESPACE, MS_NAME, set_image={"role": "decode", "image": "engine:v3"}, source="api")
-    return World(s, operator, viewer, granted_viewer, release.number, str(job.pk))
+    return World(s, operator, viewer, granted_viewer, tuple(planned), str(job.pk))
 
 
 # -- Finding a secret in an answer -----------------------------------------------------------------------------
@@ -320,7 +327,7 @@ def all_routes() -> list[Route]:
 
 
 # Query strings a route needs to answer with data (a required parameter, or one that shows more).
-QUERIES = {"api-revision-diff": "from=1&to=2"}
+QUERIES = {"api-revision-diff": "from=1&to=3"}
 
 # Routes that are public by design, with why (everything else needs a signed-in user).
 PUBLIC = {
@@ -343,8 +350,9 @@ def bindings(w: World) -> list[dict[str, str]]:
     return [
         {"namespace": NAMESPACE, "name": MS_NAME},
         {"namespace": NAMESPACE, "name": ISVC_NAME},
-        {"namespace": NAMESPACE, "name": MS_NAME, "number": str(w.release_number)},
+        *({"namespace": NAMESPACE, "name": MS_NAME, "number": str(number)} for number in w.releases),
         {"model": MODEL, "version": VERSION},
+        {"model": MODEL, "version": VERSION_2},
         {"name": ENVIRONMENT},
         {"job_id": w.preview_job},
     ]
@@ -417,7 +425,7 @@ CLI_READS = {
     "get": [[TARGET]],
     "status": [[TARGET, "--timeout", "0"]],
     "history": [[TARGET]],
-    "diff": [[TARGET, "--from", "1", "--to", "2"]],
+    "diff": [[TARGET, "--from", "1", "--to", "3"]],
     "audit": [[], [TARGET]],
     "preview": [[TARGET, "--role", "decode", "--image", "engine:v9"]],
 }
@@ -507,7 +515,7 @@ def test_an_anonymous_client_is_sent_to_sign_in_or_refused_on_every_page_and_end
 @pytest.mark.parametrize(
     "argv",
     [
-        pytest.param(["diff", TARGET, "--from", "1", "--to", "2", "-o", "json"], id="revision diff"),
+        pytest.param(["diff", TARGET, "--from", "1", "--to", "3", "-o", "json"], id="revision diff"),
         pytest.param(["audit", TARGET, "-o", "json"], id="audit details"),
         pytest.param(["audit", TARGET, "-o", "yaml"], id="audit details as yaml"),
     ],
