@@ -34,6 +34,8 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.urls.exceptions import NoReverseMatch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from controller.simcluster import kservectl
 from controller.simcluster.database.store import DatabaseCluster
@@ -294,6 +296,15 @@ def leaks(answers: list[Answer], secrets: dict[str, str]) -> list[str]:
 def seen_everywhere(answers: list[Answer], secrets: dict[str, str]) -> set[str]:
     text = "\n".join(a.text for a in answers)
     return {name for name, secret in secrets.items() if secret in text}
+
+
+@settings(max_examples=200)
+@given(before=st.binary(max_size=12), after=st.binary(max_size=12), urlsafe=st.booleans())
+def test_a_secret_is_found_in_any_base64_text_that_encodes_it(before, after, urlsafe):
+    secret = marker("b64")
+    encode = base64.urlsafe_b64encode if urlsafe else base64.b64encode
+    text = encode(before + secret.encode() + after).decode()
+    assert leaks([Answer("GET /x", 200, text)], {"secret": secret}) != []
 
 
 # -- Every page and GET endpoint ---------------------------------------------------------------------------------
