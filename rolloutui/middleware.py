@@ -60,6 +60,29 @@ def masked_path(request) -> str:
     return f"{path}?{masked_query(query)}" if query else path
 
 
+def log_request(request, status: int, started: float) -> None:
+    """One access log line: the request's method, masked path, status, duration, user and the
+    client's address (also for requests the ASGI handler refuses before any middleware runs)."""
+    user = getattr(request, "user", None)
+    level = logging.DEBUG if request.path in QUIET_PATHS else logging.INFO
+    if log.isEnabledFor(level):
+        log.log(
+            level,
+            "%s %s %s",
+            request.method,
+            masked_path(request),
+            status,
+            extra={
+                "method": request.method,
+                "path": request.path,
+                "status": status,
+                "duration_ms": round((time.monotonic() - started) * 1000, 1),
+                "user": user.get_username() if user is not None and user.is_authenticated else None,
+                "remote": origin.client_ip(request),
+            },
+        )
+
+
 class AccessLogMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
@@ -67,53 +90,59 @@ class AccessLogMiddleware:
     def __call__(self, request):
         started = time.monotonic()
         response = self.get_response(request)
-        user = getattr(request, "user", None)
-        level = logging.DEBUG if request.path in QUIET_PATHS else logging.INFO
-        if log.isEnabledFor(level):
-            log.log(
-                level,
-                "%s %s %s",
-                request.method,
-                masked_path(request),
-                response.status_code,
-                extra={
-                    "method": request.method,
-                    "path": request.path,
-                    "status": response.status_code,
-                    "duration_ms": round((time.monotonic() - started) * 1000, 1),
-                    "user": user.get_username() if user is not None and user.is_authenticated else None,
-                    "remote": origin.client_ip(request),
-                },
-            )
+        log_request(request, response.status_code, started)
         return response
 
 
 RECORDS_PATH = "/api/request-records"
 
 
+def body_limit(path: str) -> int | None:
+    """The most bytes of request body accepted on ``path`` (None: no limit): ``ROLLOUTUI_MAX_BODY_BYTES``
+    (Django's ``DATA_UPLOAD_MAX_MEMORY_SIZE``), or for batches of request records, which the view
+    reads whole, ``ROLLOUTUI_RECORDS_MAX_BODY_BYTES``."""
+    from django.conf import settings
+
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    if path.startswith(RECORDS_PATH):
+        limit = getattr(settings, "ROLLOUTUI_RECORDS_MAX_BODY_BYTES", limit)
+    return limit
+
+
+def too_large(limit: int, length: int | None = None):
+    """413 naming the limit, and the declared length when there was one."""
+    from django.http import JsonResponse
+
+    if length is None:  # cut off while it arrived: the whole length is never known
+        detail = f"request body larger than {limit} bytes, the most accepted"
+    else:
+        detail = f"request body too large: {length} bytes, at most {limit} accepted"
+    return JsonResponse({"detail": detail}, status=413)
+
+
+def not_a_length():
+    from django.http import JsonResponse
+
+    return JsonResponse({"detail": "Content-Length is not a number of bytes"}, status=400)
+
+
 class RequestSizeLimitMiddleware:
-    """413 (JSON) for a request whose declared body is larger than ``DATA_UPLOAD_MAX_MEMORY_SIZE``,
-    before any of it is read. Django bounds ``request.body`` by the same setting, but only when a
-    view reads it, and answers that with a 400 page; a chunked body without Content-Length is
-    still bounded there (``rolloutui.api.errors`` turns it into a 413)."""
+    """413 (JSON) for a request whose declared body is larger than ``body_limit``. Under Daphne the
+    ASGI handler (rolloutui/httphandler.py) has refused it already, before reading any of it, and
+    cut off a longer body without Content-Length; this covers the WSGI handler and Django's test
+    clients, where the body is in memory before any middleware runs."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        from django.conf import settings
-        from django.http import JsonResponse
-
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        if request.path.startswith(RECORDS_PATH):
-            # Batches of request records have their own, larger limit (the view reads the body).
-            limit = getattr(settings, "ROLLOUTUI_RECORDS_MAX_BODY_BYTES", limit)
+        limit = body_limit(request.path)
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
-            return JsonResponse({"detail": "Content-Length is not a number"}, status=400)
+            return not_a_length()
+        if length < 0:
+            return not_a_length()
         if limit is not None and length > limit:
-            return JsonResponse(
-                {"detail": f"request body too large: {length} bytes, at most {limit} accepted"}, status=413
-            )
+            return too_large(limit, length)
         return self.get_response(request)
