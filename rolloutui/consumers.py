@@ -53,6 +53,11 @@ slowly) is dropped with 4408, so the server never buffers without bound for it. 
 ROLLOUTUI_WS_RECHECK_SECONDS the socket checks again that its session still exists and still belongs
 to the user with the same password (else 4401) and that the user may still view the namespace (else
 4403): a revoked permission or a sign-out ends the stream within that time.
+
+Sockets per user: at most ROLLOUTUI_WS_MAX_CONNECTIONS_PER_USER, counted in Redis across the web
+processes (``services.wsconnections``); one more is accepted and closed with 4429 and a reason. A
+socket takes its slot once the user may view, refreshes it at every re-check and gives it back on
+disconnect; a slot that is not refreshed (its process died) expires after three re-check intervals.
 """
 
 from __future__ import annotations
@@ -61,12 +66,15 @@ import asyncio
 import hmac
 import json
 import logging
+import os
 import random
 import secrets
+import socket
 import time
 from collections import OrderedDict, deque
 
 import orjson
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
@@ -117,6 +125,8 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 CLOSE_TOO_SLOW = 4408
+# The user holds ROLLOUTUI_WS_MAX_CONNECTIONS_PER_USER sockets already (429 as in HTTP's Too Many Requests).
+CLOSE_TOO_MANY_CONNECTIONS = 4429
 CLOSE_MESSAGE_TOO_BIG = 1009  # the standard code for it
 
 # The delta format (make_delta, apply_delta and the keyed lists) is shared with the publisher in
@@ -394,6 +404,19 @@ def _can_view(user, namespace: str) -> bool:
     return access.allowed(user, VIEW, namespace)
 
 
+def _slots():
+    from rolloutui.services import wsconnections
+
+    return wsconnections
+
+
+# Redis round trips of the connection count, off the event loop that sends the states (not the
+# database thread: they touch no database).
+_acquire_slot = sync_to_async(lambda pk, connection: _slots().acquire(pk, connection), thread_sensitive=False)
+_refresh_slot = sync_to_async(lambda pk, connection: _slots().refresh(pk, connection), thread_sensitive=False)
+_release_slot = sync_to_async(lambda pk, connection: _slots().release(pk, connection), thread_sensitive=False)
+
+
 @database_sync_to_async
 def _recheck(scope, namespace: str) -> int | None:
     """The close code the socket must end with now (None: still fine). Reads the session and the
@@ -430,6 +453,8 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
     channel_layer_alias = None
     hub: _Hub | None = None
     watchdog: asyncio.Task | None = None
+    # The id of this socket's slot in the per-user count (None until it holds one).
+    slot: str | None = None
 
     async def dispatch(self, message):
         # Channels runs close_old_connections in its database thread before every handler, so
@@ -470,6 +495,12 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
         if not await _can_view(user, self.namespace):
             await self.close(code=CLOSE_FORBIDDEN)
             return
+        # Host and process first: what a leftover slot in Redis came from is then readable.
+        slot = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(8)}"
+        if not await _acquire_slot(user.pk, slot):
+            await self.close(code=CLOSE_TOO_MANY_CONNECTIONS, reason=_slots().refusal_reason())
+            return
+        self.slot = slot
         # Join before reading the snapshot: an update published in between is then queued, not lost.
         self.hub = await _Hub.join(streaming.group_name(self.namespace, self.name), self)
         self.watchdog = asyncio.create_task(self._watch_permission())
@@ -496,6 +527,8 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
         while not self.closing:
             await asyncio.sleep(delay)
             delay = interval
+            # Before the re-check, which may fail: the slot expires after three intervals unrefreshed.
+            await _refresh_slot(self.scope["user"].pk, self.slot)
             try:
                 code = await _recheck(self.scope, self.namespace)
             except Exception:  # the database is briefly unreachable: try again next time
@@ -550,6 +583,9 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
         if self.hub is not None:
             await self.hub.leave(self)
             self.hub = None
+        if self.slot is not None:
+            slot, self.slot = self.slot, None
+            await _release_slot(self.scope["user"].pk, slot)
 
     async def receive(self, text_data=None, bytes_data=None, **kwargs):
         size = len(text_data or "") + len(bytes_data or b"")

@@ -527,6 +527,9 @@ ROLLOUTUI_PREVIEW_SECONDS = _env_int("ROLLOUTUI_PREVIEW_SECONDS", 60, minimum=1)
 ROLLOUTUI_WS_MAX_MESSAGE_BYTES = _env_int("ROLLOUTUI_WS_MAX_MESSAGE_BYTES", 4096, minimum=64)
 ROLLOUTUI_WS_MAX_PENDING_BYTES = _env_int("ROLLOUTUI_WS_MAX_PENDING_BYTES", 8 * 1024 * 1024, minimum=1024)
 ROLLOUTUI_WS_RECHECK_SECONDS = _env_int("ROLLOUTUI_WS_RECHECK_SECONDS", 30, minimum=1)
+# Open websockets per user, counted in Redis across the web processes (rolloutui/services/wsconnections.py);
+# one more is closed with 4429. A page holds one: 20 is twenty tabs.
+ROLLOUTUI_WS_MAX_CONNECTIONS_PER_USER = _env_int("ROLLOUTUI_WS_MAX_CONNECTIONS_PER_USER", 20, minimum=1)
 
 # Kubernetes backend: also ask the cluster's RBAC (SubjectAccessReview) before granting a permission
 # (rolloutui/services/access.py); dashboard users are Kubernetes users named PREFIX + user name.

@@ -105,6 +105,17 @@ def _fresh_throttles():
     yield
 
 
+@pytest.fixture(autouse=True)
+def _fresh_websocket_slots():
+    """Without Redis the websocket slots per user are counted in this process
+    (rolloutui.services.wsconnections): a socket a test left open must not count in the next test,
+    whose users may have the same primary keys."""
+    from rolloutui.services import wsconnections
+
+    wsconnections._local.clear()
+    yield
+
+
 # --- Users -----------------------------------------------------------------------------------
 @pytest.fixture
 def password() -> str:
