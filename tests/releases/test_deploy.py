@@ -321,6 +321,21 @@ def test_promote_creates_and_deploys_the_production_release_of_a_version_serving
     assert roll(sim, promoted, namespace="prod").status == "Serving"
 
 
+def test_the_cli_promotes_a_release_serving_in_staging_to_production_naming_only_the_release(prod, operator):
+    # The release is the command's positional target; promote-release's own --target (the
+    # production ModelServing) is optional and must not be taken from it.
+    staged = plan(operator, "chat-llm:v1")
+    deploy.deploy(operator, "default", "chat", staged.number, reason="v1 to staging", source="api")
+    assert roll(prod["sim"], staged).status == "Serving"
+
+    out = io.StringIO()
+    call_command("rollout", "promote-release", f"default/chat/r{staged.number}", "--reason", "green in staging",
+                 "--user", "operator", stdout=out)  # fmt: skip
+    assert "promote-release default/chat r1: ok" in out.getvalue(), out.getvalue()
+    promoted = DeploymentRevision.objects.get(environment__name="production")
+    assert (promoted.status, promoted.promoted_from_id) == ("Deploying", staged.pk)
+
+
 def test_promoting_an_unapproved_version_to_production_is_refused(prod, operator):
     staged = plan(operator, "chat-llm:v2")
     deploy.deploy(operator, "default", "chat", staged.number, reason="v2", source="api")

@@ -79,6 +79,12 @@ class Exit(Exception):
         self.code = code
 
 
+def _dest(arg) -> str:
+    """Where argparse keeps a declared argument: apart from the command's own options, so an action
+    argument named like one of them (promote-release's ``--target``) cannot take its value."""
+    return f"action_{arg.param}"
+
+
 def _target(value: str) -> tuple[str, str]:
     namespace, sep, name = value.partition("/")
     if not sep or not namespace or not name:
@@ -140,12 +146,12 @@ class Command(BaseCommand):
             sub.add_argument("--reason", required=True, help=actions.REASON.help)
             for arg in action.args:
                 if arg.from_file:
-                    sub.add_argument("-f", arg.flag, dest=arg.param, metavar="FILE", help=arg.help)
+                    sub.add_argument("-f", arg.flag, dest=_dest(arg), metavar="FILE", help=arg.help)
                 elif arg.type == actions.BOOLEAN:
-                    sub.add_argument(arg.flag, dest=arg.param, action="store_true", help=arg.help)
+                    sub.add_argument(arg.flag, dest=_dest(arg), action="store_true", help=arg.help)
                 else:
                     kind = int if arg.type == actions.INTEGER else str
-                    sub.add_argument(arg.flag, dest=arg.param, type=kind, metavar=arg.metavar, help=arg.help)
+                    sub.add_argument(arg.flag, dest=_dest(arg), type=kind, metavar=arg.metavar, help=arg.help)
 
     def execute(self, *args, **options):
         try:
@@ -213,7 +219,7 @@ class Command(BaseCommand):
     def do_control(self, action: actions.Action, user, o: dict[str, Any]) -> None:
         values = {}
         for arg in action.args:
-            value = o[arg.param]
+            value = o[_dest(arg)]
             if arg.from_file and value is not None:
                 value = self._read(value, arg)
             values[arg.name] = value
