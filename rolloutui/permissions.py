@@ -23,13 +23,26 @@ GROUPS = {
     "operators": [VIEW, OPERATE],
     "ingesters": [INGEST],
 }
+# The release layer's groups (their permissions live on the release models, app ``releases``; the
+# groups are created by that app's migrations and ``releases.permissions.ensure_release_groups``).
+# Approving a model version: ``approvers``; changing a target whose environment requires approval
+# without an approved release (an incident's hotfix): ``release-admins``.
+APPROVE = "approve_modelversion"
+BYPASS_APPROVAL = "bypass_approval"
+RELEASE_GROUPS = {
+    "approvers": [VIEW, APPROVE],
+    "release-admins": [VIEW, BYPASS_APPROVAL],
+}
+# Every product group, each a role of namespace grants and of the sign-on's group mapping.
+ROLE_GROUPS = {**GROUPS, **RELEASE_GROUPS}
 
 
 def roles() -> dict[str, list[str]]:
-    """Role name -> permission codenames, one role per group: ``viewers`` gives the role ``viewer``.
-    A namespace grant (``models.NamespaceGrant``) names one of these roles; a group added to
-    ``GROUPS`` (``approvers``, say) becomes a grantable role (``approver``) with no other change."""
-    return {group.removesuffix("s"): list(codenames) for group, codenames in GROUPS.items()}
+    """Role name -> permission codenames, one role per group: ``viewers`` gives the role ``viewer``,
+    ``release-admins`` ``release-admin``. A namespace grant (``models.NamespaceGrant``) names one of
+    these roles; a group added to ``GROUPS`` or ``RELEASE_GROUPS`` becomes a grantable role with no
+    other change. Codenames are unique across the two apps, so a role names them without the app."""
+    return {group.removesuffix("s"): list(codenames) for group, codenames in ROLE_GROUPS.items()}
 
 
 def roles_with(codename: str) -> list[str]:

@@ -307,6 +307,9 @@ def audited(
     try:
         yield control
     except (ControlError, ControlDenied, ClusterError) as exc:
+        refusal = getattr(exc, "refusal", None)
+        if refusal:  # which rule refused it (approval, four-eyes), beside the error's words
+            control.details["refused"] = refusal
         audit(
             user,
             **common,
@@ -356,6 +359,20 @@ def _revision_of(ms: dict[str, Any], revisions: list[dict[str, Any]]) -> dict[st
     return _ref(existing.number if existing else update.number, update.hash) | {"becomes": update.number}
 
 
+def _check_approval(
+    user, namespace: str, name: str, ms: dict[str, Any], patch: dict[str, Any], details: dict[str, Any], *, restoring
+) -> None:
+    """A target of an environment that requires approval takes no unapproved image from a control
+    (``releases.approval``: ``ApprovalRequired``); a bypass is recorded in ``details``."""
+    from controller.core.mergepatch import merge_patch
+
+    from .releases.approval import BYPASS_PERMISSION, check_direct_change
+
+    bypassed = check_direct_change(user, namespace, name, ms, merge_patch(ms, patch), restoring=restoring)
+    if bypassed:
+        details["approvalBypassed"] = {"images": bypassed, "permission": BYPASS_PERMISSION}
+
+
 def _control(
     user,
     namespace: str,
@@ -390,6 +407,7 @@ def _control(
             details["fromRevision"] = before
             control.from_revision = _label(before)
             patch = build(ms, revisions)
+            _check_approval(user, namespace, name, ms, patch, details, restoring=rollback_to is not None)
             cause = f"{username(user) or source} via {source}: {action}: {reason}"
             patch = {
                 **patch,

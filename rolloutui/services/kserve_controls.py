@@ -85,7 +85,14 @@ def _control(
     build: Callable[[dict[str, Any], Any], dict[str, Any]],
     args: dict[str, Any],
 ) -> AuditRecord:
-    """Patch the InferenceService with ``build(isvc, config)`` and audit it as ``action``."""
+    """Patch the InferenceService with ``build(isvc, config)`` and audit it as ``action``. On a
+    target of an environment that requires approval an image no approved model version carries is
+    refused (``releases.approval``)."""
+    from controller.core.mergepatch import merge_patch
+    from rolloutui.releases import contract as release_contract
+
+    from .releases.approval import BYPASS_PERMISSION, check_direct_change
+
     details: dict[str, Any] = {"args": args}
     with audited(
         user, action=action, namespace=namespace, name=name, reason=reason, source=source, details=details
@@ -98,6 +105,11 @@ def _control(
             before = cluster.get_object(KIND, namespace, name)
             control.from_revision = _generation(before)
             patch = build(before, runtime_kserve.deploy_config(cluster))
+            bypassed = check_direct_change(
+                user, namespace, name, before, merge_patch(before, patch), kind=release_contract.KIND_INFERENCESERVICE
+            )
+            if bypassed:
+                details["approvalBypassed"] = {"images": bypassed, "permission": BYPASS_PERMISSION}
             patch = _with_cause(patch, f"{username(user)} via {source}: {action}: {reason}")
             rv = (before.get("metadata") or {}).get("resourceVersion")
             try:

@@ -277,6 +277,9 @@ def apply(user, *, manifest: str, reason: str, source: str) -> list[AuditRecord]
 
 
 def _apply_one(user, doc: Document, obj: dict[str, Any], reason: str, source: str) -> AuditRecord:
+    # An environment that requires approval takes no unapproved image from a manifest either.
+    from .releases.approval import BYPASS_PERMISSION, check_direct_change
+
     cluster = get_cluster()
     parsed = parse_modelserving(obj)
     namespace, name = parsed.namespace, parsed.name
@@ -291,6 +294,10 @@ def _apply_one(user, doc: Document, obj: dict[str, Any], reason: str, source: st
             current = cluster.get_modelserving(namespace, name)
         except NotFound:
             current = None
+        after = body if current is None else {**current, "spec": body["spec"]}
+        bypassed = check_direct_change(user, namespace, name, current, after)
+        if bypassed:
+            details["approvalBypassed"] = {"images": bypassed, "permission": BYPASS_PERMISSION}
         if current is None:
             if given_rv:
                 raise Conflict(f"modelserving {namespace}/{name} no longer exists (it was deleted since it was read)")

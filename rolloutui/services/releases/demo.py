@@ -15,7 +15,9 @@ after ``load_demo``):
 
 The acting user is the operator account (``ROLLOUTUI_ADMIN_USER``, default ``admin``); the demo also
 puts it in the ``approvers`` group so one person can try the whole flow (in a real installation the
-approver is someone else).
+approver is someone else). The versions are registered by ``demo-trainer``, an account standing for
+the training pipeline (in ``operators``, without a password: nobody signs in as it), because four
+eyes forbid approving a version one registered oneself.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ PROFILES = {"pd-standard": {"roles": {"prefill": {"resources": {"gpus": 2}}, "de
 ROLES = ["prefill", "decode"]
 PRODUCTION = ("production", "demo")
 PRODUCTION_TRAFFIC = {"rps": 2.0, "duration_low": 2.0, "duration_high": 20.0}
+TRAINER = "demo-trainer"
 
 
 def _sha256(text: str) -> str:
@@ -80,6 +83,20 @@ def production_manifest() -> dict[str, Any]:
     return body
 
 
+def _trainer():
+    """The account that registers the demo's versions (see the module docstring)."""
+    from django.contrib.auth import get_user_model
+
+    from ..accounts import OPERATORS_GROUP
+
+    trainer, created = get_user_model().objects.get_or_create(username=TRAINER)
+    if created:
+        trainer.set_unusable_password()
+        trainer.save(update_fields=["password"])
+        trainer.groups.add(Group.objects.get(name=OPERATORS_GROUP))
+    return trainer
+
+
 def load_release_demo(user) -> list[str]:
     """Fill an empty release registry (see the module docstring). Returns what was done."""
     if ModelVersion.objects.exists() or Environment.objects.exists():
@@ -92,8 +109,9 @@ def load_release_demo(user) -> list[str]:
         cluster.get_modelserving(*PRODUCTION)
     except Exception:
         done.append(create_with_traffic(cluster, production_manifest(), PRODUCTION_TRAFFIC))
+    trainer = _trainer()
     for values in VERSIONS:
-        records.register_model_version(user, values, reason="demo model version", source="system")
+        records.register_model_version(trainer, values, reason="demo model version", source="system")
     records.approve(user, MODEL, "v1", reason="demo: evaluation passed", source="system")
     done.append(f"registered {MODEL}:v1 (Approved) and {MODEL}:v2 (Registered)")
     for name, rank, approval, (namespace, ms) in (

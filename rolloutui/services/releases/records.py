@@ -559,7 +559,9 @@ def create_release(user, values: Mapping[str, Any], *, source: str):
 
 
 def approve(user, model: str, version: str, *, reason: str, source: str):
-    """Registered -> Approved, with who, when and why. Needs ``releases.approve_modelversion``."""
+    """Registered -> Approved, with who, when and why. Needs ``releases.approve_modelversion``; four
+    eyes: not by whoever registered it or planned a release of it where approval is required
+    (``FourEyes``, audited with the reason)."""
     return _approval(user, model, version, reason=reason, source=source, to=ModelVersion.Status.APPROVED)
 
 
@@ -567,6 +569,30 @@ def deprecate(user, model: str, version: str, *, reason: str, source: str):
     """Registered or Approved -> Deprecated: no new release may use it (a rollback to a release of it
     still may). Needs ``releases.approve_modelversion``."""
     return _approval(user, model, version, reason=reason, source=source, to=ModelVersion.Status.DEPRECATED)
+
+
+class FourEyes(controls.ControlDenied):
+    """Whoever registered a model version, or planned a release of it to an environment that
+    requires approval (that release is the request for approval), may not approve it."""
+
+    refusal = "four-eyes"
+
+
+def _check_four_eyes(user, mv: ModelVersion) -> None:
+    """``FourEyes`` when ``user`` registered ``mv`` or planned a release of it where approval is
+    required (a release planned to staging asks for no approval and does not count)."""
+    who = username(user)
+    uid = getattr(user, "pk", None)
+    if (uid is not None and mv.created_by_id == uid) or (mv.created_by_id is None and mv.created_by_name == who):
+        raise FourEyes(f"{who} registered {mv.key}: someone else must approve it (four eyes)")
+    requests = DeploymentRevision.objects.filter(model_version=mv, environment__requires_approval=True)
+    requested = requests.filter(Q(created_by_id=uid) if uid is not None else Q(created_by_name=who))
+    dr = requested.select_related("environment").order_by("number").first()
+    if dr is not None:
+        raise FourEyes(
+            f"{who} planned release r{dr.number} of {mv.key} to {dr.environment.name}: "
+            "someone else must approve it (four eyes)"
+        )
 
 
 def _approval(user, model: str, version: str, *, reason: Any, source: str, to: str):
@@ -582,6 +608,8 @@ def _approval(user, model: str, version: str, *, reason: Any, source: str, to: s
             except ModelVersion.DoesNotExist:
                 raise NotFound(f"model version {model}:{version} does not exist") from None
             before = mv.status
+            if to == ModelVersion.Status.APPROVED:
+                _check_four_eyes(user, mv)
             allowed = {
                 ModelVersion.Status.APPROVED: {ModelVersion.Status.REGISTERED},
                 ModelVersion.Status.DEPRECATED: {ModelVersion.Status.REGISTERED, ModelVersion.Status.APPROVED},
@@ -609,6 +637,7 @@ def _approval(user, model: str, version: str, *, reason: Any, source: str, to: s
 
 
 __all__ = [
+    "FourEyes",
     "VIEW",
     "active_release",
     "approve",
