@@ -31,6 +31,9 @@ FAILING_REASONS = frozenset(
 )
 
 
+CRASH_LOOP = "CrashLoopBackOff"
+
+
 # eq=False: two PodObs are the same only if they are one object (one parse of one pod version);
 # observe compares a group's pods with the previous pass's by identity (``_group_of``).
 @dataclass(slots=True, eq=False)
@@ -95,6 +98,15 @@ class InstanceObs:
     unschedulable: str | None = None
     updating_in_place: bool = False
     contiguous: int = 0  # pod indexes 0, 1, ... present without a gap (an instance of n pods: n)
+
+    def failure(self) -> str | None:
+        """Why it will not become Ready by itself, with its pods' restarts ("CrashLoopBackOff, 4
+        restarts"), or None when it is not failing."""
+        if self.failing is None and not self.lost:
+            return None
+        what = self.failing or "a pod Failed"
+        restarts = max((p.restarts for p in self.pods.values()), default=0)
+        return f"{what}, {restarts} restart{'' if restarts == 1 else 's'}" if restarts else what
 
     def finalize(self, revision_counts: dict[str, int] | None = None) -> None:
         """``revision_counts``: the group's pods per revision, this instance's pods added to it (the
@@ -296,13 +308,19 @@ def parse_pod(pod: Obj) -> PodObs | None:
     phase = status.get("phase") or "Pending"
     restarts = 0
     failing = None
+    crashed_since_ready = False
     for cs in status.get("containerStatuses") or ():
-        restarts += int(cs.get("restartCount") or 0)
+        count = int(cs.get("restartCount") or 0)
+        restarts += count
         state = cs.get("state")
         if state:
             waiting = state.get("waiting")
             if waiting and waiting.get("reason") in FAILING_REASONS:
                 failing = waiting["reason"]
+        if count and not cs.get("ready"):
+            last = (cs.get("lastState") or _EMPTY).get("terminated")
+            if last and last.get("exitCode") not in (0, None):
+                crashed_since_ready = True
     draining_since: float | None = None
     state = None
     state_error = None
@@ -335,6 +353,13 @@ def parse_pod(pod: Obj) -> PodObs | None:
                 verification = None
     if state is not None and state.get("completed") and failing is None:
         failing = _restarts_above_baseline(state, status)
+    elif failing is None and crashed_since_ready and state is None and state_error is None:
+        # Between two back-offs the kubelet runs the container again and its waiting reason is
+        # gone until it exits anew; one that last exited with an error and has not been Ready
+        # since is still crash-looping. Read so, the instance stays Failed (and the phase
+        # Degraded) through its restarts. An in-place update restarts containers on purpose: its
+        # own baseline judges those.
+        failing = CRASH_LOOP
     gates = spec.get("readinessGates")
     has_gate = bool(gates) and any(g.get("conditionType") == _C_GATE for g in gates)
     digest, image_digests = digests.pod_digests(pod)

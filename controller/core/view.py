@@ -181,10 +181,43 @@ def build_view(
         "verification": parsed.verification.to_json() if parsed is not None and parsed.verification else None,
         "time": now,
     }
+    out["degraded"] = _degraded(out["phase"], out["conditions"], observed)
     if status.get("skew") is not None:
         # Coordinated roles: the widest per-group gap in Ready progress and what the quotas allow.
         out["skew"] = status["skew"]
     return out
+
+
+DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
+SHOWN_FAILURES = 5
+
+
+def _degraded(phase: str, conditions: list[dict[str, Any]], observed: Observed) -> dict[str, Any] | None:
+    """Why the phase is Degraded, or the rollout stalled past its deadline, for the page's banner:
+    ``{title, reasons}`` (the failing instances with their reason and restarts, the deadline, the
+    availability), or None when neither."""
+    by_type = {c.get("type"): c for c in conditions}
+    progressing = by_type.get("Progressing") or {}
+    stalled = progressing.get("status") == "False" and progressing.get("reason") == DEADLINE_EXCEEDED
+    if phase != phases.DEGRADED and not stalled:
+        return None
+    reasons = []
+    failures = 0
+    for g in sorted(observed.groups):
+        for (role, ordinal), inst in sorted(observed.groups[g].instances.items()):
+            failure = inst.failure()
+            if failure:
+                failures += 1
+                if failures <= SHOWN_FAILURES:
+                    reasons.append(f"group {g} {role}-{ordinal}: {failure}")
+    if failures > SHOWN_FAILURES:
+        reasons.append(f"and {failures - SHOWN_FAILURES} more failing instances")
+    if stalled and progressing.get("message"):
+        reasons.append(progressing["message"])
+    available = by_type.get("Available") or {}
+    if available.get("message"):
+        reasons.append(available["message"])
+    return {"title": "Rollout stalled past its deadline" if stalled else "Degraded", "reasons": reasons}
 
 
 # One key per spec and revision history seen: a group's memoised entries are checked against it by

@@ -39,7 +39,8 @@ needs and any process can continue where another stopped::
      "at": <deadline of the pod itself: the scheduling attempt, or the final removal>,
      "containers": [{"name", "image" (to run), "runs" (running now, or null), "restarts",
                      "state": "waiting" | "running", "reason", "startedAt", "ready", "started",
-                     "attempts" (start attempts), "step": "run" | "loaded" | null, "at"}]}
+                     "attempts" (start attempts), "step": "run" | "loaded" | null, "at",
+                     "lastExit" (the last crash: {"exitCode", "reason", "finishedAt"}, absent before one)}]}
 
 A step's time is its deadline (not the time the driver got round to it), so a tick that comes late
 computes the same timeline as the event loop. Random durations come from one stream per (seed, pod
@@ -469,6 +470,8 @@ def _container_step(c: dict[str, Any], pod: Obj, config: ClusterConfig) -> dict[
         backoff = min(CRASH_BACKOFF_MAX, CRASH_BACKOFF_START * 2 ** (restarts - 1))
         start_after = draw(config, pod, f"start/{c['name']}/{c['attempts']}", config.timing["start"])
         c = {**c, "restarts": restarts, "state": "waiting", "reason": "CrashLoopBackOff", "started": False}
+        # Reported as the container's lastState.terminated, as the kubelet does, until it exits again.
+        c["lastExit"] = {"exitCode": 1, "reason": "Error", "finishedAt": t}
         return {**c, "ready": False, "attempts": c["attempts"] + 1, "step": STEP_RUN, "at": t + (backoff + start_after)}
     return {**c, "ready": True, "step": None, "at": None}
 
@@ -605,6 +608,15 @@ def render_status(pod: Obj, state: dict[str, Any], now: float) -> Obj:
             entry["state"] = {"running": {"startedAt": rfc3339(c["startedAt"] or 0.0)}}
         else:
             entry["state"] = {"waiting": {"reason": c["reason"]}}
+        last = c.get("lastExit")
+        if last:
+            entry["lastState"] = {
+                "terminated": {
+                    "exitCode": last["exitCode"],
+                    "reason": last["reason"],
+                    "finishedAt": rfc3339(last["finishedAt"]),
+                }
+            }
         statuses.append(entry)
     terminating = state.get("phase") != RUNNING
     containers_ready = bool(containers) and all(c["ready"] for c in containers) and not terminating

@@ -617,5 +617,7 @@ def test_every_kthena_example_modelserving_parses_under_both_api_versions(path, 
 def test_every_example_scenarios_modelserving_parses(path):
     with open(path) as f:
         scenario = yaml.safe_load(f)
+    if "inferenceService" in scenario:
+        pytest.skip("an InferenceService scenario: tests/sim/test_sim_kserve_handover.py runs it")
     ms = parse_modelserving(scenario["modelServing"])
     assert ms.name == scenario["modelServing"]["metadata"]["name"]

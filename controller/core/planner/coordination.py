@@ -115,7 +115,14 @@ def role_budget_reason(st: RoleState) -> str:
             if message:
                 return f"blocked: surge pod unschedulable, 0 unavailable allowed ({st.role}-{k}: {message})"
         return f"0 unavailable allowed: waiting for surge {st.role} capacity to become Ready"
-    return f"maxUnavailable reached ({unavailable} of {st.max_unavailable})"
+    failures = [
+        f"{st.role}-{k}: {failure}"
+        for k, inst in sorted(st.instances.items())
+        if k not in st.available and (failure := inst.failure())
+    ]
+    # Named, or the operator reads "waiting" and waits for a crash loop that never ends.
+    detail = f" ({'; '.join(failures[:3])}{'; ...' if len(failures) > 3 else ''})" if failures else ""
+    return f"maxUnavailable reached ({unavailable} of {st.max_unavailable}){detail}"
 
 
 def _readiness(states: dict[str, RoleState], coordinated: list[str], callers: dict[str, list[str]]):

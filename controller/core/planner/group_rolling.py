@@ -186,9 +186,26 @@ def _budget_reason(out: PlanBuilder, b: _Budgets, count_available: int, surge: s
         if not ctx.group_is_available(groups.get(o)) or (o in groups and groups[o].being_removed)
     ]
     detail = f": waiting for group {', '.join(map(str, waiting_on[:5]))} to become Ready" if waiting_on else ""
+    failures = group_failures(groups, waiting_on)
+    if failures:
+        # Named, or the operator reads "waiting" and waits for a crash loop that never ends.
+        detail += f" ({'; '.join(failures[:3])}{'; ...' if len(failures) > 3 else ''})"
     if b.max_unavailable == 0:
         return (f"0 unavailable allowed{detail or ': waiting for surge capacity to become Ready'}", KIND_BUDGET)
     return (f"maxUnavailable reached ({unavailable} of {b.max_unavailable}){detail}", KIND_BUDGET)
+
+
+def group_failures(groups, ordinals) -> list[str]:
+    """The failing instances of these groups in an operator's words: "group 3 decode-0:
+    CrashLoopBackOff, 4 restarts"."""
+    out = []
+    for o in ordinals:
+        group = groups.get(o)
+        for (role, ordinal), inst in sorted(group.instances.items()) if group is not None else ():
+            failure = inst.failure()
+            if failure:
+                out.append(f"group {o} {role}-{ordinal}: {failure}")
+    return out
 
 
 def _create_surge_groups(out: PlanBuilder, b: _Budgets, keep_surge: set[int], wanted: int) -> None:

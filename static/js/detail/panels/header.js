@@ -1,5 +1,5 @@
 // Header: phase badge, facts (revisions, counts, partition, strategy, cluster time), the paused
-// banner, and the connection indicator with its "showing data as of" banner.
+// and degraded banners, and the connection indicator with its "showing data as of" banner.
 
 import { byId, h, memo, mount } from "../../lib/dom.js";
 import { phaseClass } from "../../lib/format.js";
@@ -8,6 +8,17 @@ import { revLabel } from "../common.js";
 // The AnalysisFailed condition while it stands (status "True"), else null.
 export function analysisFailed(state) {
   return (state.conditions || []).find((c) => c && c.type === "AnalysisFailed" && c.status === "True") || null;
+}
+
+// Why the phase is Degraded or the rollout stalled past its deadline (the view's "degraded": the
+// failing instances with their reason and restarts, the deadline, the availability), else hidden.
+function renderDegraded(degraded) {
+  const banner = byId("degraded-banner");
+  banner.hidden = !degraded;
+  if (!degraded) return;
+  byId("degraded-title").textContent = `${degraded.title}.`;
+  const reasons = degraded.reasons || [];
+  mount(byId("degraded-reasons"), reasons.length ? h("ul", null, reasons.map((r) => h("li", null, r))) : "No reason reported yet.");
 }
 
 export function createHeader({ boot, phases }) {
@@ -35,6 +46,7 @@ export function createHeader({ boot, phases }) {
     const cause = byId("paused-cause");
     cause.hidden = !(state.spec.paused && failed);
     mount(cause, state.spec.paused && failed ? [h("b", null, "Paused by the canary analysis: "), failed.message || ""] : null);
+    renderDegraded(state.degraded);
     const cur = state.currentRevision;
     const upd = state.updateRevision;
     mount(
