@@ -44,13 +44,22 @@ class AuditRecord(models.Model):
         SYSTEM = "system", "System"
         ANALYSIS = "analysis", "Canary analysis"
         AUTOSCALER = "autoscaler", "Autoscaler"
+        ADMIN = "admin", "Django admin"
 
     class Result(models.TextChoices):
         OK = "ok", "OK"
         ERROR = "error", "Error"
 
     # Actions of accounts rather than of ModelServings (namespace and name empty; rolloutui.signals).
-    ACCOUNT_ACTIONS = ("login", "login_failed", "logout", "token_issued", "token_revoked")
+    ACCOUNT_ACTIONS = (
+        "login",
+        "login_failed",
+        "logout",
+        "token_issued",
+        "token_revoked",
+        "ingest_token_issued",
+        "ingest_token_revoked",
+    )
 
     class AuthMethod(models.TextChoices):
         SESSION = "session", "Signed-in session"
@@ -169,3 +178,56 @@ class PreviewJob(models.Model):
     class Meta:
         default_permissions = ()
         ordering = ["-created_at"]
+
+
+class OIDCIdentity(models.Model):
+    """Who a single sign-on account is at its provider: the ID token's issuer (``iss``) and subject
+    (``sub``), which OpenID Connect guarantees stable and unique together (a user name,
+    ``preferred_username``, may change or be reused). Sign-on finds the account by these alone
+    (``rolloutui.oidc``): a renamed provider user stays the same account, and a provider user
+    never becomes a local account that happens to share a name."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oidc_identities")
+    issuer = models.CharField(max_length=512)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_sign_in_at = models.DateTimeField(null=True, blank=True)
+    # The provider's user name at the last sign-in (the account keeps the name it was created with).
+    preferred_username = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        default_permissions = ()
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="oidc_identity_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user} = {self.subject} at {self.issuer}"
+
+
+class IngestToken(models.Model):
+    """A long-lived token a log shipper sends request records with (``POST /api/request-records/``
+    only: ``rolloutui.api.ingest_tokens``), acting as ``user`` (an account with
+    ``rolloutui.ingest_requestrecords``).
+
+    The token is shown once at issuance; only its SHA-256 digest is kept (it is 256 random bits, so
+    no salt or slow hash is needed), with its first characters (``token_key``) to find the row.
+    It expires at ``expires_at`` (None: never) and can be revoked; issuance and revocation are
+    audited, and ``last_used_at`` says whether a shipper still uses it.
+    """
+
+    name = models.CharField(max_length=100, help_text="What it is for, e.g. fluent-bit in production.")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="ingest_tokens")
+    token_key = models.CharField(max_length=16, unique=True)
+    digest = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by_name = models.CharField(max_length=150, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by_name = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        default_permissions = ()
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"ingest token {self.token_key} ({self.name}) for {self.user}"

@@ -445,8 +445,8 @@ OIDC_OP_JWKS_ENDPOINT = _env("ROLLOUTUI_OIDC_JWKS_ENDPOINT")
 OIDC_RP_SIGN_ALGO = _env("ROLLOUTUI_OIDC_SIGN_ALGO", "RS256") or "RS256"
 OIDC_RP_SCOPES = _env("ROLLOUTUI_OIDC_SCOPES", "openid email profile groups") or "openid email profile groups"
 # The claim holding the user's groups, and which of its values mean which role: a value listed in
-# ROLLOUTUI_OIDC_VIEWER_GROUPS (comma-separated; likewise OPERATOR, APPROVER) puts the user in that
-# product group (every namespace); a value "<prefix><namespace>:<role>" (prefix
+# ROLLOUTUI_OIDC_VIEWER_GROUPS (comma-separated; likewise OPERATOR, APPROVER, RELEASE_ADMIN) puts the
+# user in that product group (every namespace); a value "<prefix><namespace>:<role>" (prefix
 # ROLLOUTUI_OIDC_GRANT_PREFIX, default "rolloutui:"), e.g. "rolloutui:team-a:operator", grants the
 # role in one namespace ("rolloutui:*:viewer": in every namespace).
 ROLLOUTUI_OIDC_GROUPS_CLAIM = _env("ROLLOUTUI_OIDC_GROUPS_CLAIM", "groups") or "groups"
@@ -454,6 +454,7 @@ ROLLOUTUI_OIDC_ROLE_GROUPS = {
     "viewers": _env_list("ROLLOUTUI_OIDC_VIEWER_GROUPS", []),
     "operators": _env_list("ROLLOUTUI_OIDC_OPERATOR_GROUPS", []),
     "approvers": _env_list("ROLLOUTUI_OIDC_APPROVER_GROUPS", []),
+    "release-admins": _env_list("ROLLOUTUI_OIDC_RELEASE_ADMIN_GROUPS", []),
 }
 ROLLOUTUI_OIDC_GRANT_PREFIX = _env("ROLLOUTUI_OIDC_GRANT_PREFIX", "rolloutui:") or "rolloutui:"
 LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"

@@ -18,7 +18,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from django.test import Client
 
-from rolloutui.models import AuditRecord, NamespaceGrant
+from rolloutui.models import AuditRecord, NamespaceGrant, OIDCIdentity
 
 CLIENT_ID = "rolloutui-test"
 CLIENT_SECRET = "client-secret-for-tests"
@@ -30,6 +30,7 @@ class FakeProvider:
     def __init__(self, claims: dict) -> None:
         self.claims = claims
         self.audience = CLIENT_ID
+        self.id_token_sub: str | None = None  # the ID token's sub, when it should differ from the claims'
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.codes: dict[str, dict] = {}
         self.token_requests: list[dict] = []
@@ -85,7 +86,7 @@ class FakeProvider:
                 id_token = jwt.encode(
                     {
                         "iss": provider.url,
-                        "sub": provider.claims.get("sub", "x"),
+                        "sub": provider.id_token_sub or provider.claims.get("sub", "x"),
                         "aud": provider.audience,
                         "iat": now,
                         "exp": now + 300,
@@ -182,17 +183,77 @@ def test_roles_follow_the_claims_at_the_next_sign_in(provider):
     assert {(g.namespace, g.role) for g in NamespaceGrant.objects.filter(user=alice)} == {("team-c", "viewer")}
 
 
-def test_a_local_account_is_never_taken_over_by_a_provider_claim(provider, django_user_model):
+def test_a_local_account_is_never_taken_over_and_the_provider_user_gets_a_distinct_name(provider, django_user_model):
     local = django_user_model.objects.create_user("alice", password="local-password-77")
     client = Client()
     sign_in(client, provider)
-    assert "_auth_user_id" not in client.session
+    # The provider's alice is a new account of her own, with another name and no password.
+    signed_in = django_user_model.objects.get(pk=client.session["_auth_user_id"])
+    assert signed_in.pk != local.pk and signed_in.username == "alice-2"
+    assert not signed_in.has_usable_password()
+    assert OIDCIdentity.objects.get(user=signed_in).subject == "0001"
     # The local account is left as it was: its password, no roles from the claims.
     local.refresh_from_db()
     assert local.check_password("local-password-77") and not local.groups.exists()
     assert not NamespaceGrant.objects.filter(user=local).exists()
-    signed_in = Client().post("/accounts/login/", {"username": "alice", "password": "local-password-77"})
-    assert signed_in.status_code == 302
+    again = Client().post("/accounts/login/", {"username": "alice", "password": "local-password-77"})
+    assert again.status_code == 302
+
+
+def test_users_are_matched_on_issuer_and_subject_so_a_renamed_user_stays_the_same_account(provider, django_user_model):
+    first = Client()
+    sign_in(first, provider)
+    alice = django_user_model.objects.get(username="alice")
+    provider.claims = {**provider.claims, "preferred_username": "alice.smith", "email": "alice.smith@example.com"}
+    renamed = Client()
+    sign_in(renamed, provider)
+    assert int(renamed.session["_auth_user_id"]) == alice.pk
+    assert django_user_model.objects.count() == 1
+    identity = OIDCIdentity.objects.get(user=alice)
+    assert (identity.issuer, identity.subject, identity.preferred_username) == (provider.url, "0001", "alice.smith")
+
+
+def test_another_provider_user_who_takes_a_used_name_is_another_account(provider, django_user_model):
+    sign_in(Client(), provider)
+    alice = django_user_model.objects.get(username="alice")
+    # The provider let a new user (another subject) take the name alice.
+    provider.claims = {**provider.claims, "sub": "0002", "groups": []}
+    client = Client()
+    sign_in(client, provider)
+    newcomer = django_user_model.objects.get(pk=client.session["_auth_user_id"])
+    assert newcomer.pk != alice.pk and newcomer.username == "alice-2"
+    assert not newcomer.groups.exists() and not NamespaceGrant.objects.filter(user=newcomer).exists()
+
+
+def test_the_approver_group_mapping_and_a_namespace_approver_grant_are_applied(provider, settings):
+    from django.contrib.auth.models import User
+
+    from rolloutui.services import access
+
+    settings.ROLLOUTUI_OIDC_ROLE_GROUPS = {"viewers": [], "operators": [], "approvers": ["release-board"]}
+    provider.claims = {**provider.claims, "groups": ["release-board", "rolloutui:team-a:approver"]}
+    sign_in(Client(), provider)
+    alice = User.objects.get(username="alice")
+    assert [g.name for g in alice.groups.all()] == ["approvers"]
+    assert {(g.namespace, g.role) for g in NamespaceGrant.objects.filter(user=alice)} == {("team-a", "approver")}
+    assert access.allowed(alice, "releases.approve_modelversion", None)
+    provider.claims = {**provider.claims, "groups": ["rolloutui:team-a:approver"]}
+    sign_in(Client(), provider)
+    alice = User.objects.get(username="alice")
+    assert not alice.groups.exists()
+    assert access.allowed(alice, "releases.approve_modelversion", "team-a")
+    assert access.allowed(alice, "rolloutui.view_modelserving", "team-a")
+    assert not access.allowed(alice, "releases.approve_modelversion", "team-b")
+
+
+def test_a_userinfo_answer_for_another_subject_is_refused(provider, django_user_model):
+    # OpenID Connect Core 5.3.2: the UserInfo sub must equal the ID token's, else its claims
+    # must not be used. The fake provider signs the ID token for claims["sub"]; userinfo differs.
+    provider.id_token_sub = "someone-else"
+    client = Client()
+    sign_in(client, provider)
+    assert "_auth_user_id" not in client.session
+    assert not django_user_model.objects.exists()
 
 
 def test_an_id_token_for_another_client_is_refused(provider):
@@ -205,3 +266,21 @@ def test_an_id_token_for_another_client_is_refused(provider):
 def test_single_sign_on_is_absent_unless_configured(client, db):
     assert client.get("/oidc/authenticate/").status_code == 404
     assert b"single sign-on" not in client.get("/accounts/login/").content
+
+
+def test_an_account_from_before_identities_is_linked_by_hand_and_then_signs_in(provider, django_user_model):
+    import io
+
+    from django.core.management import call_command
+
+    legacy = django_user_model.objects.create_user("alice")  # made by an earlier sign-on: no identity
+    legacy.set_unusable_password()
+    legacy.save()
+    out = io.StringIO()
+    call_command("oidc_identity", "link", "--user", "alice", "--issuer", provider.url, "--subject", "0001", stdout=out)
+    assert "linked 0001" in out.getvalue()
+    client = Client()
+    sign_in(client, provider)
+    assert int(client.session["_auth_user_id"]) == legacy.pk
+    linked = AuditRecord.objects.get(action="oidc_identity_linked")
+    assert (linked.source, linked.auth_method, linked.name) == ("cli", "cli", "alice") and linked.os_user
