@@ -1,22 +1,27 @@
 """Canary analysis: one window's figures for the stable and the canary revision, judged by the checks.
 
-Both revisions are measured over the same window (the same traffic conditions). A window is:
+Both revisions are measured over the same window (the same traffic conditions). The rules of
+evidence (``evidence``: what a window counts, latency checks over unfinished requests, the
+verdicts) are applied here to one window:
 
-- **Inconclusive** when the canary answered fewer than ``minRequests`` requests (too little evidence:
-  neither pass nor fail, the failure count is unchanged), or when a figure a check reads is not a
-  finite number (an overflowed sum, an infinite percentile, NaN): that is no data, never a pass (an
-  infinite stable p99 would make any canary look 0 times as slow, and NaN compares false with
-  every limit);
+- **Error** when the metrics provider failed (no figures: counts as Inconclusive for the limits);
+- **Inconclusive** when fewer than ``minRequests`` canary requests *started* in it (too little
+  evidence: neither pass nor fail), when a figure a check reads is not a finite number (an
+  overflowed sum, an infinite percentile, NaN): that is no data, never a pass (an infinite stable
+  p99 would make any canary look 0 times as slow, and NaN compares false with every limit), or
+  when some check could not be decided (a latency check with too many requests still undecided,
+  a figure the canary has none of) and none failed;
 - **Fail** when any check fails: ``max`` / ``min`` on the canary's own value, ``maxRatioToStable``
   (canary / stable), ``maxDeltaToStable`` (canary - stable);
-- **Pass** otherwise.
+- **Pass** when every check passes.
 
 Worked example: stable p99 960 ms, canary p99 1,840 ms, check ``latencyP99Ms maxRatioToStable 1.3``:
 1,840 / 960 = 1.92 > 1.3 -> Fail, "canary p99 1,840 ms is 1.9x stable 960 ms, limit 1.3x".
 
 Windows start when the canary starts and follow each other every ``intervalSeconds``; a window
-holds the requests that *started* in it, and is judged ``settleSeconds`` after it ended (default:
-one interval), once those requests have finished (``due_windows``). Judged at its end, a window
+holds the requests that *started* in it, and is judged a settle time after it ended
+(``evidence.settle_seconds``: ``settleSeconds``, else the stable revision's p99 request duration
+in the previous window), once most of those requests have finished (``due_windows``). Judged at its end, a window
 would miss the requests still streaming then, and those are the good ones: an error answers after
 its latency (a fraction of a second) while a good answer streams for its whole duration. Worked
 example, window [0, 60), one request a second, every fifth an error after 0.2 s, the others
@@ -32,8 +37,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .canary import Analysis, Check
+from .evidence import ERROR, EVIDENCE, FAIL, INCONCLUSIVE, PASS, judge_latency, window_verdict
 
-PASS, FAIL, INCONCLUSIVE = "Pass", "Fail", "Inconclusive"
+__all__ = ["ERROR", "FAIL", "INCONCLUSIVE", "PASS", "WindowResult", "due_windows", "judge_window"]
 
 FIGURE_KEYS = ("requests", "errorRate", "timeoutRate", "latencyP50Ms", "latencyP95Ms", "latencyP99Ms", "feedbackMean")
 
@@ -166,6 +172,19 @@ def _non_finite(analysis: Analysis, stable: dict[str, Any], canary: dict[str, An
     return out
 
 
+def _judge_check(check: Check, canary: dict[str, Any], stable: dict[str, Any]) -> tuple[str, str | None]:
+    """One check's verdict and, unless it passed, why. A latency check with the canary's evidence
+    counts its requests (``evidence.judge_latency``); any other compares the figure, and a canary
+    without the figure (no finished request to take a rate of, no feedback) is undecided."""
+    counted = judge_latency(check, canary, stable)
+    if counted is not None:
+        return counted
+    if canary.get(check.metric) is None:
+        return INCONCLUSIVE, f"no canary {_WORDS[check.metric][0]} in this window"
+    why = _judge(check, canary, stable)
+    return (PASS, None) if why is None else (FAIL, why)
+
+
 def judge_window(
     analysis: Analysis,
     start: float,
@@ -174,26 +193,43 @@ def judge_window(
     canary_revision: str,
     stable: dict[str, Any],
     canary: dict[str, Any],
+    *,
+    error: str | None = None,
 ) -> WindowResult:
+    """``error``: why the metrics provider could not give the figures (an Error window)."""
+
+    def result(verdict: str, failed: tuple[str, ...], reasons: tuple[str, ...]) -> WindowResult:
+        # The evidence (every request's latency or age) is what the words and counts came from;
+        # the stored window keeps the figures.
+        shown_stable = {k: v for k, v in stable.items() if k != EVIDENCE}
+        shown_canary = {k: v for k, v in canary.items() if k != EVIDENCE}
+        return WindowResult(
+            start, end, stable_revision, canary_revision, shown_stable, shown_canary, verdict, failed, reasons
+        )
+
+    if error is not None:
+        return result(ERROR, (), (f"metrics provider failed: {error}",))
     requests = canary.get("requests") or 0
     if not finite(requests):
-        reason = f"canary requests {requests!r} is not a finite number: no data"
-        return WindowResult(start, end, stable_revision, canary_revision, stable, canary, INCONCLUSIVE, (), (reason,))
-    if requests < analysis.min_requests:
-        reason = f"{requests} canary requests, fewer than minRequests {analysis.min_requests}"
-        return WindowResult(start, end, stable_revision, canary_revision, stable, canary, INCONCLUSIVE, (), (reason,))
+        return result(INCONCLUSIVE, (), (f"canary requests {requests!r} is not a finite number: no data",))
+    # Requests that started in the window, finished or not; a provider that cannot tell gives the
+    # finished ones only.
+    started = canary.get("started")
+    started = requests if started is None or not finite(started) else started
+    if started < analysis.min_requests:
+        return result(INCONCLUSIVE, (), (f"{started} canary requests, fewer than minRequests {analysis.min_requests}",))
     unusable = _non_finite(analysis, stable, canary)
     if unusable:
-        return WindowResult(
-            start, end, stable_revision, canary_revision, stable, canary, INCONCLUSIVE, (), tuple(unusable)
-        )
-    failed, reasons = [], []
+        return result(INCONCLUSIVE, (), tuple(unusable))
+    verdicts, failed, reasons, undecided = [], [], [], []
     for check in analysis.checks:
-        why = _judge(check, canary, stable)
-        if why is not None:
+        verdict, why = _judge_check(check, canary, stable)
+        verdicts.append(verdict)
+        if verdict == FAIL:
             failed.append(check.metric)
             reasons.append(why)
-    verdict = FAIL if failed else PASS
-    return WindowResult(
-        start, end, stable_revision, canary_revision, stable, canary, verdict, tuple(failed), tuple(reasons)
-    )
+        elif verdict == INCONCLUSIVE:
+            undecided.append(why)
+    verdict = window_verdict(verdicts, started=started, min_requests=analysis.min_requests)
+    # A failed window says what failed; an undecided one what could not be decided.
+    return result(verdict, tuple(failed), tuple(reasons) if verdict == FAIL else tuple(undecided))

@@ -7,12 +7,19 @@
         - setPartition: 0
       analysis:                        # windows from the first step until the rollout completes
         intervalSeconds: 60
-        minRequests: 50                # fewer canary requests in a window: Inconclusive, not Fail
-        failureLimit: 1                # consecutive failed windows before acting
+        settleSeconds: 30              # judge a window this long after its end (default: stable's
+                                       # p99 request duration in the previous window, at most 300)
+        minRequests: 50                # fewer canary requests started in a window: Inconclusive
+        failureLimit: 1                # failed windows in total before acting
+        inconclusiveLimit: 3           # Inconclusive windows in a row before pausing
+        minPassWindows: 1              # passing windows a timed pause needs before it ends
         onFailure: Pause               # or Rollback (to the stable revision)
         metrics:
           - {metric: errorRate, max: 0.02}
           - {metric: latencyP99Ms, maxRatioToStable: 1.3}
+
+Every field is checked: an unknown or misspelt one (``failurLimit: 3``) is refused with its path,
+as anywhere else in the manifest, never read as its default.
 
 Only for ServingGroupRollingUpdate (a step's partition counts ServingGroups), and without a partition
 in rollingUpdateConfiguration (the steps set it). This module parses and validates it; the planner
@@ -31,6 +38,21 @@ CHECK_KINDS = ("max", "min", "maxRatioToStable", "maxDeltaToStable")
 ON_FAILURE = ("Pause", "Rollback")
 PROVIDERS = ("simulated", "prometheus")
 PLACEHOLDERS = ("{{revision}}", "{{namespace}}", "{{name}}", "{{window}}")
+# Figures a prometheus provider may have a query for beside the metrics: ``requests`` (finished),
+# ``started`` (started in the window, finished or not) and ``durationP99Ms`` (the settle time).
+QUERY_FIGURES = ("requests", "started", "durationP99Ms")
+ANALYSIS_FIELDS = (
+    "intervalSeconds",
+    "settleSeconds",
+    "minRequests",
+    "failureLimit",
+    "inconclusiveLimit",
+    "minPassWindows",
+    "onFailure",
+    "provider",
+    "metrics",
+    "queries",
+)
 
 
 class CanaryError(ValueError):
@@ -71,10 +93,14 @@ class Analysis:
     provider: str
     checks: tuple[Check, ...]
     queries: dict[str, str]  # prometheus: metric -> query template
-    # Seconds a window waits after its end before it is judged (``analysis.due_windows``): the
-    # requests that started in it must have finished and left their records. Parsed default: the
-    # interval.
-    settle_seconds: float = 0.0
+    # Seconds a window waits after its end before it is judged (``analysis.due_windows``), so the
+    # requests that started in it had time to finish. None (the default): the stable revision's
+    # p99 request duration in the previous window (``evidence.settle_seconds``).
+    settle_seconds: float | None = None
+    # Inconclusive (or Error) windows in a row that pause the rollout.
+    inconclusive_limit: int = 3
+    # Passing windows, ended after a timed pause began, that the pause needs before it ends.
+    min_pass_windows: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +141,9 @@ def _step(raw: Any, path: str) -> Step:
         if seconds is not None:
             seconds = _number(seconds, f"{path}.pause.durationSeconds", minimum=0)
         return Step(pause=True, pause_seconds=seconds)
+    unknown = sorted(keys - {"setPartition", "pause"})
+    if unknown:
+        raise CanaryError(f"{path}.{unknown[0]}", "unknown field (a step is {setPartition: N} or {pause: {...}})")
     raise CanaryError(path, "a step is exactly one of {setPartition: N} or {pause: {durationSeconds?}}")
 
 
@@ -144,16 +173,31 @@ def _check(raw: Any, path: str) -> Check:
     return Check(metric, kind, limit)
 
 
+def _count(raw: Any, path: str, *, minimum: int, why: str = "") -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < minimum:
+        rule = "a non-negative integer" if minimum == 0 else f"an integer of at least {minimum}"
+        raise CanaryError(path, f"must be {rule}{why}, got {raw!r}")
+    return raw
+
+
 def _analysis(raw: Any, path: str) -> Analysis:
     raw = _dict(raw, path)
+    unknown = set(raw) - set(ANALYSIS_FIELDS)
+    if unknown:
+        raise CanaryError(f"{path}.{sorted(unknown)[0]}", f"unknown field (allowed: {', '.join(ANALYSIS_FIELDS)})")
     interval = _number(raw.get("intervalSeconds", 60), f"{path}.intervalSeconds", minimum=1)
-    settle = _number(raw.get("settleSeconds", interval), f"{path}.settleSeconds", minimum=0)
-    min_requests = raw.get("minRequests", 50)
-    if isinstance(min_requests, bool) or not isinstance(min_requests, int) or min_requests < 0:
-        raise CanaryError(f"{path}.minRequests", f"must be a non-negative integer, got {min_requests!r}")
-    limit = raw.get("failureLimit", 1)
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise CanaryError(f"{path}.failureLimit", f"must be an integer of at least 1, got {limit!r}")
+    settle = raw.get("settleSeconds")
+    if settle is not None:
+        settle = _number(settle, f"{path}.settleSeconds", minimum=0)
+    min_requests = _count(raw.get("minRequests", 50), f"{path}.minRequests", minimum=0)
+    limit = _count(raw.get("failureLimit", 1), f"{path}.failureLimit", minimum=1)
+    inconclusive_limit = _count(raw.get("inconclusiveLimit", 3), f"{path}.inconclusiveLimit", minimum=1)
+    min_pass = _count(
+        raw.get("minPassWindows", 1),
+        f"{path}.minPassWindows",
+        minimum=1,
+        why=" (a timed pause never ends on no evidence)",
+    )
     on_failure = raw.get("onFailure", "Pause")
     if on_failure not in ON_FAILURE:
         raise CanaryError(f"{path}.onFailure", f"must be Pause or Rollback, got {on_failure!r}")
@@ -168,8 +212,9 @@ def _analysis(raw: Any, path: str) -> Analysis:
     queries_raw = _dict(queries_raw, f"{path}.queries")
     queries: dict[str, str] = {}
     for metric, template in queries_raw.items():
-        if metric not in METRICS and metric != "requests":
-            raise CanaryError(f"{path}.queries.{metric}", f"unknown metric (known: requests, {', '.join(METRICS)})")
+        if metric not in METRICS and metric not in QUERY_FIGURES:
+            known = ", ".join((*QUERY_FIGURES, *METRICS))
+            raise CanaryError(f"{path}.queries.{metric}", f"unknown metric (known: {known})")
         if not isinstance(template, str) or "{{revision}}" not in template:
             raise CanaryError(f"{path}.queries.{metric}", "must be a PromQL template using {{revision}}")
         queries[metric] = template
@@ -177,7 +222,9 @@ def _analysis(raw: Any, path: str) -> Analysis:
         missing = [m for m in ("requests", *sorted({c.metric for c in checks})) if m not in queries]
         if missing:
             raise CanaryError(f"{path}.queries", f"the prometheus provider needs a query for {', '.join(missing)}")
-    return Analysis(interval, min_requests, limit, on_failure, provider, checks, queries, settle)
+    return Analysis(
+        interval, min_requests, limit, on_failure, provider, checks, queries, settle, inconclusive_limit, min_pass
+    )
 
 
 def parse_canary(raw: Any, path: str, *, strategy_type: str, group_partition_set: bool) -> Canary | None:

@@ -127,8 +127,9 @@ def _running_canary(ms: dict[str, Any]) -> dict[str, Any] | None:
 
 def _promote_canary(ms: dict[str, Any], canary: dict[str, Any], *, partition: int | None, full: bool) -> dict[str, Any]:
     """With canary steps, promote moves through the steps: one step skips the step the canary is
-    on (a pause, typically), ``full`` skips every remaining step (and resumes a paused rollout).
-    The partition is the steps' to set, so a partition cannot be given."""
+    on (a pause, typically), ``full`` skips every remaining step (and resumes a paused rollout);
+    either lifts a pause the analysis set (``status.canary.analysisPause``). The partition is the
+    steps' to set, so a partition cannot be given."""
     if partition is not None:
         raise ControlError(
             "this rollout runs canary steps, which set the partition: promote one step or fully", field="partition"
@@ -141,7 +142,9 @@ def _promote_canary(ms: dict[str, Any], canary: dict[str, Any], *, partition: in
     patch: dict[str, Any] = {
         "metadata": {"annotations": {naming.ANNOTATION_CANARY_PROMOTE: json.dumps(request, sort_keys=True)}}
     }
-    if full and headline(ms).paused:
+    if headline(ms).paused and (full or canary.get("analysisPause")):
+        # Promote is the operator's decision after the analysis: it lifts the pause the analysis
+        # set for want of evidence (the planner then restarts the count of Inconclusive windows).
         patch["spec"] = {"paused": False}
     return patch
 

@@ -175,10 +175,24 @@ class VerifierPort(Protocol):
 class MetricsPort(Protocol):
     """Request figures of one revision of a ModelServing over a time window (canary analysis)."""
 
-    def window(self, namespace: str, name: str, revision: str, start: float, end: float) -> dict[str, Any]:
-        """``{"requests", "errorRate", "timeoutRate", "latencyP50Ms", "latencyP95Ms",
-        "latencyP99Ms", "feedbackMean"}`` for requests of ``revision`` that started in
-        [start, end) and have finished; rates and latencies None when there were none."""
+    def window(
+        self, namespace: str, name: str, revision: str, start: float, end: float, *, at: float | None = None
+    ) -> dict[str, Any]:
+        """The figures of the requests of ``revision`` that started in [start, end), as known at
+        ``at`` (the judging time; None: now):
+
+        - ``started``: how many started (finished or not; rejected ones never reached a revision),
+          or None when the source cannot tell; ``requests``: how many of them finished;
+        - ``errorRate``, ``timeoutRate``: shares of the finished ones; ``latencyP50Ms``,
+          ``latencyP95Ms``, ``latencyP99Ms``: of the answered ones; ``feedbackMean``;
+          ``durationP99Ms``: p99 of the finished ones' durations (start to end), the settle of the
+          next window; each None when there were none (or the source has no such figure);
+        - optionally ``evidence`` (``core.evidence.count_against``'s shape): the answered latencies
+          as a histogram and the ages at ``at`` of the requests still waiting for an answer, for
+          latency checks that count unfinished requests. Without it a latency check compares the
+          percentile.
+
+        Raises when the source cannot answer: the window is then judged Error."""
         ...
 
 

@@ -248,23 +248,30 @@ def _spec_moved_on(cluster: ClusterPort, namespace: str, name: str, generation: 
 def _analysis_figures(
     metrics: MetricsPort | None, namespace: str, name: str, ms: Any, status: dict[str, Any], now: float
 ) -> dict[tuple[float, float], dict[str, Any]]:
-    """The figures of the canary analysis windows that are due, stable and canary side by side."""
+    """The figures of the canary analysis windows that are due, stable and canary side by side,
+    as of ``now`` (a request still running then is evidence by its age). A metrics source that
+    cannot answer makes the window an Error window (``{"error": why}``), and the windows due after
+    it too, without asking again in this pass."""
     windows = windows_to_fetch(ms.canary, status, now)
     if metrics is None or not windows:
         return {}
     canary = status.get("canary") or {}
-    out = {}
+    out: dict[tuple[float, float], dict[str, Any]] = {}
+    failed: str | None = None
     for start, end in windows:
-        try:
-            out[(start, end)] = {
-                "stable": metrics.window(namespace, name, canary["stable"], start, end),
-                "canary": metrics.window(namespace, name, canary["revision"], start, end),
-            }
-        except Exception as exc:  # a metrics source that cannot answer: the window waits for a later pass
-            log.warning(
-                "canary analysis of %s/%s: figures of [%s, %s) unavailable: %s", namespace, name, start, end, exc
-            )
-            break
+        if failed is None:
+            try:
+                out[(start, end)] = {
+                    "stable": metrics.window(namespace, name, canary["stable"], start, end, at=now),
+                    "canary": metrics.window(namespace, name, canary["revision"], start, end, at=now),
+                }
+                continue
+            except Exception as exc:  # the provider's failure is the window's verdict (Error)
+                failed = str(exc) or type(exc).__name__
+                log.warning(
+                    "canary analysis of %s/%s: figures of [%s, %s) unavailable: %s", namespace, name, start, end, exc
+                )
+        out[(start, end)] = {"error": failed}
     return out
 
 

@@ -80,7 +80,9 @@ class DatabaseMetrics:
     the analysis judges such a window Inconclusive, whereas a None in its place would let a
     relative check pass."""
 
-    def window(self, namespace: str, name: str, revision: str, start: float, end: float) -> dict[str, Any]:
+    def window(
+        self, namespace: str, name: str, revision: str, start: float, end: float, *, at: float | None = None
+    ) -> dict[str, Any]:
         sums = _window_sums(namespace, name, start, end, revision).get(revision) or Sums()
         return sums.figures()
 

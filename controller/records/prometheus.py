@@ -19,8 +19,15 @@ without a template is None. An infinite or NaN answer is passed on as it is (``h
 answers +Inf when the quantile lies in the +Inf bucket: a canary slower than the highest bucket):
 the analysis judges a window with such a figure Inconclusive, where a None would let a check on it
 hold. ``requests`` is rounded to a whole number (``increase`` gives fractions); with none, every
-other figure is None. An unreachable server or an error answer raises ``PrometheusError``: the reconcile
-pass then leaves the window for a later pass (never judged on missing data).
+other figure is None. An unreachable server or an error answer raises ``PrometheusError``: the
+window is then judged Error (no figures, never judged on missing data; Error windows count
+towards the analysis' ``inconclusiveLimit``).
+
+Two optional figures serve the rules of evidence (``controller.core.evidence``): ``started`` (the
+requests that started in the window, finished or not, for ``minRequests``; without it the
+finished ones stand in) and ``durationP99Ms`` (the p99 of request durations, the settle time of
+the next window). A router's metrics usually record a request when it ends, so this provider gives
+no evidence of requests still running: its latency checks compare the percentile.
 """
 
 from __future__ import annotations
@@ -32,7 +39,18 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-FIGURES = ("requests", "errorRate", "timeoutRate", "latencyP50Ms", "latencyP95Ms", "latencyP99Ms", "feedbackMean")
+FIGURES = (
+    "requests",
+    "errorRate",
+    "timeoutRate",
+    "latencyP50Ms",
+    "latencyP95Ms",
+    "latencyP99Ms",
+    "feedbackMean",
+    "started",
+    "durationP99Ms",
+)
+COUNTS = ("requests", "started")  # whole numbers (``increase`` gives fractions)
 
 
 class PrometheusError(Exception):
@@ -98,7 +116,10 @@ class PrometheusMetrics:
             raise PrometheusError(f"malformed answer to {promql!r}: {exc}") from None
         return value
 
-    def window(self, namespace: str, name: str, revision: str, start: float, end: float) -> dict[str, Any]:
+    def window(
+        self, namespace: str, name: str, revision: str, start: float, end: float, *, at: float | None = None
+    ) -> dict[str, Any]:
+        """Each figure as of the window's end, whatever ``at`` (module docstring)."""
         out: dict[str, Any] = {}
         for figure in FIGURES:
             template = self.templates.get(figure)
@@ -107,12 +128,13 @@ class PrometheusMetrics:
                 continue
             promql = render(template, namespace=namespace, name=name, revision=revision, window_seconds=end - start)
             out[figure] = self.query(promql, end)
-        requests = out["requests"]
-        if requests is None:
+        if out["requests"] is None:
             out["requests"] = 0
-        elif math.isfinite(requests):
-            out["requests"] = int(round(requests))
+        for count in COUNTS:
+            if out[count] is not None and math.isfinite(out[count]):
+                out[count] = int(round(out[count]))
         if out["requests"] == 0:
-            # No traffic: rates and latencies mean nothing (the contract: None when there were none).
-            out.update({k: None for k in FIGURES[1:]})
+            # No finished request: rates and latencies mean nothing (the contract: None when there
+            # were none). How many started is still the window's evidence for minRequests.
+            out.update({k: None for k in FIGURES if k not in COUNTS})
         return out

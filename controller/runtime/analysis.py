@@ -86,8 +86,10 @@ class AnalysisMetrics:
             self._ports[key] = port
         return port
 
-    def window(self, namespace: str, name: str, revision: str, start: float, end: float) -> dict[str, Any]:
-        return self._port(namespace, name).window(namespace, name, revision, start, end)
+    def window(
+        self, namespace: str, name: str, revision: str, start: float, end: float, *, at: float | None = None
+    ) -> dict[str, Any]:
+        return self._port(namespace, name).window(namespace, name, revision, start, end, at=at)
 
 
 def metrics_for(cluster: ClusterPort) -> MetricsPort:

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from controller.core import naming
+from controller.core.evidence import EVIDENCE, evidence_of
 from controller.core.kserve.apps import LABEL_APP, LABEL_KNATIVE_REVISION, LABEL_TEMPLATE_HASH
 from controller.core.ports import Obj
 
@@ -206,32 +207,54 @@ def send(request_id: int, now: float, duration: float, pod: Obj | None, config: 
     )
 
 
-def window_figures(requests: list[Request], revision: str, start: float, end: float) -> dict:
-    """The canary analysis' figures of one revision: requests that started in [start, end) on its
-    pods and have finished (rejected ones never reached a revision). Rates are shares of those
-    requests; latencies (time to first token) are of answered ones, nearest rank."""
-    mine = [
-        r for r in requests if r.revision == revision and start <= r.start < end and r.result not in (None, REJECTED)
-    ]
-    if not mine:
+def window_figures(requests: list[Request], revision: str, start: float, end: float, at: float | None = None) -> dict:
+    """The canary analysis' figures of one revision (``ports.MetricsPort.window``) as known at
+    ``at`` (default: the window's end): the requests that started in [start, end) on its pods
+    (``started``; rejected ones never reached a revision) and those of them that have finished
+    (``requests``). Rates are shares of the finished ones; latencies (time to the answer) of the
+    answered finished ones, nearest rank; ``durationP99Ms`` of the finished ones' whole durations.
+
+    ``evidence`` carries every answer's latency, finished or still streaming, and the age of each
+    request still waiting for its answer (``core.evidence``): a request that is still running
+    has answered once its latency has passed. Example at t=100: a request that started at 70 with
+    a latency of 5 s and streams until 130 has answered (5,000 ms); one that started at 90 with a
+    latency of 40 s is waiting, 10,000 ms old."""
+    at = end if at is None else at
+    mine = [r for r in requests if r.revision == revision and start <= r.start < end and r.result != REJECTED]
+    done = [r for r in mine if r.result is not None]
+    answered, waiting = [], []
+    for r in mine:
+        if r.result is None and (r.latency_ms is None or r.start + r.latency_ms / 1000.0 > at):
+            waiting.append((at - r.start) * 1000.0)
+        elif r.result in (None, OK, ERROR) and r.latency_ms is not None:
+            answered.append(r.latency_ms)
+    evidence = evidence_of(answered, waiting)
+    if not done:
         return {
             "requests": 0,
+            "started": len(mine),
             "errorRate": None,
             "timeoutRate": None,
             "latencyP50Ms": None,
             "latencyP95Ms": None,
             "latencyP99Ms": None,
             "feedbackMean": None,
+            "durationP99Ms": None,
+            EVIDENCE: evidence,
         }
-    latencies = sorted(r.latency_ms for r in mine if r.result in (OK, ERROR) and r.latency_ms is not None)
+    latencies = sorted(r.latency_ms for r in done if r.result in (OK, ERROR) and r.latency_ms is not None)
+    durations = sorted((r.end - r.start) * 1000.0 for r in done if r.result in (OK, ERROR, TIMEOUT))
     return {
-        "requests": len(mine),
-        "errorRate": round(sum(r.result == ERROR for r in mine) / len(mine), 6),
-        "timeoutRate": round(sum(r.result == TIMEOUT for r in mine) / len(mine), 6),
+        "requests": len(done),
+        "started": len(mine),
+        "errorRate": round(sum(r.result == ERROR for r in done) / len(done), 6),
+        "timeoutRate": round(sum(r.result == TIMEOUT for r in done) / len(done), 6),
         "latencyP50Ms": _percentile(latencies, 0.50),
         "latencyP95Ms": _percentile(latencies, 0.95),
         "latencyP99Ms": _percentile(latencies, 0.99),
         "feedbackMean": None,
+        "durationP99Ms": _percentile(durations, 0.99),
+        EVIDENCE: evidence,
     }
 
 

@@ -159,7 +159,7 @@ def test_due_windows_wait_for_the_requests_of_the_window_to_finish(started, last
     assert due_windows(started, last_end, 60.0, now, settle=60.0) == windows
 
 
-def test_the_settle_defaults_to_one_interval_and_can_be_set_or_turned_off():
+def test_the_settle_is_stable_s_request_duration_unless_set_and_can_be_turned_off():
     def settle(**fields):
         raw = {"intervalSeconds": 30, "metrics": [{"metric": "errorRate", "max": 0.05}], **fields}
         parsed = parse_canary(
@@ -170,7 +170,8 @@ def test_the_settle_defaults_to_one_interval_and_can_be_set_or_turned_off():
         )
         return parsed.analysis.settle_seconds
 
-    assert (settle(), settle(settleSeconds=90), settle(settleSeconds=0)) == (30.0, 90.0, 0.0)
+    # None: the planner takes stable's p99 request duration of the previous window (core.evidence).
+    assert (settle(), settle(settleSeconds=90), settle(settleSeconds=0)) == (None, 90.0, 0.0)
 
 
 # The worked example of controller/core/analysis.py: window [0, 60), one request a second, every

@@ -32,7 +32,7 @@ class Metrics:
         self.bad: dict | None = None
         self.asked: list[tuple[str, float, float]] = []
 
-    def window(self, namespace, name, revision, start, end):
+    def window(self, namespace, name, revision, start, end, *, at=None):
         self.asked.append((revision, start, end))
         good = {
             "requests": 100,
@@ -169,14 +169,18 @@ def test_failure_limit_failed_windows_roll_back_to_the_stable_revision():
     assert canary(cluster)["phase"] in ("Running", "Paused")
 
 
-def test_a_window_passing_again_resets_the_count_of_failures():
+def test_a_window_passing_again_forgives_no_failure_as_argo_rollouts_and_flagger_count_them_in_total():
     cluster, clock, metrics = analysed("Pause")
     run(cluster, clock, metrics, 12)
     metrics.bad = {"errorRate": 0.3}
     run(cluster, clock, metrics, 10)
     metrics.bad = None
     run(cluster, clock, metrics, 10)
-    assert canary(cluster)["failures"] == 0
+    assert canary(cluster)["failures"] == 1 and canary(cluster)["phase"] != "Failed"
+    metrics.bad = {"errorRate": 0.3}
+    run(cluster, clock, metrics, 10)
+    # failureLimit 2: the second failure stops the canary, though a pass came between.
+    assert canary(cluster)["phase"] == "Failed" and cluster.get_modelserving(NS, NAME)["spec"]["paused"] is True
 
 
 def test_inconclusive_windows_neither_fail_nor_pass():
@@ -200,9 +204,49 @@ BAD_SPECS = [
         "spec.rolloutStrategy.rollingUpdateConfiguration.partition",
     ),
     (
-        "a step that is neither setPartition nor pause is refused",
+        "a step that is neither setPartition nor pause is refused naming the unknown field",
         {"canary": {"steps": [{"wait": 3}]}},
+        "spec.rolloutStrategy.canary.steps[0].wait",
+    ),
+    (
+        "a step with two kinds is refused",
+        {"canary": {"steps": [{"setPartition": 1, "pause": {}}]}},
         "spec.rolloutStrategy.canary.steps[0]",
+    ),
+    (
+        "a misspelt failureLimit is refused with its path, never read as the default",
+        {
+            "canary": {
+                "steps": [{"setPartition": 0}],
+                "analysis": {"failurLimit": 3, "metrics": [{"metric": "errorRate", "max": 1}]},
+            }
+        },
+        "spec.rolloutStrategy.canary.analysis.failurLimit",
+    ),
+    (
+        "an unknown field of the canary is refused with its path",
+        {"canary": {"steps": [{"setPartition": 0}], "stepz": []}},
+        "spec.rolloutStrategy.canary.stepz",
+    ),
+    (
+        "minPassWindows below 1 is refused: a timed pause never ends on no evidence",
+        {
+            "canary": {
+                "steps": [{"setPartition": 0}],
+                "analysis": {"minPassWindows": 0, "metrics": [{"metric": "errorRate", "max": 1}]},
+            }
+        },
+        "spec.rolloutStrategy.canary.analysis.minPassWindows",
+    ),
+    (
+        "an inconclusiveLimit that is not a whole number is refused",
+        {
+            "canary": {
+                "steps": [{"setPartition": 0}],
+                "analysis": {"inconclusiveLimit": 2.5, "metrics": [{"metric": "errorRate", "max": 1}]},
+            }
+        },
+        "spec.rolloutStrategy.canary.analysis.inconclusiveLimit",
     ),
     (
         "an unknown metric is refused",

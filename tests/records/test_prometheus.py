@@ -85,6 +85,8 @@ def test_each_figure_is_an_instant_query_of_its_template_at_the_windows_end(prom
         "latencyP95Ms": None,
         "latencyP99Ms": 840.5,
         "feedbackMean": None,
+        "started": None,  # no template: the finished requests stand in for minRequests
+        "durationP99Ms": None,
     }
     first = prom.asked[0]
     assert first["path"] == "/api/v1/query" and first["time"] == "1700000060.000"
@@ -110,7 +112,7 @@ def test_an_error_answer_or_an_unreachable_server_raises_naming_the_query(prom):
         PrometheusMetrics("http://127.0.0.1:9", TEMPLATES, timeout=1).window("default", "chat", "r1", 0, 60)
 
 
-def test_a_window_prometheus_cannot_answer_is_left_for_a_later_pass(prom):
+def test_a_window_prometheus_cannot_answer_is_an_error_window_and_prometheus_is_asked_once(prom):
     import copy
 
     from controller.core.spec import parse_modelserving
@@ -131,9 +133,14 @@ def test_a_window_prometheus_cannot_answer_is_left_for_a_later_pass(prom):
     ms = parse_modelserving(manifest)
     status = {"canary": {"phase": "Running", "startedAt": 0.0, "stable": "r1", "revision": "r2"}}
     down = PrometheusMetrics("http://127.0.0.1:9", TEMPLATES, timeout=1)
-    # At 190 s two windows are due: each is judged settleSeconds (default: one interval) after its
-    # end, so [0, 60) from 120 s and [60, 120) from 180 s; [120, 180) waits until 240 s.
-    assert _analysis_figures(down, "default", "chat", ms, status, 190.0) == {}
+    # At 190 s two windows are due: each is judged a settle time after its end (before any
+    # duration is known, one interval), so [0, 60) from 120 s and [60, 120) from 180 s; [120, 180)
+    # waits until 240 s. The provider's failure is the verdict of both (the traffic contract: an
+    # Error window), and the second is not asked for again.
+    errors = _analysis_figures(down, "default", "chat", ms, status, 190.0)
+    assert list(errors) == [(0.0, 60.0), (60.0, 120.0)]
+    assert all("could not answer" in e["error"] for e in errors.values())
+    assert errors[(0.0, 60.0)] == errors[(60.0, 120.0)]
     prom.set("requests", "r2", 50)
     prom.set("requests", "r1", 50)
     up = PrometheusMetrics(prom.url, TEMPLATES)

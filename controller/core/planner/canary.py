@@ -12,9 +12,24 @@ t=460 it ends -> partition 0, groups 2, 1, 0 follow within the budget.
 Promote (annotation ``serving.rolloutui.io/canary-promote``) skips the step it names, or every
 remaining step with ``full``. Analysis judges a window every ``intervalSeconds`` from the canary's
 start, comparing the canary revision with the stable one over the same window (the figures come
-from the metrics port, fetched by the reconcile pass: ``windows_to_fetch``); after ``failureLimit``
-consecutive failed windows it pauses the ModelServing or rolls it back to the stable revision, and
-records why. Everything it remembers is in ``status.canary``.
+from the metrics port, fetched by the reconcile pass: ``windows_to_fetch``), a settle time after
+the window ended. The rules of evidence (``core.evidence``):
+
+- after ``failureLimit`` failed windows in total it pauses the ModelServing or rolls it back to
+  the stable revision (condition ``AnalysisFailed``), and records why;
+- after ``inconclusiveLimit`` Inconclusive (or Error) windows in a row it pauses the ModelServing
+  (condition ``AnalysisInconclusive``, naming the shortfall);
+- with an analysis, a timed pause is a minimum: it ends once its time is up, ``minPassWindows``
+  windows that ended after it began passed, and the latest window did not fail. Worked example,
+  pause 120 s from t=160, windows of 30 s judged 4 s after their end: at t=280 the time is up, but
+  the windows [190, 220), [220, 250) were Inconclusive (too few requests) -> the pause holds; the
+  window [250, 280), judged at t=284, passes -> the next step starts at t=284.
+
+A pause the analysis set is the operator's to lift: resume (or promote) clears it and restarts the
+count of Inconclusive windows (the audit of that control says it overrode the analysis).
+Everything it remembers is in ``status.canary``: ``failures`` (in total), ``inconclusive`` (in a
+row), ``passed`` (since the step began), ``lastVerdict``, ``settleSeconds`` (the settle of the
+next window) and ``analysisPause`` (``{reason, message}`` while a pause it set stands).
 """
 
 from __future__ import annotations
@@ -22,8 +37,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..analysis import FAIL, PASS, due_windows, judge_window
-from ..canary import Canary
+from ..analysis import due_windows, judge_window
+from ..canary import Analysis, Canary
+from ..evidence import count_window, pause_hold, settle_seconds, shortfall
 from ..intorpercent import IntOrPercent
 from ..revisions import rollback_fields
 from .context import PassContext
@@ -42,6 +58,7 @@ class CanaryRun:
     spec_patch: dict[str, Any] | None = None  # pause or rollback decided by the analysis
     audit: list[dict[str, Any]] = field(default_factory=list)
     failure: str | None = None  # the AnalysisFailed message, while the failure stands
+    inconclusive: str | None = None  # the AnalysisInconclusive message, while the pause it set stands
     wake_in: float | None = None  # a timed pause or the next window ends then
 
 
@@ -50,9 +67,20 @@ def windows_to_fetch(ms_canary: Canary | None, status: dict[str, Any], now: floa
     prev = status.get("canary") or {}
     if ms_canary is None or ms_canary.analysis is None or prev.get("phase") not in (RUNNING, PAUSED):
         return []
-    analysis = ms_canary.analysis
+    return _due(ms_canary.analysis, prev, now)
+
+
+def _settle(analysis: Analysis, state: dict[str, Any]) -> float:
+    """The settle of the next window: set in the spec, else what the last judged window left."""
+    if analysis.settle_seconds is not None:
+        return analysis.settle_seconds
+    remembered = state.get("settleSeconds")
+    return settle_seconds(None, analysis.interval_seconds, None) if remembered is None else float(remembered)
+
+
+def _due(analysis: Analysis, state: dict[str, Any], now: float) -> list[tuple[float, float]]:
     return due_windows(
-        prev["startedAt"], prev.get("lastWindowEnd"), analysis.interval_seconds, now, analysis.settle_seconds
+        state["startedAt"], state.get("lastWindowEnd"), analysis.interval_seconds, now, _settle(analysis, state)
     )
 
 
@@ -110,15 +138,25 @@ def run_canary(ctx: PassContext, figures: dict[tuple[float, float], dict[str, An
     run = CanaryRun(state, None)
     if state["phase"] == FAILED:
         if state.get("onFailure") == "Pause" and not ctx.ms.paused:
-            state.update(phase=RUNNING, failures=0)  # an operator resumed: the canary goes on
+            # An operator resumed: the canary goes on, and its failures start from 0 again.
+            state.update(phase=RUNNING, failures=0, lastVerdict=None)
         else:
             run.failure = state.get("message")
             run.partition = _partition_at(canary, state["stepIndex"], ctx.ms.replicas)
             return run
+    if state.get("analysisPause") and not ctx.ms.paused:
+        # The operator lifted the pause the analysis set (resume or promote): their decision
+        # overrides the analysis, and the count of Inconclusive windows starts again.
+        state.pop("analysisPause")
+        state["inconclusive"] = 0
     _apply_promote(ctx, canary, state)
-    _advance(ctx, canary, state, run)
     if canary.analysis is not None and state["phase"] in (RUNNING, PAUSED):
+        # Judged before the steps move: a window that failed in this pass holds the step it ends.
         _analyse(ctx, canary, state, figures, run)
+    if state["phase"] != FAILED:
+        _advance(ctx, canary, state, run)
+    if state.get("analysisPause"):
+        run.inconclusive = state["analysisPause"].get("message")
     run.partition = _partition_at(canary, state["stepIndex"], ctx.ms.replicas)
     return run
 
@@ -139,15 +177,23 @@ def _apply_promote(ctx: PassContext, canary: Canary, state: dict[str, Any]) -> N
         return
     if request.get("full"):
         if state["stepIndex"] < len(canary.steps):
-            state.update(stepIndex=len(canary.steps), stepStartedAt=ctx.now)
+            _next_step(state, len(canary.steps), ctx.now)
     elif request.get("step") == state["stepIndex"] and state["stepIndex"] < len(canary.steps):
-        state.update(stepIndex=state["stepIndex"] + 1, stepStartedAt=ctx.now)
+        _next_step(state, state["stepIndex"] + 1, ctx.now)
+
+
+def _next_step(state: dict[str, Any], index: int, now: float) -> None:
+    """Step ``index`` begins now: only windows that end after this count as its evidence."""
+    state.update(stepIndex=index, stepStartedAt=now, passed=0)
 
 
 def _advance(ctx: PassContext, canary: Canary, state: dict[str, Any], run: CanaryRun) -> None:
-    """Move through every step that is done now (a paused ModelServing moves through none)."""
+    """Move through every step that is done now (a paused ModelServing moves through none, nor
+    one the analysis pauses in this pass)."""
     steps = canary.steps
-    while state["stepIndex"] < len(steps) and not ctx.ms.paused:
+    paused = ctx.ms.paused or run.spec_patch is not None
+    analysis = canary.analysis
+    while state["stepIndex"] < len(steps) and not paused:
         step = steps[state["stepIndex"]]
         if step.set_partition is not None:
             if not _groups_done(ctx, step.set_partition.resolve(ctx.ms.replicas, round_up=True)):
@@ -157,12 +203,17 @@ def _advance(ctx: PassContext, canary: Canary, state: dict[str, Any], run: Canar
             state["phase"] = PAUSED  # waits for promote
             return
         else:
-            left = state["stepStartedAt"] + step.pause_seconds - ctx.now
-            if left > 0:
+            ledger = state if analysis is not None else None
+            min_pass = analysis.min_pass_windows if analysis is not None else 0
+            hold = pause_hold(ctx.now, state["stepStartedAt"], step.pause_seconds, ledger, min_pass)
+            if hold is not None:
                 state["phase"] = PAUSED
-                run.wake_in = left
+                left = state["stepStartedAt"] + step.pause_seconds - ctx.now
+                if left > 0:
+                    run.wake_in = left if run.wake_in is None else min(run.wake_in, left)
+                # Otherwise it waits on evidence: the next window's judgement wakes the pass.
                 return
-        state.update(stepIndex=state["stepIndex"] + 1, stepStartedAt=ctx.now)
+        _next_step(state, state["stepIndex"] + 1, ctx.now)
     if state["stepIndex"] >= len(steps):
         state["phase"] = SUCCEEDED if _groups_done(ctx, 0) else RUNNING
 
@@ -177,34 +228,67 @@ def _analyse(
     analysis = canary.analysis
     assert analysis is not None
     windows = list(state.get("windows") or [])
-    due = due_windows(
-        state["startedAt"], state.get("lastWindowEnd"), analysis.interval_seconds, ctx.now, analysis.settle_seconds
-    )
-    for start, end in due:
+    keep = max(KEEP_WINDOWS, analysis.inconclusive_limit)
+    for start, end in _due(analysis, state, ctx.now):
         got = figures.get((start, end))
         if got is None:
             break  # not fetched (no metrics source): judged in a later pass
-        result = judge_window(analysis, start, end, state["stable"], state["revision"], got["stable"], got["canary"])
+        result = judge_window(
+            analysis,
+            start,
+            end,
+            state["stable"],
+            state["revision"],
+            got.get("stable") or {},
+            got.get("canary") or {},
+            error=got.get("error"),
+        )
         record = result.to_json()
         windows.append(record)
         run.windows.append(record)
-        state["windows"] = windows[-KEEP_WINDOWS:]  # the failing window is in the audit's details
+        state["windows"] = windows[-keep:]  # the failing window is in the audit's details
         state["lastWindowEnd"] = end
-        if result.verdict == FAIL:
-            state["failures"] = int(state.get("failures") or 0) + 1
-        elif result.verdict == PASS:
-            state["failures"] = 0
+        state.update(count_window(state, result.verdict, end, state["stepStartedAt"]))
+        if analysis.settle_seconds is None:
+            duration = (got.get("stable") or {}).get("durationP99Ms")
+            if duration is not None:
+                state["settleSeconds"] = settle_seconds(None, analysis.interval_seconds, duration)
         if state["failures"] >= analysis.failure_limit:
             _fail(ctx, canary, state, result.reasons, run)
             break
-    state["windows"] = windows[-KEEP_WINDOWS:]
+        if state["inconclusive"] >= analysis.inconclusive_limit and not state.get("analysisPause"):
+            _pause_inconclusive(ctx, analysis, state, windows[-state["inconclusive"] :], run)
+    state["windows"] = windows[-keep:]
     if state["phase"] in (RUNNING, PAUSED):
         # The next window is judged once it has ended and settled.
         next_due = (
-            (state.get("lastWindowEnd") or state["startedAt"]) + analysis.interval_seconds + analysis.settle_seconds
+            (state.get("lastWindowEnd") or state["startedAt"]) + analysis.interval_seconds + _settle(analysis, state)
         )
         wait = next_due - ctx.now
         run.wake_in = wait if run.wake_in is None else min(run.wake_in, wait)
+
+
+def _pause_inconclusive(
+    ctx: PassContext, analysis: Analysis, state: dict[str, Any], windows: list[dict[str, Any]], run: CanaryRun
+) -> None:
+    """``inconclusiveLimit`` windows in a row without a verdict: no evidence, so no progress. The
+    rollout is paused (``spec.paused``) with the shortfall in words, for an operator to decide."""
+    message = shortfall(windows, analysis.min_requests)
+    state["analysisPause"] = {"reason": "AnalysisInconclusive", "message": message}
+    state["phase"] = PAUSED
+    run.inconclusive = message
+    if not ctx.ms.paused and run.spec_patch is None:
+        run.spec_patch = {"spec": {"paused": True}}
+    run.audit.append(
+        {
+            "source": "analysis",
+            "action": "pause",
+            "reason": message,
+            "fromRevision": state["revision"],
+            "toRevision": state["revision"],
+            "details": {"window": windows[-1] if windows else None, "condition": "AnalysisInconclusive"},
+        }
+    )
 
 
 def _fail(ctx: PassContext, canary: Canary, state: dict[str, Any], reasons: tuple[str, ...], run: CanaryRun) -> None:
@@ -212,7 +296,7 @@ def _fail(ctx: PassContext, canary: Canary, state: dict[str, Any], reasons: tupl
     assert analysis is not None
     message = "; ".join(reasons) or "analysis failed"
     count = analysis.failure_limit
-    message = f"{message} ({count} failed window{'s' if count > 1 else ''} in a row)"
+    message = f"{message} ({count} failed window{'s' if count > 1 else ''} since the canary started)"
     state.update(phase=FAILED, message=message, onFailure=analysis.on_failure)
     run.failure = message
     audit = {

@@ -574,6 +574,12 @@ def _conditions(
     )
     if out.canary is not None and out.canary.failure:
         conditions.append(_condition(prev, "AnalysisFailed", True, "AnalysisFailed", out.canary.failure, now))
+    if out.canary is not None and out.canary.inconclusive:
+        # The pause the analysis set for want of evidence, with the shortfall, until an operator
+        # resumes or promotes.
+        conditions.append(
+            _condition(prev, "AnalysisInconclusive", True, "AnalysisInconclusive", out.canary.inconclusive, now)
+        )
     unreadable = [b for b in out.blocked if b.kind == KIND_REVISION]
     if unreadable:
         conditions.append(_condition(prev, "RevisionUnreadable", True, "RevisionUnreadable", unreadable[0].reason, now))

@@ -66,10 +66,13 @@ class SimRouter:
 
     # -- MetricsPort --------------------------------------------------------------------------------
 
-    def window(self, namespace: str, name: str, revision: str, start: float, end: float) -> dict:
+    def window(
+        self, namespace: str, name: str, revision: str, start: float, end: float, *, at: float | None = None
+    ) -> dict:
+        at = self.loop.now() if at is None else at
         if namespace != self.namespace or name != self.ms_name:
-            return routing.window_figures([], revision, start, end)
-        return routing.window_figures(self.requests, revision, start, end)
+            return routing.window_figures([], revision, start, end, at)
+        return routing.window_figures(self.requests, revision, start, end, at)
 
     # -- traffic ----------------------------------------------------------------------------------
 
