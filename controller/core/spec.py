@@ -8,6 +8,13 @@ raises ``ValidationError`` naming the field path and the rule, for example::
 
 Budgets are kept as written (``IntOrPercent``, or None when absent); ``strategy.resolve`` turns
 them into counts with defaults and records where each value came from.
+
+Kthena's admission rules (its ModelServing webhook, ``validator.go``, and its CRD's schema) are
+mirrored for the fields RolloutUI reads: the names Kthena generates, the roles, replicas and
+workers, the rolling-update budgets and partitions, the gang policy and the recovery policy.
+``tests/core/test_kthena_admission.py`` has one row per rule, naming the rule it mirrors; where
+RolloutUI deliberately accepts more (``maxSurge``, its own strategy type and fields), the row and
+``docs/upstream-differences.md`` say why.
 """
 
 from __future__ import annotations
@@ -53,7 +60,8 @@ DEFAULT_PROGRESS_DEADLINE_SECONDS = 600
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 MAX_ROLE_NAME = 12
-MAX_POD_NAME = 63
+MAX_ROLES = 4  # Kthena's CRD: spec.template.roles maxItems
+MAX_DNS_LABEL = 63
 
 
 class ValidationError(ValueError):
@@ -251,6 +259,9 @@ def _pod_template(value: Any, path: str) -> dict[str, Any]:
         image = container.get("image")
         if not isinstance(image, str) or not image:
             raise ValidationError(f"{cpath}.image", "required")
+        if not image.strip() or " " in image:
+            # Kthena's webhook (validateWorkerImages): a reference with a space is no image.
+            raise ValidationError(f"{cpath}.image", f"invalid container image reference {image!r}: it contains spaces")
     return template
 
 
@@ -511,6 +522,9 @@ def parse_modelserving(manifest: Any) -> ModelServing:
     roles_raw = template.get("roles")
     if not isinstance(roles_raw, list) or not roles_raw:
         raise ValidationError("spec.template.roles", "must list at least one role")
+    if len(roles_raw) > MAX_ROLES:
+        raise ValidationError("spec.template.roles", f"must list at most {MAX_ROLES} roles, got {len(roles_raw)}")
+    kthena_api = api_version == naming.KTHENA_API_VERSION
 
     strategy_raw = _mapping(spec.get("rolloutStrategy"), "spec.rolloutStrategy")
     strategy_type = strategy_raw.get("type") or GROUP_ROLLING
@@ -537,6 +551,9 @@ def parse_modelserving(manifest: Any) -> ModelServing:
             raise ValidationError(f"{path}.name", f"duplicate role name {rname!r}")
         seen.add(rname)
         role_replicas = _int(raw.get("replicas"), f"{path}.replicas", default=1)
+        if kthena_api and "workerReplicas" not in raw:
+            # Kthena's CRD lists workerReplicas as required (RolloutUI's own API defaults it to 0).
+            raise ValidationError(f"{path}.workerReplicas", "required by Kthena's API (0 for a role without workers)")
         worker_replicas = _int(raw.get("workerReplicas"), f"{path}.workerReplicas", default=0)
         entry = _pod_template(raw.get("entryTemplate"), f"{path}.entryTemplate")
         worker = raw.get("workerTemplate")
@@ -552,7 +569,16 @@ def parse_modelserving(manifest: Any) -> ModelServing:
                 ((worker or {}).get("spec") or {}).get("containers") if isinstance(worker, dict) else None
             )
             worker = _pod_template(worker, f"{path}.workerTemplate") if worker_containers else None
-        budgets = _budgets(raw, path)
+        if strategy_type == GROUP_ROLLING and kthena_api:
+            # Kthena neither checks nor uses a role's maxUnavailable outside RoleRollingUpdate (its
+            # CRD takes any int-or-string there): one it cannot read is ignored, not refused.
+            budgets = Budgets(
+                max_unavailable=_lenient_budget(raw.get("maxUnavailable")),
+                max_surge=_lenient_budget(raw.get("maxSurge"), max_percent=None),
+                partition=_budget(raw.get("partition"), f"{path}.partition"),
+            )
+        else:
+            budgets = _budgets(raw, path)
         if strategy_type == GROUP_ROLLING and budgets.partition is not None:
             raise ValidationError(
                 f"{path}.partition",
@@ -563,13 +589,8 @@ def parse_modelserving(manifest: Any) -> ModelServing:
             raise ValidationError(f"{path}.maxSurge", "in-place updates change existing pods and have no surge")
         if strategy_type in ROLE_LEVEL_TYPES:
             _check_both_budgets_not_zero(budgets, role_replicas, path)
-        longest = naming.pod_name(name, max(replicas - 1, 0), rname, max(role_replicas - 1, 0), worker_replicas)
-        if len(longest) > MAX_POD_NAME:
-            raise ValidationError(
-                f"{path}.name",
-                f"pod names would exceed {MAX_POD_NAME} characters (for example {longest!r}); shorten the "
-                "ModelServing or role name",
-            )
+            _check_role_unavailable_within_replicas(budgets, role_replicas, path)
+        _check_generated_name(name, replicas, rname, role_replicas, worker_replicas)
         roles.append(Role(rname, role_replicas, entry, worker_replicas, worker, budgets))
 
     rollout_raw = _mapping(
@@ -606,15 +627,19 @@ def parse_modelserving(manifest: Any) -> ModelServing:
     except CanaryError as err:
         raise ValidationError(err.field, err.rule) from None
 
+    _check_gang_policy(template.get("gangPolicy"), roles)
+
     recovery = spec.get("recoveryPolicy") or RECREATE_ROLE
     if recovery not in RECOVERY_POLICIES:
         raise ValidationError("spec.recoveryPolicy", f"must be one of {', '.join(RECOVERY_POLICIES)}, got {recovery!r}")
     if recovery == RECREATE_GROUP and strategy_type == ROLE_ROLLING:
+        # Kthena's validateRecoveryPolicyAndRolloutStrategy names the rollout type when it is given.
         raise ValidationError(
-            "spec.recoveryPolicy",
-            f"{RECREATE_GROUP} cannot be combined with {ROLE_ROLLING}: it rebuilds the whole ServingGroup "
-            "when any pod is lost, "
-            "so replacing one role instance would restart every role of the group; use RoleRecreate or None",
+            "spec.rolloutStrategy.type" if "rolloutStrategy" in spec else "spec.recoveryPolicy",
+            f"{ROLE_ROLLING} cannot be combined with recoveryPolicy {RECREATE_GROUP}: it rebuilds the whole "
+            "ServingGroup when any pod is lost, so replacing one role instance would restart every role of the "
+            "group; use recoveryPolicy RoleRecreate or None (valid pairs: ServingGroupRecreate with "
+            "ServingGroupRollingUpdate, RoleRecreate with RoleRollingUpdate)",
         )
 
     history = _int(
@@ -691,15 +716,70 @@ def _verification(raw: Any) -> Verification | None:
     return Verification(target, method, body, expect, float(timeout), port)
 
 
+def _lenient_budget(raw: Any, *, max_percent: int | None = 100) -> IntOrPercent | None:
+    try:
+        return IntOrPercent.parse(raw, max_percent=max_percent) if raw is not None else None
+    except IntOrPercentError:
+        return None
+
+
+def _check_generated_name(name: str, replicas: int, role: str, role_replicas: int, workers: int) -> None:
+    """Kthena builds names from ``<name>-<replicas>-<role>-<role replicas>-<workers>`` and refuses a
+    ModelServing when that is not a DNS-1035 label (``validGeneratedNameLength``): a letter first,
+    lowercase letters, digits and '-', at most 63 characters. Example: ``llm`` with 2 groups of role
+    ``decode`` (4 replicas, 1 worker) -> ``llm-2-decode-4-1``."""
+    generated = f"{name}-{replicas}-{role}-{role_replicas}-{workers}"
+    if len(generated) > MAX_DNS_LABEL or not _DNS1035.match(generated):
+        raise ValidationError(
+            "metadata.name",
+            f"the names Kthena generates from it ({generated!r}) must be DNS-1035 labels of at most "
+            f"{MAX_DNS_LABEL} characters (a lowercase letter first, then lowercase letters, digits or '-'); "
+            "shorten or rename the ModelServing or role",
+        )
+
+
+def _check_role_unavailable_within_replicas(budgets: Budgets, replicas: int, path: str) -> None:
+    """Kthena's ``validateMaxUnavailableForRoles``: a role's maxUnavailable (1 when not written,
+    the CRD's default) may not exceed that role's replicas. Example: ``maxUnavailable: 3`` on a role
+    of 2 replicas is refused; ``100%`` of 2 is 2, accepted."""
+    written = budgets.max_unavailable if budgets.max_unavailable is not None else IntOrPercent(1, False)
+    count = written.resolve(replicas, round_up=False)
+    if count > replicas:
+        shown = written.to_json() if budgets.max_unavailable is not None else "1 (the default)"
+        raise ValidationError(
+            f"{path}.maxUnavailable", f"cannot be greater than the role's replicas ({replicas}), got {shown}"
+        )
+
+
+def _check_gang_policy(raw: Any, roles: list[Role]) -> None:
+    """Kthena's ``validateGangPolicy``: each ``minRoleReplicas`` entry names a role of the template
+    and asks for 0 to that role's replicas."""
+    gang = _mapping(raw, "spec.template.gangPolicy")
+    minimum = _mapping(gang.get("minRoleReplicas"), "spec.template.gangPolicy.minRoleReplicas")
+    replicas = {r.name: r.replicas for r in roles}
+    for role, value in minimum.items():
+        path = f"spec.template.gangPolicy.minRoleReplicas[{role}]"
+        if role not in replicas:
+            raise ValidationError(path, f"role {role!r} does not exist in template.roles ({', '.join(replicas)})")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValidationError(path, f"must be an integer, got {value!r}")
+        if value < 0:
+            raise ValidationError(path, f"must be non-negative, got {value}")
+        if value > replicas[role]:
+            raise ValidationError(path, f"({value}) cannot exceed the role's replicas ({replicas[role]})")
+
+
 def _check_both_budgets_not_zero(budgets: Budgets, total: int, path: str) -> None:
     """maxUnavailable and maxSurge both resolving to 0 would let the rollout never move.
 
     Example: ``maxUnavailable: 10%`` of 4 groups rounds down to 0; with no ``maxSurge`` that is
-    "replace nothing, add nothing", so it is refused here rather than hanging later.
+    "replace nothing, add nothing", so it is refused here rather than hanging later. Kthena refuses
+    a maxUnavailable that resolves to 0 whatever the count, 0 replicas included; RolloutUI accepts
+    it when ``maxSurge`` lets the rollout move (Kthena's snapshot has no maxSurge).
     """
     unavailable = budgets.max_unavailable.resolve(total, round_up=False) if budgets.max_unavailable else 1
     surge = budgets.max_surge.resolve(total, round_up=True) if budgets.max_surge else 0
-    if unavailable == 0 and surge == 0 and total > 0:
+    if unavailable == 0 and surge == 0:
         written = budgets.max_unavailable.to_json() if budgets.max_unavailable else "(default 1)"
         raise ValidationError(
             f"{path}.maxUnavailable",

@@ -217,7 +217,8 @@ def random_rollout(counts, skew, unavailable, deps, groups, surge_single_depende
     names = ["a", "b", "c"][: len(counts)]
     extra = {}
     for i, n in enumerate(names):
-        extra[n] = {"maxUnavailable": unavailable[i]}
+        # Kthena refuses a role's maxUnavailable above that role's replicas (validateMaxUnavailableForRoles).
+        extra[n] = {"maxUnavailable": min(unavailable[i], counts[i])}
         # A dependency with a single instance needs surge (domain.md); give it one.
         if surge_single_dependencies and n in {d for on in deps.values() for d in on} and counts[i] == 1:
             extra[n]["maxSurge"] = 1

@@ -349,7 +349,8 @@ def test_a_missing_entry_template_is_refused():
 
 def test_servinggrouprecreate_with_rolerollingupdate_is_refused_and_says_why():
     err = rejects(role_level([role("prefill"), role("decode")], recoveryPolicy="ServingGroupRecreate"))
-    assert err.field == "spec.recoveryPolicy"
+    # Kthena's validateRecoveryPolicyAndRolloutStrategy points at the rollout type it was given.
+    assert err.field == "spec.rolloutStrategy.type"
     assert "ServingGroupRecreate" in err.rule and "RoleRollingUpdate" in err.rule
     # why: a role replacement would restart the whole group
     assert "whole" in err.rule and "group" in err.rule.lower()

@@ -47,7 +47,8 @@ def scenarios(draw):
     ms_ = 0 if in_place else draw(st.integers(0 if mu else 1, 1))  # in-place has no surge
     if role_level:
         for r in roles:
-            r["maxUnavailable"] = mu
+            # Kthena refuses a role's maxUnavailable above that role's replicas.
+            r["maxUnavailable"] = min(mu, r["replicas"])
             if not in_place:
                 r["maxSurge"] = ms_
             r["partition"] = draw(st.integers(0, r["replicas"] - 1))
