@@ -27,7 +27,7 @@ def page_data(user) -> dict:
     within = records.visible_namespaces(user)
     return {
         "environments": [records.environment_json(env) for env in records.environments(within)],
-        "versions": [records.model_version_json(mv, with_deployments=False) for mv in records.model_versions()],
+        "versions": [records.shown_to(user, mv) for mv in records.model_versions()],
         "history": [records.release_json(dr) for dr in records.releases(within=within)[:HISTORY]],
     }
 

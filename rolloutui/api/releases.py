@@ -56,18 +56,12 @@ def _created(record, key: str, value) -> Response:
     return Response({"audit": AuditRecordSerializer(record).data, key: value}, status=status.HTTP_201_CREATED)
 
 
-def shown_version(user, mv, *, with_deployments: bool = False) -> dict:
-    """A model version as ``user`` may see it: its releases in the namespaces they may view."""
-    within = records.visible_namespaces(user) if with_deployments else None
-    return records.model_version_json(mv, with_deployments=with_deployments, within=within)
-
-
 @extend_schema(tags=["releases"])
 class ModelVersionList(_Records):
     @extend_schema(parameters=[rs.ModelVersionQuerySerializer], responses=rs.ModelVersionSerializer(many=True))
     def get(self, request):
         q = self.validated(rs.ModelVersionQuerySerializer, request.query_params)
-        return self.paginated(request, records.model_versions(**q), lambda mv: shown_version(request.user, mv))
+        return self.paginated(request, records.model_versions(**q), lambda mv: records.shown_to(request.user, mv))
 
     @extend_schema(request=rs.ModelVersionCreateSerializer, responses={201: rs.ModelVersionResultSerializer})
     def post(self, request):
@@ -87,7 +81,7 @@ class ModelVersionDetail(ServiceView):
     @extend_schema(responses=rs.ModelVersionSerializer)
     def get(self, request, model, version):
         mv = records.get_model_version(model, version)
-        return Response(shown_version(request.user, mv, with_deployments=True))
+        return Response(records.shown_to(request.user, mv, with_deployments=True))
 
 
 @extend_schema(tags=["releases"])
@@ -144,7 +138,7 @@ class ReleaseChange(ServiceView):
 
     @extend_schema(responses=rs.ReleaseChangeSerializer)
     def get(self, request, namespace, name, number):
-        return Response(deploy.release_change(namespace, name, int(number)))
+        return Response(deploy.release_change(namespace, name, int(number), user=request.user))
 
 
 class ModelServingReleases(ServiceView):

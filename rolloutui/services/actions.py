@@ -255,7 +255,9 @@ def _ms_where(namespace: str, name: str) -> tuple[str, str]:
 
 
 def _mv_read(model: str, version: str) -> dict[str, Any]:
-    return release_records.model_version_json(release_records.get_model_version(model, version))
+    # The answer of approve/deprecate: an approver may not operate, so the artifact URI's
+    # credentials are masked (GET .../model-versions/... shows it whole to an operator).
+    return release_records.model_version_json(release_records.get_model_version(model, version), reveal=False)
 
 
 def _dr_read(namespace: str, name: str, number: int) -> dict[str, Any]:

@@ -18,7 +18,10 @@ What is masked, in any ``env`` list of a container (at any depth):
 - every ``valueFrom`` (it names the Secret or ConfigMap and key the value comes from);
 - every ``envFrom`` source (a whole Secret or ConfigMap).
 
-Anywhere else in the tree, a URL's password (an InferenceService's ``storageUri``, an annotation).
+Anywhere else in the tree, a URL's password (an InferenceService's ``storageUri``, an annotation),
+and under a key naming a URL (ending in ``uri``, ``url`` or ``dsn``, any case: ``artifactUri``,
+``storageUri``) also a user part without a password, as for env names above. A model version's
+``artifactUri`` goes through ``mask_uri`` wherever it is shown (``services.releases.records``).
 
 And in any ``command`` or ``args`` list: the value of a flag naming a secret (its last word is
 key, apikey, token, secret, password, passwd or credentials: ``--api-key=sk-1`` ->
@@ -42,6 +45,8 @@ URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*):(?P<pa
 # scheme://userinfo@host (a user name alone, often a token).
 URL_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
 URL_NAME = re.compile(r"_(URL|DSN|URI)$", re.IGNORECASE)
+# A JSON key naming a URL: ``artifactUri``, ``storageUri``, ``webhook_url``, ``dsn``.
+URL_KEY = re.compile(r"(URL|DSN|URI)$", re.IGNORECASE)
 # A command-line flag, ``--name`` or ``--name=value`` (also ``-name``).
 FLAG = re.compile(r"^(?P<flag>--?(?P<name>[A-Za-z][A-Za-z0-9_.-]*))(?:=(?P<value>.*))?$", re.DOTALL)
 SECRET_FLAG_WORDS = {"key", "apikey", "token", "secret", "password", "passwd", "credentials"}
@@ -77,6 +82,17 @@ def mask_urls(text: Any, *, userinfo: bool = False) -> Any:
     if userinfo:  # a user part without a password: the user part itself may be the token
         text = URL_USERINFO.sub(lambda m: m[0] if ":" in m["userinfo"] else f"{m['head']}{MASK}@", text)
     return text
+
+
+def mask_uri(text: Any) -> Any:
+    """A URL that names credentials, masked: its password, or a user part standing alone (a token):
+    ``s3://ak:sk@bucket/m`` -> ``s3://ak:<masked>@bucket/m``, ``https://hf_x@host/m`` -> ``https://<masked>@host/m``."""
+    return mask_urls(text, userinfo=True)
+
+
+def mask_env_value(name: Any, value: Any) -> Any:
+    """One environment variable's value as a viewer sees it (the env rules above)."""
+    return _mask_env_entry({"name": name, "value": value})["value"]
 
 
 def secret_flag(item: Any) -> bool:
@@ -150,6 +166,8 @@ def mask_tree(value: Any) -> Any:
                     child = [MASK for _ in child]
                 elif key in ("command", "args") and isinstance(child, list):
                     child = mask_args(child)
+                elif isinstance(key, str) and isinstance(child, str) and URL_KEY.search(key):
+                    child = mask_uri(child)
                 stack.append((child, copy, key))
         else:
             copy = mask_urls(item)  # a URL password is a secret wherever it is (storageUri, ...)
@@ -200,4 +218,15 @@ def mask_changes(changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-__all__ = ["MASK", "mask_args", "mask_changes", "mask_for", "mask_tree", "mask_urls", "reveals", "secret_name"]
+__all__ = [
+    "MASK",
+    "mask_args",
+    "mask_changes",
+    "mask_env_value",
+    "mask_for",
+    "mask_tree",
+    "mask_uri",
+    "mask_urls",
+    "reveals",
+    "secret_name",
+]

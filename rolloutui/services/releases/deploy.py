@@ -43,7 +43,7 @@ from controller.runtime import kserve as runtime_kserve
 from rolloutui.releases import contract
 from rolloutui.releases.models import DeploymentRevision, Environment, ModelVersion
 
-from .. import controls
+from .. import controls, masking
 from ..cluster import get_cluster
 from ..controls import audited, check_permission, check_reason, check_source, username
 from . import records, templates
@@ -365,12 +365,14 @@ def _release_action(
 # -- What a release would change (the dialogs) -------------------------------------------------------------
 
 
-def release_change(namespace: str, name: str, number: int) -> dict[str, Any]:
+def release_change(namespace: str, name: str, number: int, *, user=None) -> dict[str, Any]:
     """What deploying (or restoring) ``r<number>`` would change on its target now, per layer (model,
     image, config, resources, schema), read from the live templates: nothing is applied.
 
     ``{"release": {...}, "live": {...} | null, "layers": [{"layer", "changes": [{"role", "field",
-    "from", "to"}]}], "changed": ["image", ...]}``. Raises ``NotFound``."""
+    "from", "to"}]}], "changed": ["image", ...]}``. Raises ``NotFound``. For a ``user`` who may not
+    operate in the namespace the values of the ``MODEL_*`` variables are masked as in a manifest
+    (the credentials of ``MODEL_URI``); None is a trusted caller."""
     dr = records.get_release(namespace, name, number)
     live = records.active_release(dr.target)
     out: dict[str, Any] = {
@@ -387,6 +389,15 @@ def release_change(namespace: str, name: str, number: int) -> dict[str, Any]:
     if dr.status != DeploymentRevision.Status.PENDING and dr.applied:
         content = content.restoring(dr.applied)  # restoring dr: it comes back as it was deployed
     diff = templates.change_of(ms, content, roles=list(dr.roles), container=dr.container)
+    if not masking.reveals(user, dr.target.namespace):
+        diff["model"] = [
+            {
+                **c,
+                "from": masking.mask_env_value(c["field"], c["from"]),
+                "to": masking.mask_env_value(c["field"], c["to"]),
+            }
+            for c in diff["model"]
+        ]
     out["layers"] = [{"layer": layer, "changes": diff[layer]} for layer in templates.LAYERS]
     out["changed"] = [layer for layer in templates.LAYERS if diff[layer]]
     return out

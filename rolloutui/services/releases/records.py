@@ -33,7 +33,7 @@ from rolloutui.releases import contract
 from rolloutui.releases.models import DeploymentRevision, Environment, ModelVersion, Target
 from rolloutui.releases.permissions import APPROVE_PERMISSION
 
-from .. import access, controls
+from .. import access, controls, masking
 from ..controls import audited, check_permission, check_reason, check_source, username
 
 OPERATE = controls.PERMISSION
@@ -58,12 +58,16 @@ def _when(value) -> str | None:
 
 
 def model_version_json(
-    mv: ModelVersion, *, with_deployments: bool = False, within: set[str] | None = None
+    mv: ModelVersion, *, with_deployments: bool = False, within: set[str] | None = None, reveal: bool = True
 ) -> dict[str, Any]:
-    """``within``: the namespaces whose releases are listed under ``deployments`` (None: all)."""
+    """``within``: the namespaces whose releases are listed under ``deployments`` (None: all);
+    ``reveal``: the artifact URI whole (else credentials in it are masked: ``shown_to``)."""
+    values = mv.contract_values()
+    if not reveal:
+        values["artifactUri"] = masking.mask_uri(values["artifactUri"])
     out = {
         "key": mv.key,
-        **mv.contract_values(),
+        **values,
         "status": mv.status,
         "approval": (
             {"by": mv.approved_by_name, "at": _when(mv.approved_at), "reason": mv.approval_reason}
@@ -84,6 +88,14 @@ def model_version_json(
             rows = rows.filter(target__namespace__in=within)
         out["deployments"] = [release_summary(dr) for dr in rows]
     return out
+
+
+def shown_to(user, mv: ModelVersion, *, with_deployments: bool = False) -> dict[str, Any]:
+    """``mv`` as ``user`` may see it: its releases in the namespaces they may view, and the
+    credentials of its artifact URI masked unless they may operate (in every namespace: the
+    registry is shared, and an operator of every namespace deploys any version)."""
+    within = visible_namespaces(user) if with_deployments else None
+    return model_version_json(mv, with_deployments=with_deployments, within=within, reveal=masking.reveals(user, None))
 
 
 def target_json(t: Target) -> dict[str, Any]:
@@ -658,6 +670,7 @@ __all__ = [
     "release_summary",
     "releases",
     "releases_of_modelserving",
+    "shown_to",
     "target_in",
     "target_namespaces",
     "target_of",
