@@ -1,7 +1,7 @@
 """How fast this host runs Python right now: a fixed workload of the standard library only.
 
-The benches' figures move with the host: on this 2-core machine the same code's 1,000-group preview
-took 3.8 s and, twenty minutes later, 5.7 s (2026-12-02), with nothing else running. Every bench
+The benches' figures move with the host: the same code, with nothing else running, can take half as
+long again twenty minutes later (bench/README.md has the measurements). Every bench
 prints this probe first, so a figure can be read against the speed of the host it was taken on.
 The workload is what the controller does most (building dicts and lists of strings, encoding and
 decoding JSON, sorting) and never changes with the product's code.

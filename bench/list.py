@@ -20,59 +20,7 @@ dashboard's alone). Then:
    PerformanceObserver collects long tasks (> 50 ms on the main thread) and a
    requestAnimationFrame loop the gaps between frames. Target: no frame gap > 100 ms.
 
-Measured on this 2-core machine shared with ~5 other helpers' jobs (1-minute load average 7-8,
-so every browser figure is several times what an idle machine gives); before = the first run of
-this bench on the previous code (the template rendered the rows, the page wrote every cell on a
-first refresh right after load, auto table layout), load 7:
-
-    figure                               before      after (2 runs)
-    GET /api/workloads/ median           77 ms       65 / 85 ms        target < 200 ms: met
-    server render of / (1,000 rows)      1.25-2.2 s  0.10-0.15 s       (Django test client, load ~9)
-    first contentful paint               1,276 ms    568 / 624 ms
-    list live                            2,858 ms    1,889 / 2,015 ms  target < 1 s: missed
-    max frame gap while updating         1,483 ms    683 / 983 ms      target < 100 ms: missed
-    p99 frame gap while updating         1,083 ms    250 / 433 ms
-    longest long task while updating     1,183 ms    620 / 1,037 ms
-
-(Before, "live" also waited for the immediate first refresh, which the page no longer makes.) A
-Chromium trace puts the rest in style, layout and paint of the 1,000-row table (one cell's change
-cost ~70 ms of layout thread time with the automatic table layout, ~16 ms with the fixed one) and
-in the renderer waiting for a CPU: at load 8 there were ~10 long tasks a second even between
-refreshes.
-
-2026-12-02 (load average < 1; before = the same code with the pulse, run beside it): a Chromium
-trace of the page while rows change showed every frame, not only the refreshes, taking ~30 ms of
-main-thread work (style recalc 12 ms, layerize 9 ms): the pulsing dot of each Progressing badge
-(~600 of the 1,000 rows) is restyled and recomposited every frame, so a refresh's layout landed
-on frames already a third over budget. The list's badges no longer pulse (the detail page's one
-badge still does):
-
-    figure                               before           after (3 runs)
-    frames in 12 s                       646              911-932
-    max frame gap while updating         116.7 ms         66.7 / 83.3 / 83.4 ms   target < 100 ms: met
-    p99 frame gap while updating         83.3 ms          16.8 ms
-    long tasks / longest                 11 / 103 ms      4-6 / 76-82 ms
-    list live (median of 3)              746 ms           673 / 539 / 674 ms       target < 1 s: met
-
-What is left in a refresh frame is the table's layout and paint (17-31 ms and 15-19 ms for ~100
-changed rows) after ~37 ms of script (parsing 281 kB and comparing 1,000 rows).
-
-2026-12-02, later (load average ~1; this host ran the same code ~2x slower than that morning: the
-code above took 1,252 / 1,289 ms to a live list with a 150 / 117 ms max frame gap, FAIL). A
-Chromium trace of one load: of ~1.5 s, layout 543 ms in 6 passes while the 650 kB of rows were
-parsed, style 286 ms, pre-paint and paint 350 ms, the parse itself 67 ms. The list is now rows of
-divs in a grid (ARIA roles of a table), each with ``content-visibility: auto``: a row off screen
-is neither laid out nor painted (a table row cannot be). A static page of the same 1,000 rows,
-table against rows: layout 595-744 -> 103-118 ms, 100 cells changed -> next frame 78-80 -> 12-22
-ms. This bench, two runs:
-
-    figure                               before (table)    after (rows)
-    first contentful paint               ~390 ms           372 / 396 ms
-    list live (median of 3)              1,252 / 1,289 ms  528 / 621 ms        target < 1 s: met
-    max frame gap while updating         150 / 117 ms      83.3 / 66.7 ms      target < 100 ms: met
-    long tasks / longest                 7-8 / 126-135 ms  1 / 72-86 ms
-
-(A narrow window no longer squeezes the name column to nothing: the list scrolls sideways.)
+Figures measured so far, with their dates and the host's speed: bench/README.md.
 """
 
 from __future__ import annotations

@@ -16,61 +16,7 @@ figure); with ``--json`` the last line is
 Targets at 32,000 pods on a 2-core machine: one pass (observe + plan) under 40 ms, plan alone under
 20 ms, cost growing no faster than linearly.
 
-Figures at 32,000 pods (issue 15, 2026-12-01). The 2-core machine was shared with ~5 other
-sessions (load average 5-11 during every run), so wall times were 3-10x the CPU times and both are
-pessimistic; before and after were run back to back in the same conditions (CPU ms, min of 15):
-
-    observe (warm)  75 -> 52 ms      plan  37 -> 32 ms      observe + plan  107 -> 95 ms
-
-At load ~1-2, three runs each, wall medians: plan 36-55 ms (before 55-90), observe 58-74 ms
-(before 63-120); the runs vary by ~50% on this machine. Earlier measurement: 42 ms observe + 23 ms
-plan.
-
-Second round (2026-12-01, load average 3-6, old = main f808aaa and new run alternately, CPU
-medians at 32,000 pods, observe + plan / plan / observe): old 100 / 42 / 62 and 95 / 34 / 54 ms,
-new 110 / 38 / 65 and 86 / 31 / 57 ms: unchanged within the noise. That round moved the pass's
-check of which pods leave routing into the cached pod parse; that check ran outside what this
-bench times (it is in ``core.reconcile``), so it cannot show here. The targets (40 ms / 20 ms)
-are NOT yet shown met: under this load no run could show them either way; see the README.
-
-Third round (2026-12-01, quiet machine: load average < 0.5, so wall = CPU; old = main 2acfe5f,
-new = observe reusing a group's GroupObs when all its pods are the same parses; run alternately,
-32,000 pods, observe / plan / observe + plan): old 71 / 39 / 125 and 81 / 47 / 131 ms, new
-45 / 39 / 94 and 48 / 40 / 80 ms. Observe is a third faster; plan unchanged; the targets (40 ms
-for the pass, 20 ms for plan) are still NOT met.
-
-Fourth round (2026-12-01, nothing else running, load average ~1; old = main d51bb2d, new = this
-round, run alternately; 32,000 pods, observe + plan / plan / observe, medians of wall time):
-old 70.6 / 22.2 / 43.9 and 61.8 / 20.5 / 40.5 ms, new 39.5 / 5.9 / 33.1 and 34.1 / 5.9 / 30.0 ms;
-three more runs of new 37.4 / 6.1 / 32.2, 39.4 / 6.1 / 34.4, 37.4 / 6.2 / 32.5 ms. Both targets
-met; the pass with little margin (the same code measured 30 ms earlier the same day: the host's
-speed moves). What changed: observe maps C-level getters over the pod list (an interpreted step
-only for pods that changed) and groups from the parse-cache entries; the planner memoises per
-observed group its availability, its "nothing to recover" verdict and its status entry, keyed by
-the pass's shape (``planner.context._availability_shape``, ``status._status_key``). What is left
-in observe is reading 32,000 pod dicts (~20-25 ms of cache misses: the getters alone take that
-long), which is also why the growth from 3,200 pods (which fit in the CPU caches) is x12-15
-rather than x10.
-
-Fifth round (2026-12-02, load average ~1): the embedded cluster's store and the in-memory simulator
-hand out the same object for an unchanged pod on every list and never change one they handed out
-(``ports.SharedObjects``), so observe compares the list with the previous one by identity (32,000
-references, ~5 ms) and reads only the pods that are new objects, instead of reading every pod's
-metadata, uid and resourceVersion (~20-25 ms of cache misses). The Kubernetes adapter decodes new
-objects on every list: its pods are still read by uid and resourceVersion, the ``o+p plain``
-column. 32,000 pods, medians of wall time, observe + plan / observe / plain observe + plan:
-before (the same host, minutes earlier) 39.7-51.6 / 34.5-39.1 / - ms; after 24.5 / 14.0 /
-36.9 ms, 22.1 / 15.1 / 42.4 ms and 19.7 / 14.8 / 36.3 ms. Both pass targets are met with the
-shared lists (the product's default, embedded cluster); the plain list meets it on a quiet host.
-
-Sixth round (2026-12-02, load average ~1; the same host ran the fifth round's code at 30 / 12 /
-48 ms, observe + plan / plan / plain observe + plan). Observe keeps, with the previous list of the
-same pods, the groups it made of it: a place in the list whose parse-cache entry is the one it had
-changed nothing, so only the groups of changed places are grouped again (a warm list: none), for
-shared and plain lists alike. A plain list is read in one interpreted sweep that reads each pod's
-metadata once (the C-level sweeps over metadata, uids, cache and versions each missed the CPU
-caches again: 33 -> 21 ms at 32,000 pods). Figures: observe + plan 19.0-20.1 ms, plan 9.0-11.2 ms,
-plain observe + plan 28.5 ms: every target met, the plain list (Kubernetes) included.
+Figures measured so far, with their dates and the host's speed: bench/README.md.
 """
 
 from __future__ import annotations

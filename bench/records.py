@@ -21,11 +21,7 @@ when DATABASE_URL points at one; ``tests.live.procs.LiveEnv``), migrated, with a
    The sums per revision per bucket are what make this independent of the record count: 30 rows
    + the raw records of two partial buckets, instead of ~80,000 records.
 
-Figures (2026-12-01, this 2-core machine, quiet: load average < 0.5, file SQLite):
-ingestion 50,000 records in 8.30 s = 6,026 records/s (target >= 5,000); one 300 s window over
-1,000,000 records (20,595 requests in it) median 9.5 ms, worst 10.5 ms over 20 (target < 100 ms);
-filling the million took 157 s. An earlier run gave 12,624 records/s and 4.4 ms; at load average
-~4.5 (other jobs) 300,000 records gave 5,457 records/s and 10.5 ms.
+Figures measured so far, with their dates and the host's speed: bench/README.md.
 """
 
 from __future__ import annotations

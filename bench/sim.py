@@ -2,8 +2,7 @@
 
 1. Speed: virtual seconds simulated per wall second for the 160-instance coordinated seed example
    (roles a=100, b=50, c=10; the shared scenario file when it is there, else the same scenario built
-   here), with its CPU time. Target: under 12 s of CPU (it was a timed test until issue 15; measured
-   2026-12-01 under load: 8.6-9.8 s CPU).
+   here), with its CPU time. Target: under 12 s of CPU (it was a timed test until issue 15).
 2. Rollout efficiency: a fixed-timing ServingGroupRollingUpdate (8 groups, maxUnavailable 2, one
    entry + one worker pod per group, no traffic) against its analytic lower bound. Each batch must
    wait for the old pods to terminate (their names and GPUs are taken until then), then schedule,
@@ -21,65 +20,12 @@
    The ModelServing it copies is first brought up from its manifest on an in-memory cluster
    (``bring_up``; timed apart as "bring-up s": a preview of a manifest alone, ``preview_change``,
    takes both). Target: under 5 s of wall time, converged; reported with its CPU time and the
-   process's peak RSS (ru_maxrss; the preview runs first). Until the fifth round below the
-   dashboard's preview brought the spec up on an empty copy first, and this bench timed both.
-
-   Figures (issue 15, 2026-12-01; 2 cores shared with ~5 other sessions, load average 5-12, so wall
-   times are several times the CPU times): the same 1,000-group preview, before -> after, run at
-   the same time under the same load: CPU 20.9 s -> 13.7 s, wall 29.2 s -> 21.9 s, peak RSS
-   195 MB -> 87 MB; this bench's run: 33.3 s wall, 12.8 s CPU, peak RSS 85.5 MB, converged 410.2 s
-   after the change (10 batches x 41 s). At load ~1.7, one after the other: 17.8 s -> 11.7 s wall
-   (11.4 s CPU, peak RSS 85 MB).
-
-   Second round (issue 15, 2026-12-01, helper perfcore2; load average 3-6): the preview's passes
-   build a summary view (no serving gates, groups, drain or funnel: the preview never draws the
-   page), the pods leaving routing are found while parsing them, and the in-memory store keeps the
-   status it is given instead of a deep copy. The same preview, old (main f808aaa) and new run
-   alternately, twice: CPU 15.9 / 12.5 s -> 8.3 / 9.1 s (wall 23.4 / 20.5 s -> 12.2 / 24.2 s:
-   the wall follows the other sessions' load); identical timelines. This bench's run, load ~3.5:
-   11.5 s wall, 7.2 s CPU, peak RSS 71 MB, converged 410.2 s after the change. The 5 s wall
-   target is NOT met yet (not measured on a quiet machine, where wall is close to CPU; CPU alone
-   is still above 5 s): see the README.
-
-   Third round (2026-12-01, nothing else running, load average ~1): the same preview takes
-   3.9-4.4 s wall (CPU the same), 74 MB peak RSS, converged 410.2 s after the change: the 5 s
-   target is met. On a quiet machine the second round's code already took 4.1-4.2 s (the 11.5 s
-   above were the other sessions' load); this round's planner memos bring it to 3.0-3.9 s.
-
-   Fourth round (2026-12-02, load average ~1; the host ran the same code 30-50% slower than the
-   day before). The in-memory store lists pods as ``ports.SharedObjects`` (an unchanged pod is the
-   same object in every list), so observe compares each list with the previous one by identity
-   and reads only the pods that are new objects; and a pod never parsed no longer sends the whole
-   list down the one-by-one path (each batch creates 300). Old (main 13c2b15) and new run
-   alternately: 5.03 / 6.21 s -> 4.04 / 5.25 s wall; then new alone 4.32 and 4.59 s (CPU = wall,
-   74 MB peak RSS, converged 410.2 s after the change, identical timelines). The target is met
-   in 3 of the 4 runs on this host. What is left, per pass (1,000 groups, ~100 changing): plan
-   ~12 ms, state view ~7 ms, applying the actions ~5 ms, observe ~5 ms; the simulated cluster's
-   own work (kubelet, store notifications, pod status) is about a quarter of the wall time.
-
-   Fifth round (2026-12-02, load average ~1; this host ran the fourth round's code at 7.3-9.0 s
-   against 4.0-5.3 s the day before, so every "before" here was run beside its "after"):
-   - the preview's passes build no state view: convergence is decided on the pods observed after
-     each pass (``convergence.is_converged``; the pass's own observation when it took no pod
-     action), the samples read the status the pass wrote: 9.0 -> 7.9 s;
-   - derived data kept with what it derives from: the digests each observed group runs, the
-     revision references read back from a status object met again, the spec's projection; the
-     kubelet state written with orjson: 7.3-7.8 -> 5.5-5.7 s; a created pod kept as handed over
-     (as a status): -4%;
-   - ``batch_gc``: the collector's thresholds raised while a simulation runs (1,244 young, 113
-     middle and 10 full collections, 0.66 s of a 5.9 s run, down to 0.16 s): 5.5-5.8 -> 4.9 s;
-     the scheduler's placement from a heap (``physics.FreeGpus``): -2%;
-   - the dashboard's preview copies the running ModelServing (``preview_from``) instead of
-     bringing its spec up first: 5.9 -> 4.1 s at the same moment (the bring-up took 1.6-2.0 s);
-   - observe keeps the groups it made of the previous list and groups again only those of the
-     pods that changed; the store's changes and the planner's waiting reasons are NamedTuples; the
-     pod names sorted once per pod added or removed: -4% and -2.5%.
-   This bench's runs after all of it: 3.83, 3.84, 4.03 s wall (CPU = wall), 88.6 MB peak RSS (the
-   bring-up's pods and the copy's are both alive), converged 410.2 s after the change, bring-up
-   1.57-1.60 s. The 27 traces of ``simulate`` and the bring-up preview's timeline are
-   byte-identical to before the round.
+   process's peak RSS (ru_maxrss; the preview runs first). The dashboard's preview used to bring
+   the spec up on an empty copy first, and this bench then timed both.
 
     python -m bench sim [--json] [--preview-groups 1000]   (0 skips the preview)
+
+Figures measured so far, with their dates and the host's speed: bench/README.md.
 """
 
 from __future__ import annotations
