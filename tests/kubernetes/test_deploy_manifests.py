@@ -230,30 +230,37 @@ CONTROLLER_CALLS = {
     ("scheduling.volcano.sh", "podgroups", "delete"),
     ("", "events", "create"),
 }
-# What the dashboard, the REST API and `manage.py rollout` call: reads of what they show, and the
-# controls' merge patch of a ModelServing.
-WEB_CALLS = {
+# What the web process (the dashboard, the REST API, `manage.py rollout` run in its pod) reads,
+# wherever the objects are: everything it shows, and the SubjectAccessReviews it asks.
+WEB_READS = {
     ("serving.rolloutui.io", "modelservings", "get"),
     ("serving.rolloutui.io", "modelservings", "list"),
-    ("serving.rolloutui.io", "modelservings", "patch"),
     ("", "pods", "get"),
     ("", "pods", "list"),
     ("apps", "controllerrevisions", "get"),
     ("apps", "controllerrevisions", "list"),
-    # KServe: InferenceServices read and patched by the controls, their Deployments read
-    # and paused, ReplicaSets read, and the inferenceservice-config ConfigMap (by name).
+    # KServe: InferenceServices, the Deployments and ReplicaSets KServe made, and the
+    # inferenceservice-config ConfigMap (by name).
     ("serving.kserve.io", "inferenceservices", "get"),
     ("serving.kserve.io", "inferenceservices", "list"),
-    ("serving.kserve.io", "inferenceservices", "patch"),
     ("apps", "deployments", "get"),
     ("apps", "deployments", "list"),
-    ("apps", "deployments", "patch"),
     ("apps", "replicasets", "get"),
     ("apps", "replicasets", "list"),
     ("", "configmaps", "get"),
     # ROLLOUTUI_K8S_ACCESS_REVIEW=1: the SubjectAccessReview of a dashboard user (controller.k8s.access).
     ("authorization.k8s.io", "subjectaccessreviews", "create"),
 }
+# What the web process writes, and only for the controls, in the namespaces the product manages:
+# a ModelServing's merge patch (rolloutui.services.controls, releases.deploy, manifests' apply of an
+# existing object), an InferenceService's merge patch (kserve_controls, releases.deploy) and a
+# Deployment's spec.paused (kserve_controls' pause and resume, as `kubectl rollout pause`).
+WEB_CONTROL_WRITES = {
+    ("serving.rolloutui.io", "modelservings", "patch"),
+    ("serving.kserve.io", "inferenceservices", "patch"),
+    ("apps", "deployments", "patch"),
+}
+WEB_CONTROLS_ROLE = "rolloutui-web-controls"
 
 
 # Both accounts read the cluster settings (controller.runtime.clustersettings), one ConfigMap by name.
@@ -295,10 +302,25 @@ def test_the_web_and_the_controller_run_under_separate_service_accounts():
     assert {sa["metadata"]["name"] for sa in by_kind("ServiceAccount")} == {"rolloutui-web", "rolloutui-controller"}
 
 
-def test_the_web_may_read_what_it_shows_and_patch_modelservings_and_nothing_else():
+def test_the_web_account_may_read_what_it_shows_everywhere_and_write_nothing_cluster_wide():
+    # Hardening finding: the web account could patch apps/deployments (and ModelServings and
+    # InferenceServices) in every namespace of the cluster.
     rules = bound_rules("rolloutui-web")
-    assert rules["cluster"] == WEB_CALLS
+    assert rules["cluster"] == WEB_READS
     assert rules["namespaced"] == {SETTINGS_READ}
+    writes = {grant for grant in rules["cluster"] | rules["namespaced"] if grant[2] not in ("get", "list", "watch")}
+    assert writes == {("authorization.k8s.io", "subjectaccessreviews", "create")}
+
+
+def test_the_controls_writes_are_a_cluster_role_that_deploy_binds_in_no_namespace():
+    # Bound per managed namespace by a RoleBinding (the Helm value rbac.controlNamespaces, or the
+    # kubectl command of deploy/README.md), never by a ClusterRoleBinding.
+    (role,) = [r for r in by_kind("ClusterRole") if r["metadata"]["name"] == WEB_CONTROLS_ROLE]
+    assert granted(role["rules"]) == WEB_CONTROL_WRITES
+    bound = [
+        b for b in by_kind("ClusterRoleBinding") + by_kind("RoleBinding") if b["roleRef"]["name"] == WEB_CONTROLS_ROLE
+    ]
+    assert bound == []
 
 
 def test_the_web_may_create_subjectaccessreviews_cluster_wide_and_the_controller_may_not():

@@ -159,6 +159,8 @@ STRANGER_ELSEWHERE = Pod("default", {"app": "vllm"}, {"http": 8000})
 DATABASE = External("10.20.0.5")
 API_SERVER = External("10.96.0.1")
 INTERNET = External("93.184.216.34")
+PROMETHEUS = Pod("monitoring", {"app.kubernetes.io/name": "prometheus"}, {"web": 9090})
+ANOTHER_MONITORING_POD = Pod("monitoring", {"app.kubernetes.io/name": "grafana"}, {"http": 9090})
 
 CONNECTIONS = {
     "the ingress controller reaches the web port": (INGRESS_CONTROLLER, WEB, 8000, "TCP", True),
@@ -177,6 +179,14 @@ CONNECTIONS = {
     "redis reaches nothing outside": (REDIS, INTERNET, 443, "TCP", False),
     "redis cannot reach the api server": (REDIS, API_SERVER, 443, "TCP", False),
     "a stranger pod cannot reach the worker": (STRANGER_HERE, WORKER, 8000, "TCP", False),
+    # Hardening finding: egress on 443, 6443 and 5432 was open to any address.
+    "the web cannot reach the internet over https": (WEB, INTERNET, 443, "TCP", False),
+    "the worker cannot reach the internet on the api server's other port": (WORKER, INTERNET, 6443, "TCP", False),
+    "the worker cannot reach a database on the internet": (WORKER, INTERNET, 5432, "TCP", False),
+    "the worker reaches prometheus for the canary analysis": (WORKER, PROMETHEUS, 9090, "TCP", True),
+    "the web reaches prometheus for the capacity page": (WEB, PROMETHEUS, 9090, "TCP", True),
+    "the worker cannot reach another monitoring pod": (WORKER, ANOTHER_MONITORING_POD, 9090, "TCP", False),
+    "the worker cannot reach model pods on prometheus' port": (WORKER, STRANGER_ELSEWHERE, 9090, "TCP", False),
 }
 
 
@@ -184,6 +194,15 @@ CONNECTIONS = {
 def test_network_policies_allow_only_what_rolloutui_needs(case):
     src, dst, port, protocol, expected = CONNECTIONS[case]
     assert can_connect(src, dst, port, protocol) is expected
+
+
+def test_every_egress_rule_names_its_peers_and_none_is_every_address():
+    for policy in by_kind("NetworkPolicy"):
+        for rule in policy["spec"].get("egress") or []:
+            assert rule.get("to"), f"{policy['metadata']['name']}: an egress rule open to every address"
+            for peer in rule["to"]:
+                cidr = (peer.get("ipBlock") or {}).get("cidr")
+                assert cidr is None or ipaddress.ip_network(cidr).prefixlen > 0, policy["metadata"]["name"]
 
 
 def test_every_pod_of_the_namespace_is_isolated_both_ways_by_default():
@@ -218,7 +237,7 @@ def test_the_app_containers_build_redis_urls_that_carry_the_password(name):
         # The broker and channel layer derived by the settings keep it.
         for derived in (
             runtime_config.broker_url(env["REDIS_URL"]),
-            runtime_config.channel_layers(env["REDIS_URL"], [])["default"]["CONFIG"]["hosts"][0],
+            runtime_config.channel_layers(env["REDIS_URL"], [])["default"]["CONFIG"]["hosts"][0]["address"],
         ):
             assert redis.connection.parse_url(derived)["password"] == password
 

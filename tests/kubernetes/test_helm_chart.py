@@ -181,3 +181,111 @@ def test_the_router_redis_can_point_elsewhere():
         for c in containers_of(deployment(name, docs), init=False):
             env = {e["name"]: e.get("value") for e in c["env"]}
             assert env["ROLLOUTUI_ROUTER_REDIS_URL"] == "redis://kthena-router-redis.kthena:6379/0"
+
+
+# --- The web edge: trusted proxies, body limit, the controls' namespaces, egress ---------------------
+def test_with_its_ingress_the_app_trusts_exactly_that_one_proxy_and_without_it_none():
+    # Hardening finding: the client's address came from X-Forwarded-For as the client wrote it. The
+    # chart's Ingress appends the address it saw: one trusted proxy, no more (origin.client_ip).
+    assert config_of(render())["ROLLOUTUI_TRUSTED_PROXIES"] == "0"
+    assert config_of(render({"ingress": {"enabled": True}}))["ROLLOUTUI_TRUSTED_PROXIES"] == "1"
+    # A load balancer in front of the Ingress that appends too: say so.
+    behind_two = render({"ingress": {"enabled": True}, "config": {"trustedProxies": 2}})
+    assert config_of(behind_two)["ROLLOUTUI_TRUSTED_PROXIES"] == "2"
+    assert (
+        config_of(render({"config": {"trustedProxies": 0}, "ingress": {"enabled": True}}))["ROLLOUTUI_TRUSTED_PROXIES"]
+        == "0"
+    )
+
+
+def test_the_chart_refuses_a_number_of_trusted_proxies_that_is_not_a_whole_number():
+    with pytest.raises(helm_python.HelmError, match="config.trustedProxies"):
+        render({"config": {"trustedProxies": "one"}})
+
+
+def test_the_ingress_refuses_bodies_over_the_apps_largest_limit_before_they_reach_the_pod():
+    # Daphne (Twisted) takes a request's whole body before the app sees it: only the Ingress can
+    # refuse a large upload before it reaches the pod. ingress-nginx reads proxy-body-size.
+    from django.conf import settings
+
+    (ingress,) = [d for d in render({"ingress": {"enabled": True}}) if d["kind"] == "Ingress"]
+    size = ingress["metadata"]["annotations"]["nginx.ingress.kubernetes.io/proxy-body-size"]
+    assert size == "4m"
+    largest = max(settings.DATA_UPLOAD_MAX_MEMORY_SIZE, settings.ROLLOUTUI_RECORDS_MAX_BODY_BYTES)
+    assert int(size[:-1]) * 1024 * 1024 == largest  # nginx's "m" is MiB
+    # The value, and annotations of one's own beside it (which win on the same key).
+    values = {"ingress": {"enabled": True, "maxBodySize": "1m", "annotations": {"a.example/x": "y"}}}
+    (ingress,) = [d for d in render(values) if d["kind"] == "Ingress"]
+    assert ingress["metadata"]["annotations"] == {
+        "nginx.ingress.kubernetes.io/proxy-body-size": "1m",
+        "a.example/x": "y",
+    }
+
+
+def test_the_chart_binds_the_controls_in_each_listed_namespace_and_nowhere_else():
+    from test_rbac_enforced import controls_binding
+
+    docs = render({"rbac": {"controlNamespaces": ["team-a", "team-b"]}})
+    bindings = [d for d in docs if d["kind"].endswith("Binding") and d["roleRef"]["name"] == "rolloutui-web-controls"]
+    assert [b["kind"] for b in bindings] == ["RoleBinding", "RoleBinding"]
+    for binding, namespace in zip(bindings, ("team-a", "team-b"), strict=True):
+        expected = controls_binding(namespace)
+        assert {k: binding[k] for k in ("roleRef", "subjects")} == {k: expected[k] for k in ("roleRef", "subjects")}
+        assert (binding["metadata"]["name"], binding["metadata"]["namespace"]) == ("rolloutui-web-controls", namespace)
+    assert not [
+        d for d in render() if d["kind"].endswith("Binding") and d["roleRef"]["name"] == "rolloutui-web-controls"
+    ]
+
+
+def _egress_policies(values: dict[str, Any]) -> list[dict[str, Any]]:
+    return [d for d in render(values) if d["kind"] == "NetworkPolicy"]
+
+
+def test_the_api_server_database_and_prometheus_are_named_by_the_values():
+    from test_deploy_security import WEB, WORKER, External, Pod, can_connect
+
+    values = {
+        "networkPolicy": {
+            "apiServer": {"cidrs": ["172.18.0.2/32"], "ports": [6443]},
+            "database": {
+                "port": 5433,
+                "to": [
+                    {
+                        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "db"}},
+                        "podSelector": {"matchLabels": {"app": "postgres"}},
+                    }
+                ],
+            },
+            "prometheus": {
+                "port": 9091,
+                "to": [{"ipBlock": {"cidr": "192.0.2.10/32"}}],
+            },
+        }
+    }
+    policies = _egress_policies(values)
+    postgres = Pod("db", {"app": "postgres"})
+    assert can_connect(WEB, External("172.18.0.2"), 6443, policies=policies)
+    assert not can_connect(WEB, External("172.18.0.3"), 6443, policies=policies)
+    assert not can_connect(WEB, External("172.18.0.2"), 443, policies=policies)
+    assert can_connect(WORKER, postgres, 5433, policies=policies)
+    assert not can_connect(WORKER, Pod("db", {"app": "other"}), 5433, policies=policies)
+    assert not can_connect(WORKER, External("10.20.0.5"), 5432, policies=policies)
+    assert can_connect(WORKER, External("192.0.2.10"), 9091, policies=policies)
+    assert not can_connect(WORKER, External("192.0.2.11"), 9091, policies=policies)
+
+
+@needs_kustomize
+def test_the_ingress_component_renders_what_the_chart_renders_with_its_ingress(tmp_path):
+    import shutil
+
+    # What deploy/README.md says to do: `kustomize edit add component ingress` in deploy/.
+    deploy = tmp_path / "deploy"
+    shutil.copytree(DEPLOY, deploy, symlinks=True)
+    kustomization = yaml.safe_load((deploy / "kustomization.yaml").read_text())
+    kustomization["components"] = ["ingress"]
+    (deploy / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    chart = keyed(render({"namespace": {"create": True}, "ingress": {"enabled": True}}))
+    kustomized = keyed(kustomize_build(deploy))
+    assert sorted(chart) == sorted(kustomized)
+    for key, expected in kustomized.items():
+        assert chart[key] == expected, f"{key} differs between the chart and deploy/ with its ingress component"

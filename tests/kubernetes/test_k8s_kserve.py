@@ -156,10 +156,23 @@ def test_a_cluster_without_kserve_lists_no_inferenceservice(apiserver):
 
 @pytest.fixture
 def rbac_world():
+    """deploy/'s RBAC with the controls binding of namespace default (where the InferenceService is)."""
+    from test_rbac_enforced import controls_binding
+
+    yield from _rbac_world([controls_binding("default")])
+
+
+@pytest.fixture
+def unmanaged_rbac_world():
+    """deploy/'s RBAC alone: no namespace's controls are bound."""
+    yield from _rbac_world([])
+
+
+def _rbac_world(extra):
     from apiserver_double import MODELSERVINGS, RESOURCES, RunningApiServer
     from test_rbac_enforced import WEB, RbacFromManifests
 
-    with RunningApiServer(RESOURCES, {MODELSERVINGS}, authorizer=RbacFromManifests()) as server:
+    with RunningApiServer(RESOURCES, {MODELSERVINGS}, authorizer=RbacFromManifests(extra)) as server:
         admin = server.api_client()
         sim = simulated(60)
         store = sim.store
@@ -190,6 +203,20 @@ def test_the_webs_account_reads_and_patches_inferenceservices_and_pauses_their_d
     patch = controls.set_image(isvc, runtime_kserve.deploy_config(web), image="vllm/vllm-openai:v0.9.2")
     web.patch_object("InferenceService", "default", "llm", patch, resource_version=isvc["metadata"]["resourceVersion"])
     web.patch_object("Deployment", "default", "llm-predictor", controls.pause_patch())
+
+
+def test_without_a_controls_binding_the_webs_account_patches_no_inferenceservice_or_deployment(
+    unmanaged_rbac_world,
+):
+    from controller.k8s import Forbidden
+
+    web, _ = unmanaged_rbac_world
+    (isvc,) = web.list_objects("InferenceService")  # reads stay cluster-wide
+    with pytest.raises(Forbidden, match='cannot patch resource "inferenceservices"'):
+        web.patch_object("InferenceService", "default", "llm", {"metadata": {"annotations": {"a": "b"}}})
+    with pytest.raises(Forbidden, match='cannot patch resource "deployments"'):
+        web.patch_object("Deployment", "default", "llm-predictor", controls.pause_patch())
+    assert isvc["metadata"]["name"] == "llm"
 
 
 @pytest.mark.parametrize(

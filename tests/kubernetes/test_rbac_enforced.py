@@ -4,14 +4,17 @@ while each is refused (403, ``Forbidden``) what belongs to the other."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import yaml
 from apiserver_double import MODELSERVINGS, RESOURCES, RunningApiServer
 from crd_jsonschema import crd_schema, modelserving_causes
-from manifests import by_kind
+from manifests import DEPLOY, by_kind
 from test_k8s_cluster_adapter import NS, manifest, pod
 from test_k8s_rollout import Clock, converged_on, drive, modelserving
 
@@ -23,18 +26,53 @@ WEB = "system:serviceaccount:rolloutui:rolloutui-web"
 CONTROLLER = "system:serviceaccount:rolloutui:rolloutui-controller"
 
 
-class RbacFromManifests:
-    """Kubernetes RBAC over the roles and bindings of deploy/ (rules are allow-only, unioned)."""
+def controls_binding(namespace: str) -> dict[str, Any]:
+    """The RoleBinding that lets the web account run the controls in ``namespace``: what
+    ``kubectl -n NAMESPACE create rolebinding rolloutui-web-controls --clusterrole=rolloutui-web-controls
+    --serviceaccount=rolloutui:rolloutui-web`` creates (deploy/README.md), and what the chart renders
+    for each entry of rbac.controlNamespaces (test_helm_chart.py compares them)."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "rolloutui-web-controls", "namespace": namespace},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "rolloutui-web-controls"},
+        "subjects": [{"kind": "ServiceAccount", "name": "rolloutui-web", "namespace": "rolloutui"}],
+    }
 
-    def __init__(self) -> None:
-        cluster_roles = {r["metadata"]["name"]: r["rules"] for r in by_kind("ClusterRole")}
-        roles = {(r["metadata"]["namespace"], r["metadata"]["name"]): r["rules"] for r in by_kind("Role")}
+
+# The command deploy/README.md and deploy/rbac.yaml give for a namespace the dashboard manages.
+DOCUMENTED_BINDING_COMMAND = (
+    "kubectl -n {namespace} create rolebinding rolloutui-web-controls"
+    " --clusterrole=rolloutui-web-controls --serviceaccount=rolloutui:rolloutui-web"
+)
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl renders the documented command")
+def test_the_documented_kubectl_command_creates_exactly_the_controls_binding():
+    command = DOCUMENTED_BINDING_COMMAND.format(namespace="team-a").split() + ["--dry-run=client", "-o", "yaml"]
+    made = yaml.safe_load(subprocess.run(command, capture_output=True, text=True, check=True, timeout=60).stdout)
+    made["metadata"].pop("creationTimestamp", None)
+    assert made == controls_binding("team-a")
+    readme = (DEPLOY / "README.md").read_text()
+    assert " ".join(DOCUMENTED_BINDING_COMMAND.format(namespace="team-a").split()[3:]) in " ".join(readme.split())
+
+
+class RbacFromManifests:
+    """Kubernetes RBAC over the roles and bindings of deploy/ (rules are allow-only, unioned), and
+    ``extra`` objects applied beside them (a namespace's controls binding)."""
+
+    def __init__(self, extra: list[dict[str, Any]] = ()) -> None:
+        def of_kind(kind: str) -> list[dict[str, Any]]:
+            return by_kind(kind) + [doc for doc in extra if doc["kind"] == kind]
+
+        cluster_roles = {r["metadata"]["name"]: r["rules"] for r in of_kind("ClusterRole")}
+        roles = {(r["metadata"]["namespace"], r["metadata"]["name"]): r["rules"] for r in of_kind("Role")}
         # user -> [(namespace or None for every namespace, rule)]
         self.grants: dict[str, list[tuple[str | None, dict[str, Any]]]] = {}
-        for binding in by_kind("ClusterRoleBinding"):
+        for binding in of_kind("ClusterRoleBinding"):
             for user in self._users(binding):
                 self.grants.setdefault(user, []).extend((None, r) for r in cluster_roles[binding["roleRef"]["name"]])
-        for binding in by_kind("RoleBinding"):
+        for binding in of_kind("RoleBinding"):
             ns = binding["metadata"]["namespace"]
             ref = binding["roleRef"]
             rules = roles[(ns, ref["name"])] if ref["kind"] == "Role" else cluster_roles[ref["name"]]
@@ -61,15 +99,30 @@ class RbacFromManifests:
         return False
 
 
-@pytest.fixture
-def rbac_server() -> Iterator[RunningApiServer]:
-    with RunningApiServer(
+MANAGED = NS  # the namespace the tests' controls binding names
+UNMANAGED = "team-b"
+
+
+def _server(extra: list[dict[str, Any]]) -> RunningApiServer:
+    return RunningApiServer(
         RESOURCES,
         {MODELSERVINGS},
         {MODELSERVINGS: modelserving_causes},
         {MODELSERVINGS: crd_schema()},
-        authorizer=RbacFromManifests(),
-    ) as server:
+        authorizer=RbacFromManifests(extra),
+    )
+
+
+@pytest.fixture
+def rbac_server() -> Iterator[RunningApiServer]:
+    with _server([]) as server:
+        yield server
+
+
+@pytest.fixture
+def managing_server() -> Iterator[RunningApiServer]:
+    """deploy/'s RBAC plus the controls binding of MANAGED."""
+    with _server([controls_binding(MANAGED)]) as server:
         yield server
 
 
@@ -148,21 +201,45 @@ def test_the_controllers_account_may_patch_a_spec_as_the_analysis_and_the_autosc
     assert controller.patch_modelserving(NS, "chat", {"spec": {"replicas": 3}})["spec"]["replicas"] == 3
 
 
-def test_the_webs_account_does_what_the_dashboard_does(as_web, admin):
+def test_the_webs_account_reads_what_the_dashboard_shows_in_every_namespace(as_web, admin):
     operator = KubernetesCluster(admin)
     operator.create_modelserving(manifest())
     operator.create_pod(pod("chat-0-decode-0-0"))
     web = KubernetesCluster(as_web)
     assert [m["metadata"]["name"] for m in web.list_modelservings()] == ["chat"]
     assert [m["metadata"]["name"] for m in web.list_modelservings(NS)] == ["chat"]
-    ms = web.get_modelserving(NS, "chat")
+    assert web.get_modelserving(NS, "chat")["metadata"]["name"] == "chat"
     assert [p["metadata"]["name"] for p in web.list_pods(NS, "chat")] == ["chat-0-decode-0-0"]
     assert web.get_pod(NS, "chat-0-decode-0-0")["metadata"]["name"] == "chat-0-decode-0-0"
     assert web.list_revisions(NS, "chat") == []
+
+
+def test_without_a_controls_binding_the_webs_account_changes_nothing(as_web, admin):
+    # Hardening finding: the web account could patch ModelServings, InferenceServices and Deployments
+    # in every namespace. deploy/ alone binds the controls' writes nowhere.
+    KubernetesCluster(admin).create_modelserving(manifest())
+    with pytest.raises(Forbidden, match='cannot patch resource "modelservings"'):
+        KubernetesCluster(as_web).patch_modelserving(NS, "chat", {"spec": {"paused": True}})
+
+
+def test_in_a_managed_namespace_the_webs_account_runs_the_controls_and_nowhere_else(managing_server):
+    admin, as_web = managing_server.api_client(), managing_server.api_client(WEB)
+    operator = KubernetesCluster(admin)
+    for namespace in (MANAGED, UNMANAGED):
+        body = manifest()
+        body["metadata"]["namespace"] = namespace
+        operator.create_modelserving(body)
+    web = KubernetesCluster(as_web)
+    ms = web.get_modelserving(MANAGED, "chat")
     paused = web.patch_modelserving(
-        NS, "chat", {"spec": {"paused": True}}, resource_version=ms["metadata"]["resourceVersion"]
+        MANAGED, "chat", {"spec": {"paused": True}}, resource_version=ms["metadata"]["resourceVersion"]
     )
     assert paused["spec"]["paused"] is True
+    assert web.get_modelserving(UNMANAGED, "chat")["metadata"]["namespace"] == UNMANAGED  # read: anywhere
+    with pytest.raises(Forbidden, match=f'in the namespace "{UNMANAGED}"'):
+        web.patch_modelserving(UNMANAGED, "chat", {"spec": {"paused": True}})
+    admin.close()
+    as_web.close()
 
 
 ESCALATIONS = {
@@ -197,7 +274,43 @@ def test_the_webs_account_may_ask_access_reviews_and_the_controllers_may_not(as_
     # ROLLOUTUI_K8S_ACCESS_REVIEW=1 asks with the web's account; deploy/ did not let it ask.
     from controller.k8s.access import subject_may
 
-    assert subject_may(as_web, user=WEB, groups=[], verb="patch", namespace=NS) is True
+    assert subject_may(as_web, user=WEB, groups=[], verb="get", namespace=NS) is True
+    # The answer is the cluster's RBAC: deploy/ alone lets the web account patch nowhere.
+    assert subject_may(as_web, user=WEB, groups=[], verb="patch", namespace=NS) is False
     assert subject_may(as_web, user="dash:alice", groups=[], verb="get", namespace=NS) is False
     with pytest.raises(Forbidden, match='cannot create resource "subjectaccessreviews"'):
         subject_may(as_controller, user="dash:alice", groups=[], verb="get", namespace=NS)
+
+
+def test_the_dashboards_pause_goes_through_in_a_managed_namespace_and_is_refused_and_audited_elsewhere(
+    managing_server, monkeypatch, operator_client, db
+):
+    import json
+
+    from rolloutui.models import AuditRecord
+    from rolloutui.services import controls, state
+
+    admin = managing_server.api_client()
+    operator = KubernetesCluster(admin)
+    for namespace in (MANAGED, UNMANAGED):
+        body = manifest()
+        body["metadata"]["namespace"] = namespace
+        operator.create_modelserving(body)
+    web = KubernetesCluster(managing_server.api_client(WEB))
+    # The web process's services, on the web account (as the web pod runs them).
+    monkeypatch.setattr(controls, "get_cluster", lambda: web)
+    monkeypatch.setattr(state, "get_cluster", lambda: web)
+    monkeypatch.setattr("rolloutui.services.controls.enqueue.reconcile_soon", lambda ns, name: None)
+    monkeypatch.setattr("rolloutui.api.views.state.get_state", lambda ns, name: {})
+
+    def pause(namespace: str):
+        return operator_client.post(
+            f"/api/modelservings/{namespace}/chat/pause", json.dumps({"reason": "r"}), content_type="application/json"
+        )
+
+    assert pause(MANAGED).status_code == 200
+    refused = pause(UNMANAGED)
+    assert refused.status_code == 502 and refused.json()["cluster"] == "Forbidden"
+    results = {r.namespace: r.result for r in AuditRecord.objects.filter(action="pause")}
+    assert results == {MANAGED: "ok", UNMANAGED: "error"}
+    admin.close()

@@ -34,6 +34,18 @@ app.kubernetes.io/component: {{ . }}
 {{- end -}}
 {{- end -}}
 
+{{/* ROLLOUTUI_TRUSTED_PROXIES: config.trustedProxies, or 1 behind the chart's Ingress, else 0. */}}
+{{- define "rolloutui.trustedProxies" -}}
+{{- $given := toString .Values.config.trustedProxies -}}
+{{- if eq $given "" -}}
+{{- if .Values.ingress.enabled -}}1{{- else -}}0{{- end -}}
+{{- else if regexMatch "^[0-9]+$" $given -}}
+{{- $given -}}
+{{- else -}}
+{{- fail (printf "config.trustedProxies must be a whole number of proxies (or empty), got %q" $given) -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "rolloutui.https" -}}
 {{- if or .Values.config.https (and .Values.ingress.enabled .Values.ingress.tls.enabled) -}}1{{- else -}}0{{- end -}}
 {{- end -}}
