@@ -74,6 +74,7 @@ import time
 from collections import OrderedDict, deque
 
 import orjson
+import redis.exceptions
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -251,6 +252,14 @@ class _Hub:
                 message = await self.layer.receive(self.channel)
             except asyncio.CancelledError:
                 raise
+            except redis.exceptions.TimeoutError as exc:
+                # Redis did not answer within the socket timeout (longer than the receive's block:
+                # runtime_config.channel_layers): a Redis that stalls, not a bug here. One line,
+                # no traceback; rejoin as after any failed receive.
+                log.warning("websocket hub: channel layer receive timed out (%s); rejoining", exc)
+                rejoin = True
+                await asyncio.sleep(1.0)
+                continue
             except Exception:
                 log.exception("websocket hub: channel layer receive failed; retrying")
                 # The group membership lives in Redis: a Redis that restarted (the usual reason a

@@ -102,6 +102,12 @@ def channels_encryption_keys(value: str | None = None) -> list[str]:
     return [key.strip() for key in raw.split(",") if key.strip()]
 
 
+# How long a channel layer receive blocks in Redis (channels-redis' RedisChannelLayer.brpop_timeout;
+# tests/dashboard/test_ws_idle_receive.py holds the two equal), and how much longer its socket waits.
+CHANNEL_LAYER_BLOCK_SECONDS = 5
+CHANNEL_LAYER_SOCKET_MARGIN_SECONDS = 10
+
+
 def channel_layers(redis_url: str | None, encryption_keys: list[str] | None = None) -> dict:
     """The Channels layer; ``encryption_keys`` default to ``$ROLLOUTUI_CHANNELS_ENCRYPTION_KEYS``."""
     if not redis_url:
@@ -109,7 +115,19 @@ def channel_layers(redis_url: str | None, encryption_keys: list[str] | None = No
         # WebsocketCommunicator); it cannot carry messages between the worker and Daphne.
         return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     config = {
-        "hosts": [redis_db_url(redis_url, CHANNEL_LAYER_DB)],
+        "hosts": [
+            {
+                "address": redis_db_url(redis_url, CHANNEL_LAYER_DB),
+                # A receive waits in a BZPOPMIN that blocks RedisChannelLayer.brpop_timeout (5 s),
+                # and Redis answers nil when the block ends empty: the normal idle case. redis-py's
+                # socket timeout is 5 s by default, so every idle receive timed out just as that
+                # answer was due, and the websocket hub logged it as a failure with a traceback
+                # (issue 31). The socket outlasts the block; a Redis that stops answering is still
+                # noticed, one block later.
+                "socket_timeout": CHANNEL_LAYER_BLOCK_SECONDS + CHANNEL_LAYER_SOCKET_MARGIN_SECONDS,
+                "socket_connect_timeout": 5,
+            }
+        ],
         # Dashboard updates are coalesced "latest state" messages: dropping an old one
         # quickly is better than queueing many behind a slow client.
         "expiry": 10,

@@ -160,7 +160,7 @@ def test_a_redis_password_with_reserved_characters_reaches_every_derived_url(tmp
     import redis
 
     broker = got["CELERY_BROKER_URL"]
-    channel = got["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"][0]
+    channel = got["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"][0]["address"]
     assert broker == "redis://:p%40ss%2Fw%3Ard@redis.internal:6380/0"
     for derived in (broker, channel):
         parsed = redis.connection.parse_url(derived)

@@ -72,7 +72,8 @@ def test_redis_url_puts_the_broker_on_db_0_and_the_channel_layer_on_db_1(tmp_pat
     assert loaded["CELERY_BROKER_URL"] == "redis://cache.internal:6380/0"
     layer = loaded["CHANNEL_LAYERS"]["default"]
     assert layer["BACKEND"] == "channels_redis.core.RedisChannelLayer"
-    assert layer["CONFIG"]["hosts"] == ["redis://cache.internal:6380/1"]
+    (host,) = layer["CONFIG"]["hosts"]
+    assert host["address"] == "redis://cache.internal:6380/1"
 
 
 def test_without_redis_url_the_channel_layer_is_in_memory_and_tasks_are_not_eager(tmp_path):
