@@ -11,6 +11,11 @@ a test) audits with an empty origin rather than failing.
 (``ROLLOUTUI_TRUSTED_PROXIES=N``, e.g. 1 for one Ingress) it is the N-th address from the right of
 ``X-Forwarded-For``: with ``X-Forwarded-For: 6.6.6.6, 203.0.113.7`` and one proxy (which appended
 203.0.113.7, the address it saw) the client is 203.0.113.7; 6.6.6.6 is whatever the client claimed.
+With 0 (the default) the header is ignored. It is the only place the client's address is decided:
+the audit, the access log (``rolloutui.middleware``), every rate limit (``rolloutui.throttling``)
+and the sign-in lockout (django-axes' ``AXES_CLIENT_IP_CALLABLE``) ask it. ``REMOTE_ADDR`` is the
+TCP peer's because Daphne runs without ``--proxy-headers`` (which would put the header's leftmost,
+client-written entry there).
 """
 
 from __future__ import annotations
