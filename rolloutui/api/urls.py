@@ -10,7 +10,7 @@ from django.urls import path, re_path
 
 from rolloutui.services import actions
 
-from . import releases, views
+from . import ingest_tokens, releases, views
 
 MS = actions.MODELSERVING.route
 
@@ -67,6 +67,8 @@ urlpatterns = [
     re_path(r"^request-records/?$", views.RequestRecords.as_view(), name="api-request-records"),
     path("auth/token/", views.TokenView.as_view(), name="api-token"),
     path("auth/tokens/", views.TokensView.as_view(), name="api-tokens"),
+    path("ingest-tokens/", ingest_tokens.IngestTokenList.as_view(), name="api-ingest-tokens"),
+    path("ingest-tokens/<int:token_id>/", ingest_tokens.IngestTokenDetail.as_view(), name="api-ingest-token"),
     path("previews/<uuid:job_id>/", views.PreviewJobView.as_view(), name="api-preview-job"),
     path("sim/nodes/", views.SimNodes.as_view(), name="api-sim-nodes"),
     path("sim/kill-pod/", views.SimKillPod.as_view(), name="api-sim-kill-pod"),

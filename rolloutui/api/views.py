@@ -51,6 +51,7 @@ from rolloutui.services.controls import audit as write_audit
 from rolloutui.throttling import ScopedRateThrottle
 
 from . import serializers as s
+from .authentication import IngestTokenAuthentication
 from .parsers import check_depth
 from .permissions import VIEW, CanIngest, CanOperate, CanRun, CanView
 
@@ -576,14 +577,15 @@ class RequestRecords(APIView):
     ``status`` (ok, error, timeout, interrupted), optional ``feedback``, ``started`` and
     ``finished`` (epoch seconds or ISO 8601 with a zone).
 
-    Token authentication only (``Authorization: Token <token>``), permission
+    Token authentication only (``Authorization: Token <token>``): a long-lived ingest token
+    (``/api/ingest-tokens/``, also as ``Bearer``) or an API token; permission
     ``rolloutui.ingest_requestrecords`` in each namespace of the batch (group ``ingesters``, or a
     grant of the role ``ingester``). Answers 201 ``{"stored": N}``; 400 naming each bad record by
     index and field, ``{"records": {"3": {"latencyMs": ["..."]}}}``, with nothing stored; 413 for a
     body over the limit; 401 without a token; 403 without the permission.
     """
 
-    authentication_classes = [TokenAuthentication]
+    authentication_classes = [IngestTokenAuthentication, TokenAuthentication]
     permission_classes = [CanIngest]
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
