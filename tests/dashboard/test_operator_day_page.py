@@ -1,7 +1,9 @@
 """The ModelServing page through an operator's day (issue 31), in Chromium, served by Django in this
-process (``offline.OfflineSite``). The states the page gets are the controller's own: views of a
-simulated run (``controller.simcluster.runner``) at the moments that matter, sent over the fake
-websocket under the name of the page's ModelServing.
+process (``offline.OfflineSite``). The states the page gets are the controller's own: either views of
+a simulated run (``controller.simcluster.runner``) at the moments that matter, sent over the fake
+websocket under the name of the page's ModelServing, or the state of a ModelServing on the
+database-backed simulated cluster, moved by a manual clock (ticks of its physics and controller
+passes in this process, as in tests/releases), whose pods the page reads from the API.
 """
 
 from __future__ import annotations
@@ -9,12 +11,18 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
+from controller.models import SimClock
+from controller.runtime.reconciler import run_reconcile
+from controller.simcluster.database import clock as sim_clock
+from controller.simcluster.database.tick import tick
 from controller.simcluster.runner import Runner
 from controller.simcluster.scenario import load_scenario
+from tests.factories import group_strategy, modelserving, role
+from tests.live.helpers import ManualClock
 from tests.paths import TEST_SCENARIOS
 
 from .offline import OfflineSite
-from .test_pages_offline import shot
+from .test_pages_offline import current_state, shot
 
 pytestmark = pytest.mark.django_db
 
@@ -62,3 +70,99 @@ def test_a_crash_looping_rollout_shows_a_degraded_banner_naming_the_instance_and
     expect(banner).to_contain_text("progressDeadlineSeconds (600 s)")
     expect(banner).to_contain_text("restarts")
     shot(page, screenshot_dir / "operator-day-degraded.png")
+
+
+class LiveSim:
+    """The database-backed simulated cluster on a manual clock (``run`` ticks it and runs the
+    controller's passes), holding one ModelServing of two groups replaced one at a time."""
+
+    def __init__(self, clock: ManualClock, name: str) -> None:
+        from rolloutui.services.cluster import get_cluster
+
+        self.clock = clock
+        self.cluster = get_cluster()
+        self.ms = {"namespace": "default", "name": name}
+        for _ in range(2):
+            self.cluster.add_node(8)
+        body = modelserving(
+            name=name, replicas=2, strategy=group_strategy(maxUnavailable=1), roles=[role("decode", gpus=1)]
+        )
+        self.cluster.create_modelserving(body)
+        self.run(until=lambda s: s["converged"])
+
+    def state(self) -> dict:
+        return current_state(self.ms)
+
+    def run(self, *, until, limit: float = 300.0) -> dict:
+        """Tick and reconcile a second at a time until ``until(state)`` (at most ``limit`` s)."""
+        end = self.clock.t + limit
+        while self.clock.t < end:
+            self.clock.t += 1.0
+            tick(self.cluster)
+            run_reconcile(self.ms["namespace"], self.ms["name"])
+            state = self.state()
+            if until(state):
+                return state
+        raise AssertionError(f"not reached in {limit} s: {state['phase']}, blocked {state['blocked']}")
+
+    def set_image(self, image: str) -> None:
+        spec = self.cluster.get_modelserving(self.ms["namespace"], self.ms["name"])["spec"]
+        roles = spec["template"]["roles"]
+        roles[0]["entryTemplate"]["spec"]["containers"][0]["image"] = image
+        self.cluster.patch_modelserving(self.ms["namespace"], self.ms["name"], {"spec": {"template": {"roles": roles}}})
+
+
+@pytest.fixture
+def live_sim(db, monkeypatch):
+    clock = ManualClock()
+    monkeypatch.setattr(sim_clock, "_shared", clock)
+    SimClock.objects.update_or_create(
+        pk=1,
+        defaults={
+            "wall_base": clock.t,
+            "sim_base": clock.t,
+            "config": {"timing": {"schedule": 1, "pull": 2, "start": 1, "load": 5, "terminate": 1}},
+        },
+    )
+    return LiveSim(clock, "day")
+
+
+def click_cell(page: Page, group: int, slot: int = 0) -> None:
+    box = page.get_by_test_id("topology").bounding_box()
+    layout = page.evaluate(
+        """() => { const L = window.__rollout.topo.layout;
+                   return { labelW: L.labelW, cell: L.cell, gap: L.gap, colW: L.colW }; }"""
+    )
+    x = box["x"] + layout["labelW"] + group * layout["colW"] + layout["cell"] / 2
+    y = box["y"] + 14 + slot * (layout["cell"] + layout["gap"]) + layout["cell"] / 2
+    page.mouse.click(x, y)
+
+
+def test_a_selected_cell_shows_the_new_revision_and_pods_once_its_group_was_replaced(
+    live_sim, operator_client, page: Page, screenshot_dir
+):
+    site = OfflineSite(page, operator_client, full_state=live_sim.state)
+    page.set_viewport_size({"width": 1440, "height": 1000})
+    page.goto(site.url("/modelservings/default/day/"))
+    expect(page.get_by_test_id("conn")).to_have_text("live")
+    before = live_sim.state()
+    old_pods = {i["podUids"][0] for i in before["instances"] if i["group"] == 1}
+    click_cell(page, 1)
+    detail = page.get_by_test_id("cell-detail")
+    expect(detail).to_contain_text("group 1 · decode 0")
+    expect(detail).to_contain_text("#1")
+    expect(detail).to_contain_text("engine:v1")
+
+    # Group 1 (the highest ordinal) is replaced first; the page gets each state as it comes.
+    live_sim.set_image("engine:v2")
+    after = live_sim.run(
+        until=lambda s: any(
+            i["group"] == 1 and i["state"] == "Ready" and i["podUids"][0] not in old_pods for i in s["instances"]
+        )
+    )
+    site.socket.send(after)
+    expect(detail.locator(".cell-head")).to_contain_text("#2")
+    expect(detail.locator(".cell-head")).to_contain_text("Ready")
+    expect(detail).to_contain_text("engine:v2")
+    expect(detail).not_to_contain_text("engine:v1")
+    shot(page, screenshot_dir / "operator-day-cell-replaced.png")

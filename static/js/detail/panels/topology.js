@@ -26,7 +26,16 @@ export function createTopologyPanel({ boot, onKillPod }) {
   const topo = new Topology(byId("topology"), byId("tip"), (hit) => loadPods(hit));
   const legendChanged = memo();
   let selected = null;
+  let shown = null; // what the cell panel shows of the selected instance (shownAs)
   let revNumbers = new Map();
+
+  // What the panel shows of an instance: when a later state changes any of it (its group was
+  // replaced: new pods on a new revision; its state or gate moved), the panel is shown again for
+  // the instance now in that cell and its pods are read again, instead of keeping the old ones.
+  const shownAs = (inst) =>
+    inst
+      ? JSON.stringify([inst.revision, inst.state, inst.podUids, inst.gate, inst.gateFailed, inst.readyPods, inst.draining, inst.digest])
+      : "no instance";
 
   function renderLegend(state) {
     const used = new Map();
@@ -182,6 +191,7 @@ export function createTopologyPanel({ boot, onKillPod }) {
 
   async function loadPods(hit) {
     selected = hit;
+    shown = shownAs(hit.instance);
     const status = h("p", { class: "muted" }, "Loading pods…");
     mount(box, cellHead(hit), status);
     try {
@@ -222,6 +232,10 @@ export function createTopologyPanel({ boot, onKillPod }) {
     revNumbers = model.revNumbers;
     topo.update(model.state, model.revNumbers);
     if (legendChanged(model.state)) renderLegend(model.state);
+    if (selected) {
+      const now = topo.byKey.get(selected.key) || null;
+      if (shownAs(now) !== shown) loadPods({ ...selected, instance: now });
+    }
   }
 
   return { render, topo };
