@@ -103,4 +103,4 @@ def test_the_admin_registers_a_version_through_the_service_and_refuses_a_tag(wor
     done = admin_client.post("/admin/releases/modelversion/add/", attrs)
     assert done.status_code == 302, done.content.decode()[:2000]
     assert ModelVersion.objects.filter(version="v7").exists()
-    assert AuditRecord.objects.filter(action="register_version", name="chat-llm:v7", source="page").exists()
+    assert AuditRecord.objects.filter(action="register_version", name="chat-llm:v7", source="admin").exists()
