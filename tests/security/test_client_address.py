@@ -196,3 +196,23 @@ def test_a_failed_sign_in_is_audited_with_the_peer_when_no_proxy_is_trusted(sett
         SIGN_IN_PATH, {"username": "someone", "password": "x"}, HTTP_X_FORWARDED_FOR="6.6.6.6"
     )
     assert AuditRecord.objects.get(action="login_failed").client_ip == "192.0.2.44"
+
+
+def test_under_asgi_the_peer_is_the_scopes_client_whatever_x_forwarded_for_says(settings):
+    # Django's ASGIRequest serves the ASGI scope's "client" as REMOTE_ADDR. Daphne puts the TCP peer
+    # there unless --proxy-headers, which the shipped commands leave off (test_deploy_manifests.py).
+    import io
+
+    from django.core.handlers.asgi import ASGIRequest
+
+    settings.ROLLOUTUI_TRUSTED_PROXIES = 0
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": "/",
+        "query_string": b"",
+        "headers": [(b"host", b"127.0.0.1"), (b"x-forwarded-for", b"6.6.6.6")],
+        "client": ("192.0.2.9", 50000),
+        "server": ("127.0.0.1", 8000),
+    }
+    assert origin.client_ip(ASGIRequest(scope, io.BytesIO())) == "192.0.2.9"
