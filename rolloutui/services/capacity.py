@@ -22,8 +22,10 @@ Sources, per figure:
 - **GPU utilisation and memory**: with ``ROLLOUTUI_PROMETHEUS_URL`` on Kubernetes, DCGM's
   ``DCGM_FI_DEV_GPU_UTIL`` and ``DCGM_FI_DEV_FB_USED`` / ``FB_FREE`` per pod; on the simulated
   cluster, modelled from the load (``simulated_gpu``); otherwise not available;
-- **safe concurrency** per instance: the active release's batching (the ModelVersion's, with the
-  release's overrides): ``maxBatchSize``, else ``maxConcurrentSequences``;
+- **safe concurrency** per instance: the batching of the release whose model runs
+  (``release_running``: the active release, else the one a set-image or a rollback superseded; the
+  ModelVersion's batching with the release's overrides): ``maxBatchSize``, else
+  ``maxConcurrentSequences``;
 - **create-to-Serving**: per instance, Serving gate time - Created gate time (``controller.core
   .gates``), the median of the instances that reached Serving.
 """
@@ -44,6 +46,7 @@ from controller.core.naming import LABEL_ROLE
 from controller.core.ports import NotFound
 from controller.core.spec import roles_as_written
 
+from ..releases.models import DeploymentRevision
 from . import cluster, state
 from .releases import records as release_records
 from .releases.templates import effective_config
@@ -188,18 +191,40 @@ def simulated_gpu(in_flight: list[int], safe: int | None, sequences: int | None)
 
 
 # --- Reading the sources ---------------------------------------------------------------------------
-def _batching(namespace: str, name: str) -> tuple[dict[str, Any], list[str], str | None]:
-    """The active release's batching (the version's with the release's overrides), the roles that run
-    the model (empty: every role) and the release's label."""
+def _batching(namespace: str, name: str, view: dict[str, Any]) -> tuple[dict[str, Any], list[str], str | None]:
+    """The batching of the release whose model runs (the version's with the release's overrides),
+    the roles that run the model (empty: every role) and the release's label."""
     target = release_records.target_of(namespace, name)
     if target is None:
         return {}, [], None
-    release = release_records.active_release(target)
+    release, label = release_running(target, view)
     if release is None:
         return {}, list(target.roles or []), None
     version = release.model_version
     config = effective_config({"batching": version.batching or {}}, release.config or {})
-    return config.get("batching") or {}, list(release.roles or target.roles or []), str(release)
+    return config.get("batching") or {}, list(release.roles or target.roles or []), label
+
+
+def release_running(target, view: dict[str, Any]) -> tuple[Any, str | None]:
+    """The release whose model the ModelServing runs, with its label: the active one; else the
+    newest whose controller revision runs now (a rollback to a released revision), else the newest
+    deployed. A set-image or a rollback by hand supersedes a release (it no longer describes what
+    rolls out) but leaves its model, and so its batching, in place: without this, safe concurrency
+    and the GPU figures turned into "-" after any such change (issue 31)."""
+    active = release_records.active_release(target)
+    if active is not None:
+        return active, str(active)
+    deployed = DeploymentRevision.objects.select_related("model_version").filter(
+        target=target, deployed_at__isnull=False
+    )
+    running = {view.get("updateRevision"), view.get("currentRevision")} - {None, ""}
+    release = (
+        deployed.filter(controller_revision__in=running).order_by("-deployed_at", "-number").first()
+        or deployed.order_by("-deployed_at", "-number").first()
+    )
+    if release is None:
+        return None, None
+    return release, f"{release} ({release.status}: its model still runs)"
 
 
 def safe_concurrency(batching: dict[str, Any]) -> int | None:
@@ -273,7 +298,7 @@ def capacity(namespace: str, name: str) -> dict[str, Any]:
     spec_roles = {r.get("name"): r for r in roles_as_written(manifest)}
     backend = cluster.backend_name()
     simulated = backend != "kubernetes"
-    batching, model_roles, release = _batching(namespace, name)
+    batching, model_roles, release = _batching(namespace, name, view)
     safe = safe_concurrency(batching)
     sequences = (
         batching.get("maxConcurrentSequences") if isinstance(batching.get("maxConcurrentSequences"), int) else None

@@ -112,7 +112,7 @@ export function createCapacity({ boot, plotlySrc }) {
         "p",
         { class: "muted capacity-notes", "data-testid": "capacity-notes" },
         `Requests: ${data.requestSource}. GPU: ${data.gpuSource}. Safe concurrency: `,
-        data.release ? `${data.release} batching ${JSON.stringify(data.batching || {})}` : "unknown (no active release with batching)",
+        data.release ? `${data.release} batching ${JSON.stringify(data.batching || {})}` : "unknown (no release deployed with batching)",
         ". Timeout rate: needs per-request records.",
       ),
     );
