@@ -204,12 +204,18 @@ def manifest_editor(request, namespace=None, name=None):
     """The YAML editor: a new manifest (``/manifests/apply/``) or the stored one of a ModelServing
     (``.../edit/``, with its resourceVersion so a concurrent change is refused). It validates as
     the operator types (``POST /api/manifests/validate``), marks each error at its line and field,
-    and applies through the registry's ``apply`` action (``collection_description``)."""
+    and applies through the registry's ``apply`` action (``collection_description``).
+
+    The stored text is whole only for a user who may operate in its namespace. Anyone else who may
+    view it gets it read-only with secret-looking values masked (``services.masking``, as the API's
+    ``manifest`` shows it), and a line saying so: masked, the text could not be applied as is."""
+    read_only = False
     if namespace is not None:
         if not access.allowed(request.user, VIEW, namespace):
             raise Http404(f"ModelServing {namespace}/{name} does not exist")
+        read_only = not access.allowed(request.user, OPERATE, namespace)
         try:
-            text = manifests.manifest_text(namespace, name)
+            text = manifests.manifest_text(namespace, name, user=request.user)
         except NotFound:
             raise Http404(f"ModelServing {namespace}/{name} does not exist") from None
     else:
@@ -221,8 +227,10 @@ def manifest_editor(request, namespace=None, name=None):
             "editing": f"{namespace}/{name}" if namespace is not None else "",
             "ms_namespace": namespace,
             "ms_name": name,
+            "read_only": read_only,
             "boot": {
                 "text": text,
+                "readOnly": read_only,
                 "editing": {"namespace": namespace, "name": name} if namespace is not None else None,
                 "validate": reverse("api-manifest-validate"),
                 "backend": cluster.backend_name(),

@@ -20,6 +20,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from controller.core import promql
 from rolloutui import runtime_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -379,6 +380,16 @@ except ValueError as exc:
 if not isinstance(ROLLOUTUI_PROMETHEUS_QUERIES, dict):
     raise ImproperlyConfigured("ROLLOUTUI_PROMETHEUS_QUERIES must be a JSON object of metric -> template")
 ROLLOUTUI_PROMETHEUS_TIMEOUT_SECONDS = _env_number("ROLLOUTUI_PROMETHEUS_TIMEOUT_SECONDS", 5, minimum=0.1)
+# The PromQL a ModelServing's analysis.queries may name, as JSON {"name": "template"}
+# (controller/core/promql.py): a manifest names one of these (or gives its text) and never runs
+# PromQL of its own, since the controller asks Prometheus with its own credentials. On Kubernetes
+# the cluster settings ConfigMap adds keys prometheusQuery.<name>.
+try:
+    ROLLOUTUI_PROMETHEUS_TEMPLATES = promql.check_templates(
+        json.loads(_env("ROLLOUTUI_PROMETHEUS_TEMPLATES") or "{}"), "ROLLOUTUI_PROMETHEUS_TEMPLATES"
+    )
+except (ValueError, promql.QueryRefused) as exc:
+    raise ImproperlyConfigured(f"ROLLOUTUI_PROMETHEUS_TEMPLATES: {exc}") from None
 if ROLLOUTUI_PROMETHEUS_URL and not ROLLOUTUI_PROMETHEUS_URL.startswith(("http://", "https://")):
     raise ImproperlyConfigured(f"ROLLOUTUI_PROMETHEUS_URL must be an http(s) URL, got {ROLLOUTUI_PROMETHEUS_URL!r}")
 
@@ -507,6 +518,9 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "preview": _env("ROLLOUTUI_PREVIEW_RATE", "6/min") or "6/min",
         "token": _env("ROLLOUTUI_TOKEN_RATE", "10/min") or "10/min",
+        # POST /api/manifests/validate per user: the editor checks as the operator types (at most
+        # one request per pause of 0.3 s), and each check reads a text of up to the body limit.
+        "validate": _env("ROLLOUTUI_VALIDATE_RATE", "60/min") or "60/min",
         # Sign-in form attempts per client address, whatever user name each tries
         # (rolloutui.throttling.SignInAddressThrottle); the lockout above counts a name and address.
         "login": _env("ROLLOUTUI_LOGIN_RATE", "10/min") or "10/min",

@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from . import promql
 from .intorpercent import IntOrPercent, IntOrPercentError
 
 METRICS = ("errorRate", "timeoutRate", "latencyP50Ms", "latencyP95Ms", "latencyP99Ms", "feedbackMean")
@@ -215,9 +216,12 @@ def _analysis(raw: Any, path: str) -> Analysis:
         if metric not in METRICS and metric not in QUERY_FIGURES:
             known = ", ".join((*QUERY_FIGURES, *METRICS))
             raise CanaryError(f"{path}.queries.{metric}", f"unknown metric (known: {known})")
-        if not isinstance(template, str) or "{{revision}}" not in template:
-            raise CanaryError(f"{path}.queries.{metric}", "must be a PromQL template using {{revision}}")
-        queries[metric] = template
+        # A template's name or text; which ones the installation allows is ``promql.resolve``'s to
+        # say (validation and the controller ask it with the installation's templates).
+        try:
+            queries[metric] = promql.check_reference(template, f"{path}.queries.{metric}")
+        except promql.QueryRefused as err:
+            raise CanaryError(err.field, err.rule) from None
     if provider == "prometheus":
         missing = [m for m in ("requests", *sorted({c.metric for c in checks})) if m not in queries]
         if missing:

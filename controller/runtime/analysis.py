@@ -8,7 +8,9 @@ asks for a window of a ModelServing, reads that ModelServing's ``analysis.provid
   ``POST /api/request-records/``;
 - ``prometheus``: ``ROLLOUTUI_PROMETHEUS_URL``'s HTTP query API with the ModelServing's
   ``analysis.queries``, over the defaults of ``ROLLOUTUI_PROMETHEUS_QUERIES``
-  (``controller.records.prometheus``).
+  (``controller.records.prometheus``). Each query must be one of the installation's templates
+  (``core.promql``, ``clustersettings.prometheus_templates``); with any other, no window of that
+  ModelServing is asked for or judged, and the log says why.
 
 This runs in the Celery worker's reconcile task, never in the web process.
 
@@ -26,9 +28,12 @@ from typing import Any
 import django.dispatch
 from django.conf import settings
 
+from controller.core import promql
 from controller.core.ports import ClusterPort, MetricsPort, NotFound
 from controller.core.spec import canary_of
 from controller.records.figures import DatabaseMetrics
+
+from .clustersettings import prometheus_templates
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +57,30 @@ def _analysis_of(obj: dict[str, Any]):
     return canary.analysis if canary is not None else None
 
 
+class RefusedQueries:
+    """The port of an analysis whose queries the installation does not allow (``core.promql``):
+    every window raises, so the pass leaves it unjudged and logs why; Prometheus is never asked."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def window(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        from controller.records.prometheus import PrometheusError
+
+        raise PrometheusError(f"not asked: {self.reason}")
+
+
 def prometheus_port(queries: dict[str, str] | None = None) -> MetricsPort:
     from controller.records.prometheus import PrometheusMetrics
 
-    templates = {**(getattr(settings, "ROLLOUTUI_PROMETHEUS_QUERIES", None) or {}), **(queries or {})}
+    # Checked again here: a ModelServing written on the cluster directly never went through
+    # RolloutUI's validation.
+    try:
+        chosen = promql.resolve(queries or {}, prometheus_templates(), promql.QUERIES_FIELD)
+    except promql.QueryRefused as err:
+        log.warning("canary analysis queries refused: %s", err)
+        return RefusedQueries(str(err))
+    templates = {**(getattr(settings, "ROLLOUTUI_PROMETHEUS_QUERIES", None) or {}), **chosen}
     return PrometheusMetrics(
         getattr(settings, "ROLLOUTUI_PROMETHEUS_URL", "") or "",
         templates,

@@ -11,6 +11,11 @@
   every worker within that time without a restart. Absent (404), the environment applies; invalid,
   the environment applies too and the error is logged and reported by ``current`` (the page shows
   it), so a typo never stops every reconcile.
+
+The PromQL templates a canary analysis may name (``core.promql``) are settings of the installation
+too: ``settings.ROLLOUTUI_PROMETHEUS_TEMPLATES`` (``{name: template}``), and on Kubernetes one
+ConfigMap key per template, ``prometheusQuery.<name>``, which adds to or replaces the environment's
+of that name (``prometheus_templates``).
 """
 
 from __future__ import annotations
@@ -18,11 +23,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 
+from controller.core import promql
 from controller.core.spec import ValidationError
 from controller.core.strategy import ClusterSettings, parse_cluster_settings
 
@@ -39,11 +45,16 @@ CONFIGMAP_KEYS = {
 }
 
 
+TEMPLATE_KEY_PREFIX = "prometheusQuery."
+
+
 @dataclass(frozen=True)
 class CurrentSettings:
     settings: ClusterSettings
     origin: str  # "environment" or "configmap NAMESPACE/NAME"
     error: str | None = None  # why the ConfigMap was not used (invalid), if it exists
+    # The ConfigMap's PromQL templates (``prometheusQuery.<name>`` keys), over the environment's.
+    prometheus_templates: dict[str, str] = field(default_factory=dict, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {**self.settings.to_json(), "origin": self.origin, "error": self.error}
@@ -58,7 +69,8 @@ def from_configmap_data(data: dict[str, str], *, where: str) -> ClusterSettings:
     raw: dict[str, Any] = {}
     for key, value in data.items():
         if key not in CONFIGMAP_KEYS:
-            raise ValidationError(f"{where}.{key}", f"unknown key (expected one of: {', '.join(CONFIGMAP_KEYS)})")
+            expected = ", ".join((*CONFIGMAP_KEYS, TEMPLATE_KEY_PREFIX + "<name>"))
+            raise ValidationError(f"{where}.{key}", f"unknown key (expected one of: {expected})")
         target = raw
         path = CONFIGMAP_KEYS[key]
         for part in path[:-1]:
@@ -71,6 +83,22 @@ def from_configmap_data(data: dict[str, str], *, where: str) -> ClusterSettings:
         nested = err.field.removeprefix(f"{where}.")
         key = next((k for k, p in CONFIGMAP_KEYS.items() if ".".join(p) == nested), nested)
         raise ValidationError(f"{where}.{key}", err.rule) from None
+
+
+def templates_from_configmap_data(data: dict[str, str], *, where: str) -> dict[str, str]:
+    """The ``prometheusQuery.<name>`` keys of ConfigMap data as ``{name: template}``; ``ValidationError``
+    naming the key of a template ``core.promql`` refuses."""
+    raw = {k.removeprefix(TEMPLATE_KEY_PREFIX): v for k, v in data.items() if k.startswith(TEMPLATE_KEY_PREFIX)}
+    try:
+        return promql.check_templates(raw, f"{where}.{TEMPLATE_KEY_PREFIX.rstrip('.')}")
+    except promql.QueryRefused as err:
+        raise ValidationError(err.field, err.rule) from None
+
+
+def prometheus_templates() -> dict[str, str]:
+    """The PromQL templates a ModelServing's canary analysis may name: the environment's
+    (``ROLLOUTUI_PROMETHEUS_TEMPLATES``), with the ConfigMap's on Kubernetes over them."""
+    return {**(getattr(settings, "ROLLOUTUI_PROMETHEUS_TEMPLATES", None) or {}), **current().prometheus_templates}
 
 
 def environment_settings() -> ClusterSettings:
@@ -100,7 +128,9 @@ def current(*, cluster=None, fresh: bool = False) -> CurrentSettings:
         found = CurrentSettings(environment_settings(), "environment")
     else:
         try:
-            found = CurrentSettings(from_configmap_data(data, where=where), where)
+            templates = templates_from_configmap_data(data, where=where)
+            rest = {k: v for k, v in data.items() if not k.startswith(TEMPLATE_KEY_PREFIX)}
+            found = CurrentSettings(from_configmap_data(rest, where=where), where, prometheus_templates=templates)
         except ValidationError as err:
             log.error("cluster settings %s are invalid, using the environment's: %s", where, err)
             found = CurrentSettings(environment_settings(), "environment", f"{where} is invalid: {err}")

@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from controller.core import safeyaml
 from controller.core.spec import ValidationError
 from controller.core.strategy import ClusterSettings, parse_cluster_settings
 
@@ -157,7 +158,10 @@ def load_scenario(path: str | Path, *, seed: int | None = None) -> Scenario:
     except OSError as exc:
         raise ScenarioError(str(path), f"cannot read: {exc.strerror or exc}") from None
     try:
-        raw = yaml.safe_load(text)
+        raw = safeyaml.load(text)  # the bounded reader every user-supplied YAML goes through
+    except safeyaml.YamlRefused as exc:
+        where = f"line {exc.line}" if exc.line else "yaml"
+        raise ScenarioError(where, f"refused: {exc.path + ': ' if exc.path else ''}{exc.message}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else "yaml"
@@ -255,6 +259,8 @@ def _manifest(raw: Any) -> dict[str, Any]:
     meta = manifest.get("metadata")
     if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta.get("name"):
         raise ScenarioError("modelServing.metadata.name", "required: a non-empty string")
+    if "namespace" in meta and meta["namespace"] in ("", None):  # as kubectl and the dashboard's apply read it
+        meta["namespace"] = "default"
     try:
         parse_modelserving(manifest)
     except ValidationError as exc:

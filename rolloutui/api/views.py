@@ -252,16 +252,33 @@ class CollectionControl(ServiceView):
 
 class ValidateManifest(ServiceView):
     """What applying a manifest would do, without doing it: its documents (kind, namespace, name,
-    whether it exists) and every error with its document, field path and line (the YAML editor
-    marks them). Changes nothing, so it needs only the view permission."""
+    whether it exists: null in a namespace the user may not view) and every error with its
+    document, field path and line (the YAML editor marks them). A text that cannot be read (not
+    YAML or JSON, or past the reader's bounds: aliases, tags, duplicate keys, size) is a 400
+    naming ``manifest``. Changes nothing, so it needs only the view permission; rate-limited per
+    user (``validate``), since every viewer may call it."""
+
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "validate"
 
     def get_permissions(self):
         return [CanView()]
 
-    @extend_schema(request=s.ManifestTextSerializer, responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        request=s.ManifestTextSerializer,
+        responses={
+            200: OpenApiTypes.OBJECT,
+            400: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description='The text cannot be read: {"manifest": ["..."], "errors": [{"document", "path", "line", '
+                '"message"}]}',
+            ),
+            429: OpenApiResponse(description="Over ROLLOUTUI_VALIDATE_RATE for this user."),
+        },
+    )
     def post(self, request):
         d = self.validated(s.ManifestTextSerializer, request.data)
-        return Response(manifests.validate(d["manifest"]))
+        return Response(manifests.validate(d["manifest"], user=request.user))
 
 
 class History(ServiceView):

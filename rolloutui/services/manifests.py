@@ -31,26 +31,29 @@ ModelServings (deploy/rbac.yaml): there the API server refuses and the error say
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-from controller.core import mergepatch, naming
+from controller.core import mergepatch, naming, promql, safeyaml
 from controller.core.controls import ControlError
 from controller.core.ports import ClusterError, Conflict, NotFound
 from controller.core.spec import ValidationError, parse_modelserving
-from controller.runtime import enqueue
+from controller.runtime import clustersettings, enqueue
 
 from ..models import AuditRecord
-from . import controls
+from . import controls, masking
 from .cluster import get_cluster
 
 MAX_BYTES = 1_000_000
 # Deeper than any ModelServing (about 12 levels) by far; the API's JSON bodies have the same bound
 # (``rolloutui.api.parsers``). A deeper text is refused before anything recurses through it.
 MAX_DEPTH = 2 * mergepatch.MAX_DEPTH
+# What one text may hold (controller.core.safeyaml): the API's body limit (256 kB) comes first;
+# files from the CLI may be larger, up to MAX_BYTES.
+LIMITS = safeyaml.Limits(max_bytes=MAX_BYTES, max_depth=MAX_DEPTH)
+VIEW = "rolloutui.view_modelserving"
 SERVER_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "deletionTimestamp")
 
 
@@ -97,73 +100,52 @@ def _walk(node: yaml.Node, prefix: str, out: dict[str, int]) -> None:
             _walk(item, path, out)
 
 
-def _too_deep(line: int | None = None) -> ManifestError:
-    return ManifestError(
-        [{"document": 0, "path": "", "line": line, "message": f"the manifest nests deeper than {MAX_DEPTH} levels"}]
-    )
+def _refused(exc: safeyaml.YamlRefused) -> ManifestError:
+    return ManifestError([{"document": exc.document, "path": exc.path, "line": exc.line, "message": exc.message}])
 
 
-def _check_depth(roots: list[Any]) -> None:
-    """``ManifestError`` when a composed YAML node or a parsed JSON value nests deeper than
-    ``MAX_DEPTH`` (iterative: the check itself cannot exhaust the stack)."""
-    stack = [(root, 1) for root in roots]
-    seen: set[int] = set()  # an alias is the same node again: each is looked at once
-    while stack:
-        value, depth = stack.pop()
-        if id(value) in seen:
-            continue
-        seen.add(id(value))
-        if isinstance(value, yaml.MappingNode):
-            children = [v for _, v in value.value]
-        elif isinstance(value, yaml.SequenceNode):
-            children = list(value.value)
-        elif isinstance(value, dict):
-            children = list(value.values())
-        elif isinstance(value, list):
-            children = value
-        else:
-            continue
-        if depth > MAX_DEPTH:
-            mark = getattr(value, "start_mark", None)
-            raise _too_deep(mark.line + 1 if mark else None)
-        stack.extend((child, depth + 1) for child in children)
+def _namespaced(obj: Any) -> Any:
+    """A ModelServing whose ``metadata.namespace`` is empty or null is in ``default``, as kubectl
+    fills in the context's namespace: stored under "" it could be neither found nor managed."""
+    if _kind_of(obj) == naming.KIND and isinstance(obj.get("metadata"), dict):
+        if obj["metadata"].get("namespace") in ("", None):
+            obj["metadata"]["namespace"] = "default"
+    return obj
 
 
 def parse_documents(text: Any) -> list[Document]:
     """The documents of a YAML or JSON text (empty documents dropped), with a line for every field
-    path. ``ManifestError`` for text that is not YAML or JSON, naming the line, or that nests deeper
-    than ``MAX_DEPTH`` (``[[[[...`` would otherwise recurse until ``RecursionError``)."""
+    path. Read by the one bounded reader of user YAML (``controller.core.safeyaml``: size,
+    documents, depth, values with aliases expanded, tags, duplicate keys, all counted before any
+    value is built). ``ManifestError`` naming the line (and the field, where there is one) for text
+    that is not YAML or JSON or that the reader refuses."""
     if not isinstance(text, str) or not text.strip():
         raise ManifestError([{"document": 0, "path": "", "line": None, "message": "the manifest is empty"}])
-    if len(text.encode()) > MAX_BYTES:
-        raise ManifestError([{"document": 0, "path": "", "line": None, "message": f"larger than {MAX_BYTES} bytes"}])
     try:
         try:
-            nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
-        except RecursionError:  # PyYAML's composer recurses once per level
-            raise _too_deep() from None
-        _check_depth(nodes)
-        objects = list(yaml.safe_load_all(text))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        # JSON that YAML 1.1 cannot read (tabs for indentation, say) is still JSON.
-        try:
-            objects, nodes = [json.loads(text)], [None]
-        except RecursionError:
-            raise _too_deep() from None
-        except ValueError:
-            raise ManifestError(
-                [
-                    {
-                        "document": 0,
-                        "path": "",
-                        "line": mark.line + 1 if mark else None,
-                        "message": f"not valid YAML or JSON: {problem}",
-                    }
-                ]
-            ) from None
-        _check_depth(objects)
+            nodes = safeyaml.compose_all(text, LIMITS)
+            objects = [safeyaml.construct(node) for node in nodes]
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            # JSON that YAML 1.1 cannot read (tabs for indentation, say) is still JSON.
+            try:
+                objects, nodes = [safeyaml.load_json(text, LIMITS)], [None]
+            except ValueError as not_json:
+                if isinstance(not_json, safeyaml.YamlRefused):
+                    raise
+                raise ManifestError(
+                    [
+                        {
+                            "document": 0,
+                            "path": "",
+                            "line": mark.line + 1 if mark else None,
+                            "message": f"not valid YAML or JSON: {problem}",
+                        }
+                    ]
+                ) from None
+    except safeyaml.YamlRefused as exc:
+        raise _refused(exc) from None
     docs = []
     for node, obj in zip(nodes, objects, strict=True):
         if obj is None:
@@ -171,7 +153,7 @@ def parse_documents(text: Any) -> list[Document]:
         lines: dict[str, int] = {}
         if node is not None:
             _walk(node, "", lines)
-        docs.append(Document(len(docs), obj, (node.start_mark.line + 1) if node is not None else 1, lines))
+        docs.append(Document(len(docs), _namespaced(obj), (node.start_mark.line + 1) if node is not None else 1, lines))
     return docs
 
 
@@ -179,13 +161,18 @@ def _kind_of(obj: Any) -> str | None:
     return obj.get("kind") if isinstance(obj, dict) else None
 
 
-def validate(text: Any) -> dict[str, Any]:
+def validate(text: Any, *, user=None) -> dict[str, Any]:
     """What applying ``text`` would do, without doing it: ``{"documents": [{"document", "line",
-    "kind", "namespace", "name", "exists", "skipped"?}], "errors": [...]}``. Read-only (view permission)."""
-    try:
-        docs = parse_documents(text)
-    except ManifestError as err:
-        return {"documents": [], "errors": err.errors}
+    "kind", "namespace", "name", "exists", "skipped"?}], "errors": [...]}``, the errors being the
+    documents' own (a field the controller's validation refuses). Read-only (view permission).
+
+    ``ManifestError`` when the text cannot be read at all (not YAML or JSON, or refused by the
+    bounded reader: the API answers 400). ``exists`` is None for a namespace ``user`` may not view
+    (None: a trusted internal caller), whether or not the object is there: like every answer about
+    such a namespace, validate must not tell what exists in it."""
+    from . import access
+
+    docs = parse_documents(text)
     out, errors = [], []
     cluster = get_cluster()
     for doc in docs:
@@ -196,22 +183,36 @@ def validate(text: Any) -> dict[str, Any]:
             entry["skipped"] = f"not a {naming.KIND} (kind {_kind_of(doc.obj)!r}): skipped"
         else:
             try:
-                parsed = parse_modelserving(doc.obj)
+                parsed = _parse(doc)
             except ValidationError as err:
                 errors.append(
                     {"document": doc.index, "path": err.field, "line": doc.line_of(err.field), "message": err.rule}
                 )
             else:
-                entry.update(namespace=parsed.namespace, name=parsed.name)
-                try:
-                    cluster.get_modelserving(parsed.namespace, parsed.name)
-                    entry["exists"] = True
-                except NotFound:
-                    entry["exists"] = False
+                entry.update(namespace=parsed.namespace, name=parsed.name, exists=None)
+                if user is None or access.allowed(user, VIEW, parsed.namespace):
+                    try:
+                        cluster.get_modelserving(parsed.namespace, parsed.name)
+                        entry["exists"] = True
+                    except NotFound:
+                        entry["exists"] = False
         out.append(entry)
     if not errors and not any(d.get("name") for d in out):
         errors.append({"document": 0, "path": "kind", "line": 1, "message": f"no {naming.KIND} document in the text"})
     return {"documents": out, "errors": errors}
+
+
+def _parse(doc: Document):
+    """The controller's own validation of a ModelServing document, and the installation's: the
+    PromQL of its canary analysis must be one of the templates it allows (``core.promql``)."""
+    parsed = parse_modelserving(doc.obj)
+    analysis = parsed.canary.analysis if parsed.canary is not None else None
+    if analysis is not None and analysis.queries:
+        try:
+            promql.resolve(analysis.queries, clustersettings.prometheus_templates(), promql.QUERIES_FIELD)
+        except promql.QueryRefused as err:
+            raise ValidationError(err.field, err.rule) from None
+    return parsed
 
 
 def _modelservings(text: Any) -> list[tuple[Document, dict[str, Any]]]:
@@ -224,7 +225,7 @@ def _modelservings(text: Any) -> list[tuple[Document, dict[str, Any]]]:
         if _kind_of(doc.obj) != naming.KIND:
             continue
         try:
-            parse_modelserving(doc.obj)
+            _parse(doc)
         except ValidationError as err:
             errors.append(
                 {"document": doc.index, "path": err.field, "line": doc.line_of(err.field), "message": err.rule}
@@ -382,9 +383,11 @@ def load_path(path: str, user, *, reason: str, source: str = "system") -> list[s
     return lines
 
 
-def manifest_text(namespace: str, name: str) -> str:
+def manifest_text(namespace: str, name: str, *, user=None) -> str:
     """The stored ModelServing as the editor shows it: YAML of apiVersion, kind, metadata (name,
-    namespace, labels, annotations, and the resourceVersion the apply will check) and spec."""
+    namespace, labels, annotations, and the resourceVersion the apply will check) and spec.
+    Secret-looking values are masked unless ``user`` may operate in the namespace (None: a trusted
+    internal caller), as the API's ``manifest`` masks them (``masking.mask_for``)."""
     obj = get_cluster().get_modelserving(namespace, name)
     meta = obj.get("metadata") or {}
     shown_meta = {"name": meta.get("name"), "namespace": meta.get("namespace") or "default"}
@@ -394,7 +397,7 @@ def manifest_text(namespace: str, name: str) -> str:
     shown_meta["resourceVersion"] = str(meta.get("resourceVersion") or "")
     doc = {"apiVersion": obj.get("apiVersion") or naming.API_VERSION, "kind": naming.KIND, "metadata": shown_meta}
     doc["spec"] = obj.get("spec") or {}
-    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=120)
+    return yaml.safe_dump(masking.mask_for(user, namespace, doc), sort_keys=False, default_flow_style=False, width=120)
 
 
 __all__ = [

@@ -6,12 +6,17 @@
 // error the server reports ({document, path, line, message}, from POST /api/manifests/validate or
 // from the apply itself) marks its line in the gutter and is listed below with its field path;
 // clicking an error selects that line in the text.
+//
+// Read-only (boot.readOnly): the stored manifest of a namespace this user may view but not operate
+// in, with secret-looking values masked by the server. It is only shown: no check, no apply, no
+// file loading (the page renders none of those controls).
 
 import { post } from "./lib/api.js";
 import { byId, h, mount, readJson } from "./lib/dom.js";
 import { createDialog, toast } from "./detail/dialog.js";
 
 const boot = readJson("editor-boot");
+const readOnly = Boolean(boot.readOnly);
 const registry = readJson("manifest-actions", { actions: [] });
 const apply = (registry.actions || []).find((a) => a.name === "apply");
 
@@ -45,6 +50,7 @@ function drawGutter() {
 }
 
 const messageOf = (e) => (e.path ? e.path + ": " : "") + e.message;
+const action = (d, before, after) => (d.exists == null ? "" : `${before}${d.exists ? "update" : "create"}${after}`);
 
 function selectLine(line) {
   const starts = [0];
@@ -76,7 +82,8 @@ function drawErrors() {
     ),
   );
   drawGutter();
-  const names = documents.filter((d) => d.name).map((d) => `${d.namespace}/${d.name} (${d.exists ? "update" : "create"})`);
+  // exists is null where this user may not view the namespace: the server does not say.
+  const names = documents.filter((d) => d.name).map((d) => `${d.namespace}/${d.name}${action(d, " (", ")")}`);
   const skipped = documents.filter((d) => d.skipped).length;
   summary.textContent = errors.length
     ? `${errors.length} error${errors.length > 1 ? "s" : ""}`
@@ -108,7 +115,7 @@ function changed() {
   timer = setTimeout(check, 300);
 }
 
-const dialog = createDialog({
+const dialog = readOnly ? null : createDialog({
   onDone: (answer) => {
     const records = (answer && answer.audit) || [];
     mount(
@@ -132,7 +139,7 @@ const dialog = createDialog({
   },
 });
 
-applyButton.addEventListener("click", () => {
+applyButton?.addEventListener("click", () => {
   if (applyButton.disabled) return;
   const names = documents.filter((d) => d.name);
   dialog.open({
@@ -142,7 +149,7 @@ applyButton.addEventListener("click", () => {
       h(
         "ul",
         null,
-        names.map((d) => h("li", null, h("b", null, `${d.namespace}/${d.name}`), d.exists ? " — update" : " — create")),
+        names.map((d) => h("li", null, h("b", null, `${d.namespace}/${d.name}`), action(d, " — ", ""))),
       ),
     ],
     confirm: "Apply",
@@ -160,20 +167,20 @@ applyButton.addEventListener("click", () => {
   });
 });
 
-byId("editor-file").addEventListener("change", async (e) => {
+byId("editor-file")?.addEventListener("change", async (e) => {
   const file = e.target.files && e.target.files[0];
   if (!file) return;
   text.value = await file.text();
   changed();
 });
 
-text.addEventListener("input", changed);
+if (!readOnly) text.addEventListener("input", changed);
 text.addEventListener("scroll", () => {
   gutter.scrollTop = text.scrollTop;
 });
 // A tab in YAML is an error: insert two spaces instead of leaving the field.
 text.addEventListener("keydown", (e) => {
-  if (e.key !== "Tab" || e.shiftKey) return;
+  if (readOnly || e.key !== "Tab" || e.shiftKey) return;
   e.preventDefault();
   text.setRangeText("  ", text.selectionStart, text.selectionEnd, "end");
   changed();
@@ -181,7 +188,7 @@ text.addEventListener("keydown", (e) => {
 
 text.value = boot.text || "";
 drawGutter();
-check();
+if (!readOnly) check();
 // Test hook: the errors and documents as last reported.
 window.__editor = {
   get errors() {

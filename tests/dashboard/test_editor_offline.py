@@ -4,6 +4,8 @@ through the registry's apply action (audited), and the stored manifest is edited
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import Page, expect
 
 from rolloutui.models import AuditRecord
@@ -87,3 +89,27 @@ def test_the_strategy_panel_names_the_cores_sources_and_the_cluster_settings_in_
     expect(panel.locator(".src-multiNodeOverride").first).to_be_visible()
     expect(page.get_by_test_id("cluster-settings")).to_contain_text("Standard mode")
     expect(page.get_by_test_id("cluster-settings")).to_contain_text("(from environment)")
+
+
+def test_a_viewer_gets_the_stored_manifest_masked_and_read_only_and_nothing_is_checked_or_applied(
+    ms, viewer_client, page: Page
+):
+    from rolloutui.services import cluster
+
+    c = cluster.get_cluster()
+    roles = c.get_modelserving(ms["namespace"], ms["name"])["spec"]["template"]["roles"]
+    for role in roles:
+        role["entryTemplate"]["spec"]["containers"][0]["env"] = [{"name": "HF_TOKEN", "value": "hf_live_secret"}]
+    c.patch_modelserving(ms["namespace"], ms["name"], {"spec": {"template": {"roles": roles}}})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    site = OfflineSite(page, viewer_client)
+    page.goto(site.url(f"/modelservings/{ms['namespace']}/{ms['name']}/edit/"))
+    text = page.get_by_test_id("editor-text")
+    expect(text).to_have_js_property("readOnly", True)
+    expect(text).to_have_value(re.compile(r"name: HF_TOKEN\n\s+value: <masked>"))
+    expect(page.get_by_test_id("editor-masked")).to_contain_text("cannot be applied as it is")
+    expect(page.get_by_test_id("editor-summary")).to_have_text("read-only")
+    expect(page.get_by_test_id("editor-apply")).to_have_count(0)
+    assert "hf_live_secret" not in text.input_value()
+    assert errors == [] and site.requests == []  # no validate, no apply

@@ -155,6 +155,10 @@ def test_the_running_controller_uses_prometheus_for_a_modelserving_that_asks_for
 
     settings.ROLLOUTUI_PROMETHEUS_URL = prom.url
     settings.ROLLOUTUI_PROMETHEUS_QUERIES = {"latencyP99Ms": TEMPLATES["latencyP99Ms"], "errorRate": "up"}
+    settings.ROLLOUTUI_PROMETHEUS_TEMPLATES = {
+        "router-requests": TEMPLATES["requests"],
+        "router-errors": TEMPLATES["errorRate"],
+    }
 
     class Cluster:
         def __init__(self, analysis):
@@ -166,7 +170,8 @@ def test_the_running_controller_uses_prometheus_for_a_modelserving_that_asks_for
 
     analysis = {
         "provider": "prometheus",
-        "queries": {"requests": TEMPLATES["requests"], "errorRate": TEMPLATES["errorRate"]},
+        # One template by its name, one by its text: both are the installation's.
+        "queries": {"requests": "router-requests", "errorRate": TEMPLATES["errorRate"]},
         "metrics": [{"metric": "errorRate", "max": 0.05}],
     }
     prom.set("requests", "r2", 80)
@@ -177,3 +182,32 @@ def test_the_running_controller_uses_prometheus_for_a_modelserving_that_asks_for
     assert (got["requests"], got["errorRate"], got["latencyP99Ms"]) == (80, 0.5, 900.0)
     simulated = {"metrics": [{"metric": "errorRate", "max": 0.05}]}
     assert isinstance(AnalysisMetrics(Cluster(simulated))._port("default", "chat"), DatabaseMetrics)
+
+
+def test_the_running_controller_never_sends_prometheus_a_query_outside_the_allowed_templates(prom, settings, db):
+    """A ModelServing written on the cluster directly (kubectl, past RolloutUI's validation) with
+    PromQL of its own: the window waits (never judged on figures that were not asked for) and
+    Prometheus is never asked."""
+    from controller.records.prometheus import PrometheusError as Refused
+    from controller.runtime.analysis import AnalysisMetrics
+
+    settings.ROLLOUTUI_PROMETHEUS_URL = prom.url
+    settings.ROLLOUTUI_PROMETHEUS_TEMPLATES = {"router-requests": TEMPLATES["requests"]}
+    settings.ROLLOUTUI_PROMETHEUS_QUERIES = {}
+
+    class Cluster:
+        def get_modelserving(self, namespace, name):
+            analysis = {
+                "provider": "prometheus",
+                "queries": {
+                    "requests": "router-requests",
+                    "errorRate": 'count(kube_secret_info{namespace="x"}) + {{revision}}',
+                },
+                "metrics": [{"metric": "errorRate", "max": 0.05}],
+            }
+            canary = {"steps": [{"setPartition": 1}], "analysis": analysis}
+            return {"spec": {"rolloutStrategy": {"type": "ServingGroupRollingUpdate", "canary": canary}}}
+
+    with pytest.raises(Refused, match="queries.errorRate"):
+        AnalysisMetrics(Cluster()).window("default", "chat", "r2", 0, 60)
+    assert prom.asked == []

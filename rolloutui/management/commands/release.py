@@ -27,6 +27,7 @@ import sys
 import yaml
 from django.core.management.base import BaseCommand, CommandError
 
+from controller.core import safeyaml
 from controller.core.controls import ControlError
 from controller.core.ports import ClusterError, NotFound
 from rolloutui.services import accounts, actions
@@ -114,7 +115,10 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"file: cannot read {path}: {exc.strerror}") from None
         try:
-            return yaml.safe_load(text)  # JSON is YAML
+            return safeyaml.load(text)  # JSON is YAML; the bounded reader every user-supplied YAML goes through
+        except safeyaml.YamlRefused as exc:
+            where = f" ({exc.path})" if exc.path else ""
+            raise CommandError(f"file: {path} is refused{where}: {exc}") from None
         except yaml.YAMLError as exc:
             raise CommandError(f"file: {path} is neither JSON nor YAML: {exc}") from None
 
