@@ -5,9 +5,10 @@
     manage.py grant add    --group sre    --namespace '*'    --role viewer
     manage.py grant remove --user alice   --namespace team-a --role operator
 
-Roles are the product groups' (``viewer``, ``operator``, and any group added to
-``rolloutui.permissions.GROUPS``). ``*`` is every namespace. Membership of the groups ``viewers`` /
-``operators`` keeps meaning every namespace; manage those with Django's own tools.
+Roles are the product groups' (``viewer``, ``operator``, ``ingester``, ``approver``,
+``release-admin``: ``rolloutui.permissions.ROLE_GROUPS``). ``*`` is every namespace. Membership of
+the groups ``viewers`` / ``operators`` keeps meaning every namespace; manage those with Django's
+own tools.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from rolloutui import permissions
 
 
 class Command(BaseCommand):
-    help = "List, add or remove per-namespace grants of the viewer/operator roles to users or groups."
+    help = "List, add or remove per-namespace grants of the product's roles to users or groups."
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="verb", required=True)
