@@ -268,13 +268,43 @@ def apply(user, *, manifest: str, reason: str, source: str) -> list[AuditRecord]
         # The operate permission in the namespace of every ModelServing it names, before any is applied.
         for namespace in sorted({(obj.get("metadata") or {}).get("namespace") or "default" for _, obj in found}):
             controls.check_permission(user, namespace=namespace)
+        # The approval rule too, for every ModelServing before any is applied: a document refused
+        # for it must not leave the others applied.
+        _check_approvals(user, found)
     except (ControlError, controls.ControlDenied) as exc:
-        controls.audit(user, action="apply", namespace="", name="", reason=reason, source=source, error=exc)
+        refusal = getattr(exc, "refusal", None)
+        controls.audit(
+            user,
+            action="apply",
+            namespace="",
+            name="",
+            reason=reason,
+            source=source,
+            details={"refused": refusal} if refusal else None,
+            error=exc,
+        )
         raise
     records = []
     for doc, obj in found:
         records.append(_apply_one(user, doc, obj, reason, source))
     return records
+
+
+def _check_approvals(user, found: list[tuple[Document, dict[str, Any]]]) -> None:
+    """``ApprovalRequired`` when a document would put an unapproved image on a target of an
+    environment that requires approval (``releases.approval``), checked for all before any is applied."""
+    from .releases.approval import check_direct_change
+
+    cluster = get_cluster()
+    for _, obj in found:
+        parsed = parse_modelserving(obj)
+        try:
+            current = cluster.get_modelserving(parsed.namespace, parsed.name)
+        except NotFound:
+            current = None
+        body = _created_body(_without_nulls(obj))
+        after = body if current is None else {**current, "spec": body["spec"]}
+        check_direct_change(user, parsed.namespace, parsed.name, current, after)
 
 
 def _apply_one(user, doc: Document, obj: dict[str, Any], reason: str, source: str) -> AuditRecord:

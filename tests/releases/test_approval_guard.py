@@ -224,3 +224,17 @@ def test_an_inferenceservice_that_requires_approval_refuses_an_unapproved_image(
     )
     assert canary.status_code == 403 and "engine:v4" in canary.json()["detail"]
     assert last("isvc_canary").details["refused"] == "approval"
+
+
+def test_a_manifest_refused_for_one_of_its_documents_applies_none_of_them(prod, operator):
+    staging = yaml.safe_load(manifests.manifest_text("default", "chat"))
+    staging["spec"]["replicas"] = 3
+    production = yaml.safe_load(manifests.manifest_text("prod", "chat"))
+    production["spec"]["template"]["roles"][1]["entryTemplate"]["spec"]["containers"][0]["image"] = UNREGISTERED
+    text = yaml.safe_dump_all([staging, production])
+    with pytest.raises(ControlDenied, match="requires approval"):
+        manifests.apply(operator, manifest=text, reason="both at once", source="api")
+    assert state.get_manifest("default", "chat")["spec"]["replicas"] == 2
+    assert images() == {IMAGE_V1}
+    refused = last("apply")
+    assert (refused.result, refused.details["refused"]) == ("error", "approval")
