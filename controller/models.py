@@ -145,15 +145,19 @@ class ProgressSample(models.Model):
 
 
 class RequestRecord(models.Model):
-    """One finished request served by one revision of a ModelServing (``controller.records``).
+    """One request served by one revision of a ModelServing (``controller.records``): finished, or
+    still running (status ``running``, no ``finished``; the canary analysis counts it as evidence
+    by its age, and its finished record replaces it).
 
     From the simulated router (``controller.simcluster.database.traffic``) or ingested through
     ``POST /api/request-records/``. Raw rows are kept for ``ROLLOUTUI_RECORDS_RETENTION_SECONDS``
-    (the periodic cleanup deletes older ones); their sums live on in ``RequestAggregate``.
-    Times are clock seconds (epoch seconds; simulated time on the simulated cluster).
+    (the periodic cleanup deletes older ones); the sums of finished ones live on in
+    ``RequestAggregate``. Times are clock seconds (epoch seconds; simulated time on the simulated
+    cluster).
     """
 
-    STATUSES = ("ok", "error", "timeout", "interrupted")
+    RUNNING = "running"
+    STATUSES = ("ok", "error", "timeout", "interrupted", RUNNING)
 
     request_id = models.CharField(max_length=128)
     namespace = models.CharField(max_length=253)
@@ -165,7 +169,7 @@ class RequestRecord(models.Model):
     status = models.CharField(max_length=16)
     feedback = models.FloatField(null=True, blank=True)
     started = models.FloatField()
-    finished = models.FloatField()
+    finished = models.FloatField(null=True, blank=True)  # None while the request runs
 
     class Meta:
         indexes = [
@@ -173,6 +177,8 @@ class RequestRecord(models.Model):
             models.Index(fields=["namespace", "name", "revision", "started"], name="reqrec_ms_rev_started_idx"),
             # The retention cleanup deletes by finish time.
             models.Index(fields=["finished"], name="reqrec_finished_idx"),
+            # A finished record finds the running record of its request (and the other way round).
+            models.Index(fields=["namespace", "name", "request_id"], name="reqrec_ms_request_idx"),
         ]
 
     def __str__(self) -> str:
@@ -185,7 +191,10 @@ class RequestAggregate(models.Model):
 
     ``histogram``: ``{"<bucket index>": count}`` of the latencies of answered requests over the fixed
     boundaries of ``controller.core.latency``, so percentiles of any run of buckets are exact to the
-    bucket width. Kept for ``ROLLOUTUI_AGGREGATES_RETENTION_SECONDS`` (longer than raw records).
+    bucket width. ``duration_histogram`` (with ``duration_max``): the same of the finished requests'
+    durations (start to end; answered or timed out), whose p99 is the settle time of the next
+    canary analysis window. Kept for ``ROLLOUTUI_AGGREGATES_RETENTION_SECONDS`` (longer than raw
+    records).
     """
 
     namespace = models.CharField(max_length=253)
@@ -200,6 +209,8 @@ class RequestAggregate(models.Model):
     feedback_count = models.BigIntegerField(default=0)
     latency_max = models.FloatField(null=True, blank=True)
     histogram = models.JSONField(default=dict)
+    duration_max = models.FloatField(null=True, blank=True)
+    duration_histogram = models.JSONField(default=dict)
 
     class Meta:
         constraints = [

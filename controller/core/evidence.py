@@ -90,21 +90,21 @@ class Counted(NamedTuple):
 def count_against(limit_ms: float, evidence: Mapping[str, Any]) -> Counted:
     """Count the requests of ``evidence`` against ``limit_ms``.
 
-    ``evidence``: ``{"answered": {bucket: count}, "largest": ms, "waiting": [age ms, ...]}``: the
-    latencies of the answered requests as a histogram over ``latency.UPPER`` (a record's latency is
-    known to its bucket), the largest of them, and the age of every request still waiting for its
-    answer. An answered request is above the limit when its bucket's upper bound (capped by the
-    largest latency, as percentiles read a histogram) is; a waiting one when its age is.
+    ``evidence``: ``{"answered": {bucket: count}, "waiting": [age ms, ...]}``: the latencies of the
+    answered requests as a histogram over ``latency.UPPER`` (a stored record's latency is known to
+    its bucket) and the age of every request still waiting for its answer. An answered request is
+    above the limit when its bucket's upper bound is: a check is decided to the histogram's
+    resolution, a latency in the bucket holding the limit counting as above it (at most one bucket
+    width, 2.5-5% of the latency above 1 s). That way a request counted at or under the limit stays
+    there whatever the others do, and one counted above stays above. A waiting one is above when its
+    age is (its answer can only come later).
 
-    Example: limit 450 ms; answered {bucket of (440, 450]: 5, bucket of (600, 625]: 2}, largest
-    612; waiting ages [300, 900] -> above 2 + 1 = 3 (1 waiting), undecided 1.
+    Example: limit 450 ms; answered {bucket (440, 450]: 5, bucket (600, 625]: 2}; waiting ages
+    [300, 900] -> above 2 + 1 = 3 (1 waiting), undecided 1.
     """
-    largest = evidence.get("largest")
     above = 0
     for bucket, count in (evidence.get("answered") or {}).items():
         upper = UPPER[int(bucket)] if int(bucket) < len(UPPER) else float("inf")
-        if largest is not None:
-            upper = min(upper, largest)
         if upper > limit_ms:
             above += int(count)
     waiting_above = undecided = 0
@@ -121,14 +121,12 @@ def evidence_of(answered_ms: Iterable[float], waiting_ages_ms: Iterable[float]) 
     answered requests and the ages of those still waiting for an answer, both in ms.
 
     Example: answered [120, 130, 980], waiting [2,500] -> {"answered": {bucket of 120: 1, bucket of
-    130: 1, bucket of 980: 1}, "largest": 980, "waiting": [2500]}."""
+    130: 1, bucket of 980: 1}, "waiting": [2500]}."""
     histogram: dict[int, int] = {}
-    largest = None
     for value in answered_ms:
         bucket = bucket_of(value)
         histogram[bucket] = histogram.get(bucket, 0) + 1
-        largest = value if largest is None or value > largest else largest
-    return {"answered": histogram, "largest": largest, "waiting": sorted(waiting_ages_ms)}
+    return {"answered": histogram, "waiting": sorted(waiting_ages_ms)}
 
 
 def latency_limit(check: Check, stable_value: float | None) -> float | None:

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from . import gates as serving_gates
 from . import naming, phases
+from .evidence import pause_hold
 from .interned import Interned
 from .observe import GroupObs, InstanceObs, Observed, PodObs, observe
 from .revisions import History
@@ -376,16 +377,24 @@ def _entry_address(inst: InstanceObs, namespace: str) -> str | None:
 
 def _canary_view(canary: dict[str, Any] | None, ms: ModelServing | None, now: float) -> dict[str, Any] | None:
     """The canary as the page shows it: the steps with the current one, the time left in a timed
-    pause, the phase, the recent analysis windows."""
+    pause and, once it is up, what the pause still waits for (``evidence.pause_hold``: "waiting
+    for 1 passing window since this step began (0 so far)"), the phase, the recent analysis
+    windows, the counts of the evidence rules and the pause the analysis set (``analysisPause``:
+    ``{reason, message}``, the shortfall in words)."""
     if not canary or ms is None or ms.canary is None:
         return None
     steps = [step.to_json() for step in ms.canary.steps]
     index = int(canary.get("stepIndex") or 0)
+    analysis = ms.canary.analysis
     left = None
+    waiting_for = None
     if index < len(ms.canary.steps) and canary.get("phase") == "Paused":
         seconds = ms.canary.steps[index].pause_seconds
         if seconds is not None:
-            left = max(round(canary.get("stepStartedAt", now) + seconds - now, 3), 0.0)
+            started_at = canary.get("stepStartedAt", now)
+            left = max(round(started_at + seconds - now, 3), 0.0)
+            if left == 0 and analysis is not None and not canary.get("analysisPause"):
+                waiting_for = pause_hold(now, started_at, seconds, canary, analysis.min_pass_windows)
     return {
         "revision": canary.get("revision"),
         "stable": canary.get("stable"),
@@ -397,7 +406,19 @@ def _canary_view(canary: dict[str, Any] | None, ms: ModelServing | None, now: fl
         "failures": canary.get("failures", 0),
         "message": canary.get("message"),
         "windows": canary.get("windows") or [],
-        "analysis": ms.canary.analysis is not None,
+        "analysis": analysis is not None,
+        "waitingFor": waiting_for,
+        "inconclusive": canary.get("inconclusive", 0),
+        "passed": canary.get("passed", 0),
+        "analysisPause": canary.get("analysisPause"),
+        "limits": None
+        if analysis is None
+        else {
+            "failureLimit": analysis.failure_limit,
+            "inconclusiveLimit": analysis.inconclusive_limit,
+            "minPassWindows": analysis.min_pass_windows,
+            "minRequests": analysis.min_requests,
+        },
     }
 
 

@@ -5,6 +5,9 @@ records of the bucket parts at its two edges, so it is exact (as exact as the hi
 ``controller.core.latency``) for any start and end, and costs a few rows however many requests
 there were. Example with 10 s buckets: window [1005, 1065) -> sums of the buckets 1010 ... 1050
 (five rows per revision) + raw records started in [1005, 1010) and [1060, 1065).
+
+Records of requests still running are never in the sums: the analysis' window reads them apart
+(``DatabaseMetrics.window``), as started requests and evidence by their age.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ import math
 from typing import Any
 
 from controller.core.analysis import without_non_finite
-from controller.core.latency import Sums
+from controller.core.evidence import EVIDENCE
+from controller.core.latency import Sums, bucket_of
 from controller.models import RequestAggregate, RequestRecord
 
 from .store import BUCKET_SECONDS
@@ -51,6 +55,8 @@ def _window_sums(namespace: str, name: str, start: float, end: float, revision: 
             "feedback_count",
             "histogram",
             "latency_max",
+            "duration_histogram",
+            "duration_max",
         ):
             sums(row[0]).merge(
                 requests=row[1],
@@ -61,16 +67,22 @@ def _window_sums(namespace: str, name: str, start: float, end: float, revision: 
                 feedback_count=row[6],
                 histogram=row[7] or {},
                 latency_max=row[8],
+                duration_histogram=row[9] or {},
+                duration_max=row[10],
             )
         raw_ranges = [(start, first_full), (last_full_end, end)]
     for lo, hi in raw_ranges:
         if hi <= lo:
             continue
-        rows = RequestRecord.objects.filter(namespace=namespace, name=name, started__gte=lo, started__lt=hi)
+        rows = RequestRecord.objects.filter(namespace=namespace, name=name, started__gte=lo, started__lt=hi).exclude(
+            status=RequestRecord.RUNNING
+        )
         if revision is not None:
             rows = rows.filter(revision=revision)
-        for rev, status, latency, feedback in rows.values_list("revision", "status", "latency_ms", "feedback"):
-            sums(rev).add(status, latency, feedback)
+        for rev, status, latency, feedback, began, ended in rows.values_list(
+            "revision", "status", "latency_ms", "feedback", "started", "finished"
+        ):
+            sums(rev).add(status, latency, feedback, None if ended is None else (ended - began) * 1000.0)
     return out
 
 
@@ -83,8 +95,35 @@ class DatabaseMetrics:
     def window(
         self, namespace: str, name: str, revision: str, start: float, end: float, *, at: float | None = None
     ) -> dict[str, Any]:
+        """The finished requests' figures, plus ``started`` (finished and running) and the
+        ``evidence`` of the running ones as of ``at`` (default: the window's end): a running record
+        with a latency has answered once ``started + latency`` has passed, any other is waiting,
+        as old as ``at - started``. Example at 1,040: running since 1,005 without a latency ->
+        waiting 35,000 ms; since 1,020 with a latency of 3,000 ms -> answered in 3,000 ms."""
+        at = end if at is None else at
         sums = _window_sums(namespace, name, start, end, revision).get(revision) or Sums()
-        return sums.figures()
+        figures = sums.figures()
+        answered = dict(sums.hist)
+        waiting: list[float] = []
+        running = RequestRecord.objects.filter(
+            namespace=namespace,
+            name=name,
+            revision=revision,
+            status=RequestRecord.RUNNING,
+            started__gte=start,
+            started__lt=end,
+        ).values_list("started", "latency_ms")
+        count = 0
+        for began, latency in running:
+            count += 1
+            if latency is not None and began + latency / 1000.0 <= at:
+                b = bucket_of(latency)
+                answered[b] = answered.get(b, 0) + 1
+            else:
+                waiting.append(max(0.0, (at - began) * 1000.0))
+        figures["started"] = sums.requests + count
+        figures[EVIDENCE] = {"answered": answered, "waiting": sorted(waiting)}
+        return figures
 
 
 def compare(namespace: str, name: str, start: float, end: float, bucket: float) -> dict[str, Any]:

@@ -2,12 +2,19 @@
 
 A record (the keys ``write_records`` takes, already validated): ``request_id``, ``namespace``,
 ``name``, ``revision``, ``deployment_revision``, ``model_version``, ``latency_ms`` (or None),
-``status`` (ok, error, timeout, interrupted), ``feedback`` (or None), ``started``, ``finished``
-(clock seconds).
+``status`` (ok, error, timeout, interrupted, or running), ``feedback`` (or None), ``started``,
+``finished`` (clock seconds; None while running).
 
-Each record is added to the ``RequestAggregate`` of its revision and of the bucket its start falls
-in: ``bucket_start = floor(started / BUCKET_SECONDS) * BUCKET_SECONDS``. Example: started
-1,700,000,123.4 with 10 s buckets -> bucket 1,700,000,120.
+Each finished record is added to the ``RequestAggregate`` of its revision and of the bucket its
+start falls in: ``bucket_start = floor(started / BUCKET_SECONDS) * BUCKET_SECONDS``. Example:
+started 1,700,000,123.4 with 10 s buckets -> bucket 1,700,000,120.
+
+A record of a request still running (status ``running``) is kept as a raw row only: the canary
+analysis counts it as started and, until its answer is known, by its age. The finished record of
+the same request (same ModelServing and ``request_id``) replaces it, in the same transaction;
+a running record whose request already has its finished record is not stored (shippers may send
+them out of order). Example: a router sends ``{requestId: r7, status: running}`` at the start
+and ``{requestId: r7, status: ok, finished: ...}`` at the end: one row, summed once.
 """
 
 from __future__ import annotations
@@ -42,16 +49,57 @@ Key = tuple[str, str, str, float]
 def _sums(records: Iterable[Mapping[str, Any]]) -> dict[Key, Sums]:
     out: dict[Key, Sums] = {}
     for r in records:
+        if r["status"] == RequestRecord.RUNNING:
+            continue  # summed once it finished
         key = (r["namespace"], r["name"], r["revision"], bucket_start(r["started"]))
         sums = out.get(key)
         if sums is None:
             sums = out[key] = Sums()
-        sums.add(r["status"], r.get("latency_ms"), r.get("feedback"))
+        duration = None if r.get("finished") is None else (r["finished"] - r["started"]) * 1000.0
+        sums.add(r["status"], r.get("latency_ms"), r.get("feedback"), duration)
     return out
 
 
+def _by_modelserving(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], list[str]]:
+    out: dict[tuple[str, str], list[str]] = {}
+    for r in records:
+        if r.get("request_id"):
+            out.setdefault((r["namespace"], r["name"]), []).append(str(r["request_id"])[:128])
+    return out
+
+
+def _replace_running(records: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """In the caller's transaction: delete the running records of the requests ``records`` are
+    about (a finished record ends its request; a newer running one, with its answer begun, says
+    more), and return ``records`` without the running ones whose request already finished
+    (module docstring)."""
+    finished = [r for r in records if r["status"] != RequestRecord.RUNNING]
+    running = [r for r in records if r["status"] == RequestRecord.RUNNING]
+    for (namespace, name), ids in _by_modelserving(records).items():
+        RequestRecord.objects.filter(
+            namespace=namespace, name=name, status=RequestRecord.RUNNING, request_id__in=ids
+        ).delete()
+    if not running:
+        return records
+    ended: set[tuple[str, str, str]] = {(r["namespace"], r["name"], str(r.get("request_id"))[:128]) for r in finished}
+    for (namespace, name), ids in _by_modelserving(running).items():
+        done = (
+            RequestRecord.objects.filter(namespace=namespace, name=name, request_id__in=ids)
+            .exclude(status=RequestRecord.RUNNING)
+            .values_list("request_id", flat=True)
+        )
+        ended.update((namespace, name, rid) for rid in done)
+    return [
+        r
+        for r in records
+        if r["status"] != RequestRecord.RUNNING
+        or (r["namespace"], r["name"], str(r.get("request_id"))[:128]) not in ended
+    ]
+
+
 def write_records(records: list[Mapping[str, Any]]) -> int:
-    """Store ``records`` and add them to their buckets' sums; all or nothing. Returns how many."""
+    """Store ``records`` and add the finished ones to their buckets' sums, replacing the running
+    records they end; all or nothing. Returns how many were given."""
     if not records:
         return 0
     rows = [
@@ -71,10 +119,15 @@ def write_records(records: list[Mapping[str, Any]]) -> int:
         for r in records
     ]
     sums = _sums(records)
+    replaces = any(r.get("request_id") for r in records)
     for attempt in range(3):
         try:
             with transaction.atomic():
-                RequestRecord.objects.bulk_create(rows, batch_size=INSERT_BATCH)
+                kept = rows
+                if replaces:
+                    keep = {id(r) for r in _replace_running(records)}
+                    kept = [row for row, r in zip(rows, records, strict=True) if id(r) in keep]
+                RequestRecord.objects.bulk_create(kept, batch_size=INSERT_BATCH)
                 _add_to_aggregates(sums)
             return len(rows)
         except IntegrityError:
@@ -120,6 +173,8 @@ def _add_to_aggregates(sums: dict[Key, Sums]) -> None:
                         feedback_count=s.feedback_count,
                         latency_max=s.largest,
                         histogram={str(b): n for b, n in s.hist.items()},
+                        duration_max=s.longest,
+                        duration_histogram={str(b): n for b, n in s.durations.items()},
                     )
                 )
                 continue
@@ -135,6 +190,12 @@ def _add_to_aggregates(sums: dict[Key, Sums]) -> None:
             for b, n in s.hist.items():
                 hist[str(b)] = int(hist.get(str(b), 0)) + n
             agg.histogram = hist
+            if s.longest is not None and (agg.duration_max is None or s.longest > agg.duration_max):
+                agg.duration_max = s.longest
+            durations = dict(agg.duration_histogram or {})
+            for b, n in s.durations.items():
+                durations[str(b)] = int(durations.get(str(b), 0)) + n
+            agg.duration_histogram = durations
             updates.append(agg)
     if updates:
         # One parameterised UPDATE per row, sent with executemany: Django's bulk_update builds a
@@ -142,7 +203,8 @@ def _add_to_aggregates(sums: dict[Key, Sums]) -> None:
         table = RequestAggregate._meta.db_table
         sql = (
             f"UPDATE {table} SET requests = %s, errors = %s, timeouts = %s, interrupted = %s, "
-            "feedback_sum = %s, feedback_count = %s, latency_max = %s, histogram = %s{cast} WHERE id = %s"
+            "feedback_sum = %s, feedback_count = %s, latency_max = %s, histogram = %s{cast}, "
+            "duration_max = %s, duration_histogram = %s{cast} WHERE id = %s"
         ).format(cast="::jsonb" if connection.vendor == "postgresql" else "")
         with connection.cursor() as cursor:
             cursor.executemany(
@@ -157,6 +219,8 @@ def _add_to_aggregates(sums: dict[Key, Sums]) -> None:
                         a.feedback_count,
                         a.latency_max,
                         json.dumps(a.histogram, separators=(",", ":")),
+                        a.duration_max,
+                        json.dumps(a.duration_histogram, separators=(",", ":")),
                         a.pk,
                     )
                     for a in updates
@@ -172,9 +236,14 @@ def cleanup(
     records_seconds: float = RECORDS_RETENTION_SECONDS,
     aggregates_seconds: float = AGGREGATES_RETENTION_SECONDS,
 ) -> dict[str, int]:
-    """Delete raw records that finished more than ``records_seconds`` before ``now`` and sums of
-    buckets that started more than ``aggregates_seconds`` before it. Returns how many of each."""
+    """Delete raw records that finished more than ``records_seconds`` before ``now`` (a running
+    record whose request never finished: that started so long ago) and sums of buckets that
+    started more than ``aggregates_seconds`` before it. Returns how many of each."""
     records, _ = RequestRecord.objects.filter(finished__lt=now - records_seconds).delete()
+    lost, _ = RequestRecord.objects.filter(
+        status=RequestRecord.RUNNING, finished__isnull=True, started__lt=now - records_seconds
+    ).delete()
+    records += lost
     aggregates, _ = RequestAggregate.objects.filter(bucket_start__lt=now - aggregates_seconds).delete()
     if records or aggregates:
         log.info("request records cleanup: %d records, %d aggregates deleted", records, aggregates)

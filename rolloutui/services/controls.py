@@ -373,6 +373,26 @@ def _check_approval(
         details["approvalBypassed"] = {"images": bypassed, "permission": BYPASS_PERMISSION}
 
 
+# Controls that lift a pause: after one the canary analysis set, they are the operator's override.
+OVERRIDING = ("resume", "promote")
+
+
+def analysis_pause(ms: dict[str, Any]) -> dict[str, Any] | None:
+    """The pause the canary analysis set on ``ms`` while it stands, as the audit of a control that
+    lifts it records it (``details.overridesAnalysis``): ``{"condition", "message"}`` for a pause for
+    want of evidence (AnalysisInconclusive: the shortfall) or after a failure with onFailure Pause
+    (AnalysisFailed); None when the rollout is not paused by the analysis."""
+    if not (ms.get("spec") or {}).get("paused"):
+        return None
+    canary = (ms.get("status") or {}).get("canary") or {}
+    pause = canary.get("analysisPause")
+    if pause:
+        return {"condition": pause.get("reason") or "AnalysisInconclusive", "message": pause.get("message")}
+    if canary.get("phase") == "Failed" and canary.get("onFailure") == "Pause":
+        return {"condition": "AnalysisFailed", "message": canary.get("message")}
+    return None
+
+
 def _control(
     user,
     namespace: str,
@@ -408,6 +428,10 @@ def _control(
             control.from_revision = _label(before)
             patch = build(ms, revisions)
             _check_approval(user, namespace, name, ms, patch, details, restoring=rollback_to is not None)
+            if action in OVERRIDING:
+                overridden = analysis_pause(ms)
+                if overridden is not None:
+                    details["overridesAnalysis"] = overridden
             cause = f"{username(user) or source} via {source}: {action}: {reason}"
             patch = {
                 **patch,

@@ -9,9 +9,14 @@ Place in the flow: ``POST /api/request-records/`` -> ``ingest`` (validate every 
 A record (JSON, camelCase): ``requestId`` (string, required), ``namespace``, ``name`` (the
 ModelServing), ``revision`` (controller revision hash), ``deploymentRevision``, ``modelVersion``
 (optional strings), ``latencyMs`` (0 to ``MAX_LATENCY_MS``, one day; required unless status is
-timeout or interrupted), ``status`` (ok, error, timeout, interrupted), ``feedback`` (optional, 0 to
-``MAX_FEEDBACK``), ``started``, ``finished`` (epoch seconds before the year 10000, or ISO 8601 times
-with a zone; finished >= started). Every figure is bounded on the way in: a finite number in its
+timeout or interrupted), ``status`` (ok, error, timeout, interrupted, or running), ``feedback``
+(optional, 0 to ``MAX_FEEDBACK``), ``started``, ``finished`` (epoch seconds before the year 10000,
+or ISO 8601 times with a zone; finished >= started).
+
+A request still running is sent with ``status: running`` and no ``finished`` (``latencyMs`` once
+its answer has begun, if it streams): the canary analysis counts it as started in its window and,
+while its answer is not known, by its age. Its finished record, with the same ``requestId``,
+replaces it (``controller.records.store``). Every figure is bounded on the way in: a finite number in its
 range, or the batch is refused naming the record and the field. Unbounded, one ``1e308`` latency or
 feedback made the sums infinite: the comparison then failed for everyone (JSON has no infinity)
 and a ratio to an infinite stable figure passed any canary.
@@ -39,7 +44,8 @@ log = logging.getLogger(__name__)
 
 INGEST = f"rolloutui.{permissions.INGEST}"
 VIEW = f"rolloutui.{permissions.VIEW}"
-STATUSES = ("ok", "error", "timeout", "interrupted")
+RUNNING = "running"
+STATUSES = ("ok", "error", "timeout", "interrupted", RUNNING)
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 FIELDS = {
@@ -180,6 +186,11 @@ def _one(record: Any) -> tuple[dict[str, Any] | None, dict[str, list[str]]]:
         except ValueError as exc:
             errors["feedback"] = [str(exc)]
     for key in ("started", "finished"):
+        if key == "finished" and status == RUNNING:
+            if record.get(key) is not None:
+                errors[key] = ["a running request has not finished: leave finished out (or send its final status)"]
+            out[key] = None
+            continue
         if record.get(key) is None:
             errors[key] = ["this field is required"]
             continue
@@ -187,7 +198,7 @@ def _one(record: Any) -> tuple[dict[str, Any] | None, dict[str, list[str]]]:
             out[key] = _time(record[key])
         except ValueError as exc:
             errors[key] = [str(exc)]
-    if "started" in out and "finished" in out and out["finished"] < out["started"]:
+    if out.get("started") is not None and out.get("finished") is not None and out["finished"] < out["started"]:
         errors["finished"] = ["must not be before started"]
     return (None, errors) if errors else (out, {})
 

@@ -91,6 +91,7 @@ def run(cluster, clock, metrics, seconds, *, history=None, audit=None):
     """One reconcile pass a second; ``history`` collects (t, status.canary) after each pass and
     ``audit`` the passes' audit entries."""
     end = clock.t + seconds
+    result = None
     while clock.t < end:
         result = reconcile(cluster, CountingRouter(), clock, NS, NAME, metrics=metrics)
         if audit is not None:
@@ -99,6 +100,7 @@ def run(cluster, clock, metrics, seconds, *, history=None, audit=None):
         if history is not None:
             history.append((clock.t, dict(status(cluster).get("canary") or {})))
         clock.t += 1
+    return result
 
 
 def canary(cluster) -> dict:
@@ -122,6 +124,14 @@ def test_a_timed_pause_whose_time_ran_out_does_not_end_without_a_passing_window(
     run(cluster, clock, metrics, 90)
     assert canary(cluster)["stepIndex"] == FIRST_PAUSE
     assert not condition(cluster, "AnalysisInconclusive")  # inconclusiveLimit 100: not reached
+
+
+def test_the_page_says_what_a_timed_pause_whose_time_is_up_still_waits_for():
+    cluster, clock, metrics = rollout(["Inconclusive"])
+    shown = run(cluster, clock, metrics, 60).view["canary"]
+    assert shown["pauseSecondsLeft"] == 0
+    assert shown["waitingFor"] == "waiting for 1 passing window since this step began (0 so far)"
+    assert shown["limits"]["inconclusiveLimit"] == 100 and shown["inconclusive"] > 0
 
 
 def test_a_timed_pause_ends_with_its_first_passing_window_once_its_time_is_up():

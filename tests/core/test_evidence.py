@@ -241,7 +241,7 @@ COUNTED = [
     ("waiting longer than the limit is above, and said to be waiting", [], [1200.0, 5000.0], (2, 2, 0)),
     ("waiting no longer than the limit is undecided", [], [300.0, 1000.0], (0, 0, 2)),
     ("a latency is known to its histogram bucket: 998 ms is in (975, 1000], not above", [998.0], [], (0, 0, 0)),
-    ("a bucket reaching past the limit counts by the largest latency seen: 1,004 ms is above", [1004.0], [], (1, 0, 0)),
+    ("a latency known to its bucket (1000, 1050] is above: 1,004 ms", [1004.0], [], (1, 0, 0)),
 ]
 
 

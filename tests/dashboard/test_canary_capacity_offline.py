@@ -377,6 +377,41 @@ def test_a_canary_the_analysis_paused_says_so_in_the_banner_and_shows_the_condit
     no_script_ran(page)
 
 
+def test_a_canary_paused_for_want_of_evidence_shows_the_shortfall_escaped_and_promote_overrides_it(
+    ms, operator_client, page: Page, screenshot_dir
+):
+    """The traffic contract's inconclusiveLimit: the analysis paused the rollout (condition
+    AnalysisInconclusive); the banner and the Canary panel say the shortfall, and promote stays
+    the operator's to press."""
+    from rolloutui.services import capacity
+
+    now = capacity.clock()["now"]
+    state = stepping(canary_state(ms, now), phase="Paused")
+    shortfall = "3 windows with 4-12 canary requests, fewer than minRequests 20 " + forged("shortfall")
+    state["canary"].update(
+        failures=0,
+        inconclusive=3,
+        limits={"failureLimit": 1, "inconclusiveLimit": 3, "minPassWindows": 1, "minRequests": 20},
+        analysisPause={"reason": "AnalysisInconclusive", "message": shortfall},
+    )
+    state["spec"]["paused"] = True
+    state["conditions"] = [
+        *(state.get("conditions") or []),
+        {"type": "AnalysisInconclusive", "status": "True", "reason": "AnalysisInconclusive", "message": shortfall},
+    ]
+    open_page(page, ms, operator_client, state, comparison=None)
+    cause = page.get_by_test_id("paused-cause")
+    expect(cause).to_contain_text("Paused by the canary analysis: 3 windows with 4-12 canary requests")
+    note = page.get_by_test_id("canary-inconclusive")
+    expect(note).to_contain_text("AnalysisInconclusive")
+    expect(note).to_contain_text("fewer than minRequests 20")
+    expect(note).to_contain_text("overrides the analysis")
+    expect(page.get_by_test_id("canary-panel")).to_contain_text("3 inconclusive in a row (inconclusiveLimit 3)")
+    expect(page.get_by_test_id("btn-promote")).to_be_enabled()
+    shot(page, screenshot_dir / "detail-canary-inconclusive-paused.png")
+    no_script_ran(page)
+
+
 def test_without_an_analysis_failure_the_banner_says_only_paused(ms, operator_client, page: Page):
     state = current_state(ms)
     state["spec"]["paused"] = True

@@ -48,7 +48,8 @@ def test_each_finished_request_leaves_a_record_of_its_pods_revision_and_answer(s
     for _ in range(60):
         clock.t += 1
         tick(cluster)
-    counts = {rev: RequestRecord.objects.filter(revision=rev).count() for rev in ("stable1", "canary2")}
+    finished = RequestRecord.objects.exclude(status="running")
+    counts = {rev: finished.filter(revision=rev).count() for rev in ("stable1", "canary2")}
     assert counts["stable1"] > 500 and counts["canary2"] > 500, counts
     total = SimTraffic.objects.get(name="demo").completed
     assert sum(counts.values()) == total  # one record per finished request
@@ -60,7 +61,7 @@ def test_each_finished_request_leaves_a_record_of_its_pods_revision_and_answer(s
     assert set(RequestRecord.objects.filter(revision="canary2").values_list("model_version", flat=True)) == {
         "chat-llm:v2"
     }
-    record = RequestRecord.objects.filter(revision="stable1").first()
+    record = finished.filter(revision="stable1").first()
     assert record.namespace == "default" and record.name == "demo" and record.finished >= record.started
     assert RequestAggregate.objects.filter(revision="canary2").exists()
 
@@ -87,3 +88,25 @@ def test_requests_cut_off_by_a_stopping_pod_are_recorded_as_interrupted(
     assert interrupted.count() == busy
     assert set(interrupted.values_list("latency_ms", flat=True)) == {None}
     assert all(r.finished == clock.t for r in interrupted)
+
+
+def test_a_request_in_flight_has_a_running_record_that_the_analysis_counts_as_started(state_redis):
+    traffic = RedisTraffic(state_redis, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
+    clock = ManualClock()
+    cluster = DatabaseCluster(clock, actor="kubelet", config=config(), traffic=traffic)
+    cluster.add_node(4)
+    cluster.create_pod(revision_pod("a-0-serve-0-0", "stable1", "engine:v1"))
+    for _ in range(40):
+        clock.t += 1
+        tick(cluster)
+    start = clock.t
+    SimTraffic.objects.create(namespace="default", name="demo", rps=20, duration_low=60, duration_high=60)
+    for _ in range(5):
+        clock.t += 1
+        tick(cluster)
+    busy = traffic.in_flight_counts("default", ["a-0-serve-0-0"])["a-0-serve-0-0"]
+    running = RequestRecord.objects.filter(status="running")
+    assert busy > 0 and running.count() == busy and not RequestRecord.objects.exclude(status="running").exists()
+    assert set(running.values_list("finished", flat=True)) == {None}
+    got = DatabaseMetrics().window("default", "demo", "stable1", start, clock.t + 1, at=clock.t)
+    assert (got["started"], got["requests"]) == (busy, 0)

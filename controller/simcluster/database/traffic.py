@@ -25,6 +25,12 @@ profile's ``errorRate``/``timeoutRate``, or ``interrupted`` when its pod stopped
 latency and its start and end (simulated seconds). What the record needs travels in the request's
 member of the pod's sorted set (``_member``), so finishing a tick's requests is one Redis round
 trip and one batched insert.
+
+While it runs, the same request has a record of status ``running`` (written with its arrivals,
+replaced by the finished one): the canary analysis counts it as started, and as evidence by its age
+until its answer is due (``started + latency``: the router drew its latency when it sent it, so
+the record carries it, and the analysis reads it as known only once that time has passed, as it
+would be for a router that sends a record when the first token arrives).
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ MAX_BACKLOG_SECONDS = 10.0
 LABEL_MODEL_VERSION = "serving.rolloutui.io/model-version"
 LABEL_DEPLOYMENT_REVISION = "serving.rolloutui.io/deployment-revision"
 SEP = "|"
+RUNNING = "running"  # the status of a request record while its request runs
 
 
 def _member(arrival: float, i: int, rand: int, request: routing.Request, pod: Obj | None, owner: str) -> str:
@@ -71,9 +78,10 @@ def _member(arrival: float, i: int, rand: int, request: routing.Request, pod: Ob
     return f"{arrival:.6f}:{i}:{rand}{SEP}" + SEP.join(str(f).replace(SEP, "/") for f in fields)
 
 
-def _record(namespace: str, member: str, end: float, status: str | None = None) -> dict | None:
-    """The request record of a finished (or, with ``status``, interrupted) request's member; None
-    for a member without one (written before records existed, or of a pod without a revision)."""
+def _record(namespace: str, member: str, end: float | None, status: str | None = None) -> dict | None:
+    """The request record of a finished (or, with ``status``, interrupted, or ``running`` with
+    ``end`` None) request's member; None for a member without one (written before records
+    existed, or of a pod without a revision)."""
     head, sep, rest = member.partition(SEP)
     if not sep:
         return None
@@ -83,6 +91,14 @@ def _record(namespace: str, member: str, end: float, status: str | None = None) 
     answer, latency, revision, model_version, deployment_revision, owner = parts
     arrival = float(head.split(":", 1)[0])
     status = status or answer
+    if status == RUNNING:
+        # Its latency is the answer it will have (read as known once it is due); none for a request
+        # that will time out.
+        latency_ms = float(latency) if latency and answer in (routing.OK, routing.ERROR) else None
+        finished = None
+    else:
+        latency_ms = float(latency) if latency and status in (routing.OK, routing.ERROR) else None
+        finished = max(end, arrival)
     return {
         "request_id": f"sim-{head}",
         "namespace": namespace,
@@ -90,11 +106,11 @@ def _record(namespace: str, member: str, end: float, status: str | None = None) 
         "revision": revision,
         "model_version": model_version,
         "deployment_revision": deployment_revision,
-        "latency_ms": float(latency) if latency and status in (routing.OK, routing.ERROR) else None,
+        "latency_ms": latency_ms,
         "status": status,
         "feedback": None,
         "started": arrival,
-        "finished": max(end, arrival),
+        "finished": finished,
     }
 
 
@@ -275,6 +291,7 @@ class RedisTraffic:
             names = sorted(p["metadata"]["name"] for p in pods)
             counts = dict.fromkeys(names, 0) | self.in_flight_counts(t.namespace, names)
             pipe = self.client.pipeline()
+            running = []
             for i in range(n):
                 arrival = start + rng.random() * elapsed
                 duration = rng.uniform(t.duration_low, max(t.duration_high, t.duration_low))
@@ -283,10 +300,12 @@ class RedisTraffic:
                 counts[request.pod] += 1
                 member = _member(arrival, i, rng.getrandbits(32), request, pod, t.name)
                 pipe.zadd(self.requests_key(t.namespace, request.pod), {member: arrival + request.busy})
+                running.append(_record(t.namespace, member, None, RUNNING))
             for pod in names:
                 if counts[pod]:
                     pipe.hset(self.inflight_key, field(t.namespace, pod), counts[pod])
             pipe.execute()
+            _save([r for r in running if r is not None])
         SimTraffic.objects.filter(pk=t.pk).update(
             generated_until=now, sent=F("sent") + n, rejected=F("rejected") + rejected
         )
@@ -315,6 +334,7 @@ class RedisTraffic:
         counts = dict.fromkeys(names, 0) | self.in_flight_counts(t.namespace, names)
         pipe = self.client.pipeline()
         rejected = 0
+        running = []
         for i in range(n):
             arrival = start + rng.random() * elapsed
             duration = rng.uniform(t.duration_low, max(t.duration_high, t.duration_low))
@@ -328,10 +348,12 @@ class RedisTraffic:
             counts[request.pod] += 1
             member = _member(arrival, i, rng.getrandbits(32), request, pod, t.name)
             pipe.zadd(self.requests_key(t.namespace, request.pod), {member: arrival + request.busy})
+            running.append(_record(t.namespace, member, None, RUNNING))
         for pod in names:
             if counts[pod]:
                 pipe.hset(self.inflight_key, field(t.namespace, pod), counts[pod])
         pipe.execute()
+        _save([r for r in running if r is not None])
         return rejected
 
 

@@ -18,7 +18,7 @@ import { byId, h, memo, mount } from "../../lib/dom.js";
 import { isEpoch } from "../../lib/format.js";
 import { revLabel } from "../common.js";
 import { chartConfig, chartLayout, loadPlotly } from "./charts.js";
-import { analysisFailed } from "./header.js";
+import { analysisFailed, analysisInconclusive } from "./header.js";
 
 const COMPARISON_REFRESH_MS = 15000;
 export const COMPARISON_QUERY = "window=900&bucket=60"; // 15 minutes in 1-minute buckets (seconds)
@@ -55,6 +55,10 @@ export function stepText(step) {
   const d = step && step.pause && step.pause.durationSeconds;
   return d === undefined || d === null ? "Pause until promoted" : `Pause ${fmtLeft(d)}`;
 }
+
+// The mark of the step a canary is at, by its phase: one that is over (rolled back, failed) says
+// where it stopped, not "now".
+const STEP_MARK = { Running: "now", Paused: "waiting here", Failed: "failed here", RolledBack: "rolled back here" };
 
 const clockText = (t) => (t == null ? "—" : isEpoch(t) ? new Date(t * 1000).toLocaleTimeString() : Math.round(t) + " s");
 
@@ -99,10 +103,17 @@ export function createCanary({ boot, plotlySrc }) {
       return;
     }
     const left = end - clusterNow(lastState);
-    el.textContent = left > 0 ? `${fmtLeft(left)} left in this pause` : "pause over: the next step starts on the next pass";
+    // Once its time is up a timed pause still waits for evidence (core/evidence.py, pause_hold):
+    // the server says what it waits for.
+    el.textContent =
+      left > 0
+        ? `${fmtLeft(left)} left in this pause`
+        : canary.waitingFor
+          ? `pause time is up, still ${canary.waitingFor}`
+          : "pause over: the next step starts on the next pass";
   }
 
-  function renderSteps(c, revNumbers, failed, paused) {
+  function renderSteps(c, revNumbers, failed, inconclusive, paused) {
     const steps = c.steps || [];
     const done = c.stepIndex >= steps.length;
     return h(
@@ -127,7 +138,7 @@ export function createCanary({ boot, plotlySrc }) {
             "li",
             { class: "step step-" + state, "aria-current": state === "current" ? "step" : null },
             h("span", { class: "step-text" }, stepText(step)),
-            state === "current" ? h("span", { class: "step-mark" }, c.phase === "Paused" ? "waiting here" : "now") : null,
+            state === "current" ? h("span", { class: "step-mark" }, STEP_MARK[c.phase] || "stopped here") : null,
             state === "done" ? h("span", { class: "step-mark muted" }, "done") : null,
           );
         }),
@@ -148,7 +159,27 @@ export function createCanary({ boot, plotlySrc }) {
                 : ": the analysis stopped the canary.",
           )
         : null,
+      inconclusive
+        ? h(
+            "p",
+            { class: "canary-condition", "data-testid": "canary-inconclusive" },
+            h("span", { class: "muted" }, "condition "),
+            h("span", { class: "condition-type" }, inconclusive.type),
+            ": no evidence to go on, so the analysis paused the rollout: ",
+            h("span", { class: "canary-shortfall" }, inconclusive.message || ""),
+            ". Resume continues this step and Promote skips it; either overrides the analysis (audited as such).",
+          )
+        : null,
     );
+  }
+
+  // "· 1 failed (failureLimit 2) · 2 inconclusive in a row (inconclusiveLimit 3)"
+  function countsText(c) {
+    const limits = c.limits || {};
+    const parts = [];
+    if (c.failures) parts.push(`${c.failures} failed` + (limits.failureLimit ? ` (failureLimit ${limits.failureLimit})` : ""));
+    if (c.inconclusive) parts.push(`${c.inconclusive} inconclusive in a row` + (limits.inconclusiveLimit ? ` (inconclusiveLimit ${limits.inconclusiveLimit})` : ""));
+    return parts.length ? " · " + parts.join(" · ") : "";
   }
 
   function renderWindows(c) {
@@ -291,7 +322,8 @@ export function createCanary({ boot, plotlySrc }) {
     lastState = state;
     const c = state.canary || null;
     const failed = analysisFailed(state);
-    if (!changed(JSON.stringify([c, failed, state.spec.paused, manifest ? hasCanarySpec(manifest) : null, state.revisions && state.revisions.length]))) return;
+    const inconclusive = analysisInconclusive(state);
+    if (!changed(JSON.stringify([c, failed, inconclusive, state.spec.paused, manifest ? hasCanarySpec(manifest) : null, state.revisions && state.revisions.length]))) return;
     const wasShown = Boolean(canary);
     canary = c;
     const body = byId("canary-body");
@@ -309,11 +341,11 @@ export function createCanary({ boot, plotlySrc }) {
       h(
         "div",
         { class: "canary-grid" },
-        renderSteps(c, revNumbers, failed, Boolean(state.spec.paused)),
+        renderSteps(c, revNumbers, failed, inconclusive, Boolean(state.spec.paused)),
         h(
           "div",
           null,
-          h("div", { class: "panel-subtitle" }, "Analysis windows", c.failures ? h("span", { class: "warn" }, ` · ${c.failures} failed in a row`) : null),
+          h("div", { class: "panel-subtitle" }, "Analysis windows", countsText(c) ? h("span", { class: "warn" }, countsText(c)) : null),
           renderWindows(c),
         ),
         h("div", null, h("div", { class: "panel-subtitle" }, "Stable against canary"), h("div", { id: "canary-compare" })),

@@ -10,6 +10,13 @@ export function analysisFailed(state) {
   return (state.conditions || []).find((c) => c && c.type === "AnalysisFailed" && c.status === "True") || null;
 }
 
+// The AnalysisInconclusive condition while it stands: the analysis paused the rollout for want of
+// evidence, its message the shortfall ("3 windows with 4-12 canary requests, fewer than
+// minRequests 20"); else null.
+export function analysisInconclusive(state) {
+  return (state.conditions || []).find((c) => c && c.type === "AnalysisInconclusive" && c.status === "True") || null;
+}
+
 // Why the phase is Degraded or the rollout stalled past its deadline (the view's "degraded": the
 // failing instances with their reason and restarts, the deadline, the availability), else hidden.
 function renderDegraded(degraded) {
@@ -41,11 +48,12 @@ export function createHeader({ boot, phases }) {
     phase.className = phaseClass(state.phase, phases);
     byId("paused-banner").hidden = !state.spec.paused;
     // Who paused it, when the canary analysis did: its AnalysisFailed condition carries the metric,
-    // the figures and the limit (controller/core/planner/canary.py words it).
-    const failed = analysisFailed(state);
+    // the figures and the limit, its AnalysisInconclusive condition the shortfall of evidence
+    // (controller/core/planner/canary.py and core/evidence.py word them).
+    const byAnalysis = analysisFailed(state) || analysisInconclusive(state);
     const cause = byId("paused-cause");
-    cause.hidden = !(state.spec.paused && failed);
-    mount(cause, state.spec.paused && failed ? [h("b", null, "Paused by the canary analysis: "), failed.message || ""] : null);
+    cause.hidden = !(state.spec.paused && byAnalysis);
+    mount(cause, state.spec.paused && byAnalysis ? [h("b", null, "Paused by the canary analysis: "), byAnalysis.message || ""] : null);
     renderDegraded(state.degraded);
     const cur = state.currentRevision;
     const upd = state.updateRevision;
