@@ -37,6 +37,7 @@ def releases(request):
     # As the list page: the view permission somewhere (a namespace grant is enough).
     if not access.anywhere(request.user, VIEW):
         raise PermissionDenied(f"{request.user.get_username()} may not view release records")
+    operate_in = access.namespaces(request.user, OPERATE, records.target_namespaces)
     return render(
         request,
         "releases/index.html",
@@ -45,6 +46,9 @@ def releases(request):
             "boot": {
                 "user": request.user.get_username(),
                 "canOperate": access.anywhere(request.user, OPERATE),
+                # Where a release's own buttons work (its target's namespace): every namespace, or these.
+                "operateEverywhere": operate_in is None,
+                "operateNamespaces": sorted(operate_in or ()),
                 "canApprove": access.everywhere(request.user, records.APPROVE),
                 "api": {
                     "versions": "/api/model-versions/",

@@ -135,3 +135,28 @@ def test_a_namespace_operator_plans_and_deploys_releases_of_their_namespace_only
     )
     assert elsewhere.status_code == 400, elsewhere.content
     assert elsewhere.json()["environment"] == ["environment 'production' does not exist (environments: staging)"]
+
+
+def test_the_releases_page_lets_a_namespace_operator_deploy_in_their_namespace_only(
+    world, operator, django_user_model, page
+):
+    from playwright.sync_api import expect
+
+    from tests.dashboard.offline import OfflineSite
+
+    bob = django_user_model.objects.create_user(username="bob", password=TEST_PASSWORD)
+    NamespaceGrant.objects.create(user=bob, namespace="default", role="operator")
+    NamespaceGrant.objects.create(user=bob, namespace="prod", role="viewer")
+    for env in ("staging", "production"):
+        records.create_release(
+            operator, {"environment": env, "modelVersion": "chat-llm:v1", "reason": env}, source="api"
+        )
+    client = Client()
+    client.force_login(bob)
+    site = OfflineSite(page, client)
+    page.goto(site.url("/releases/"))
+    mine = page.locator("tr[data-release='default/chat/1'] button[data-action=deploy]")
+    theirs = page.locator("tr[data-release='prod/chat/1'] button[data-action=deploy]")
+    expect(mine).to_be_enabled()
+    expect(theirs).to_be_disabled()
+    expect(theirs).to_have_attribute("title", "Needs the permission rolloutui.operate_modelserving in prod")

@@ -33,18 +33,29 @@ const releaseRef = (r) => `${r.target.namespace}/${r.target.name}/${r.number}`;
 const versionKeys = (v) => ({ model: v.model, version: v.version });
 const when = (iso) => (iso ? new Date(iso).toLocaleString() : "—");
 
+// A release's action needs operate in its target's namespace (a namespace grant is enough); the
+// server checks it again. `a.allowed` is whether the user holds the permission everywhere.
+const OPERATE = "rolloutui.operate_modelserving";
+function permittedFor(a, keys) {
+  if (a.allowed) return true;
+  if (a.permission !== OPERATE || !keys.namespace) return false;
+  return boot.operateEverywhere || (boot.operateNamespaces || []).includes(keys.namespace);
+}
+
 function actionButton(name, keys, { label, onOpen, testid, disabled, why } = {}) {
   const a = actions.get(name);
   if (!a) return null;
-  const allowed = a.allowed && !disabled;
+  const permitted = permittedFor(a, keys);
+  const allowed = permitted && !disabled;
   const tone = a.tone === "danger" ? " btn-danger" : a.tone === "primary" ? " btn-primary" : "";
+  const needs = keys.namespace && a.permission === OPERATE ? `${a.permission} in ${keys.namespace}` : a.permission;
   return h(
     "button",
     {
       class: "btn btn-xs" + tone,
       type: "button",
       disabled: !allowed,
-      title: !a.allowed ? `Needs the permission ${a.permission}` : why || a.help,
+      title: !permitted ? `Needs the permission ${needs}` : why || a.help,
       dataset: { action: name },
       "data-testid": testid || null,
       onclick: () => onOpen(a, keys),
