@@ -28,7 +28,7 @@ CHROMIUM := /usr/bin/chromium
 
 help:
 	@echo "make run    start RolloutUI (Redis, Daphne, Celery worker and beat) on http://127.0.0.1:$${PORT:-8000}"
-	@echo "make test   run the import contracts, migration check and the test suite (SQLite, then PostgreSQL)"
+	@echo "make test   run the import contracts, migration check, the docs build and the test suite (SQLite, then PostgreSQL)"
 	@echo "make clean  remove the virtualenv and caches (local state in var/ is kept: rm -rf var to reset it)"
 
 # --- Virtualenv: Python >= 3.12, re-installed only when pyproject.toml changes ----------------
@@ -84,6 +84,10 @@ lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(PY) manage.py makemigrations --check --dry-run
+	@# The documentation site (docs/, mkdocs.yml): --strict fails on a broken link, page or anchor. Built
+	@# into a temporary folder, never into the repository; the build needs no network.
+	@site="$$(mktemp -d)"; NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir "$$site"; \
+	  rc=$$?; rm -rf "$$site"; exit $$rc
 	@# Django's deployment checklist with production settings (HTTPS on, a named host, a real key);
 	@# tests/kubernetes/test_production_settings.py runs it with the manifests' full environment.
 	@var="$$(mktemp -d)"; ROLLOUTUI_VAR_DIR="$$var" ROLLOUTUI_HTTPS=1 ROLLOUTUI_ALLOWED_HOSTS=rollouts.example.com \
