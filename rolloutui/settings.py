@@ -1,4 +1,4 @@
-"""RolloutUI settings, read from the environment (the README lists every variable).
+"""RolloutUI settings, read from the environment (docs/install.md lists every variable).
 
 Nothing secret lives in the repository: the secret key comes from ROLLOUTUI_SECRET_KEY or is
 generated once into the var directory, which is gitignored.
@@ -351,7 +351,7 @@ if not ROLLOUTUI_SIM_SPEED > 0:
     raise ImproperlyConfigured(f"ROLLOUTUI_SIM_SPEED must be > 0, got {ROLLOUTUI_SIM_SPEED}")
 
 
-# --- Request records and canary analysis (README "Request records and canary analysis") -------
+# --- Request records and canary analysis (docs/canary.md) ---------------------------------------
 def _env_number(name: str, default: float, *, minimum: float) -> float:
     raw = _env(name)
     try:
@@ -393,7 +393,7 @@ except (ValueError, promql.QueryRefused) as exc:
 if ROLLOUTUI_PROMETHEUS_URL and not ROLLOUTUI_PROMETHEUS_URL.startswith(("http://", "https://")):
     raise ImproperlyConfigured(f"ROLLOUTUI_PROMETHEUS_URL must be an http(s) URL, got {ROLLOUTUI_PROMETHEUS_URL!r}")
 
-# Opt-in autoscaling (README "Capacity and autoscaling"): the autoscaler task runs every
+# Opt-in autoscaling (docs/canary.md, "Capacity and autoscaling"): the autoscaler task runs every
 # ROLLOUTUI_AUTOSCALE_SECONDS in the Celery worker and waits ROLLOUTUI_AUTOSCALE_COOLDOWN_SECONDS
 # after any change of a ModelServing's replica count before it changes it again.
 ROLLOUTUI_AUTOSCALE_SECONDS = _env_number("ROLLOUTUI_AUTOSCALE_SECONDS", 30, minimum=1)
@@ -514,7 +514,7 @@ REST_FRAMEWORK = {
     ],
     # Every error, whatever raised it, is JSON naming the field (rolloutui/api/errors.py).
     "EXCEPTION_HANDLER": "rolloutui.api.errors.exception_handler",
-    # Per-user (or per-address when anonymous) rates of the scoped throttles; see README.
+    # Per-user (or per-address when anonymous) rates of the scoped throttles; see docs/install.md.
     "DEFAULT_THROTTLE_RATES": {
         "preview": _env("ROLLOUTUI_PREVIEW_RATE", "6/min") or "6/min",
         "token": _env("ROLLOUTUI_TOKEN_RATE", "10/min") or "10/min",

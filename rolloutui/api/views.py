@@ -585,7 +585,7 @@ class InferenceServiceHistory(ServiceView):
 
 class RequestRecords(APIView):
     """``POST /api/request-records/``: one batch of request records from a router's or gateway's log
-    shipper (README "Request records and canary analysis").
+    shipper (docs/canary.md, "Request records").
 
     Body: a JSON list of records, or ``{"records": [...]}``; at most ``ROLLOUTUI_RECORDS_MAX_BATCH``
     records (5,000) and ``ROLLOUTUI_RECORDS_MAX_BODY_BYTES`` (4 MiB). A record: ``requestId``,

@@ -1,5 +1,5 @@
-"""Request records: ingestion of batches and the comparison of revisions (README "Request records
-and canary analysis").
+"""Request records: ingestion of batches and the comparison of revisions (docs/canary.md,
+"Request records").
 
 Place in the flow: ``POST /api/request-records/`` -> ``ingest`` (validate every record, check
 ``rolloutui.ingest_requestrecords`` in each namespace, store all or nothing through

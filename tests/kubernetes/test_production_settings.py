@@ -16,7 +16,7 @@ from manifests import ROOT, config_maps, container_env, containers_of, deploymen
 SECRETS = {
     "rolloutui-secrets": {
         "DATABASE_URL": "postgres://rolloutui:db-pass@postgres.example:5432/rolloutui",
-        # What the README says to use: openssl rand -hex 32 (64 characters).
+        # What docs/install.md says to use: openssl rand -hex 32 (64 characters).
         "ROLLOUTUI_SECRET_KEY": "9f2c4e7a1b3d5f60" * 4,
         "REDIS_PASSWORD": "0f3c9a7be1d24c5b8e6f",
         "ROLLOUTUI_CHANNELS_ENCRYPTION_KEYS": "c0ffee" * 8,
@@ -154,7 +154,7 @@ def test_sessions_end_after_a_working_day(tmp_path):
 
 
 def test_a_redis_password_with_reserved_characters_reaches_every_derived_url(tmp_path):
-    # "p@ss/w:rd" percent-encoded, as the README says to write it in a URL.
+    # "p@ss/w:rd" percent-encoded, as docs/install.md says to write it in a URL.
     url = "redis://:p%40ss%2Fw%3Ard@redis.internal:6380/5"
     got = settings_of(tmp_path, {"REDIS_URL": url}, "CELERY_BROKER_URL", "CHANNEL_LAYERS")
     import redis

@@ -33,7 +33,7 @@ from .test_browser import confirm, sign_in
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 FLAKY = "vllm/vllm-openai:v0.9.2-flaky"
-# What the README tells a user to add under spec.rolloutStrategy (the same block).
+# What docs/getting-started.md (and the README) tell a user to add under spec.rolloutStrategy (the same block).
 CANARY = {
     "steps": [{"setPartition": "75%"}, {"pause": {}}, {"setPartition": 0}],
     "analysis": {
@@ -154,7 +154,7 @@ def test_an_operator_starts_a_canary_of_the_flaky_build_and_the_analysis_pauses_
     page.screenshot(path=str(SCREENSHOTS / "detail-canary-paused-by-analysis.png"), full_page=True)
     page.get_by_test_id("canary-panel").screenshot(path=str(SCREENSHOTS / "canary-panel-paused.png"))
 
-    # The way back (the README's step 4): roll back to revision 1, then resume. The stable
+    # The way back (the walkthrough's step 4): roll back to revision 1, then resume. The stable
     # revision is known good, so group 3 returns to it without steps.
     page.get_by_test_id("btn-rollback").click()
     page.get_by_test_id("rollback-to").select_option("1")

@@ -48,7 +48,7 @@ def pinned(tag_reference: str) -> str:
     return f"{repository}@sha256:{hashlib.sha256(tag_reference.encode()).hexdigest()}"
 
 
-# Tag reference -> its digest-pinned twin, for the release demo and the README.
+# Tag reference -> its digest-pinned twin, for the release demo and `manage.py demo_images`.
 DIGESTS = {
     tag: pinned(tag)
     for tag in (
