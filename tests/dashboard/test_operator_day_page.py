@@ -166,3 +166,31 @@ def test_a_selected_cell_shows_the_new_revision_and_pods_once_its_group_was_repl
     expect(detail).to_contain_text("engine:v2")
     expect(detail).not_to_contain_text("engine:v1")
     shot(page, screenshot_dir / "operator-day-cell-replaced.png")
+
+
+def test_a_paused_canary_says_paused_and_a_rolled_back_one_says_where_it_stopped(
+    ms, operator_client, page: Page, screenshot_dir
+):
+    seen = views_of("canary-operator-rollback")
+    waiting = next(v for t, v in seen if 120 < t < 200 and (v.get("canary") or {}).get("phase") == "Paused")
+    rolled_back = seen[-1][1]
+    current = {"state": as_page_state(waiting, ms)}
+    site = OfflineSite(page, operator_client, full_state=lambda: current["state"])
+    page.goto(site.url(f"/modelservings/{ms['namespace']}/{ms['name']}/"))
+    panel = page.get_by_test_id("canary-panel")
+    # 1 of 4 groups on the canary, waiting at the 120 s pause: Paused, not Healthy.
+    expect(page.get_by_test_id("phase")).to_have_text("Paused")
+    expect(page.locator("#fact-partition")).to_have_text("3 · canary")
+    expect(panel.locator("li[aria-current='step']")).to_contain_text("waiting here")
+
+    current["state"] = as_page_state(rolled_back, ms)
+    site.socket.send(current["state"])
+    expect(page.get_by_test_id("canary-phase")).to_have_text("RolledBack")
+    expect(panel.locator("li[aria-current='step']")).to_contain_text("rolled back here")
+    expect(panel).not_to_contain_text("waiting here")
+    expect(page.get_by_test_id("canary-message")).to_have_text(
+        "rolled back at step 2 of 5: the canary's revision no longer rolls out"
+    )
+    expect(page.locator("#fact-partition")).to_have_text("0")
+    expect(page.get_by_test_id("phase")).to_have_text("Healthy")
+    shot(page, screenshot_dir / "operator-day-canary-rolled-back.png")

@@ -45,6 +45,9 @@ from ..revisions import rollback_fields
 from .context import PassContext
 
 RUNNING, PAUSED, SUCCEEDED, FAILED = "Running", "Paused", "Succeeded", "Failed"
+# A canary whose revision stopped rolling out while it ran or waited (an operator rolled back).
+ROLLED_BACK = "RolledBack"
+ACTIVE = (RUNNING, PAUSED)
 KEEP_WINDOWS = 20  # windows kept in status (the trace and the metrics store keep all)
 
 
@@ -115,11 +118,11 @@ def run_canary(ctx: PassContext, figures: dict[tuple[float, float], dict[str, An
     rolling = ctx.update_hash != ctx.current_hash and ctx.current_hash not in ctx.equivalent
     continuing = bool(prev) and prev.get("revision") == ctx.update_hash
     if not continuing and not rolling:
-        return _outcome_on_show(prev)  # nothing to roll: the last canary's outcome stays on show
+        return _outcome_on_show(prev, len(canary.steps))  # nothing to roll: the last canary's outcome stays
     if not continuing and prev and ctx.update_hash == prev.get("stable"):
         # Back to the revision the last canary was compared with (a rollback): it is known good,
         # so it rolls out at once, without steps (Argo Rollouts' fast-track rollback).
-        return _outcome_on_show(prev)
+        return _outcome_on_show(prev, len(canary.steps))
     if continuing and prev.get("phase") == SUCCEEDED:
         return CanaryRun(prev, None)
     now = ctx.now
@@ -157,14 +160,23 @@ def run_canary(ctx: PassContext, figures: dict[tuple[float, float], dict[str, An
         _advance(ctx, canary, state, run)
     if state.get("analysisPause"):
         run.inconclusive = state["analysisPause"].get("message")
-    run.partition = _partition_at(canary, state["stepIndex"], ctx.ms.replicas)
+    if state["phase"] != SUCCEEDED:
+        # Once every step is done the partition is the spec's again: shown as the canary's
+        # ("0 · canary") it outlived the canary until the next pass.
+        run.partition = _partition_at(canary, state["stepIndex"], ctx.ms.replicas)
     return run
 
 
-def _outcome_on_show(prev: dict[str, Any] | None) -> CanaryRun:
+def _outcome_on_show(prev: dict[str, Any] | None, steps: int) -> CanaryRun:
     """The last canary's status, kept as it ended. A canary the analysis failed keeps its
     AnalysisFailed condition after the rollback it caused (and after that rollback is done), until
-    a new canary starts: the operator sees why the ModelServing is back on the stable revision."""
+    a new canary starts: the operator sees why the ModelServing is back on the stable revision. A
+    canary still running or waiting at a step when its revision stopped rolling out (an operator
+    rolled back) ended there: RolledBack, at the step it had reached, instead of waiting for ever."""
+    if prev and prev.get("phase") in ACTIVE:
+        step = min(int(prev.get("stepIndex") or 0) + 1, steps)
+        message = f"rolled back at step {step} of {steps}: the canary's revision no longer rolls out"
+        prev = {**prev, "phase": ROLLED_BACK, "message": message}
     run = CanaryRun(prev, None)
     if prev and prev.get("phase") == FAILED:
         run.failure = prev.get("message")

@@ -22,6 +22,8 @@ from ..interned import Interned
 from ..observe import GroupObs
 from ..plan import BECAUSE_UPDATE, KIND_PARTITION, KIND_REVISION, STUCK_KINDS, Blocked
 from .builder import PlanBuilder
+from .canary import ACTIVE as CANARY_ACTIVE
+from .canary import PAUSED as CANARY_PAUSED
 from .context import PassContext, is_group_level
 
 _ROLE_COUNTS = ("desired", "ready", "updated", "unavailable", "surge", "draining")
@@ -604,6 +606,11 @@ def _phase(
         return phases.PROGRESSING
     if totals.available_groups < ctx.ms.replicas:
         return phases.DEGRADED
+    canary = out.canary.status if out.canary is not None else None
+    if canary and canary.get("phase") in CANARY_ACTIVE and canary.get("revision") == ctx.update_hash:
+        # At rest between canary steps is not the end of the rollout (Argo Rollouts: Paused at a
+        # pause step, Progressing until the last step): Healthy only once every step is done.
+        return phases.PAUSED if canary["phase"] == CANARY_PAUSED else phases.PROGRESSING
     return phases.HEALTHY
 
 
