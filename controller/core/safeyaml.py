@@ -289,8 +289,9 @@ def compose_all(text: str, limits: Limits = LIMITS) -> list[yaml.Node | None]:
 
 
 # What a constructor raises for a value its core tag cannot hold: int() ValueError (past Python's
-# digits limit), bool KeyError (not one of the YAML 1.1 words), float OverflowError.
-_UNREADABLE = (ValueError, KeyError, TypeError, OverflowError)
+# digits limit), bool KeyError (not one of the YAML 1.1 words), IndexError for an empty value under
+# !!int or !!float (they read its first character), float OverflowError.
+_UNREADABLE = (ValueError, KeyError, IndexError, TypeError, OverflowError)
 
 
 def construct(node: yaml.Node | None) -> Any:
