@@ -591,8 +591,9 @@ class RequestRecords(APIView):
     records (5,000) and ``ROLLOUTUI_RECORDS_MAX_BODY_BYTES`` (4 MiB). A record: ``requestId``,
     ``namespace``, ``name``, ``revision`` (controller revision hash), optional
     ``deploymentRevision`` and ``modelVersion``, ``latencyMs`` (required for ok and error),
-    ``status`` (ok, error, timeout, interrupted), optional ``feedback``, ``started`` and
-    ``finished`` (epoch seconds or ISO 8601 with a zone).
+    ``status`` (ok, error, timeout, interrupted, or running), optional ``feedback``, ``started`` and
+    ``finished`` (epoch seconds or ISO 8601 with a zone). A request still running is sent with
+    status running and no ``finished``; its final record (same ``requestId``) replaces it.
 
     Token authentication only (``Authorization: Token <token>``): a long-lived ingest token
     (``/api/ingest-tokens/``, also as ``Bearer``) or an API token; permission
