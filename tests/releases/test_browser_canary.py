@@ -10,8 +10,9 @@ embedded cluster's router writes a request record per request; the controller's 
 the figures, the AnalysisFailed condition and the audit record from the analysis, and no group
 below the first step's partition got the new revision.
 
-The simulated clock runs 10x, so a 60 s analysis window ends every 6 s of wall time and is judged
-6 s after it ended (settleSeconds defaults to the interval).
+The simulated clock runs 10x, so a 60 s analysis window ends every 6 s of wall time; the first is
+judged one interval (6 s) after it ended, the later ones after the stable revision's p99 request
+duration in the window before (settleSeconds' default).
 Screenshots go to test-artifacts/screenshots/.
 """
 
