@@ -162,7 +162,7 @@ def inferenceservice(
     if mode:
         meta["annotations"] = {KSERVE_MODE_ANNOTATION: mode}
     if predictor is None:
-        model: dict[str, Any] = {"modelFormat": {"name": "vllm"}, "image": image}
+        model: dict[str, Any] = {"modelFormat": {"name": "vLLM"}, "image": image}
         if env is not None:
             model["env"] = copy.deepcopy(env)
         if gpus is not None:

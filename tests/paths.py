@@ -1,6 +1,7 @@
 """Where the tests find their inputs: inside the repository, so a bare clone runs every test.
 
 - ``KTHENA_EXAMPLES``: Kthena's ModelServing examples (``examples/kthena``);
+- ``KSERVE_EXAMPLES``: KServe's InferenceService samples (``examples/kserve``);
 - ``EXAMPLE_SCENARIOS``: the documented scenarios (``examples/scenarios``), whose promises
   ``tests/sim`` checks by name; ``TEST_SCENARIOS``: scenarios only the tests use;
 - ``SHARED_SCENARIOS``: ``../shared/scenarios`` (or ``$ROLLOUTUI_SHARED/scenarios``), run in
@@ -15,6 +16,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 KTHENA_EXAMPLES = REPO / "examples" / "kthena"
+KSERVE_EXAMPLES = REPO / "examples" / "kserve"
 EXAMPLE_SCENARIOS = REPO / "examples" / "scenarios"
 TEST_SCENARIOS = REPO / "tests" / "scenarios"
 SHARED_SCENARIOS = Path(os.environ.get("ROLLOUTUI_SHARED", REPO.parent / "shared")) / "scenarios"

@@ -13,6 +13,9 @@ from typing import Any
 
 from controller.core.kserve import apps, handover
 from controller.core.kserve.config import CONFIG_MAP_NAME, CONFIG_MAP_NAMESPACE, DeployConfig, from_config_map
+from controller.core.kserve.runtimes import KIND_CLUSTER as KIND_CLUSTER_RUNTIME
+from controller.core.kserve.runtimes import KIND_NAMESPACED as KIND_RUNTIME
+from controller.core.kserve.runtimes import installed_runtimes
 from controller.core.kserve.view import inferenceservice_view
 from controller.core.ports import ClusterError, NotFound, RouterPort
 
@@ -35,6 +38,18 @@ def deploy_config(cluster: Any) -> DeployConfig:
         return from_config_map(cluster.get_object("ConfigMap", CONFIG_MAP_NAMESPACE, CONFIG_MAP_NAME))
     except NotFound:
         return from_config_map(None)
+
+
+def serving_runtimes(cluster: Any, namespace: str):
+    """The ServingRuntimes KServe may pick from (``runtimes.installed_runtimes``): a fresh
+    installation's, and the ServingRuntime objects the cluster has (none when it keeps none)."""
+    found = {}
+    for kind, ns in ((KIND_CLUSTER_RUNTIME, None), (KIND_RUNTIME, namespace)):
+        try:
+            found[kind] = cluster.list_objects(kind, ns)
+        except Exception:  # any cluster that keeps no runtimes has a fresh installation's
+            found[kind] = []
+    return installed_runtimes(found[KIND_CLUSTER_RUNTIME], found[KIND_RUNTIME])
 
 
 def list_inferenceservices(namespace: str | None = None, *, cluster: Any = None) -> list[dict[str, Any]]:
@@ -65,7 +80,9 @@ def inferenceservice_state(
     in_flight = in_flight_of(router or get_router(), namespace, pods)
     config = config if config is not None else deploy_config(cluster)
     now = get_clock().now() if now is None else now
-    return inferenceservice_view(isvc, deployments, rss, pods, config, now, in_flight=in_flight)
+    return inferenceservice_view(
+        isvc, deployments, rss, pods, config, now, in_flight=in_flight, runtimes=serving_runtimes(cluster, namespace)
+    )
 
 
 def advance_handovers(*, cluster: Any = None) -> list[dict[str, Any]]:

@@ -145,6 +145,7 @@ class InferenceServiceRunner:
             kservectl.read_deploy_config(self.store),
             self.loop.now(),
             in_flight=self.router.in_flight_by_pod(),
+            runtimes=kservectl.read_runtimes(self.store, self.namespace),
         )
 
     def _frame(self, *, force: bool = False) -> None:

@@ -56,14 +56,23 @@ from controller.core.kserve.materialize import (
     deployments,
     serverless_traffic,
 )
+from controller.core.kserve.runtimes import ServingRuntime, installed_runtimes
 from controller.core.kserve.spec import Component, InferenceService, parse_inferenceservice
 from controller.core.kserve.strategy import DEFAULT_PROGRESS_DEADLINE_SECONDS, resolve_rollout
 from controller.core.mergepatch import copy_json, diff
-from controller.core.ports import NotFound, Obj
+from controller.core.ports import ClusterError, NotFound, Obj
 
 from . import deployments as kube
 from . import objects, workloads
-from .objects import CONFIGMAP, DEPLOYMENT, INFERENCESERVICE, parse_rfc3339, rfc3339
+from .objects import (
+    CLUSTERSERVINGRUNTIME,
+    CONFIGMAP,
+    DEPLOYMENT,
+    INFERENCESERVICE,
+    SERVINGRUNTIME,
+    parse_rfc3339,
+    rfc3339,
+)
 from .workloads import WorkloadStore
 
 CONFIG_NAMESPACE = CONFIG_MAP_NAMESPACE
@@ -80,6 +89,17 @@ SCALE_TO_ZERO_GRACE = 30.0
 KEEP_IDLE_REVISIONS = 10  # revisions at zero beyond these are deleted, oldest first
 
 CONDITION_OF = {"predictor": "PredictorReady", "transformer": "TransformerReady", "explainer": "ExplainerReady"}
+
+
+def read_runtimes(store: WorkloadStore, namespace: str) -> tuple[ServingRuntime, ...]:
+    """The ServingRuntimes KServe may pick from in ``namespace`` (``runtimes.installed_runtimes``)."""
+    found: dict[str, list[Obj]] = {}
+    for kind, ns in ((CLUSTERSERVINGRUNTIME, None), (SERVINGRUNTIME, namespace)):
+        try:
+            found[kind] = store.list_objects(kind, ns)
+        except (ClusterError, KeyError):  # a store that keeps no runtimes
+            found[kind] = []
+    return installed_runtimes(found[CLUSTERSERVINGRUNTIME], found[SERVINGRUNTIME])
 
 
 def read_deploy_config(store: WorkloadStore) -> DeployConfig:
@@ -126,7 +146,7 @@ def sync_inferenceservice(store: WorkloadStore, namespace: str, name: str, now: 
         return None  # KServe's reconcile fails on its ConfigMap ("fails to create DeployConfig")
     status = dict(obj.get("status") or {})
     try:
-        isvc = parse_inferenceservice(obj, config)
+        isvc = parse_inferenceservice(obj, config, read_runtimes(store, namespace))
     except KServeError as err:
         status = _conditions(status, {"Ready": ("False", "InvalidSpec", str(err))}, now)
         status["observedGeneration"] = obj["metadata"].get("generation")
@@ -134,6 +154,15 @@ def sync_inferenceservice(store: WorkloadStore, namespace: str, name: str, now: 
         return None
     if not isvc.managed:
         _sync_modelmesh(store, obj, isvc, status, now)
+        return None
+    problems = {kind: c.runtime_problem for kind, c in isvc.components.items() if c.runtime_problem}
+    if problems:
+        # KServe's predictor reconcile fails before it writes any Deployment, and says why.
+        wanted = {CONDITION_OF[kind]: ("False", "NoSupportingRuntime", problem) for kind, problem in problems.items()}
+        wanted["Ready"] = ("False", "NoSupportingRuntime", next(iter(problems.values())))
+        status = _conditions(status, wanted, now)
+        status.update(observedGeneration=obj["metadata"].get("generation"), deploymentMode=isvc.deployment_mode)
+        _write_status(store, obj, status)
         return None
     if isvc.standard:
         requeue = _sync_standard(store, obj, isvc, config, status, now)

@@ -272,7 +272,13 @@ def with_annotations(obj: Obj, annotations: dict[str, str]) -> Obj:
     return {**obj, "metadata": {**meta, "annotations": {**have, **annotations}}}
 
 
-STORED_KINDS = WORKLOAD_KINDS + OWNED_KINDS
+# KServe's ServingRuntimes (namespaced) and ClusterServingRuntimes: read by the simulated KServe
+# controller beside the built-in set of a fresh installation (``kserve.runtimes.DEFAULT_RUNTIMES``).
+SERVINGRUNTIME = "ServingRuntime"
+CLUSTERSERVINGRUNTIME = "ClusterServingRuntime"
+RUNTIME_KINDS = (SERVINGRUNTIME, CLUSTERSERVINGRUNTIME)
+
+STORED_KINDS = WORKLOAD_KINDS + OWNED_KINDS + RUNTIME_KINDS
 
 
 def owned_by_modelserving(obj: Obj, ms_name: str, ms_uid: str | None = None) -> bool:

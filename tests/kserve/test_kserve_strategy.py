@@ -19,7 +19,7 @@ def isvc(predictor: dict, *, mode: str | None = "Standard", **spec) -> dict:
     return inferenceservice(predictor=predictor, mode=mode, **spec)
 
 
-MODEL = {"model": {"modelFormat": {"name": "vllm"}, "image": "vllm/vllm-openai:v0.9.1", "storageUri": "s3://m/v1"}}
+MODEL = {"model": {"modelFormat": {"name": "huggingface"}, "image": "vllm/vllm-openai:v0.9.1", "storageUri": "s3://m/v1"}}
 
 
 def strategy(rolling: dict | None = None, **extra) -> dict:
@@ -262,13 +262,6 @@ INVALID = [
         "percentage",
     ),
     (
-        "canaryTrafficPercent in Standard mode points to spec.canary",
-        isvc({**MODEL, "canaryTrafficPercent": 10}),
-        None,
-        "spec.predictor.canaryTrafficPercent",
-        "spec.canary",
-    ),
-    (
         "canaryTrafficPercent above 100 is refused",
         isvc({**MODEL, "canaryTrafficPercent": 120}, mode="Serverless"),
         None,
@@ -338,7 +331,7 @@ INVALID = [
         isvc({"minReplicas": 1}),
         None,
         "spec.predictor",
-        "either model or containers",
+        "exactly one of",
     ),
 ]
 

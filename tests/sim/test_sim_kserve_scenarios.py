@@ -248,6 +248,7 @@ def test_promoting_a_standard_canary_keeps_its_pods_and_deletes_the_old_predicto
         "replicas": 4,
         "image": "vllm/vllm-openai:v0.9.2",
         "name": "v2",
+        "runtime": "kserve-vllmserver",
     }
     assert "canary" not in after["spec"] and available(after) == 4
 

@@ -28,7 +28,15 @@ from ..controls import ControlError
 from ..mergepatch import diff, merge_patch
 from .config import DeployConfig
 from .errors import KServeError
-from .spec import COMPONENTS, MODELMESH_REASON, InferenceService, check_mode_unchanged, parse_inferenceservice
+from .spec import (
+    COMPONENTS,
+    FRAMEWORKS,
+    KSERVE_CONTAINER,
+    MODELMESH_REASON,
+    InferenceService,
+    check_mode_unchanged,
+    parse_inferenceservice,
+)
 
 Obj = dict[str, Any]
 # A Standard-mode canary's own fields; everything else of the predictor stays on promotion.
@@ -71,12 +79,18 @@ def _component(isvc: Obj, component: str) -> Obj:
 
 
 def image_patch(raw: Obj, image: str, container: str | None = None) -> Obj:
-    """The part of a component's merge patch that runs ``image``."""
+    """The part of a component's merge patch that runs ``image``: the model's (or the
+    per-framework field's, which KServe turns into the model), else the implementation's container
+    (the one named kserve-container, else the first), or the named ``container``."""
+    framework = next((fw for fw in FRAMEWORKS if isinstance(raw.get(fw), dict)), None)
+    built_in = framework or next((k for k in ("model", "art") if raw.get(k) is not None), None)
+    if built_in is not None and container is None:
+        return {built_in: {"image": image}}
     if raw.get("containers"):
         containers = [dict(c) for c in raw["containers"]]
-        index = 0
+        names = [c.get("name") for c in containers]
+        index = names.index(KSERVE_CONTAINER) if KSERVE_CONTAINER in names else 0
         if container is not None:
-            names = [c.get("name") for c in containers]
             if container not in names:
                 raise ControlError(
                     f"no container {container!r} (it has {', '.join(map(str, names))})", field="container"

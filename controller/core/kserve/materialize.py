@@ -62,7 +62,7 @@ def deployments(isvc: InferenceService, config: DeployConfig, *, ready_canaries:
     out: list[DeploymentPlan] = []
     predictor = isvc.predictor
     canary_share = sum(canary_replicas(c, predictor.min_replicas) for c in isvc.canaries if c.name in ready_canaries)
-    stable_replicas = max(predictor.min_replicas - canary_share, 1) if isvc.canaries else predictor.min_replicas
+    stable_replicas = max(predictor.min_replicas - canary_share, 1) if isvc.canaries else predictor.replicas
     ready_percent = sum(c.traffic_percent for c in isvc.canaries if c.name in ready_canaries)
     out.append(
         DeploymentPlan(
@@ -91,7 +91,7 @@ def deployments(isvc: InferenceService, config: DeployConfig, *, ready_canaries:
                 DeploymentPlan(
                     f"{isvc.name}-{kind}",
                     kind,
-                    comp.min_replicas,
+                    comp.replicas,
                     _template(isvc, kind, comp.containers, {}),
                     resolve_rollout(comp.strategy, config, multi_node_worker=False),
                 )

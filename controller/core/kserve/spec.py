@@ -32,6 +32,7 @@ from typing import Any
 from ..intorpercent import IntOrPercent, IntOrPercentError
 from .config import KNATIVE, MODELMESH, STANDARD, DeployConfig, current_mode_name
 from .errors import KServeError
+from .runtimes import DEFAULT_RUNTIMES, merged_container, select_runtime, updated_image
 from .strategy import UserStrategy
 
 API_VERSION = "serving.kserve.io/v1beta1"
@@ -62,13 +63,17 @@ class Component:
     max_replicas: int | None
     canary_traffic_percent: int | None
     strategy: UserStrategy | None
-    containers: tuple[dict[str, Any], ...]
+    containers: tuple[dict[str, Any], ...]  # the pod's containers, as KServe builds them
     worker: WorkerSpec | None
     raw: dict[str, Any] = field(repr=False, compare=False)
+    impl_index: int = 0  # the implementation's container (the kserve-container)
+    runtime: str | None = None  # the ServingRuntime serving a model
+    runtime_problem: str | None = None  # why a model has no runtime (KServe's controller fails it)
+    replicas: int = 1  # the pods its Standard-mode Deployment keeps (see _deployment_replicas)
 
     @property
     def image(self) -> str:
-        return str(self.containers[0].get("image") or "")
+        return str(self.containers[self.impl_index].get("image") or "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,55 +189,353 @@ def _user_strategy(raw: Any, path: str, mode: str) -> UserStrategy | None:
     return UserStrategy(kind, surge, unavailable)
 
 
-def _containers(raw: dict[str, Any], path: str, kind: str) -> tuple[dict[str, Any], ...]:
-    """The component's containers: its ``containers`` list, or the ``model`` (a model spec is a
-    container too: its image, or the serving runtime's image for its model format)."""
+# The per-framework predictor fields KServe's defaulting webhook turns into ``model`` with that
+# ``modelFormat``, in the order it looks at them (the first one found is converted).
+FRAMEWORKS = (
+    "sklearn",
+    "tensorflow",
+    "xgboost",
+    "pytorch",
+    "triton",
+    "onnx",
+    "huggingface",
+    "pmml",
+    "lightgbm",
+    "paddle",
+)
+# Frameworks whose conversion sets protocolVersion v2 when none is written (for backward
+# compatibility, KServe says); a model of format triton or vLLM gets v2 the same way.
+_FRAMEWORKS_V2 = ("triton", "onnx", "huggingface")
+_FORMATS_V2 = ("triton", "vLLM")
+# The built-in explainer KServe still knows (``explainers.art`` of its ConfigMap).
+ART_IMAGE = "kserve/art-explainer"
+ART_VERSION = "latest"
+# Model fields that are not container fields.
+_MODEL_ONLY = ("modelFormat", "runtime", "runtimeVersion", "protocolVersion", "storageUri", "storage", "name")
+KSERVE_CONTAINER = "kserve-container"
+TRANSFORMER_CONTAINER = "transformer-container"
+SCALE_METRICS = ("cpu", "memory", "concurrency", "rps")
+HPA_METRICS = ("cpu", "memory")
+KPA_METRICS = ("concurrency", "rps")
+METRIC_TARGET_TYPES = ("Utilization", "Value", "AverageValue")
+AUTOSCALER_CLASSES = ("hpa", "external", "keda", "none")
+ANNOTATION_AUTOSCALER_CLASS = "serving.kserve.io/autoscalerClass"
+ANNOTATION_KNATIVE_CLASS = "autoscaling.knative.dev/class"
+KNATIVE_HPA_CLASS = "hpa.autoscaling.knative.dev"
+
+
+def _containers_as_written(raw: dict[str, Any], path: str, *, implementation: bool = True) -> list[dict[str, Any]]:
+    """The containers as written; when they are the implementation (``implementation``), KServe's
+    defaulting names a lone (or unnamed first) container kserve-container."""
     containers = raw.get("containers")
-    model = raw.get("model")
-    if containers is not None:
-        if not isinstance(containers, list) or not containers:
-            raise KServeError(f"{path}.containers", "must list at least one container")
-        out = []
-        for i, c in enumerate(containers):
-            c = _mapping(c, f"{path}.containers[{i}]")
-            if not isinstance(c.get("image"), str) or not c.get("image"):
-                raise KServeError(f"{path}.containers[{i}].image", "required")
-            out.append({**c, "name": c.get("name") or ("kserve-container" if i == 0 else f"kserve-container-{i}")})
-        return tuple(out)
-    if model is not None:
-        model = _mapping(model, f"{path}.model")
-        fmt = (_mapping(model.get("modelFormat"), f"{path}.model.modelFormat").get("name")) or ""
-        image = model.get("image")
-        if image is None:
-            if not fmt:
-                raise KServeError(f"{path}.model.modelFormat.name", "required when model.image is not given")
-            image = f"kserve/{fmt}server:latest"
-        if not isinstance(image, str) or not image:
-            raise KServeError(f"{path}.model.image", "must be a non-empty image reference")
-        container = {
-            k: v for k, v in model.items() if k not in ("modelFormat", "runtime", "storageUri", "protocolVersion")
-        }
-        container.update(name="kserve-container", image=image)
-        if model.get("storageUri"):
-            env = [e for e in container.get("env") or [] if e.get("name") != "STORAGE_URI"]
-            container["env"] = [*env, {"name": "STORAGE_URI", "value": model["storageUri"]}]
-        return (container,)
-    raise KServeError(path, f"the {kind} needs either model or containers")
+    if containers is None:
+        return []
+    if not isinstance(containers, list):
+        raise KServeError(f"{path}.containers", "must be a list of containers")
+    out = []
+    for i, c in enumerate(containers):
+        c = _mapping(c, f"{path}.containers[{i}]")
+        out.append(dict(c))
+    if implementation and out and (len(out) == 1 or not out[0].get("name")):
+        out[0]["name"] = KSERVE_CONTAINER
+    return out
 
 
-def _component(raw: Any, path: str, kind: str, mode: str, *, canary: bool = False) -> Component:
+def _default_frameworks(raw: dict[str, Any], path: str, kind: str) -> dict[str, Any]:
+    """KServe's defaulting: the first per-framework field of a predictor becomes ``model`` with that
+    format (replacing any ``model``); the others stay and are counted as implementations."""
+    if kind != "predictor":
+        return raw
+    for fw in FRAMEWORKS:
+        spec = raw.get(fw)
+        if spec is None:
+            continue
+        spec = _mapping(spec, f"{path}.{fw}")
+        if spec.get("name"):
+            raise KServeError(f"{path}.{fw}.name", "the 'name' field is not allowed in standard predictor")
+        model = {"modelFormat": {"name": fw}, **spec}
+        if fw in _FRAMEWORKS_V2 and model.get("protocolVersion") is None:
+            model["protocolVersion"] = "v2"
+        return {**{k: v for k, v in raw.items() if k != fw}, "model": model}
+    return raw
+
+
+def _implementations(raw: dict[str, Any], kind: str, containers: list[dict[str, Any]]) -> list[str]:
+    """What KServe counts as the component's implementations (``GetImplementations``): a model or
+    framework, a built-in explainer, and each container named kserve-container (or, with nothing
+    else, the first container)."""
+    found = [fw for fw in FRAMEWORKS if kind == "predictor" and raw.get(fw) is not None]
+    if kind == "predictor" and raw.get("model") is not None:
+        found.append("model")
+    if kind == "explainer" and raw.get("art") is not None:
+        found.append("art")
+    named = [c for c in containers if c.get("name") == KSERVE_CONTAINER]
+    found += ["containers"] * len(named)
+    if not found and containers:
+        found.append("containers")
+    return found
+
+
+_ONE_OF = {
+    "predictor": "model (or one of sklearn, tensorflow, xgboost, pytorch, triton, onnx, huggingface, pmml, "
+    "lightgbm, paddle) or containers with a kserve-container",
+    "transformer": "containers",
+    "explainer": "art or containers",
+}
+
+
+def _model_container(
+    model: dict[str, Any], path: str, namespace: str, isvc_name: str, runtimes, *, multi_node: bool
+) -> tuple[dict[str, Any], str | None, str | None, Any]:
+    """(the kserve-container, the runtime's name, why there is none, the runtime) of a ``model``."""
+    fmt = _mapping(model.get("modelFormat"), f"{path}.modelFormat", required=True)
+    name = fmt.get("name")
+    if not isinstance(name, str) or not name:
+        raise KServeError(f"{path}.modelFormat.name", "required")
+    version = fmt.get("version")
+    protocol = model.get("protocolVersion")
+    if protocol is None and name in _FORMATS_V2:
+        protocol = "v2"
+    written_runtime = model.get("runtime")
+    if written_runtime is not None and not isinstance(written_runtime, str):
+        raise KServeError(f"{path}.runtime", "must be the name of a ServingRuntime")
+    picked = select_runtime(
+        runtimes,
+        namespace,
+        format_name=name,
+        format_version=None if version is None else str(version),
+        runtime=written_runtime,
+        protocol=model.get("protocolVersion") if written_runtime else protocol,
+        multi_node=multi_node,
+    )
+    fields = {k: v for k, v in model.items() if k not in _MODEL_ONLY}
+    image = fields.get("image")
+    if image is not None and (not isinstance(image, str) or not image):
+        raise KServeError(f"{path}.image", "must be a non-empty image reference")
+    if picked.runtime is None:
+        container = {**fields, "name": KSERVE_CONTAINER, "image": image or ""}
+    else:
+        container = merged_container(picked.runtime.containers[0], fields, isvc_name)
+        container["image"] = updated_image(container, model.get("runtimeVersion"), picked.runtime.server_type)
+    if model.get("storageUri"):
+        # The storage initializer's source, kept on the container so a revision's template records it.
+        env = [e for e in container.get("env") or [] if e.get("name") != "STORAGE_URI"]
+        container["env"] = [*env, {"name": "STORAGE_URI", "value": model["storageUri"]}]
+    return container, picked.runtime.name if picked.runtime else None, picked.problem, picked.runtime
+
+
+def _pod_containers(
+    raw: dict[str, Any], path: str, kind: str, namespace: str, isvc_name: str, runtimes, *, multi_node: bool = False
+) -> tuple[tuple[dict[str, Any], ...], int, str | None, str | None, Any]:
+    """(the pod's containers, the index of the implementation's container, the runtime's name, why
+    there is no runtime, the runtime) of one component, as KServe builds its pod."""
+    built_in = any(raw.get(k) is not None for k in (*FRAMEWORKS, "model", "art"))
+    containers = _containers_as_written(raw, path, implementation=not built_in)
+    impls = _implementations(raw, kind, containers)
+    if len(impls) != 1:
+        what = f"found {', '.join(impls)}" if impls else "found none"
+        raise KServeError(path, f"exactly one of {_ONE_OF[kind]} must be specified in the {kind} ({what})")
+    for c in containers:
+        if c.get("name") == TRANSFORMER_CONTAINER and any(
+            e.get("name") == "STORAGE_URI" for e in c.get("env") or [] if isinstance(e, dict)
+        ):
+            raise KServeError(f"{path}.containers", "storage uri should not be specified in transformer container")
+    if impls == ["model"]:
+        container, runtime, problem, chosen = _model_container(
+            _mapping(raw["model"], f"{path}.model"),
+            f"{path}.model",
+            namespace,
+            isvc_name,
+            runtimes,
+            multi_node=multi_node,
+        )
+        # KServe's pod for a model: the runtime's container, then a collocated transformer-container
+        # if there is one; other containers written beside a model are not run.
+        sidecars = [c for c in containers if c.get("name") == TRANSFORMER_CONTAINER]
+        return (container, *sidecars), 0, runtime, problem, chosen
+    if impls == ["art"]:
+        art = _mapping(raw["art"], f"{path}.art")
+        version = art.get("runtimeVersion") or ART_VERSION
+        container = {k: v for k, v in art.items() if k not in ("type", "config", "runtimeVersion", "storageUri")}
+        args = [f"--model_name={isvc_name}", f"--predictor_host={isvc_name}-predictor.{namespace}"]
+        args += [f"--{k}={v}" for k, v in sorted((art.get("config") or {}).items())]
+        container.update(name=KSERVE_CONTAINER, image=f"{ART_IMAGE}:{version}", args=[*args, *(art.get("args") or [])])
+        return (container,), 0, None, None, None
+    for i, c in enumerate(containers):
+        if not isinstance(c.get("image"), str) or not c.get("image"):
+            raise KServeError(f"{path}.containers[{i}].image", "required")
+        if not c.get("name"):
+            # A pod's every container needs a name (the API server refuses the pod otherwise).
+            raise KServeError(f"{path}.containers[{i}].name", "required")
+    index = next((i for i, c in enumerate(containers) if c.get("name") == KSERVE_CONTAINER), 0)
+    return tuple(containers), index, None, None, None
+
+
+def _check_target(target: Any, path: str, *, values: bool) -> None:
+    """A metric target: its type is one of the CRD's enum; with ``values`` (KEDA, KServe's
+    ``validateScaleTarget``) the value its type needs is there."""
+    target = _mapping(target, path, required=True)
+    kind = target.get("type")
+    if kind is not None and kind not in METRIC_TARGET_TYPES:
+        raise KServeError(f"{path}.type", f"must be one of {', '.join(METRIC_TARGET_TYPES)}, got {kind!r}")
+    if not values:
+        return
+    if kind == "Utilization":
+        utilization = target.get("averageUtilization")
+        if utilization is None:
+            raise KServeError(f"{path}.averageUtilization", "required with type Utilization")
+        _int(utilization, f"{path}.averageUtilization", default=None, minimum=1, maximum=100)
+    elif kind == "AverageValue" and target.get("averageValue") is None:
+        raise KServeError(f"{path}.averageValue", "required with type AverageValue")
+    elif kind == "Value" and target.get("value") is None:
+        raise KServeError(f"{path}.value", "required with type Value")
+
+
+def _check_autoscaling(raw: dict[str, Any], path: str, mode: str, annotations: dict[str, Any]) -> None:
+    """The autoscaling fields, as the CRD's schema and KServe's webhook check them
+    (``validateAutoScalingCompExtension``): the enums, HPA's and KEDA's metric rules in Standard
+    mode (by the ``serving.kserve.io/autoscalerClass`` annotation), KPA's in Knative mode."""
+    metric = raw.get("scaleMetric")
+    if metric is not None and metric not in SCALE_METRICS:
+        raise KServeError(f"{path}.scaleMetric", f"must be one of {', '.join(SCALE_METRICS)}, got {metric!r}")
+    metric_type = raw.get("scaleMetricType")
+    if metric_type is not None and metric_type not in METRIC_TARGET_TYPES:
+        raise KServeError(
+            f"{path}.scaleMetricType", f"must be one of {', '.join(METRIC_TARGET_TYPES)}, got {metric_type!r}"
+        )
+    target = _int(raw.get("scaleTarget"), f"{path}.scaleTarget", default=None, minimum=-(2**31))
+    # KServe checks a metric's query and target values only for KEDA (Standard mode).
+    keda = mode == STANDARD and annotations.get(ANNOTATION_AUTOSCALER_CLASS) == "keda"
+    metrics = _mapping(raw.get("autoScaling"), f"{path}.autoScaling").get("metrics") or []
+    if not isinstance(metrics, list):
+        raise KServeError(f"{path}.autoScaling.metrics", "must be a list")
+    for i, m in enumerate(metrics):
+        mpath = f"{path}.autoScaling.metrics[{i}]"
+        m = _mapping(m, mpath)
+        kind = m.get("type")
+        if kind == "Resource":
+            resource = _mapping(m.get("resource"), f"{mpath}.resource", required=True)
+            if resource.get("name") not in ("cpu", "memory"):
+                raise KServeError(f"{mpath}.resource.name", f"must be cpu or memory, got {resource.get('name')!r}")
+            _check_target(resource.get("target"), f"{mpath}.resource.target", values=keda)
+        elif kind == "External":
+            external = _mapping(m.get("external"), f"{mpath}.external", required=True)
+            metric_spec = _mapping(external.get("metric"), f"{mpath}.external.metric", required=True)
+            backend = metric_spec.get("backend")
+            if backend is not None and backend not in ("prometheus", "graphite"):
+                raise KServeError(
+                    f"{mpath}.external.metric.backend", f"must be prometheus or graphite, got {backend!r}"
+                )
+            if keda and not metric_spec.get("query"):
+                raise KServeError(f"{mpath}.external.metric.query", "the query should not be empty")
+            auth = external.get("authenticationRef")
+            if auth is not None:
+                # KServe's ExtMetricAuthentication: {authenticationRef: {name: <TriggerAuthentication>}, authModes}.
+                auth = _mapping(auth, f"{mpath}.external.authenticationRef")
+                ref = _mapping(
+                    auth.get("authenticationRef"),
+                    f"{mpath}.external.authenticationRef.authenticationRef",
+                    required=True,
+                )
+                if not isinstance(ref.get("name"), str) or not ref.get("name"):
+                    raise KServeError(f"{mpath}.external.authenticationRef.authenticationRef.name", "required")
+            target_spec = _mapping(external.get("target"), f"{mpath}.external.target", required=True)
+            if keda and target_spec.get("value") is None:
+                raise KServeError(f"{mpath}.external.target.value", "the target threshold value should not be empty")
+            _check_target(target_spec, f"{mpath}.external.target", values=keda)
+        elif kind == "PodMetric":
+            pod = _mapping(m.get("podmetric"), f"{mpath}.podmetric", required=True)
+            metric_spec = _mapping(pod.get("metric"), f"{mpath}.podmetric.metric", required=True)
+            if metric_spec.get("backend") not in (None, "opentelemetry"):
+                raise KServeError(
+                    f"{mpath}.podmetric.metric.backend", f"must be opentelemetry, got {metric_spec.get('backend')!r}"
+                )
+            if keda and not metric_spec.get("query"):
+                raise KServeError(f"{mpath}.podmetric.metric.query", "the query should not be empty")
+            target_spec = _mapping(pod.get("target"), f"{mpath}.podmetric.target", required=True)
+            if keda and target_spec.get("value") is None:
+                raise KServeError(f"{mpath}.podmetric.target.value", "the target threshold value should not be empty")
+            _check_target(target_spec, f"{mpath}.podmetric.target", values=keda)
+        else:
+            raise KServeError(f"{mpath}.type", f"must be one of Resource, External, PodMetric, got {kind!r}")
+    autoscaler = annotations.get(ANNOTATION_AUTOSCALER_CLASS)
+    if mode == STANDARD:
+        if autoscaler == "hpa":
+            if (metric or "cpu") not in HPA_METRICS:
+                raise KServeError(
+                    f"{path}.scaleMetric", f"[{metric}] is not a supported metric with the HPA (cpu, memory)"
+                )
+            if target is not None and (((metric or "cpu") == "cpu" and target < 1) or target > 100):
+                raise KServeError(
+                    f"{path}.scaleTarget", "the target utilization percentage should be a [1-100] integer"
+                )
+            if metric == "memory" and target is not None and target < 1:
+                raise KServeError(f"{path}.scaleTarget", "the target memory should be greater than 1 MiB")
+            for i, m in enumerate(metrics):
+                if m.get("type") != "Resource":
+                    raise KServeError(
+                        f"{path}.autoScaling.metrics[{i}].type",
+                        f"invalid HPA metric source type {m.get('type')!r}: the HPA takes Resource metrics only",
+                    )
+        elif autoscaler == "keda" and metric is not None:
+            raise KServeError(f"{path}.scaleMetric", "ScaleMetric is not supported for KEDA")
+    elif annotations.get(ANNOTATION_KNATIVE_CLASS) != KNATIVE_HPA_CLASS:
+        if (metric or "concurrency") not in KPA_METRICS:
+            raise KServeError(
+                f"{path}.scaleMetric",
+                f"[{metric}] is not a supported metric with Knative's autoscaler (concurrency, rps)",
+            )
+        if metric == "rps" and target is not None and target < 1:
+            raise KServeError(f"{path}.scaleTarget", "the target for rps should be greater than 1")
+
+
+def _deployment_replicas(min_replicas: int, written: bool, mode: str, annotations: dict[str, Any]) -> int:
+    """The pods a Standard-mode Deployment keeps without load: ``minReplicas`` as written with the
+    autoscaler class ``none`` (KServe sets the Deployment's replicas to it, 0 included); otherwise
+    an HPA (or KEDA) keeps at least one (KServe's HPA takes ``max(minReplicas, 1)``)."""
+    if mode == STANDARD and annotations.get(ANNOTATION_AUTOSCALER_CLASS) == "none" and written:
+        return min_replicas
+    return max(min_replicas, 1)
+
+
+def _component(
+    raw: Any,
+    path: str,
+    kind: str,
+    mode: str,
+    *,
+    canary: bool = False,
+    namespace: str = "default",
+    isvc_name: str = "",
+    runtimes=None,
+    annotations: dict[str, Any] | None = None,
+    warnings: list | None = None,
+) -> Component:
     raw = _mapping(raw, path, required=True)
+    annotations = annotations or {}
+    runtimes = DEFAULT_RUNTIMES if runtimes is None else runtimes
     min_replicas = _int(raw.get("minReplicas"), f"{path}.minReplicas", default=1)
     max_replicas = _int(raw.get("maxReplicas"), f"{path}.maxReplicas", default=None)
     if max_replicas is not None and max_replicas and max_replicas < (min_replicas or 0):
         raise KServeError(f"{path}.maxReplicas", f"must be at least minReplicas ({min_replicas}), got {max_replicas}")
     percent = _int(raw.get("canaryTrafficPercent"), f"{path}.canaryTrafficPercent", default=None, maximum=100)
     if percent is not None and mode == STANDARD:
-        raise KServeError(
-            f"{path}.canaryTrafficPercent",
-            "applies to Knative mode only; in Standard mode use spec.canary[] (KServe 0.20)",
-        )
-    containers = _containers(raw, path, kind)
+        # KServe's webhook accepts it in Standard mode and nothing reads it there.
+        if warnings is not None:
+            warnings.append(
+                SpecWarning(
+                    f"{path}.canaryTrafficPercent",
+                    "applies to Knative mode only; KServe accepts it in Standard mode and ignores it: "
+                    "use spec.canary[] for a Standard-mode canary (KServe 0.20)",
+                )
+            )
+        percent = None
+    _check_autoscaling(raw, path, mode, annotations)
+    defaulted = _default_frameworks(raw, path, kind)
+    multi_node = kind == "predictor" and not canary and raw.get("workerSpec") is not None
+    containers, impl_index, runtime, problem, chosen = _pod_containers(
+        defaulted, path, kind, namespace, isvc_name, runtimes, multi_node=multi_node
+    )
     worker = None
     if raw.get("workerSpec") is not None:
         wpath = f"{path}.workerSpec"
@@ -247,7 +550,7 @@ def _component(raw: Any, path: str, kind: str, mode: str, *, canary: bool = Fals
         )
         _int(wraw.get("tensorParallelSize"), f"{wpath}.tensorParallelSize", default=1, minimum=1)
         # Workers run the head's containers unless the worker spec names its own.
-        wcontainers = _containers(wraw, wpath, "worker") if wraw.get("containers") else containers
+        wcontainers = tuple(_containers_as_written(wraw, wpath)) or containers
         worker = WorkerSpec(int(pp or DEFAULT_PIPELINE_PARALLEL_SIZE) - 1, wcontainers)
     name = raw.get("name")
     if name is not None and (not isinstance(name, str) or not _DNS1035.match(name)):
@@ -262,10 +565,14 @@ def _component(raw: Any, path: str, kind: str, mode: str, *, canary: bool = Fals
         containers=containers,
         worker=worker,
         raw=raw,
+        impl_index=impl_index,
+        runtime=runtime,
+        runtime_problem=problem,
+        replicas=_deployment_replicas(int(min_replicas or 0), raw.get("minReplicas") is not None, mode, annotations),
     )
 
 
-def _canaries(raw: Any, stable: Component, mode: str) -> tuple[Canary, ...]:
+def _canaries(raw: Any, stable: Component, mode: str, **context: Any) -> tuple[Canary, ...]:
     if raw is None:
         return ()
     path = "spec.canary"
@@ -295,7 +602,7 @@ def _canaries(raw: Any, stable: Component, mode: str) -> tuple[Canary, ...]:
                 raise KServeError(f"{epath}.predictor.{key}", "a canary cannot carry autoscaling fields")
         percent = _int(entry.get("trafficPercent"), f"{epath}.trafficPercent", default=0, maximum=100) or 0
         total += percent
-        comp = _component(predictor_raw, f"{epath}.predictor", "predictor", mode, canary=True)
+        comp = _component(predictor_raw, f"{epath}.predictor", "predictor", mode, canary=True, **context)
         if comp.min_replicas > stable.min_replicas:
             raise KServeError(
                 f"{epath}.predictor.minReplicas",
@@ -307,7 +614,10 @@ def _canaries(raw: Any, stable: Component, mode: str) -> tuple[Canary, ...]:
     return tuple(out)
 
 
-def parse_inferenceservice(manifest: Any, config: DeployConfig) -> InferenceService:
+def parse_inferenceservice(manifest: Any, config: DeployConfig, runtimes=None) -> InferenceService:
+    """The InferenceService as KServe's webhooks admit it (defaults applied), with the pods KServe
+    would build for it: ``runtimes`` are the ServingRuntimes it may use (default: those of a fresh
+    KServe installation, ``runtimes.DEFAULT_RUNTIMES``). Raises ``KServeError`` naming the field."""
     if not isinstance(manifest, dict):
         raise KServeError("(manifest)", "must be an object")
     if manifest.get("apiVersion") != API_VERSION:
@@ -339,10 +649,23 @@ def parse_inferenceservice(manifest: Any, config: DeployConfig) -> InferenceServ
             manifest=manifest,
             warnings=tuple(warnings),
         )
+    autoscaler = annotations.get(ANNOTATION_AUTOSCALER_CLASS)
+    if autoscaler is not None and autoscaler not in AUTOSCALER_CLASSES:
+        raise KServeError(
+            f"metadata.annotations[{ANNOTATION_AUTOSCALER_CLASS}]",
+            f"[{autoscaler}] is not a supported autoscaler class type (one of {', '.join(AUTOSCALER_CLASSES)})",
+        )
+    context = {
+        "namespace": namespace,
+        "isvc_name": name,
+        "runtimes": runtimes,
+        "annotations": annotations,
+        "warnings": warnings,
+    }
     components: dict[str, Component] = {}
     for kind in COMPONENTS:
         if spec.get(kind) is not None or kind == "predictor":
-            components[kind] = _component(spec.get(kind), f"spec.{kind}", kind, mode)
+            components[kind] = _component(spec.get(kind), f"spec.{kind}", kind, mode, **context)
     return InferenceService(
         name=name,
         namespace=namespace,
@@ -350,7 +673,7 @@ def parse_inferenceservice(manifest: Any, config: DeployConfig) -> InferenceServ
         generation=int(meta.get("generation") or 0),
         deployment_mode=mode,
         components=components,
-        canaries=_canaries(spec.get("canary"), components["predictor"], mode),
+        canaries=_canaries(spec.get("canary"), components["predictor"], mode, **context),
         manifest=manifest,
         warnings=tuple(warnings),
     )

@@ -104,9 +104,9 @@ def pod_gates(pod: Obj, routed: bool) -> tuple[str | None, str | None]:
     return highest, result.failed
 
 
-def _parse(isvc: Obj, config: DeployConfig) -> tuple[InferenceService | None, Obj | None]:
+def _parse(isvc: Obj, config: DeployConfig, runtimes=None) -> tuple[InferenceService | None, Obj | None]:
     try:
-        return parse_inferenceservice(isvc, config), None
+        return parse_inferenceservice(isvc, config, runtimes), None
     except KServeError as err:
         # "configMap": KServe cannot read its ConfigMap (nothing is reconciled until it is fixed);
         # "spec": KServe's webhook refuses this InferenceService.
@@ -153,10 +153,11 @@ def inferenceservice_view(
     now: float,
     *,
     in_flight: dict[str, int] | None = None,
+    runtimes=None,
 ) -> dict[str, Any]:
     meta = apps.meta(isvc)
     status = isvc.get("status") or {}
-    parsed, error = _parse(isvc, config)
+    parsed, error = _parse(isvc, config, runtimes)
     in_flight = in_flight or {}
     deployments = sorted(deployments, key=apps.name)
     by_name = {apps.name(d): d for d in deployments}
@@ -277,6 +278,9 @@ def inferenceservice_view(
         what = "KServe cannot read its ConfigMap" if error["source"] == "configMap" else "KServe refuses the spec"
         blocked.insert(0, {"component": "InferenceService", "reason": f"{what}: {error['field']}: {error['rule']}"})
     managed = parsed is None or parsed.managed
+    for kind, comp in (parsed.components if parsed else {}).items():
+        if comp.runtime_problem:
+            blocked.append({"component": kind, "reason": f"KServe cannot serve the {kind}: {comp.runtime_problem}"})
     canary, canary_reasons = _canary(parsed, status, by_name)
     blocked += canary_reasons
     revisions, revision_reasons, settled = _serverless(parsed, status, by_name)
@@ -470,6 +474,8 @@ def _spec_summary(parsed: InferenceService | None, deployments: list[Obj]) -> Ob
     components = {}
     for kind, comp in parsed.components.items():
         item: Obj = {"replicas": comp.min_replicas, "image": comp.image}
+        if comp.runtime:
+            item["runtime"] = comp.runtime
         if comp.name:
             item["name"] = comp.name
         if comp.canary_traffic_percent is not None:

@@ -113,7 +113,7 @@ DEMO_INFERENCESERVICE: dict[str, Any] = {
         "predictor": {
             "minReplicas": 4,
             "model": {
-                "modelFormat": {"name": "vllm"},
+                "modelFormat": {"name": "vLLM"},
                 "image": IMAGE,
                 "storageUri": "s3://models/llama-3.1-8b-instruct",
                 "resources": {"limits": {naming.GPU_RESOURCE: "1"}},
