@@ -49,6 +49,22 @@ def preview_change(
     return simulation.preview(namespace, name, _patch(namespace, name, patch, set_image))
 
 
+def preview_for(
+    user,
+    namespace: str,
+    name: str,
+    *,
+    patch: Mapping[str, Any] | None = None,
+    set_image: Mapping[str, Any] | None = None,
+    source: str,
+) -> dict[str, Any]:
+    """``preview_change`` in the caller's process (the server-side CLI) for ``user``, who needs the
+    operate permission in the namespace, as for ``start``: a refusal is audited as action ``preview``."""
+    body = _patch(namespace, name, patch, set_image)
+    simulation.check_preview(user, namespace, name, body, source=source)
+    return simulation.preview(namespace, name, body)
+
+
 def _patch(namespace, name, patch, set_image) -> dict[str, Any]:
     if bool(patch) == bool(set_image):
         raise ControlError("give exactly one of patch or setImage", field="patch")

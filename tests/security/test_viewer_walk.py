@@ -438,7 +438,6 @@ CLI_READS = {
     "history": [[TARGET]],
     "diff": [[TARGET, "--from", "1", "--to", "3"]],
     "audit": [[], [TARGET]],
-    "preview": [[TARGET, "--role", "decode", "--image", "engine:v9"]],
 }
 
 
@@ -538,3 +537,17 @@ def test_the_cli_masks_secrets_for_a_viewer_as_the_api_does_and_shows_them_to_an
     assert leaks([as_viewer], secrets) == []
     as_operator = rollout_cli(*argv, "--user", world.operator.get_username())
     assert seen_everywhere([as_operator], secrets) == set(secrets)
+
+
+def test_a_viewer_may_not_preview_from_the_cli_and_the_refusal_is_audited(world):
+    """A preview needs operate wherever it is asked for: the page and the API refuse a viewer, and so
+    does the server-side CLI (it used to run it as a read)."""
+    from rolloutui.models import AuditRecord
+
+    argv = ["preview", TARGET, "--role", "decode", "--image", "engine:v9"]
+    refused = rollout_cli(*argv, "--user", world.viewer.get_username())
+    assert refused.status.startswith("error: permission denied"), refused.status
+    record = AuditRecord.objects.filter(action="preview", actor_name=world.viewer.get_username()).first()
+    assert record is not None and record.result == AuditRecord.Result.ERROR and record.source == "cli"
+    allowed = rollout_cli(*argv, "--user", world.operator.get_username(), "-o", "json")
+    assert allowed.status == "ok" and json.loads(allowed.text)["converged"] is not None

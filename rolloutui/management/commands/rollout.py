@@ -68,7 +68,9 @@ from rolloutui.services.controls import ControlDenied
 SOURCE = "cli"
 VIEW = "rolloutui.view_modelserving"
 EXIT_DONE, EXIT_FAILED, EXIT_TIMEOUT = 0, 1, 2
-READ_COMMANDS = ("list", "get", "status", "history", "diff", "audit", "preview")
+READ_COMMANDS = ("list", "get", "status", "history", "diff", "audit")
+# A preview needs operate (as from the page and the API); its refusal is audited by the service.
+PREVIEW = "preview"
 
 
 class Exit(Exception):
@@ -100,7 +102,7 @@ def _table(rows: list[list[Any]], header: list[str]) -> str:
 
 class Command(BaseCommand):
     help = "RolloutUI from a shell (ModelServings, model versions, releases): " + ", ".join(
-        [*READ_COMMANDS, *(a.name for a in actions.all_actions())]
+        [*READ_COMMANDS, PREVIEW, *(a.name for a in actions.all_actions())]
     )
 
     def add_arguments(self, parser):
@@ -183,6 +185,8 @@ class Command(BaseCommand):
                     except ControlDenied as exc:
                         raise CommandError(f"permission denied: {exc}") from None
                     getattr(self, "do_" + command)(o)
+                elif command == PREVIEW:
+                    self.do_preview(o)
                 else:
                     self.do_control(actions.get(command), user, o)
         except ControlDenied as exc:
@@ -425,7 +429,7 @@ class Command(BaseCommand):
         change = {"role": o["role"], "image": o["image"]}
         if o.get("container"):
             change["container"] = o["container"]
-        result = preview.preview_change(namespace, name, set_image=change)
+        result = preview.preview_for(self.user, namespace, name, set_image=change, source=SOURCE)
         text = json.dumps(result, indent=2, default=str)
         if result.get("durationSeconds") is not None:
             text = (
