@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 
@@ -33,3 +34,19 @@ class IngestTokenAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request):
         return "Token"
+
+
+class IngestTokenScheme(OpenApiAuthenticationExtension):
+    """How the OpenAPI document describes the ingest token (drf-spectacular finds it by class)."""
+
+    target_class = IngestTokenAuthentication
+    name = "ingestToken"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": "Token rui_ingest_... (or Bearer rui_ingest_...): a long-lived ingest token, "
+            "for POST /api/request-records/ only (issued with POST /api/ingest-tokens/).",
+        }
