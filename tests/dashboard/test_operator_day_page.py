@@ -194,3 +194,43 @@ def test_a_paused_canary_says_paused_and_a_rolled_back_one_says_where_it_stopped
     expect(page.locator("#fact-partition")).to_have_text("0")
     expect(page.get_by_test_id("phase")).to_have_text("Healthy")
     shot(page, screenshot_dir / "operator-day-canary-rolled-back.png")
+
+
+def test_delete_stays_disabled_until_the_modelservings_name_is_typed_as_argo_cd_asks(
+    ms, operator_client, page: Page, screenshot_dir
+):
+    """Argo CD's delete dialog asks for the application's name before it deletes; so does ours. The
+    API is unchanged: the page still POSTs .../delete with the reason alone."""
+    site = OfflineSite(page, operator_client, full_state=lambda: current_state(ms))
+    page.goto(site.url(f"/modelservings/{ms['namespace']}/{ms['name']}/"))
+    page.get_by_test_id("btn-delete").click()
+    confirm = page.get_by_test_id("dialog-confirm")
+    typed = page.get_by_test_id("dialog-type-name")
+    expect(page.locator("#dialog")).to_contain_text(f"Type {ms['name']} to confirm")
+    page.fill("[data-testid=dialog-reason]", "retired model")
+    expect(confirm).to_be_disabled()
+    for wrong in ("", ms["name"][:-1], ms["name"].upper(), f"{ms['namespace']}/{ms['name']}"):
+        typed.fill(wrong)
+        expect(confirm).to_be_disabled()
+    typed.fill(ms["name"])
+    expect(confirm).to_be_enabled()
+    shot(page, screenshot_dir / "operator-day-delete-type-name.png")
+    confirm.click()
+    expect(page).to_have_url(site.url("/"))
+    assert site.requests[-1] == (
+        "POST",
+        f"/api/modelservings/{ms['namespace']}/{ms['name']}/delete",
+        {"reason": "retired model"},
+    )
+
+
+def test_a_dialog_without_a_name_to_type_opens_without_the_name_field(ms, operator_client, page: Page):
+    site = OfflineSite(page, operator_client, full_state=lambda: current_state(ms))
+    page.goto(site.url(f"/modelservings/{ms['namespace']}/{ms['name']}/"))
+    page.get_by_test_id("btn-delete").click()
+    expect(page.get_by_test_id("dialog-type-name")).to_be_visible()
+    page.get_by_role("button", name="Cancel").click()
+    page.get_by_test_id("btn-pause").click()
+    expect(page.get_by_test_id("dialog-type-name")).to_have_count(0)
+    page.fill("[data-testid=dialog-reason]", "hold")
+    expect(page.get_by_test_id("dialog-confirm")).to_be_enabled()

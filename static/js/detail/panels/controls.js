@@ -156,6 +156,9 @@ const TITLES = {
   delete: "Delete the ModelServing",
 };
 
+// Controls that cannot be undone: their dialog asks for the ModelServing's name first.
+const TYPE_NAME = new Set(["delete"]);
+
 // The confirm button's word where it differs from the button's label.
 const CONFIRMS = { promote: "Promote" };
 
@@ -375,6 +378,7 @@ export function createControls({ boot, dialog, registry, onDone }) {
       body,
       confirm: CONFIRMS[a.name] || a.label.replace("…", ""),
       danger: a.danger,
+      typeName: TYPE_NAME.has(a.name) ? boot.name : null,
       onConfirm: (reason) => post(pathOf(a), bodyOf(a, controls, reason)),
     });
     if (current) {
