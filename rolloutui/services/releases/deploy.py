@@ -243,6 +243,13 @@ def rollback_release(user, namespace: str, name: str, number: int, *, reason: st
     )
 
 
+def promotion_destination(source: Environment) -> Environment:
+    """Where a promotion from ``source`` goes when none is named: the first environment ranked
+    after it (staging -> production); with no such rank, the one called ``production``."""
+    later = Environment.objects.filter(rank__gt=source.rank).order_by("rank", "name").first()
+    return later or records.get_environment("production")
+
+
 def promote_release(
     user,
     namespace: str,
@@ -255,7 +262,8 @@ def promote_release(
     reason: str,
     source: str,
 ):
-    """Promote ``r<number>`` (Serving, e.g. in staging) to ``environment`` (default ``production``):
+    """Promote ``r<number>`` (Serving, e.g. in staging) to ``environment`` (default: the next
+    environment by rank, ``promotion_destination``), never to one ranked before the release's own:
     a new release of the same version and config on that environment's target, deployed at once.
     The resource profile is the given one, else the one of the same name if the environment has it."""
 
@@ -265,9 +273,18 @@ def promote_release(
             raise ControlError(
                 f"r{src.number} is {src.status}: only a release that is Serving can be promoted", field="number"
             )
-        env = records.get_environment(environment or "production")
+        env = records.get_environment(environment) if environment else promotion_destination(src.environment)
         if env.pk == src.environment_id:
             raise ControlError(f"r{src.number} is in {env.name} already", field="environment")
+        if env.rank < src.environment.rank:
+            # A promotion carries a release forward (staging -> production); sending a production
+            # release back down would deploy to staging under the name of a promotion.
+            raise ControlError(
+                f"environment {env.name} (rank {env.rank}) comes before {src.environment.name} "
+                f"(rank {src.environment.rank}): a promotion goes only to a later environment; "
+                f"plan a release in {env.name} instead",
+                field="environment",
+            )
         dest = records.target_in(env, target)
         check_approval(env, src.model_version)
         profile = resource_profile or ""
@@ -403,4 +420,12 @@ def release_change(namespace: str, name: str, number: int, *, user=None) -> dict
     return out
 
 
-__all__ = ["DEPLOYERS", "check_approval", "deploy", "promote_release", "release_change", "rollback_release"]
+__all__ = [
+    "DEPLOYERS",
+    "check_approval",
+    "deploy",
+    "promote_release",
+    "promotion_destination",
+    "release_change",
+    "rollback_release",
+]

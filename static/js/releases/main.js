@@ -87,6 +87,20 @@ function select(testid, options, selected) {
 }
 
 const envByName = (name) => data.environments.find((e) => e.name === name);
+
+// Where a release may be promoted: environments ranked at or after its own (the server refuses one
+// ranked before), other than its own. The default is the next one by rank, as the server's.
+function promotionDestinations(release) {
+  const own = envByName(release.environment);
+  const rank = own ? own.rank : 0;
+  return data.environments.filter((e) => e.name !== release.environment && e.rank >= rank);
+}
+
+function defaultDestination(destinations, release) {
+  const own = envByName(release.environment);
+  const later = destinations.filter((e) => e.rank > (own ? own.rank : 0)).sort((a, b) => a.rank - b.rank || a.name.localeCompare(b.name));
+  return later[0] || destinations.find((e) => e.name === "production") || destinations[0] || {};
+}
 const releaseTargets = (env) => ((env && env.targets) || []).filter((t) => t.kind === "ModelServing");
 
 // "New release…": plan a release (POST /api/deployment-revisions/) and, unless unticked, deploy it.
@@ -155,6 +169,7 @@ async function openReleaseAction(action, keys) {
   const release = data.history.find((r) => r.target.namespace === keys.namespace && r.target.name === keys.name && r.number === keys.number);
   const body = [];
   const controls = new Map();
+  let afterOpen = null; // what fills the dialog's own title and button once it is open
   if (action.name === "rollback-release" || action.name === "deploy") {
     const live = liveRelease(release);
     body.push(
@@ -175,18 +190,22 @@ async function openReleaseAction(action, keys) {
       .catch((err) => mount(changes, h("p", { class: "field-error" }, err.message)));
   } else if (action.name === "promote-release") {
     body.push(h("p", null, "Creates and deploys the release of ", h("b", null, release.modelVersion.key), ` (now ${release.label} in ${release.environment}) in another environment, with the same config.`));
-    const others = data.environments.filter((e) => e.name !== release.environment);
-    const envSel = select("pr-environment", others.map((e) => [e.name, e.name]), others.some((e) => e.name === "production") ? "production" : (others[0] || {}).name);
+    const later = promotionDestinations(release);
+    const envSel = select("pr-environment", later.map((e) => [e.name, e.name]), defaultDestination(later, release).name);
     const targetSel = h("select", { "data-testid": "pr-target" });
     const profileSel = h("select", { "data-testid": "pr-profile" });
     const sync = () => {
       const env = envByName(envSel.value);
+      // The title and the button name the environment the confirmation deploys to.
+      const named = `Promote to ${envSel.value}`;
+      byId("dialog-title").textContent = named;
+      byId("dialog-confirm").textContent = named;
       mount(targetSel, releaseTargets(env).map((t) => h("option", { value: `${t.namespace}/${t.name}` }, `${t.namespace}/${t.name}`)));
       const profiles = Object.keys((env && env.resourceProfiles) || {});
       mount(profileSel, h("option", { value: "" }, "same name as now, if it has it"), profiles.map((p) => h("option", { value: p }, p)));
     };
     envSel.addEventListener("change", sync);
-    sync();
+    afterOpen = sync;
     controls.set("environment", envSel).set("target", targetSel).set("resourceProfile", profileSel);
     body.push(h("div", { class: "form-row" }, field("Environment", envSel), field("Target", targetSel)), field("Resource profile", profileSel));
   }
@@ -204,6 +223,7 @@ async function openReleaseAction(action, keys) {
       return post(urlOf(action, keys), values);
     },
   });
+  if (afterOpen) afterOpen();
 }
 
 function openVersionAction(action, keys) {
@@ -390,7 +410,7 @@ function renderHistory() {
               { class: "rel-actions" },
               r.status === "Pending" ? actionButton("deploy", keys, { onOpen: openReleaseAction, label: "Deploy…" }) : null,
               r.status !== "Pending" && !isLive ? actionButton("rollback-release", keys, { onOpen: openReleaseAction, label: "Roll back to this…" }) : null,
-              r.status === "Serving" && data.environments.some((e) => e.name !== r.environment)
+              r.status === "Serving" && promotionDestinations(r).length > 0
                 ? actionButton("promote-release", keys, { onOpen: openReleaseAction, label: "Promote…" })
                 : null,
             ),
