@@ -17,6 +17,9 @@ with the same functions):
   ReplicaSet (sized within ``maxSurge``) and scale old ones down in that pass; or scale the new one
   up within ``maxSurge`` and stop; or scale old ones down within ``maxUnavailable``. Once complete,
   old ReplicaSets at 0 beyond ``revisionHistoryLimit`` are deleted, oldest revisions first.
+- Deployment, **Recreate** (kube's ``rolloutRecreate``): every old ReplicaSet is scaled to 0, and
+  only once none of their pods runs (terminating ones included) is the new ReplicaSet created at the
+  full count: an outage by design.
 - ``spec.paused``: no rollout step (the new ReplicaSet is not even created); condition Progressing
   ``Unknown/DeploymentPaused``, then ``DeploymentResumed`` on resume (which restarts the deadline).
 - ``progressDeadlineSeconds``: Progressing is ``True/ReplicaSetUpdated`` with ``lastUpdateTime`` =
@@ -45,6 +48,7 @@ from controller.core.kserve.apps import (
     PROGRESSING_TIMED_OUT,
     fenceposts,
     is_complete,
+    is_recreate,
     progress_deadline,
     replica_set_count,
     replicas_of,
@@ -336,6 +340,9 @@ def sync_deployment(store: WorkloadStore, namespace: str, name: str, now: float)
         rss = [new, *olds] if new is not None else olds
         return _finish(store, deployment, new, rss, conditions, old_status, now, check_progress=False)
 
+    if is_recreate(deployment):
+        return _rollout_recreate(store, deployment, new, olds, conditions, old_status, now)
+
     if new is None:
         total = sum(replicas_of(rs) for rs in olds)
         replicas = new_replica_set_target(desired, ReplicaSetCount("", 0, 0), total, surge)
@@ -385,6 +392,64 @@ def sync_deployment(store: WorkloadStore, namespace: str, name: str, now: float)
         if is_complete(deployment, status):
             olds = _clean_up(store, deployment, olds)
     return _finish(store, deployment, new, [new, *olds], conditions, old_status, now)
+
+
+def _old_pods_running(store: WorkloadStore, olds: list[Obj]) -> bool:
+    """kube's ``oldPodsRunning``: an old ReplicaSet still counts pods, or one of its pods has not
+    finished (a terminating pod is still running)."""
+    if any(status_count(rs, "replicas") for rs in olds):
+        return True
+    return any(
+        (p.get("status") or {}).get("phase") not in ("Failed", "Succeeded")
+        for rs in olds
+        for p in controlled_pods(store, rs)
+    )
+
+
+def _rollout_recreate(
+    store: WorkloadStore,
+    deployment: Obj,
+    new: Obj | None,
+    olds: list[Obj],
+    conditions: list[Obj],
+    old_status: Obj,
+    now: float,
+) -> float | None:
+    """kube's ``rolloutRecreate``: scale every old ReplicaSet to 0, wait until none of their pods
+    runs any more, then create (or scale up) the new ReplicaSet at the full count. Each pass does
+    one step. Example: 4 pods of v1 -> v1 scaled to 0; the 4 pods terminate; v2 created with 4."""
+    rss = lambda: [*([new] if new is not None else []), *olds]  # noqa: E731 - the current list, after each step
+    scaled = False
+    for i, rs in enumerate(olds):
+        if replicas_of(rs) != 0:
+            olds[i] = _scale(store, rs, 0)
+            scaled = True
+    if scaled or _old_pods_running(store, olds):
+        return _finish(store, deployment, new, rss(), conditions, old_status, now)
+    desired = replicas_of(deployment)
+    max_old_revision = max((revision_of(rs) for rs in olds), default=0)
+    if new is None:
+        spec = deployment.get("spec") or {}
+        hash_ = template_hash(spec.get("template") or {}, int(old_status.get("collisionCount") or 0))
+        new = store.create_object(new_replica_set(deployment, hash_, desired, max_old_revision + 1))
+        cond = {
+            "type": "Progressing",
+            "status": "True",
+            "reason": NEW_RS_CREATED,
+            "message": f'Created new replica set "{workloads.name(new)}"',
+        }
+        conditions = _with_condition(conditions, cond, now)
+    elif revision_of(new) <= max_old_revision:
+        new = _set_revision(store, new, REPLICASET, max_old_revision + 1)
+    if (deployment["metadata"].get("annotations") or {}).get(ANNOTATION_REVISION) != str(revision_of(new)):
+        deployment = _set_revision(store, deployment, DEPLOYMENT, revision_of(new))
+    if replicas_of(new) != desired:
+        new = _scale(store, new, desired)
+        return _finish(store, deployment, new, rss(), conditions, old_status, now)
+    status = deployment_status(deployment, new, rss(), conditions, now)
+    if is_complete(deployment, status):
+        olds[:] = _clean_up(store, deployment, olds)
+    return _finish(store, deployment, new, rss(), conditions, old_status, now)
 
 
 def _clean_up(store: WorkloadStore, deployment: Obj, olds: list[Obj]) -> list[Obj]:

@@ -352,6 +352,29 @@ class WorkloadSerializer(serializers.Serializer):
     paused = serializers.BooleanField()
 
 
+class InferenceServicePreviewSerializer(serializers.Serializer):
+    """The body of POST /api/inferenceservices/{ns}/{name}/preview: the image set-image would set."""
+
+    image = serializers.CharField(max_length=512, help_text="The new image.")
+    component = serializers.ChoiceField(choices=("predictor", "transformer", "explainer"), required=False)
+    container = serializers.CharField(max_length=63, required=False, help_text="A container of a containers component.")
+
+
+class InferenceServicePreviewResultSerializer(serializers.Serializer):
+    """What a new image would do to the predictor's Ready pods (``kserve_preview``), schema only."""
+
+    desired = serializers.IntegerField(allow_null=True)
+    minAvailable = serializers.IntegerField(help_text="The fewest Ready predictor pods during the rollout.")
+    gapSeconds = serializers.FloatField(help_text="Seconds with no Ready predictor pod (Recreate's outage).")
+    durationSeconds = serializers.FloatField()
+    converged = serializers.BooleanField()
+    capacity = serializers.JSONField(help_text="[[seconds after the change, Ready predictor pods], ...]")
+    mode = serializers.CharField(
+        allow_null=True, help_text="The predictor's rollout mode (Recreate, Availability, ...)."
+    )
+    note = serializers.CharField(allow_null=True)
+
+
 class InferenceServiceStateSerializer(serializers.Serializer):
     """The state of one InferenceService (schema only): ``controller.core.kserve.view``'s output,
     the same as a ``simulate`` trace frame is made from."""

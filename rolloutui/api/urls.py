@@ -62,6 +62,7 @@ urlpatterns = [
         name="api-inferenceservice",
     ),
     re_path(ISVC + r"/history/?$", views.InferenceServiceHistory.as_view(), name="api-inferenceservice-history"),
+    re_path(ISVC + r"/preview/?$", views.InferenceServicePreview.as_view(), name="api-inferenceservice-preview"),
     path("manifests/validate", views.ValidateManifest.as_view(), name="api-manifest-validate"),
     path("audit/", views.AuditList.as_view(), name="api-audit"),
     re_path(r"^request-records/?$", views.RequestRecords.as_view(), name="api-request-records"),

@@ -583,6 +583,36 @@ class InferenceServiceHistory(ServiceView):
         return Response(kserve_controls.history(namespace, name, user=request.user))
 
 
+class InferenceServicePreview(ServiceView):
+    """``POST /api/inferenceservices/{ns}/{name}/preview``: what a new image would do to the
+    predictor's Ready pods, simulated on a copy (``kserve_controls.preview``); nothing is applied.
+    Needs the operate permission, rate-limited like the ModelServing preview (``preview``); the
+    simulation takes well under a second, so the answer is the timeline itself. A Recreate
+    strategy's outage shows as ``minAvailable`` 0 and its ``gapSeconds``."""
+
+    audit_action = "isvc_preview"
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "preview"
+
+    @extend_schema(request=s.InferenceServicePreviewSerializer, responses=s.InferenceServicePreviewResultSerializer)
+    def post(self, request, namespace, name):
+        d = self.validated(s.InferenceServicePreviewSerializer, request.data)
+        try:
+            result = kserve_controls.preview(
+                request.user,
+                namespace,
+                name,
+                image=d["image"],
+                component=d.get("component"),
+                container=d.get("container"),
+            )
+        except ControlDenied:
+            if not access.allowed(request.user, VIEW, namespace):
+                raise exceptions.NotFound(f"inferenceservice {namespace}/{name} not found") from None
+            raise
+        return Response(result)
+
+
 class RequestRecords(APIView):
     """``POST /api/request-records/``: one batch of request records from a router's or gateway's log
     shipper (docs/canary.md, "Request records").

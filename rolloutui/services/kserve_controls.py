@@ -33,9 +33,12 @@ from controller.core import naming
 from controller.core.controls import ControlError
 from controller.core.kserve import apps, handover
 from controller.core.kserve import controls as core
+from controller.core.kserve.config import CONFIG_MAP_NAME, CONFIG_MAP_NAMESPACE
 from controller.core.mergepatch import copy_json, diff
 from controller.core.ports import Conflict, NotFound
 from controller.runtime import kserve as runtime_kserve
+from controller.simcluster.kserve_preview import preview_inferenceservice
+from controller.simcluster.scenario import ScenarioError
 
 from ..models import AuditRecord
 from . import masking
@@ -47,6 +50,9 @@ log = logging.getLogger(__name__)
 KIND = runtime_kserve.KIND
 DEPLOYMENT = "Deployment"
 # The audit actions of these controls (AuditRecord.action): the history reads them back.
+# A cluster whose nodes the adapter does not list is previewed on this many 8-GPU nodes.
+PREVIEW_NODES = 8
+PREVIEW_GPUS_PER_NODE = 8
 AUDIT_ACTIONS = (
     "isvc_set_image",
     "isvc_canary",
@@ -249,6 +255,39 @@ def resume(user, namespace: str, name: str, *, reason: str, source: str) -> Audi
     return _pause_control(user, namespace, name, paused=False, reason=reason, source=source)
 
 
+# -- Preview: what a new image would do to the predictor's capacity ----------------------------------
+
+
+def preview(
+    user, namespace: str, name: str, *, image: str, component: str | None = None, container: str | None = None
+) -> dict[str, Any]:
+    """The predictor's Ready pods while ``image`` would roll out (``kserve_preview``), on a simulated
+    copy of the InferenceService on nodes like the cluster's: nothing is applied. Needs the operate
+    permission in the namespace (what is previewed is a control's change). The change is the one
+    ``set-image`` would make (the same core builder), refused with the same words."""
+    check_permission(user, namespace=namespace)
+    cluster = _cluster()
+    isvc = cluster.get_object(KIND, namespace, name)
+    config = runtime_kserve.deploy_config(cluster)
+    patch = core.set_image(isvc, config, image=image, component=component or "predictor", container=container)
+    try:
+        config_map = cluster.get_object("ConfigMap", CONFIG_MAP_NAMESPACE, CONFIG_MAP_NAME)
+        deploy = (config_map.get("data") or {}).get("deploy")
+    except NotFound:
+        deploy = None
+    nodes = [n for n in getattr(cluster, "list_nodes", lambda: [])() if getattr(n, "gpus", 0)]
+    try:
+        return preview_inferenceservice(
+            isvc,
+            patch,
+            deploy=deploy,
+            nodes=len(nodes) or PREVIEW_NODES,
+            gpus_per_node=max((n.gpus for n in nodes), default=PREVIEW_GPUS_PER_NODE),
+        )
+    except ScenarioError as err:
+        raise ControlError(f"KServe would refuse the change: {err.rule}", field=err.field) from None
+
+
 # -- For the page: what the mode allows, and the history ---------------------------------------------
 
 
@@ -337,6 +376,7 @@ __all__ = [
     "get_state",
     "history",
     "pause",
+    "preview",
     "promote",
     "resume",
     "rollback",

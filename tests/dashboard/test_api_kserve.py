@@ -116,3 +116,32 @@ def test_a_modelmesh_inferenceservice_is_listed_as_unmanaged_with_the_reason_on_
     assert state["error"] is None and state["managed"] is False
     assert "ModelMesh Serving" in state["unmanagedReason"]
     assert all("not managed by RolloutUI" in (why or "") for why in state["controls"].values())
+
+
+def test_the_preview_of_a_new_image_shows_a_recreate_predictors_outage_before_anything_is_applied(
+    operator_client, viewer_client, db
+):
+    from tests.live.helpers import config
+    from tests.live.test_live_kserve import STANDARD, manifest
+
+    cluster = DatabaseCluster(Clock(), actor="operator", config=config())
+    cluster.add_node(8)
+    cluster.create_object(kservectl.config_map(STANDARD))
+    body = manifest(replicas=4)
+    body["spec"]["predictor"]["deploymentStrategy"] = {"type": "Recreate"}
+    cluster.create_object(body)
+    for _ in range(50):
+        cluster.clock.t += 1
+        tick(cluster)
+    generation = cluster.get_object("InferenceService", "default", "llm")["metadata"]["generation"]
+    url = "/api/inferenceservices/default/llm/preview"
+    answer = operator_client.post(url, {"image": "engine:v2"}, content_type="application/json")
+    assert answer.status_code == 200, answer.content
+    timeline = answer.json()
+    assert (timeline["mode"], timeline["minAvailable"], timeline["desired"]) == ("Recreate", 0, 4)
+    assert timeline["gapSeconds"] > 0 and timeline["converged"] and "outage" in timeline["note"]
+    # Nothing was applied.
+    assert cluster.get_object("InferenceService", "default", "llm")["metadata"]["generation"] == generation
+    refused = operator_client.post(url, {"image": ""}, content_type="application/json")
+    assert refused.status_code == 400 and "image" in refused.json()
+    assert viewer_client.post(url, {"image": "engine:v2"}, content_type="application/json").status_code == 403

@@ -222,3 +222,37 @@ def test_values_from_the_cluster_and_the_audit_stay_text_on_the_inferenceservice
     page.locator("#isvc-buttons button", has_text="Set image").click()
     expect(page.locator("#dialog-body [data-field='image']")).to_have_attribute("placeholder", "now " + image)
     no_script_ran(page)
+
+
+def test_a_recreate_predictor_is_named_an_outage_before_applying_and_its_preview_shows_the_gap(
+    db, operator_client, page: Page, screenshot_dir
+):
+    from tests.live.helpers import config
+
+    cluster = DatabaseCluster(Clock(), actor="operator", config=config())
+    cluster.add_node(8)
+    cluster.create_object(kservectl.config_map(KSERVE_DEPLOY))
+    body = copy.deepcopy(DEMO_INFERENCESERVICE)
+    body["spec"]["predictor"]["deploymentStrategy"] = {"type": "Recreate"}
+    cluster.create_object(body)
+    settle(cluster)
+    site = OfflineSite(page, operator_client)
+    page.goto(site.url(PAGE))
+    row = page.get_by_test_id("strategy").locator("tr[data-deployment='llm-predictor']")
+    expect(row).to_contain_text("Recreate")
+    expect(page.locator("[data-outage='llm-predictor']")).to_contain_text("an outage by design")
+    # Before applying: the set-image dialog says so.
+    page.locator("#isvc-buttons button", has_text="Set image").click()
+    expect(page.locator("#dialog-body [data-warning='recreate']")).to_contain_text("uses Recreate")
+    page.keyboard.press("Escape")
+    form = page.get_by_test_id("preview-form")
+    form.locator("input[name='image']").fill("vllm/vllm-openai:v0.9.2")
+    form.locator("button[type='submit']").click()
+    result = page.get_by_test_id("preview-result")
+    expect(result).to_contain_text("at least 0 of 4 predictor pods Ready")
+    expect(result.locator("[data-gap]")).to_contain_text("none Ready for")
+    shot(page, screenshot_dir / "isvc-6-recreate-preview.png")
+    assert (
+        "deploymentStrategy" in isvc_spec(cluster)["predictor"] and "image" in isvc_spec(cluster)["predictor"]["model"]
+    )
+    assert isvc_spec(cluster)["predictor"]["model"]["image"] != "vllm/vllm-openai:v0.9.2"  # nothing applied

@@ -19,7 +19,9 @@ def isvc(predictor: dict, *, mode: str | None = "Standard", **spec) -> dict:
     return inferenceservice(predictor=predictor, mode=mode, **spec)
 
 
-MODEL = {"model": {"modelFormat": {"name": "huggingface"}, "image": "vllm/vllm-openai:v0.9.1", "storageUri": "s3://m/v1"}}
+MODEL = {
+    "model": {"modelFormat": {"name": "huggingface"}, "image": "vllm/vllm-openai:v0.9.1", "storageUri": "s3://m/v1"}
+}
 
 
 def strategy(rolling: dict | None = None, **extra) -> dict:
@@ -199,11 +201,11 @@ INVALID = [
         "only supported for the Standard",
     ),
     (
-        "a strategy type other than RollingUpdate is refused",
-        isvc({**MODEL, "deploymentStrategy": {"type": "Recreate"}}),
+        "a strategy type other than RollingUpdate or Recreate is refused",
+        isvc({**MODEL, "deploymentStrategy": {"type": "BlueGreen"}}),
         None,
         "spec.predictor.deploymentStrategy.type",
-        "must be RollingUpdate",
+        "must be Recreate or RollingUpdate",
     ),
     (
         "a maxSurge that is neither a number nor a percentage is refused",

@@ -83,7 +83,7 @@ def test_a_crash_looping_new_image_is_named_and_the_old_pods_keep_serving():
 def test_a_spec_kserve_refuses_is_reported_with_its_field():
     c = cluster(isvc({**gpu_model(), "minReplicas": 2}))
     c.loop.run_until(60)
-    bad = {"spec": {"predictor": {"deploymentStrategy": {"type": "Recreate"}}}}
+    bad = {"spec": {"predictor": {"deploymentStrategy": {"type": "BlueGreen"}}}}
     c.store.patch_object(INFERENCESERVICE, "default", "llm", bad)
     c.loop.run_until(61)
     v = view(c)

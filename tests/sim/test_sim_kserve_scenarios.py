@@ -338,11 +338,11 @@ def test_an_inferenceservice_kserve_would_refuse_is_reported_with_its_field(chan
 
 def test_simulate_exits_2_with_the_field_path(tmp_path):
     doc = yaml.safe_load((SCENARIOS / "isvc-default-rollout.yaml").read_text())
-    doc["inferenceService"]["spec"]["predictor"]["deploymentStrategy"] = {"type": "Recreate"}
+    doc["inferenceService"]["spec"]["predictor"]["deploymentStrategy"] = {"type": "BlueGreen"}
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(doc))
     proc = subprocess.run(
         [sys.executable, "-m", "controller.simcluster.cli", str(path)], capture_output=True, text=True, cwd=REPO
     )
     assert proc.returncode == 2
-    assert "inferenceService.spec.predictor.deploymentStrategy.type: must be RollingUpdate" in proc.stderr
+    assert "inferenceService.spec.predictor.deploymentStrategy.type: must be Recreate or RollingUpdate" in proc.stderr

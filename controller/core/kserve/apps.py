@@ -149,9 +149,17 @@ def budgets(deployment: Obj) -> tuple[IntOrPercent, IntOrPercent]:
     return out[0], out[1]
 
 
+def is_recreate(deployment: Obj) -> bool:
+    """``spec.strategy.type: Recreate`` (kube's other strategy; RollingUpdate is the default)."""
+    return ((deployment.get("spec") or {}).get("strategy") or {}).get("type") == "Recreate"
+
+
 def fenceposts(deployment: Obj) -> tuple[int, int]:
     """(surge, unavailable) pod counts for the Deployment's replicas; unavailable is capped at the
-    replicas (kube's ``MaxUnavailable``). Example: 8 replicas at 25%/25% -> (2, 2)."""
+    replicas (kube's ``MaxUnavailable``). Example: 8 replicas at 25%/25% -> (2, 2). A Recreate
+    Deployment has neither (kube's ``MaxSurge`` and ``MaxUnavailable`` are 0 outside RollingUpdate)."""
+    if is_recreate(deployment):
+        return 0, 0
     desired = replicas_of(deployment)
     surge_raw, unavailable_raw = budgets(deployment)
     surge, unavailable = resolve_fenceposts(surge_raw, unavailable_raw, desired)

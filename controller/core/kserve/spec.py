@@ -18,9 +18,10 @@ Warnings (``InferenceService.warnings``) are what KServe accepts and ignores; th
 
 Refused, as KServe refuses them: a ``deploymentStrategy`` in Knative mode ("customizing
 deploymentStrategy is only supported for raw deployment mode"), a strategy type other than
-RollingUpdate, malformed int-or-percent values, both budgets 0, ``spec.canary`` outside Standard
-mode, canary names that repeat or equal the stable predictor's, traffic over 100%, a canary with
-a worker spec or autoscaling fields, a canary ``minReplicas`` above the stable one.
+RollingUpdate or Recreate (and ``rollingUpdate`` beside Recreate, as the API server refuses it),
+malformed int-or-percent values, both budgets 0, ``spec.canary`` outside Standard mode, canary
+names that repeat or equal the stable predictor's, traffic over 100%, a canary with a worker spec
+or autoscaling fields, a canary ``minReplicas`` above the stable one.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from ..intorpercent import IntOrPercent, IntOrPercentError
 from .config import KNATIVE, MODELMESH, STANDARD, DeployConfig, current_mode_name
 from .errors import KServeError
 from .runtimes import DEFAULT_RUNTIMES, merged_container, select_runtime, updated_image
-from .strategy import UserStrategy
+from .strategy import RECREATE, UserStrategy
 
 API_VERSION = "serving.kserve.io/v1beta1"
 KIND = "InferenceService"
@@ -176,8 +177,13 @@ def _user_strategy(raw: Any, path: str, mode: str) -> UserStrategy | None:
             f"this InferenceService runs in {mode} mode",
         )
     kind = raw.get("type") or "RollingUpdate"
-    if kind != "RollingUpdate":
-        raise KServeError(f"{path}.type", f"must be RollingUpdate, got {kind!r}")
+    if kind not in ("RollingUpdate", RECREATE):
+        raise KServeError(f"{path}.type", f"must be Recreate or RollingUpdate, got {kind!r}")
+    if kind == RECREATE:
+        # KServe copies the strategy as written; the API server refuses rollingUpdate beside Recreate.
+        if raw.get("rollingUpdate") is not None:
+            raise KServeError(f"{path}.rollingUpdate", "may not be specified when the strategy type is Recreate")
+        return UserStrategy(RECREATE)
     rolling = _mapping(raw.get("rollingUpdate"), f"{path}.rollingUpdate")
     surge = _budget(rolling.get("maxSurge"), f"{path}.rollingUpdate.maxSurge", max_percent=None)
     unavailable = _budget(rolling.get("maxUnavailable"), f"{path}.rollingUpdate.maxUnavailable", max_percent=100)

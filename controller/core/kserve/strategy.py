@@ -19,7 +19,9 @@ Worked example: 8 replicas, nothing configured -> maxSurge 25% = 2 (rounds up), 
 
 The mode names what the numbers do for these replicas: **Availability** (surge > 0, none
 unavailable: new pods first), **ResourceAware** (no surge: old pods go first, peak usage never
-above the replica count), **Custom** otherwise.
+above the replica count), **Custom** otherwise; **Recreate** for a ``deploymentStrategy`` of that
+type (KServe copies it as written; the multi-node override leaves it alone): every old pod stops
+before a new one starts, an outage by design.
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ MULTI_NODE_OVERRIDE = "multiNodeOverride"
 DEPLOYMENT_STRATEGY = "deploymentStrategy"
 CONFIG_MAP = "configMap"
 DEFAULT = "default"
+
+RECREATE = "Recreate"
+RECREATE_NOTE = (
+    "an outage by design: every old pod stops before a new one starts, so nothing serves until the new pods are Ready"
+)
 
 AVAILABILITY = "Availability"
 RESOURCE_AWARE = "ResourceAware"
@@ -76,15 +83,21 @@ class EffectiveRollout:
     revision_history_limit: int = DEFAULT_REVISION_HISTORY_LIMIT
     progress_deadline_seconds: int = DEFAULT_PROGRESS_DEADLINE_SECONDS
 
+    @property
+    def recreate(self) -> bool:
+        return self.type == RECREATE
+
     def surge_count(self, replicas: int) -> int:
-        """maxSurge rounds up: 25% of 6 = 1.5 -> 2."""
-        return self.max_surge.count(replicas, round_up=True)
+        """maxSurge rounds up: 25% of 6 = 1.5 -> 2 (Recreate: no surge)."""
+        return 0 if self.recreate else self.max_surge.count(replicas, round_up=True)
 
     def unavailable_count(self, replicas: int) -> int:
-        """maxUnavailable rounds down: 25% of 6 = 1.5 -> 1."""
-        return self.max_unavailable.count(replicas, round_up=False)
+        """maxUnavailable rounds down: 25% of 6 = 1.5 -> 1 (Recreate: every pod)."""
+        return replicas if self.recreate else self.max_unavailable.count(replicas, round_up=False)
 
     def mode(self, replicas: int) -> str:
+        if self.recreate:
+            return RECREATE
         surge, unavailable = self.surge_count(replicas), self.unavailable_count(replicas)
         if surge > 0 and unavailable == 0:
             return AVAILABILITY
@@ -93,6 +106,16 @@ class EffectiveRollout:
         return CUSTOM
 
     def to_json(self, replicas: int) -> dict[str, object]:
+        if self.recreate:
+            return {
+                "type": RECREATE,
+                "maxSurge": None,
+                "maxUnavailable": None,
+                "mode": RECREATE,
+                "note": RECREATE_NOTE,
+                "revisionHistoryLimit": self.revision_history_limit,
+                "progressDeadlineSeconds": self.progress_deadline_seconds,
+            }
         return {
             "type": self.type,
             "maxSurge": {**self.max_surge.to_json(), "count": self.surge_count(replicas)},
@@ -104,6 +127,8 @@ class EffectiveRollout:
 
     def deployment_strategy(self) -> dict[str, object]:
         """As written on the Deployment (``spec.strategy``)."""
+        if self.recreate:
+            return {"type": RECREATE}
         return {
             "type": self.type,
             "rollingUpdate": {

@@ -193,7 +193,9 @@ def inferenceservice_view(
         surge, unavailable = apps.fenceposts(d)
         strategy = strategies[dname].to_json(desired)
         if component not in strategy_json:
-            strategy_json[component] = {k: strategy[k] for k in ("maxSurge", "maxUnavailable", "mode")}
+            strategy_json[component] = {
+                k: strategy[k] for k in ("maxSurge", "maxUnavailable", "mode", "note") if k in strategy
+            }
         rs_views = []
         for rs in [*olds, *([new] if new is not None else [])]:
             rs_pods = pods_by_rs.get(apps.name(rs), [])

@@ -106,10 +106,15 @@ function renderStrategy(s) {
       ),
     );
   }
+  // A Recreate Deployment stops every old pod before a new one starts: say so above the table.
+  const outages = s.deployments
+    .filter((d) => (d.strategy || {}).note)
+    .map((d) => h("p", { class: "banner banner-stale small", "data-outage": d.name }, h("b", null, `${d.name}: ${d.strategy.mode}`), ` (${d.strategy.note})`));
   mount(
     byId("strategy"),
     h("p", { class: "muted small" }, "Mode: ", h("b", null, s.deploymentMode || "—"),
       s.deploymentMode === "Knative" ? " (Knative revisions: no rolling-update budget applies)" : ""),
+    outages,
     rows.length
       ? h(
           "table",
@@ -119,6 +124,34 @@ function renderStrategy(s) {
         )
       : h("p", { class: "muted" }, "KServe has created no Deployment yet."),
   );
+}
+
+// -- Preview: what a new image would do to the predictor's Ready pods (nothing is applied) ----------
+function bindPreview() {
+  const form = byId("preview-form");
+  const out = byId("preview-result");
+  if (!boot.canOperate) {
+    form.hidden = true;
+    return;
+  }
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const image = form.elements.image.value.trim();
+    mount(out, "Simulating the rollout on a copy…");
+    try {
+      const t = await post(boot.api + "preview", { image });
+      const gap = t.gapSeconds > 0 ? h("b", { "data-gap": String(t.gapSeconds) }, `none Ready for ${Math.round(t.gapSeconds)} s`) : "never none";
+      mount(
+        out,
+        `While ${image} rolls out (${t.mode || "—"}): at least ${t.minAvailable} of ${t.desired ?? "—"} predictor pods Ready, `,
+        gap,
+        `; done after ${Math.round(t.durationSeconds)} s${t.converged ? "" : " (not converged)"}.`,
+        t.note ? h("span", { class: "field-error" }, ` ${t.note}.`) : null,
+      );
+    } catch (err) {
+      mount(out, h("span", { class: "field-error" }, err.message));
+    }
+  });
 }
 
 // -- Traffic --------------------------------------------------------------------------------------
@@ -362,7 +395,11 @@ function inputFor(f, action) {
 
 function openAction(action) {
   const inputs = action.fields.filter((f) => f.name !== "reason").map((f) => [f, inputFor(f, action)]);
+  // Before a change that rolls the predictor out: a Recreate strategy means an outage (its note).
+  const recreate = (state.deployments || []).find((d) => d.component === "predictor" && (d.strategy || {}).note);
+  const rolls = ["isvc-set-image", "isvc-canary", "isvc-rollback", "isvc-promote"].includes(action.name);
   const body = [
+    recreate && rolls ? h("p", { class: "banner banner-stale", "data-warning": "recreate" }, h("b", null, `${recreate.name} uses Recreate: `), recreate.strategy.note) : null,
     h("p", { class: "muted" }, action.help),
     inputs.map(([f, el]) =>
       h("label", { class: "field" }, h("span", { class: "field-label" }, f.label, f.required ? " (required)" : ""), el, h("span", { class: "muted small" }, f.help)),
@@ -455,6 +492,7 @@ async function refresh() {
 }
 
 buildButtons();
+bindPreview();
 apply(state);
 loadPlotly(plotlySrc, drawChart);
 document.addEventListener("visibilitychange", () => {
