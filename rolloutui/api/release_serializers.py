@@ -88,6 +88,13 @@ class ReleaseCreateSerializer(serializers.Serializer):
     resourceProfile = serializers.CharField(required=False, help_text="A resource profile of the environment.")
     config = _json('Batching/timeout overrides: {"batching": {...}, "timeouts": {...}}.')
     reason = serializers.CharField(help_text="Why this release is made.")
+    deploy = serializers.BooleanField(
+        required=False,
+        help_text=(
+            "Deploy it at once, in the same action: a refused deploy leaves no Pending release behind "
+            "(the answer's audit record is then the deploy's)."
+        ),
+    )
 
 
 class ReleaseSerializer(serializers.Serializer):

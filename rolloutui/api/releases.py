@@ -120,7 +120,9 @@ class ReleaseList(_Records):
 
     @extend_schema(request=rs.ReleaseCreateSerializer, responses={201: rs.ReleaseResultSerializer})
     def post(self, request):
-        dr, record = records.create_release(request.user, request.data, source=SOURCE)
+        # With "deploy": true the release is planned and deployed in one action (nothing stays
+        # Pending if the deploy is refused).
+        dr, record = deploy.create_and_deploy(request.user, request.data, source=SOURCE)
         return _created(record, "deploymentRevision", records.release_json(dr))
 
 

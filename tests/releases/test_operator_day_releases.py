@@ -6,10 +6,14 @@ manual clock, and the pages in Chromium served by Django in this process
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 from playwright.sync_api import Page, expect
 
 from controller.core.controls import ControlError
+from rolloutui.models import AuditRecord
 from rolloutui.releases.models import DeploymentRevision
 from rolloutui.services.releases import deploy, records
 from tests.dashboard.offline import OfflineSite
@@ -88,3 +92,73 @@ def test_the_promote_dialog_names_the_environment_it_deploys_to_and_offers_only_
     expect(page.get_by_test_id("pr-environment")).to_have_value("production")
     expect(page.locator("[data-testid=pr-environment] option")).to_have_text(["production"])
     expect(page.get_by_test_id("dialog-confirm")).to_have_text("Promote to production")
+
+
+# -- Item 5: a refused deploy leaves no debris -------------------------------------------------------------
+
+
+def post(client, path, body):
+    return client.post(path, json.dumps(body), content_type="application/json")
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        # production requires approval and v2 is Registered
+        ({"environment": "production", "modelVersion": "chat-llm:v2"}, "modelVersion"),
+        # a profile the environment does not have
+        ({"environment": "staging", "modelVersion": "chat-llm:v1", "resourceProfile": "huge"}, "resourceProfile"),
+        ({"environment": "staging", "modelVersion": "chat-llm:v1", "deploy": "yes"}, "deploy"),
+    ],
+)
+def test_a_release_planned_and_deployed_at_once_leaves_nothing_pending_when_the_deploy_is_refused(
+    prod, operator_client, body, field
+):
+    answer = post(operator_client, "/api/deployment-revisions/", {"deploy": True, "reason": "ship it", **body})
+    assert answer.status_code == 400, answer.content
+    assert field in answer.json(), answer.json()
+    assert not DeploymentRevision.objects.exists()
+    refusal = AuditRecord.objects.order_by("-id").first()
+    assert refusal.result == "error" and refusal.reason == "ship it"
+
+
+def test_a_release_planned_and_deployed_at_once_is_deploying_with_one_audit_of_the_deploy(prod, operator_client):
+    answer = post(
+        operator_client,
+        "/api/deployment-revisions/",
+        {"environment": "staging", "modelVersion": "chat-llm:v1", "deploy": True, "reason": "v1 to staging"},
+    )
+    assert answer.status_code == 201, answer.content
+    assert answer.json()["deploymentRevision"]["status"] == "Deploying"
+    assert answer.json()["audit"]["action"] == "deploy"
+    dr = DeploymentRevision.objects.get()
+    assert (dr.number, dr.status, dr.environment.name) == (1, "Deploying", "staging")
+
+
+def test_new_release_with_deploy_now_refused_for_approval_leaves_no_pending_release_with_a_deploy_button(
+    prod, operator_client, page: Page
+):
+    site = OfflineSite(page, operator_client)
+    page.goto(site.url("/releases/"))
+    page.get_by_test_id("btn-new-release").click()
+    page.get_by_test_id("nr-environment").select_option("production")
+    page.get_by_test_id("nr-version").select_option("chat-llm:v2")
+    page.fill("[data-testid=dialog-reason]", "ship it")
+    page.click("[data-testid=dialog-confirm]")
+    expect(page.locator("#dialog-error")).to_contain_text("requires an approved model version")
+    page.click("#dialog-cancel")
+    page.reload()
+    expect(page.locator("#rel-history tbody")).to_contain_text("No releases yet.")
+    expect(page.locator("[data-action=deploy]")).to_have_count(0)
+    assert not DeploymentRevision.objects.exists()
+
+
+def test_a_pending_release_the_environment_would_refuse_shows_deploy_disabled_with_the_reason(
+    prod, operator, operator_client, page: Page
+):
+    plan(operator, "chat-llm:v2", environment="production")  # a request for approval: it stays Pending
+    site = OfflineSite(page, operator_client)
+    page.goto(site.url("/releases/"))
+    button = page.locator("tr[data-release='prod/chat/1'] [data-action=deploy]")
+    expect(button).to_be_disabled()
+    expect(button).to_have_attribute("title", re.compile("production requires an approved version"))

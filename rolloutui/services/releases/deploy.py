@@ -26,7 +26,7 @@ roles, or an InferenceService component (``templates.component_patch``; KServe r
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.db import transaction
@@ -179,7 +179,7 @@ DEPLOYERS: dict[str, Callable[[DeploymentRevision, str], dict[str, Any]]] = {
 def deploy(user, namespace: str, name: str, number: int, *, reason: str, source: str):
     """Start Pending release ``r<number>`` of ``namespace/name``. Returns the ``AuditRecord``."""
 
-    def prepare():
+    def prepare(_control):
         dr = records.get_release(namespace, name, number)
         if dr.status != DeploymentRevision.Status.PENDING:
             raise ControlError(
@@ -198,17 +198,63 @@ def deploy(user, namespace: str, name: str, number: int, *, reason: str, source:
         source=source,
         prepare=prepare,
         replaced=DeploymentRevision.Status.SUPERSEDED,
-        cause=lambda dr, who, why: (
-            f"deploy r{dr.number} ({dr.model_version.version}) to {dr.environment.name} by {who}: {why}"
-        ),
+        cause=_deploy_cause,
     )
+
+
+def _deploy_cause(dr: DeploymentRevision, who: str, why: str) -> str:
+    return f"deploy r{dr.number} ({dr.model_version.version}) to {dr.environment.name} by {who}: {why}"
+
+
+def create_and_deploy(user, values: Mapping[str, Any], *, source: str):
+    """Plan a release (``records.create_release``'s ``values``) and, with ``"deploy": true``, deploy it
+    in the same action. Returns ``(DeploymentRevision, AuditRecord)``.
+
+    The plan and the deploy share one transaction, as a rollback or a promotion plans its release:
+    a deploy refused for approval, permission or bad input (or that the cluster refuses) leaves no
+    Pending release behind, only the audit record of the refused deploy. Without ``deploy`` (or
+    false) it plans only, as ``records.create_release``."""
+    values = dict(values) if isinstance(values, Mapping) else {}
+    now = values.pop("deploy", False)
+    if not isinstance(now, bool):
+        details = {"values": {**values, "deploy": now}}
+        with audited(
+            user, action="deploy", namespace="", name="", reason=values.get("reason"), source=source, details=details
+        ):
+            raise ControlError("deploy must be true or false", field="deploy")
+    if not now:
+        return records.create_release(user, values, source=source)
+    planned: list[DeploymentRevision] = []
+
+    def prepare(control):
+        def located(target) -> None:  # a refusal from here on names the ModelServing
+            control.namespace, control.name = target.namespace, target.name
+
+        dr = records.plan_from_values(user, values, located=located)
+        planned.append(dr)
+        check_approval(dr.environment, dr.model_version)
+        return dr
+
+    record = _release_action(
+        user,
+        "deploy",
+        "",
+        "",
+        reason=values.get("reason"),
+        source=source,
+        prepare=prepare,
+        replaced=DeploymentRevision.Status.SUPERSEDED,
+        cause=_deploy_cause,
+        args={k: values.get(k) for k in ("environment", "modelVersion", "target", "resourceProfile", "config")},
+    )
+    return DeploymentRevision.objects.get(pk=planned[-1].pk), record
 
 
 def rollback_release(user, namespace: str, name: str, number: int, *, reason: str, source: str):
     """Restore release ``r<number>``: its model, image, config, schema and resources come back
     together as a new release (``restores`` = r<number>); the live one becomes RolledBack."""
 
-    def prepare():
+    def prepare(_control):
         old = records.get_release(namespace, name, number)
         if old.status == DeploymentRevision.Status.PENDING:
             raise ControlError(
@@ -267,7 +313,7 @@ def promote_release(
     a new release of the same version and config on that environment's target, deployed at once.
     The resource profile is the given one, else the one of the same name if the environment has it."""
 
-    def prepare():
+    def prepare(_control):
         src = records.get_release(namespace, name, number)
         if src.status != DeploymentRevision.Status.SERVING:
             raise ControlError(
@@ -326,7 +372,7 @@ def _release_action(
     *,
     reason: Any,
     source: str,
-    prepare: Callable[[], DeploymentRevision],
+    prepare: Callable[[Any], DeploymentRevision],  # (the audited control) -> the release to write
     replaced: str,
     cause: Callable[[DeploymentRevision, str, str], str],
     args: dict[str, Any] | None = None,
@@ -336,10 +382,11 @@ def _release_action(
         user, action=action, namespace=namespace, name=name, reason=reason, source=source, details=details
     ) as control:
         check_source(source)
-        check_permission(user, controls.PERMISSION, namespace=namespace)
+        if namespace:  # else a release planned here: its target is known once ``prepare`` ran
+            check_permission(user, controls.PERMISSION, namespace=namespace)
         why = check_reason(reason)
         with transaction.atomic():
-            dr = prepare()
+            dr = prepare(control)
             # Where the release goes (a promotion goes to another environment's ModelServing): the
             # user must operate there too; a refusal rolls back what ``prepare`` planned.
             control.namespace, control.name = dr.target.namespace, dr.target.name
@@ -423,6 +470,7 @@ def release_change(namespace: str, name: str, number: int, *, user=None) -> dict
 __all__ = [
     "DEPLOYERS",
     "check_approval",
+    "create_and_deploy",
     "deploy",
     "promote_release",
     "promotion_destination",

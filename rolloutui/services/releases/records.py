@@ -514,6 +514,46 @@ def _check_profile_fits(mv: ModelVersion, profile: Mapping[str, Any], roles: lis
             )
 
 
+RELEASE_FIELDS = ("environment", "modelVersion", "target", "resourceProfile", "config", "reason")
+
+
+def plan_from_values(user, values: Mapping[str, Any], *, located=None) -> DeploymentRevision:
+    """Check ``values`` (``create_release``'s) and plan the release they describe: a Pending
+    DeploymentRevision, in the caller's transaction (no audit: the callers audit). ``located(target)``
+    is called once the target is known, so a refusal after that names its ModelServing."""
+    # Operate somewhere first (a viewer learns nothing more), then where the release goes:
+    # environments and targets the user may not view do not exist for them.
+    if not access.anywhere(user, OPERATE):
+        check_permission(user, OPERATE)
+    unknown = sorted(set(values) - set(RELEASE_FIELDS))
+    if unknown:
+        raise ControlError(f"{unknown[0]} is not a field of a release ({', '.join(RELEASE_FIELDS)})", field=unknown[0])
+    why = check_reason(values.get("reason"))
+    within = visible_namespaces(user)
+    env = get_environment(contract.text(values.get("environment"), "environment"), within=within)
+    target = target_in(env, values.get("target"))
+    if located is not None:
+        located(target)
+    check_permission(user, OPERATE, namespace=target.namespace)
+    model, version = parse_version_key(values.get("modelVersion"))
+    try:
+        mv = get_model_version(model, version)
+    except NotFound as exc:
+        raise ControlError(str(exc), field="modelVersion") from None
+    if mv.status == ModelVersion.Status.DEPRECATED:
+        raise ControlError(f"modelVersion {mv.key} is deprecated; choose another version", field="modelVersion")
+    profile = contract.text(values.get("resourceProfile"), "resourceProfile", required=False, max_length=63)
+    return plan_release(
+        user,
+        environment=env,
+        model_version=mv,
+        target=target,
+        resource_profile=profile,
+        config=values.get("config"),
+        reason=why,
+    )
+
+
 def create_release(user, values: Mapping[str, Any], *, source: str):
     """Plan a DeploymentRevision (status Pending; ``deploy`` starts it). Returns ``(DeploymentRevision,
     AuditRecord)``.
@@ -522,47 +562,27 @@ def create_release(user, values: Mapping[str, Any], *, source: str):
     (``namespace/name``; optional when the environment has one), ``resourceProfile`` (a profile of
     the environment), ``config`` (batching/timeout overrides), ``reason`` (required). A deprecated
     version is refused; an unapproved one may be planned anywhere, but ``deploy`` refuses it where
-    the environment requires approval.
+    the environment requires approval. To plan and deploy at once, without leaving a Pending
+    release behind when the deploy is refused: ``deploy.create_and_deploy``.
     """
     values = values if isinstance(values, Mapping) else {}
     details = {"values": dict(values)}
-    reason = values.get("reason")
     with audited(
-        user, action="create_release", namespace="", name="", reason=reason, source=source, details=details
+        user,
+        action="create_release",
+        namespace="",
+        name="",
+        reason=values.get("reason"),
+        source=source,
+        details=details,
     ) as control:
         check_source(source)
-        # Operate somewhere first (a viewer learns nothing more), then where the release goes:
-        # environments and targets the user may not view do not exist for them.
-        if not access.anywhere(user, OPERATE):
-            check_permission(user, OPERATE)
-        allowed = ("environment", "modelVersion", "target", "resourceProfile", "config", "reason")
-        unknown = sorted(set(values) - set(allowed))
-        if unknown:
-            raise ControlError(f"{unknown[0]} is not a field of a release ({', '.join(allowed)})", field=unknown[0])
-        why = check_reason(reason)
-        within = visible_namespaces(user)
-        env = get_environment(contract.text(values.get("environment"), "environment"), within=within)
-        target = target_in(env, values.get("target"))
-        control.namespace, control.name = target.namespace, target.name
-        check_permission(user, OPERATE, namespace=target.namespace)
-        model, version = parse_version_key(values.get("modelVersion"))
-        try:
-            mv = get_model_version(model, version)
-        except NotFound as exc:
-            raise ControlError(str(exc), field="modelVersion") from None
-        if mv.status == ModelVersion.Status.DEPRECATED:
-            raise ControlError(f"modelVersion {mv.key} is deprecated; choose another version", field="modelVersion")
-        profile = contract.text(values.get("resourceProfile"), "resourceProfile", required=False, max_length=63)
+
+        def located(target: Target) -> None:
+            control.namespace, control.name = target.namespace, target.name
+
         with transaction.atomic():
-            dr = plan_release(
-                user,
-                environment=env,
-                model_version=mv,
-                target=target,
-                resource_profile=profile,
-                config=values.get("config"),
-                reason=why,
-            )
+            dr = plan_from_values(user, values, located=located)
         details["release"] = release_summary(dr)
     return dr, control.record
 
@@ -664,6 +684,7 @@ __all__ = [
     "model_version_json",
     "model_versions",
     "parse_version_key",
+    "plan_from_values",
     "plan_release",
     "register_model_version",
     "release_json",

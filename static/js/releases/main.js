@@ -150,15 +150,9 @@ function openNewRelease(preset = {}) {
           throw new Error(`config: not JSON (${err.message})`);
         }
       }
-      const created = await post(boot.api.releases, body);
-      const release = created.deploymentRevision;
-      if (!deployNow.checked) return created;
-      try {
-        return await post(urlOf(actions.get("deploy"), releaseKeys(release)), { reason });
-      } catch (err) {
-        refresh();
-        throw new Error(`r${release.number} was planned (Pending) but not deployed:\n${err.message}`);
-      }
+      // Planned and deployed in one request: a refused deploy leaves no Pending release behind.
+      if (deployNow.checked) body.deploy = true;
+      return post(boot.api.releases, body);
     },
   });
 }
@@ -373,6 +367,19 @@ function renderVersions() {
   );
 }
 
+// A Pending release its environment would refuse now (an unapproved or deprecated version): its
+// Deploy button is disabled with the reason the server would give.
+function deployRefusal(release) {
+  const env = envByName(release.environment);
+  const v = data.versions.find((x) => x.key === release.modelVersion.key);
+  const status = v ? v.status : release.modelVersion.status;
+  if (status === "Deprecated") return { disabled: true, why: `${release.modelVersion.key} is deprecated; it takes no new release` };
+  if (env && env.requiresApproval && status !== "Approved") {
+    return { disabled: true, why: `${env.name} requires an approved version and ${release.modelVersion.key} is ${status}: approve it first` };
+  }
+  return {};
+}
+
 function renderHistory() {
   const tbody = byId("rel-history").querySelector("tbody");
   mount(
@@ -408,7 +415,7 @@ function renderHistory() {
             h(
               "td",
               { class: "rel-actions" },
-              r.status === "Pending" ? actionButton("deploy", keys, { onOpen: openReleaseAction, label: "Deploy…" }) : null,
+              r.status === "Pending" ? actionButton("deploy", keys, { onOpen: openReleaseAction, label: "Deploy…", ...deployRefusal(r) }) : null,
               r.status !== "Pending" && !isLive ? actionButton("rollback-release", keys, { onOpen: openReleaseAction, label: "Roll back to this…" }) : null,
               r.status === "Serving" && promotionDestinations(r).length > 0
                 ? actionButton("promote-release", keys, { onOpen: openReleaseAction, label: "Promote…" })
