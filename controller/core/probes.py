@@ -128,7 +128,10 @@ def serving_container(template: Mapping[str, Any]) -> tuple[int, dict[str, Any]]
     containers = [c for c in (spec.get("containers") or []) if isinstance(c, dict)]
     if not containers:
         return None
-    wanted = ((template.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CONTAINER_ANNOTATION)
+    # Only spec.containers is validated (``spec``): anything else may be of any type here.
+    meta = template.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    wanted = annotations.get(DEFAULT_CONTAINER_ANNOTATION) if isinstance(annotations, dict) else None
     for i, container in enumerate(containers):
         if wanted and container.get("name") == wanted:
             return i, container

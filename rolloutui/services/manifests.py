@@ -24,7 +24,8 @@ Apply, per ModelServing document, like ``kubectl apply``:
 - unchanged: nothing is written.
 
 Every document applied leaves an ``AuditRecord`` (``apply``; details: outcome created / configured /
-unchanged, the apiVersion it came with) and a reconcile; ``delete`` leaves one (``delete``). Both need
+unchanged, the apiVersion it came with, and ``warnings``: the probe advice, when there is some) and a
+reconcile; ``delete`` leaves one (``delete``). Both need
 ``rolloutui.operate_modelserving``. On Kubernetes the web's ServiceAccount may not create or delete
 ModelServings (deploy/rbac.yaml): there the API server refuses and the error says so.
 """
@@ -43,7 +44,7 @@ from controller.core.spec import ValidationError, parse_modelserving
 from controller.runtime import clustersettings, enqueue
 
 from ..models import AuditRecord
-from . import controls, masking
+from . import controls, masking, probe_advice
 from .cluster import get_cluster
 
 MAX_BYTES = 1_000_000
@@ -163,8 +164,10 @@ def _kind_of(obj: Any) -> str | None:
 
 def validate(text: Any, *, user=None) -> dict[str, Any]:
     """What applying ``text`` would do, without doing it: ``{"documents": [{"document", "line",
-    "kind", "namespace", "name", "exists", "skipped"?}], "errors": [...]}``, the errors being the
-    documents' own (a field the controller's validation refuses). Read-only (view permission).
+    "kind", "namespace", "name", "exists", "skipped"?}], "errors": [...], "warnings": [...]}``, the errors
+    being the documents' own (a field the controller's validation refuses), the warnings the probe
+    advice of the valid ones (``probe_advice``: ``{"document", "line", "role", "template", "container",
+    "probe", "path", "message"}``; they never make a document invalid). Read-only (view permission).
 
     ``ManifestError`` when the text cannot be read at all (not YAML or JSON, or refused by the
     bounded reader: the API answers 400). ``exists`` is None for a namespace ``user`` may not view
@@ -173,7 +176,7 @@ def validate(text: Any, *, user=None) -> dict[str, Any]:
     from . import access
 
     docs = parse_documents(text)
-    out, errors = [], []
+    out, errors, warnings = [], [], []
     cluster = get_cluster()
     for doc in docs:
         entry: dict[str, Any] = {"document": doc.index, "line": doc.line, "kind": _kind_of(doc.obj)}
@@ -190,6 +193,7 @@ def validate(text: Any, *, user=None) -> dict[str, Any]:
                 )
             else:
                 entry.update(namespace=parsed.namespace, name=parsed.name, exists=None)
+                warnings.extend(_probe_warnings(doc, parsed, user))
                 if user is None or access.allowed(user, VIEW, parsed.namespace):
                     try:
                         cluster.get_modelserving(parsed.namespace, parsed.name)
@@ -199,7 +203,16 @@ def validate(text: Any, *, user=None) -> dict[str, Any]:
         out.append(entry)
     if not errors and not any(d.get("name") for d in out):
         errors.append({"document": 0, "path": "kind", "line": 1, "message": f"no {naming.KIND} document in the text"})
-    return {"documents": out, "errors": errors}
+    return {"documents": out, "errors": errors, "warnings": warnings}
+
+
+def _probe_warnings(doc: Document, parsed, user) -> list[dict[str, Any]]:
+    """Probe advice for a valid document (``probe_advice``): where it is, and what it says. Never an
+    error: a manifest with weak probes still applies."""
+    return [
+        {"document": doc.index, "line": doc.line_of(w.path), **w.to_json()}
+        for w in probe_advice.advice_for(parsed, user=user)
+    ]
 
 
 def _parse(doc: Document):
@@ -317,6 +330,10 @@ def _apply_one(user, doc: Document, obj: dict[str, Any], reason: str, source: st
     body = _created_body(_without_nulls(obj))
     cause = _cause(user, source, "apply", reason)
     details: dict[str, Any] = {"document": doc.index, "apiVersion": obj.get("apiVersion")}
+    # Said in the answer and kept in the audit record; weak probes never stop an apply.
+    warnings = [w.message for w in probe_advice.advice_for(parsed, user=user)]
+    if warnings:
+        details["warnings"] = warnings
     given_rv = (obj.get("metadata") or {}).get("resourceVersion")
     with controls.audited(
         user, action="apply", namespace=namespace, name=name, reason=reason, source=source, details=details

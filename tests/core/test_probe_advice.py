@@ -252,3 +252,17 @@ def test_a_role_whose_pods_never_got_ready_has_no_measured_load_time():
     raw["status"]["conditions"] = raw["status"]["conditions"][:1]
     raw["metadata"]["uid"] = "not-ready"
     assert measured_load_times(all_pods([raw])) == {}
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        pytest.param("not-an-object", id="metadata that is a string"),
+        pytest.param({"annotations": ["a", "list"]}, id="annotations that are a list"),
+    ],
+)
+def test_template_metadata_of_the_wrong_type_never_breaks_the_advice(metadata):
+    r = role("decode")
+    r["entryTemplate"]["metadata"] = metadata
+    (warning,) = advice(parse_modelserving(modelserving(roles=[r])))
+    assert warning.container == "engine"

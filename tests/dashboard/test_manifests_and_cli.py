@@ -40,6 +40,14 @@ def test_a_kthena_example_is_applied_as_written_and_stored_under_our_api_version
     text = (KTHENA_EXAMPLES / "model-serving__sample.yaml").read_text()
     assert naming.KTHENA_API_VERSION in text
     (record,) = manifests.apply(operator, manifest=text, reason="kthena", source="cli")
+    # Kthena's sample runs nginx without any probe: applied, with the probe advice in the answer.
+    warnings = record.details.pop("warnings")
+    assert [w.split(":")[0] for w in warnings] == [
+        "role prefill",
+        "role prefill workers",
+        "role decode",
+        "role decode workers",
+    ]
     assert record.details == {"document": 0, "apiVersion": naming.KTHENA_API_VERSION, "outcome": "created"}
     assert stored("sample")["apiVersion"] == naming.API_VERSION
 
