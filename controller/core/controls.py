@@ -116,6 +116,36 @@ def promote(ms: dict[str, Any], *, partition: int | None = None, full: bool = Fa
     return validated(ms, patch)
 
 
+def abort(ms: dict[str, Any], revisions: list[dict[str, Any]]) -> dict[str, Any]:
+    """Stop the rollout in progress and go back to its stable revision, paused (Argo Rollouts'
+    abort: the canary scales back to the stable version and the rollout waits for a retry).
+
+    The stable revision is the one the running canary compares with (``status.canary.stable``),
+    else ``status.currentRevision``. The patch writes that revision's versioned fields into the
+    spec (as a rollback to it would), sets ``spec.paused`` and records the abort in annotation
+    ``abort``: the planner then takes every group back to the stable revision although the rollout
+    is paused, and a canary of the aborted revision ends Aborted at its step. Resume is the retry.
+
+    Example: canary of ``b2`` at step 2 of 5, 1 of 4 groups on ``b2``, stable ``a1`` -> the spec
+    selects ``a1`` again, paused; group 3 is replaced on ``a1``; the canary says Aborted.
+    """
+    status = ms.get("status") or {}
+    update, current = status.get("updateRevision"), status.get("currentRevision")
+    canary = _running_canary(ms)
+    stable = canary.get("stable") if canary is not None else current
+    if not update or not stable or update == stable:
+        raise ControlError("nothing to abort: no rollout is in progress (the update revision is the stable one)")
+    data = History.from_objects(revisions).data_of(stable)
+    if data is None:
+        raise ControlError(f"the stable revision {stable} cannot be read: it cannot be gone back to")
+    request = {"revision": update, "stable": stable}
+    patch = {
+        "metadata": {"annotations": {naming.ANNOTATION_ABORT: json.dumps(request, sort_keys=True)}},
+        "spec": {**rollback_fields(ms, data), "paused": True},
+    }
+    return validated(ms, patch)
+
+
 def _running_canary(ms: dict[str, Any]) -> dict[str, Any] | None:
     """The canary of the revision being rolled out, while its steps run (status.canary)."""
     status = ms.get("status") or {}

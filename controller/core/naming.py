@@ -54,6 +54,14 @@ ANNOTATION_CHANGE_CAUSE = PREFIX + "change-cause"
 # a promote of another revision or an already passed step does nothing.
 ANNOTATION_CANARY_PROMOTE = PREFIX + "canary-promote"
 
+# On ModelServings: an operator's abort of a rollout (JSON {"revision": the aborted update revision,
+# "stable": the revision it went back to}), written by the ``abort`` control together with the
+# stable revision's template and spec.paused. While the spec selects that stable revision, the
+# planner takes the groups back to it although the rollout is paused (Argo Rollouts' abort: the
+# canary is scaled down, the rollout waits for a retry), and a canary of the aborted revision ends
+# Aborted at the step it had reached.
+ANNOTATION_ABORT = PREFIX + "abort"
+
 # On ModelServings: opt-in autoscaling, set by the ``autoscale`` control (JSON {"minReplicas",
 # "maxReplicas"}; absent: off). The dashboard's autoscaler task reads it; the controller ignores it.
 # Example: {"maxReplicas": 6, "minReplicas": 2} keeps spec.replicas between 2 and 6.

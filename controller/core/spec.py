@@ -29,7 +29,7 @@ from typing import Any
 from . import naming
 from .canary import Canary, CanaryError, parse_canary
 from .intorpercent import IntOrPercent, IntOrPercentError
-from .naming import ANNOTATION_CANARY_PROMOTE
+from .naming import ANNOTATION_ABORT, ANNOTATION_CANARY_PROMOTE
 
 GROUP_ROLLING = "ServingGroupRollingUpdate"
 ROLE_ROLLING = "RoleRollingUpdate"
@@ -169,6 +169,8 @@ class ModelServing:
     manifest: dict[str, Any] = field(repr=False, compare=False)
     # The operator's request to move the canary steps on (annotation canary-promote, JSON), {} if none.
     canary_promote: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # The operator's abort (annotation abort, JSON {"revision", "stable"}), {} if none.
+    abort: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def role(self, name: str) -> Role | None:
         for role in self.roles:
@@ -452,8 +454,18 @@ def versioned_fields(manifest: Any) -> dict[str, Any]:
 def canary_promote_request(manifest: Any) -> dict[str, Any]:
     """The request in annotation ``canary-promote`` (``{"revision", "step"}`` or ``{"revision",
     "full"}``, written by the promote control), or {} when there is none or it is not a JSON object."""
+    return _json_annotation(manifest, ANNOTATION_CANARY_PROMOTE)
+
+
+def abort_request(manifest: Any) -> dict[str, Any]:
+    """The request in annotation ``abort`` (``{"revision", "stable"}``, written by the abort
+    control), or {} when there is none or it is not a JSON object."""
+    return _json_annotation(manifest, ANNOTATION_ABORT)
+
+
+def _json_annotation(manifest: Any, key: str) -> dict[str, Any]:
     meta = manifest.get("metadata") if isinstance(manifest, dict) else None
-    raw = ((meta or {}).get("annotations") or {}).get(ANNOTATION_CANARY_PROMOTE)
+    raw = ((meta or {}).get("annotations") or {}).get(key)
     try:
         value = json.loads(raw) if raw else {}
     except (TypeError, ValueError):
@@ -685,6 +697,7 @@ def parse_modelserving(manifest: Any) -> ModelServing:
         scheduler_name=scheduler_name or None,
         manifest=manifest,
         canary_promote=canary_promote_request(manifest),
+        abort=abort_request(manifest),
     )
 
 

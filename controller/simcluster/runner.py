@@ -371,12 +371,16 @@ class Runner:
         if e.do == "apply":
             store.create_modelserving(s.manifest)
             return None
-        if e.do in MANIFEST_EVENTS or e.do == "rollback":
+        if e.do in MANIFEST_EVENTS or e.do in ("rollback", "abort"):
             ms = store.get_modelserving(ns, name)
             if e.do == "rollback":
                 from controller.core import controls
 
                 patch = controls.rollback(ms, store.list_revisions(ns, name), to_revision=e.args["toRevision"])
+            elif e.do == "abort":
+                from controller.core import controls
+
+                patch = controls.abort(ms, store.list_revisions(ns, name))
             else:
                 patch = control_patch(ms, e)
             # Who and why, like every control: "simulate: rollback: p99 regression".

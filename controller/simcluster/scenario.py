@@ -48,6 +48,8 @@ ACTIONS: dict[str, dict[str, tuple[str, bool]]] = {
     "resume": {},
     "promote": {"partition": ("int", False), "full": ("bool", False)},
     "rollback": {"toRevision": ("posint", True)},
+    # Back to the stable revision, paused (needs the status and the revisions, like rollback).
+    "abort": {},
     "corruptRevision": {"revision": ("posint", True)},
     # The registry moves a tag to other bytes: pods pulling it from now on run another digest.
     "retag": {"image": ("str", True)},
@@ -315,7 +317,7 @@ def _events(
     else:
         apply_at = applies[0].at
         for e in events:
-            if e.do in manifest_events | {"rollback", "corruptRevision", "deletePods"} and e.at < apply_at:
+            if e.do in manifest_events | {"rollback", "abort", "corruptRevision", "deletePods"} and e.at < apply_at:
                 raise ScenarioError(f"events[{e.index}].at", f"{e.do} at {e.at:g} comes before apply at {apply_at:g}")
     return events
 

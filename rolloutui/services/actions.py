@@ -31,6 +31,8 @@ shows ModelServing actions, the Releases page the others) and what the API answe
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -276,7 +278,9 @@ MODELSERVING = Target(
     answer="state",
     where=_ms_where,
     describe=lambda namespace, name: f"{namespace}/{name}",
-    taken=frozenset({"history", "manifest", "capacity", "revisions", "pods", "preview", "releases", "comparison"}),
+    taken=frozenset(
+        {"history", "manifest", "capacity", "revisions", "pods", "preview", "releases", "comparison", "status"}
+    ),
 )
 MODEL_VERSION = Target(
     kind="modelversion",
@@ -546,6 +550,56 @@ def allowed(user, action: Action, namespace: str | None) -> bool:
     return True
 
 
+def registry_document() -> dict[str, Any]:
+    """Every action as data, for clients that build their controls from the registry without
+    importing it (the remote CLI, ``rolloutui_cli``): ``GET /api/actions/``.
+
+    Independent of the user (whether one may run an action is the API's answer when it is run), so a
+    client may cache it; ``version`` changes whenever a declaration does. The API path of an object
+    action is ``path`` with the target's keys filled in (``{namespace}``); a collection action's path
+    has none. ``cli`` is the pattern (Python ``re``) that splits the CLI's positional argument into
+    the keys, ``flag`` each argument's CLI option.
+    """
+    entries = [
+        {
+            "name": action.name,
+            "label": action.label,
+            "help": action.help,
+            "method": "POST",
+            "scope": action.scope,
+            "path": (
+                f"/api/modelservings/{action.name}" if action.scope == COLLECTION else action.target.path + action.name
+            ),
+            "target": {
+                "kind": action.target.kind,
+                "label": action.target.label,
+                "keys": list(action.target.keys),
+                "metavar": action.target.metavar,
+                "cli": action.target.cli,
+            },
+            "permission": action.permission,
+            "exclusive": [list(group) for group in action.exclusive],
+            "args": [
+                {
+                    "name": arg.name,
+                    "type": arg.type,
+                    "help": arg.help,
+                    "required": arg.required,
+                    "flag": arg.flag,
+                    "fromFile": arg.from_file,
+                    "min": arg.min_value,
+                    "max": arg.max_value,
+                    "maxLength": arg.max_length,
+                }
+                for arg in action.fields
+            ],
+        }
+        for action in all_actions()
+    ]
+    digest = hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()[:16]
+    return {"version": digest, "actions": entries}
+
+
 # -- The declarations ------------------------------------------------------------------------------
 
 PAUSE = register(
@@ -630,6 +684,21 @@ SET_IMAGE = register(
                 max_length=253,
             ),
         ),
+    )
+)
+
+ABORT = register(
+    Action(
+        name="abort",
+        label="Abort",
+        help=(
+            "Stop the rollout in progress and go back to its stable revision (the one the canary is compared "
+            "with, else the current revision): the canary steps end Aborted, every group returns to the stable "
+            "revision and the rollout stays paused. Resume is the retry."
+        ),
+        service=controls.abort,
+        audit="abort",
+        tone="danger",
     )
 )
 
@@ -1022,4 +1091,5 @@ __all__ = [
     "page_description",
     "perform",
     "register",
+    "registry_document",
 ]

@@ -1,4 +1,4 @@
-"""Operator controls: pause, resume, promote, rollback, set_image, scale, autoscale. The only
+"""Operator controls: pause, resume, promote, rollback, abort, set_image, scale, autoscale. The only
 implementation of them.
 
 Each is declared once in the action registry (``rolloutui.services.actions``), from which the API
@@ -91,6 +91,14 @@ def rollback(user, namespace: str, name: str, *, to_revision: int, reason: str, 
         lambda ms, revs: core.rollback(ms, revs, to_revision=to_revision),
         {"toRevision": to_revision},
         rollback_to=to_revision,
+    )
+
+
+def abort(user, namespace: str, name: str, *, reason: str, source: str) -> AuditRecord:
+    """Back to the stable revision of the rollout in progress, steps stopped, left paused
+    (``core.abort``). Audited as ``abort``; "to" is the stable revision."""
+    return _control(
+        user, namespace, name, "abort", reason, source, lambda ms, revs: core.abort(ms, revs), {}, restoring=True
     )
 
 
@@ -404,8 +412,11 @@ def _control(
     args: dict[str, Any],
     *,
     rollback_to: int | None = None,
+    restoring: bool = False,
     extra: dict[str, Any] | None = None,
 ) -> AuditRecord:
+    """``restoring``: the change goes back to a revision that ran before (a rollback, an abort), so
+    an image approved once may return although it was deprecated since."""
     details: dict[str, Any] = {"args": args, "fromRevision": None, **(extra or {})}
     with audited(
         user, action=action, namespace=namespace, name=name, reason=reason, source=source, details=details
@@ -427,7 +438,7 @@ def _control(
             details["fromRevision"] = before
             control.from_revision = _label(before)
             patch = build(ms, revisions)
-            _check_approval(user, namespace, name, ms, patch, details, restoring=rollback_to is not None)
+            _check_approval(user, namespace, name, ms, patch, details, restoring=restoring or rollback_to is not None)
             if action in OVERRIDING:
                 overridden = analysis_pause(ms)
                 if overridden is not None:
@@ -473,6 +484,7 @@ __all__ = [
     "resume",
     "promote",
     "rollback",
+    "abort",
     "set_image",
     "scale",
     "autoscale",

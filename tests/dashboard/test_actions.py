@@ -23,15 +23,17 @@ from .helpers import NAMESPACE, manifest, reconcile
 pytestmark = pytest.mark.django_db
 
 # A valid request for every declared ModelServing action, in registry order, on a ModelServing with
-# partition 2 (each row applies after the previous ones: resume after pause, rollback to 1 after
-# set-image made 2). A new declaration fails the tests below until it has its row here. The actions
+# partition 2 (each row applies after the previous ones: resume after pause, abort while set-image's
+# revision 2 rolls out, rollback to 2 after the abort went back to 1). A new declaration fails the
+# tests below until it has its row here. The actions
 # on model versions and releases are exercised the same way in tests/releases/test_release_actions.py.
 VALID = {
     "pause": {},
     "resume": {},
     "promote": {"partition": 1},
     "set-image": {"role": "decode", "image": "engine:v2"},
-    "rollback": {"toRevision": 1},
+    "abort": {},
+    "rollback": {"toRevision": 2},
     "scale": {"replicas": 3},
     "autoscale": {"maxReplicas": 4},
     "delete": {},

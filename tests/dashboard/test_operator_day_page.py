@@ -234,3 +234,80 @@ def test_a_dialog_without_a_name_to_type_opens_without_the_name_field(ms, operat
     expect(page.get_by_test_id("dialog-type-name")).to_have_count(0)
     page.fill("[data-testid=dialog-reason]", "hold")
     expect(page.get_by_test_id("dialog-confirm")).to_be_enabled()
+
+
+def post_action(client, ms: dict, action: str, body: dict):
+    return client.post(
+        f"/api/modelservings/{ms['namespace']}/{ms['name']}/{action}", data=body, content_type="application/json"
+    )
+
+
+def test_abort_takes_every_group_back_to_stable_and_leaves_the_rollout_paused_as_argo_rollouts_abort(
+    live_sim, operator_client
+):
+    """Argo Rollouts' abort scales the canary back to the stable version and the rollout waits for a
+    retry; here the groups already on the new revision return to the stable one although the
+    rollout stays paused, and resume is the retry."""
+    from rolloutui.models import AuditRecord
+
+    stable = live_sim.state()["updateRevision"]
+    live_sim.set_image("engine:v2")
+    live_sim.run(until=lambda s: any(i["revision"] != stable and i["state"] == "Ready" for i in s["instances"]))
+    resp = post_action(operator_client, live_sim.ms, "abort", {"reason": "p99 up"})
+    assert resp.status_code == 200, resp.content
+    audit = resp.json()["audit"]
+    assert (audit["action"], audit["result"], audit["toRevision"]) == ("abort", "ok", "1")
+    after = live_sim.run(until=lambda s: s["converged"] and {i["revision"] for i in s["instances"]} == {stable})
+    assert after["spec"]["paused"] is True and after["phase"] == "Paused"
+    assert after["updateRevision"] == stable
+    record = AuditRecord.objects.get(id=audit["id"])
+    assert (record.actor.username, record.source, record.reason) == ("operator", "api", "p99 up")
+
+
+@pytest.mark.parametrize(
+    "user, status, result",
+    [("operator", 400, "error"), ("viewer", 403, "error")],
+)
+def test_an_abort_with_no_rollout_in_progress_or_by_a_viewer_is_refused_and_audited(
+    live_sim, operator_client, viewer_client, user, status, result
+):
+    from rolloutui.models import AuditRecord
+
+    client = {"operator": operator_client, "viewer": viewer_client}[user]
+    resp = post_action(client, live_sim.ms, "abort", {"reason": "just in case"})
+    assert resp.status_code == status, resp.content
+    if user == "operator":
+        assert "nothing to abort" in str(resp.json())
+    record = AuditRecord.objects.filter(action="abort").latest("id")
+    assert (record.actor.username, record.result) == (user, result)
+    assert live_sim.state()["spec"]["paused"] is False
+
+
+def test_the_abort_button_waits_for_a_rollout_and_one_click_sends_the_groups_back_to_stable_paused(
+    live_sim, operator_client, page: Page, screenshot_dir
+):
+    site = OfflineSite(page, operator_client, full_state=live_sim.state)
+    page.goto(site.url("/modelservings/default/day/"))
+    expect(page.get_by_test_id("conn")).to_have_text("live")
+    abort = page.get_by_test_id("btn-abort")
+    expect(abort).to_be_disabled()
+    expect(page.get_by_test_id("controls-why")).to_contain_text("No rollout in progress: nothing to abort.")
+
+    stable = live_sim.state()["updateRevision"]
+    live_sim.set_image("engine:v2")
+    site.socket.send(
+        live_sim.run(until=lambda s: any(i["revision"] != stable and i["state"] == "Ready" for i in s["instances"]))
+    )
+    expect(abort).to_be_enabled()
+    abort.click()
+    expect(page.locator("#dialog")).to_contain_text(f"goes back to the stable revision #1 {stable}")
+    page.fill("[data-testid=dialog-reason]", "p99 up")
+    page.click("[data-testid=dialog-confirm]")
+    expect(page.locator("#dialog")).not_to_be_visible()
+    assert site.requests[-1] == ("POST", "/api/modelservings/default/day/abort", {"reason": "p99 up"})
+    site.socket.send(
+        live_sim.run(until=lambda s: s["converged"] and {i["revision"] for i in s["instances"]} == {stable})
+    )
+    expect(page.get_by_test_id("phase")).to_have_text("Paused")
+    expect(abort).to_be_disabled()
+    shot(page, screenshot_dir / "operator-day-aborted.png")

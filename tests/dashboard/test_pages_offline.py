@@ -305,6 +305,7 @@ def test_controls_are_built_from_the_action_registry_and_post_to_the_control_end
             "Promote one step",
             "Promote fully",
             "Set image",
+            "Abort",
             "Roll back",
             "Scale",
             "Autoscale",

@@ -58,3 +58,24 @@ def test_a_canary_rolled_back_by_an_operator_ends_at_its_step_and_gives_the_part
     assert last["canary"]["message"] == "rolled back at step 2 of 5: the canary's revision no longer rolls out"
     assert last["phase"] == "Healthy" and last["converged"]
     assert {partition_source(v) for v in after} == {"builtin"}
+
+
+def test_an_aborted_canary_goes_back_to_stable_stops_its_steps_and_stays_paused_as_argo_rollouts_abort():
+    """Argo Rollouts' abort: the canary is scaled back to the stable version and the rollout does
+    not go on (it waits for a retry). Here: every group back on the stable revision, the steps end
+    Aborted at the step they had reached, and spec.paused stays true."""
+    seen = passes("canary-operator-abort")
+    before = [v for t, v in seen if 120 < t < 200]
+    stable = before[-1]["canary"]["stable"]
+    assert {i["revision"] for i in before[-1]["instances"]} > {stable}  # the canary group was on the new one
+    last = seen[-1][1]
+    assert last["canary"]["phase"] == "Aborted"
+    assert last["canary"]["stepIndex"] == 1
+    assert last["canary"]["message"] == "aborted at step 2 of 5: every group is back on the stable revision"
+    assert last["spec"]["paused"] is True and last["phase"] == "Paused"
+    assert last["converged"] and last["updateRevision"] == stable
+    assert {i["revision"] for i in last["instances"]} == {stable}
+    after = [v for t, v in seen if t >= 200]
+    assert {partition_source(v) for v in after} == {"builtin"}
+    # The steps never moved on after the abort.
+    assert {v["canary"]["stepIndex"] for v in after} == {1}

@@ -28,7 +28,7 @@ from ..workqueue import RESYNC_SECONDS
 from . import inplace
 from .builder import PlanBuilder
 from .canary import run_canary
-from .context import PassContext, as_paused, build_context, with_partition
+from .context import PassContext, as_paused, build_context, returning_after_abort, with_partition
 from .drain import undrain_cancelled
 from .group_rolling import roll_groups
 from .role_rolling import roll_roles
@@ -51,7 +51,7 @@ def plan(
     """Plan one reconcile pass. ``status`` is the ModelServing's status as last written;
     ``analysis_figures`` the metrics of the canary analysis windows due (``canary.windows_to_fetch``):
     ``{(start, end): {"stable": figures, "canary": figures}}``."""
-    ctx = build_context(ms, history, observed, now, status or {}, settings)
+    ctx = returning_after_abort(build_context(ms, history, observed, now, status or {}, settings))
     canary = run_canary(ctx, analysis_figures or {})
     if canary.partition is not None:
         ctx = with_partition(ctx, canary.partition, "canary")

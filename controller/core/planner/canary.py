@@ -47,6 +47,8 @@ from .context import PassContext
 RUNNING, PAUSED, SUCCEEDED, FAILED = "Running", "Paused", "Succeeded", "Failed"
 # A canary whose revision stopped rolling out while it ran or waited (an operator rolled back).
 ROLLED_BACK = "RolledBack"
+# A canary an operator aborted (the abort control): back to stable, the rollout left paused.
+ABORTED = "Aborted"
 ACTIVE = (RUNNING, PAUSED)
 KEEP_WINDOWS = 20  # windows kept in status (the trace and the metrics store keep all)
 
@@ -118,11 +120,11 @@ def run_canary(ctx: PassContext, figures: dict[tuple[float, float], dict[str, An
     rolling = ctx.update_hash != ctx.current_hash and ctx.current_hash not in ctx.equivalent
     continuing = bool(prev) and prev.get("revision") == ctx.update_hash
     if not continuing and not rolling:
-        return _outcome_on_show(prev, len(canary.steps))  # nothing to roll: the last canary's outcome stays
+        return _outcome_on_show(prev, len(canary.steps), ctx.ms.abort)  # nothing to roll: the outcome stays
     if not continuing and prev and ctx.update_hash == prev.get("stable"):
         # Back to the revision the last canary was compared with (a rollback): it is known good,
         # so it rolls out at once, without steps (Argo Rollouts' fast-track rollback).
-        return _outcome_on_show(prev, len(canary.steps))
+        return _outcome_on_show(prev, len(canary.steps), ctx.ms.abort)
     if continuing and prev.get("phase") == SUCCEEDED:
         return CanaryRun(prev, None)
     now = ctx.now
@@ -167,16 +169,21 @@ def run_canary(ctx: PassContext, figures: dict[tuple[float, float], dict[str, An
     return run
 
 
-def _outcome_on_show(prev: dict[str, Any] | None, steps: int) -> CanaryRun:
+def _outcome_on_show(prev: dict[str, Any] | None, steps: int, abort: dict[str, Any]) -> CanaryRun:
     """The last canary's status, kept as it ended. A canary the analysis failed keeps its
     AnalysisFailed condition after the rollback it caused (and after that rollback is done), until
     a new canary starts: the operator sees why the ModelServing is back on the stable revision. A
     canary still running or waiting at a step when its revision stopped rolling out (an operator
-    rolled back) ended there: RolledBack, at the step it had reached, instead of waiting for ever."""
+    rolled back) ended there: RolledBack, at the step it had reached, instead of waiting for ever;
+    Aborted when the operator's abort (``abort``, the annotation) named its revision."""
     if prev and prev.get("phase") in ACTIVE:
         step = min(int(prev.get("stepIndex") or 0) + 1, steps)
-        message = f"rolled back at step {step} of {steps}: the canary's revision no longer rolls out"
-        prev = {**prev, "phase": ROLLED_BACK, "message": message}
+        if abort.get("revision") == prev.get("revision"):
+            message = f"aborted at step {step} of {steps}: every group is back on the stable revision"
+            prev = {**prev, "phase": ABORTED, "message": message}
+        else:
+            message = f"rolled back at step {step} of {steps}: the canary's revision no longer rolls out"
+            prev = {**prev, "phase": ROLLED_BACK, "message": message}
     run = CanaryRun(prev, None)
     if prev and prev.get("phase") == FAILED:
         run.failure = prev.get("message")

@@ -99,6 +99,9 @@ class PassContext:
     # What availability and recovery read besides a group's pods (``_availability_shape``), interned;
     # None when verification runs (availability then reads more) or a revision cannot be read.
     shape: tuple[Any, ...] | None = None
+    # An operator aborted the rollout and the spec selects the stable revision it went back to
+    # (``returning_after_abort``): the groups return to it although spec.paused is set.
+    returning_to_stable: bool = False
 
     @property
     def update_hash(self) -> str:
@@ -106,7 +109,10 @@ class PassContext:
 
     @property
     def paused(self) -> bool:
-        return self.ms.paused
+        """Whether the rollout's decisions hold still. spec.paused, except while an abort takes
+        the groups back to stable: the abort leaves the rollout paused for what comes after (a
+        retry is a resume), not half on the revision it aborted."""
+        return self.ms.paused and not self.returning_to_stable
 
     # -- revision data -------------------------------------------------------------------------
 
@@ -282,6 +288,14 @@ def with_partition(ctx: PassContext, partition: IntOrPercent, source: str) -> Pa
     for o in set(ctx.observed.groups) | set(range(ctx.ms.replicas)):
         ctx.group_revisions[o] = group_revision(ctx, o, ctx.observed.groups.get(o), count)
     return ctx
+
+
+def returning_after_abort(ctx: PassContext) -> PassContext:
+    """The same pass, knowing whether an abort is taking the groups back to stable: the abort
+    annotation names the revision the spec selects now as the stable one."""
+    stable = ctx.ms.abort.get("stable")
+    returning = bool(stable) and (stable == ctx.update_hash or stable in ctx.equivalent)
+    return dataclasses.replace(ctx, returning_to_stable=returning) if returning else ctx
 
 
 def as_paused(ctx: PassContext) -> PassContext:

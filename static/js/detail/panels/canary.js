@@ -58,7 +58,13 @@ export function stepText(step) {
 
 // The mark of the step a canary is at, by its phase: one that is over (rolled back, failed) says
 // where it stopped, not "now".
-const STEP_MARK = { Running: "now", Paused: "waiting here", Failed: "failed here", RolledBack: "rolled back here" };
+const STEP_MARK = {
+  Running: "now",
+  Paused: "waiting here",
+  Failed: "failed here",
+  RolledBack: "rolled back here",
+  Aborted: "aborted here",
+};
 
 const clockText = (t) => (t == null ? "—" : isEpoch(t) ? new Date(t * 1000).toLocaleTimeString() : Math.round(t) + " s");
 

@@ -49,8 +49,17 @@ const UNAVAILABLE = {
     canaryRunning(state) || partitionOf(state) > 0 || state.spec.paused ? null : "Partition is 0 and the rollout is not paused.",
   rollback: ({ state }) =>
     (state.revisions || []).length > 1 ? null : "Only one revision exists: nothing to roll back to.",
+  // The service's rule (controller/core/controls.py, abort): a rollout in progress, whose stable
+  // revision is the running canary's, else the current one.
+  abort: ({ state }) => (abortTarget(state) ? null : "No rollout in progress: nothing to abort."),
   "autoscale-off": ({ state }) => (state.spec.autoscale ? null : "Autoscale is off: nothing to turn off."),
 };
+
+// The revision an abort goes back to, or null when no rollout is in progress.
+function abortTarget(state) {
+  const stable = canaryRunning(state) ? state.canary.stable : state.currentRevision;
+  return stable && state.updateRevision && stable !== state.updateRevision ? stable : null;
+}
 
 // What the dialog says before its fields.
 const DESCRIBE = {
@@ -106,6 +115,19 @@ const DESCRIBE = {
       revLabel(state.updateRevision, revNumbers),
       ", within the unavailability budget.",
     ),
+  abort: ({ state, revNumbers }) =>
+    h(
+      "p",
+      null,
+      "Stops the rollout of revision ",
+      revLabel(state.updateRevision, revNumbers),
+      canaryRunning(state) ? ` at canary step ${state.canary.stepIndex + 1}` : "",
+      " and goes back to the stable revision ",
+      revLabel(abortTarget(state), revNumbers),
+      ": every group returns to it and the rollout stays ",
+      h("b", null, "paused"),
+      ". Resume retries.",
+    ),
   rollback: () =>
     h(
       "p",
@@ -149,6 +171,7 @@ const TITLES = {
   pause: "Pause the rollout",
   resume: "Resume the rollout",
   rollback: "Roll back",
+  abort: "Abort the rollout",
   "set-image": "Set the image of a role",
   scale: "Scale the ModelServing",
   autoscale: "Turn autoscale on",
