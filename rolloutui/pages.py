@@ -21,7 +21,17 @@ from django.utils.safestring import mark_safe
 
 from controller.core.phases import PENDING, PHASES
 from controller.core.ports import NotFound
-from rolloutui.services import access, actions, capacity, cluster, kserve, kserve_controls, manifests, state
+from rolloutui.services import (
+    access,
+    actions,
+    capacity,
+    cluster,
+    kserve,
+    kserve_controls,
+    manifests,
+    notifications,
+    state,
+)
 from rolloutui.services.releases import records as release_records
 
 VIEW = "rolloutui.view_modelserving"
@@ -277,3 +287,14 @@ def inferenceservice_detail(request, namespace, name):
             ),
         },
     )
+
+
+@login_required
+def notification_deliveries(request):
+    """Recent notification deliveries (``services.notifications``) of the namespaces where the user
+    may operate, as ``GET /api/notifications/deliveries/`` lists them; destinations by host only."""
+    if not access.anywhere(request.user, OPERATE):
+        raise PermissionDenied(f"{request.user.get_username()} may not operate ModelServings")
+    within = access.namespaces(request.user, OPERATE, notifications.namespaces)
+    rows = notifications.search(within=within)[:200]
+    return render(request, "notifications/deliveries.html", {"rows": rows})

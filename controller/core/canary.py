@@ -42,6 +42,12 @@ PLACEHOLDERS = ("{{revision}}", "{{namespace}}", "{{name}}", "{{window}}")
 # Figures a prometheus provider may have a query for beside the metrics: ``requests`` (finished),
 # ``started`` (started in the window, finished or not) and ``durationP99Ms`` (the settle time).
 QUERY_FIGURES = ("requests", "started", "durationP99Ms")
+# The fields each object of the canary may have; any other is refused. The CRD's schema names the
+# same ones (tests/kubernetes/test_crd_follows_the_parser.py keeps the two in step).
+CANARY_FIELDS = ("steps", "analysis")
+STEP_KINDS = ("setPartition", "pause")  # a step is exactly one of these
+PAUSE_FIELDS = ("durationSeconds",)
+CHECK_FIELDS = ("metric", *CHECK_KINDS)
 ANALYSIS_FIELDS = (
     "intervalSeconds",
     "settleSeconds",
@@ -135,14 +141,16 @@ def _step(raw: Any, path: str) -> Step:
     if keys == {"pause"}:
         pause = raw["pause"] if raw["pause"] is not None else {}
         pause = _dict(pause, f"{path}.pause")
-        unknown = set(pause) - {"durationSeconds"}
+        unknown = set(pause) - set(PAUSE_FIELDS)
         if unknown:
-            raise CanaryError(f"{path}.pause.{sorted(unknown)[0]}", "unknown field (allowed: durationSeconds)")
+            raise CanaryError(
+                f"{path}.pause.{sorted(unknown)[0]}", f"unknown field (allowed: {', '.join(PAUSE_FIELDS)})"
+            )
         seconds = pause.get("durationSeconds")
         if seconds is not None:
             seconds = _number(seconds, f"{path}.pause.durationSeconds", minimum=0)
         return Step(pause=True, pause_seconds=seconds)
-    unknown = sorted(keys - {"setPartition", "pause"})
+    unknown = sorted(keys - set(STEP_KINDS))
     if unknown:
         raise CanaryError(f"{path}.{unknown[0]}", "unknown field (a step is {setPartition: N} or {pause: {...}})")
     raise CanaryError(path, "a step is exactly one of {setPartition: N} or {pause: {durationSeconds?}}")
@@ -154,9 +162,9 @@ def _check(raw: Any, path: str) -> Check:
     if metric not in METRICS:
         raise CanaryError(f"{path}.metric", f"must be one of {', '.join(METRICS)}, got {metric!r}")
     kinds = [k for k in CHECK_KINDS if k in raw]
-    unknown = set(raw) - {"metric", *CHECK_KINDS}
+    unknown = set(raw) - set(CHECK_FIELDS)
     if unknown:
-        raise CanaryError(f"{path}.{sorted(unknown)[0]}", f"unknown field (allowed: metric, {', '.join(CHECK_KINDS)})")
+        raise CanaryError(f"{path}.{sorted(unknown)[0]}", f"unknown field (allowed: {', '.join(CHECK_FIELDS)})")
     if len(kinds) != 1:
         raise CanaryError(path, f"give exactly one of {', '.join(CHECK_KINDS)}")
     kind = kinds[0]
@@ -242,9 +250,9 @@ def parse_canary(raw: Any, path: str, *, strategy_type: str, group_partition_set
             "spec.rolloutStrategy.rollingUpdateConfiguration.partition",
             "remove it: with canary steps the steps set the partition",
         )
-    unknown = set(raw) - {"steps", "analysis"}
+    unknown = set(raw) - set(CANARY_FIELDS)
     if unknown:
-        raise CanaryError(f"{path}.{sorted(unknown)[0]}", "unknown field (allowed: steps, analysis)")
+        raise CanaryError(f"{path}.{sorted(unknown)[0]}", f"unknown field (allowed: {', '.join(CANARY_FIELDS)})")
     steps_raw = raw.get("steps")
     if not isinstance(steps_raw, list) or not steps_raw:
         raise CanaryError(f"{path}.steps", "must list at least one step")

@@ -65,6 +65,7 @@ urlpatterns = [
     re_path(ISVC + r"/preview/?$", views.InferenceServicePreview.as_view(), name="api-inferenceservice-preview"),
     path("manifests/validate", views.ValidateManifest.as_view(), name="api-manifest-validate"),
     path("audit/", views.AuditList.as_view(), name="api-audit"),
+    path("notifications/deliveries/", views.NotificationDeliveryList.as_view(), name="api-notification-deliveries"),
     re_path(r"^request-records/?$", views.RequestRecords.as_view(), name="api-request-records"),
     path("auth/token/", views.TokenView.as_view(), name="api-token"),
     path("auth/tokens/", views.TokensView.as_view(), name="api-tokens"),

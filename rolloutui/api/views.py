@@ -40,6 +40,7 @@ from rolloutui.services import (
     kserve,
     kserve_controls,
     manifests,
+    notifications,
     origin,
     preview,
     records,
@@ -53,7 +54,7 @@ from rolloutui.throttling import ScopedRateThrottle
 from . import serializers as s
 from .authentication import IngestTokenAuthentication
 from .parsers import check_depth
-from .permissions import VIEW, CanIngest, CanOperate, CanRun, CanView
+from .permissions import OPERATE, VIEW, CanIngest, CanOperate, CanRun, CanView
 
 SOURCE = "api"
 PAGE_SOURCE_HEADER = "X-RolloutUI-Source"
@@ -359,6 +360,21 @@ class AuditList(generics.ListAPIView):
     def get_queryset(self):
         filters = ServiceView.validated(s.AuditQuerySerializer, self.request.query_params)
         return audit.search(**filters, within=access.namespaces(self.request.user, VIEW, audit.namespaces))
+
+
+class NotificationDeliveryList(generics.ListAPIView):
+    """Recent notification deliveries, newest first, of the namespaces where the user may operate
+    (deliveries of no namespace, such as a model version's approval, for those who operate everywhere).
+    Destinations are shown by name and host only."""
+
+    authentication_classes = ServiceView.authentication_classes
+    permission_classes = [CanOperate]
+    serializer_class = s.NotificationDeliverySerializer
+    pagination_class = AuditPagination
+
+    def get_queryset(self):
+        within = access.namespaces(self.request.user, OPERATE, notifications.namespaces)
+        return notifications.search(within=within)
 
 
 # --- API tokens (django-rest-knox: stored hashed, expiring, revocable) -------------------------------

@@ -159,6 +159,6 @@ def test_a_rule_inside_a_list_counts_once_per_element_toward_the_crd_budget():
     schema = copy.deepcopy(crd_schema())
     role = node(schema, ROLE)
     role["x-kubernetes-validations"] = [{"rule": "self.name.size() > 0", "message": "m"}]
-    (inner,) = [m for path, _, _, m in cel_rules(schema) if "items.x-kubernetes" in path]
+    (inner,) = [m for path, _, _, m in cel_rules(schema) if "roles].items.x-kubernetes" in path]
     assert inner == 4  # maxItems of roles
     assert PER_RULE_COST_LIMIT == 10_000_000

@@ -26,7 +26,11 @@ from manifests import DEPLOY, ROOT, by_kind, containers_of, documents, manifest_
 from controller.core import naming
 
 KTHENA_EXAMPLES = sorted(glob.glob(str(ROOT / "examples" / "kthena" / "*.yaml")))
-SCENARIOS = sorted(glob.glob(str(ROOT / "examples" / "scenarios" / "*.yaml")))
+# The shipped scenarios and the test suite's own: a ModelServing the simulator runs must also be one a
+# real API server stores whole.
+SCENARIOS = sorted(
+    glob.glob(str(ROOT / "examples" / "scenarios" / "*.yaml")) + glob.glob(str(ROOT / "tests" / "scenarios" / "*.yaml"))
+)
 
 MODELS = {
     "Namespace": kubernetes.client.V1Namespace,
@@ -496,7 +500,7 @@ def kthena_samples() -> list[tuple[str, dict[str, Any]]]:
 
 def scenario_samples() -> list[tuple[str, dict[str, Any]]]:
     # Scenarios of an InferenceService carry no ModelServing.
-    loaded = [(Path(p).name, yaml.safe_load(Path(p).read_text())) for p in SCENARIOS]
+    loaded = [(str(Path(p).relative_to(ROOT)), yaml.safe_load(Path(p).read_text())) for p in SCENARIOS]
     return [(name, doc["modelServing"]) for name, doc in loaded if "modelServing" in doc]
 
 
