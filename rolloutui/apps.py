@@ -26,3 +26,21 @@ class RolloutUIConfig(AppConfig):
         from rolloutui.services.audit import record_analysis
 
         analysis_acted.connect(record_analysis, dispatch_uid="rolloutui.analysis_audit")
+
+        # Notifications (docs/notifications.md): the settings are checked now, so a wrong one stops
+        # the start with the field it names; audit records and failed releases become deliveries.
+        from django.core.exceptions import ImproperlyConfigured
+        from django.db.models.signals import post_save
+
+        from rolloutui.models import AuditRecord
+        from rolloutui.releases.models import DeploymentRevision
+        from rolloutui.services import notifications
+
+        try:
+            notifications.destinations()
+        except notifications.NotificationConfigError as err:
+            raise ImproperlyConfigured(str(err)) from None
+        post_save.connect(notifications.record_written, sender=AuditRecord, dispatch_uid="rolloutui.notify_audit")
+        post_save.connect(
+            notifications.release_saved, sender=DeploymentRevision, dispatch_uid="rolloutui.notify_release"
+        )

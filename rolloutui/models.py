@@ -231,3 +231,58 @@ class IngestToken(models.Model):
 
     def __str__(self) -> str:
         return f"ingest token {self.token_key} ({self.name}) for {self.user}"
+
+
+class NotificationDelivery(models.Model):
+    """One notification sent (or being sent) to one destination: what, where, and how it went.
+
+    Written pending where the event happens; the worker's task (``rolloutui.tasks.deliver_notification``)
+    sends it, retrying with back-off, and records each attempt here. The destination's URL is never
+    stored (it may hold a token): ``host`` is what the pages show.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        DELIVERED = "delivered", "Delivered"
+        FAILED = "failed", "Failed"
+
+    created_at = models.DateTimeField(default=timezone.now)
+    destination = models.CharField(max_length=100)
+    destination_type = models.CharField(max_length=16)
+    host = models.CharField(max_length=253, blank=True)
+    kind = models.CharField(max_length=40)
+    namespace = models.CharField(max_length=253, blank=True)
+    name = models.CharField(max_length=253, blank=True)
+    revision = models.CharField(max_length=128, blank=True)
+    message = models.TextField(blank=True)
+    event_at = models.DateTimeField(default=timezone.now)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    response_code = models.PositiveIntegerField(null=True, blank=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        default_permissions = ()
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["namespace", "created_at"], name="delivery_ns_time_idx")]
+
+
+class NotifiedTransition(models.Model):
+    """A transition the controller detected (a rollout completed, a deadline passed) that was
+    notified: kept so that it is notified once per workload, kind and revision, also across
+    restarts of the worker. ``rolling`` rows remember that a revision was seen rolling out, so
+    that its completion is a transition and not the steady state found at start."""
+
+    created_at = models.DateTimeField(default=timezone.now)
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    kind = models.CharField(max_length=40)
+    revision = models.CharField(max_length=128)
+
+    class Meta:
+        default_permissions = ()
+        constraints = [
+            models.UniqueConstraint(fields=["namespace", "name", "kind", "revision"], name="notified_once"),
+        ]

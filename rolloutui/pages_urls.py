@@ -7,6 +7,7 @@ urlpatterns = [
     path("manifests/apply/", pages.manifest_editor, name="manifest-apply"),
     path("modelservings/<str:namespace>/<str:name>/", pages.modelserving_detail, name="modelserving-detail"),
     path("releases/", release_pages.releases, name="releases"),
+    path("notifications/", pages.notification_deliveries, name="notification-deliveries"),
     path(
         "inferenceservices/<str:namespace>/<str:name>/", pages.inferenceservice_detail, name="inferenceservice-detail"
     ),

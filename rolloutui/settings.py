@@ -284,7 +284,11 @@ except ValueError as exc:
 
 # Called by the controller's runtime after every reconcile pass with the state view
 # (controller/runtime/hooks.py): the release status machine (Deploying -> Serving | Failed).
-ROLLOUTUI_POST_RECONCILE_HOOKS = ["rolloutui.services.releases.status.after_reconcile"]
+ROLLOUTUI_POST_RECONCILE_HOOKS = [
+    "rolloutui.services.releases.status.after_reconcile",
+    # Rollout completed / progress deadline exceeded, notified once per revision (docs/notifications.md).
+    "rolloutui.services.notifications.after_reconcile",
+]
 # Called at every resync (30 s): releases of InferenceServices, which no reconcile pass covers.
 ROLLOUTUI_RESYNC_HOOKS = ["rolloutui.services.releases.status.judge_inferenceservice_releases"]
 
@@ -617,5 +621,19 @@ LOGGING = {
         "py.warnings": {"handlers": [], "propagate": True},
         # django-axes logs every sign-in at INFO; the audit trail records them already.
         "axes": {"handlers": [], "level": "WARNING", "propagate": True},
+        # httpx logs each request's URL at INFO; a notification URL may hold a token (Slack's do).
+        "httpx": {"handlers": [], "level": "WARNING", "propagate": True},
     },
 }
+
+# --- Notifications (docs/notifications.md) ---------------------------------------------------
+# Where rollout and release events are sent: a file path (a mounted ConfigMap) or the JSON itself;
+# empty: none. Read and checked once at start (rolloutui.apps), each error naming its field.
+ROLLOUTUI_NOTIFICATIONS = _env("ROLLOUTUI_NOTIFICATIONS")
+# The dashboard's address as people reach it: messages link to the workload's page (no link if empty).
+ROLLOUTUI_PUBLIC_URL = _env("ROLLOUTUI_PUBLIC_URL").rstrip("/")
+# Delivery in the worker: seconds per request, retries after the first attempt, and the back-off
+# ceiling (Celery's retry_backoff doubles the wait from 1 s up to it).
+ROLLOUTUI_NOTIFY_TIMEOUT_SECONDS = _env_number("ROLLOUTUI_NOTIFY_TIMEOUT_SECONDS", 5.0, minimum=0.1)
+ROLLOUTUI_NOTIFY_MAX_RETRIES = _env_int("ROLLOUTUI_NOTIFY_MAX_RETRIES", 5, minimum=0)
+ROLLOUTUI_NOTIFY_BACKOFF_MAX_SECONDS = _env_int("ROLLOUTUI_NOTIFY_BACKOFF_MAX_SECONDS", 600, minimum=1)

@@ -8,6 +8,8 @@
   opt-in autoscaler over the ModelServings with autoscale on (``services.autoscale.run_once``);
   each change is a ``scale`` with source ``autoscaler``, audited. Registered on the beat schedule
   from here (``register_periodic_tasks``), as ``controller.tasks`` registers its own.
+- ``rolloutui.tasks.deliver_notification(delivery_id)``: one notification sent to one destination
+  (``services.notifications.send``), retried with exponential back-off; never in the web process.
 """
 
 from __future__ import annotations
@@ -46,6 +48,37 @@ def autoscale() -> list[dict[str, Any]]:
     from rolloutui.services import autoscale as autoscaler
 
     return autoscaler.run_once()
+
+
+class DeliveryFailed(Exception):
+    """An attempt to send a notification failed (no answer, or not 2xx): retried with back-off.
+    Its text names the destination's host only (a URL may hold a token, and Celery logs retries)."""
+
+
+@shared_task(
+    bind=True,
+    name="rolloutui.tasks.deliver_notification",
+    ignore_result=True,
+    autoretry_for=(DeliveryFailed,),
+    max_retries=settings.ROLLOUTUI_NOTIFY_MAX_RETRIES,
+    # Exponential back-off (1 s, 2 s, 4 s, ...) up to the ceiling, with jitter so that the
+    # deliveries of one busy endpoint do not all come back at the same second.
+    retry_backoff=True,
+    retry_backoff_max=settings.ROLLOUTUI_NOTIFY_BACKOFF_MAX_SECONDS,
+    retry_jitter=True,
+)
+def deliver_notification(self, delivery_id: int) -> None:
+    """One attempt at sending one notification (``services.notifications.send``); a failed attempt
+    is retried by Celery until the retries are spent, and the delivery is then marked failed."""
+    from rolloutui.services import notifications
+
+    try:
+        notifications.send(delivery_id)
+    except DeliveryFailed:
+        if self.request.retries >= self.max_retries:
+            notifications.give_up(delivery_id)
+            return
+        raise
 
 
 def register_periodic_tasks(app) -> None:

@@ -19,7 +19,7 @@ from rest_framework.settings import api_settings
 
 from controller.core.controls import ControlError
 from controller.core.phases import PHASES
-from rolloutui.models import AuditRecord
+from rolloutui.models import AuditRecord, NotificationDelivery
 from rolloutui.services import actions, masking
 from rolloutui.services.actions import REASON
 
@@ -440,3 +440,36 @@ class InferenceServiceHistorySerializer(serializers.Serializer):
     args = serializers.JSONField()
     deployments = serializers.JSONField(allow_null=True)
     specDiff = serializers.JSONField(allow_null=True, help_text="JSON merge patch from the spec before to after.")
+
+
+class NotificationDeliverySerializer(serializers.ModelSerializer):
+    """One notification delivery (``services.notifications``): the destination's name, type and host
+    (never its URL, which may hold a token), the event, and how sending it went."""
+
+    createdAt = serializers.DateTimeField(source="created_at")
+    type = serializers.CharField(source="destination_type")
+    lastError = serializers.CharField(source="last_error")
+    responseCode = serializers.IntegerField(source="response_code", allow_null=True)
+    lastAttemptAt = serializers.DateTimeField(source="last_attempt_at", allow_null=True)
+    deliveredAt = serializers.DateTimeField(source="delivered_at", allow_null=True)
+
+    class Meta:
+        model = NotificationDelivery
+        fields = [
+            "id",
+            "createdAt",
+            "destination",
+            "type",
+            "host",
+            "kind",
+            "namespace",
+            "name",
+            "revision",
+            "message",
+            "status",
+            "attempts",
+            "lastError",
+            "responseCode",
+            "lastAttemptAt",
+            "deliveredAt",
+        ]
