@@ -15,10 +15,11 @@ from playwright.sync_api import Page, expect
 from controller.core.controls import ControlError
 from rolloutui.models import AuditRecord
 from rolloutui.releases.models import DeploymentRevision
+from rolloutui.services import controls
 from rolloutui.services.releases import deploy, records
 from tests.dashboard.offline import OfflineSite
 
-from .conftest import converged, manifest
+from .conftest import IMAGE_CRASH, IMAGE_V1, converged, manifest, version_values
 
 pytestmark = pytest.mark.django_db
 
@@ -162,3 +163,68 @@ def test_a_pending_release_the_environment_would_refuse_shows_deploy_disabled_wi
     button = page.locator("tr[data-release='prod/chat/1'] [data-action=deploy]")
     expect(button).to_be_disabled()
     expect(button).to_have_attribute("title", re.compile("production requires an approved version"))
+
+
+# -- Item 8: the release panel tells one story, and a failure stays a failure -------------------------------
+
+
+@pytest.mark.parametrize("way_out", ["a new deploy", "a rollback"])
+def test_a_failed_release_keeps_failed_and_its_reason_when_another_release_replaces_it(world, operator, way_out):
+    sim = world["sim"]
+    good = plan(operator, "chat-llm:v1")
+    deploy.deploy(operator, "default", "chat", good.number, reason="v1", source="api")
+    assert roll(sim, good).status == "Serving"
+    records.register_model_version(operator, version_values("v3", image=IMAGE_CRASH), source="api")
+    broken = plan(operator, "chat-llm:v3")
+    deploy.deploy(operator, "default", "chat", broken.number, reason="try v3", source="api")
+    broken = roll(sim, broken)
+    assert broken.status == "Failed"
+    failure = broken.status_reason
+
+    if way_out == "a new deploy":
+        fix = plan(operator, "chat-llm:v1")
+        deploy.deploy(operator, "default", "chat", fix.number, reason="v1 again", source="api")
+    else:
+        deploy.rollback_release(operator, "default", "chat", good.number, reason="v3 crashes", source="api")
+    after = fresh(broken)
+    assert (after.status, after.status_reason) == ("Failed", failure)
+    assert after.events[-1]["reason"].startswith(("replaced by r3", "rolled back to r1"))
+    live = records.active_release(after.target)
+    assert live is not None and live.number == 3
+
+
+def test_a_superseded_release_says_what_replaced_it_in_the_past_tense(world, operator):
+    dr = plan(operator, "chat-llm:v2")
+    deploy.deploy(operator, "default", "chat", dr.number, reason="v2", source="api")
+    assert roll(world["sim"], dr).status == "Serving"
+    controls.set_image(operator, "default", "chat", role="decode", image=IMAGE_V1, reason="by hand", source="api")
+    world["sim"].run(120, "chat", until=lambda: converged("chat"))
+    dr = fresh(dr)
+    assert dr.status == "Superseded"
+    assert "now rolls out" not in dr.status_reason
+    assert re.fullmatch(r"replaced by revision #3 \(hash \S+\), which no release wrote", dr.status_reason), (
+        dr.status_reason
+    )
+
+
+def test_the_release_panel_shows_the_last_release_when_none_is_live_instead_of_nothing_released(
+    world, operator, operator_client, page: Page
+):
+    from rolloutui.services import state
+
+    dr = plan(operator, "chat-llm:v2")
+    deploy.deploy(operator, "default", "chat", dr.number, reason="v2", source="api")
+    assert roll(world["sim"], dr).status == "Serving"
+    controls.set_image(operator, "default", "chat", role="decode", image=IMAGE_V1, reason="by hand", source="api")
+    world["sim"].run(120, "chat", until=lambda: converged("chat"))
+    assert fresh(dr).status == "Superseded"
+
+    site = OfflineSite(page, operator_client, full_state=lambda: state.get_state("default", "chat"))
+    page.goto(site.url("/modelservings/default/chat/"))
+    summary = page.get_by_test_id("release-summary")
+    expect(summary).to_contain_text("r1 · v2")
+    expect(summary).to_contain_text("Superseded")
+    expect(summary).to_contain_text("No release is live here")
+    expect(summary).not_to_contain_text("Nothing released")
+    expect(summary).not_to_contain_text("now rolls out")
+    expect(page.get_by_test_id("rev-release")).to_have_text("r1 · v2")

@@ -126,7 +126,7 @@ CASES = [
     (
         "a ModelServing that moved on to a revision no release wrote supersedes it",
         view([inst(0, "otherhash")], update="otherhash", current="otherhash"),
-        ("Superseded", "the ModelServing now rolls out revision #3 (otherhash), which no release wrote"),
+        ("Superseded", "replaced by revision #3 (hash otherhash), which no release wrote"),
     ),
     (
         "a state read before the deploy was written says nothing",

@@ -410,8 +410,15 @@ def _release_action(
                     if replaced == DeploymentRevision.Status.ROLLED_BACK
                     else f"replaced by r{dr.number} ({dr.model_version.version})"
                 )
-                live.move(replaced, reason=note, by=username(user))
-                live.save()
+                if live.status == DeploymentRevision.Status.FAILED:
+                    # Superseded and RolledBack describe a release that had worked; a failed one keeps
+                    # its failure (and its reason), and its history says what took its place.
+                    event = {"status": live.status, "at": timezone.now().isoformat(), "by": username(user)}
+                    live.events = [*live.events, {**event, "reason": note}]
+                    live.save(update_fields=["events"])
+                else:
+                    live.move(replaced, reason=note, by=username(user))
+                    live.save()
             dr.move(DeploymentRevision.Status.DEPLOYING, reason=why, by=username(user))
             dr.deployed_at = timezone.now()
             dr.deployed_by_name = username(user)

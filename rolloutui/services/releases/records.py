@@ -276,13 +276,11 @@ def get_release(namespace: str, name: str, number: int) -> DeploymentRevision:
 
 
 def active_release(target: Target) -> DeploymentRevision | None:
-    """The release that is (or was last) live on ``target``: Deploying, Serving or Failed."""
-    return (
-        _releases()
-        .filter(target=target, status__in=DeploymentRevision.ACTIVE)
-        .order_by("-deployed_at", "-number")
-        .first()
-    )
+    """The release that is (or was last) live on ``target``: the one deployed last, while it is
+    Deploying, Serving or Failed. None once a change no release wrote superseded it: an older
+    release (a Failed one keeps its status when replaced) is not live again for that."""
+    last = _releases().filter(target=target, deployed_at__isnull=False).order_by("-deployed_at", "-number").first()
+    return last if last is not None and last.status in DeploymentRevision.ACTIVE else None
 
 
 def target_of(namespace: str, name: str, kind: str = contract.KIND_MODELSERVING) -> Target | None:

@@ -94,10 +94,12 @@ def serving_tally(view: Mapping[str, Any], revision: str) -> dict[str, int]:
 
 
 def _revision_label(view: Mapping[str, Any], rev_hash: str) -> str:
+    """``revision #3 (hash fece0a13d7)``: the number as it is now and the hash, which a later
+    rollback's renumbering does not change."""
     for r in view.get("revisions") or []:
         if r.get("hash") == rev_hash:
-            return f"#{r.get('number')} ({rev_hash})"
-    return rev_hash
+            return f"revision #{r.get('number')} (hash {rev_hash})"
+    return f"revision {rev_hash}"
 
 
 def judge(*, revision: str, generation: int | None, view: Mapping[str, Any], status: str = Status.DEPLOYING):
@@ -111,7 +113,8 @@ def judge(*, revision: str, generation: int | None, view: Mapping[str, Any], sta
     if update != revision:
         return Verdict(
             Status.SUPERSEDED,
-            f"the ModelServing now rolls out revision {_revision_label(view, update)}, which no release wrote",
+            # Said in the past tense: the reason stays on the release long after that rollout ended.
+            f"replaced by {_revision_label(view, update)}, which no release wrote",
         )
     if status != Status.DEPLOYING:
         return None

@@ -65,7 +65,19 @@ export function createRelease({ boot, initial, onReleases }) {
       return;
     }
     if (!a) {
-      mount(byId("release-summary"), h("p", { class: "calm" }, `Nothing released to ${env} here yet.`));
+      // Releases were made here but none is live (a change no release wrote superseded the last
+      // one): say so and show that release, which the Revisions panel still names beside its hash.
+      const last = (releases.history || []).find((r) => r.status !== "Pending");
+      mount(
+        byId("release-summary"),
+        last
+          ? [
+              h("p", { class: "calm" }, `No release is live here: the ModelServing runs a change no release wrote. The last release to ${env}:`),
+              h("p", { class: "release-line" }, h("span", { class: "rel-label" }, last.label), " ", statusBadge(last.status), " ", h("span", { class: "mono" }, `${last.model}:${last.version}`)),
+              last.statusReason ? h("p", { class: "release-why" }, last.statusReason) : null,
+            ]
+          : h("p", { class: "calm" }, `Nothing released to ${env} here yet.`),
+      );
       return;
     }
     const mv = a.modelVersion || {};
