@@ -27,6 +27,7 @@ RESOURCES = [
     re_path(MS + r"/preview/?$", views.SimPreview.as_view(), name="api-preview"),
     re_path(MS + r"/releases/?$", releases.ModelServingReleases.as_view(), name="api-modelserving-releases"),
     re_path(MS + r"/comparison/?$", views.Comparison.as_view(), name="api-comparison"),
+    re_path(MS + r"/status/?$", views.RolloutStatus.as_view(), name="api-rollout-status"),
 ]
 
 
@@ -49,6 +50,7 @@ def _control_routes():
 
 
 urlpatterns = [
+    path("actions/", views.ActionRegistry.as_view(), name="api-actions"),
     path("modelservings/", views.ModelServingList.as_view(), name="api-modelservings"),
     re_path(MS + r"/$", views.ModelServingDetail.as_view(), name="api-modelserving"),
     *_control_routes(),

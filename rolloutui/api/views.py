@@ -14,6 +14,7 @@ always ``api``), it makes their audit records say ``page``.
 from __future__ import annotations
 
 from django.urls import reverse
+from django.utils.cache import get_conditional_response
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
@@ -144,6 +145,31 @@ class ModelServingList(ServiceView):
         filters = {key: value for key, value in q.items() if value}
         within = access.namespaces(request.user, VIEW, state.modelserving_namespaces)
         return Response(state.list_summaries(**filters, within=within))
+
+
+class ActionRegistry(ServiceView):
+    """``GET /api/actions/``: the action registry as data (``actions.registry_document``), from which
+    the remote CLI (``rolloutui_cli``) builds one verb per control. Sent with an ``ETag`` (its
+    ``version``): a client revalidates its cached copy with ``If-None-Match`` and gets 304."""
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request):
+        document = actions.registry_document()
+        etag = f'"{document["version"]}"'
+        response = get_conditional_response(request, etag=etag)
+        if response is None:
+            response = Response(document)
+        response["ETag"] = etag
+        return response
+
+
+class RolloutStatus(ServiceView):
+    """``GET /api/modelservings/{ns}/{name}/status``: whether the rollout is done, failed or still
+    progressing (``verdict``), and why in one line; what ``status`` in either CLI waits on."""
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, namespace, name):
+        return Response(state.rollout_status(namespace, name))
 
 
 class ModelServingDetail(ServiceView):
