@@ -5,8 +5,8 @@ Place in the flow. An event becomes notifications in one of three places, each o
 row; nothing here waits on a destination, so a control answers at once whatever the endpoints do:
 
 - every audit record written (``post_save`` of ``AuditRecord``, connected in ``rolloutui.apps``) of a
-  notifiable kind (``kinds_of_record``): paused, rolled back, the analysis' pauses and rollbacks,
-  a model version approved;
+  notifiable kind (``kinds_of_record``): paused, aborted, rolled back, the analysis' pauses and
+  rollbacks, a model version approved;
 - the post-reconcile hook ``after_reconcile`` (``ROLLOUTUI_POST_RECONCILE_HOOKS``): a rollout that
   completed, a progress deadline exceeded; each at most once per workload and revision
   (``NotifiedTransition``), so a pass that sees the same state again, or a restarted worker, sends
@@ -75,6 +75,7 @@ _ACTION_KINDS = {
     "rollback": ROLLED_BACK,
     "isvc_rollback": ROLLED_BACK,
     "rollback_release": ROLLED_BACK,
+    "abort": ABORTED,
     "approve": RELEASE_APPROVED,
 }
 

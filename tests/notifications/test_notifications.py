@@ -264,6 +264,8 @@ def _record(**fields) -> AuditRecord:
         (_record(result="error"), []),  # a refused control is no event
         (_record(action="rollback"), ["rolled_back"]),
         (_record(action="rollback_release"), ["rolled_back"]),
+        # Argo Rollouts' abort: back to the stable revision, left paused.
+        (_record(action="abort"), ["aborted"]),
         (_record(action="approve", namespace="", name="chat-llm:v2"), ["release_approved"]),
         (_record(action="resume"), []),
         (_record(action="set_image"), []),
