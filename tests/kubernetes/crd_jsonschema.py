@@ -36,6 +36,12 @@ def to_json_schema(node: Any, *, strict: bool = False) -> Any:
     }
     if node.get("nullable") and "type" in out:
         out["type"] = [out["type"], "null"]
+    # OpenAPI 3.0 flags minimum/maximum as exclusive with a boolean; JSON Schema 2020-12 gives the
+    # bound itself (read as a number, True would be a bound of 1).
+    for flag, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+        if isinstance(out.get(flag), bool):
+            if out.pop(flag) and bound in out:
+                out[flag] = out.pop(bound)
     if "properties" in node:
         out["properties"] = {k: to_json_schema(v, strict=strict) for k, v in node["properties"].items()}
         if strict and not node.get("x-kubernetes-preserve-unknown-fields") and "additionalProperties" not in node:
