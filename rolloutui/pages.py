@@ -32,6 +32,7 @@ from rolloutui.services import (
     notifications,
     state,
 )
+from rolloutui.services.probe_advice import advice_of as probe_advice_of
 from rolloutui.services.releases import records as release_records
 
 VIEW = "rolloutui.view_modelserving"
@@ -185,6 +186,8 @@ def modelserving_detail(request, namespace, name):
             # The release this ModelServing runs, its environment, and "r31 · v12" per controller
             # revision hash (static/js/detail/panels/release.js re-reads it from the API).
             "releases": release_records.releases_of_modelserving(namespace, name),
+            # Shown in the serving gates panel: probes that cannot cover the model load.
+            "probe_advice": probe_advice_of(namespace, name),
         },
     )
 

@@ -11,6 +11,7 @@ import time
 
 import pytest
 import yaml
+from playwright.sync_api import Page, expect
 
 from controller.core import naming
 from controller.models import SimClock
@@ -22,6 +23,8 @@ from tests.factories import modelserving, role
 from tests.live.helpers import ManualClock
 
 from .helpers import NAMESPACE, unique_name
+from .offline import OfflineSite
+from .test_pages_offline import current_state, no_script_ran
 
 pytestmark = pytest.mark.django_db
 
@@ -136,3 +139,47 @@ def _ready(pod: dict) -> bool:
         c.get("type") == "Ready" and c.get("status") == "True"
         for c in (pod.get("status") or {}).get("conditions") or []
     )
+
+
+# --- The ModelServing page ----------------------------------------------------------------------------
+FORGED_CONTAINER = '<img src=x onerror="window.__xss=1">'
+
+
+def stored_with_probes(name: str, *, container: str = "engine", **probes) -> None:
+    body = with_probes(name, **probes)
+    body["spec"]["template"]["roles"][0]["entryTemplate"]["spec"]["containers"][0]["name"] = container
+    cluster.get_cluster().create_modelserving(body)
+
+
+def test_the_serving_gates_panel_shows_the_probe_advice_as_text(viewer_client, slow_image_profile):
+    name = unique_name()
+    stored_with_probes(name, container=FORGED_CONTAINER, livenessProbe=HTTP)
+    html = viewer_client.get(f"/modelservings/{NAMESPACE}/{name}/").content.decode()
+    panel = html[html.index('id="release-panel"') : html.index('id="canary-panel"')]
+    assert 'data-testid="probe-advice"' in panel
+    assert "role decode: container &lt;img src=x onerror=&quot;window.__xss=1&quot;&gt; has no readinessProbe" in panel
+    assert LIVENESS_60 in panel
+    assert FORGED_CONTAINER not in html
+
+
+def test_a_modelserving_whose_probes_cover_the_load_has_no_probe_advice_on_its_page(viewer_client, slow_image_profile):
+    name = unique_name()
+    stored_with_probes(name, startupProbe={**HTTP, "failureThreshold": 30})
+    html = viewer_client.get(f"/modelservings/{NAMESPACE}/{name}/").content.decode()
+    assert 'data-testid="probe-advice"' not in html
+
+
+def test_the_probe_advice_stays_beside_the_gate_funnel_the_page_script_draws_and_no_script_runs(
+    viewer_client, slow_image_profile, page: Page
+):
+    name = unique_name()
+    stored_with_probes(name, container=FORGED_CONTAINER, readinessProbe=HTTP, livenessProbe=HTTP)
+    site = OfflineSite(page, viewer_client, full_state=lambda: current_state({"namespace": NAMESPACE, "name": name}))
+    page.goto(site.url(f"/modelservings/{NAMESPACE}/{name}/"))
+    panel = page.locator("#release-panel")
+    # The funnel is drawn from the websocket's state; the advice next to it must survive that.
+    expect(panel.get_by_test_id("gate-funnel").locator(".gate-row").first).to_be_visible()
+    advice = panel.get_by_test_id("probe-advice")
+    expect(advice).to_be_visible()
+    expect(advice.locator("li")).to_have_text([LIVENESS_60])
+    no_script_ran(page)
