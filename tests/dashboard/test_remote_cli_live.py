@@ -15,6 +15,7 @@ import pytest
 from tests.conftest import TEST_PASSWORD
 
 from .helpers import manifest, unique_name
+from .test_tooling_live import CONFIGURE_CRASH, CRASH
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -82,6 +83,26 @@ def test_an_operator_signs_in_reads_and_waits_on_a_rollout_from_an_empty_folder(
     timed_out = rolloutui("status", target, "--timeout", "1s", "--interval", "0.2s")
     assert timed_out.returncode == 2, timed_out.stdout + timed_out.stderr
     assert "timed out" in timed_out.stdout
+
+    # The controls came from the server's registry, cached per server beside the config file.
+    cached = json.loads((stored.parent / "actions.json").read_text())[live_stack.url]
+    assert "abort" in {action["name"] for action in cached["actions"]}
+
+    # Argo Rollouts' abort: back to the stable revision, left paused.
+    aborted = rolloutui("abort", target, "--reason", "not this build")
+    assert aborted.returncode == 0, aborted.stderr
+    assert aborted.stdout.startswith(f"abort {target}: ok (audit #")
+    after = json.loads(rolloutui("get", target, "-o", "json").stdout)
+    assert after["spec"]["paused"] is True
+
+    # A crashing image: status exits 1 as soon as an instance of the new revision fails.
+    assert "configured" in live_stack.manage("shell", "-c", CONFIGURE_CRASH)
+    assert rolloutui("resume", target, "--reason", "retry").returncode == 0
+    crashing = rolloutui("set-image", target, "--role", "decode", "--image", CRASH, "--reason", "bad build")
+    assert crashing.returncode == 0, crashing.stderr
+    failed = rolloutui("status", target, "--timeout", "3m", "--interval", "0.5s")
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "failed" in failed.stdout
 
     # Bad input is refused by the server, naming the field, with exit status 1.
     refused = rolloutui("rollback", target, "--to-revision", "99", "--reason", "no such revision")

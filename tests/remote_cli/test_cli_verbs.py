@@ -14,7 +14,8 @@ from django.urls import URLPattern, URLResolver
 from rolloutui.api import urls as api_urls
 from rolloutui.api import views
 from rolloutui.services import actions
-from rolloutui_cli import commands, config
+from rolloutui_cli import commands, config, output
+from rolloutui_cli.client import ApiError
 
 # A registry document as the server sends it, small enough to read: one ModelServing action with an
 # integer, a switch and an exclusive pair, and one collection action reading a file.
@@ -244,3 +245,25 @@ def test_login_stores_the_token_readable_by_its_owner_only_even_with_a_permissiv
 @pytest.mark.parametrize(("text", "seconds"), [("90", 90), ("90s", 90), ("10m", 600), ("1h", 3600), ("500ms", 0.5)])
 def test_durations_are_read_as_kubectl_reads_its_timeout(text, seconds):
     assert commands.parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(
+    ("body", "lines"),
+    [
+        ({"toRevision": ["revision 9 does not exist"]}, ["toRevision: revision 9 does not exist"]),
+        ({"detail": "You need the operate permission."}, ["You need the operate permission."]),
+        (
+            {"manifest": ["not YAML"], "reason": ["reason is required"]},
+            ["manifest: not YAML", "reason: reason is required"],
+        ),
+    ],
+)
+def test_an_api_error_is_shown_one_line_per_field_it_names(body, lines):
+    assert ApiError(400, "HTTP 400", body).lines() == lines
+
+
+def test_yaml_output_prints_the_answer_unchanged():
+    import yaml
+
+    answer = {"namespace": "default", "roles": [{"name": "decode", "replicas": 2}]}
+    assert yaml.safe_load(output.dump(answer, "yaml")) == answer
