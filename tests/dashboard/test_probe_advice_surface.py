@@ -5,12 +5,14 @@ and never refuse the manifest. The advice itself is tested in tests/core/test_pr
 from __future__ import annotations
 
 import copy
+import io
 import json
 import re
 import time
 
 import pytest
 import yaml
+from django.core.management import call_command
 from playwright.sync_api import Page, expect
 
 from controller.core import naming
@@ -183,3 +185,14 @@ def test_the_probe_advice_stays_beside_the_gate_funnel_the_page_script_draws_and
     expect(advice).to_be_visible()
     expect(advice.locator("li")).to_have_text([LIVENESS_60])
     no_script_ran(page)
+
+
+def test_the_cli_apply_prints_the_probe_warnings_under_the_applied_modelserving(operator, slow_image_profile, tmp_path):
+    name = unique_name()
+    path = tmp_path / "slow.yaml"
+    path.write_text(yaml.safe_dump(with_probes(name, readinessProbe=HTTP, livenessProbe=HTTP)))
+    out = io.StringIO()
+    call_command("rollout", "apply", "-f", str(path), "--reason", "slow model", "--user", "operator", stdout=out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith(f"apply {NAMESPACE}/{name}: created")
+    assert lines[1:] == [f"  warning: {LIVENESS_60}"]

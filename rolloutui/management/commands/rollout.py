@@ -253,6 +253,8 @@ class Command(BaseCommand):
             has_revisions = record.from_revision or record.to_revision or action.target is actions.MODELSERVING
             extra = "" if collection or not has_revisions else f"{revisions}; "
             lines.append(f"{what} ({extra}audit #{record.pk}, by {record.actor_name})")
+            # apply's probe advice: said under the ModelServing it is about; it refused nothing.
+            lines.extend(f"  warning: {w}" for w in (record.details or {}).get("warnings") or [])
         self.emit([audit.record_json(r) for r in records], "\n".join(lines))
 
     @staticmethod
