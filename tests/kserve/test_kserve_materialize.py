@@ -16,17 +16,19 @@ def plans(manifest, ready=frozenset()):
 
 
 def test_each_component_becomes_a_deployment_named_as_kserve_names_it():
+    model = {**MODEL["model"], "storageUri": "pvc://m/v1"}
     manifest = isvc(
-        {**MODEL, "minReplicas": 4, "workerSpec": {"pipelineParallelSize": 3}},
+        {"model": model, "minReplicas": 4, "workerSpec": {"pipelineParallelSize": 3}},
         transformer={"containers": [{"image": "tok:1"}]},
     )
     out = plans(manifest)
     assert set(out) == {"llm-predictor", "llm-predictor-worker", "llm-transformer"}
     assert out["llm-predictor"].replicas == 4
-    assert out["llm-predictor-worker"].replicas == 2 * 4  # pipelineParallelSize 3 -> 2 workers per head
+    # 3 GPUs, none declared: 3 nodes of one GPU, RAY_NODE_COUNT - 1 = 2 workers whatever the head's replicas.
+    assert out["llm-predictor-worker"].replicas == 2
     assert out["llm-predictor"].template["spec"]["containers"][0]["image"] == "vllm/vllm-openai:v0.9.1"
     env = out["llm-predictor"].template["spec"]["containers"][0]["env"]
-    assert {"name": "STORAGE_URI", "value": "s3://m/v1"} in env
+    assert {"name": "STORAGE_URI", "value": "pvc://m/v1"} in env
 
 
 def test_a_canary_gets_its_share_of_replicas_and_weight_only_once_ready():

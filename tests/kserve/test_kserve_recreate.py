@@ -54,10 +54,9 @@ STRATEGIES = [
 @pytest.mark.parametrize("predictor,component,written", [r[1:] for r in STRATEGIES], ids=[r[0] for r in STRATEGIES])
 def test_kserve_writes_the_recreate_strategy_on_the_deployment(predictor, component, written):
     config = parse_deploy_config(STANDARD)
-    plans = {
-        p.component: p
-        for p in deployments(parse_inferenceservice(inferenceservice(predictor=predictor), config), config)
-    }
+    manifest = inferenceservice(predictor=predictor)
+    manifest["metadata"]["annotations"] = {"serving.kserve.io/autoscalerClass": "none"}  # as multi-node needs
+    plans = {p.component: p for p in deployments(parse_inferenceservice(manifest, config), config)}
     plan = plans[component]
     assert plan.strategy.deployment_strategy() == written
     assert plan.strategy.to_json(4)["mode"] == "Recreate"

@@ -16,7 +16,11 @@ from tests.factories import inferenceservice
 
 
 def isvc(predictor: dict, *, mode: str | None = "Standard", **spec) -> dict:
-    return inferenceservice(predictor=predictor, mode=mode, **spec)
+    manifest = inferenceservice(predictor=predictor, mode=mode, **spec)
+    if "workerSpec" in predictor:
+        # KServe's validateMultiNodeVariables: a multi-node model needs the autoscaler class none.
+        manifest["metadata"].setdefault("annotations", {})["serving.kserve.io/autoscalerClass"] = "none"
+    return manifest
 
 
 MODEL = {
@@ -54,7 +58,11 @@ def brief(value: dict) -> tuple:
     )
 
 
-MULTI_NODE = {**MODEL, "workerSpec": {"pipelineParallelSize": 3, "tensorParallelSize": 4}}
+# A multi-node model reads its weights from a pvc or oci storage (KServe's validateMultiNodeVariables).
+MULTI_NODE = {
+    "model": {**MODEL["model"], "storageUri": "pvc://m/v1"},
+    "workerSpec": {"pipelineParallelSize": 3, "tensorParallelSize": 4},
+}
 
 PRECEDENCE = [
     (

@@ -148,6 +148,7 @@ def test_load_demo_adds_the_demo_inferenceservice_which_the_tick_brings_to_ready
         "maxSurge": {"value": "50%", "source": "configMap", "count": 2},
         "maxUnavailable": {"value": "25%", "source": "default", "count": 1},
         "mode": "Custom",
+        "surgeGpus": 2,  # the surge's 2 pods of one GPU each
     }
     assert SimTraffic.objects.get(kind=SimTraffic.KIND_INFERENCESERVICE, name="llm").rps == 2.0
     again = io.StringIO()

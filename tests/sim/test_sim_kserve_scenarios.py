@@ -78,6 +78,7 @@ def test_the_default_strategy_is_25_percent_each_with_its_source_in_every_frame(
             "maxSurge": {"value": "25%", "source": "default", "count": 2},
             "maxUnavailable": {"value": "25%", "source": "default", "count": 2},
             "mode": "Custom",
+            "surgeGpus": 2,  # 2 surge pods of one GPU
         }
 
 
@@ -132,6 +133,7 @@ def test_a_resource_aware_rollout_never_exceeds_the_replica_count():
         "maxSurge": {"value": "0%", "source": "configMap", "count": 0},
         "maxUnavailable": {"value": "34%", "source": "configMap", "count": 2},
         "mode": "ResourceAware",
+        "surgeGpus": 0,
     }
 
 

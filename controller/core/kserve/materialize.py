@@ -79,7 +79,8 @@ def deployments(isvc: InferenceService, config: DeployConfig, *, ready_canaries:
             DeploymentPlan(
                 f"{predictor_deployment_name(isvc.name, predictor)}-worker",
                 "predictor-worker",
-                predictor.worker.replicas * max(stable_replicas, 1),
+                # RAY_NODE_COUNT - 1, whatever the head's replica count (KServe's createRawDeployment).
+                predictor.worker.replicas,
                 _template(isvc, "predictor-worker", predictor.worker.containers, {}),
                 resolve_rollout(predictor.strategy, config, multi_node_worker=True),
             )

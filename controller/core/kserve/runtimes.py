@@ -60,6 +60,8 @@ class ServingRuntime:
     multi_model: bool = False
     # Its annotation serving.kserve.io/server-type: which image variants KServe picks for it.
     server_type: str = ""
+    # Its annotation multinode/executor-backend: how a multi-node predictor is sized (ray or mp).
+    executor_backend: str = ""
     # The runtime's workerSpec (multi-node): its parallel sizes and worker container.
     worker: dict[str, Any] | None = field(default=None, compare=False)
 
@@ -240,6 +242,7 @@ def runtime_from_object(obj: dict[str, Any]) -> ServingRuntime | None:
         disabled=bool(spec.get("disabled")),
         multi_model=bool(spec.get("multiModel")),
         server_type=str((meta.get("annotations") or {}).get(ANNOTATION_SERVER_TYPE) or ""),
+        executor_backend=str((meta.get("annotations") or {}).get("multinode/executor-backend") or ""),
         worker=copy.deepcopy(spec["workerSpec"]) if isinstance(spec.get("workerSpec"), dict) else None,
     )
 

@@ -33,7 +33,8 @@ from typing import Any
 from ..intorpercent import IntOrPercent, IntOrPercentError
 from .config import KNATIVE, MODELMESH, STANDARD, DeployConfig, current_mode_name
 from .errors import KServeError
-from .runtimes import DEFAULT_RUNTIMES, merged_container, select_runtime, updated_image
+from .multinode import BACKEND_RAY, DEFAULT_PARALLEL_SIZE, InsufficientGPUs, MultiNode, multinode
+from .runtimes import DEFAULT_RUNTIMES, GPU_RESOURCES, merged_container, select_runtime, updated_image
 from .strategy import RECREATE, UserStrategy
 
 API_VERSION = "serving.kserve.io/v1beta1"
@@ -42,7 +43,7 @@ ANNOTATION_DEPLOYMENT_MODE = "serving.kserve.io/deploymentMode"
 COMPONENTS = ("predictor", "transformer", "explainer")
 # Fields of a component that configure autoscaling (not allowed on a Standard-mode canary).
 AUTOSCALING_FIELDS = ("maxReplicas", "scaleTarget", "scaleMetric", "scaleMetricType", "autoScaling")
-DEFAULT_PIPELINE_PARALLEL_SIZE = 2  # KServe's default for a multi-node (Ray) predictor
+WORKER_CONTAINER = "worker-container"
 
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
@@ -50,10 +51,11 @@ _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 @dataclass(frozen=True, slots=True)
 class WorkerSpec:
     """A multi-node predictor: the head is the predictor's pod, the workers ``RAY_NODE_COUNT - 1``
-    more (``pipelineParallelSize`` nodes in all)."""
+    more, sized as KServe sizes them (``multinode``)."""
 
     replicas: int
     containers: tuple[dict[str, Any], ...]
+    nodes: MultiNode | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -495,6 +497,106 @@ def _check_autoscaling(raw: dict[str, Any], path: str, mode: str, annotations: d
             raise KServeError(f"{path}.scaleTarget", "the target for rps should be greater than 1")
 
 
+def gpu_count(container: dict[str, Any]) -> int:
+    """The GPUs a container requests (its requests, else its limits), of any GPU resource type."""
+    resources = container.get("resources") or {}
+    for part in ("requests", "limits"):
+        for resource, amount in (resources.get(part) or {}).items():
+            if resource in GPU_RESOURCES:
+                try:
+                    return int(str(amount))
+                except ValueError:
+                    return 0
+    return 0
+
+
+def _with_gpus(container: dict[str, Any], count: int, env: dict[str, str]) -> dict[str, Any]:
+    """The container with ``count`` GPUs in its limits and requests (its own GPU resource type, else
+    nvidia.com/gpu) and these environment variables, as KServe writes them on a multi-node pod."""
+    out = dict(container)
+    resources = {k: dict(v or {}) for k, v in (out.get("resources") or {}).items()}
+    kind = next((r for part in resources.values() for r in part if r in GPU_RESOURCES), "nvidia.com/gpu")
+    for part in ("limits", "requests"):
+        resources.setdefault(part, {})[kind] = str(count)
+    out["resources"] = resources
+    names = set(env)
+    out["env"] = [
+        *(e for e in out.get("env") or [] if e.get("name") not in names),
+        *({"name": k, "value": v} for k, v in env.items()),
+    ]
+    return out
+
+
+def _multinode(
+    raw: dict[str, Any],
+    defaulted: dict[str, Any],
+    path: str,
+    containers: tuple[dict[str, Any], ...],
+    runtime,
+    annotations: dict[str, Any],
+    isvc_name: str,
+) -> tuple[tuple[dict[str, Any], ...], WorkerSpec, str | None]:
+    """(the head's containers with their GPUs and sizes, the workers, why KServe's controller cannot
+    size them) of a multi-node predictor: KServe's ``validateMultiNodeVariables`` and
+    ``multiNodeProcess`` (see ``multinode``)."""
+    wpath = f"{path}.workerSpec"
+    wraw = _mapping(raw["workerSpec"], wpath)
+    written = _containers_as_written(wraw, wpath, implementation=False)
+    if len(written) > 1:
+        raise KServeError(f"{wpath}.containers", "setting multiple containers in workerSpec is not allowed")
+    pp = _int(wraw.get("pipelineParallelSize"), f"{wpath}.pipelineParallelSize", default=None, minimum=1)
+    tp = _int(wraw.get("tensorParallelSize"), f"{wpath}.tensorParallelSize", default=None, minimum=1)
+    model = defaulted.get("model")
+    if isinstance(model, dict):
+        for e in model.get("env") or []:
+            if isinstance(e, dict) and e.get("name") in ("PIPELINE_PARALLEL_SIZE", "TENSOR_PARALLEL_SIZE"):
+                raise KServeError(
+                    f"{path}.model.env",
+                    f"setting {e['name']} in environment variables is not allowed: use workerSpec's parallel sizes",
+                )
+        uri = model.get("storageUri")
+        if not uri:
+            raise KServeError(f"{path}.model.storageUri", "required for a multi-node predictor")
+        if str(uri).split("://")[0] not in ("pvc", "oci"):
+            raise KServeError(
+                f"{path}.model.storageUri", f"a multi-node predictor supports only pvc and oci storage, got {uri!r}"
+            )
+        if annotations.get(ANNOTATION_AUTOSCALER_CLASS) != "none":
+            raise KServeError(
+                f"metadata.annotations[{ANNOTATION_AUTOSCALER_CLASS}]",
+                "a multi-node predictor supports only the autoscaler class none",
+            )
+    problem = None
+    runtime_worker = runtime.worker if runtime is not None else None
+    if runtime is not None and runtime_worker is None:
+        problem = "you cannot set WorkerSpec in the InferenceService if the ServingRuntime does not have a WorkerSpec"
+    pp = pp or (runtime_worker or {}).get("pipelineParallelSize") or DEFAULT_PARALLEL_SIZE
+    tp = tp or (runtime_worker or {}).get("tensorParallelSize") or DEFAULT_PARALLEL_SIZE
+    fields = {k: v for k, v in (written[0] if written else {}).items() if k != "name"}
+    runtime_containers = (runtime_worker or {}).get("containers") or []
+    if runtime_containers:
+        worker_container = merged_container(runtime_containers[0], fields, isvc_name)
+    else:
+        worker_container = {**containers[0], **fields}
+    worker_container["name"] = WORKER_CONTAINER
+    try:
+        nodes = multinode(
+            int(pp),
+            int(tp),
+            head_gpus=gpu_count(containers[0]),
+            worker_gpus=gpu_count(worker_container),
+            backend=(runtime.executor_backend if runtime is not None else "") or BACKEND_RAY,
+        )
+    except InsufficientGPUs as err:
+        return containers, WorkerSpec(0, (worker_container,)), problem or str(err)
+    sizes = {"PIPELINE_PARALLEL_SIZE": str(pp), "TENSOR_PARALLEL_SIZE": str(tp), "RAY_NODE_COUNT": str(nodes.nodes)}
+    head = _with_gpus(containers[0], nodes.head_gpus, {**sizes, "REQUEST_GPU_COUNT": str(nodes.head_gpus)})
+    worker_container = _with_gpus(
+        worker_container, nodes.worker_gpus, {**sizes, "REQUEST_GPU_COUNT": str(nodes.worker_gpus)}
+    )
+    return (head, *containers[1:]), WorkerSpec(nodes.workers, (worker_container,), nodes), problem
+
+
 def _deployment_replicas(min_replicas: int, written: bool, mode: str, annotations: dict[str, Any]) -> int:
     """The pods a Standard-mode Deployment keeps without load: ``minReplicas`` as written with the
     autoscaler class ``none`` (KServe sets the Deployment's replicas to it, 0 included); otherwise
@@ -544,20 +646,12 @@ def _component(
     )
     worker = None
     if raw.get("workerSpec") is not None:
-        wpath = f"{path}.workerSpec"
         if kind != "predictor" or canary:
-            raise KServeError(wpath, "only the stable predictor can be multi-node")
-        wraw = _mapping(raw["workerSpec"], wpath)
-        pp = _int(
-            wraw.get("pipelineParallelSize"),
-            f"{wpath}.pipelineParallelSize",
-            default=DEFAULT_PIPELINE_PARALLEL_SIZE,
-            minimum=2,
+            raise KServeError(f"{path}.workerSpec", "only the stable predictor can be multi-node")
+        containers, worker, worker_problem = _multinode(
+            raw, defaulted, path, containers, chosen, annotations, isvc_name
         )
-        _int(wraw.get("tensorParallelSize"), f"{wpath}.tensorParallelSize", default=1, minimum=1)
-        # Workers run the head's containers unless the worker spec names its own.
-        wcontainers = tuple(_containers_as_written(wraw, wpath)) or containers
-        worker = WorkerSpec(int(pp or DEFAULT_PIPELINE_PARALLEL_SIZE) - 1, wcontainers)
+        problem = problem or worker_problem
     name = raw.get("name")
     if name is not None and (not isinstance(name, str) or not _DNS1035.match(name)):
         raise KServeError(f"{path}.name", f"must be a lowercase DNS label, got {name!r}")

@@ -45,6 +45,7 @@ from .errors import KServeError
 from .materialize import LABEL_CANARY, LABEL_COMPONENT
 from .materialize import deployments as plan_deployments
 from .rolling import blocked_reasons
+from .runtimes import GPU_RESOURCES
 from .spec import MODELMESH_REASON, InferenceService, parse_inferenceservice
 from .strategy import EffectiveRollout, resolve_rollout
 
@@ -192,9 +193,13 @@ def inferenceservice_view(
         desired = apps.replicas_of(d)
         surge, unavailable = apps.fenceposts(d)
         strategy = strategies[dname].to_json(desired)
+        gpus_per_pod = _gpus_per_pod(d)
+        if gpus_per_pod:
+            # What the surge costs: a multi-node worker's maxSurge 100% starts as many GPUs again.
+            strategy["surgeGpus"] = strategies[dname].surge_count(desired) * gpus_per_pod
         if component not in strategy_json:
             strategy_json[component] = {
-                k: strategy[k] for k in ("maxSurge", "maxUnavailable", "mode", "note") if k in strategy
+                k: strategy[k] for k in ("maxSurge", "maxUnavailable", "mode", "note", "surgeGpus") if k in strategy
             }
         rs_views = []
         for rs in [*olds, *([new] if new is not None else [])]:
@@ -244,6 +249,7 @@ def inferenceservice_view(
                 "knativeRevision": knative_revision,
                 "revision": apps.revision_of(d),
                 "replicas": desired,
+                "gpusPerPod": gpus_per_pod,
                 "paused": bool((d.get("spec") or {}).get("paused")),
                 "strategy": strategy,
                 "surge": surge,
@@ -331,6 +337,19 @@ def inferenceservice_view(
     }
     view["phase"] = inferenceservice_phase(view)
     return view
+
+
+def _gpus_per_pod(deployment: Obj) -> int:
+    """The GPUs one pod of the Deployment's template asks for (limits, every container)."""
+    total = 0
+    for c in (((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []:
+        for resource, amount in ((c.get("resources") or {}).get("limits") or {}).items():
+            if resource in GPU_RESOURCES:
+                try:
+                    total += int(str(amount))
+                except ValueError:
+                    pass
+    return total
 
 
 def inferenceservice_phase(view: dict[str, Any]) -> str:

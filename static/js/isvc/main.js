@@ -102,6 +102,8 @@ function renderStrategy(s) {
         h("td", null, value(st.maxSurge)),
         h("td", null, value(st.maxUnavailable)),
         h("td", null, h("span", { class: "mode-tag" }, st.mode || "—")),
+        // What the surge costs in GPUs (a multi-node worker's maxSurge 100%: as many again).
+        h("td", { class: "num", "data-surge-gpus": String(st.surgeGpus ?? "") }, st.surgeGpus == null ? "—" : `${st.surgeGpus} (${d.gpusPerPod}/pod)`),
         h("td", { class: "num" }, String(st.progressDeadlineSeconds ?? d.progressDeadlineSeconds ?? "—") + "s"),
       ),
     );
@@ -119,7 +121,7 @@ function renderStrategy(s) {
       ? h(
           "table",
           { class: "table compact" },
-          h("thead", null, h("tr", null, ["Deployment", "Component", "maxSurge", "maxUnavailable", "Mode", "Deadline"].map((t) => h("th", null, t)))),
+          h("thead", null, h("tr", null, ["Deployment", "Component", "maxSurge", "maxUnavailable", "Mode", "Surge GPUs", "Deadline"].map((t) => h("th", null, t)))),
           h("tbody", null, rows),
         )
       : h("p", { class: "muted" }, "KServe has created no Deployment yet."),
