@@ -198,6 +198,10 @@ def run(argv: list[str], prog: str = "rolloutui") -> int:
     verb = _first_verb(argv)
     client = Client(server, token) if server else None
     needs_registry = verb not in (*commands.OWN_VERBS, *commands.READS_BY_VERB)
+    if needs_registry and verb is not None and client is None:
+        # The controls come from the server: without one, say so rather than "invalid choice".
+        print("error: server: give --server URL, set ROLLOUTUI_SERVER, or run `rolloutui login`", file=sys.stderr)
+        return 2
     try:
         # A control runs against the server's current declaration (revalidated: a 304 when unchanged);
         # help and reads make do with the cached copy.

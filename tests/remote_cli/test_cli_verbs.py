@@ -267,3 +267,12 @@ def test_yaml_output_prints_the_answer_unchanged():
 
     answer = {"namespace": "default", "roles": [{"name": "decode", "replicas": 2}]}
     assert yaml.safe_load(output.dump(answer, "yaml")) == answer
+
+
+def test_a_control_without_a_server_says_how_to_name_one(tmp_path, monkeypatch, capsys):
+    from rolloutui_cli import main
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.delenv("ROLLOUTUI_SERVER", raising=False)
+    assert main.run(["pause", "default/demo", "--reason", "hold"]) == 2
+    assert capsys.readouterr().err.startswith("error: server: give --server URL")
