@@ -16,6 +16,13 @@ function fmtVal(v) {
 export function createRevisions({ boot, onRollback }) {
   const table = byId("revisions");
   const tbody = table.querySelector("tbody");
+  // The table scrolls inside its panel instead of pushing its last column (the rollback
+  // buttons) under the next panel when a row is wider than the panel (digest images, long causes).
+  if (!table.parentElement.classList.contains("table-scroll")) {
+    const scroller = h("div", { class: "table-scroll" });
+    table.replaceWith(scroller);
+    scroller.appendChild(table);
+  }
   const diffButton = byId("diff-btn");
   const diffBox = byId("diff");
   const changed = memo();
@@ -47,7 +54,8 @@ export function createRevisions({ boot, onRollback }) {
         h(
           "div",
           { class: "rev-image" },
-          h("code", null, img.image),
+          // A digest reference is ~110 characters: cut with an ellipsis, whole in the title.
+          h("code", { class: "long-value", title: img.image }, img.image),
           " ",
           img.digest
             ? h("span", { class: "mono muted", title: img.digest, "data-testid": "rev-digest" }, shortDigest(img.digest))

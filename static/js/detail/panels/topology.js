@@ -176,7 +176,11 @@ export function createTopologyPanel({ boot, onKillPod }) {
         null,
         gates.length ? lines(gates.map((g) => `${g.type}=${g.status || "unset"}`)) : h("span", { class: "muted" }, "none"),
       ),
-      h("td", { class: "mono" }, lines(images)),
+      h(
+        "td",
+        { class: "mono" },
+        lines(images.map((image) => h("span", { class: "long-value", title: image }, image))),
+      ),
       h("td", { class: "num" }, p.restarts),
       h("td", { class: "num" }, p.inFlight),
       canKill
@@ -203,6 +207,9 @@ export function createTopologyPanel({ boot, onKillPod }) {
       status.replaceWith(
         pods.length
           ? h(
+              "div",
+              { class: "table-scroll" },
+              h(
               "table",
               { class: "table compact" },
               h(
@@ -219,6 +226,7 @@ export function createTopologyPanel({ boot, onKillPod }) {
                 "tbody",
                 null,
                 pods.map((p) => podRow(p, canKill)),
+              ),
               ),
             )
           : h("p", { class: "muted" }, "No pods."),
