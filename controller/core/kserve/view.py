@@ -126,6 +126,42 @@ def _strategies(parsed: InferenceService | None, config: DeployConfig, deploymen
     return {apps.name(d): out.get(apps.name(d), default) for d in deployments}
 
 
+def spread_by_ready_pods(percent: int, ready: list[int]) -> list[int]:
+    """A backend's ``percent`` spread over its ReplicaSets in proportion to their Ready pods, whole
+    percents by the largest remainder (ties to the earlier). Example: 100% over 1 and 2 Ready pods
+    -> [33, 67]; no Ready pod anywhere -> all 0."""
+    total = sum(ready)
+    if total == 0:
+        return [0] * len(ready)
+    exact = [percent * n / total for n in ready]
+    shares = [int(x) for x in exact]
+    order = sorted(range(len(ready)), key=lambda i: (-(exact[i] - shares[i]), i))
+    for i in order[: percent - sum(shares)]:
+        shares[i] += 1
+    return shares
+
+
+def _over_ready_pods(traffic: list[Obj], rs_by_deployment: dict[str, list[Obj]], pods_by_rs) -> list[Obj]:
+    """Standard mode's traffic as a Kubernetes Service sends it: a backend's share goes to the Ready
+    pods of every ReplicaSet of its Deployment (they carry the same ``app`` label), old and new
+    alike, one entry per ReplicaSet with Ready pods, the revision its pod-template-hash. A backend
+    without a Ready pod keeps the entry KServe wrote (nothing can answer it)."""
+    out: list[Obj] = []
+    for entry in traffic:
+        rss = apps.oldest_first(rs_by_deployment.get(entry.get("backend") or "", []))
+        ready = [
+            sum(1 for p in pods_by_rs.get(apps.name(rs), []) if apps.is_ready(p) and not apps.is_terminating(p))
+            for rs in rss
+        ]
+        if not sum(ready):
+            out.append(entry)
+            continue
+        for rs, count, share in zip(rss, ready, spread_by_ready_pods(entry["percent"], ready), strict=True):
+            if count:
+                out.append({**entry, "revision": apps.labels(rs).get(apps.LABEL_TEMPLATE_HASH), "percent": share})
+    return out
+
+
 def _traffic(isvc: Obj, by_name: dict[str, Obj]) -> list[Obj]:
     out = []
     components = (isvc.get("status") or {}).get("components") or {}
@@ -180,6 +216,7 @@ def inferenceservice_view(
         if ref and ref.get("name") in deployment_of_rs:
             pods_by_rs.setdefault(ref["name"], []).append(pod)
 
+    traffic = _over_ready_pods(traffic, rs_by_deployment, pods_by_rs)
     instances: list[Obj] = []
     deployment_views: list[Obj] = []
     blocked: list[Obj] = []
