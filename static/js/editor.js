@@ -5,7 +5,8 @@
 // The editor is a plain <textarea> beside a line-number gutter (no editor bundle to vendor): each
 // error the server reports ({document, path, line, message}, from POST /api/manifests/validate or
 // from the apply itself) marks its line in the gutter and is listed below with its field path;
-// clicking an error selects that line in the text.
+// clicking an error selects that line in the text. Warnings (the probe advice of validate) are
+// marked and listed the same way, in the warning colour, and never keep the manifest from applying.
 //
 // Read-only (boot.readOnly): the stored manifest of a namespace this user may view but not operate
 // in, with secret-looking values masked by the server. It is only shown: no check, no apply, no
@@ -28,6 +29,7 @@ const applyButton = byId("editor-apply");
 const result = byId("editor-result");
 
 let errors = [];
+let warnings = [];
 let documents = [];
 let checking = 0;
 let timer = 0;
@@ -36,14 +38,15 @@ let timer = 0;
 function drawGutter() {
   const count = text.value.split("\n").length;
   const bad = new Map();
+  const warned = new Map();
   for (const e of errors) if (e.line) bad.set(e.line, [...(bad.get(e.line) || []), messageOf(e)]);
+  for (const w of warnings) if (w.line) warned.set(w.line, [...(warned.get(w.line) || []), messageOf(w)]);
   const lines = [];
   for (let i = 1; i <= count; i++) {
-    const marks = bad.get(i);
-    lines.push(
-      h("span", marks ? { class: "bad", title: marks.join("\n"), "data-line": i } : { "data-line": i }, String(i)),
-      "\n",
-    );
+    // An error outranks a warning on the same line.
+    const marks = bad.get(i) || warned.get(i);
+    const attrs = marks ? { class: bad.has(i) ? "bad" : "warn", title: marks.join("\n"), "data-line": i } : { "data-line": i };
+    lines.push(h("span", attrs, String(i)), "\n");
   }
   mount(gutter, lines);
   gutter.scrollTop = text.scrollTop;
@@ -62,32 +65,30 @@ function selectLine(line) {
 }
 
 function drawErrors() {
-  mount(
-    errorsEl,
-    errors.map((e) =>
+  const item = (e, kind) =>
+    h(
+      "li",
+      { class: `editor-${kind}`, "data-testid": `editor-${kind}`, "data-line": e.line || "", "data-path": e.path || "" },
       h(
-        "li",
-        { class: "editor-error", "data-testid": "editor-error", "data-line": e.line || "", "data-path": e.path || "" },
-        h(
-          "button",
-          { type: "button", class: "link", onclick: () => e.line && selectLine(e.line) },
-          e.line ? `line ${e.line}` : "manifest",
-        ),
-        documents.length > 1 || (e.document || 0) > 0 ? ` (document ${(e.document || 0) + 1})` : "",
-        " ",
-        e.path ? h("code", null, e.path) : null,
-        e.path ? ": " : "",
-        e.message,
+        "button",
+        { type: "button", class: "link", onclick: () => e.line && selectLine(e.line) },
+        e.line ? `line ${e.line}` : "manifest",
       ),
-    ),
-  );
+      documents.length > 1 || (e.document || 0) > 0 ? ` (document ${(e.document || 0) + 1})` : "",
+      " ",
+      e.path ? h("code", null, e.path) : null,
+      e.path ? ": " : "",
+      e.message,
+    );
+  mount(errorsEl, errors.map((e) => item(e, "error")), warnings.map((w) => item(w, "warning")));
   drawGutter();
   // exists is null where this user may not view the namespace: the server does not say.
   const names = documents.filter((d) => d.name).map((d) => `${d.namespace}/${d.name}${action(d, " (", ")")}`);
   const skipped = documents.filter((d) => d.skipped).length;
   summary.textContent = errors.length
     ? `${errors.length} error${errors.length > 1 ? "s" : ""}`
-    : `valid: ${names.join(", ")}${skipped ? `; ${skipped} other document${skipped > 1 ? "s" : ""} skipped` : ""}`;
+    : `valid: ${names.join(", ")}${skipped ? `; ${skipped} other document${skipped > 1 ? "s" : ""} skipped` : ""}` +
+      (warnings.length ? `; ${warnings.length} probe warning${warnings.length > 1 ? "s" : ""}` : "");
   summary.className = errors.length ? "error" : "ok";
   applyButton.disabled = !apply || !apply.allowed || errors.length > 0 || !names.length;
   applyButton.title = !apply || !apply.allowed ? "View only: your account may not apply manifests." : "";
@@ -100,10 +101,12 @@ async function check() {
     const answer = await post(boot.validate, { manifest: text.value });
     if (mine !== checking) return; // a newer check is on its way
     errors = answer.errors || [];
+    warnings = answer.warnings || [];
     documents = answer.documents || [];
   } catch (err) {
     if (mine !== checking) return;
     errors = (err.data && err.data.errors) || [{ line: null, path: "", message: err.message }];
+    warnings = [];
     documents = [];
   }
   drawErrors();

@@ -196,3 +196,21 @@ def test_the_cli_apply_prints_the_probe_warnings_under_the_applied_modelserving(
     lines = out.getvalue().splitlines()
     assert lines[0].startswith(f"apply {NAMESPACE}/{name}: created")
     assert lines[1:] == [f"  warning: {LIVENESS_60}"]
+
+
+def test_the_yaml_editor_lists_the_probe_warnings_at_their_line_and_still_lets_the_manifest_be_applied(
+    operator_client, slow_image_profile, page: Page
+):
+    text = yaml.safe_dump(with_probes(unique_name(), readinessProbe=HTTP, livenessProbe=HTTP), sort_keys=False)
+    line = next(i for i, text_line in enumerate(text.splitlines(), 1) if text_line.strip() == "livenessProbe:")
+    site = OfflineSite(page, operator_client)
+    page.goto(site.url("/manifests/apply/"))
+    page.get_by_test_id("editor-text").fill(text)
+    warning = page.get_by_test_id("editor-warning")
+    expect(warning).to_have_count(1)
+    expect(warning).to_contain_text(LIVENESS_60)
+    expect(warning).to_have_attribute("data-line", str(line))
+    expect(page.locator(f"#editor-gutter .warn[data-line='{line}']")).to_be_visible()
+    expect(page.get_by_test_id("editor-summary")).to_contain_text("(create); 1 probe warning")
+    expect(page.get_by_test_id("editor-error")).to_have_count(0)
+    expect(page.get_by_test_id("editor-apply")).to_be_enabled()
