@@ -20,7 +20,7 @@ from rest_framework.settings import api_settings
 from controller.core.controls import ControlError
 from controller.core.phases import PHASES
 from rolloutui.models import AuditRecord, NotificationDelivery
-from rolloutui.services import actions, masking
+from rolloutui.services import actions, audit, masking
 from rolloutui.services.actions import REASON
 
 
@@ -213,6 +213,12 @@ class AuditRecordSerializer(serializers.ModelSerializer):
     when = serializers.DateTimeField(source="created_at")
     fromRevision = serializers.CharField(source="from_revision")
     toRevision = serializers.CharField(source="to_revision")
+    revisions = serializers.SerializerMethodField(
+        help_text=(
+            '{"from", "to"}: each {"number" (as it was then), "hash", "now" (its number today), "text"}, '
+            'e.g. "revision #1 (hash 5d8c7f9b6a), now #3" after a rollback re-numbered it.'
+        )
+    )
     clientIp = serializers.CharField(source="client_ip", allow_null=True)
     authMethod = serializers.CharField(source="auth_method")
     osUser = serializers.CharField(source="os_user")
@@ -230,6 +236,7 @@ class AuditRecordSerializer(serializers.ModelSerializer):
             "reason",
             "fromRevision",
             "toRevision",
+            "revisions",
             "details",
             "result",
             "error",
@@ -237,6 +244,15 @@ class AuditRecordSerializer(serializers.ModelSerializer):
             "authMethod",
             "osUser",
         ]
+
+    def get_revisions(self, record) -> dict[str, Any]:
+        if not record.namespace:
+            return {"from": None, "to": None}
+        numbers = self.__dict__.setdefault("_numbers_now", {})  # one read of the revisions per ModelServing per answer
+        key = (record.namespace, record.name)
+        if key not in numbers:
+            numbers[key] = audit.numbers_now(*key)
+        return audit.record_revisions(record, numbers[key])
 
     def to_representation(self, instance):
         data = super().to_representation(instance)

@@ -13,7 +13,7 @@ from controller.core.spec import headline, runtime_fields
 from controller.runtime.state import current_state, in_flight_of
 from controller.simcluster.database.store import ms_summary
 
-from . import masking
+from . import audit, masking
 from .cluster import backend_name, get_cluster, get_router
 
 VIEW = "rolloutui.view_modelserving"
@@ -195,6 +195,16 @@ def revision_diff(namespace: str, name: str, from_number: int, to_number: int, *
         rev = history.by_number(int(number)) if not isinstance(number, bool) and isinstance(number, int) else None
         if rev is None:
             listed = ", ".join(str(r.number) for r in history.revisions) or "none"
+            # A rollback re-numbers the revision rolled back to as the newest (ControllerRevision
+            # semantics): say which number the asked one has now rather than that it is gone.
+            was = audit.former_numbers(namespace, name).get(number) if isinstance(number, int) else None
+            moved = history.get(was)
+            if moved is not None:
+                raise ControlError(
+                    f"revision {number} is now number {moved.number} (hash {moved.hash}): a rollback re-listed it "
+                    f"as the newest; use {moved.number} (revisions: {listed})",
+                    field=field,
+                )
             raise ControlError(f"revision {number!r} does not exist (revisions: {listed})", field=field)
         if rev.data is None:
             raise ControlError(f"revision {number} cannot be read ({rev.error})", field=field)

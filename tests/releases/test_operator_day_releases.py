@@ -6,20 +6,23 @@ manual clock, and the pages in Chromium served by Django in this process
 
 from __future__ import annotations
 
+import io
 import json
 import re
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from playwright.sync_api import Page, expect
 
 from controller.core.controls import ControlError
 from rolloutui.models import AuditRecord
 from rolloutui.releases.models import DeploymentRevision
-from rolloutui.services import controls
+from rolloutui.services import controls, state
 from rolloutui.services.releases import deploy, records
 from tests.dashboard.offline import OfflineSite
 
-from .conftest import IMAGE_CRASH, IMAGE_V1, converged, manifest, version_values
+from .conftest import IMAGE_CRASH, IMAGE_V1, IMAGE_V2, converged, manifest, version_values
 
 pytestmark = pytest.mark.django_db
 
@@ -228,3 +231,97 @@ def test_the_release_panel_shows_the_last_release_when_none_is_live_instead_of_n
     expect(summary).not_to_contain_text("Nothing released")
     expect(summary).not_to_contain_text("now rolls out")
     expect(page.get_by_test_id("rev-release")).to_have_text("r1 · v2")
+
+
+# -- Item 9: revision numbers as they were, and the hash, after a rollback renumbered them ------------------
+
+
+@pytest.fixture
+def renumbered(world, operator):
+    """default/chat: revision 1 (v1 image), then a set-image to v2 (revision 2), then a rollback to
+    revision 1. As a StatefulSet's ControllerRevisions (and Kthena's), the revision rolled back to
+    is re-listed as the newest: number 3, the same hash."""
+    sim = world["sim"]
+    first = state.get_state("default", "chat")["updateRevision"]
+    controls.set_image(operator, "default", "chat", role="decode", image=IMAGE_V2, reason="v2 by hand", source="api")
+    assert sim.run(200, "chat", until=lambda: converged("chat"))
+    controls.rollback(operator, "default", "chat", to_revision=1, reason="v2 is wrong", source="api")
+    assert sim.run(200, "chat", until=lambda: converged("chat"))
+    numbers = {r["hash"]: r["number"] for r in state.get_state("default", "chat")["revisions"]}
+    assert numbers[first] == 3 and 1 not in numbers.values()
+    return {**world, "first": first}
+
+
+def test_rollout_diff_from_a_renumbered_revision_says_which_number_it_has_now(renumbered):
+    # Kubernetes' ControllerRevision rule (StatefulSet, and Kthena after it): a rollback re-numbers
+    # the revision rolled back to as the newest, so number 1 no longer exists.
+    with pytest.raises(CommandError) as err:
+        call_command("rollout", "diff", "default/chat", "--from", "1", "--to", "2", "--user", "operator")
+    message = str(err.value)
+    assert "revision 1 is now number 3" in message, message
+    assert renumbered["first"] in message
+
+
+def test_the_audit_shows_each_revision_as_numbered_then_with_its_hash_and_its_number_now(renumbered, operator_client):
+    answer = operator_client.get("/api/audit/?namespace=default&name=chat&action=set_image")
+    (record,) = answer.json()["results"]
+    first = renumbered["first"]
+    assert record["fromRevision"] == "1"
+    assert record["revisions"]["from"] == {
+        "number": 1,
+        "hash": first,
+        "now": 3,
+        "text": f"revision #1 (hash {first}), now #3",
+    }
+
+
+def test_the_audit_panel_names_a_renumbered_revision_as_it_was_with_its_hash_and_its_number_now(
+    renumbered, operator_client, page: Page
+):
+    site = OfflineSite(page, operator_client, full_state=lambda: state.get_state("default", "chat"))
+    page.goto(site.url("/modelservings/default/chat/"))
+    first = renumbered["first"]
+    audit = page.locator("#audit")
+    # The set-image went from revision 1, which the rollback re-listed as 3; the rollback went to it.
+    expect(audit.locator("li", has_text="set image").get_by_test_id("audit-revision").first).to_have_text(
+        f"revision #1 (hash {first}), now #3"
+    )
+    expect(audit.locator("li", has_text="rollback").get_by_test_id("audit-revision").last).to_have_text(
+        f"revision #1 (hash {first}), now #3"
+    )
+
+
+def test_rollout_audit_lists_revisions_as_numbered_then_with_hash_and_number_now(renumbered):
+    out = io.StringIO()
+    call_command("rollout", "audit", "default/chat", "--action", "set_image", "--user", "operator", stdout=out)
+    assert f"revision #1 (hash {renumbered['first']}), now #3 -> revision #2 (hash " in out.getvalue(), out.getvalue()
+
+
+def test_the_release_panel_names_the_revision_as_the_audit_does_after_a_rollback_renumbered_it(
+    world, operator, operator_client, page: Page
+):
+    sim = world["sim"]
+    r1 = plan(operator, "chat-llm:v1")
+    deploy.deploy(operator, "default", "chat", r1.number, reason="v1", source="api")
+    assert roll(sim, r1).status == "Serving"
+    r2 = plan(operator, "chat-llm:v2")
+    deploy.deploy(operator, "default", "chat", r2.number, reason="v2", source="api")
+    assert roll(sim, r2).status == "Serving"
+    deploy.rollback_release(operator, "default", "chat", r1.number, reason="v2 is wrong", source="api")
+    r3 = DeploymentRevision.objects.get(number=3)
+    assert roll(sim, r3).status == "Serving"
+    r1 = fresh(r1)
+    # r1 produced revision #2; restoring it re-listed that revision as #4 (the same hash).
+    assert (r1.controller_revision_number, r3.controller_revision, r3.controller_revision_number) == (
+        2,
+        r1.controller_revision,
+        4,
+    )
+
+    site = OfflineSite(page, operator_client, full_state=lambda: state.get_state("default", "chat"))
+    page.goto(site.url("/modelservings/default/chat/"))
+    expect(page.get_by_test_id("release-revision")).to_have_text(f"revision #4 (hash {r1.controller_revision})")
+    # The audit names the revision the rollback went to as it was numbered then, and its number now.
+    expect(page.locator("#audit li", has_text="rollback release").get_by_test_id("audit-revision").last).to_have_text(
+        f"revision #2 (hash {r1.controller_revision}), now #4"
+    )

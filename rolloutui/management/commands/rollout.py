@@ -408,6 +408,17 @@ class Command(BaseCommand):
                 namespace=namespace, name=name, action=o.get("action"), who=o.get("who"), source=o.get("source")
             )[: max(o["limit"], 1)]
         )
+        numbers: dict = {}  # the revisions' numbers now, read once per ModelServing
+        shown = [audit.record_json(r, reader=self.user, numbers=numbers) for r in records]
+
+        def revisions(r, j) -> str:
+            # As numbered when the record was written, with the hash (and the number now, if a
+            # rollback re-numbered it); a record of no revision shows its columns.
+            ends = j.get("revisions") or {}
+            if ends.get("from") or ends.get("to"):
+                return " -> ".join((ends.get(side) or {}).get("text") or "-" for side in ("from", "to"))
+            return f"{r.from_revision or '-'} -> {r.to_revision or '-'}"
+
         rows = [
             [
                 r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
@@ -415,14 +426,14 @@ class Command(BaseCommand):
                 r.source,
                 r.action,
                 f"{r.namespace}/{r.name}" if r.name else "",
-                f"{r.from_revision or '-'} -> {r.to_revision or '-'}",
+                revisions(r, j),
                 r.result,
                 r.reason if r.result == "ok" else f"{r.reason} [{r.error}]",
             ]
-            for r in records
+            for r, j in zip(records, shown, strict=True)
         ]
         self.emit(
-            [audit.record_json(r, reader=self.user) for r in records],
+            shown,
             _table(rows, ["WHEN", "WHO", "SOURCE", "ACTION", "MODELSERVING", "REVISIONS", "RESULT", "REASON"]),
         )
 

@@ -33,7 +33,7 @@ from rolloutui.releases import contract
 from rolloutui.releases.models import DeploymentRevision, Environment, ModelVersion, Target
 from rolloutui.releases.permissions import APPROVE_PERMISSION
 
-from .. import access, controls, masking
+from .. import access, audit, controls, masking
 from ..controls import audited, check_permission, check_reason, check_source, username
 
 OPERATE = controls.PERMISSION
@@ -300,10 +300,15 @@ def releases_of_modelserving(namespace: str, name: str) -> dict[str, Any]:
         if dr.controller_revision and dr.controller_revision not in by_revision:
             by_revision[dr.controller_revision] = release_summary(dr)
     active = active_release(t)
+    shown = release_json(active) if active else None
+    if shown and shown["controllerRevision"]:
+        # The number the revision has now beside the one it got (a rollback may have re-numbered it).
+        now = audit.numbers_now(namespace, name)
+        shown["controllerRevision"]["now"] = now.get(shown["controllerRevision"]["hash"])
     return {
         "environment": t.environment.name,
         "requiresApproval": t.environment.requires_approval,
-        "active": release_json(active) if active else None,
+        "active": shown,
         "byRevision": by_revision,
         "history": [release_summary(dr) for dr in rows],
     }

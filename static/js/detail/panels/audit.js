@@ -4,6 +4,18 @@
 import { api } from "../../lib/api.js";
 import { byId, h, mount } from "../../lib/dom.js";
 
+// From and to as numbered then, with the hash and the number it has now when a rollback re-numbered
+// it ("revision #1 (hash 5d8c7f9b6a), now #3"); older answers without `revisions`: the labels.
+function revisionsOf(a) {
+  const r = a.revisions || {};
+  if (r.from || r.to) {
+    const side = (x) => h("span", { class: "mono", "data-testid": "audit-revision" }, x ? x.text : "—");
+    return [side(r.from), " → ", side(r.to), " · "];
+  }
+  if (a.fromRevision || a.toRevision) return [h("span", { class: "mono" }, `${a.fromRevision || "—"} → ${a.toRevision || "—"}`), " · "];
+  return null;
+}
+
 export function createAudit({ boot }) {
   const el = byId("audit");
 
@@ -28,9 +40,7 @@ export function createAudit({ boot }) {
       h(
         "div",
         { class: "tl-body" },
-        a.fromRevision || a.toRevision
-          ? [h("span", { class: "mono" }, `${a.fromRevision || "—"} → ${a.toRevision || "—"}`), " · "]
-          : null,
+        revisionsOf(a),
         a.details && a.details.replicas && typeof a.details.replicas === "object"
           ? [h("span", { class: "mono", "data-testid": "audit-replicas" }, `groups ${a.details.replicas.from ?? "—"} → ${a.details.replicas.to ?? "—"}`), " · "]
           : null,

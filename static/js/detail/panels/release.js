@@ -92,7 +92,18 @@ export function createRelease({ boot, initial, onReleases }) {
         statusBadge(a.status),
         " ",
         h("span", { class: "mono" }, mv.key || ""),
-        rev ? [" → revision ", h("span", { class: "mono" }, rev.number ? `#${rev.number} ` : "", rev.hash)] : null,
+        // As the audit names revisions: the number it got, the hash, and its number now if a rollback re-numbered it.
+        rev
+          ? [
+              " → ",
+              h(
+                "span",
+                { class: "mono", "data-testid": "release-revision" },
+                `revision ${rev.number ? `#${rev.number} ` : ""}(hash ${rev.hash})`,
+                rev.now && rev.number && rev.now !== rev.number ? `, now #${rev.now}` : "",
+              ),
+            ]
+          : null,
       ),
       a.statusReason && a.status !== "Deploying" ? h("p", { class: a.status === "Failed" ? "field-error" : "release-why" }, a.statusReason) : null,
       h(
