@@ -701,6 +701,24 @@ def parse_modelserving(manifest: Any) -> ModelServing:
     )
 
 
+def check_update(old: Any, new: Any) -> None:
+    """The rules Kthena's CRD enforces on an update of a stored ModelServing (its CEL transition
+    rules): ``spec.template.gangPolicy`` may not be removed once set, and its ``minRoleReplicas``
+    may not change. Raises ``ValidationError`` naming the field."""
+    old_template = _spec_of(old).get("template")
+    new_template = _spec_of(new).get("template")
+    old_gang = old_template.get("gangPolicy") if isinstance(old_template, Mapping) else None
+    new_gang = new_template.get("gangPolicy") if isinstance(new_template, Mapping) else None
+    if old_gang is None:
+        return
+    if new_gang is None:
+        raise ValidationError("spec.template.gangPolicy", "gangPolicy is required once set")
+    before = old_gang.get("minRoleReplicas") if isinstance(old_gang, Mapping) else None
+    after = new_gang.get("minRoleReplicas") if isinstance(new_gang, Mapping) else None
+    if before != after:
+        raise ValidationError("spec.template.gangPolicy.minRoleReplicas", "minRoleReplicas is immutable")
+
+
 def _verification(raw: Any) -> Verification | None:
     if raw is None:
         return None

@@ -40,7 +40,7 @@ import yaml
 from controller.core import mergepatch, naming, promql, safeyaml
 from controller.core.controls import ControlError
 from controller.core.ports import ClusterError, Conflict, NotFound
-from controller.core.spec import ValidationError, parse_modelserving
+from controller.core.spec import ValidationError, check_update, parse_modelserving
 from controller.runtime import clustersettings, enqueue
 
 from ..models import AuditRecord
@@ -284,6 +284,7 @@ def apply(user, *, manifest: str, reason: str, source: str) -> list[AuditRecord]
         # The approval rule too, for every ModelServing before any is applied: a document refused
         # for it must not leave the others applied.
         _check_approvals(user, found)
+        _check_updates(found)
     except (ControlError, controls.ControlDenied) as exc:
         refusal = getattr(exc, "refusal", None)
         controls.audit(
@@ -318,6 +319,22 @@ def _check_approvals(user, found: list[tuple[Document, dict[str, Any]]]) -> None
         body = _created_body(_without_nulls(obj))
         after = body if current is None else {**current, "spec": body["spec"]}
         check_direct_change(user, parsed.namespace, parsed.name, current, after)
+
+
+def _check_updates(found: list[tuple[Document, dict[str, Any]]]) -> None:
+    """``ControlError`` naming the field when a document would change a stored ModelServing in a way
+    Kthena's CRD refuses on an update (``spec.check_update``), checked for all before any is applied."""
+    cluster = get_cluster()
+    for _, obj in found:
+        parsed = parse_modelserving(obj)
+        try:
+            current = cluster.get_modelserving(parsed.namespace, parsed.name)
+        except NotFound:
+            continue
+        try:
+            check_update(current, obj)
+        except ValidationError as err:
+            raise ControlError(f"{parsed.namespace}/{parsed.name}: {err}", field=err.field) from None
 
 
 def _apply_one(user, doc: Document, obj: dict[str, Any], reason: str, source: str) -> AuditRecord:

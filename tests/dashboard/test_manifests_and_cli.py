@@ -246,3 +246,32 @@ def test_the_history_starts_when_the_modelserving_did(operator):
     manifests.apply(operator, manifest=yaml.safe_dump(manifest(name)), reason="r", source="api")
     ProgressSample.objects.create(namespace=NAMESPACE, name=name, t=get_clock().now() + 1, data={"roles": {"a": 0}})
     assert [p["roles"] for p in state.progress_history(NAMESPACE, name)] == [{"a": 0}]
+
+
+@pytest.mark.parametrize(
+    "change,field",
+    [
+        (lambda spec: spec["template"].pop("gangPolicy"), "spec.template.gangPolicy"),
+        (
+            lambda spec: spec["template"]["gangPolicy"]["minRoleReplicas"].update(decode=1),
+            "spec.template.gangPolicy.minRoleReplicas",
+        ),
+    ],
+    ids=[
+        "Kthena CRD rule: gangPolicy is required once set",
+        "Kthena CRD rule: minRoleReplicas is immutable",
+    ],
+)
+def test_an_update_kthenas_crd_refuses_is_refused_naming_the_field_and_audited(operator, change, field):
+    from controller.core.controls import ControlError
+
+    name = unique_name()
+    body = manifest(name)
+    body["spec"]["template"]["gangPolicy"] = {"minRoleReplicas": {"prefill": 1, "decode": 2}}
+    manifests.apply(operator, manifest=yaml.safe_dump(body), reason="create", source="cli")
+    change(body["spec"])
+    with pytest.raises(ControlError) as err:
+        manifests.apply(operator, manifest=yaml.safe_dump(body), reason="drop the gang", source="cli")
+    assert err.value.field == field
+    assert AuditRecord.objects.filter(action="apply", result="error", reason="drop the gang").exists()
+    assert stored(name)["spec"]["template"]["gangPolicy"] == {"minRoleReplicas": {"prefill": 1, "decode": 2}}
