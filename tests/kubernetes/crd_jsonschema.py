@@ -36,6 +36,8 @@ def to_json_schema(node: Any, *, strict: bool = False) -> Any:
     }
     if node.get("nullable") and "type" in out:
         out["type"] = [out["type"], "null"]
+    if node.get("x-kubernetes-list-type") == "set":
+        out["uniqueItems"] = True  # the API server refuses a duplicate in a set list
     # OpenAPI 3.0 flags minimum/maximum as exclusive with a boolean; JSON Schema 2020-12 gives the
     # bound itself (read as a number, True would be a bound of 1).
     for flag, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):

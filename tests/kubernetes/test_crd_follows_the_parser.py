@@ -268,12 +268,16 @@ def test_every_sample_the_parser_accepts_is_stored_whole_by_the_crd_schema(sampl
 
 
 def with_spec(path: str, value: Any, base: Any = group_rolling_with_every_field) -> dict[str, Any]:
+    """``base()`` with ``spec.<path>`` set to ``value`` (``...`` removes it)."""
     manifest = base()
     *parents, last = path.split(".")
     node = manifest["spec"]
     for part in parents:
         node = node[int(part)] if isinstance(node, list) else node[part]
-    node[last] = value
+    if value is ...:
+        del node[last]
+    else:
+        node[last] = value
     return manifest
 
 
@@ -360,6 +364,15 @@ def check(**fields: Any) -> dict[str, Any]:
 
 
 A = f"{CANARY}.analysis"
+COORDINATION = "spec.rolloutStrategy.roleRollingUpdateConfiguration.coordination"
+
+
+def with_coordination(field: str, value: Any) -> dict[str, Any]:
+    return with_spec(
+        f"rolloutStrategy.roleRollingUpdateConfiguration.coordination.{field}", value, role_rolling_with_coordination
+    )
+
+
 # case -> (the manifest, the field the parser names, the field the API server names). Each row
 # breaks a rule the schema can check on its own; the parser refuses it too.
 REFUSED_BY_BOTH = {
@@ -427,6 +440,26 @@ REFUSED_BY_BOTH = {
         None,
     ),
     "a negative drain timeout": (with_spec("drain.timeoutSeconds", -0.5), "spec.drain.timeoutSeconds", None),
+    # Kthena's coordination: maxSkew is required, a percentage string in (0%, 100%].
+    "an integer skew": (with_coordination("maxSkew", 10), f"{COORDINATION}.maxSkew", None),
+    "a skew of 0%": (with_coordination("maxSkew", "0%"), f"{COORDINATION}.maxSkew", None),
+    "a skew above 100%": (with_coordination("maxSkew", "101%"), f"{COORDINATION}.maxSkew", None),
+    "coordination without a skew": (with_coordination("maxSkew", ...), f"{COORDINATION}.maxSkew", COORDINATION),
+    "a coordinated role listed twice": (
+        with_coordination("roles", ["prefill", "prefill"]),
+        f"{COORDINATION}.roles",
+        None,
+    ),
+    "a dependency on no role": (
+        with_coordination("dependencies", [{"role": "decode", "dependsOn": []}]),
+        f"{COORDINATION}.dependencies[0].dependsOn",
+        None,
+    ),
+    "a dependency naming a role twice": (
+        with_coordination("dependencies", [{"role": "decode", "dependsOn": ["prefill", "prefill"]}]),
+        f"{COORDINATION}.dependencies[0].dependsOn",
+        None,
+    ),
     "canary steps with role rolling updates": (
         with_canary(steps({"setPartition": 1}), type="RoleRollingUpdate", rollingUpdateConfiguration=None),
         CANARY,
