@@ -98,7 +98,10 @@ def container_env(
         if "configMapRef" in source:
             env.update(config_maps[source["configMapRef"]["name"]])
         if "secretRef" in source:
-            env.update(secrets[source["secretRef"]["name"]])
+            ref = source["secretRef"]
+            # As the kubelet: an optional Secret that does not exist adds nothing.
+            if ref["name"] in secrets or not ref.get("optional"):
+                env.update(secrets[ref["name"]])
     for item in container.get("env") or []:
         if "value" in item:
             env[item["name"]] = _REF.sub(lambda m: env.get(m.group(1), m.group(0)), item["value"])

@@ -289,3 +289,39 @@ def test_the_ingress_component_renders_what_the_chart_renders_with_its_ingress(t
     assert sorted(chart) == sorted(kustomized)
     for key, expected in kustomized.items():
         assert chart[key] == expected, f"{key} differs between the chart and deploy/ with its ingress component"
+
+
+def test_the_notification_values_become_the_mounted_file_the_settings_read_and_check():
+    from rolloutui.services import notifications
+
+    destinations = [
+        {
+            "name": "oncall",
+            "type": "slack",
+            "urlFrom": {"env": "SLACK_ROLLOUTS_URL"},
+            "filters": {"namespaces": ["prod"], "kinds": ["aborted", "release_failed"]},
+        }
+    ]
+    docs = render({"notifications": {"destinations": destinations, "publicUrl": "https://rollouts.example.com"}})
+    objects = keyed(docs)
+    text = objects[("ConfigMap", "rolloutui", "rolloutui-notifications")]["data"]["notifications.yaml"]
+    [oncall] = notifications.parse(
+        yaml.safe_load(text), environ={"SLACK_ROLLOUTS_URL": "https://hooks.slack.example/services/T/B/x"}
+    )
+    assert (oncall.name, oncall.type, oncall.host, oncall.kinds) == (
+        "oncall",
+        "slack",
+        "hooks.slack.example",
+        frozenset({"aborted", "release_failed"}),
+    )
+    config = config_of(docs)
+    assert config["ROLLOUTUI_PUBLIC_URL"] == "https://rollouts.example.com"
+    web = deployment("rolloutui-web", docs)
+    mounts = {m["mountPath"] for c in containers_of(web) for m in c.get("volumeMounts") or []}
+    assert config["ROLLOUTUI_NOTIFICATIONS"].startswith(
+        next(p for p in mounts if p.startswith("/etc/rolloutui/notifications")) + "/"
+    )
+    # The URLs' Secret is optional for every container (envFrom secretRef, optional).
+    for container in containers_of(web) + containers_of(deployment("rolloutui-worker", docs)):
+        refs = [s["secretRef"] for s in container.get("envFrom") or [] if "secretRef" in s]
+        assert refs == [{"name": "rolloutui-notification-urls", "optional": True}], container["name"]

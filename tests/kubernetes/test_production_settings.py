@@ -33,7 +33,28 @@ def pod_env(**overrides: str) -> dict[str, str]:
     return env
 
 
+def mount_config_files(var_dir: Path, env: dict[str, str]) -> dict[str, str]:
+    """The ConfigMaps the web container mounts as files (the notifications), written under
+    ``var_dir`` as the kubelet would mount them, and the settings that name them pointed there."""
+    (web,) = containers_of(deployment("rolloutui-web"), init=False)
+    volumes = {v["name"]: v for v in deployment("rolloutui-web")["spec"]["template"]["spec"]["volumes"]}
+    env = dict(env)
+    for mount in web.get("volumeMounts") or []:
+        config_map = volumes[mount["name"]].get("configMap")
+        if config_map is None:
+            continue
+        folder = var_dir / "mounts" / mount["name"]
+        folder.mkdir(parents=True, exist_ok=True)
+        for key, text in config_maps()[config_map["name"]].items():
+            (folder / key).write_text(text)
+        for name, value in env.items():
+            if value.startswith(mount["mountPath"] + "/"):
+                env[name] = str(folder / value[len(mount["mountPath"]) + 1 :])
+    return env
+
+
 def process_env(var_dir: Path, env: dict[str, str]) -> dict[str, str]:
+    env = mount_config_files(var_dir, env)
     base = {k: v for k, v in os.environ.items() if not k.startswith("ROLLOUTUI_")}
     for scrubbed in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "PROMETHEUS_MULTIPROC_DIR"):
         base.pop(scrubbed, None)
