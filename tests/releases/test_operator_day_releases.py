@@ -325,3 +325,19 @@ def test_the_release_panel_names_the_revision_as_the_audit_does_after_a_rollback
     expect(page.locator("#audit li", has_text="rollback release").get_by_test_id("audit-revision").last).to_have_text(
         f"revision #2 (hash {r1.controller_revision}), now #4"
     )
+
+
+def test_release_plan_with_deploy_refused_for_approval_leaves_no_pending_release(prod):
+    with pytest.raises(CommandError, match="requires an approved model version"):
+        call_command(
+            "release", "plan", "--environment", "production", "--version", "chat-llm:v2",
+            "--reason", "ship it", "--deploy", "--user", "operator",
+        )  # fmt: skip
+    assert not DeploymentRevision.objects.exists()
+    out = io.StringIO()
+    call_command(
+        "release", "plan", "--environment", "staging", "--version", "chat-llm:v1",
+        "--reason", "v1", "--deploy", "--user", "operator", stdout=out,
+    )  # fmt: skip
+    assert "Deploying" in out.getvalue(), out.getvalue()
+    assert DeploymentRevision.objects.get().status == "Deploying"

@@ -82,6 +82,11 @@ class Command(BaseCommand):
         sub.add_argument("--profile", dest="resource_profile")
         sub.add_argument("--config", help="Batching/timeout overrides as JSON.")
         sub.add_argument("--reason", required=True)
+        sub.add_argument(
+            "--deploy",
+            action="store_true",
+            help="Deploy it at once, in the same action: a refused deploy leaves no Pending release.",
+        )
         writer(sub)
         sub = verbs.add_parser("change", help="What deploying or restoring a release changes now, per layer.")
         sub.add_argument("release", metavar=actions.DEPLOYMENT_REVISION.metavar)
@@ -206,6 +211,13 @@ class Command(BaseCommand):
                 values["config"] = json.loads(o["config"])
             except ValueError as exc:
                 raise CommandError(f"config: not JSON: {exc}") from None
+        if o.get("deploy"):
+            dr, record = deploy.create_and_deploy(self._user(o), {**values, "deploy": True}, source=SOURCE)
+            ref = f"{dr.target.namespace}/{dr.target.name}/r{dr.number}"
+            self.stdout.write(
+                f"deployed {ref} ({dr.model_version.key}) to {dr.environment.name}: {dr.status} (audit #{record.pk})"
+            )
+            return
         dr, record = records.create_release(self._user(o), values, source=SOURCE)
         ref = f"{dr.target.namespace}/{dr.target.name}/r{dr.number}"
         self.stdout.write(
