@@ -125,6 +125,21 @@ REFUSED = [
         "storage uri should not be specified",
     ),
     (
+        "KServe validateCanarySpecs: canary requires a stable predictor with a model",
+        isvc(
+            {"containers": [{"name": "kserve-container", "image": "server:1"}]},
+            annotations={"serving.kserve.io/deploymentMode": "Standard"},
+            canary=[
+                {
+                    "predictor": {"name": "v2", "containers": [{"name": "kserve-container", "image": "server:2"}]},
+                    "trafficPercent": 10,
+                }
+            ],
+        ),
+        "spec.canary",
+        "requires a stable predictor with a model",
+    ),
+    (
         "KServe CRD: modelFormat is required on a model",
         isvc({"model": {"storageUri": URI, "image": "x:1"}}),
         "spec.predictor.model.modelFormat",

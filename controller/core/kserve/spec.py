@@ -672,6 +672,15 @@ def _component(
     )
 
 
+def _has_model(predictor: Component) -> bool:
+    """KServe's canary check: the stable predictor has a model (a per-framework field is one), or
+    its implementation names a storage URI (a kserve-container's STORAGE_URI)."""
+    if any(predictor.raw.get(k) is not None for k in (*FRAMEWORKS, "model")):
+        return True
+    env = predictor.containers[predictor.impl_index].get("env") or []
+    return any(isinstance(e, dict) and e.get("name") == "STORAGE_URI" for e in env)
+
+
 def _canaries(raw: Any, stable: Component, mode: str, **context: Any) -> tuple[Canary, ...]:
     if raw is None:
         return ()
@@ -680,6 +689,10 @@ def _canaries(raw: Any, stable: Component, mode: str, **context: Any) -> tuple[C
         raise KServeError(path, "must be a list")
     if raw and mode != STANDARD:
         raise KServeError(path, "canary entries are only supported in Standard deployment mode (KServe 0.20)")
+    if raw and not _has_model(stable):
+        raise KServeError(
+            path, "canary requires a stable predictor with a model (multi-model serving is not supported with canary)"
+        )
     out: list[Canary] = []
     seen: set[str] = set()
     total = 0
