@@ -341,3 +341,17 @@ def test_release_plan_with_deploy_refused_for_approval_leaves_no_pending_release
     )  # fmt: skip
     assert "Deploying" in out.getvalue(), out.getvalue()
     assert DeploymentRevision.objects.get().status == "Deploying"
+
+
+def test_an_analysis_pause_record_keeps_the_revision_number_beside_the_hash_it_names(renumbered):
+    from rolloutui.services import audit
+
+    numbers = {r["hash"]: r["number"] for r in state.get_state("default", "chat")["revisions"]}
+    canary = next(h for h, n in numbers.items() if n == 2)
+    entry = {"source": "analysis", "action": "pause", "reason": "errorRate 0.2 > 0.05",
+             "fromRevision": canary, "toRevision": canary, "details": {}}  # fmt: skip
+    audit.record_analysis(namespace="default", name="chat", entries=[entry])
+    record = AuditRecord.objects.filter(source="analysis").latest("id")
+    assert record.details["toRevision"] == {"number": 2, "hash": canary}
+    shown = audit.record_json(record)["revisions"]["to"]
+    assert shown["text"] == f"revision #2 (hash {canary})"
