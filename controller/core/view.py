@@ -177,7 +177,9 @@ def build_view(
         "strategy": status.get("strategy") or {},
         "drain": drain,
         "canary": _canary_view(status.get("canary"), parsed, now),
-        "gateFunnel": serving_gates.funnel(all_gates),
+        "gateFunnel": serving_gates.funnel(_in_spec_set(all_gates, instances, replicas, role_replicas)),
+        # The funnel's denominator: the instances the spec asks for (replicas x each role's replicas).
+        "gateFunnelTotal": replicas * sum(role_replicas.values()),
         "servingRevisions": serving,
         "verification": parsed.verification.to_json() if parsed is not None and parsed.verification else None,
         "time": now,
@@ -187,6 +189,26 @@ def build_view(
         # Coordinated roles: the widest per-group gap in Ready progress and what the quotas allow.
         out["skew"] = status["skew"]
     return out
+
+
+def _in_spec_set(
+    gates: list[tuple[tuple[int, str, int], Any]],
+    instances: list[dict[str, Any]],
+    replicas: int,
+    role_replicas: dict[str, int],
+) -> list[tuple[tuple[int, str, int], Any]]:
+    """The gates of the instances the funnel counts: those in a slot the spec asks for (group below
+    replicas, ordinal below the role's replicas) that are not leaving. A surge group comes and goes
+    with the rollout, and a draining or terminating instance is on its way out, not waiting for a
+    gate: counted, either would move the funnel's total while a rollout runs, and a Ready pod being
+    drained would show as waiting at Loaded since it became Ready (minutes before the deploy)."""
+    leaving = (STATE_DRAINING, STATE_DELETING)
+    counted = {
+        (i["group"], i["role"], i["ordinal"])
+        for i in instances
+        if i["group"] < replicas and i["ordinal"] < role_replicas.get(i["role"], 0) and i["state"] not in leaving
+    }
+    return [(key, g) for key, g in gates if key in counted]
 
 
 DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"

@@ -311,3 +311,49 @@ def test_the_abort_button_waits_for_a_rollout_and_one_click_sends_the_groups_bac
     expect(page.get_by_test_id("phase")).to_have_text("Paused")
     expect(abort).to_be_disabled()
     shot(page, screenshot_dir / "operator-day-aborted.png")
+
+
+def test_seconds_into_a_deploy_the_funnel_counts_the_spec_instances_and_no_one_waits_longer_than_the_deploy(
+    live_sim,
+):
+    """The funnel is over a set that does not move while a rollout runs: the instances the spec asks
+    for (replicas x each role's replicas), each at its highest gate, with the slots whose instance is
+    leaving (draining, terminating) or not made yet counted as not created. An instance leaving is
+    not waiting for a gate: the old group being drained must not show as "at Loaded for 24 min"."""
+    live_sim.clock.t += 24 * 60  # the pods have been Ready for 24 minutes
+    live_sim.run(until=lambda s: True)
+    started = live_sim.clock.t
+    live_sim.set_image("engine:v2")
+    seen = []
+    live_sim.run(
+        until=lambda s: seen.append(s) is None and s["converged"] and s["updateRevision"] != seen[0]["currentRevision"]
+    )
+    assert len(seen) > 5
+    for state in seen:
+        assert state["gateFunnelTotal"] == 2, state["gateFunnel"]
+        assert sum(f["count"] for f in state["gateFunnel"]) <= 2
+        for f in state["gateFunnel"]:
+            if f["slowest"]:
+                assert state["time"] - f["slowest"]["since"] <= state["time"] - started + 1, (
+                    f,
+                    state["time"] - started,
+                )
+
+
+def test_the_funnel_says_what_it_counts_and_measures_against_the_spec_instances_mid_deploy(
+    live_sim, operator_client, page: Page
+):
+    stable = live_sim.state()["updateRevision"]
+    live_sim.set_image("engine:v2")
+    # Group 1's old instance is draining and its replacement not made yet: 1 of the 2 counted.
+    mid = live_sim.run(until=lambda s: any(i["state"] in ("Draining", "Deleting") for i in s["instances"]))
+    assert any(i["revision"] == stable for i in mid["instances"])
+    site = OfflineSite(page, operator_client, full_state=lambda: mid)
+    page.goto(site.url("/modelservings/default/day/"))
+    funnel = page.get_by_test_id("gate-funnel")
+    expect(funnel.locator(".gate-note")).to_contain_text(
+        "Of the 2 instances the spec asks for (replicas × each role's replicas)"
+    )
+    expect(funnel.locator(".gate-note")).to_contain_text("1 not created yet")
+    serving_bar = funnel.locator("[data-gate=Serving] .gate-bar i")
+    assert serving_bar.evaluate("(el) => el.style.width") == "50%"

@@ -122,6 +122,8 @@ def test_the_modelserving_page_shows_the_release_the_gate_funnel_and_ready_besid
     expect(page.get_by_test_id("fact-serving")).to_have_text(f"{ready} / {serving} of {len(current['instances'])}")
     # The topology's tooltip and the cell's pod panel show the instance's gate beside its state.
     first = current["instances"][0]
+    # The panels above it (release, gates, probe advice) may push it below the fold.
+    page.get_by_test_id("topology").scroll_into_view_if_needed()
     box = page.get_by_test_id("topology").bounding_box()
     layout = page.evaluate(
         "() => { const L = window.__rollout.topo.layout; return { labelW: L.labelW, cell: L.cell, gap: L.gap }; }"

@@ -126,7 +126,12 @@ export function createRelease({ boot, initial, onReleases }) {
       mount(byId("gate-funnel"), h("p", { class: "calm" }, "The controller reports no serving gates for this ModelServing."));
       return;
     }
-    const total = Math.max(1, rs.total);
+    // The denominator is the set the controller counts the funnel over (gateFunnelTotal: the
+    // instances the spec asks for), not the instances present now: those come and go while a
+    // rollout runs (surge groups, old ones draining), and the bars jumped with them.
+    const specTotal = Number.isInteger(state.gateFunnelTotal) ? state.gateFunnelTotal : null;
+    const total = Math.max(1, specTotal ?? rs.total);
+    const counted = funnel.reduce((n, f) => n + (Number(f.count) || 0), 0);
     const failed = new Map();
     for (const i of state.instances || []) if (i.gateFailed) failed.set(i.gateFailed, (failed.get(i.gateFailed) || 0) + 1);
     const rows = funnel.map((f) => {
@@ -148,7 +153,17 @@ export function createRelease({ boot, initial, onReleases }) {
         ),
       );
     });
-    mount(byId("gate-funnel"), rows, h("p", { class: "muted gate-note" }, "Instances at their highest gate. Ready (Kubernetes) is Loaded; Serving also needs the route and the verification."));
+    const what =
+      specTotal === null
+        ? "Instances at their highest gate."
+        : `Of the ${specTotal} instances the spec asks for (replicas × each role's replicas), each at its highest gate; ` +
+          "instances leaving (draining, terminating) and surge groups are not counted" +
+          (specTotal > counted ? `, and ${specTotal - counted} not created yet.` : ".");
+    mount(
+      byId("gate-funnel"),
+      rows,
+      h("p", { class: "muted gate-note" }, what, " Ready (Kubernetes) is Loaded; Serving also needs the route and the verification."),
+    );
   }
 
   function render(model) {
@@ -162,7 +177,7 @@ export function createRelease({ boot, initial, onReleases }) {
       else schedule();
     }
     if (summaryChanged(releases)) renderSummary();
-    const funnelKey = JSON.stringify([Math.floor(state.time || 0), state.gateFunnel, (state.instances || []).map((i) => [i.state, i.gate, i.gateFailed])]);
+    const funnelKey = JSON.stringify([Math.floor(state.time || 0), state.gateFunnel, state.gateFunnelTotal, (state.instances || []).map((i) => [i.state, i.gate, i.gateFailed])]);
     if (funnelChanged(funnelKey)) renderFunnel(state);
   }
 
