@@ -325,3 +325,14 @@ def test_the_notification_values_become_the_mounted_file_the_settings_read_and_c
     for container in containers_of(web) + containers_of(deployment("rolloutui-worker", docs)):
         refs = [s["secretRef"] for s in container.get("envFrom") or [] if "secretRef" in s]
         assert refs == [{"name": "rolloutui-notification-urls", "optional": True}], container["name"]
+
+
+def test_notification_endpoints_get_an_egress_rule_only_when_named():
+    def egress_of(values):
+        objects = keyed(render(values, crds=False))
+        return objects[("NetworkPolicy", "rolloutui", "rolloutui-app-egress")]["spec"]["egress"]
+
+    default = egress_of(None)
+    named = egress_of({"networkPolicy": {"notifications": {"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}}})
+    assert named[:-1] == default
+    assert named[-1] == {"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"protocol": "TCP", "port": 443}]}
