@@ -357,3 +357,21 @@ def test_the_funnel_says_what_it_counts_and_measures_against_the_spec_instances_
     expect(funnel.locator(".gate-note")).to_contain_text("1 not created yet")
     serving_bar = funnel.locator("[data-gate=Serving] .gate-bar i")
     assert serving_bar.evaluate("(el) => el.style.width") == "50%"
+
+
+def test_the_capacity_table_moves_with_the_same_state_message_as_the_topology(live_sim, operator_client, page: Page):
+    """The table's instance columns (serving / instances, in flight) come from the state the
+    websocket delivers, as the topology's cells do, not from the next 5 s poll of .../capacity/."""
+    site = OfflineSite(page, operator_client, full_state=live_sim.state)
+    page.goto(site.url("/modelservings/default/day/"))
+    row = page.get_by_test_id("capacity-roles").locator("tr[data-role=decode]")
+    expect(row.locator("td").nth(1)).to_have_text("2 / 2")
+    # From now on every poll answers what it answered before the deploy.
+    stale = operator_client.get("/api/modelservings/default/day/capacity/").json()
+    page.route("**/capacity/**", lambda route: route.fulfill(json=stale))
+    live_sim.set_image("engine:v2")
+    mid = live_sim.run(until=lambda s: any(i["state"] in ("Draining", "Deleting") for i in s["instances"]))
+    serving = sum(1 for i in mid["instances"] if i["gate"] == "Serving")
+    site.socket.send(mid)
+    expect(row.locator("td").nth(1)).to_have_text(f"{serving} / {len(mid['instances'])}")
+    expect(row.locator("td").nth(2)).to_have_text(str(sum(i["inFlight"] for i in mid["instances"])))

@@ -76,6 +76,8 @@ const panels = [
   createDrain({ boot }),
   createRoles(),
   charts,
+  // The capacity table's instance columns follow the same state message as the topology.
+  capacity,
   createRevisions({
     boot: { ...boot, canOperate: boot.canOperate && controls.granted("rollback") },
     onRollback: (number) => controls.open("rollback", { toRevision: number }),

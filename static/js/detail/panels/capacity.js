@@ -9,6 +9,11 @@
 // total per role, GPU utilisation per role, and the request rate measured from the simulated
 // traffic's `sent` counter between two polls. Example: sent 1,200 at cluster time 100 and 1,290 at
 // 105 -> 90 / 5 = 18 requests/s.
+//
+// The instance columns (serving / instances, in flight) are counted from the state the websocket
+// delivers, the message the topology draws, with the server's rule (rolloutui/services/capacity.py:
+// a role's instances, those at gate Serving, the sum of their in-flight requests): the table never
+// says 2 of 2 serving while the topology already shows a group draining.
 
 import { api } from "../../lib/api.js";
 import { byId, h, mount } from "../../lib/dom.js";
@@ -30,6 +35,26 @@ export function createCapacity({ boot, plotlySrc }) {
   const points = []; // {t, roles: {name: {inFlight, safeTotal, util}}, rate}
   let last = null;
   let dirty = false;
+  let latestState = null; // the last state message, for the instance columns
+
+  // {role: {serving, instances, inFlight}} from a state message.
+  function instanceColumns(state) {
+    const out = {};
+    for (const i of (state && state.instances) || []) {
+      const c = (out[i.role] ||= { serving: 0, instances: 0, inFlight: 0 });
+      c.instances += 1;
+      if (i.gate === "Serving") c.serving += 1;
+      c.inFlight += Number(i.inFlight) || 0;
+    }
+    return out;
+  }
+
+  // The polled rows with the instance columns of the latest state message.
+  function withState(roles) {
+    if (!latestState) return roles;
+    const counted = instanceColumns(latestState);
+    return roles.map((r) => ({ ...r, ...(counted[r.name] || { serving: 0, instances: 0, inFlight: 0 }) }));
+  }
 
   // Whether autoscale is on, with its bounds (every value as text: h() never parses HTML).
   function autoscaleLine(auto) {
@@ -50,7 +75,7 @@ export function createCapacity({ boot, plotlySrc }) {
 
   function renderTable(data) {
     const rec = data.recommendation || {};
-    const roles = data.roles || [];
+    const roles = withState(data.roles || []);
     mount(
       el,
       h(
@@ -184,5 +209,13 @@ export function createCapacity({ boot, plotlySrc }) {
     setInterval(poll, POLL_MS);
   }
 
-  return { render() {}, start, points };
+  // Every state message: the instance columns follow it at once (the rest waits for the poll).
+  function render(model) {
+    const state = model && model.state;
+    if (!state || state === latestState) return;
+    latestState = state;
+    if (last) renderTable(last);
+  }
+
+  return { render, start, points };
 }
