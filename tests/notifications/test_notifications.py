@@ -7,6 +7,8 @@ import json
 
 import pytest
 from django.utils import timezone
+from hypothesis import given
+from hypothesis import strategies as st
 
 from controller.runtime.reconciler import run_reconcile
 from controller.simcluster.database.store import DatabaseCluster
@@ -345,3 +347,31 @@ def test_a_url_from_the_environment_is_read_from_there_and_never_shown(tmp_path)
     [chat] = notifications.read(str(config), environ={"SLACK_URL": "https://hooks.slack.example" + SECRET_PATH})
     assert chat.url.endswith(SECRET_PATH) and chat.host == "hooks.slack.example"
     assert "s3cr3t" not in repr(chat)
+
+
+names = st.sampled_from(["default", "prod", "team-a", "small", "chat"])
+events = st.builds(
+    lambda kind, namespace, name: notifications.Event(kind, namespace, name, "1", "m", timezone.now()),
+    st.sampled_from(notifications.KINDS),
+    names,
+    names,
+)
+filter_sets = st.fixed_dictionaries(
+    {},
+    optional={
+        "namespaces": st.frozensets(names, min_size=1),
+        "workloads": st.frozensets(st.one_of(names, st.builds("{}/{}".format, names, names)), min_size=1),
+        "kinds": st.frozensets(st.sampled_from(notifications.KINDS), min_size=1),
+    },
+)
+
+
+@given(event=events, filters=filter_sets, extra=filter_sets)
+def test_a_filter_only_ever_narrows_what_a_destination_receives(event, filters, extra):
+    """Every filter given must match: a destination with more filters never gets an event that the
+    same destination with fewer would not, and one without filters gets every event."""
+    fewer = notifications.Destination("d", "webhook", "http://h/", **filters)
+    more = notifications.Destination("d", "webhook", "http://h/", **{**extra, **filters})
+    assert notifications.Destination("d", "webhook", "http://h/").wants(event)
+    if more.wants(event):
+        assert fewer.wants(event)
