@@ -265,8 +265,10 @@ def kinds_of_record(record: AuditRecord) -> list[str]:
 
 def _message(record: AuditRecord, kind: str) -> str:
     target = f"{record.namespace}/{record.name}" if record.namespace else record.name
-    who = record.actor_name or record.source
-    text = f"{target}: {kind.replace('_', ' ')} by {who}"
+    text = f"{target}: {kind.replace('_', ' ')}"
+    if record.source != AuditRecord.Source.ANALYSIS:
+        # The analysis names itself in the kind; a person (or the system) is named as who acted.
+        text += f" by {record.actor_name or record.source}"
     return f"{text}: {record.reason}" if record.reason else text
 
 

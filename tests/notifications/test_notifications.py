@@ -375,3 +375,29 @@ def test_a_filter_only_ever_narrows_what_a_destination_receives(event, filters, 
     assert notifications.Destination("d", "webhook", "http://h/").wants(event)
     if more.wants(event):
         assert fewer.wants(event)
+
+
+def test_the_analysis_pausing_for_lack_of_evidence_reaches_the_destination_through_its_audit_record(
+    settings, receiver, worker_inline, django_capture_on_commit_callbacks
+):
+    from controller.runtime.analysis import announce
+
+    configure(
+        settings,
+        {"name": "oncall", "type": "webhook", "url": receiver.url(), "filters": {"kinds": ["analysis_inconclusive"]}},
+    )
+    entry = {
+        "source": "analysis",
+        "action": "pause",
+        "reason": "3 windows without enough requests (canary 4 of 50)",
+        "fromRevision": "2",
+        "toRevision": "2",
+        "details": {"window": None, "condition": "AnalysisInconclusive"},
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        announce("default", "small", [entry])
+    [body] = receiver.bodies()
+    assert (body["kind"], body["revision"]) == ("analysis_inconclusive", "2")
+    assert body["message"] == (
+        "default/small: analysis inconclusive: 3 windows without enough requests (canary 4 of 50)"
+    )
