@@ -401,3 +401,20 @@ def test_the_analysis_pausing_for_lack_of_evidence_reaches_the_destination_throu
     assert body["message"] == (
         "default/small: analysis inconclusive: 3 windows without enough requests (canary 4 of 50)"
     )
+
+
+def test_a_wrong_notification_setting_stops_the_start_naming_the_field(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env["ROLLOUTUI_VAR_DIR"] = str(tmp_path)
+    env["ROLLOUTUI_NOTIFICATIONS"] = json.dumps({"destinations": [{"name": "a", "type": "email", "url": "http://h/"}]})
+    started = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=root, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert started.returncode != 0
+    assert "ROLLOUTUI_NOTIFICATIONS: destinations[0].type: must be one of webhook, slack, got 'email'" in started.stderr
