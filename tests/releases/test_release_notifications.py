@@ -50,3 +50,18 @@ def test_a_failed_release_is_notified_once_with_its_reason(
     assert len(failed) == 1
     assert failed[0]["message"] == f"default/chat: release r{dr.number} failed: {dr.status_reason}"
     assert failed[0]["revision"] == dr.controller_revision
+
+
+def test_a_rollout_run_by_the_controller_notifies_completed_once(
+    world, operator, receiver, django_capture_on_commit_callbacks
+):
+    dr = plan(operator, "chat-llm:v1")
+    with django_capture_on_commit_callbacks(execute=True):
+        deploy.deploy(operator, "default", "chat", dr.number, reason="v1 to staging", source="api")
+        dr = roll(world["sim"], dr)
+        world["sim"].run(30, "chat")  # later passes see the same converged revision
+    assert dr.status == "Serving", dr.status_reason
+    completed = [b for b in receiver.bodies() if b["kind"] == "completed"]
+    assert [(b["namespace"], b["name"], b["revision"]) for b in completed] == [
+        ("default", "chat", dr.controller_revision)
+    ]
