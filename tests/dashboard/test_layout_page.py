@@ -2,7 +2,8 @@
 (``image@sha256:...``, the longest names an operator meets) and the topology's pod panel open: no
 element reaches past the edge of its panel and no clickable control is covered by another (issue 31,
 bug 2: "Roll back to #N" sat under the next panel). Served by Django in this process
-(``offline.OfflineSite``) from a ModelServing on the database-backed simulated cluster.
+(``offline.OfflineSite``) from a ModelServing on the database-backed simulated cluster, and the
+demo InferenceService (tests/dashboard/test_isvc_page.py) pinned to a digest for its page.
 
 How it is judged, in the page: an element's bounding rectangle must lie within its panel's unless an
 element between them scrolls or clips it (a table that scrolls inside its panel is fine; one that
@@ -12,10 +13,13 @@ view, ``document.elementFromPoint`` at its centre must be the control or inside 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from playwright.sync_api import Page, expect
 
 from .offline import OfflineSite
+from .test_isvc_page import demo_isvc, settle  # noqa: F401  (the fixture)
 from .test_operator_day_page import LiveSim, click_cell, live_sim  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.django_db
@@ -143,3 +147,29 @@ def test_the_sign_in_page_keeps_its_form_inside_its_panel_at_every_width(page: P
         page.set_viewport_size({"width": width, "height": 1000})
         page.goto(site.url("/accounts/login/"))
         assert problems(page) == [], width
+
+
+def test_the_inferenceservice_page_and_the_list_hold_a_digest_image_inside_their_panels_at_every_width(
+    demo_isvc,  # noqa: F811  (the fixture imported above)
+    operator_client,
+    page: Page,
+):
+    resp = operator_client.post(
+        "/api/inferenceservices/default/llm/isvc-set-image",
+        json.dumps({"image": DIGEST_V2, "reason": "pin the digest"}),
+        content_type="application/json",
+    )
+    assert resp.status_code == 200, resp.content
+    settle(demo_isvc, 30)
+    site = OfflineSite(page, operator_client)
+    found = {}
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 1000})
+        for path in ("/inferenceservices/default/llm/", "/"):
+            page.goto(site.url(path))
+            page.wait_for_load_state("networkidle")
+            if path != "/":
+                expect(page.locator("#fact-image")).to_have_text(DIGEST_V2)
+            found[f"{path} at {width} px"] = problems(page)
+    bad = [f"{where}: {problem}" for where, found_there in found.items() for problem in found_there]
+    assert not bad, "\n".join(bad)
