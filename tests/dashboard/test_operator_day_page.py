@@ -375,3 +375,20 @@ def test_the_capacity_table_moves_with_the_same_state_message_as_the_topology(li
     site.socket.send(mid)
     expect(row.locator("td").nth(1)).to_have_text(f"{serving} / {len(mid['instances'])}")
     expect(row.locator("td").nth(2)).to_have_text(str(sum(i["inFlight"] for i in mid["instances"])))
+
+
+def test_an_aborted_canary_says_aborted_where_it_stopped_and_the_rollout_stays_paused(
+    ms, operator_client, page: Page, screenshot_dir
+):
+    seen = views_of("canary-operator-abort")
+    aborted = seen[-1][1]
+    site = OfflineSite(page, operator_client, full_state=lambda: as_page_state(aborted, ms))
+    page.goto(site.url(f"/modelservings/{ms['namespace']}/{ms['name']}/"))
+    panel = page.get_by_test_id("canary-panel")
+    expect(page.get_by_test_id("canary-phase")).to_have_text("Aborted")
+    expect(panel.locator("li[aria-current='step']")).to_contain_text("aborted here")
+    expect(page.get_by_test_id("canary-message")).to_have_text(
+        "aborted at step 2 of 5: every group is back on the stable revision"
+    )
+    expect(page.get_by_test_id("phase")).to_have_text("Paused")
+    shot(page, screenshot_dir / "operator-day-canary-aborted.png")
