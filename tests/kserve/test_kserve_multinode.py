@@ -259,7 +259,9 @@ def test_kserve_refuses_a_multinode_predictor_it_cannot_size(pred, annotations, 
 
 
 def test_the_view_shows_the_gpus_the_multinode_surge_needs():
-    manifest = inferenceservice(predictor=predictor({"pipelineParallelSize": 4, "tensorParallelSize": 2}, None, gpus(2)))
+    manifest = inferenceservice(
+        predictor=predictor({"pipelineParallelSize": 4, "tensorParallelSize": 2}, None, gpus(2))
+    )
     manifest["metadata"]["annotations"] = {"serving.kserve.io/deploymentMode": "Standard", **NONE}
     c = SimCluster(ClusterConfig(nodes=4, gpus_per_node=8), seed=1)
     c.store.create_object(kservectl.config_map(STANDARD_JSON))
