@@ -139,3 +139,20 @@ def live_stack(tmp_path_factory):
 def screenshot_dir() -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     return SCREENSHOTS
+
+
+@pytest.fixture
+def connections_kept_open():
+    """The handler closes the database connection when a request starts and ends (Django's
+    ``close_old_connections``), which would close the test's transaction on PostgreSQL; Django's
+    test clients disconnect it the same way."""
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)

@@ -20,7 +20,7 @@ from django.conf import settings
 
 from rolloutui.httphandler import ReleasingASGIHandler
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("connections_kept_open")]
 
 CHUNK = 64 * 1024  # Daphne's request_buffer_size: the size of the body messages it sends
 

@@ -20,23 +20,6 @@ from rolloutui.httphandler import ReleasingASGIHandler
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("connections_kept_open")]
 
 
-@pytest.fixture
-def connections_kept_open():
-    """The handler closes the database connection when a request starts and ends (Django's
-    ``close_old_connections``), which would close the test's transaction on PostgreSQL; Django's
-    test clients disconnect it the same way."""
-    from django.core.signals import request_finished, request_started
-    from django.db import close_old_connections
-
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    try:
-        yield
-    finally:
-        request_started.connect(close_old_connections)
-        request_finished.connect(close_old_connections)
-
-
 async def _get(handler: ASGIHandler, path: str, cookie: str) -> list[dict]:
     """One GET through an ASGI handler as Daphne drives it: the request, then the client's
     disconnect once the whole response has reached it."""

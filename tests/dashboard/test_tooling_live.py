@@ -147,6 +147,7 @@ def test_the_browser_applies_a_kthena_example_edits_its_image_in_the_yaml_editor
     # Delete from its page: back on the list, without it.
     page.get_by_test_id("btn-delete").click()
     page.fill("[data-testid=dialog-reason]", "done")
+    page.fill("[data-testid=dialog-type-name]", "ui-sample")  # delete asks for the name, as Argo CD's does
     page.click("[data-testid=dialog-confirm]")
     page.wait_for_url(live_stack.url + "/")
     expect(page.locator(".ms-row[data-key='default/ui-sample']")).to_have_count(0)

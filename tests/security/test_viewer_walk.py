@@ -24,6 +24,7 @@ import io
 import json
 import uuid
 from dataclasses import dataclass
+from unittest import mock
 from urllib.parse import quote, quote_plus
 
 import pytest
@@ -423,7 +424,11 @@ def first_ws_message(user) -> Answer:
         await comm.disconnect()
         return text
 
-    text = async_to_sync(read)()
+    # Channels closes "old" database connections around every hop to its database thread; inside
+    # the test's transaction that is the test's own connection (on PostgreSQL it is closed and the
+    # walk's next query fails). Django's test client keeps it open the same way for HTTP requests.
+    with mock.patch("channels.db.close_old_connections", lambda: None):
+        text = async_to_sync(read)()
     assert json.loads(text)["name"] == MS_NAME  # a state, not a refusal
     return Answer(f"websocket /ws/modelservings/{NAMESPACE}/{MS_NAME}/", "first message", text)
 
