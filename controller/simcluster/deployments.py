@@ -343,25 +343,11 @@ def sync_deployment(store: WorkloadStore, namespace: str, name: str, now: float)
     if is_recreate(deployment):
         return _rollout_recreate(store, deployment, new, olds, conditions, old_status, now)
 
-    if new is None:
-        total = sum(replicas_of(rs) for rs in olds)
-        replicas = new_replica_set_target(desired, ReplicaSetCount("", 0, 0), total, surge)
-        collisions = int(old_status.get("collisionCount") or 0)
-        hash_ = template_hash(spec.get("template") or {}, collisions)
-        new = store.create_object(new_replica_set(deployment, hash_, replicas, max_old_revision + 1))
-        cond = {
-            "type": "Progressing",
-            "status": "True",
-            "reason": NEW_RS_CREATED,
-            "message": f'Created new replica set "{workloads.name(new)}"',
-        }
-        conditions = _with_condition(conditions, cond, now)
-    elif revision_of(new) <= max_old_revision:
-        new = _set_revision(store, new, REPLICASET, max_old_revision + 1)  # back to an older template
-    revision = revision_of(new)
-    annotations = deployment["metadata"].get("annotations") or {}
-    if annotations.get(ANNOTATION_REVISION) != str(revision):
-        deployment = _set_revision(store, deployment, DEPLOYMENT, revision)
+    total = sum(replicas_of(rs) for rs in olds)
+    replicas_if_created = new_replica_set_target(desired, ReplicaSetCount("", 0, 0), total, surge)
+    deployment, new, conditions = _new_replica_set(
+        store, deployment, new, max_old_revision, replicas_if_created, conditions, old_status, now
+    )
     if has_deadline and _find(conditions, "Progressing") is None:
         cond = {
             "type": "Progressing",
@@ -428,10 +414,37 @@ def _rollout_recreate(
         return _finish(store, deployment, new, rss(), conditions, old_status, now)
     desired = replicas_of(deployment)
     max_old_revision = max((revision_of(rs) for rs in olds), default=0)
+    deployment, new, conditions = _new_replica_set(
+        store, deployment, new, max_old_revision, desired, conditions, old_status, now
+    )
+    if replicas_of(new) != desired:
+        new = _scale(store, new, desired)
+        return _finish(store, deployment, new, rss(), conditions, old_status, now)
+    status = deployment_status(deployment, new, rss(), conditions, now)
+    if is_complete(deployment, status):
+        olds[:] = _clean_up(store, deployment, olds)
+    return _finish(store, deployment, new, rss(), conditions, old_status, now)
+
+
+def _new_replica_set(
+    store: WorkloadStore,
+    deployment: Obj,
+    new: Obj | None,
+    max_old_revision: int,
+    replicas_if_created: int,
+    conditions: list[Obj],
+    old_status: Obj,
+    now: float,
+) -> tuple[Obj, Obj, list[Obj]]:
+    """kube's ``getNewReplicaSet``, shared by both strategies: create the ReplicaSet of the current
+    template (with ``replicas_if_created``) when there is none, or give it the next revision when it
+    is an older template come back (a rollback); then the Deployment's revision annotation follows.
+    Returns the Deployment, the new ReplicaSet and the conditions. Example: olds at revisions 1 and
+    2, no new one -> created at revision 3, the Deployment annotated 3."""
     if new is None:
         spec = deployment.get("spec") or {}
         hash_ = template_hash(spec.get("template") or {}, int(old_status.get("collisionCount") or 0))
-        new = store.create_object(new_replica_set(deployment, hash_, desired, max_old_revision + 1))
+        new = store.create_object(new_replica_set(deployment, hash_, replicas_if_created, max_old_revision + 1))
         cond = {
             "type": "Progressing",
             "status": "True",
@@ -440,16 +453,10 @@ def _rollout_recreate(
         }
         conditions = _with_condition(conditions, cond, now)
     elif revision_of(new) <= max_old_revision:
-        new = _set_revision(store, new, REPLICASET, max_old_revision + 1)
+        new = _set_revision(store, new, REPLICASET, max_old_revision + 1)  # back to an older template
     if (deployment["metadata"].get("annotations") or {}).get(ANNOTATION_REVISION) != str(revision_of(new)):
         deployment = _set_revision(store, deployment, DEPLOYMENT, revision_of(new))
-    if replicas_of(new) != desired:
-        new = _scale(store, new, desired)
-        return _finish(store, deployment, new, rss(), conditions, old_status, now)
-    status = deployment_status(deployment, new, rss(), conditions, now)
-    if is_complete(deployment, status):
-        olds[:] = _clean_up(store, deployment, olds)
-    return _finish(store, deployment, new, rss(), conditions, old_status, now)
+    return deployment, new, conditions
 
 
 def _clean_up(store: WorkloadStore, deployment: Obj, olds: list[Obj]) -> list[Obj]:
