@@ -146,6 +146,8 @@ def modelserving_list(request):
             "namespace": namespace,
             "counts": dict(Counter(r["phase"] for r in rows)),
             "backend": cluster.backend_name(),
+            # The Notifications page needs operate somewhere: a viewer is not offered a link to a 403.
+            "may_see_notifications": access.anywhere(request.user, OPERATE),
         },
     )
 

@@ -73,3 +73,8 @@ def test_the_notifications_page_lists_deliveries_escaped_and_without_the_url(del
     assert "paused &lt;b&gt;now&lt;/b&gt;" in page and "<b>now</b>" not in page
     assert "hooks.slack.example" in page and "s3cr3t" not in page
     assert NotificationDelivery.objects.count() == 3
+
+
+def test_the_workload_list_links_to_notifications_only_for_those_who_may_open_them(deliveries, viewer, operator):
+    assert 'href="/notifications/"' not in client_of(viewer).get("/").content.decode()
+    assert 'href="/notifications/"' in client_of(operator).get("/").content.decode()
