@@ -26,6 +26,11 @@ application = ProtocolTypeRouter(
     }
 )
 
+# Under Daphne, a body over the limit is refused while it arrives (rolloutui/serverlimits.py).
+from rolloutui.serverlimits import install as bound_request_bodies  # noqa: E402
+
+bound_request_bodies()
+
 # Last, once everything the process keeps for good is loaded: see rolloutui/gctuning.py (full
 # garbage collections were the websocket fan-out's tail).
 from rolloutui.gctuning import tune_web_process  # noqa: E402
