@@ -283,8 +283,9 @@ def apply(user, *, manifest: str, reason: str, source: str) -> list[AuditRecord]
             controls.check_permission(user, namespace=namespace)
         # The approval rule too, for every ModelServing before any is applied: a document refused
         # for it must not leave the others applied.
-        _check_approvals(user, found)
-        _check_updates(found)
+        stored = _stored_of(found)
+        _check_approvals(user, stored)
+        _check_updates(stored)
     except (ControlError, controls.ControlDenied) as exc:
         refusal = getattr(exc, "refusal", None)
         controls.audit(
@@ -304,32 +305,37 @@ def apply(user, *, manifest: str, reason: str, source: str) -> list[AuditRecord]
     return records
 
 
-def _check_approvals(user, found: list[tuple[Document, dict[str, Any]]]) -> None:
-    """``ApprovalRequired`` when a document would put an unapproved image on a target of an
-    environment that requires approval (``releases.approval``), checked for all before any is applied."""
-    from .releases.approval import check_direct_change
-
+def _stored_of(found: list[tuple[Document, dict[str, Any]]]) -> list[tuple[Any, dict[str, Any], dict | None]]:
+    """Each document's parsed ModelServing, its object, and the stored ModelServing it would change
+    (None for a new one): read once for the checks that run on every document before any is applied."""
     cluster = get_cluster()
+    out = []
     for _, obj in found:
         parsed = parse_modelserving(obj)
         try:
             current = cluster.get_modelserving(parsed.namespace, parsed.name)
         except NotFound:
             current = None
+        out.append((parsed, obj, current))
+    return out
+
+
+def _check_approvals(user, stored: list[tuple[Any, dict[str, Any], dict | None]]) -> None:
+    """``ApprovalRequired`` when a document would put an unapproved image on a target of an
+    environment that requires approval (``releases.approval``), checked for all before any is applied."""
+    from .releases.approval import check_direct_change
+
+    for parsed, obj, current in stored:
         body = _created_body(_without_nulls(obj))
         after = body if current is None else {**current, "spec": body["spec"]}
         check_direct_change(user, parsed.namespace, parsed.name, current, after)
 
 
-def _check_updates(found: list[tuple[Document, dict[str, Any]]]) -> None:
+def _check_updates(stored: list[tuple[Any, dict[str, Any], dict | None]]) -> None:
     """``ControlError`` naming the field when a document would change a stored ModelServing in a way
     Kthena's CRD refuses on an update (``spec.check_update``), checked for all before any is applied."""
-    cluster = get_cluster()
-    for _, obj in found:
-        parsed = parse_modelserving(obj)
-        try:
-            current = cluster.get_modelserving(parsed.namespace, parsed.name)
-        except NotFound:
+    for parsed, obj, current in stored:
+        if current is None:
             continue
         try:
             check_update(current, obj)
