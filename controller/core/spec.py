@@ -149,6 +149,119 @@ class Verification:
         return out
 
 
+TRAFFIC_FIELDS = ("path", "scope", "routing")
+SCOPE_GROUP = "group"
+SCOPE_ANY = "any"
+TRAFFIC_SCOPES = (SCOPE_GROUP, SCOPE_ANY)
+ROUTING_AFFINE = "revisionAffine"
+ROUTING_BLIND = "blind"
+TRAFFIC_ROUTINGS = (ROUTING_AFFINE, ROUTING_BLIND)
+
+
+@dataclass(frozen=True, slots=True)
+class Traffic:
+    """``spec.traffic``: the roles a request passes through, in order, and how each hop is chosen.
+
+    ``path`` empty (the default) is one hop to the entry of any role, as without the section.
+    ``scope`` ``group`` keeps every hop inside one ServingGroup; ``any`` lets hops cross groups.
+    ``routing`` ``revisionAffine`` keeps a request on one revision (a consistent path) or refuses
+    it; ``blind`` picks each hop by load alone. Example: ``{path: [prefill, decode]}`` ->
+    ``Traffic(("prefill", "decode"), "group", "revisionAffine")``.
+    """
+
+    path: tuple[str, ...] = ()
+    scope: str = SCOPE_GROUP
+    routing: str = ROUTING_AFFINE
+
+    @property
+    def has_path(self) -> bool:
+        return bool(self.path)
+
+    @property
+    def affine(self) -> bool:
+        return self.routing == ROUTING_AFFINE
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": list(self.path), "scope": self.scope, "routing": self.routing}
+
+
+DEFAULT_TRAFFIC = Traffic()
+
+
+def parse_traffic(
+    raw: Any,
+    path: str,
+    role_names: tuple[str, ...],
+    coordination: Coordination | None = None,
+    base: Traffic = DEFAULT_TRAFFIC,
+) -> Traffic:
+    """Read a ``traffic`` section (``spec.traffic``, or a scenario's override of it: fields absent
+    from ``raw`` keep ``base``'s). Every field is checked and an unknown one refused with its path;
+    a path must name existing roles, each once, and may not send a request from a role to one that
+    ``coordination.dependencies`` says calls it (the declared call order is the other way)."""
+    if raw is None:
+        return base
+    raw = _mapping(raw, path)
+    unknown = sorted(set(raw) - set(TRAFFIC_FIELDS))
+    if unknown:
+        raise ValidationError(f"{path}.{unknown[0]}", f"unknown field (allowed: {', '.join(TRAFFIC_FIELDS)})")
+    hops = base.path
+    if "path" in raw:
+        hops_raw = raw["path"]
+        if hops_raw is None:
+            hops_raw = []
+        if not isinstance(hops_raw, list):
+            raise ValidationError(f"{path}.path", f"must be a list of role names, got {hops_raw!r}")
+        for i, role in enumerate(hops_raw):
+            if not isinstance(role, str) or role not in role_names:
+                raise ValidationError(
+                    f"{path}.path[{i}]", f"role {role!r} does not exist (roles: {', '.join(role_names)})"
+                )
+            if role in hops_raw[:i]:
+                raise ValidationError(f"{path}.path[{i}]", f"role {role!r} is already a hop of the path")
+        hops = tuple(hops_raw)
+    scope = raw.get("scope", base.scope)
+    if scope not in TRAFFIC_SCOPES:
+        raise ValidationError(f"{path}.scope", f"must be one of {', '.join(TRAFFIC_SCOPES)}, got {scope!r}")
+    routing = raw.get("routing", base.routing)
+    if routing not in TRAFFIC_ROUTINGS:
+        raise ValidationError(f"{path}.routing", f"must be one of {', '.join(TRAFFIC_ROUTINGS)}, got {routing!r}")
+    _check_path_against_dependencies(hops, f"{path}.path", coordination)
+    return Traffic(hops, scope, routing)
+
+
+def _check_path_against_dependencies(hops: tuple[str, ...], path: str, coordination: Coordination | None) -> None:
+    """A path's hop ``a`` before hop ``b`` says "a calls b"; ``coordination.dependencies`` saying
+    that ``b`` depends on ``a`` (directly or through other roles: b calls a) contradicts it, and the
+    startup gate and teardown order would then protect the wrong side of every hop. Example:
+    path [prefill, decode] with ``{role: decode, dependsOn: [prefill]}`` is refused."""
+    if coordination is None or not coordination.dependencies:
+        return
+    edges = {d.role: d.depends_on for d in coordination.dependencies}
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            node = todo.pop()
+            for nxt in edges.get(node, ()):
+                if nxt == goal:
+                    return True
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return False
+
+    for i, caller in enumerate(hops):
+        for callee in hops[i + 1 :]:
+            if reaches(callee, caller):
+                raise ValidationError(
+                    path,
+                    f"sends requests from {caller!r} to {callee!r}, but coordination.dependencies says "
+                    f"{callee!r} depends on {caller!r} (calls it); list the path in call order or fix the "
+                    "dependencies",
+                )
+
+
 @dataclass(frozen=True, slots=True)
 class ModelServing:
     name: str
@@ -171,6 +284,8 @@ class ModelServing:
     canary_promote: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     # The operator's abort (annotation abort, JSON {"revision", "stable"}), {} if none.
     abort: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # ``spec.traffic``: the roles a request passes through and how hops are chosen.
+    traffic: Traffic = DEFAULT_TRAFFIC
 
     def role(self, name: str) -> Role | None:
         for role in self.roles:
@@ -698,6 +813,7 @@ def parse_modelserving(manifest: Any) -> ModelServing:
         manifest=manifest,
         canary_promote=canary_promote_request(manifest),
         abort=abort_request(manifest),
+        traffic=parse_traffic(spec.get("traffic"), "spec.traffic", tuple(r.name for r in roles), coordination),
     )
 
 
