@@ -95,3 +95,25 @@ def register_periodic_tasks(app) -> None:
 
 
 register_periodic_tasks(current_app)
+
+
+@shared_task(
+    name="rolloutui.tasks.run_advice",
+    ignore_result=True,
+    queue="preview",  # the preview worker's queue: an advice is a dozen previews
+    soft_time_limit=settings.ROLLOUTUI_PREVIEW_SECONDS * 2 + 10,
+    time_limit=settings.ROLLOUTUI_PREVIEW_SECONDS * 2 + 20,
+)
+def run_advice(job_id: str) -> None:
+    """The strategy advisor's search for one queued advice (``services.advisor.run_job``)."""
+    from django.utils import timezone
+
+    from rolloutui.models import PreviewJob
+    from rolloutui.services import advisor
+
+    try:
+        advisor.run_job(job_id)
+    except SoftTimeLimitExceeded:
+        PreviewJob.objects.filter(pk=job_id).update(
+            status=PreviewJob.Status.ERROR, error={"detail": "the advice ran out of time"}, finished_at=timezone.now()
+        )

@@ -42,7 +42,7 @@ from typing import Any
 from controller.core import scaling
 from controller.core.controls import ControlError
 
-from . import controls, kserve_controls, manifests, state
+from . import advisor, controls, kserve_controls, manifests, state
 from .releases import deploy as release_deploy
 from .releases import records as release_records
 
@@ -790,6 +790,34 @@ AUTOSCALE = register(
         ),
         exclusive=(("minReplicas", "disable"), ("maxReplicas", "disable")),
         presets=(Preset("autoscale-off", "Autoscale off", {"disable": True}),),
+    )
+)
+
+APPLY_ADVICE = register(
+    Action(
+        name="apply-advice",
+        label="Apply advice",
+        help=(
+            "Apply the change an advice was computed for (advise) with its recommended strategy, or another "
+            "feasible candidate, in one audited action; keepStrategy applies the change alone."
+        ),
+        service=advisor.apply_advice,
+        audit="apply_advice",
+        args=(
+            Arg("advice", STRING, "The advice's id (advise prints it).", required=True, label="Advice", max_length=64),
+            Arg(
+                "candidate",
+                INTEGER,
+                "The candidate to apply (its index); the recommended one when omitted.",
+                label="Candidate",
+                min_value=0,
+            ),
+            Arg(
+                "keepStrategy", BOOLEAN, "Apply the change alone and keep the current strategy.", label="Keep strategy"
+            ),
+        ),
+        exclusive=(("candidate", "keepStrategy"),),
+        tone="primary",
     )
 )
 

@@ -9,6 +9,7 @@ Reading (view permission; ``-o json|yaml`` for scripts, a table or summary other
     manage.py rollout diff     NAMESPACE/NAME --from N --to M
     manage.py rollout audit    [NAMESPACE/NAME] [--action A] [--who U] [--source S] [--limit N]
     manage.py rollout preview  NAMESPACE/NAME --role R --image I [--container C]   (simulated cluster)
+    manage.py rollout advise   NAMESPACE/NAME --role R --image I [--container C] [--limit N] [--floor G] [--json]
 
 Controls (operate permission, audited with source ``cli``): one subcommand per action of the
 registry (``rolloutui.services.actions``), one flag per declared argument (``toRevision`` ->
@@ -71,6 +72,7 @@ EXIT_DONE, EXIT_FAILED, EXIT_TIMEOUT = 0, 1, 2
 READ_COMMANDS = ("list", "get", "status", "history", "diff", "audit")
 # A preview needs operate (as from the page and the API); its refusal is audited by the service.
 PREVIEW = "preview"
+ADVISE = "advise"  # the strategy advisor: previews of candidate strategies (operate, as a preview)
 
 
 class Exit(Exception):
@@ -102,7 +104,7 @@ def _table(rows: list[list[Any]], header: list[str]) -> str:
 
 class Command(BaseCommand):
     help = "RolloutUI from a shell (ModelServings, model versions, releases): " + ", ".join(
-        [*READ_COMMANDS, PREVIEW, *(a.name for a in actions.all_actions())]
+        [*READ_COMMANDS, PREVIEW, ADVISE, *(a.name for a in actions.all_actions())]
     )
 
     def add_arguments(self, parser):
@@ -142,6 +144,19 @@ class Command(BaseCommand):
         sub.add_argument("--role", required=True)
         sub.add_argument("--image", required=True)
         sub.add_argument("--container")
+        sub = add(
+            ADVISE,
+            "Find the fastest rollout strategy for a set-image that keeps the floor (previews of candidate "
+            "strategies on a copy; simulated cluster only). Apply it with apply-advice --advice ID.",
+        )
+        sub.add_argument("--role", required=True)
+        sub.add_argument("--image", required=True)
+        sub.add_argument("--container")
+        sub.add_argument("--limit", type=int, help="Simulate at most this many candidates (default 12).")
+        sub.add_argument(
+            "--floor", type=int, metavar="GROUPS", help="Keep at least this many groups (default: derived)."
+        )
+        sub.add_argument("--json", dest="output", action="store_const", const="json", help="Print JSON (as -o json).")
 
         for action in actions.all_actions():
             sub = add(action.name, action.help, target=action.scope == actions.OBJECT, metavar=action.target.metavar)
@@ -187,6 +202,8 @@ class Command(BaseCommand):
                     getattr(self, "do_" + command)(o)
                 elif command == PREVIEW:
                     self.do_preview(o)
+                elif command == ADVISE:
+                    self.do_advise(o)
                 else:
                     self.do_control(actions.get(command), user, o)
         except ControlDenied as exc:
@@ -436,6 +453,34 @@ class Command(BaseCommand):
             shown,
             _table(rows, ["WHEN", "WHO", "SOURCE", "ACTION", "MODELSERVING", "REVISIONS", "RESULT", "REASON"]),
         )
+
+    def do_advise(self, o: dict[str, Any]) -> None:
+        from rolloutui.services import advisor
+
+        namespace, name = _target(o["target"])
+        change = {"role": o["role"], "image": o["image"]}
+        if o.get("container"):
+            change["container"] = o["container"]
+        result = advisor.advise_for(
+            self.user, namespace, name, set_image=change, limit=o.get("limit"), floor=o.get("floor"), source=SOURCE
+        )
+        rows = []
+        for i, c in enumerate(result["candidates"]):
+            mark = "*" if i == result["recommended"] else ("=" if c["current"] else "")
+            took = "-" if c["durationSeconds"] is None else f"{c['durationSeconds']:g}"
+            low = "-" if c["minAvailable"] is None else str(c["minAvailable"])
+            rows.append(
+                [f"{mark}{i}", advisor.strategy_text(c["strategy"]), took, low, str(c["gpusBorrowed"]), c["why"]]
+            )
+        text = "\n".join(
+            [
+                f"floor: {result['floor']['groups']} groups ({result['floor']['why']})",
+                _table(rows, ["#", "STRATEGY", "SECONDS", "MIN", "GPUS", "WHY"]),
+                f"advice: {result['summary']}",
+                f"apply: manage.py rollout apply-advice {namespace}/{name} --advice {result['id']} --reason ...",
+            ]
+        )
+        self.emit(result, text)
 
     def do_preview(self, o: dict[str, Any]) -> None:
         namespace, name = _target(o["target"])

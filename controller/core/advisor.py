@@ -1,0 +1,506 @@
+"""The strategy advisor's search: which rollout budgets roll a change out fastest while keeping a floor.
+
+Pure: no Django, no cluster. The caller (``rolloutui.services.advisor``) runs a preview of the change
+for each candidate on a copy of the running ModelServing and hands the outcomes back here.
+
+The steps, in order:
+
+1. ``floor_of``: the capacity the rollout must keep, in ServingGroups: the larger of the current
+   strategy's floor (``replicas - maxUnavailable`` at group level) and the groups the offered load
+   needs at the safe concurrency (the capacity signals' recommendation, when there is one), with a
+   sentence saying which one sets it.
+2. ``candidates``: strategies to try. The current strategy first, always. Then, for
+   ``ServingGroupRollingUpdate``, group-level ``maxUnavailable`` / ``maxSurge`` pairs; for the
+   role-level types, the same budgets on every role (they count instances inside each group), and
+   ``maxSkew`` values when the roles are coordinated. Canary steps and partitions stay as written.
+   A candidate whose budget alone may take the ModelServing below the floor, or whose surge needs
+   more GPUs than are free, is kept in the list as infeasible with the reason in words ("surge 2
+   needs 12 GPUs, 8 free") and is not simulated. At most ``limit`` candidates are simulated;
+   duplicates (the same effective budgets) are dropped.
+3. ``advise``: each simulated candidate is feasible when its preview converged and never went below
+   the floor; the recommended one is the fastest feasible (ties: fewer GPUs borrowed, then the
+   earlier candidate, so the current strategy wins a tie).
+
+Worked example (the demo): 4 groups of 6 GPUs, ``maxUnavailable: 1``, 20 GPUs free, no load signal:
+the floor is 3 groups (the current strategy's). ``maxUnavailable 2`` is infeasible (may leave 2 of
+4), ``maxSurge 4`` is infeasible (needs 24 GPUs, 20 free); ``maxUnavailable 1, maxSurge 3`` replaces
+all four groups at once and is recommended when its preview keeps 3 groups available throughout.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import naming
+from .spec import GROUP_ROLLING, IN_PLACE, ModelServing, ValidationError, parse_modelserving
+from .strategy import ClusterSettings, resolve
+
+DEFAULT_LIMIT = 12
+
+
+class AdvisorError(ValueError):
+    """Bad input to the search, naming the field."""
+
+    def __init__(self, message: str, field: str):
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Floor:
+    groups: int
+    why: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"groups": self.groups, "why": self.why}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One strategy to try. ``strategy``: what is shown and applied (see ``strategy_patch``);
+    ``reason``: why it is infeasible without simulating it (None: simulate it)."""
+
+    strategy: dict[str, Any]
+    current: bool
+    gpus_borrowed: int  # GPUs its surge may hold at once
+    reason: str | None = None
+    key: tuple = field(default=(), compare=False)
+
+    @property
+    def simulate(self) -> bool:
+        return self.reason is None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the preview of one candidate showed (virtual seconds from the change)."""
+
+    converged: bool
+    duration: float | None
+    min_available: int | None
+    min_at: float | None
+    desired: int
+    error: str | None = None  # the preview did not run (time limit, refused)
+    stopped: str | None = None  # the preview was stopped early, and why (slower than the best so far)
+
+
+# --- figures of a manifest -----------------------------------------------------------------------------
+def _gpus(template: Mapping[str, Any] | None) -> int:
+    total = 0
+    for c in ((template or {}).get("spec") or {}).get("containers") or []:
+        limits = (c.get("resources") or {}).get("limits") or {}
+        try:
+            total += int(str(limits.get(naming.GPU_RESOURCE, 0)))
+        except ValueError:
+            pass
+    return total
+
+
+def instance_gpus(ms: ModelServing) -> dict[str, int]:
+    """GPUs of one instance of each role: its entry pod and its workers."""
+    return {r.name: _gpus(r.entry_template) + r.worker_replicas * _gpus(r.worker_template) for r in ms.roles}
+
+
+def group_gpus(ms: ModelServing) -> int:
+    """GPUs of one ServingGroup: every role's instances. Demo: prefill 1 x (2 + 2) + decode 2 x 1 = 6."""
+    per = instance_gpus(ms)
+    return sum(r.replicas * per[r.name] for r in ms.roles)
+
+
+def _parse(manifest: Mapping[str, Any], what: str) -> ModelServing:
+    try:
+        return parse_modelserving(dict(manifest))
+    except ValidationError as err:
+        raise AdvisorError(f"{what} is not a valid ModelServing: {err}", field=f"{what}.{err.field}") from None
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+# --- the floor -------------------------------------------------------------------------------------------
+def strategy_floor(ms: ModelServing, settings: ClusterSettings | None) -> tuple[int, str]:
+    """The groups the current strategy keeps by its budget (group level), with the words."""
+    eff = resolve(ms, settings)
+    if ms.strategy.type == GROUP_ROLLING:
+        mu = eff.group.max_unavailable.count
+        return max(ms.replicas - mu, 0), (
+            f"the current strategy's floor ({ms.replicas} groups less maxUnavailable {mu})"
+        )
+    # Role-level budgets count instances inside each group: the budget alone says nothing in
+    # groups; what the current strategy keeps is what its preview shows (``floor_of`` with it).
+    return 0, "the current strategy (role-level budgets)"
+
+
+def floor_of(
+    ms: ModelServing,
+    settings: ClusterSettings | None,
+    *,
+    load_groups: int | None,
+    load_why: str,
+    current_min: int | None = None,
+    override: int | None = None,
+) -> Floor:
+    """The floor in groups and why: the larger of the current strategy's floor and ``load_groups``
+    (the groups the offered load needs at the safe concurrency; None: unknown, ``load_why`` says
+    why). For role-level strategies the current strategy's floor is what its preview kept
+    (``current_min``). ``override``: an operator's own floor, used as given."""
+    if override is not None:
+        if override < 0 or override > ms.replicas:
+            raise AdvisorError(f"floor must be between 0 and {ms.replicas} (the groups there are)", field="floor")
+        return Floor(override, f"{override} of {ms.replicas} groups: the floor asked for")
+    own, own_why = strategy_floor(ms, settings)
+    if ms.strategy.type != GROUP_ROLLING and current_min is not None:
+        own, own_why = current_min, "what the current strategy keeps in its preview (role-level budgets)"
+    load = min(load_groups, ms.replicas) if load_groups is not None else None
+    if load is None:
+        return Floor(own, f"{own} of {ms.replicas} groups: {own_why}; the load sets none ({load_why})")
+    if load > own:
+        return Floor(
+            load, f"{load} of {ms.replicas} groups: what the offered load needs ({load_why}); {own_why} is {own}"
+        )
+    return Floor(own, f"{own} of {ms.replicas} groups: {own_why}; the offered load needs {load} ({load_why})")
+
+
+# --- candidates ----------------------------------------------------------------------------------------
+def _ladder(top: int) -> list[int]:
+    """0, 1, 2, 4, 8, ... up to ``top``, and ``top`` itself."""
+    values, v = [0], 1
+    while v < top:
+        values.append(v)
+        v *= 2
+    if top > 0:
+        values.append(top)
+    return values
+
+
+def _written_group(raw: Mapping[str, Any]) -> dict[str, Any]:
+    spec = raw.get("spec") or {}
+    rs = spec.get("rolloutStrategy") or {}
+    return rs.get("rollingUpdateConfiguration") or {}
+
+
+def current_strategy(manifest: Mapping[str, Any], ms: ModelServing, settings: ClusterSettings | None) -> dict[str, Any]:
+    """The current strategy in the advisor's shape, with resolved counts."""
+    eff = resolve(ms, settings)
+    if ms.strategy.type == GROUP_ROLLING:
+        return {
+            "type": ms.strategy.type,
+            "maxUnavailable": eff.group.max_unavailable.count,
+            "maxSurge": eff.group.max_surge.count,
+        }
+    out: dict[str, Any] = {
+        "type": ms.strategy.type,
+        "roles": {
+            name: {"maxUnavailable": b.max_unavailable.count, "maxSurge": b.max_surge.count}
+            for name, b in sorted(eff.roles.items())
+        },
+    }
+    if eff.coordination is not None:
+        out["maxSkew"] = eff.coordination["maxSkew"]
+    return out
+
+
+def candidates(
+    manifest: Mapping[str, Any],
+    *,
+    settings: ClusterSettings | None,
+    free_gpus: int,
+    floor: Floor,
+    limit: int = DEFAULT_LIMIT,
+) -> list[Candidate]:
+    """The strategies to try for ``manifest`` (the ModelServing after the change), current first.
+
+    At most ``limit`` are to be simulated (the current among them); infeasible ones found without
+    simulating are listed as well (at most one per reason), after them. Raises ``AdvisorError``
+    naming the field for a bad ``limit`` or ``free_gpus``."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise AdvisorError("limit must be a whole number of candidates, 1 or more", field="limit")
+    if isinstance(free_gpus, bool) or not isinstance(free_gpus, int) or free_gpus < 0:
+        raise AdvisorError("free GPUs must be a whole number, 0 or more", field="freeGpus")
+    ms = _parse(manifest, "manifest")
+    current = current_strategy(manifest, ms, settings)
+    if ms.strategy.type == GROUP_ROLLING:
+        pool = _group_candidates(manifest, ms, settings, free_gpus, floor)
+    elif ms.strategy.type == IN_PLACE:
+        pool = _role_candidates(manifest, ms, settings, free_gpus, surge=False)
+    else:
+        pool = _role_candidates(manifest, ms, settings, free_gpus, surge=True)
+    first = Candidate(current, True, _borrowed(ms, current), key=_effective_key(manifest, current, settings))
+    out = [first]
+    seen = {first.key}
+    infeasible: dict[str, Candidate] = {}
+    for cand in pool:
+        if cand.key in seen:
+            continue
+        seen.add(cand.key)
+        if cand.reason is not None:
+            kind = cand.reason.split(" ", 1)[0]
+            infeasible.setdefault(kind, cand)
+            continue
+        if len(out) < limit:
+            out.append(cand)
+    return out + list(infeasible.values())
+
+
+def _borrowed(ms: ModelServing, strategy: Mapping[str, Any]) -> int:
+    if "roles" in strategy:
+        per = instance_gpus(ms)
+        return sum(
+            min(int(b.get("maxSurge") or 0), _role(ms, name).replicas) * per[name] * ms.replicas
+            for name, b in strategy["roles"].items()
+        )
+    return min(int(strategy.get("maxSurge") or 0), ms.replicas) * group_gpus(ms)
+
+
+def _role(ms: ModelServing, name: str):
+    return next(r for r in ms.roles if r.name == name)
+
+
+def _effective_key(manifest: Mapping[str, Any], strategy: Mapping[str, Any], settings) -> tuple:
+    """Two strategies with the same effective budgets are the same candidate."""
+    try:
+        ms = parse_modelserving(apply_strategy(manifest, strategy))
+    except ValidationError:
+        return ("invalid", repr(sorted(strategy.items())))
+    eff = resolve(ms, settings)
+    roles = (
+        tuple((n, b.max_unavailable.count, b.max_surge.count) for n, b in sorted(eff.roles.items()))
+        if ms.strategy.type != GROUP_ROLLING
+        else ()
+    )
+    skew = (eff.coordination or {}).get("maxSkewPercent")
+    return (ms.strategy.type, eff.group.max_unavailable.count, eff.group.max_surge.count, roles, skew)
+
+
+def _group_candidates(
+    manifest: Mapping[str, Any], ms: ModelServing, settings, free_gpus: int, floor: Floor
+) -> list[Candidate]:
+    per_group = group_gpus(ms)
+    replicas = ms.replicas
+    max_mu = max(replicas - floor.groups, 0)
+    max_surge = min(free_gpus // per_group, replicas) if per_group > 0 else replicas
+    pool: list[tuple[tuple, Candidate]] = []
+    for mu in _ladder(max_mu):
+        for surge in _ladder(max_surge):
+            if mu == 0 and surge == 0:
+                continue
+            strategy = {"type": GROUP_ROLLING, "maxUnavailable": mu, "maxSurge": surge}
+            cand = Candidate(strategy, False, surge * per_group, key=_effective_key(manifest, strategy, settings))
+            # Most groups at once first, then less unavailability: likely fastest, then safest.
+            pool.append(((-(mu + surge), mu, surge), cand))
+    pool.sort(key=lambda item: item[0])
+    out = [c for _, c in pool]
+    if max_mu + 1 <= replicas:
+        mu = max_mu + 1
+        strategy = {"type": GROUP_ROLLING, "maxUnavailable": mu, "maxSurge": 0}
+        out.append(
+            Candidate(
+                strategy,
+                False,
+                0,
+                reason=(
+                    f"maxUnavailable {mu} may take {_plural(mu, 'group')} of {replicas} down: "
+                    f"below the floor of {floor.groups}"
+                ),
+                key=_effective_key(manifest, strategy, settings),
+            )
+        )
+    if max_surge + 1 <= replicas:
+        surge = max_surge + 1
+        strategy = {"type": GROUP_ROLLING, "maxUnavailable": min(1, max_mu), "maxSurge": surge}
+        out.append(
+            Candidate(
+                strategy,
+                False,
+                surge * per_group,
+                reason=f"surge {surge} needs {surge * per_group} GPUs, {free_gpus} free",
+                key=_effective_key(manifest, strategy, settings),
+            )
+        )
+    return out
+
+
+def _role_candidates(
+    manifest: Mapping[str, Any], ms: ModelServing, settings, free_gpus: int, *, surge: bool
+) -> list[Candidate]:
+    """The same budget on every role (each role capped at its instances per group), with surge 0
+    or 1 when the type has surge, and maxSkew 25/50/100% when the roles are coordinated."""
+    per = instance_gpus(ms)
+    widest = max((r.replicas for r in ms.roles), default=1)
+    skews: list[str | None] = [None]
+    if ms.strategy.coordination is not None:
+        skews = ["25%", "50%", "100%"]
+    pool: list[tuple[tuple, Candidate]] = []
+    for k in _ladder(widest):
+        for s in (0, 1) if surge else (0,):
+            if k == 0 and s == 0:
+                continue
+            roles = {r.name: {"maxUnavailable": min(k, r.replicas), "maxSurge": min(s, r.replicas)} for r in ms.roles}
+            for skew in skews:
+                strategy: dict[str, Any] = {"type": ms.strategy.type, "roles": dict(sorted(roles.items()))}
+                if skew is not None:
+                    strategy["maxSkew"] = skew
+                need = sum(min(s, r.replicas) * per[r.name] * ms.replicas for r in ms.roles)
+                reason = f"surge {s} needs {need} GPUs, {free_gpus} free" if need > free_gpus else None
+                cand = Candidate(strategy, False, need, reason, key=_effective_key(manifest, strategy, settings))
+                pool.append(((-(k + s), -int((skew or "0%").rstrip("%")), k), cand))
+    pool.sort(key=lambda item: item[0])
+    return [c for _, c in pool]
+
+
+# --- applying a candidate --------------------------------------------------------------------------------
+def strategy_patch(manifest: Mapping[str, Any], strategy: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON merge patch that gives ``manifest`` the budgets of ``strategy``; the canary steps,
+    partitions and everything else stay as written. Group level: ``rollingUpdateConfiguration``'s
+    ``maxUnavailable`` and ``maxSurge``. Role level: the roles (whole, as a merge patch replaces a
+    list) with each role's budgets, and ``coordination.maxSkew``."""
+    if "roles" not in strategy:
+        return {
+            "spec": {
+                "rolloutStrategy": {
+                    "rollingUpdateConfiguration": {
+                        "maxUnavailable": strategy["maxUnavailable"],
+                        "maxSurge": strategy["maxSurge"],
+                    }
+                }
+            }
+        }
+    spec = manifest.get("spec") or {}
+    roles = copy.deepcopy(((spec.get("template") or {}).get("roles")) or [])
+    for role in roles:
+        budgets = strategy["roles"].get(role.get("name"))
+        if budgets:
+            role["maxUnavailable"] = budgets["maxUnavailable"]
+            role["maxSurge"] = budgets["maxSurge"]
+    patch: dict[str, Any] = {"spec": {"template": {"roles": roles}}}
+    if strategy.get("maxSkew") is not None:
+        patch["spec"]["rolloutStrategy"] = {
+            "roleRollingUpdateConfiguration": {"coordination": {"maxSkew": strategy["maxSkew"]}}
+        }
+    return patch
+
+
+def apply_strategy(manifest: Mapping[str, Any], strategy: Mapping[str, Any]) -> dict[str, Any]:
+    """``manifest`` with the budgets of ``strategy`` (a new object; ``manifest`` is not changed)."""
+    from .mergepatch import merge_patch
+
+    return merge_patch(dict(manifest), strategy_patch(manifest, strategy))
+
+
+# --- judging and ranking --------------------------------------------------------------------------------
+def _minutes(seconds: float) -> str:
+    if seconds < 90:
+        return f"{round(seconds)} s"
+    return f"{round(seconds / 60)} min"
+
+
+def judge(candidate: Candidate, outcome: Outcome | None, floor: Floor) -> dict[str, Any]:
+    """One candidate as the advice shows it: strategy, current, durationSeconds, minAvailable and
+    when (minAvailableAt), gpusBorrowed, feasible, why."""
+    row: dict[str, Any] = {
+        "strategy": dict(candidate.strategy),
+        "current": candidate.current,
+        "durationSeconds": None,
+        "minAvailable": None,
+        "minAvailableAt": None,
+        "gpusBorrowed": candidate.gpus_borrowed,
+        "feasible": False,
+        "simulated": False,
+        "why": "",
+    }
+    if candidate.reason is not None:
+        row["why"] = f"{candidate.reason} (not simulated)"
+        return row
+    if outcome is None or outcome.error is not None:
+        row["why"] = f"not simulated: {outcome.error if outcome else 'no preview'}"
+        return row
+    row.update(
+        simulated=True,
+        durationSeconds=outcome.duration,
+        minAvailable=outcome.min_available,
+        minAvailableAt=outcome.min_at,
+    )
+    low = outcome.min_available if outcome.min_available is not None else outcome.desired
+    if low < floor.groups:
+        at = f" after {_minutes(outcome.min_at)}" if outcome.min_at is not None else ""
+        row["why"] = f"went down to {low} of {outcome.desired} groups{at}: below the floor of {floor.groups}"
+        return row
+    if outcome.stopped is not None:
+        row["durationSeconds"] = None
+        row["why"] = outcome.stopped
+        return row
+    if not outcome.converged:
+        row["why"] = "did not finish within the preview's limit (it waited: see the preview's blocked reasons)"
+        return row
+    row["feasible"] = True
+    borrowed = (
+        f", borrows {candidate.gpus_borrowed} GPUs for up to {_minutes(outcome.duration or 0)}"
+        if candidate.gpus_borrowed
+        else ", borrows no GPUs"
+    )
+    row["why"] = f"done in {_minutes(outcome.duration or 0)}, never below {low} of {outcome.desired} groups{borrowed}"
+    return row
+
+
+def recommended_index(rows: Sequence[Mapping[str, Any]]) -> int | None:
+    """The fastest feasible row; ties: fewer GPUs borrowed, then the earlier row (current first)."""
+    best: tuple | None = None
+    for i, row in enumerate(rows):
+        if not row["feasible"] or row["durationSeconds"] is None:
+            continue
+        key = (row["durationSeconds"], row["gpusBorrowed"], i)
+        if best is None or key < best:
+            best = key
+    return best[2] if best is not None else None
+
+
+def summary(rows: Sequence[Mapping[str, Any]], recommended: int | None, floor: Floor) -> str:
+    """The advice in one sentence: "3.1x faster than the current strategy, never below 3 of 4
+    groups, borrows 18 GPUs for up to 2 min"."""
+    if recommended is None:
+        return (
+            f"No candidate finished while keeping the floor of {floor.groups} groups: "
+            "keep the current strategy or lower the floor."
+        )
+    rec = rows[recommended]
+    current = next((r for r in rows if r["current"]), None)
+    low = f"never below {rec['minAvailable']} groups"
+    if rec.get("minAvailable") is not None and rec.get("desired"):
+        low = f"never below {rec['minAvailable']} of {rec['desired']} groups"
+    borrowed = (
+        f"borrows {rec['gpusBorrowed']} GPUs for up to {_minutes(rec['durationSeconds'])}"
+        if rec["gpusBorrowed"]
+        else "borrows no GPUs"
+    )
+    took = _minutes(rec["durationSeconds"])
+    if rec["current"]:
+        return f"The current strategy is already the fastest safe one: {took}, {low}, {borrowed}."
+    if current is not None and current["feasible"] and current["durationSeconds"]:
+        speed = current["durationSeconds"] / rec["durationSeconds"] if rec["durationSeconds"] else None
+        faster = f"{speed:.1f}x faster than the current strategy" if speed else "faster than the current strategy"
+        return f"{faster} ({took} instead of {_minutes(current['durationSeconds'])}), {low}, {borrowed}."
+    return f"{took}, {low}, {borrowed} (the current strategy does not keep the floor or did not finish)."
+
+
+def advise(cands: Sequence[Candidate], outcomes: Sequence[Outcome | None], floor: Floor) -> dict[str, Any]:
+    """The advice: ``{"floor", "candidates", "recommended", "summary"}`` from the candidates and the
+    outcomes of their previews (same order; None for one not simulated)."""
+    if len(cands) != len(outcomes):
+        raise AdvisorError("one outcome per candidate", field="outcomes")
+    rows = []
+    for cand, outcome in zip(cands, outcomes, strict=True):
+        row = judge(cand, outcome, floor)
+        if outcome is not None:
+            row["desired"] = outcome.desired
+        rows.append(row)
+    rec = recommended_index(rows)
+    return {
+        "floor": floor.to_json(),
+        "candidates": rows,
+        "recommended": rec,
+        "summary": summary(rows, rec, floor),
+    }

@@ -1,0 +1,459 @@
+"""The strategy advisor: the fastest rollout strategy that keeps a floor, found by previews of a change.
+
+Place in the flow: the detail page's Advisor panel (``static/js/detail/panels/advisor.js``) ->
+``POST /api/modelservings/<ns>/<name>/advise/`` -> ``start`` -> a ``PreviewJob`` (its progress
+``kind`` is ``advice``) run by the preview worker (``rolloutui.tasks.run_advice`` -> ``run_job``) ->
+the page polls ``GET /api/previews/<id>/`` (progress: candidates done of total) -> the operator
+applies the advice with the ``apply-advice`` control (``apply_advice``, one audited action: the
+change and the recommended strategy together, or the change alone with ``keepStrategy``).
+``manage.py rollout advise`` runs ``advise_for`` in its own process and stores the advice the same
+way, so its id can be applied.
+
+The search itself is pure (``controller.core.advisor``); here are its inputs, read once from the
+simulated cluster: the ModelServing as it runs (``LiveState``), the copy's nodes (each node's GPUs
+less what other workloads hold), timings, image behaviour and traffic, the cluster settings, the
+free GPUs, and the load floor from the capacity signals (``services.capacity``: the groups the
+offered load needs at the safe concurrency). Every candidate's preview starts from the same copy,
+with the same seed: the same input gives the same advice.
+
+Bounds, as for a preview: the operate permission in the namespace (a refusal audited as
+``advise``), the API's per-user ``preview`` rate, at most ``ROLLOUTUI_ADVISOR_CANDIDATES``
+candidates simulated (12), at most ``ROLLOUTUI_ADVISOR_SECONDS`` of wall time for the whole
+search (the preview limit by default); candidates past the time limit are listed, not simulated.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from django.conf import settings
+
+from controller.core import advisor as core
+from controller.core.controls import ControlError
+from controller.core.mergepatch import merge_patch
+from controller.core.ports import NotFound
+from controller.models import SimTraffic
+from controller.runtime import clustersettings
+from controller.simcluster import physics
+from controller.simcluster.config import Span, Traffic
+from controller.simcluster.preview import STEP, LiveState, PreviewCluster, preview_from
+
+from ..models import PreviewJob
+from . import capacity, controls, preview, simulation
+from .controls import ControlDenied, audit, check_permission
+
+log = logging.getLogger(__name__)
+
+KIND = "advice"
+ACTION = "advise"
+APPLY_ACTION = "apply_advice"
+
+
+def candidate_limit() -> int:
+    return int(getattr(settings, "ROLLOUTUI_ADVISOR_CANDIDATES", core.DEFAULT_LIMIT))
+
+
+def time_limit() -> float:
+    return float(getattr(settings, "ROLLOUTUI_ADVISOR_SECONDS", settings.ROLLOUTUI_PREVIEW_SECONDS))
+
+
+# --- the inputs, read once ---------------------------------------------------------------------------------
+def _change(namespace: str, name: str, patch, set_image) -> dict[str, Any]:
+    """The change as a merge patch (a raw patch, or the set-image control's own patch)."""
+    return preview._patch(namespace, name, patch, set_image)
+
+
+def _load_floor(namespace: str, name: str) -> tuple[int | None, str]:
+    """The groups the offered load needs at the safe concurrency, from the capacity signals."""
+    try:
+        rec = capacity.capacity(namespace, name)["recommendation"]
+    except Exception as exc:  # the signals are advice: without them the strategy's floor stands
+        log.info("advisor: no capacity signals for %s/%s: %s", namespace, name, exc)
+        return None, "the capacity signals could not be read"
+    if rec.get("replicas") is None:
+        return None, "the safe concurrency per instance is unknown: no release with batching targets it"
+    reason = str(rec.get("reason") or "").split(" run now")[0]
+    reason = reason.rsplit(".", 1)[0] if reason.count(".") > 1 else reason.rstrip(".")
+    return int(rec["replicas"]), f"capacity signals: {reason}"
+
+
+def _copy_of(namespace: str, name: str) -> tuple[LiveState, PreviewCluster, int]:
+    """The live ModelServing, the copy's cluster (as ``simulation.preview`` builds it) and the GPUs
+    free there for this ModelServing's surge."""
+    cluster = simulation._sim_cluster()
+    row = SimTraffic.objects.filter(namespace=namespace, name=name, rps__gt=0).first()
+    traffic = Traffic(row.rps, Span(row.duration_low, max(row.duration_high, row.duration_low))) if row else None
+    live = LiveState.read(cluster, namespace, name, cluster.clock.now())
+    nodes = cluster.list_nodes()
+    gpus = simulation._gpus_for_the_copy(nodes, cluster.gpus_used(), live.pods)
+    ours = sum(physics.pod_gpus(p) for p in live.pods if (p.get("spec") or {}).get("nodeName"))
+    copy = PreviewCluster(
+        node_gpus=gpus,
+        node_names=[node.name for node in nodes],
+        config=cluster.config,
+        traffic=traffic,
+        settings=clustersettings.cluster_settings(),
+    )
+    return live, copy, max(sum(gpus) - ours, 0)
+
+
+def outcome_of(timeline, desired: int) -> core.Outcome:
+    """A preview's timeline as the search reads it: converged and when, the lowest availability and
+    the first moment it was reached."""
+    low, at = None, None
+    for sample in timeline.samples:
+        if low is None or sample.available < low:
+            low, at = sample.available, sample.t
+    return core.Outcome(timeline.converged, timeline.converged_after, low, at, desired)
+
+
+# --- the search ----------------------------------------------------------------------------------------
+def search(
+    manifest_after: Mapping[str, Any],
+    run: Callable[[core.Candidate, float | None], core.Outcome],
+    *,
+    settings_,
+    free_gpus: int,
+    load_groups: int | None,
+    load_why: str,
+    limit: int,
+    seconds: float,
+    floor: int | None = None,
+    progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Run the candidates' previews (``run(candidate, rollout_limit)``) and rank them.
+
+    The current strategy runs first and to completion (it is the comparison, and for role-level
+    budgets its preview is the strategy's floor). Then the others, likeliest fastest first; each is
+    stopped once it is slower than the fastest feasible so far (it cannot be recommended, and a
+    large ModelServing's slow candidates are the costly ones). Past ``seconds`` of wall time the
+    rest are listed as not simulated."""
+    from controller.core.spec import parse_modelserving
+
+    parsed = parse_modelserving(dict(manifest_after))
+    started = time.monotonic()
+    floor_first = core.floor_of(parsed, settings_, load_groups=load_groups, load_why=load_why, override=floor)
+    cands = core.candidates(manifest_after, settings=settings_, free_gpus=free_gpus, floor=floor_first, limit=limit)
+    total = sum(1 for c in cands if c.simulate)
+    outcomes: list[core.Outcome | None] = [None] * len(cands)
+    outcomes[0] = run(cands[0], None)
+    if progress is not None:
+        progress(1, total, cands[0].strategy)
+    current_min = outcomes[0].min_available if outcomes[0].converged else None
+    floor_ = core.floor_of(
+        parsed, settings_, load_groups=load_groups, load_why=load_why, current_min=current_min, override=floor
+    )
+    best = outcomes[0].duration if core.judge(cands[0], outcomes[0], floor_)["feasible"] else None
+    done = 1
+    for i, cand in enumerate(cands[1:], start=1):
+        if not cand.simulate:
+            continue
+        if time.monotonic() - started > seconds:
+            outcomes[i] = core.Outcome(
+                False, None, None, None, parsed.replicas, error=f"the advice's time limit of {seconds:g} s ran out"
+            )
+            continue
+        cut = best + STEP if best is not None else None
+        out = run(cand, cut)
+        if cut is not None and not out.converged and out.error is None:
+            slower = f"stopped after {cut:g} simulated s: slower than the fastest so far ({best:g} s)"
+            out = core.Outcome(False, None, out.min_available, out.min_at, out.desired, stopped=slower)
+        outcomes[i] = out
+        row = core.judge(cand, out, floor_)
+        if row["feasible"] and (best is None or (out.duration or 0) < best):
+            best = out.duration
+        done += 1
+        if progress is not None:
+            progress(done, total, cand.strategy)
+    advice = core.advise(cands, outcomes, floor_)
+    advice["elapsedSeconds"] = round(time.monotonic() - started, 2)
+    return advice
+
+
+def advise(
+    namespace: str,
+    name: str,
+    *,
+    patch: Mapping[str, Any] | None = None,
+    set_image: Mapping[str, Any] | None = None,
+    limit: int | None = None,
+    floor: int | None = None,
+    progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """The advice for a change (exactly one of ``patch`` / ``set_image``, as for a preview):
+    ``{"floor": {"groups", "why"}, "candidates": [...], "recommended": index, "summary",
+    "change", "generation", "elapsedSeconds"}``. Raises ``ControlError`` naming the field or
+    ``NotFound``."""
+    limit = candidate_limit() if limit is None else limit
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= candidate_limit():
+        raise ControlError(f"limit must be between 1 and {candidate_limit()} candidates", field="limit")
+    change = _change(namespace, name, patch, set_image)
+    base, body, parsed = simulation._prepare(namespace, name, change)
+    after = merge_patch(base, body)
+    live, copy, free = _copy_of(namespace, name)
+    load_groups, load_why = _load_floor(namespace, name)
+    preview_budget = settings.ROLLOUTUI_PREVIEW_SECONDS
+
+    def run(candidate: core.Candidate, rollout_limit: float | None) -> core.Outcome:
+        full = body if candidate.current else merge_patch(body, core.strategy_patch(after, candidate.strategy))
+        kwargs = {"rollout_limit": rollout_limit} if rollout_limit is not None else {}
+        started = time.monotonic()
+
+        def stop(phase: str, simulated: float) -> None:
+            if time.monotonic() - started > preview_budget:
+                raise simulation.PreviewTooLong(f"one preview ran past {preview_budget} s")
+
+        try:
+            timeline = preview_from(live, full, copy, progress=stop, **kwargs)
+        except simulation.PreviewTooLong as err:
+            return core.Outcome(False, None, None, None, parsed.replicas, error=str(err))
+        return outcome_of(timeline, parsed.replicas)
+
+    try:
+        advice = search(
+            after,
+            run,
+            settings_=copy.settings,
+            free_gpus=free,
+            load_groups=load_groups,
+            load_why=load_why,
+            limit=limit,
+            seconds=time_limit(),
+            floor=floor,
+            progress=progress,
+        )
+    except core.AdvisorError as err:
+        raise ControlError(str(err), field=err.field) from None
+    advice["change"] = body
+    advice["generation"] = (live.modelserving.get("metadata") or {}).get("generation")
+    advice["freeGpus"] = free
+    return advice
+
+
+# --- the job and its entry points ------------------------------------------------------------------------
+def _check(user, namespace: str, name: str, source: str) -> None:
+    try:
+        check_permission(user, namespace=namespace)
+    except ControlDenied as denied:
+        audit(user, action=ACTION, namespace=namespace, name=name, reason="", source=source, error=denied)
+        raise
+
+
+def _request(patch, set_image, limit, floor) -> dict[str, Any]:
+    return {"patch": dict(patch or {}), "setImage": dict(set_image or {}), "limit": limit, "floor": floor}
+
+
+def start(
+    user,
+    namespace: str,
+    name: str,
+    *,
+    patch: Mapping[str, Any] | None = None,
+    set_image: Mapping[str, Any] | None = None,
+    limit: int | None = None,
+    floor: int | None = None,
+    source: str,
+) -> PreviewJob:
+    """Check the request (permission, the change, the size of the copy) and queue the advice on the
+    preview worker; returns the job to poll (``GET /api/previews/<id>/``)."""
+    from django.db import transaction
+
+    from rolloutui.tasks import run_advice
+
+    _check(user, namespace, name, source)
+    change = _change(namespace, name, patch, set_image)
+    simulation._prepare(namespace, name, change)
+    if limit is not None and (
+        isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= candidate_limit()
+    ):
+        raise ControlError(f"limit must be between 1 and {candidate_limit()} candidates", field="limit")
+    job = PreviewJob.objects.create(
+        user=user if getattr(user, "pk", None) else None,
+        namespace=namespace,
+        name=name,
+        patch=change,
+        progress={
+            "kind": KIND,
+            "phase": "queued",
+            "limitSeconds": time_limit(),
+            "request": _request(patch, set_image, limit, floor),
+        },
+    )
+    job_id = str(job.pk)
+    transaction.on_commit(lambda: run_advice.delay(job_id))
+    return job
+
+
+def run_job(job_id: str) -> None:
+    """The worker's half: compute one queued advice, keeping its progress and then its result."""
+    from django.utils import timezone
+
+    job = PreviewJob.objects.filter(pk=job_id, status=PreviewJob.Status.QUEUED).first()
+    if job is None or (job.progress or {}).get("kind") != KIND:
+        return
+    request = (job.progress or {}).get("request") or {}
+    PreviewJob.objects.filter(pk=job.pk).update(
+        status=PreviewJob.Status.RUNNING, progress={**job.progress, "phase": "simulating", "done": 0}
+    )
+    started = time.monotonic()
+
+    def progress(done: int, total: int, strategy: dict[str, Any]) -> None:
+        PreviewJob.objects.filter(pk=job.pk).update(
+            progress={
+                "kind": KIND,
+                "phase": "simulating",
+                "done": done,
+                "total": total,
+                "last": strategy,
+                "elapsedSeconds": round(time.monotonic() - started, 1),
+                "limitSeconds": time_limit(),
+            }
+        )
+
+    result, error = None, None
+    try:
+        result = advise(
+            job.namespace,
+            job.name,
+            patch=job.patch,
+            limit=request.get("limit"),
+            floor=request.get("floor"),
+            progress=progress,
+        )
+        result["id"] = str(job.pk)
+    except ControlError as err:
+        error = {err.field or "detail": [str(err)]}
+    except NotFound as err:
+        error = {"detail": str(err)}
+    except Exception:
+        log.exception("advice %s of %s/%s failed", job.pk, job.namespace, job.name)
+        error = {"detail": "the advice failed (the worker's log has the details)"}
+    PreviewJob.objects.filter(pk=job.pk).update(
+        status=PreviewJob.Status.ERROR if error else PreviewJob.Status.DONE,
+        result=result,
+        error=error,
+        finished_at=timezone.now(),
+        progress={
+            "kind": KIND,
+            "phase": "done" if not error else "error",
+            "elapsedSeconds": round(time.monotonic() - started, 1),
+        },
+    )
+
+
+def advise_for(
+    user,
+    namespace: str,
+    name: str,
+    *,
+    patch: Mapping[str, Any] | None = None,
+    set_image: Mapping[str, Any] | None = None,
+    limit: int | None = None,
+    floor: int | None = None,
+    source: str,
+) -> dict[str, Any]:
+    """``advise`` in the caller's process (``manage.py rollout advise``) for ``user``, who needs
+    the operate permission in the namespace; the advice is stored as a finished job, so its ``id``
+    can be applied (``apply-advice``)."""
+    from django.utils import timezone
+
+    _check(user, namespace, name, source)
+    result = advise(namespace, name, patch=patch, set_image=set_image, limit=limit, floor=floor)
+    job = PreviewJob.objects.create(
+        user=user if getattr(user, "pk", None) else None,
+        namespace=namespace,
+        name=name,
+        patch=result["change"],
+        status=PreviewJob.Status.DONE,
+        progress={"kind": KIND, "phase": "done", "request": _request(patch, set_image, limit, floor)},
+        finished_at=timezone.now(),
+    )
+    result["id"] = str(job.pk)
+    PreviewJob.objects.filter(pk=job.pk).update(result=result)
+    return result
+
+
+# --- applying it -------------------------------------------------------------------------------------------
+def apply_advice(
+    user,
+    namespace: str,
+    name: str,
+    *,
+    advice: str,
+    candidate: int | None = None,
+    keep_strategy: bool = False,
+    reason: str,
+    source: str,
+):
+    """Apply an advice's change with its recommended strategy (or ``candidate``, an index into its
+    candidates, which must be feasible) in one audited action ``apply_advice``; ``keep_strategy``:
+    the change alone, the strategy as it is. Refused (``ControlError`` on field ``advice``) when the
+    advice is not this ModelServing's, not finished, or the ModelServing changed since."""
+    details: dict[str, Any] = {}
+
+    def build(ms: dict[str, Any], revisions) -> dict[str, Any]:
+        job = _advice_job(advice, namespace, name)
+        result = job.result or {}
+        generation = (ms.get("metadata") or {}).get("generation")
+        if result.get("generation") is not None and generation != result.get("generation"):
+            raise ControlError(
+                f"the ModelServing changed since this advice (generation {result.get('generation')}, now "
+                f"{generation}): advise again",
+                field="advice",
+            )
+        rows = result.get("candidates") or []
+        index = result.get("recommended") if candidate is None else candidate
+        change = dict(result.get("change") or job.patch or {})
+        if keep_strategy:
+            details.update(candidate=None, strategy="current")
+            return change
+        if index is None:
+            raise ControlError(
+                "this advice recommends nothing: apply the change alone (keepStrategy)", field="candidate"
+            )
+        if not 0 <= index < len(rows):
+            raise ControlError(f"candidate must be between 0 and {len(rows) - 1}", field="candidate")
+        row = rows[index]
+        if not row.get("feasible"):
+            raise ControlError(f"candidate {index} is not feasible: {row.get('why')}", field="candidate")
+        details.update(candidate=index, strategy=row["strategy"], why=row.get("why"), floor=result.get("floor"))
+        if row.get("current"):
+            return change
+        base = {"spec": ms.get("spec") or {}}
+        return merge_patch(change, core.strategy_patch(merge_patch(base, change), row["strategy"]))
+
+    args = {"advice": advice, "candidate": candidate, "keepStrategy": bool(keep_strategy)}
+    return controls._control(
+        user, namespace, name, APPLY_ACTION, reason, source, build, args, extra={"advice": details}
+    )
+
+
+def _advice_job(advice: str, namespace: str, name: str) -> PreviewJob:
+    import uuid
+
+    try:
+        key = uuid.UUID(str(advice))
+    except ValueError:
+        raise ControlError("advice must be the id of an advice (from advise)", field="advice") from None
+    job = PreviewJob.objects.filter(pk=key).first()
+    if job is None or (job.progress or {}).get("kind") != KIND or (job.namespace, job.name) != (namespace, name):
+        raise ControlError(f"no advice {advice} for {namespace}/{name}", field="advice")
+    if job.status != PreviewJob.Status.DONE or not job.result:
+        raise ControlError(f"advice {advice} is {job.status}, not done", field="advice")
+    return job
+
+
+__all__ = ["advise", "advise_for", "apply_advice", "run_job", "search", "start"]
+
+
+def strategy_text(strategy: Mapping[str, Any]) -> str:
+    """A candidate's strategy in a line: "maxUnavailable 1, maxSurge 3" or, role level,
+    "decode 1/0, prefill 1/1 (unavailable/surge), maxSkew 50%"."""
+    if "roles" not in strategy:
+        return f"maxUnavailable {strategy.get('maxUnavailable')}, maxSurge {strategy.get('maxSurge')}"
+    roles = ", ".join(f"{n} {b.get('maxUnavailable')}/{b.get('maxSurge')}" for n, b in strategy["roles"].items())
+    skew = f", maxSkew {strategy['maxSkew']}" if strategy.get("maxSkew") else ""
+    return f"{roles} (unavailable/surge){skew}"
