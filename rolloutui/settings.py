@@ -21,6 +21,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from controller.core import promql
+from rolloutui import logconfig as _logconfig
 from rolloutui import runtime_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -594,37 +595,17 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
-# --- Logging: JSON lines on stdout -----------------------------------------------------------
+# --- Logging: JSON lines on stdout (or a file) -------------------------------------------------------
 LOG_LEVEL = (_env("ROLLOUTUI_LOG_LEVEL", "INFO") or "INFO").upper()
 if LOG_LEVEL not in _logging.getLevelNamesMapping():
     raise ImproperlyConfigured(
         f"ROLLOUTUI_LOG_LEVEL must be a logging level (DEBUG, INFO, WARNING, ERROR), got {LOG_LEVEL!r}"
     )
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"json": {"()": "rolloutui.jsonlog.JSONFormatter"}},
-    "handlers": {
-        "stdout": {
-            "class": "logging.StreamHandler",
-            "stream": "ext://sys.stdout",
-            "formatter": "json",
-        }
-    },
-    "root": {"handlers": ["stdout"], "level": LOG_LEVEL},
-    "loggers": {
-        # Replace Django's default console/mail handlers: everything goes through the root's
-        # JSON handler exactly once.
-        "django": {"handlers": [], "level": "INFO", "propagate": True},
-        "django.server": {"handlers": [], "level": "INFO", "propagate": True},
-        "py.warnings": {"handlers": [], "propagate": True},
-        # django-axes logs every sign-in at INFO; the audit trail records them already.
-        "axes": {"handlers": [], "level": "WARNING", "propagate": True},
-        # httpx logs each request's URL at INFO; a notification URL may hold a token (Slack's do).
-        "httpx": {"handlers": [], "level": "WARNING", "propagate": True},
-    },
-}
+# ROLLOUTUI_LOG_FILE: every record at the level goes to this file, and only warnings and errors
+# to stdout (`manage.py runall` sets it for each process: var/log/<process>.log). Unset: stdout.
+LOG_FILE = _env("ROLLOUTUI_LOG_FILE")
+LOGGING = _logconfig.logging_config(LOG_LEVEL, LOG_FILE or None)
 
 # --- Notifications (docs/notifications.md) ---------------------------------------------------
 # Where rollout and release events are sent: a file path (a mounted ConfigMap) or the JSON itself;

@@ -6,7 +6,9 @@
 3. Daphne (HTTP + websockets), a Celery worker (queues celery, reconcile), a Celery worker for
    previews (queue preview, concurrency 1) and Celery beat, each a subprocess in its own process
    group with REDIS_URL and PROMETHEUS_MULTIPROC_DIR exported.
-4. Prints the URL and how to sign in, then watches: Ctrl-C or SIGTERM stops every child (SIGTERM,
+4. Prints the URL and how to sign in, then watches (the terminal then shows warnings and errors
+   only: each process logs everything at ROLLOUTUI_LOG_LEVEL to its file in var/log/, see
+   LOG_FILES; --log-to-terminal keeps every line on the terminal instead): Ctrl-C or SIGTERM stops every child (SIGTERM,
    then SIGKILL after --stop-timeout) and Redis, and exits 0. Each Celery worker is restarted when it
    exits on its own (whatever is left of its process group is killed first), at most
    RESTART_LIMIT times within RESTART_WINDOW_SECONDS: under `make run` nothing else would restart
@@ -43,6 +45,17 @@ READY_TIMEOUT_SECONDS = 60.0
 # reported instead of restarted in a loop.
 RESTART_LIMIT = 5
 RESTART_WINDOW_SECONDS = 60.0
+
+
+# Where each process logs every record (JSON lines) under var/log/; the terminal gets warnings and
+# errors only (rolloutui/logconfig.py).
+LOG_FILES = {
+    "runall": "runall.log",
+    "daphne": "web.log",
+    "celery worker": "worker.log",
+    "celery preview worker": "preview-worker.log",
+    "celery beat": "beat.log",
+}
 
 
 class _Stop(Exception):
@@ -140,6 +153,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--no-demo", action="store_true", help="Do not run load_demo.")
         parser.add_argument(
+            "--log-to-terminal",
+            action="store_true",
+            help="Every log line on the terminal (default: warnings and errors; the rest in var/log/).",
+        )
+        parser.add_argument(
             "--stop-timeout",
             type=float,
             default=10.0,
@@ -154,8 +172,10 @@ class Command(BaseCommand):
         self.children: list[Child] = []
         self.redis: EmbeddedRedis | None = None
         self.stopping = False
+        self.log_dir = None if options.get("log_to_terminal") else Path(settings.VAR_DIR) / "log"
 
         self._check_port_free()
+        self._log_to_files()
         previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         exit_message = None
         try:
@@ -182,6 +202,20 @@ class Command(BaseCommand):
         if exit_message:
             raise CommandError(exit_message)
         self.say("Stopped.")
+
+    def _log_to_files(self) -> None:
+        """This process logs to var/log/runall.log (warnings and errors on the terminal too)."""
+        if self.log_dir is None:
+            return
+        import logging.config
+
+        from rolloutui.logconfig import logging_config
+
+        logging.config.dictConfig(logging_config(settings.LOG_LEVEL, self.log_file("runall")))
+
+    def log_file(self, name: str) -> Path | None:
+        """The file a process logs to (``name`` as in LOG_FILES), or None with --log-to-terminal."""
+        return None if self.log_dir is None else self.log_dir / LOG_FILES[name]
 
     def say(self, line: str) -> None:
         self.stdout.write(line)
@@ -360,6 +394,14 @@ class Command(BaseCommand):
         for child in self.children:
             self._start(child)
 
+    def child_env_of(self, child: Child) -> dict[str, str]:
+        """The environment of one child: the shared one, and its own log file (var/log/)."""
+        env = dict(self.child_env)
+        log_file = self.log_file(child.name)
+        if log_file is not None:
+            env["ROLLOUTUI_LOG_FILE"] = str(log_file)
+        return env
+
     def _children(self) -> list[Child]:
         """Daphne, the reconcile worker, the preview worker and beat, not started yet."""
         from rolloutui.celery import PREVIEW_WORKER_QUEUES, RECONCILE_WORKER_QUEUES
@@ -416,7 +458,7 @@ class Command(BaseCommand):
         child.popen = subprocess.Popen(
             child.argv,
             cwd=str(settings.BASE_DIR),
-            env=self.child_env,
+            env=self.child_env_of(child),
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
@@ -478,6 +520,8 @@ class Command(BaseCommand):
         self.say("")
         self.say(f"RolloutUI is running at {base}/")
         self.say(f"Sign in at {base}/accounts/login/ {sign_in}")
+        if self.log_dir is not None:
+            self.say(f"Logs: {self.log_dir}/ (one file per process); only warnings and errors show here.")
         self.say("Press Ctrl-C to stop.")
         self.say("")
 
