@@ -32,6 +32,15 @@ LABEL_POD_INDEX = PREFIX + "pod-index"
 LABEL_ENTRY = PREFIX + "entry"
 LABEL_REVISION = PREFIX + "revision"
 LABEL_ROLE_TEMPLATE_HASH = PREFIX + "role-template-hash"
+# One label per revision the pod's role template is equal in (``revision.serving.rolloutui.io/<hash>:
+# "true"``), set only when the ModelServing declares a request path (``spec.traffic.path``). A router
+# keeps a request on revision R by choosing every hop among pods that carry R's label: a pod of a role
+# that did not change between two revisions carries both. The controller adds the label to such pods
+# when a new revision appears and removes it once that revision is gone from the history (a label
+# patch, no restart). Key: prefix ``revision.serving.rolloutui.io`` (28 characters, at most 253 allowed)
+# and the revision hash as the name (``revisions.HASH_LENGTH`` = 10, at most 63 allowed).
+LABEL_REVISION_COMPAT_PREFIX = "revision." + API_GROUP + "/"
+LABEL_REVISION_COMPAT_VALUE = "true"
 
 # Annotations.
 # On pods: set while the pod is being drained; the value is the drain start time (clock seconds).
@@ -90,3 +99,19 @@ def pod_name(ms_name: str, group_ordinal: int, role: str, instance_ordinal: int,
 
 def revision_object_name(ms_name: str, revision_hash: str) -> str:
     return f"{ms_name}-{revision_hash}"
+
+
+def revision_compat_label(revision_hash: str) -> str:
+    """The label a pod carries when its role template is equal in revision ``revision_hash``:
+    ``revision.serving.rolloutui.io/<hash>``."""
+    return LABEL_REVISION_COMPAT_PREFIX + revision_hash
+
+
+def compat_revisions(labels: dict[str, str] | None) -> set[str]:
+    """The revisions a pod's labels say its role template is equal in (``revision_compat_label``)."""
+    prefix = LABEL_REVISION_COMPAT_PREFIX
+    return {
+        key[len(prefix) :]
+        for key, value in (labels or {}).items()
+        if key.startswith(prefix) and value == LABEL_REVISION_COMPAT_VALUE
+    }

@@ -16,6 +16,7 @@ UNDRAIN = "undrain"
 PATCH_IMAGE = "patchImage"
 SET_GATE = "setGate"
 RECREATE = "recreate"
+PATCH_LABELS = "patchLabels"  # set or clear the revision compatibility labels of pods (spec.traffic.path)
 VERIFY = "verify"  # send spec.verification to an instance's entry pod and record the answer on it
 
 # Why an action is taken.

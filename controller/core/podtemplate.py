@@ -48,6 +48,7 @@ def build_instance_pods(
     in_place_gate: bool,
     scheduler_name: str | None = None,
     pod_indexes: list[int] | None = None,
+    extra_labels: dict[str, str] | None = None,
 ) -> list[Obj]:
     """Pods of instance (group, role, ordinal): index 0 is the entry, 1..workerReplicas workers.
 
@@ -55,7 +56,8 @@ def build_instance_pods(
     ``chat-1-prefill-0-0`` (entry) and ``chat-1-prefill-0-1`` (worker, ENTRY_ADDRESS
     ``chat-1-prefill-0-0.chat-pods.<namespace>.svc``, GROUP_SIZE 2, WORKER_INDEX 1). Every pod
     has its own name as ``hostname`` and the ModelServing's headless Service as ``subdomain``
-    (``network``), which is what makes that address resolve.
+    (``network``), which is what makes that address resolve. ``extra_labels``: the revision
+    compatibility labels of the request-path contract (``planner.labels``), when it applies.
     """
     meta = ms.get("metadata") or {}
     ms_name = meta.get("name") or ""
@@ -86,6 +88,8 @@ def build_instance_pods(
         )
         if index == 0:
             labels[naming.LABEL_ENTRY] = "true"
+        if extra_labels:
+            labels.update(extra_labels)
         env = [
             {"name": "GROUP_SIZE", "value": str(workers + 1)},
             {"name": "WORKER_INDEX", "value": str(index)},

@@ -24,7 +24,7 @@ from typing import Any
 
 from . import digests, gang, naming, network, phases
 from .observe import Observed, observe
-from .plan import CREATE, DELETE, DRAIN, PATCH_IMAGE, SET_GATE, UNDRAIN, VERIFY, Action, Plan
+from .plan import CREATE, DELETE, DRAIN, PATCH_IMAGE, PATCH_LABELS, SET_GATE, UNDRAIN, VERIFY, Action, Plan
 from .planner import plan
 from .planner.canary import windows_to_fetch
 from .ports import (
@@ -444,7 +444,7 @@ def _apply_action(cluster: ClusterPort, namespace: str, action: Action, verify=N
                 cluster.delete_pod(namespace, pod_name, uid=uid or None)
             except (NotFound, Conflict):
                 pass
-    elif action.verb in (DRAIN, UNDRAIN, PATCH_IMAGE):
+    elif action.verb in (DRAIN, UNDRAIN, PATCH_IMAGE, PATCH_LABELS):
         for pod_name in action.pod_names:
             try:
                 cluster.patch_pod(namespace, pod_name, action.patches[pod_name])

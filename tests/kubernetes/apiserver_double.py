@@ -33,6 +33,8 @@ resources with one that behaves like the real API server where it matters:
   it is the cluster admin (the tests' kubelet and fixtures); ``POST
   /apis/authorization.k8s.io/v1/subjectaccessreviews`` answers ``status.allowed`` from the same rules
   (and asking needs ``create`` on ``subjectaccessreviews`` itself);
+- labels as the API server checks them (qualified-name keys: prefix <= 253, name <= 63; values
+  <= 63), 422 otherwise;
 - WATCH from a resourceVersion (replaying the event log) or from "now" (ADDED for every object),
   ``timeoutSeconds``, label selectors; an ERROR event with code 410 when the version was compacted.
 
@@ -47,6 +49,7 @@ import asyncio
 import copy
 import datetime
 import json
+import re
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -644,6 +647,21 @@ def _check_string_maps(obj: dict[str, Any]) -> None:
         for k, v in (meta.get(field_name) or {}).items():
             if not isinstance(v, str):
                 raise _error(400, "BadRequest", f"metadata.{field_name}[{k}]: cannot decode {v!r} as a string")
+    for k, v in (meta.get("labels") or {}).items():
+        # The API server's label rules: a qualified-name key (an optional DNS subdomain prefix of at
+        # most 253 characters, then a name of at most 63) and a value of at most 63.
+        prefix, _, name = k.rpartition("/")
+        if (
+            (prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)))
+            or len(name) > 63
+            or not _LABEL_NAME.match(name)
+            or (v and (len(v) > 63 or not _LABEL_NAME.match(v)))
+        ):
+            raise _error(422, "Invalid", f"metadata.labels: Invalid value: {k!r}: {v!r} is not a valid label")
+
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
 def _check_pod_condition_times(pod: dict[str, Any]) -> None:

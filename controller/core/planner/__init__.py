@@ -11,6 +11,8 @@ Where each rule lives:
 - ``budgets``: the arithmetic of every budget (floor, group step, surge, skew quota), pure;
 - ``group_rolling`` / ``role_rolling``: the two update units; ``coordination`` and ``inplace``
   refine role rolling; ``recovery``: lost pods; ``drain``: every delete; ``create``: every create;
+- ``labels``: the revision compatibility labels of pods when a request path is declared;
+- ``paths``: keeping a consistent request path possible during a coordinated update;
 - ``builder``: collects actions, blocked reasons and the requeue time, in order;
 - ``status``: the status written from the context and what the pass decided.
 """
@@ -31,6 +33,7 @@ from .canary import run_canary
 from .context import PassContext, as_paused, build_context, returning_after_abort, with_partition
 from .drain import undrain_cancelled
 from .group_rolling import roll_groups
+from .labels import sync_revision_labels
 from .role_rolling import roll_roles
 from .status import build_status
 from .verification import request_verifications
@@ -71,6 +74,7 @@ def plan(
     request_verifications(out)
     # Last: only now is every pod this pass removes known.
     undrain_cancelled(out)
+    sync_revision_labels(out)  # after every removal: the pods leaving keep their labels
     new_status = build_status(ctx, out)
     _wake_at_progress_deadline(out, new_status)
     keep = set(new_status["referencedRevisions"]) | {ctx.update_hash}

@@ -39,6 +39,8 @@ class PlanBuilder:
         self.instance_removals: dict[InstanceKey, Removal] = {}
         self.unreadable_reported: set[tuple[str, int | None]] = set()  # (revision, group)
         self.canary: CanaryRun | None = None  # the canary steps' and analysis' decisions
+        # role -> role template hash -> revisions with that template (``labels``), once per pass.
+        self.template_revisions: dict[str, dict[str, list[str]]] | None = None
 
     def act(self, action: Action) -> None:
         self.actions.append(action)

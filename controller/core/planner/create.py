@@ -14,6 +14,7 @@ from ..plan import BECAUSE_RECOVERY, BECAUSE_SCALE, CREATE, Action
 from ..podtemplate import build_instance_pods
 from ..spec import IN_PLACE
 from .builder import PlanBuilder
+from .labels import create_labels
 
 
 def create_instance(
@@ -35,6 +36,7 @@ def create_instance(
         in_place_gate=ctx.ms.strategy.type == IN_PLACE,
         scheduler_name=(ctx.data_of(rev) or {}).get("schedulerName"),
         pod_indexes=pod_indexes,
+        extra_labels=create_labels(out, role, rd, rev),
     )
     out.act(
         Action(CREATE, group, role, ordinal, rev, reason, pods=pods, pod_names=[p["metadata"]["name"] for p in pods])
