@@ -100,7 +100,6 @@ register_periodic_tasks(current_app)
 @shared_task(
     name="rolloutui.tasks.run_advice",
     ignore_result=True,
-    queue="preview",  # the preview worker's queue: an advice is a dozen previews
     soft_time_limit=settings.ROLLOUTUI_PREVIEW_SECONDS * 2 + 10,
     time_limit=settings.ROLLOUTUI_PREVIEW_SECONDS * 2 + 20,
 )

@@ -261,6 +261,7 @@ def start(
     preview worker; returns the job to poll (``GET /api/previews/<id>/``)."""
     from django.db import transaction
 
+    from rolloutui.celery import PREVIEW_QUEUE
     from rolloutui.tasks import run_advice
 
     _check(user, namespace, name, source)
@@ -283,7 +284,8 @@ def start(
         },
     )
     job_id = str(job.pk)
-    transaction.on_commit(lambda: run_advice.delay(job_id))
+    # On the preview worker's queue: an advice is a dozen previews, never on the reconcile worker.
+    transaction.on_commit(lambda: run_advice.apply_async(args=[job_id], queue=PREVIEW_QUEUE))
     return job
 
 
