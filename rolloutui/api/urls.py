@@ -10,7 +10,7 @@ from django.urls import path, re_path
 
 from rolloutui.services import actions
 
-from . import ingest_tokens, releases, views
+from . import advisor, ingest_tokens, releases, views
 
 MS = actions.MODELSERVING.route
 
@@ -25,6 +25,7 @@ RESOURCES = [
     re_path(MS + r"/revisions/diff/?$", views.RevisionDiff.as_view(), name="api-revision-diff"),
     re_path(MS + r"/pods/?$", views.Pods.as_view(), name="api-pods"),
     re_path(MS + r"/preview/?$", views.SimPreview.as_view(), name="api-preview"),
+    re_path(MS + r"/advise/?$", advisor.Advise.as_view(), name="api-advise"),
     re_path(MS + r"/releases/?$", releases.ModelServingReleases.as_view(), name="api-modelserving-releases"),
     re_path(MS + r"/comparison/?$", views.Comparison.as_view(), name="api-comparison"),
     re_path(MS + r"/status/?$", views.RolloutStatus.as_view(), name="api-rollout-status"),
