@@ -238,6 +238,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                # The one navigation of every page (templates/base.html).
+                "rolloutui.navigation.nav_items",
             ],
         },
     },
