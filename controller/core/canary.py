@@ -3,8 +3,13 @@
     canary:
       steps:                           # run in order whenever a new update revision appears
         - setPartition: 75%            # ordinals >= partition get the new revision
+        - setWeight: 10                # 10% of new requests start on the update revision
         - pause: {durationSeconds: 300} # without durationSeconds: wait for promote
         - setPartition: 0
+      trafficRouting:                  # Kubernetes: where the weight is written
+        gatewayAPI:
+          httpRoute: chat-route        # its first rule's backendRefs: <ms>-stable / <ms>-canary
+          backendKind: Service         # or InferencePool (with endpointPickerRef)
       analysis:                        # windows from the first step until the rollout completes
         intervalSeconds: 60
         settleSeconds: 30              # judge a window this long after its end (default: stable's
@@ -18,6 +23,12 @@
           - {metric: errorRate, max: 0.02}
           - {metric: latencyP99Ms, maxRatioToStable: 1.3}
 
+A ``setWeight: N`` step (an integer 0..100, as Argo Rollouts' step) routes N% of new requests to
+the update revision whatever the number of canary groups; the weight holds until the next
+``setWeight``, is 0 before the first one, 0 once the canary is rolled back, aborted or failed, and
+100 once every step is done (``weight_at``). Without any ``setWeight`` step there is no weight
+(``None``): requests follow load.
+
 Every field is checked: an unknown or misspelt one (``failurLimit: 3``) is refused with its path,
 as anywhere else in the manifest, never read as its default.
 
@@ -28,6 +39,7 @@ runs the steps (``planner.canary``) and ``analysis`` judges the windows.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,8 +56,12 @@ PLACEHOLDERS = ("{{revision}}", "{{namespace}}", "{{name}}", "{{window}}")
 QUERY_FIGURES = ("requests", "started", "durationP99Ms")
 # The fields each object of the canary may have; any other is refused. The CRD's schema names the
 # same ones (tests/kubernetes/test_crd_follows_the_parser.py keeps the two in step).
-CANARY_FIELDS = ("steps", "analysis")
-STEP_KINDS = ("setPartition", "pause")  # a step is exactly one of these
+CANARY_FIELDS = ("steps", "analysis", "trafficRouting")
+STEP_KINDS = ("setPartition", "setWeight", "pause")  # a step is exactly one of these
+TRAFFIC_ROUTING_FIELDS = ("gatewayAPI",)
+GATEWAY_API_FIELDS = ("httpRoute", "backendKind", "endpointPickerRef")
+BACKEND_KINDS = ("Service", "InferencePool")
+ENDPOINT_PICKER_FIELDS = ("name", "port")
 PAUSE_FIELDS = ("durationSeconds",)
 CHECK_FIELDS = ("metric", *CHECK_KINDS)
 ANALYSIS_FIELDS = (
@@ -74,10 +90,13 @@ class Step:
     set_partition: IntOrPercent | None = None  # a setPartition step
     pause: bool = False  # a pause step
     pause_seconds: float | None = None  # None: wait for promote
+    set_weight: int | None = None  # a setWeight step: percent of new requests to the update revision
 
     def to_json(self) -> dict[str, Any]:
         if self.set_partition is not None:
             return {"setPartition": self.set_partition.to_json()}
+        if self.set_weight is not None:
+            return {"setWeight": self.set_weight}
         return {"pause": {} if self.pause_seconds is None else {"durationSeconds": self.pause_seconds}}
 
 
@@ -111,9 +130,53 @@ class Analysis:
 
 
 @dataclass(frozen=True, slots=True)
+class GatewayAPI:
+    """``trafficRouting.gatewayAPI``: the HTTPRoute whose first rule the controller writes."""
+
+    http_route: str
+    backend_kind: str = "Service"  # or InferencePool
+    endpoint_picker: dict[str, Any] | None = None  # InferencePool: {name, port}
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"httpRoute": self.http_route, "backendKind": self.backend_kind}
+        if self.endpoint_picker is not None:
+            out["endpointPickerRef"] = dict(self.endpoint_picker)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class Canary:
     steps: tuple[Step, ...]
     analysis: Analysis | None
+    gateway_api: GatewayAPI | None = None  # trafficRouting.gatewayAPI (Kubernetes)
+
+    @property
+    def weighted(self) -> bool:
+        """Whether any step sets a weight (else requests follow load)."""
+        return any(step.set_weight is not None for step in self.steps)
+
+
+# Canary phases (``planner.canary``) after which the canary gets no new requests.
+WEIGHT_ZERO_PHASES = ("RolledBack", "Aborted", "Failed")
+
+
+def weight_at(canary: Canary, index: int, phase: str | None = None) -> int | None:
+    """The weight while step ``index`` runs: the last ``setWeight`` at or before it, 0 before the
+    first; 100 once every step is done; 0 once the canary is rolled back, aborted or failed.
+    None when no step sets a weight.
+
+    Example: steps [setPartition 75%, setWeight 10, pause, setWeight 50] -> step 0: 0, steps 1-2: 10,
+    step 3: 50, done (index 4): 100."""
+    if not canary.weighted:
+        return None
+    if phase in WEIGHT_ZERO_PHASES:
+        return 0
+    if index >= len(canary.steps):
+        return 100
+    for step in reversed(canary.steps[: index + 1]):
+        if step.set_weight is not None:
+            return step.set_weight
+    return 0
 
 
 def _number(raw: Any, path: str, *, minimum: float | None = None) -> float:
@@ -138,6 +201,11 @@ def _step(raw: Any, path: str) -> Step:
             return Step(set_partition=IntOrPercent.parse(raw["setPartition"], max_percent=100))
         except IntOrPercentError as err:
             raise CanaryError(f"{path}.setPartition", str(err)) from None
+    if keys == {"setWeight"}:
+        weight = raw["setWeight"]
+        if isinstance(weight, bool) or not isinstance(weight, int) or not 0 <= weight <= 100:
+            raise CanaryError(f"{path}.setWeight", f"must be an integer from 0 to 100 (a percent), got {weight!r}")
+        return Step(set_weight=weight)
     if keys == {"pause"}:
         pause = raw["pause"] if raw["pause"] is not None else {}
         pause = _dict(pause, f"{path}.pause")
@@ -152,8 +220,56 @@ def _step(raw: Any, path: str) -> Step:
         return Step(pause=True, pause_seconds=seconds)
     unknown = sorted(keys - set(STEP_KINDS))
     if unknown:
-        raise CanaryError(f"{path}.{unknown[0]}", "unknown field (a step is {setPartition: N} or {pause: {...}})")
-    raise CanaryError(path, "a step is exactly one of {setPartition: N} or {pause: {durationSeconds?}}")
+        raise CanaryError(
+            f"{path}.{unknown[0]}", "unknown field (a step is {setPartition: N}, {setWeight: N} or {pause: {...}})"
+        )
+    raise CanaryError(path, "a step is exactly one of {setPartition: N}, {setWeight: N} or {pause: {durationSeconds?}}")
+
+
+def _unknown(raw: dict[str, Any], allowed: tuple[str, ...], path: str) -> None:
+    unknown = sorted(set(raw) - set(allowed))
+    if unknown:
+        raise CanaryError(f"{path}.{unknown[0]}", f"unknown field (allowed: {', '.join(allowed)})")
+
+
+_OBJECT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")  # a DNS-1123 subdomain
+
+
+def _name(raw: Any, path: str) -> str:
+    if not isinstance(raw, str) or not _OBJECT_NAME.match(raw):
+        raise CanaryError(path, f"must be the name of an object (a lowercase DNS name), got {raw!r}")
+    return raw
+
+
+def _traffic_routing(raw: Any, path: str) -> GatewayAPI:
+    raw = _dict(raw, path)
+    _unknown(raw, TRAFFIC_ROUTING_FIELDS, path)
+    if raw.get("gatewayAPI") is None:
+        raise CanaryError(f"{path}.gatewayAPI", "required: the Gateway API HTTPRoute the weights are written to")
+    gw = _dict(raw["gatewayAPI"], f"{path}.gatewayAPI")
+    _unknown(gw, GATEWAY_API_FIELDS, f"{path}.gatewayAPI")
+    route = _name(gw.get("httpRoute"), f"{path}.gatewayAPI.httpRoute")
+    kind = gw.get("backendKind", "Service")
+    if kind not in BACKEND_KINDS:
+        raise CanaryError(f"{path}.gatewayAPI.backendKind", f"must be Service or InferencePool, got {kind!r}")
+    picker = gw.get("endpointPickerRef")
+    if kind == "InferencePool":
+        if picker is None:
+            raise CanaryError(
+                f"{path}.gatewayAPI.endpointPickerRef", "required with backendKind InferencePool (the pools' picker)"
+            )
+        picker = _dict(picker, f"{path}.gatewayAPI.endpointPickerRef")
+        _unknown(picker, ENDPOINT_PICKER_FIELDS, f"{path}.gatewayAPI.endpointPickerRef")
+        out = {"name": _name(picker.get("name"), f"{path}.gatewayAPI.endpointPickerRef.name")}
+        if picker.get("port") is not None:
+            port = picker["port"]
+            if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+                raise CanaryError(f"{path}.gatewayAPI.endpointPickerRef.port", f"must be a port 1..65535, got {port!r}")
+            out["port"] = port
+        picker = out
+    elif picker is not None:
+        raise CanaryError(f"{path}.gatewayAPI.endpointPickerRef", "only with backendKind InferencePool")
+    return GatewayAPI(route, kind, picker)
 
 
 def _check(raw: Any, path: str) -> Check:
@@ -258,4 +374,6 @@ def parse_canary(raw: Any, path: str, *, strategy_type: str, group_partition_set
         raise CanaryError(f"{path}.steps", "must list at least one step")
     steps = tuple(_step(s, f"{path}.steps[{i}]") for i, s in enumerate(steps_raw))
     analysis = _analysis(raw["analysis"], f"{path}.analysis") if raw.get("analysis") is not None else None
-    return Canary(steps, analysis)
+    routing = raw.get("trafficRouting")
+    gateway = _traffic_routing(routing, f"{path}.trafficRouting") if routing is not None else None
+    return Canary(steps, analysis, gateway)

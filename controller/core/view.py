@@ -433,6 +433,9 @@ def _canary_view(canary: dict[str, Any] | None, ms: ModelServing | None, now: fl
         "inconclusive": canary.get("inconclusive", 0),
         "passed": canary.get("passed", 0),
         "analysisPause": canary.get("analysisPause"),
+        # setWeight steps (absent without any): the weight, why it sends nothing yet, and the share
+        # of new requests the update revision actually got in the windows of this step.
+        **_weight_view(canary),
         "limits": None
         if analysis is None
         else {
@@ -442,6 +445,42 @@ def _canary_view(canary: dict[str, Any] | None, ms: ModelServing | None, now: fl
             "minRequests": analysis.min_requests,
         },
     }
+
+
+def _weight_view(canary: dict[str, Any]) -> dict[str, Any]:
+    """``weight``, ``weightMessage`` and ``observedWeight`` for a canary with setWeight steps (empty
+    otherwise): the observed split counts the requests that started in the analysis windows that
+    ended since the current step began (the latest window when none has yet), from the request
+    records: ``{percent, canary, total, windows}``, None before any window with requests."""
+    if canary.get("weight") is None:
+        return {}
+    return {
+        "weight": canary["weight"],
+        "weightMessage": canary.get("weightMessage"),
+        "observedWeight": observed_weight(canary.get("windows") or [], canary.get("stepStartedAt")),
+    }
+
+
+def observed_weight(windows: list[dict[str, Any]], since: float | None) -> dict[str, Any] | None:
+    """The share of requests the canary revision got in ``windows`` that ended after ``since``.
+
+    Example: windows whose figures started 9 canary / 91 stable and 11 / 89 -> 10.0 (20 of 200)."""
+    chosen = [w for w in windows if since is None or float(w.get("end") or 0) > since] or windows[-1:]
+    canary = total = 0
+    for w in chosen:
+        figures = w.get("figures") or {}
+        c = _started(figures.get("canary"))
+        canary += c
+        total += c + _started(figures.get("stable"))
+    if total == 0:
+        return None
+    return {"percent": round(100.0 * canary / total, 1), "canary": canary, "total": total, "windows": len(chosen)}
+
+
+def _started(figures: dict[str, Any] | None) -> int:
+    figures = figures or {}
+    value = figures.get("started", figures.get("requests"))
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
 def _groups(

@@ -37,7 +37,7 @@ from controller.core.reconcile import reconcile
 from . import enqueue, hooks, redisconn
 from .analysis import announce as announce_analysis
 from .analysis import metrics_for
-from .backend import get_clock, get_cluster, get_router, get_verifier
+from .backend import backend_name, get_clock, get_cluster, get_router, get_verifier
 from .clustersettings import cluster_settings
 from .locks import ReconcileLock
 from .progress import sample_progress
@@ -124,6 +124,21 @@ def _one_pass(namespace: str, name: str, client: redis.Redis | None, *, holder: 
         return _pass(namespace, name, client, holder=holder)
 
 
+def _route_weights(cluster: Any, namespace: str, name: str, status: dict[str, Any]) -> None:
+    """On Kubernetes, a canary weight in the status goes to the HTTPRoute (``k8s.traffic_routing``);
+    the embedded cluster's router reads it from the status itself. A failed write is logged and made
+    good by the next pass."""
+    if backend_name() != "kubernetes" or ((status or {}).get("canary") or {}).get("weight") is None:
+        return
+    from controller.core.ports import ClusterError
+    from controller.k8s import traffic_routing
+
+    try:
+        traffic_routing.sync(cluster, namespace, name, status)
+    except ClusterError as exc:
+        log.warning("canary weight of %s/%s not routed: %s", namespace, name, exc)
+
+
 def _pass(namespace: str, name: str, client: redis.Redis | None, *, holder: str) -> dict[str, Any]:
     from rolloutui import metrics
 
@@ -167,6 +182,7 @@ def _pass(namespace: str, name: str, client: redis.Redis | None, *, holder: str)
         announce_analysis(namespace, name, result.audit)
         publish_state(namespace, name, result.view)
         hooks.run_post_reconcile(namespace, name, result.view)
+        _route_weights(cluster, namespace, name, result.status)
         sample_progress(namespace, name, result.status, clock.now(), client)
     if result.requeue_after is not None:
         _requeue(client, namespace, name, clock.to_wall_seconds(workqueue.requeue_seconds(result.requeue_after)))

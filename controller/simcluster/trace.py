@@ -41,6 +41,8 @@ def frame_from_view(
     canary = view.get("canary")
     if canary:
         frame["canary"] = {"stepIndex": canary["stepIndex"], "phase": canary["phase"]}
+        if canary.get("weight") is not None:  # setWeight steps only: other traces keep their bytes
+            frame["canary"]["weight"] = canary["weight"]
     if with_strategy:
         # With a scenario's clusterSettings: every effective budget, its value and its source
         # (multiNodeOverride, object, cluster, builtin), as status.strategy has them.

@@ -133,7 +133,19 @@ def group_rolling_with_every_field() -> dict[str, Any]:
                 "type": "ServingGroupRollingUpdate",
                 "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": "200%"},
                 "canary": {
-                    "steps": [{"setPartition": "75%"}, {"pause": {"durationSeconds": 30}}, {"pause": {}}],
+                    "steps": [
+                        {"setPartition": "75%"},
+                        {"setWeight": 10},
+                        {"pause": {"durationSeconds": 30}},
+                        {"pause": {}},
+                    ],
+                    "trafficRouting": {
+                        "gatewayAPI": {
+                            "httpRoute": "chat-route",
+                            "backendKind": "InferencePool",
+                            "endpointPickerRef": {"name": "chat-epp", "port": 9002},
+                        }
+                    },
                     "analysis": {
                         "intervalSeconds": 30,
                         "settleSeconds": 12.5,
@@ -315,6 +327,9 @@ KNOWN_FIELDS = {
     f"{CANARY}.analysis": canary_parser.ANALYSIS_FIELDS,
     f"{CANARY}.analysis.metrics[]": canary_parser.CHECK_FIELDS,
     f"{CANARY}.analysis.queries": (*canary_parser.QUERY_FIGURES, *canary_parser.METRICS),
+    f"{CANARY}.trafficRouting": canary_parser.TRAFFIC_ROUTING_FIELDS,
+    f"{CANARY}.trafficRouting.gatewayAPI": canary_parser.GATEWAY_API_FIELDS,
+    f"{CANARY}.trafficRouting.gatewayAPI.endpointPickerRef": canary_parser.ENDPOINT_PICKER_FIELDS,
 }
 
 
@@ -327,6 +342,7 @@ ENUMS = {
     f"{CANARY}.analysis.metrics[].metric": canary_parser.METRICS,
     f"{CANARY}.analysis.onFailure": canary_parser.ON_FAILURE,
     f"{CANARY}.analysis.provider": canary_parser.PROVIDERS,
+    f"{CANARY}.trafficRouting.gatewayAPI.backendKind": canary_parser.BACKEND_KINDS,
 }
 
 

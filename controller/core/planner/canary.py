@@ -27,6 +27,14 @@ the window ended. The rules of evidence (``core.evidence``):
 
 A pause the analysis set is the operator's to lift: resume (or promote) clears it and restarts the
 count of Inconclusive windows (the audit of that control says it overrode the analysis).
+Weights (``setWeight`` steps, ``canary.weight_at``): ``status.canary.weight`` is the percent of new
+requests the router sends to the update revision's instances: the last ``setWeight`` reached, 0
+once the canary is rolled back, aborted or failed, 100 once every step is done. A ``setWeight``
+step is done as soon as it is reached (the router follows the status). While the weight is above 0
+and no group of the update revision is available, ``weightMessage`` says that the weight sends
+nothing there (the router keeps those requests on stable). A canary without any ``setWeight``
+step has no ``weight`` key: requests follow load.
+
 Everything it remembers is in ``status.canary``: ``failures`` (in total), ``inconclusive`` (in a
 row), ``passed`` (since the step began), ``lastVerdict``, ``settleSeconds`` (the settle of the
 next window) and ``analysisPause`` (``{reason, message}`` while a pause it set stands).
@@ -38,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..analysis import due_windows, judge_window
-from ..canary import Analysis, Canary
+from ..canary import Analysis, Canary, weight_at
 from ..evidence import count_window, pause_hold, settle_seconds, shortfall
 from ..intorpercent import IntOrPercent
 from ..revisions import rollback_fields
@@ -148,6 +156,7 @@ def run_canary(ctx: PassContext, figures: dict[tuple[float, float], dict[str, An
         else:
             run.failure = state.get("message")
             run.partition = _partition_at(canary, state["stepIndex"], ctx.ms.replicas)
+            _set_weight(ctx, canary, state)
             return run
     if state.get("analysisPause") and not ctx.ms.paused:
         # The operator lifted the pause the analysis set (resume or promote): their decision
@@ -166,7 +175,27 @@ def run_canary(ctx: PassContext, figures: dict[tuple[float, float], dict[str, An
         # Once every step is done the partition is the spec's again: shown as the canary's
         # ("0 · canary") it outlived the canary until the next pass.
         run.partition = _partition_at(canary, state["stepIndex"], ctx.ms.replicas)
+    _set_weight(ctx, canary, state)
     return run
+
+
+def _set_weight(ctx: PassContext, canary: Canary, state: dict[str, Any]) -> None:
+    """``weight`` (and ``weightMessage``) of a canary with ``setWeight`` steps; nothing otherwise."""
+    weight = weight_at(canary, state["stepIndex"], state["phase"])
+    if weight is None:
+        return
+    state["weight"] = weight
+    state.pop("weightMessage", None)
+    if 0 < weight and state["phase"] in ACTIVE:
+        serving = any(
+            not g.being_removed and g.revision in ctx.equivalent and ctx.group_is_available(g)
+            for g in ctx.observed.groups.values()
+        )
+        if not serving:
+            state["weightMessage"] = (
+                f"weight {weight}% but no instance of the update revision is Ready: "
+                "the weight sends nothing there yet (new requests stay on stable)"
+            )
 
 
 def _outcome_on_show(prev: dict[str, Any] | None, steps: int, abort: dict[str, Any]) -> CanaryRun:
@@ -184,6 +213,9 @@ def _outcome_on_show(prev: dict[str, Any] | None, steps: int, abort: dict[str, A
         else:
             message = f"rolled back at step {step} of {steps}: the canary's revision no longer rolls out"
             prev = {**prev, "phase": ROLLED_BACK, "message": message}
+    if prev and prev.get("weight") not in (None, 0) and prev.get("phase") in (ROLLED_BACK, ABORTED, FAILED):
+        prev = {**prev, "weight": 0}
+        prev.pop("weightMessage", None)
     run = CanaryRun(prev, None)
     if prev and prev.get("phase") == FAILED:
         run.failure = prev.get("message")
@@ -218,6 +250,8 @@ def _advance(ctx: PassContext, canary: Canary, state: dict[str, Any], run: Canar
             if not _groups_done(ctx, step.set_partition.resolve(ctx.ms.replicas, round_up=True)):
                 state["phase"] = RUNNING
                 return
+        elif step.set_weight is not None:
+            pass  # done once reached: the router follows status.canary.weight from this pass on
         elif step.pause_seconds is None:
             state["phase"] = PAUSED  # waits for promote
             return

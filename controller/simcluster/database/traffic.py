@@ -46,7 +46,7 @@ from controller.core.kserve.materialize import LABEL_ISVC
 from controller.core.ports import Obj
 from controller.models import SimObject, SimTraffic
 from controller.records.store import write_records
-from controller.simcluster import routing
+from controller.simcluster import routing, weights
 from controller.simcluster.config import ClusterConfig
 
 log = logging.getLogger(__name__)
@@ -292,10 +292,14 @@ class RedisTraffic:
             counts = dict.fromkeys(names, 0) | self.in_flight_counts(t.namespace, names)
             pipe = self.client.pipeline()
             running = []
+            # A canary weight draws on a stream of its own: without one nothing else draws differently.
+            weight = canary_weight(t.namespace, t.name)
+            weight_rng = random.Random(f"{t.namespace}/{t.name}:{start:.6f}:weights")
             for i in range(n):
                 arrival = start + rng.random() * elapsed
                 duration = rng.uniform(t.duration_low, max(t.duration_high, t.duration_low))
-                pod = routing.pick(pods, lambda p: counts[p["metadata"]["name"]])
+                first = weights.first_hop(pods, weight, weight_rng, routing.revision_label)
+                pod = routing.pick(first, lambda p: counts[p["metadata"]["name"]])
                 request = routing.send(i, arrival, duration, pod, config, rng)
                 counts[request.pod] += 1
                 member = _member(arrival, i, rng.getrandbits(32), request, pod, t.name)
@@ -355,6 +359,16 @@ class RedisTraffic:
         pipe.execute()
         _save([r for r in running if r is not None])
         return rejected
+
+
+def canary_weight(namespace: str, ms_name: str) -> weights.Weight | None:
+    """The canary weight in the ModelServing's status (``weights.of_modelserving``)."""
+    data = (
+        SimObject.objects.filter(kind=SimObject.KIND_MODELSERVING, namespace=namespace, name=ms_name)
+        .values_list("data", flat=True)
+        .first()
+    )
+    return weights.of_modelserving(data)
 
 
 def routable_entry_pods(namespace: str, ms_name: str) -> list[Obj]:
