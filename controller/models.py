@@ -170,6 +170,15 @@ class RequestRecord(models.Model):
     feedback = models.FloatField(null=True, blank=True)
     started = models.FloatField()
     finished = models.FloatField(null=True, blank=True)  # None while the request runs
+    # Token figures and the path through the roles, when the router knows them (None: not said).
+    ttft_ms = models.FloatField(null=True, blank=True)  # time to first token
+    tpot_ms = models.FloatField(null=True, blank=True)  # time per output token
+    input_tokens = models.IntegerField(null=True, blank=True)
+    output_tokens = models.IntegerField(null=True, blank=True)
+    # The hops, in order: [{"role", "pod", "revision"}]; None when the record says nothing of a path.
+    path = models.JSONField(null=True, blank=True)
+    mixed = models.BooleanField(null=True, blank=True)  # hops from more than one revision
+    path_error = models.CharField(max_length=16, blank=True, default="")  # noRoute, kvMismatch
 
     class Meta:
         indexes = [
@@ -211,6 +220,16 @@ class RequestAggregate(models.Model):
     histogram = models.JSONField(default=dict)
     duration_max = models.FloatField(null=True, blank=True)
     duration_histogram = models.JSONField(default=dict)
+    # Token figures and paths of the records that carry them (``controller.core.latency.Sums``):
+    # TTFT and TPOT histograms on the same boundaries, mixed requests, output tokens, and
+    # ``{"<first hop revision>/<last hop revision>": {"consistent"|"mixed"|"noRoute"|"kvMismatch": n}}``.
+    ttft_max = models.FloatField(null=True, blank=True)
+    ttft_histogram = models.JSONField(default=dict)
+    tpot_max = models.FloatField(null=True, blank=True)
+    tpot_histogram = models.JSONField(default=dict)
+    mixed = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    paths = models.JSONField(default=dict)
 
     class Meta:
         constraints = [

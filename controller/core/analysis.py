@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .canary import Analysis, Check
-from .evidence import ERROR, EVIDENCE, FAIL, INCONCLUSIVE, PASS, judge_latency, window_verdict
+from .evidence import ERROR, EVIDENCE_KEYS, FAIL, INCONCLUSIVE, PASS, judge_latency, window_verdict
 
 __all__ = ["ERROR", "FAIL", "INCONCLUSIVE", "PASS", "WindowResult", "due_windows", "judge_window"]
 
@@ -50,6 +50,13 @@ _WORDS = {
     "latencyP95Ms": ("p95", " ms"),
     "latencyP99Ms": ("p99", " ms"),
     "feedbackMean": ("mean feedback", ""),
+    "ttftP50Ms": ("TTFT p50", " ms"),
+    "ttftP95Ms": ("TTFT p95", " ms"),
+    "ttftP99Ms": ("TTFT p99", " ms"),
+    "tpotP50Ms": ("TPOT p50", " ms"),
+    "tpotP95Ms": ("TPOT p95", " ms"),
+    "tpotP99Ms": ("TPOT p99", " ms"),
+    "mixedPaths": ("mixed-path requests", " requests"),
 }
 
 
@@ -90,6 +97,8 @@ def _show(metric: str, value: float) -> str:
         return f"{value * 100:.1f}%"
     if unit == " ms":
         return f"{value:,.0f} ms"
+    if unit == " requests":
+        return f"{value:,.0f}"
     return f"{value:.2f}"
 
 
@@ -201,8 +210,8 @@ def judge_window(
     def result(verdict: str, failed: tuple[str, ...], reasons: tuple[str, ...]) -> WindowResult:
         # The evidence (every request's latency or age) is what the words and counts came from;
         # the stored window keeps the figures.
-        shown_stable = {k: v for k, v in stable.items() if k != EVIDENCE}
-        shown_canary = {k: v for k, v in canary.items() if k != EVIDENCE}
+        shown_stable = {k: v for k, v in stable.items() if k not in EVIDENCE_KEYS}
+        shown_canary = {k: v for k, v in canary.items() if k not in EVIDENCE_KEYS}
         return WindowResult(
             start, end, stable_revision, canary_revision, shown_stable, shown_canary, verdict, failed, reasons
         )

@@ -46,7 +46,22 @@ from typing import Any
 from . import promql
 from .intorpercent import IntOrPercent, IntOrPercentError
 
-METRICS = ("errorRate", "timeoutRate", "latencyP50Ms", "latencyP95Ms", "latencyP99Ms", "feedbackMean")
+METRICS = (
+    "errorRate",
+    "timeoutRate",
+    "latencyP50Ms",
+    "latencyP95Ms",
+    "latencyP99Ms",
+    "feedbackMean",
+    # Token figures and paths (request records that carry them).
+    "ttftP50Ms",
+    "ttftP95Ms",
+    "ttftP99Ms",
+    "tpotP50Ms",
+    "tpotP95Ms",
+    "tpotP99Ms",
+    "mixedPaths",
+)
 CHECK_KINDS = ("max", "min", "maxRatioToStable", "maxDeltaToStable")
 ON_FAILURE = ("Pause", "Rollback")
 PROVIDERS = ("simulated", "prometheus")

@@ -53,10 +53,24 @@ PASS, FAIL, INCONCLUSIVE, ERROR = "Pass", "Fail", "Inconclusive", "Error"
 
 # The percentile of each latency figure, in percent (integers keep the arithmetic exact).
 LATENCY_PERCENT = {"latencyP50Ms": 50, "latencyP95Ms": 95, "latencyP99Ms": 99}
+# Time to first token: decided by the same counting over started requests (a running request
+# without a first token yet counts by its age). ``tpot*`` is not here: it is known only once a
+# request finished, so it compares the figure of the finished ones.
+TTFT_PERCENT = {"ttftP50Ms": 50, "ttftP95Ms": 95, "ttftP99Ms": 99}
 
 # The key of a MetricsPort's figures that carries the latency evidence of a window (see
 # ``ports.MetricsPort``): never stored or traced, the window's words and counts say what it showed.
 EVIDENCE = "evidence"
+# The same for the time to first token: first tokens of the started requests, and the age of each
+# request still waiting for its first one.
+TTFT_EVIDENCE = "ttftEvidence"
+EVIDENCE_KEYS = (EVIDENCE, TTFT_EVIDENCE)
+
+# Each counted metric: its percentile and the figures' key of its evidence.
+_COUNTED = {
+    **{metric: (percent, EVIDENCE) for metric, percent in LATENCY_PERCENT.items()},
+    **{metric: (percent, TTFT_EVIDENCE) for metric, percent in TTFT_PERCENT.items()},
+}
 
 # A window is judged at most this long after it ended when the settle is the stable revision's
 # p99 request duration (the contract's cap).
@@ -146,8 +160,15 @@ def _ms(value: float) -> str:
     return f"{value:,.0f} ms"
 
 
+def _figure_name(metric: str) -> str:
+    """latencyP99Ms -> "p99"; ttftP95Ms -> "TTFT p95"."""
+    if metric.startswith("ttft"):
+        return "TTFT " + metric.removeprefix("ttft").removesuffix("Ms").lower()
+    return metric.removeprefix("latency").removesuffix("Ms").lower()
+
+
 def _limit_words(check: Check, limit_ms: float, stable_value: float | None) -> str:
-    name = check.metric.removeprefix("latency").removesuffix("Ms").lower()
+    name = _figure_name(check.metric)
     if check.kind == "max":
         return f"the limit {_ms(limit_ms)}"
     if check.kind == "maxRatioToStable":
@@ -164,9 +185,12 @@ def judge_latency(check: Check, canary: Mapping[str, Any], stable: Mapping[str, 
     (1.3x stable p99 960 ms): 3 of 40 requests took longer, 2 of them still unanswered; at most 1%
     may" (Fail) or "canary p99 is undecided against ...: 0 of 40 requests took longer, 1 still
     unanswered and younger; at most 1% may" (Inconclusive)."""
-    evidence = canary.get(EVIDENCE)
-    percent = LATENCY_PERCENT.get(check.metric)
-    if evidence is None or percent is None:
+    counted_by = _COUNTED.get(check.metric)
+    if counted_by is None:
+        return None
+    percent, key = counted_by
+    evidence = canary.get(key)
+    if evidence is None:
         return None
     stable_value = stable.get(check.metric)
     limit_ms = latency_limit(check, stable_value)
@@ -177,7 +201,7 @@ def judge_latency(check: Check, canary: Mapping[str, Any], stable: Mapping[str, 
     verdict = latency_verdict(percent, started, counted.above, counted.undecided)
     if verdict == PASS:
         return PASS, None
-    name = f"p{percent}"
+    name = ("TTFT " if key == TTFT_EVIDENCE else "") + f"p{percent}"
     against = _limit_words(check, limit_ms, stable_value)
     share = f"at most {100 - percent}% may"
     if verdict == FAIL:

@@ -41,6 +41,16 @@ UPPER: tuple[float, ...] = _boundaries()  # upper bounds; one more bucket above 
 BUCKETS = len(UPPER) + 1
 
 QUANTILES = {"latencyP50Ms": 0.50, "latencyP95Ms": 0.95, "latencyP99Ms": 0.99}
+# Token figures (when records carry them), on the same boundaries: time to first token of the
+# requests that got one, time per output token of the finished requests that streamed.
+TTFT_QUANTILES = {"ttftP50Ms": 0.50, "ttftP95Ms": 0.95, "ttftP99Ms": 0.99}
+TPOT_QUANTILES = {"tpotP50Ms": 0.50, "tpotP95Ms": 0.95, "tpotP99Ms": 0.99}
+TOKEN_FIGURES = (*TTFT_QUANTILES, *TPOT_QUANTILES, "mixedPaths", "outputTokens")
+
+# How a request travelled its path (``path_outcome``): a chain of one revision, a mixed one,
+# refused for want of a consistent path, or failed on hops disagreeing on the KV cache format.
+CONSISTENT, MIXED, NO_ROUTE, KV_MISMATCH = "consistent", "mixed", "noRoute", "kvMismatch"
+PATH_OUTCOMES = (CONSISTENT, MIXED, NO_ROUTE, KV_MISMATCH)
 
 OK, ERROR, TIMEOUT, INTERRUPTED = "ok", "error", "timeout", "interrupted"
 STATUSES = (OK, ERROR, TIMEOUT, INTERRUPTED)
@@ -89,6 +99,13 @@ class Sums:
         "largest",
         "durations",
         "longest",
+        "ttft",
+        "ttft_largest",
+        "tpot",
+        "tpot_largest",
+        "mixed",
+        "output_tokens",
+        "paths",
     )
 
     def __init__(self) -> None:
@@ -104,6 +121,86 @@ class Sums:
         # their p99 is how long the canary analysis lets a window settle.
         self.durations: dict[int, int] = {}
         self.longest: float | None = None
+        # Token figures and paths (records that carry them): TTFT of the requests that got a first
+        # token, TPOT of the finished ones that streamed, how many went down a mixed path, output
+        # tokens in total, and ``{"<first hop revision>/<last hop revision>": {outcome: n}}``.
+        self.ttft: dict[int, int] = {}
+        self.ttft_largest: float | None = None
+        self.tpot: dict[int, int] = {}
+        self.tpot_largest: float | None = None
+        self.mixed = 0
+        self.output_tokens = 0
+        self.paths: dict[str, dict[str, int]] = {}
+
+    def add_tokens(
+        self,
+        *,
+        ttft_ms: float | None = None,
+        tpot_ms: float | None = None,
+        output_tokens: int | None = None,
+        mixed: bool | None = None,
+        pair: str | None = None,
+        outcome: str | None = None,
+    ) -> None:
+        """The token figures and the path of one finished record (``add`` counted it already)."""
+        if ttft_ms is not None:
+            b = bucket_of(ttft_ms)
+            self.ttft[b] = self.ttft.get(b, 0) + 1
+            if self.ttft_largest is None or ttft_ms > self.ttft_largest:
+                self.ttft_largest = ttft_ms
+        if tpot_ms is not None:
+            b = bucket_of(tpot_ms)
+            self.tpot[b] = self.tpot.get(b, 0) + 1
+            if self.tpot_largest is None or tpot_ms > self.tpot_largest:
+                self.tpot_largest = tpot_ms
+        if mixed:
+            self.mixed += 1
+        if output_tokens is not None:
+            self.output_tokens += int(output_tokens)
+        if pair is not None and outcome is not None:
+            counts = self.paths.setdefault(pair, {})
+            counts[outcome] = counts.get(outcome, 0) + 1
+
+    def merge_tokens(
+        self,
+        *,
+        ttft_histogram: Mapping[Any, int] | None,
+        ttft_max: float | None,
+        tpot_histogram: Mapping[Any, int] | None,
+        tpot_max: float | None,
+        mixed: int,
+        output_tokens: int,
+        paths: Mapping[str, Mapping[str, int]] | None,
+    ) -> None:
+        """Stored token sums (``RequestAggregate``'s token columns)."""
+        for key, count in (ttft_histogram or {}).items():
+            self.ttft[int(key)] = self.ttft.get(int(key), 0) + int(count)
+        if ttft_max is not None and (self.ttft_largest is None or ttft_max > self.ttft_largest):
+            self.ttft_largest = ttft_max
+        for key, count in (tpot_histogram or {}).items():
+            self.tpot[int(key)] = self.tpot.get(int(key), 0) + int(count)
+        if tpot_max is not None and (self.tpot_largest is None or tpot_max > self.tpot_largest):
+            self.tpot_largest = tpot_max
+        self.mixed += int(mixed or 0)
+        self.output_tokens += int(output_tokens or 0)
+        for pair, outcomes in (paths or {}).items():
+            counts = self.paths.setdefault(str(pair), {})
+            for outcome, n in outcomes.items():
+                counts[str(outcome)] = counts.get(str(outcome), 0) + int(n)
+
+    def token_figures(self) -> dict[str, Any]:
+        """TTFT and TPOT percentiles (None without data), ``mixedPaths`` and ``outputTokens``.
+
+        Example: TTFTs 80, 90, 400 ms -> ttftP50Ms 90, ttftP95Ms 400 (nearest rank, bucket upper
+        bounds capped by the largest seen); 2 mixed requests -> mixedPaths 2."""
+        out: dict[str, Any] = {}
+        for key, q in TTFT_QUANTILES.items():
+            out[key] = percentile(self.ttft, q, largest=self.ttft_largest)
+        for key, q in TPOT_QUANTILES.items():
+            out[key] = percentile(self.tpot, q, largest=self.tpot_largest)
+        out["mixedPaths"] = self.mixed
+        out["outputTokens"] = self.output_tokens
+        return out
 
     def add(
         self, status: str, latency_ms: float | None, feedback: float | None, duration_ms: float | None = None
@@ -174,6 +271,7 @@ class Sums:
                 **dict.fromkeys(QUANTILES),
                 "feedbackMean": None,
                 "durationP99Ms": None,
+                **self.token_figures(),
             }
         out: dict[str, Any] = {
             "requests": self.requests,
@@ -184,7 +282,32 @@ class Sums:
             out[key] = percentile(self.hist, q, largest=self.largest)
         out["feedbackMean"] = round(self.feedback_sum / self.feedback_count, 6) if self.feedback_count else None
         out["durationP99Ms"] = percentile(self.durations, 0.99, largest=self.longest)
+        out.update(self.token_figures())
         return out
+
+
+def path_outcome(
+    path: Any, mixed: bool | None, error: str | None = None, revision: str = "-"
+) -> tuple[str, str] | None:
+    """``(pair, outcome)`` of one record for the Paths panel, or None when it says nothing of a path.
+
+    ``pair``: the revisions of its first and last hop, ``"<first>/<last>"``; a request that got no
+    hop (refused) is ``"<its revision>/-"``. ``outcome``: the record's ``pathError`` (``noRoute``,
+    ``kvMismatch``) when it has one, else ``mixed`` or ``consistent``.
+
+    Examples: path [{prefill, rev a}, {decode, rev a}], mixed False -> ("a/a", "consistent");
+    mixed True with hops a, b -> ("a/b", "mixed"); pathError noRoute, no hop, revision b ->
+    ("b/-", "noRoute"); no path, mixed and pathError unknown -> None."""
+    hops = [h for h in path if isinstance(h, Mapping)] if isinstance(path, list) else []
+    if error in (NO_ROUTE, KV_MISMATCH):
+        outcome = error
+    elif mixed is None and not hops:
+        return None
+    else:
+        outcome = MIXED if mixed else CONSISTENT
+    if not hops:
+        return f"{revision or '-'}/-", outcome
+    return f"{hops[0].get('revision') or '-'}/{hops[-1].get('revision') or '-'}", outcome
 
 
 def figures_of(records: Iterable[tuple[str, float | None, float | None]]) -> dict[str, Any]:

@@ -16,8 +16,8 @@ import math
 from typing import Any
 
 from controller.core.analysis import without_non_finite
-from controller.core.evidence import EVIDENCE
-from controller.core.latency import Sums, bucket_of
+from controller.core.evidence import EVIDENCE, TTFT_EVIDENCE
+from controller.core.latency import Sums, bucket_of, path_outcome
 from controller.models import RequestAggregate, RequestRecord
 
 from .store import BUCKET_SECONDS
@@ -57,7 +57,9 @@ def _window_sums(namespace: str, name: str, start: float, end: float, revision: 
             "latency_max",
             "duration_histogram",
             "duration_max",
+            *TOKEN_COLUMNS,
         ):
+            _merge_tokens(sums(row[0]), row[11:])
             sums(row[0]).merge(
                 requests=row[1],
                 errors=row[2],
@@ -79,11 +81,44 @@ def _window_sums(namespace: str, name: str, start: float, end: float, revision: 
         )
         if revision is not None:
             rows = rows.filter(revision=revision)
-        for rev, status, latency, feedback, began, ended in rows.values_list(
-            "revision", "status", "latency_ms", "feedback", "started", "finished"
+        for rev, status, latency, feedback, began, ended, *tokens in rows.values_list(
+            "revision", "status", "latency_ms", "feedback", "started", "finished", *RECORD_TOKEN_COLUMNS
         ):
             sums(rev).add(status, latency, feedback, None if ended is None else (ended - began) * 1000.0)
+            _add_record_tokens(sums(rev), rev, status, tokens)
     return out
+
+
+# The token columns of a stored bucket and of a raw record, in the order the helpers read them.
+TOKEN_COLUMNS = ("ttft_histogram", "ttft_max", "tpot_histogram", "tpot_max", "mixed", "output_tokens", "paths")
+RECORD_TOKEN_COLUMNS = ("ttft_ms", "tpot_ms", "output_tokens", "mixed", "path", "path_error")
+
+
+def _merge_tokens(sums: Sums, row: tuple) -> None:
+    ttft_histogram, ttft_max, tpot_histogram, tpot_max, mixed, output_tokens, paths = row
+    sums.merge_tokens(
+        ttft_histogram=ttft_histogram,
+        ttft_max=ttft_max,
+        tpot_histogram=tpot_histogram,
+        tpot_max=tpot_max,
+        mixed=mixed,
+        output_tokens=output_tokens,
+        paths=paths,
+    )
+
+
+def _add_record_tokens(sums: Sums, revision: str, status: str, row: list) -> None:
+    """A finished raw record's token figures, as ``store`` sums them into its bucket."""
+    ttft, tpot, output_tokens, mixed, path, error = row
+    outcome = path_outcome(path, mixed, error or None, revision)
+    sums.add_tokens(
+        ttft_ms=ttft,
+        tpot_ms=tpot if status == "ok" else None,
+        output_tokens=output_tokens,
+        mixed=mixed,
+        pair=None if outcome is None else outcome[0],
+        outcome=None if outcome is None else outcome[1],
+    )
 
 
 class DatabaseMetrics:
@@ -99,12 +134,18 @@ class DatabaseMetrics:
         ``evidence`` of the running ones as of ``at`` (default: the window's end): a running record
         with a latency has answered once ``started + latency`` has passed, any other is waiting,
         as old as ``at - started``. Example at 1,040: running since 1,005 without a latency ->
-        waiting 35,000 ms; since 1,020 with a latency of 3,000 ms -> answered in 3,000 ms."""
+        waiting 35,000 ms; since 1,020 with a latency of 3,000 ms -> answered in 3,000 ms.
+
+        ``ttftEvidence`` is the same for the time to first token (``ttft*`` checks): first tokens
+        of finished and running requests, and the age of each running request without one yet (a
+        record that does not say counts as without)."""
         at = end if at is None else at
         sums = _window_sums(namespace, name, start, end, revision).get(revision) or Sums()
         figures = sums.figures()
         answered = dict(sums.hist)
         waiting: list[float] = []
+        first_tokens = dict(sums.ttft)
+        no_first_token: list[float] = []
         running = RequestRecord.objects.filter(
             namespace=namespace,
             name=name,
@@ -112,17 +153,31 @@ class DatabaseMetrics:
             status=RequestRecord.RUNNING,
             started__gte=start,
             started__lt=end,
-        ).values_list("started", "latency_ms")
+        ).values_list("started", "latency_ms", "ttft_ms")
         count = 0
-        for began, latency in running:
+        told_first_token = bool(sums.ttft)
+        for began, latency, ttft in running:
             count += 1
+            told_first_token = told_first_token or ttft is not None
+            age = max(0.0, (at - began) * 1000.0)
             if latency is not None and began + latency / 1000.0 <= at:
                 b = bucket_of(latency)
                 answered[b] = answered.get(b, 0) + 1
             else:
-                waiting.append(max(0.0, (at - began) * 1000.0))
+                waiting.append(age)
+            # Time to first token: a running request without one (or not yet as of ``at``) counts
+            # by its age, as a latency does.
+            if ttft is not None and began + ttft / 1000.0 <= at:
+                b = bucket_of(ttft)
+                first_tokens[b] = first_tokens.get(b, 0) + 1
+            else:
+                no_first_token.append(age)
         figures["started"] = sums.requests + count
         figures[EVIDENCE] = {"answered": answered, "waiting": sorted(waiting)}
+        # TTFT evidence once the records tell first tokens (or only running requests are known, whose
+        # age is evidence either way); records without token figures leave ttft* checks no data.
+        if told_first_token or (count and not sums.requests):
+            figures[TTFT_EVIDENCE] = {"answered": first_tokens, "waiting": sorted(no_first_token)}
         return figures
 
 
@@ -155,11 +210,13 @@ def compare(namespace: str, name: str, start: float, end: float, bucket: float) 
         "feedback_count",
         "histogram",
         "latency_max",
+        *TOKEN_COLUMNS,
     ):
         key = (row[0], lo + math.floor((row[1] - lo) / step) * step)
         s = points.get(key)
         if s is None:
             s = points[key] = Sums()
+        _merge_tokens(s, row[10:])
         s.merge(
             requests=row[2],
             errors=row[3],

@@ -28,6 +28,15 @@ requests that started in the window, finished or not, for ``minRequests``; witho
 finished ones stand in) and ``durationP99Ms`` (the p99 of request durations, the settle time of
 the next window). A router's metrics usually record a request when it ends, so this provider gives
 no evidence of requests still running: its latency checks compare the percentile.
+
+Token figures and paths, when the router exports them: ``ttftP50Ms``, ``ttftP95Ms``, ``ttftP99Ms``
+(time to first token), ``tpotP50Ms``, ``tpotP95Ms``, ``tpotP99Ms`` (time per output token) and
+``mixedPaths`` (requests whose hops ran more than one revision, a whole number). Example::
+
+    ttftP95Ms: 1000 * histogram_quantile(0.95, sum by (le) (rate(router_ttft_seconds_bucket{
+               namespace="{{namespace}}",revision="{{revision}}"}[{{window}}])))
+    mixedPaths: sum(increase(router_requests_total{namespace="{{namespace}}",
+                revision="{{revision}}",path="mixed"}[{{window}}]))
 """
 
 from __future__ import annotations
@@ -49,8 +58,16 @@ FIGURES = (
     "feedbackMean",
     "started",
     "durationP99Ms",
+    "ttftP50Ms",
+    "ttftP95Ms",
+    "ttftP99Ms",
+    "tpotP50Ms",
+    "tpotP95Ms",
+    "tpotP99Ms",
+    "mixedPaths",
 )
 COUNTS = ("requests", "started")  # whole numbers (``increase`` gives fractions)
+WHOLE = ("mixedPaths",)  # a count of requests too, but None like the rates when none finished
 
 
 class PrometheusError(Exception):
@@ -130,7 +147,7 @@ class PrometheusMetrics:
             out[figure] = self.query(promql, end)
         if out["requests"] is None:
             out["requests"] = 0
-        for count in COUNTS:
+        for count in (*COUNTS, *WHOLE):
             if out[count] is not None and math.isfinite(out[count]):
                 out[count] = int(round(out[count]))
         if out["requests"] == 0:

@@ -3,7 +3,9 @@
 A record (the keys ``write_records`` takes, already validated): ``request_id``, ``namespace``,
 ``name``, ``revision``, ``deployment_revision``, ``model_version``, ``latency_ms`` (or None),
 ``status`` (ok, error, timeout, interrupted, or running), ``feedback`` (or None), ``started``,
-``finished`` (clock seconds; None while running).
+``finished`` (clock seconds; None while running); optionally the token figures and the path:
+``ttft_ms``, ``tpot_ms``, ``input_tokens``, ``output_tokens``, ``path`` (``[{"role", "pod",
+"revision"}]``), ``mixed`` (bool) and ``path_error`` (``noRoute``, ``kvMismatch``).
 
 Each finished record is added to the ``RequestAggregate`` of its revision and of the bucket its
 start falls in: ``bucket_start = floor(started / BUCKET_SECONDS) * BUCKET_SECONDS``. Example:
@@ -27,7 +29,7 @@ from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 
-from controller.core.latency import Sums
+from controller.core.latency import Sums, path_outcome
 from controller.models import RequestAggregate, RequestRecord
 
 log = logging.getLogger(__name__)
@@ -57,6 +59,16 @@ def _sums(records: Iterable[Mapping[str, Any]]) -> dict[Key, Sums]:
             sums = out[key] = Sums()
         duration = None if r.get("finished") is None else (r["finished"] - r["started"]) * 1000.0
         sums.add(r["status"], r.get("latency_ms"), r.get("feedback"), duration)
+        outcome = path_outcome(r.get("path"), r.get("mixed"), r.get("path_error"), r["revision"])
+        sums.add_tokens(
+            ttft_ms=r.get("ttft_ms"),
+            # Time per output token of the requests that finished their answer.
+            tpot_ms=r.get("tpot_ms") if r["status"] == "ok" else None,
+            output_tokens=r.get("output_tokens"),
+            mixed=r.get("mixed"),
+            pair=None if outcome is None else outcome[0],
+            outcome=None if outcome is None else outcome[1],
+        )
     return out
 
 
@@ -115,6 +127,13 @@ def write_records(records: list[Mapping[str, Any]]) -> int:
             feedback=r.get("feedback"),
             started=r["started"],
             finished=r["finished"],
+            ttft_ms=r.get("ttft_ms"),
+            tpot_ms=r.get("tpot_ms"),
+            input_tokens=r.get("input_tokens"),
+            output_tokens=r.get("output_tokens"),
+            path=r.get("path"),
+            mixed=r.get("mixed"),
+            path_error=str(r.get("path_error") or "")[:16],
         )
         for r in records
     ]
@@ -175,6 +194,13 @@ def _add_to_aggregates(sums: dict[Key, Sums]) -> None:
                         histogram={str(b): n for b, n in s.hist.items()},
                         duration_max=s.longest,
                         duration_histogram={str(b): n for b, n in s.durations.items()},
+                        ttft_max=s.ttft_largest,
+                        ttft_histogram={str(b): n for b, n in s.ttft.items()},
+                        tpot_max=s.tpot_largest,
+                        tpot_histogram={str(b): n for b, n in s.tpot.items()},
+                        mixed=s.mixed,
+                        output_tokens=s.output_tokens,
+                        paths=s.paths,
                     )
                 )
                 continue
@@ -196,6 +222,7 @@ def _add_to_aggregates(sums: dict[Key, Sums]) -> None:
             for b, n in s.durations.items():
                 durations[str(b)] = int(durations.get(str(b), 0)) + n
             agg.duration_histogram = durations
+            _add_tokens(agg, s)
             updates.append(agg)
     if updates:
         # One parameterised UPDATE per row, sent with executemany: Django's bulk_update builds a
@@ -204,7 +231,9 @@ def _add_to_aggregates(sums: dict[Key, Sums]) -> None:
         sql = (
             f"UPDATE {table} SET requests = %s, errors = %s, timeouts = %s, interrupted = %s, "
             "feedback_sum = %s, feedback_count = %s, latency_max = %s, histogram = %s{cast}, "
-            "duration_max = %s, duration_histogram = %s{cast} WHERE id = %s"
+            "duration_max = %s, duration_histogram = %s{cast}, ttft_max = %s, ttft_histogram = %s{cast}, "
+            "tpot_max = %s, tpot_histogram = %s{cast}, mixed = %s, output_tokens = %s, paths = %s{cast} "
+            "WHERE id = %s"
         ).format(cast="::jsonb" if connection.vendor == "postgresql" else "")
         with connection.cursor() as cursor:
             cursor.executemany(
@@ -221,6 +250,13 @@ def _add_to_aggregates(sums: dict[Key, Sums]) -> None:
                         json.dumps(a.histogram, separators=(",", ":")),
                         a.duration_max,
                         json.dumps(a.duration_histogram, separators=(",", ":")),
+                        a.ttft_max,
+                        json.dumps(a.ttft_histogram, separators=(",", ":")),
+                        a.tpot_max,
+                        json.dumps(a.tpot_histogram, separators=(",", ":")),
+                        a.mixed,
+                        a.output_tokens,
+                        json.dumps(a.paths, separators=(",", ":")),
                         a.pk,
                     )
                     for a in updates
@@ -228,6 +264,30 @@ def _add_to_aggregates(sums: dict[Key, Sums]) -> None:
             )
     if creates:
         RequestAggregate.objects.bulk_create(creates, batch_size=500)
+
+
+def _add_tokens(agg: RequestAggregate, s: Sums) -> None:
+    """Add the token figures and paths of ``s`` to a stored bucket (in memory; the caller saves)."""
+    if s.ttft_largest is not None and (agg.ttft_max is None or s.ttft_largest > agg.ttft_max):
+        agg.ttft_max = s.ttft_largest
+    ttft = dict(agg.ttft_histogram or {})
+    for b, n in s.ttft.items():
+        ttft[str(b)] = int(ttft.get(str(b), 0)) + n
+    agg.ttft_histogram = ttft
+    if s.tpot_largest is not None and (agg.tpot_max is None or s.tpot_largest > agg.tpot_max):
+        agg.tpot_max = s.tpot_largest
+    tpot = dict(agg.tpot_histogram or {})
+    for b, n in s.tpot.items():
+        tpot[str(b)] = int(tpot.get(str(b), 0)) + n
+    agg.tpot_histogram = tpot
+    agg.mixed = int(agg.mixed or 0) + s.mixed
+    agg.output_tokens = int(agg.output_tokens or 0) + s.output_tokens
+    paths = {pair: dict(counts) for pair, counts in (agg.paths or {}).items()}
+    for pair, counts in s.paths.items():
+        mine = paths.setdefault(pair, {})
+        for outcome, n in counts.items():
+            mine[outcome] = int(mine.get(outcome, 0)) + n
+    agg.paths = paths
 
 
 def cleanup(

@@ -13,6 +13,13 @@ timeout or interrupted), ``status`` (ok, error, timeout, interrupted, or running
 (optional, 0 to ``MAX_FEEDBACK``), ``started``, ``finished`` (epoch seconds before the year 10000,
 or ISO 8601 times with a zone; finished >= started).
 
+Token figures and the path, all optional: ``ttftMs`` (time to first token) and ``tpotMs`` (time per
+output token), 0 to ``MAX_LATENCY_MS``; ``inputTokens``, ``outputTokens`` (whole numbers, 0 to
+``MAX_TOKENS``); ``path``: the hops in order, at most ``MAX_HOPS`` objects ``{"role", "pod",
+"revision"}`` (strings; ``pod`` optional); ``mixed`` (true when the hops ran more than one revision);
+``pathError`` (``noRoute``: refused for want of a consistent path; ``kvMismatch``: hops disagreed
+on the KV cache format).
+
 A request still running is sent with ``status: running`` and no ``finished`` (``latencyMs`` once
 its answer has begun, if it streams): the canary analysis counts it as started in its window and,
 while its answer is not known, by its age. Its finished record, with the same ``requestId``,
@@ -60,12 +67,25 @@ FIELDS = {
     "feedback",
     "started",
     "finished",
+    "ttftMs",
+    "tpotMs",
+    "inputTokens",
+    "outputTokens",
+    "path",
+    "mixed",
+    "pathError",
 }
+HOP_FIELDS = ("role", "pod", "revision")
+PATH_ERRORS = ("noRoute", "kvMismatch")
 MAX_WINDOW_SECONDS = 7 * 24 * 3600
 # Bounds of a record's figures (inclusive). A request answering after more than a day is not a
 # latency the analysis can use; feedback is a score (0..1, 1..5, 0..100 are usual), never a sum.
 MAX_LATENCY_MS = 24 * 3600 * 1000
 MAX_FEEDBACK = 1_000_000
+# A request's tokens (prompt or answer): ten million is far past any context window.
+MAX_TOKENS = 10_000_000
+# Hops of one path (a role per hop: prefill, decode, ... a handful in practice).
+MAX_HOPS = 16
 # 9999-12-31T23:59:59Z: ISO 8601 cannot write a later time, and epoch seconds must not either.
 MAX_TIME = 253_402_300_799.0
 MAX_POINTS = 2000
@@ -129,6 +149,76 @@ def _number(value: Any, *, maximum: float) -> float:
     if number > maximum:
         raise ValueError(f"must be at most {maximum:.0f}")
     return number
+
+
+def _whole(value: Any, *, maximum: int) -> int:
+    """A whole number from 0 to ``maximum`` (``12.0`` is 12); ``ValueError`` saying what is wrong."""
+    number = _number(value, maximum=maximum)
+    if number != int(number):
+        raise ValueError("must be a whole number")
+    return int(number)
+
+
+def _path(value: Any) -> list[dict[str, str]]:
+    """The hops of a path: a list of at most ``MAX_HOPS`` objects with ``role`` and ``revision``
+    (and optionally ``pod``), strings. ``ValueError`` naming the hop and field."""
+    if not isinstance(value, list):
+        raise ValueError('must be a list of hops [{"role", "pod", "revision"}]')
+    if len(value) > MAX_HOPS:
+        raise ValueError(f"at most {MAX_HOPS} hops, got {len(value)}")
+    hops = []
+    for index, hop in enumerate(value):
+        if not isinstance(hop, dict):
+            raise ValueError(f'hop {index} must be an object {{"role", "pod", "revision"}}')
+        unknown = sorted(set(hop) - set(HOP_FIELDS))
+        if unknown:
+            raise ValueError(f"hop {index}: unknown field {unknown[0]!r} (known: {', '.join(HOP_FIELDS)})")
+        out = {}
+        for key, limit, required in (("role", 63, True), ("pod", 253, False), ("revision", 128, True)):
+            item = hop.get(key)
+            if item is None or item == "":
+                if required:
+                    raise ValueError(f"hop {index}: {key} is required")
+                continue
+            if not isinstance(item, str):
+                raise ValueError(f"hop {index}: {key} must be a string")
+            if len(item) > limit:
+                raise ValueError(f"hop {index}: {key} at most {limit} characters")
+            out[key] = item
+        hops.append(out)
+    return hops
+
+
+def _tokens(record: dict, out: dict[str, Any], errors: dict[str, list[str]]) -> None:
+    """The optional token figures and path of ``record`` into ``out`` (module docstring)."""
+    for key, field in (("ttftMs", "ttft_ms"), ("tpotMs", "tpot_ms")):
+        out[field] = None
+        if record.get(key) is not None:
+            try:
+                out[field] = _number(record[key], maximum=MAX_LATENCY_MS)
+            except ValueError as exc:
+                errors[key] = [str(exc)]
+    for key, field in (("inputTokens", "input_tokens"), ("outputTokens", "output_tokens")):
+        out[field] = None
+        if record.get(key) is not None:
+            try:
+                out[field] = _whole(record[key], maximum=MAX_TOKENS)
+            except ValueError as exc:
+                errors[key] = [str(exc)]
+    out["path"] = None
+    if record.get("path") is not None:
+        try:
+            out["path"] = _path(record["path"])
+        except ValueError as exc:
+            errors["path"] = [str(exc)]
+    mixed = record.get("mixed")
+    if mixed is not None and not isinstance(mixed, bool):
+        errors["mixed"] = ["must be true or false"]
+    out["mixed"] = mixed if isinstance(mixed, bool) else None
+    error = record.get("pathError")
+    if error is not None and error not in PATH_ERRORS:
+        errors["pathError"] = [f"must be one of {', '.join(PATH_ERRORS)}, got {error!r}"]
+    out["path_error"] = error if error in PATH_ERRORS else None
 
 
 def _text(record: dict, key: str, errors: dict, *, required: bool, max_length: int, pattern=None) -> str:
@@ -200,6 +290,7 @@ def _one(record: Any) -> tuple[dict[str, Any] | None, dict[str, list[str]]]:
             errors[key] = [str(exc)]
     if out.get("started") is not None and out.get("finished") is not None and out["finished"] < out["started"]:
         errors["finished"] = ["must not be before started"]
+    _tokens(record, out, errors)
     return (None, errors) if errors else (out, {})
 
 
@@ -288,7 +379,78 @@ def comparison(
     }
 
 
+PATHS_MAX_WINDOW_SECONDS = 24 * 3600
+
+
+def paths(user, namespace: str, name: str, *, window: float, bucket: float, now: float | None = None) -> dict[str, Any]:
+    """The Paths panel's data: requests per revision pair and outcome over the last ``window``
+    seconds in ``bucket``-second points, from the stored sums (a few rows per bucket, however many
+    requests), and per ServingGroup the revisions with a consistent path right now.
+
+    ``{"path": ["prefill", "decode"] | [], "reason": str | None, "window": {...}, "bucketSeconds": 60,
+    "totals": {"consistent": n, "mixed": n, "noRoute": n, "kvMismatch": n},
+    "series": [{"pair": "a/b", "bucketStart": t, "consistent": n, "mixed": n, ...}],
+    "groups": [{"group": 0, "consistent": ["<rev>", ...]}]}``. A pair is the revisions of the first
+    and last hop (``"<rev>/-"`` for a request refused before any hop). Without ``spec.traffic.path``
+    the ModelServing has no path: ``path`` is ``[]`` and ``reason`` says so."""
+    from controller.core.latency import PATH_OUTCOMES
+    from controller.core.pathview import consistent_revisions
+    from controller.core.revisions import History
+    from controller.models import RequestAggregate
+
+    from .cluster import get_clock, get_cluster
+    from .state import get_state
+
+    if not access.allowed(user, VIEW, namespace):
+        raise NotFound(f"modelserving {namespace}/{name} not found")
+    cluster = get_cluster()
+    obj = cluster.get_modelserving(namespace, name)  # raises NotFound
+    if not (0 < window <= PATHS_MAX_WINDOW_SECONDS):
+        raise RecordsInvalid({"window": [f"must be between 1 and {PATHS_MAX_WINDOW_SECONDS} seconds"]})
+    if not (0 < bucket <= window):
+        raise RecordsInvalid({"bucket": ["must be more than 0 and at most the window"]})
+    if window / max(bucket, store.BUCKET_SECONDS) > MAX_POINTS:
+        raise RecordsInvalid({"bucket": [f"at most {MAX_POINTS} buckets per window: make it larger"]})
+    traffic = (obj.get("spec") or {}).get("traffic") or {}
+    path = [str(role) for role in (traffic.get("path") or []) if isinstance(role, str)]
+    end = get_clock().now() if now is None else now
+    start = end - window
+    step = max(store.BUCKET_SECONDS, math.ceil(bucket / store.BUCKET_SECONDS) * store.BUCKET_SECONDS)
+    out: dict[str, Any] = {
+        "path": path,
+        "reason": None if path else "this ModelServing has no request path (spec.traffic.path)",
+        "window": {"start": start, "end": end, "seconds": window},
+        "bucketSeconds": step,
+        "totals": dict.fromkeys(PATH_OUTCOMES, 0),
+        "series": [],
+        "groups": [],
+    }
+    if not path:
+        return out
+    lo = math.floor(start / store.BUCKET_SECONDS) * store.BUCKET_SECONDS
+    points: dict[tuple[str, float], dict[str, int]] = {}
+    rows = RequestAggregate.objects.filter(
+        namespace=namespace, name=name, bucket_start__gte=lo, bucket_start__lt=end
+    ).values_list("bucket_start", "paths")
+    for began, pairs in rows:
+        t = lo + math.floor((began - lo) / step) * step
+        for pair, outcomes in (pairs or {}).items():
+            counts = points.setdefault((str(pair), t), dict.fromkeys(PATH_OUTCOMES, 0))
+            for outcome, n in (outcomes or {}).items():
+                if outcome in counts:
+                    counts[outcome] += int(n)
+                    out["totals"][outcome] += int(n)
+    out["series"] = [{"pair": pair, "bucketStart": t, **points[(pair, t)]} for pair, t in sorted(points)]
+    history = History.from_objects(cluster.list_revisions(namespace, name))
+    role_hashes = {rev.hash: rev.role_hashes() for rev in history.revisions if rev.readable}
+    state = get_state(namespace, name)
+    reach = consistent_revisions(state.get("instances") or [], path, role_hashes)
+    out["groups"] = [{"group": g, "consistent": revs} for g, revs in sorted(reach.items())]
+    return out
+
+
 def compare_empty() -> dict[str, Any]:
     from controller.core.analysis import empty_figures
+    from controller.core.latency import Sums
 
-    return empty_figures()
+    return {**empty_figures(), **Sums().token_figures()}
