@@ -10,7 +10,7 @@ from django.urls import path, re_path
 
 from rolloutui.services import actions
 
-from . import advisor, ingest_tokens, releases, views
+from . import advisor, ingest_tokens, paths, releases, views
 
 MS = actions.MODELSERVING.route
 
@@ -28,6 +28,7 @@ RESOURCES = [
     re_path(MS + r"/advise/?$", advisor.Advise.as_view(), name="api-advise"),
     re_path(MS + r"/releases/?$", releases.ModelServingReleases.as_view(), name="api-modelserving-releases"),
     re_path(MS + r"/comparison/?$", views.Comparison.as_view(), name="api-comparison"),
+    re_path(MS + r"/paths/?$", paths.Paths.as_view(), name="api-paths"),
     re_path(MS + r"/status/?$", views.RolloutStatus.as_view(), name="api-rollout-status"),
 ]
 
