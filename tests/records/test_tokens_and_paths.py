@@ -254,3 +254,77 @@ def test_which_revisions_a_group_has_a_consistent_path_for(instances, want):
         for role, rev in instances
     ]
     assert consistent_revisions(insts, ["prefill", "decode"], HASHES) == {0: want}
+
+
+# -- the Paths panel's API -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def pd(db, monkeypatch):
+    """A prefill -> decode ModelServing ``pd`` on the embedded cluster, with records of four outcomes."""
+    from rolloutui.services import cluster as cluster_service
+    from tests.factories import modelserving, role
+    from tests.live.helpers import ManualClock
+
+    clock = ManualClock(1_700_000_600.0)
+    monkeypatch.setattr(cluster_service, "get_clock", lambda: clock)
+    c = cluster_service.get_cluster()
+    c.create_modelserving(
+        modelserving(name="pd", roles=[role("prefill"), role("decode")], traffic={"path": ["prefill", "decode"]})
+    )
+    c.create_modelserving(modelserving(name="plain", roles=[role("decode")]))
+    ab = [{"role": "prefill", "revision": "a"}, {"role": "decode", "revision": "b"}]
+    base = {"namespace": "default", "name": "pd", "revision": "a", "latency_ms": 90.0, "feedback": None}
+    rows = []
+    for i in range(60):
+        began = 1_700_000_300.0 + i * 5
+        kind = i % 4
+        rows.append(
+            {
+                **base,
+                "request_id": str(i),
+                "status": "ok" if kind == 0 else "error",
+                "started": began,
+                "finished": began + 1,
+                "path": []
+                if kind == 3
+                else ab
+                if kind
+                else [{"role": "prefill", "revision": "a"}, {"role": "decode", "revision": "a"}],
+                "mixed": None if kind == 3 else kind != 0,
+                "path_error": {2: "kvMismatch", 3: "noRoute"}.get(kind),
+            }
+        )
+    store.write_records(rows)
+    return clock
+
+
+def test_the_paths_api_counts_requests_per_revision_pair_and_outcome(pd, viewer_client):
+    resp = viewer_client.get("/api/modelservings/default/pd/paths/?window=300&bucket=60")
+    assert resp.status_code == 200, resp.content
+    body = resp.json()
+    assert body["path"] == ["prefill", "decode"] and body["reason"] is None
+    assert body["totals"] == {"consistent": 15, "mixed": 15, "noRoute": 15, "kvMismatch": 15}
+    assert {p["pair"] for p in body["series"]} == {"a/a", "a/b", "a/-"}
+    assert [p["bucketStart"] for p in body["series"] if p["pair"] == "a/b"] == [
+        1_700_000_300.0 + 60 * k for k in range(5)
+    ]
+    assert all(p["mixed"] == 3 and p["kvMismatch"] == 3 for p in body["series"] if p["pair"] == "a/b")
+    assert isinstance(body["groups"], list)
+
+
+def test_a_modelserving_without_a_path_has_no_paths_and_says_why(pd, viewer_client):
+    body = viewer_client.get("/api/modelservings/default/plain/paths/").json()
+    assert body["path"] == [] and body["series"] == [] and "no request path" in body["reason"]
+
+
+@pytest.mark.parametrize(
+    "query, field", [("window=abc", "window"), ("window=90000", "window"), ("window=60&bucket=120", "bucket")]
+)
+def test_a_bad_paths_window_is_named(pd, viewer_client, query, field):
+    resp = viewer_client.get(f"/api/modelservings/default/pd/paths/?{query}")
+    assert resp.status_code == 400 and field in resp.json()
+
+
+def test_the_paths_of_an_unknown_modelserving_are_404(pd, viewer_client):
+    assert viewer_client.get("/api/modelservings/default/nope/paths/").status_code == 404
