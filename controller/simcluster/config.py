@@ -47,15 +47,34 @@ class ImageBehaviour:
     error_rate: float = 0.0  # share of requests answered with an error
     timeout_rate: float = 0.0  # share of requests that time out (no answer; the pod stays busy)
     latency_ms: Span | None = None  # request latency (time to first token); default DEFAULT_LATENCY_MS
+    # Request paths and token figures (``paths``): the KV cache format the engine writes and reads
+    # (hops that declare different ones fail with kvMismatch), the time to the first token (spent
+    # on a path's first hop; default latency_ms) and per output token (spent on its last hop).
+    kv_format: str | None = None
+    ttft_ms: Span | None = None
+    tpot_ms: Span | None = None
 
 
 DEFAULT_LATENCY_MS = Span(80.0, 300.0)
+# Time per output token of an image without ``tpotMs`` when the traffic has token figures.
+DEFAULT_TPOT_MS = Span(20.0, 40.0)
 
 
 @dataclass(frozen=True)
 class Traffic:
     rps: float
     duration: Span  # seconds each (streaming) request keeps its pod busy
+    # ``tokens: {input: [lo, hi], output: [lo, hi]}``: drawn per request; a request then lasts
+    # ttft + output x tpot instead of ``duration``.
+    input_tokens: Span | None = None
+    output_tokens: Span | None = None
+    # The scenario's ``path``/``scope``/``routing``, overriding the ModelServing's spec.traffic
+    # (as written, as (field, value) pairs; () when it overrides nothing).
+    route: tuple = ()
+
+    @property
+    def tokens(self) -> bool:
+        return self.output_tokens is not None
 
 
 @dataclass

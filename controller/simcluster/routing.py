@@ -40,7 +40,8 @@ from controller.core.evidence import EVIDENCE, evidence_of
 from controller.core.kserve.apps import LABEL_APP, LABEL_KNATIVE_REVISION, LABEL_TEMPLATE_HASH
 from controller.core.ports import Obj
 
-from .config import DEFAULT_LATENCY_MS, ClusterConfig
+from . import paths
+from .config import DEFAULT_LATENCY_MS, DEFAULT_TPOT_MS, ClusterConfig, Traffic
 
 OK, ERROR, TIMEOUT, INTERRUPTED, REJECTED = "ok", "error", "timeout", "interrupted", "rejected"
 
@@ -158,9 +159,20 @@ class Request:
     end: float | None = None
     busy: float = 0.0  # seconds it keeps its pod busy from ``start``
     answer: str | None = None  # the result it gets unless it is interrupted first
+    # With a request path or token figures (``send_path``); None otherwise. ``hops``: (role, pod,
+    # uid, revision label) in order, and ``hop_busy`` the seconds each keeps its pod busy.
+    hops: tuple[tuple[str, str, str, str | None], ...] | None = None
+    hop_busy: tuple[float, ...] = ()
+    mixed: bool | None = None
+    mixed_pair: str | None = None  # "<first hop's revision>/<first hop off it>" of a mixed path
+    path_error: str | None = None  # paths.NO_ROUTE or paths.KV_MISMATCH
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
 
     def record(self) -> dict:
-        return {
+        out = {
             "id": self.id,
             "revision": self.revision,
             "pod": self.pod,
@@ -169,6 +181,22 @@ class Request:
             "end": None if self.end is None else round(self.end, 3),
             "result": self.result,
         }
+        # What a path or token figures add, only when known (records of other runs keep their keys).
+        if self.ttft_ms is not None:
+            out["ttftMs"] = round(self.ttft_ms, 1)
+        if self.tpot_ms is not None:
+            out["tpotMs"] = round(self.tpot_ms, 2)
+        if self.input_tokens is not None:
+            out["inputTokens"] = self.input_tokens
+        if self.output_tokens is not None:
+            out["outputTokens"] = self.output_tokens
+        if self.hops is not None:
+            out["path"] = [{"role": h[0], "pod": h[1], "revision": h[3]} for h in self.hops]
+        if self.mixed is not None:
+            out["mixed"] = self.mixed
+        if self.path_error is not None:
+            out["pathError"] = self.path_error
+        return out
 
 
 def send(request_id: int, now: float, duration: float, pod: Obj | None, config: ClusterConfig, rng: random.Random):
@@ -207,7 +235,110 @@ def send(request_id: int, now: float, duration: float, pod: Obj | None, config: 
     )
 
 
-def window_figures(requests: list[Request], revision: str, start: float, end: float, at: float | None = None) -> dict:
+def _image_of(pod: Obj, config: ClusterConfig):
+    containers = (pod.get("spec") or {}).get("containers") or [{}]
+    return config.image(containers[0].get("image", ""))
+
+
+def refused(request_id: int, now: float, *, path: bool) -> Request:
+    """A request with no hop for some role of its path, or no consistent path (``noRoute``):
+    refused at once, never sent down a mixed path."""
+    req = Request(request_id, now, None, None, None, None, 0.0, result=REJECTED, end=now)
+    if path:
+        req.hops, req.path_error = (), paths.NO_ROUTE
+    return req
+
+
+def send_path(
+    request_id: int,
+    now: float,
+    duration: float | None,
+    choice: paths.Choice,
+    traffic: Traffic,
+    config: ClusterConfig,
+    rng: random.Random,
+    *,
+    mixed_pair: str | None = None,
+    with_path: bool = True,
+) -> Request:
+    """A request arriving at ``now`` sent down ``choice``'s pods (one pod without a path).
+
+    Its time to first token comes from the first hop's image (``ttftMs``, else ``latencyMs``, else
+    the default latency) and is spent on the first hop; with token figures (``traffic.tokens``) its
+    output tokens take ``tpotMs`` each (the last hop's image; default ``DEFAULT_TPOT_MS``) on the
+    last hop, so it lasts ``ttft + output x tpot``; without them it lasts ``duration``. Every hop but
+    the last is busy until the first token, the last until the end. Hops whose images declare
+    different ``kvFormat`` fail with ``kvMismatch`` at the first token (an error answer), and an
+    image's ``errorRate``/``timeoutRate`` of any hop apply as in ``send``.
+
+    Draws from ``rng``, in this order: input and output tokens (with token figures), the time to
+    first token, the time per output token (with token figures), then for each hop whose image has
+    an error rate whether it errs, then likewise for timeouts.
+    Example: ttft 100 ms, 50 output tokens at 20 ms -> the prefill hop is busy 0.1 s, the decode hop
+    1.1 s, and the request ends 1.1 s after it arrived.
+    """
+    pods_ = choice.pods
+    images = [_image_of(p, config) for p in pods_]
+    first, last = images[0], images[-1]
+    input_tokens = output_tokens = None
+    if traffic.tokens:
+        input_tokens = int(round(traffic.input_tokens.draw(rng))) if traffic.input_tokens is not None else None
+        output_tokens = int(round(traffic.output_tokens.draw(rng)))
+    ttft = (first.ttft_ms or first.latency_ms or DEFAULT_LATENCY_MS).draw(rng)
+    tpot = None
+    if output_tokens is not None:
+        tpot = (last.tpot_ms or DEFAULT_TPOT_MS).draw(rng)
+        duration = (ttft + output_tokens * tpot) / 1000.0
+    duration = max(float(duration or 0.0), ttft / 1000.0)
+    error = False
+    for image in images:
+        if image.error_rate > 0 and rng.random() < image.error_rate:
+            error = True
+    timeout = False
+    if not error:
+        for image in images:
+            if image.timeout_rate > 0 and rng.random() < image.timeout_rate:
+                timeout = True
+    mismatch = paths.kv_mismatch(image.kv_format for image in images)
+    hops = tuple(
+        (paths.role_of(p) or "", p["metadata"]["name"], p["metadata"]["uid"], revision_label(p)) for p in pods_
+    )
+    entry = pods_[0]["metadata"]
+    req = Request(
+        request_id,
+        now,
+        entry["name"],
+        entry["uid"],
+        choice.revision,
+        ttft,
+        duration,
+        hops=hops if with_path else None,
+        mixed=choice.mixed if with_path else None,
+        mixed_pair=mixed_pair,
+        ttft_ms=ttft,
+        tpot_ms=tpot,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+    )
+    first_token = ttft / 1000.0
+    if mismatch or error:
+        # The KV cache cannot be handed over (or the engine errs): an error answer at the first token.
+        req.answer, req.busy, req.tpot_ms = ERROR, first_token, None
+        req.path_error = paths.KV_MISMATCH if mismatch else None
+        req.hop_busy = (first_token,) * len(pods_)
+        return req
+    if timeout:
+        req.answer, req.latency_ms, req.ttft_ms, req.tpot_ms = TIMEOUT, None, None, None
+    else:
+        req.answer = OK
+    req.busy = duration
+    req.hop_busy = (first_token,) * (len(pods_) - 1) + (duration,)
+    return req
+
+
+def window_figures(
+    requests: list[Request], revision: str, start: float, end: float, at: float | None = None, *, tokens: bool = False
+) -> dict:
     """The canary analysis' figures of one revision (``ports.MetricsPort.window``) as known at
     ``at`` (default: the window's end): the requests that started in [start, end) on its pods
     (``started``; rejected ones never reached a revision) and those of them that have finished
@@ -218,9 +349,34 @@ def window_figures(requests: list[Request], revision: str, start: float, end: fl
     request still waiting for its answer (``core.evidence``): a request that is still running
     has answered once its latency has passed. Example at t=100: a request that started at 70 with
     a latency of 5 s and streams until 130 has answered (5,000 ms); one that started at 90 with a
-    latency of 40 s is waiting, 10,000 ms old."""
+    latency of 40 s is waiting, 10,000 ms old.
+
+    ``tokens`` (a run with request paths or token figures): the figures add ``ttftP50Ms``..
+    ``ttftP99Ms`` (time to first token of the answered finished requests), ``tpotP50Ms``..
+    ``tpotP99Ms`` (time per output token of the finished good ones), ``mixedPaths`` (finished
+    requests whose path was mixed) and ``ttftEvidence`` (the time to first token's evidence, the
+    same as ``evidence`` since a request's latency is its time to first token)."""
     at = end if at is None else at
     mine = [r for r in requests if r.revision == revision and start <= r.start < end and r.result != REJECTED]
+    out = _window_figures(mine, at)
+    if tokens:
+        done = [r for r in mine if r.result is not None]
+        ttft = sorted(r.ttft_ms for r in done if r.result in (OK, ERROR) and r.ttft_ms is not None)
+        tpot = sorted(r.tpot_ms for r in done if r.result == OK and r.tpot_ms is not None)
+        for q in (50, 95, 99):
+            out[f"ttftP{q}Ms"] = _percentile(ttft, q / 100)
+        for q in (50, 95, 99):
+            out[f"tpotP{q}Ms"] = _percentile(tpot, q / 100)
+        out["mixedPaths"] = sum(bool(r.mixed) for r in done) if done else None
+        out[TTFT_EVIDENCE] = out[EVIDENCE]
+    return out
+
+
+# The key of the time to first token's evidence (``core.evidence``'s TTFT_EVIDENCE).
+TTFT_EVIDENCE = "ttftEvidence"
+
+
+def _window_figures(mine: list[Request], at: float) -> dict:
     done = [r for r in mine if r.result is not None]
     answered, waiting = [], []
     for r in mine:
@@ -274,6 +430,8 @@ def summary(requests: list[Request]) -> dict:
     for r in done:
         if r.revision is not None:
             by_rev.setdefault(r.revision, []).append(r)
+    with_path = any(r.hops is not None for r in requests)
+    with_tokens = any(r.ttft_ms is not None or r.output_tokens is not None for r in requests)
     out = {
         "total": len(done),
         "succeeded": counts[OK],
@@ -300,7 +458,52 @@ def summary(requests: list[Request]) -> dict:
             "p95": _percentile(lat, 0.95),
             "p99": _percentile(lat, 0.99),
         }
+        if with_tokens:
+            out["byRevision"][rev].update(_token_figures(reqs))
+    if with_path:
+        out["paths"], out["mixedByPair"] = _path_counts(requests)
     return out
+
+
+def _token_figures(reqs: list[Request]) -> dict:
+    """A revision's token figures: time to first token (answered requests) and per output token
+    (good ones), nearest rank, in ms; ``outputTokens``: the output tokens of its good requests."""
+    ttft = sorted(r.ttft_ms for r in reqs if r.result in (OK, ERROR) and r.ttft_ms is not None)
+    tpot = sorted(r.tpot_ms for r in reqs if r.result == OK and r.tpot_ms is not None)
+    return {
+        "ttftP50": _percentile(ttft, 0.50),
+        "ttftP95": _percentile(ttft, 0.95),
+        "ttftP99": _percentile(ttft, 0.99),
+        "tpotP50": _percentile(tpot, 0.50),
+        "tpotP95": _percentile(tpot, 0.95),
+        "tpotP99": _percentile(tpot, 0.99),
+        "outputTokens": sum(r.output_tokens or 0 for r in reqs if r.result == OK),
+    }
+
+
+def _path_counts(requests: list[Request]) -> tuple[dict, dict]:
+    """The trace's ``requests.paths`` over every request sent down a path (finished or not):
+    ``total`` = ``consistent`` + ``mixed`` + ``noRoute``; ``kvMismatch`` counts those of them that
+    failed because their hops disagreed on the KV format. ``mixedByPair``: mixed requests by
+    "<first hop's revision>/<revision of the first hop that left it>", sorted."""
+    counts = {"total": 0, "consistent": 0, "mixed": 0, "noRoute": 0, "kvMismatch": 0}
+    pairs: dict[str, int] = {}
+    for r in requests:
+        if r.hops is None:
+            continue
+        counts["total"] += 1
+        if r.path_error == paths.NO_ROUTE:
+            counts["noRoute"] += 1
+            continue
+        if r.mixed:
+            counts["mixed"] += 1
+            if r.mixed_pair:
+                pairs[r.mixed_pair] = pairs.get(r.mixed_pair, 0) + 1
+        else:
+            counts["consistent"] += 1
+        if r.path_error == paths.KV_MISMATCH:
+            counts["kvMismatch"] += 1
+    return counts, dict(sorted(pairs.items()))
 
 
 def _percentile(sorted_values: list[float], q: float) -> int | None:

@@ -188,6 +188,7 @@ def parse_scenario(raw: Any, *, default_name: str = "scenario", seed: int | None
     if "modelServing" not in doc:
         raise ScenarioError("modelServing", "required: a full ModelServing manifest")
     manifest = _manifest(doc["modelServing"])
+    _check_route(traffic, manifest)
     events = _events(doc.get("events", []), until)
     settings = None
     if "clusterSettings" in doc:
@@ -224,7 +225,9 @@ def parse_images(raw: Any) -> dict[str, ImageBehaviour]:
         if not isinstance(image, str) or not image:
             raise ScenarioError(path, "image names must be non-empty strings")
         spec = _mapping(spec if spec is not None else {}, path)
-        _no_unknown(spec, {"crash", "load", "errorRate", "timeoutRate", "latencyMs"}, path)
+        _no_unknown(
+            spec, {"crash", "load", "errorRate", "timeoutRate", "latencyMs", "kvFormat", "ttftMs", "tpotMs"}, path
+        )
         crash = spec.get("crash", False)
         if not isinstance(crash, bool):
             raise ScenarioError(f"{path}.crash", f"expected true or false, got {_show(crash)}")
@@ -240,18 +243,56 @@ def parse_images(raw: Any) -> dict[str, ImageBehaviour]:
             error_rate=rate,
             timeout_rate=timeouts,
             latency_ms=parse_span(spec["latencyMs"], f"{path}.latencyMs") if "latencyMs" in spec else None,
+            kv_format=_kv_format(spec.get("kvFormat"), f"{path}.kvFormat"),
+            ttft_ms=parse_span(spec["ttftMs"], f"{path}.ttftMs") if "ttftMs" in spec else None,
+            tpot_ms=parse_span(spec["tpotMs"], f"{path}.tpotMs") if "tpotMs" in spec else None,
         )
     return out
 
 
+def _kv_format(v: Any, path: str) -> str | None:
+    if v is None:
+        return None
+    if not isinstance(v, str) or not v:
+        raise ScenarioError(path, f"expected a non-empty string naming the KV cache format, got {_show(v)}")
+    return v
+
+
+ROUTE_FIELDS = ("path", "scope", "routing")  # override the ModelServing's spec.traffic for the run
+
+
 def _traffic(raw: Any) -> Traffic:
     t = _mapping(raw, "traffic")
-    _no_unknown(t, {"rps", "durationSeconds"}, "traffic")
+    _no_unknown(t, {"rps", "durationSeconds", "tokens", *ROUTE_FIELDS}, "traffic")
     if "rps" not in t:
         raise ScenarioError("traffic.rps", "required")
     rps = _number(t["rps"], "traffic.rps")
     duration = parse_span(t.get("durationSeconds", 1), "traffic.durationSeconds")
-    return Traffic(rps=rps, duration=duration)
+    input_tokens = output_tokens = None
+    if t.get("tokens") is not None:
+        tokens = _mapping(t["tokens"], "traffic.tokens")
+        _no_unknown(tokens, {"input", "output"}, "traffic.tokens")
+        for key in ("input", "output"):
+            if key not in tokens:
+                raise ScenarioError(f"traffic.tokens.{key}", "required: a number or [min, max] of tokens")
+        input_tokens = parse_span(tokens["input"], "traffic.tokens.input")
+        output_tokens = parse_span(tokens["output"], "traffic.tokens.output")
+    route = tuple((k, t[k]) for k in ROUTE_FIELDS if k in t)
+    return Traffic(rps=rps, duration=duration, input_tokens=input_tokens, output_tokens=output_tokens, route=route)
+
+
+def _check_route(traffic: Traffic | None, manifest: dict[str, Any]) -> None:
+    """The scenario's ``traffic.path/scope/routing`` read over the manifest's spec.traffic, with
+    the manifest's roles and dependencies (``spec.parse_traffic``)."""
+    if traffic is None or not traffic.route:
+        return
+    from controller.core.spec import parse_modelserving, parse_traffic
+
+    ms = parse_modelserving(manifest)
+    try:
+        parse_traffic(dict(traffic.route), "traffic", ms.role_names, ms.strategy.coordination, ms.traffic)
+    except ValidationError as exc:
+        raise ScenarioError(exc.field, exc.rule) from None
 
 
 def _manifest(raw: Any) -> dict[str, Any]:
@@ -429,6 +470,8 @@ def _inferenceservice_scenario(
 
     if "modelServing" in doc:
         raise ScenarioError("inferenceService", "give either modelServing or inferenceService, not both")
+    if traffic is not None and traffic.route:
+        raise ScenarioError(f"traffic.{traffic.route[0][0]}", "request paths apply to ModelServing scenarios only")
     if "inferenceService" not in doc:
         raise ScenarioError("inferenceService", "required with kserveConfig: a full InferenceService manifest")
     deploy = None

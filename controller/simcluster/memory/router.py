@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import random
 
-from controller.core.ports import Obj
+from controller.core.ports import ClusterError, Obj
+from controller.core.spec import DEFAULT_TRAFFIC, ValidationError, parse_traffic
 
-from .. import routing
+from .. import paths, routing, weights
 from ..config import ClusterConfig, Traffic
 from ..routing import Request
 from .clock import EventLoop, Timer
@@ -47,6 +48,17 @@ class SimRouter:
         self._uid_by_name: dict[str, str] = {}
         self._routable: list[Obj] | None = None  # cache, dropped on any pod change
         self._running = False
+        # Request paths (``paths``): the ModelServing's spec.traffic under the scenario's override,
+        # the revisions' role hashes and the table of the routable set (dropped on any change).
+        self._spec_traffic = DEFAULT_TRAFFIC
+        self._spec_traffic_raw: object = None
+        self._revisions: paths.Revisions | None = None
+        self._table: paths.PathTable | None = None
+        # A path request's pods and the timer releasing each (its first pod's is in ``_in_flight``).
+        self._hops: dict[int, list[tuple[str, Timer]]] = {}
+        # Canary weight (``weights``): from the ModelServing's status, drawn on a stream of its own.
+        self._weight: weights.Weight | None = None
+        self._weight_rng = random.Random(f"{config.seed}:weights")
         store.add_listener(self._on_change)
 
     # -- RouterPort -------------------------------------------------------------------------------
@@ -70,9 +82,10 @@ class SimRouter:
         self, namespace: str, name: str, revision: str, start: float, end: float, *, at: float | None = None
     ) -> dict:
         at = self.loop.now() if at is None else at
+        tokens = self._spec_traffic.has_path or (self.traffic is not None and self.traffic.tokens)
         if namespace != self.namespace or name != self.ms_name:
-            return routing.window_figures([], revision, start, end, at)
-        return routing.window_figures(self.requests, revision, start, end, at)
+            return routing.window_figures([], revision, start, end, at, tokens=tokens)
+        return routing.window_figures(self.requests, revision, start, end, at, tokens=tokens)
 
     # -- traffic ----------------------------------------------------------------------------------
 
@@ -84,11 +97,15 @@ class SimRouter:
         self.loop.call_later(self.rng.expovariate(self.traffic.rps), self._arrive)
 
     def _arrive(self) -> None:
-        self.route(self.traffic.duration.draw(self.rng))
+        # With token figures a request lasts ttft + output x tpot: no duration is drawn for it.
+        self.route(None if self.traffic.tokens else self.traffic.duration.draw(self.rng))
         self.loop.call_later(self.rng.expovariate(self.traffic.rps), self._arrive)
 
-    def route(self, duration: float) -> Request:
-        pod = routing.pick(self._routable_pods(), lambda p: len(self._in_flight.get(p["metadata"]["uid"], ())))
+    def route(self, duration: float | None) -> Request:
+        if self._spec_traffic.has_path or (self.traffic is not None and self.traffic.tokens):
+            return self._route_path(duration)
+        first = weights.first_hop(self._routable_pods(), self._weight, self._weight_rng, routing.revision_label)
+        pod = routing.pick(first, lambda p: len(self._in_flight.get(p["metadata"]["uid"], ())))
         req = routing.send(len(self.requests) + 1, self.loop.now(), duration, pod, self.config, self.rng)
         self.requests.append(req)
         if req.result is None:
@@ -104,6 +121,123 @@ class SimRouter:
         del bucket[req.id]
         req.result, req.end = req.answer, self.loop.now()
 
+    # -- request paths ------------------------------------------------------------------------------
+
+    def _route_path(self, duration: float | None) -> Request:
+        """One request down the path (``paths``), or to one entry pod with token figures only."""
+        traffic = self._spec_traffic
+        in_flight = self._in_flight_of
+        request_id = len(self.requests) + 1
+        if traffic.has_path:
+            table = self._path_table()
+            candidates, restrict = table.first_candidates(), None
+            if self._weight is not None:
+                candidates, restrict = self._weighted_first(table, candidates)
+            choice = table.choose(in_flight, candidates, restrict)
+            pair = None
+            if choice is not None and choice.mixed:
+                a, b = choice.first_break(table.compat_of)
+                pair = f"{a}/{b}"
+        else:
+            first = weights.first_hop(self._routable_pods(), self._weight, self._weight_rng, routing.revision_label)
+            pod = routing.pick(first, in_flight)
+            choice = None if pod is None else paths.Choice([pod], frozenset(), routing.revision_label(pod))
+            pair = None
+        if choice is None:
+            req = routing.refused(request_id, self.loop.now(), path=traffic.has_path)
+        else:
+            req = routing.send_path(
+                request_id,
+                self.loop.now(),
+                duration,
+                choice,
+                self.traffic,
+                self.config,
+                self.rng,
+                mixed_pair=pair,
+                with_path=traffic.has_path,
+            )
+        self.requests.append(req)
+        if req.result is None:
+            hops = req.hops or ((None, req.pod, req.pod_uid, None),)
+            timers = []
+            for i, ((_, name, uid, _), busy) in enumerate(zip(hops, req.hop_busy, strict=True)):
+                if i == len(hops) - 1:
+                    timer = self.loop.call_later(busy, lambda req=req, uid=uid: self._finish_path(req, uid))
+                else:
+                    timer = self.loop.call_later(busy, lambda req=req, uid=uid: self._release(req, uid))
+                self._in_flight.setdefault(uid, {})[req.id] = (req, timer)
+                self._uid_by_name[name] = uid
+                timers.append((uid, timer))
+            self._hops[req.id] = timers
+        return req
+
+    def _in_flight_of(self, pod: Obj) -> int:
+        return len(self._in_flight.get(pod["metadata"]["uid"], ()))
+
+    def _weighted_first(self, table: paths.PathTable, candidates: list[Obj]):
+        """The canary weight on a path's first hop (``weights.first_hop``, one draw). With affine
+        routing the side is the revision the path will stay on, not the first pod's own: a first
+        hop of a role the update left unchanged can start a path of either side, so each candidate
+        is offered once per side it can reach, and the path is then kept on the side drawn."""
+        weight = self._weight
+        if not table.traffic.affine:
+            return weights.first_hop(candidates, weight, self._weight_rng, routing.revision_label), None
+        canary = weight.revision
+        offers = []
+        for pod in candidates:
+            reach = table.reach(pod)
+            if canary in reach:
+                offers.append((pod, True))
+            if reach - {canary}:
+                offers.append((pod, False))
+        drawn = weights.first_hop(offers, weight, self._weight_rng, lambda offer: canary if offer[1] else None)
+        if not drawn:
+            return [], None
+        if drawn[0][1]:
+            return [pod for pod, _ in drawn], lambda common: common & {canary}
+        return [pod for pod, _ in drawn], lambda common: common - {canary}
+
+    def _release(self, req: Request, uid: str) -> None:
+        """A hop before the last is done with the request (its first token was made)."""
+        bucket = self._in_flight.get(uid)
+        if bucket is not None:
+            bucket.pop(req.id, None)
+
+    def _finish_path(self, req: Request, uid: str) -> None:
+        bucket = self._in_flight.get(uid)
+        if bucket is None or req.id not in bucket:
+            return
+        del bucket[req.id]
+        self._hops.pop(req.id, None)
+        req.result, req.end = req.answer, self.loop.now()
+
+    def _path_table(self) -> paths.PathTable:
+        if self._table is None:
+            if self._revisions is None:
+                self._revisions = paths.Revisions.of(self.store.list_revisions(self.namespace, self.ms_name))
+            self._table = paths.PathTable(self._spec_traffic, self._routable_pods(), self._revisions)
+        return self._table
+
+    def _read_spec_traffic(self, ms: Obj | None) -> None:
+        """spec.traffic of the ModelServing under the scenario's override, read leniently (the
+        controller refuses an invalid manifest; the router keeps routing as before)."""
+        spec = (ms or {}).get("spec") or {}
+        raw = spec.get("traffic")
+        route = dict(self.traffic.route) if self.traffic is not None else {}
+        if raw == self._spec_traffic_raw and raw is not None:
+            return
+        self._spec_traffic_raw = raw
+        roles = tuple(r.get("name") for r in ((spec.get("template") or {}).get("roles") or []) if isinstance(r, dict))
+        try:
+            base = parse_traffic(raw, "spec.traffic", roles)
+            traffic = parse_traffic(route, "traffic", roles, None, base) if route else base
+        except ValidationError:
+            traffic = DEFAULT_TRAFFIC
+        if traffic != self._spec_traffic:
+            self._spec_traffic = traffic
+            self._table = None
+
     def interrupt(self, namespace: str, pod_name: str, uid: str, reason: str = "") -> int:
         """The pod stopped serving: every request in flight on its engine is interrupted
         (``routing.engine_entry``). Returns how many."""
@@ -117,13 +251,23 @@ class SimRouter:
         for req, timer in bucket.values():
             timer.cancel()
             req.result, req.end = routing.INTERRUPTED, now
+            # A path request leaves its other hops too.
+            for other_uid, other in self._hops.pop(req.id, ()):
+                if other_uid != uid:
+                    other.cancel()
+                    (self._in_flight.get(other_uid) or {}).pop(req.id, None)
         return len(bucket)
 
     # -- routable set -----------------------------------------------------------------------------
 
     def _on_change(self, change: Change) -> None:
+        if change.kind == "ModelServing" and change.namespace == self.namespace and change.name == self.ms_name:
+            self._weight = weights.of_modelserving(change.obj)
+            self._read_spec_traffic(change.obj)
+        if change.kind == "ControllerRevision" and change.namespace == self.namespace:
+            self._revisions = self._table = None
         if change.kind == "Pod" and change.namespace == self.namespace and change.ms_name == self.ms_name:
-            self._routable = None
+            self._routable = self._table = None
             if change.type == "ADDED":
                 self._uid_by_name[change.name] = change.obj["metadata"]["uid"]
 
@@ -131,6 +275,14 @@ class SimRouter:
         if self._routable is None:
             self._routable = routing.routable_entries(self.store.list_pods(self.namespace, self.ms_name))
         return self._routable
+
+    def routable_pods(self, namespace: str, ms_name: str, pods: list[Obj] | None = None) -> dict[str, float | None]:
+        """The router's table (``ports.routed_pods``, the Routed gate): the entry pods a new request
+        may go to now. It takes a pod the moment the pod is routable, so no time of its own (None:
+        the pod's Ready time). Another ModelServing's pods are not this router's to tell about."""
+        if namespace != self.namespace or ms_name != self.ms_name:
+            raise ClusterError(f"the simulated router routes {self.namespace}/{self.ms_name} only")
+        return dict.fromkeys([p["metadata"]["name"] for p in self._routable_pods()])
 
     # -- summary ----------------------------------------------------------------------------------
 

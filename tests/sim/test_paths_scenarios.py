@@ -1,0 +1,108 @@
+"""The shipped request-path scenarios: a coordinated prefill -> decode update whose new engine changes
+the KV cache format, routed revision-affine (no request crosses versions) and blind (mismatches
+counted); the scenario fields of paths and token figures, checked like every other field."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from controller.core import safeyaml
+from controller.simcluster.runner import run_scenario
+from controller.simcluster.scenario import ScenarioError, load_scenario, parse_scenario
+from tests.paths import EXAMPLE_SCENARIOS
+
+AFFINE = EXAMPLE_SCENARIOS / "paths-pd-affine.yaml"
+BLIND = EXAMPLE_SCENARIOS / "paths-pd-blind.yaml"
+
+
+@pytest.fixture(scope="module")
+def affine_trace():
+    return run_scenario(load_scenario(AFFINE))
+
+
+@pytest.fixture(scope="module")
+def blind_trace():
+    return run_scenario(load_scenario(BLIND))
+
+
+def test_revision_affine_routing_keeps_every_request_on_one_revision_through_the_kv_format_change(affine_trace):
+    paths = affine_trace["requests"]["paths"]
+    assert affine_trace["converged"]
+    assert paths["total"] > 1000
+    assert (paths["mixed"], paths["kvMismatch"], paths["noRoute"]) == (0, 0, 0)
+    assert paths["consistent"] == paths["total"]
+    assert affine_trace["requests"]["mixedByPair"] == {}
+    assert affine_trace["requests"]["errors"] == 0
+
+
+def test_both_revisions_served_requests_with_their_token_figures(affine_trace):
+    by_rev = affine_trace["requests"]["byRevision"]
+    old, new = (r["hash"] for r in affine_trace["revisions"])
+    assert by_rev[old]["total"] > 0 and by_rev[new]["total"] > 0
+    # engine:v1's time to first token is 120-300 ms, engine:v2's 80-200 ms.
+    assert 120 <= by_rev[old]["ttftP50"] <= 300
+    assert 80 <= by_rev[new]["ttftP99"] <= 200
+    assert 25 <= by_rev[old]["tpotP50"] <= 45 and 20 <= by_rev[new]["tpotP50"] <= 40
+    assert by_rev[new]["outputTokens"] >= 50 * by_rev[new]["ok"]
+
+
+def test_blind_routing_counts_the_requests_that_crossed_versions_and_failed_on_the_kv_format(blind_trace):
+    requests = blind_trace["requests"]
+    paths = requests["paths"]
+    assert blind_trace["converged"]
+    assert paths["mixed"] > 0
+    # Every mixed path crosses the format change here (a -> b), so each failed with kvMismatch.
+    assert paths["kvMismatch"] == paths["mixed"] == sum(requests["mixedByPair"].values())
+    assert paths["consistent"] + paths["mixed"] + paths["noRoute"] == paths["total"]
+    assert requests["errors"] == paths["kvMismatch"]
+    old, new = (r["hash"] for r in blind_trace["revisions"])
+    assert set(requests["mixedByPair"]) <= {f"{old}/{new}", f"{new}/{old}"}
+
+
+def _doc():
+    return safeyaml.load(AFFINE.read_text())
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda d: d["traffic"].update(path=["prefill", "router"]), "traffic.path[1]"),
+        (lambda d: d["traffic"].update(routing="random"), "traffic.routing"),
+        (lambda d: d["traffic"].update(tokens={"input": [1, 2]}), "traffic.tokens.output"),
+        (lambda d: d["traffic"].update(tokens={"input": 1, "output": 2, "total": 3}), "traffic.tokens.total"),
+        (lambda d: d["images"]["engine:v1"].update(kvFormat=7), "images.engine:v1.kvFormat"),
+        (lambda d: d["images"]["engine:v1"].update(ttftMs=[300, 100]), "images.engine:v1.ttftMs"),
+        (lambda d: d["modelServing"]["spec"]["traffic"].update(scope="zone"), "modelServing.spec.traffic.scope"),
+        (lambda d: d["modelServing"]["spec"]["traffic"].update(paths=["decode"]), "modelServing.spec.traffic.paths"),
+    ],
+)
+def test_a_wrong_path_or_token_field_is_refused_naming_it(change, field):
+    doc = _doc()
+    change(doc)
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(doc)
+    assert err.value.field == field
+
+
+def test_the_scenario_may_override_the_manifests_routing_for_the_run():
+    doc = _doc()
+    doc["traffic"]["routing"] = "blind"
+    doc["until"] = 300  # the rollout's start: enough to see the override in force
+    trace = run_scenario(parse_scenario(doc))
+    assert trace["requests"]["paths"]["total"] > 0
+
+
+def test_a_run_without_paths_or_token_figures_has_no_new_trace_keys():
+    doc = copy.deepcopy(_doc())
+    del doc["modelServing"]["spec"]["traffic"]
+    del doc["traffic"]["tokens"]
+    doc["traffic"]["durationSeconds"] = [1, 5]
+    doc["until"] = 300
+    trace = run_scenario(parse_scenario(yaml.safe_load(yaml.safe_dump(doc))))
+    requests = trace["requests"]
+    assert "paths" not in requests and "mixedByPair" not in requests
+    assert all("ttftP50" not in r for r in requests["byRevision"].values())
+    assert requests["total"] > 0
