@@ -920,6 +920,31 @@ ROLLBACK_RELEASE = register(
     )
 )
 
+ROLLBACK_LAYER = register(
+    Action(
+        name="rollback-layer",
+        label="Roll back this layer",
+        help=(
+            "Take ONE layer of the live release (model, image, config or resources) back to the value of the "
+            "release deployed before it, keeping the other layers; the release stays live and its history "
+            "records the change."
+        ),
+        service=release_deploy.rollback_layer,
+        audit="rollback_layer",
+        target=DEPLOYMENT_REVISION,
+        args=(
+            Arg(
+                "layer",
+                STRING,
+                "The layer to roll back: model (artifact, label and schema), image, config or resources.",
+                required=True,
+                max_length=16,
+            ),
+        ),
+        tone="danger",
+    )
+)
+
 PROMOTE_RELEASE = register(
     Action(
         name="promote-release",

@@ -75,11 +75,14 @@ def check_approval(env: Environment, mv: ModelVersion, *, restoring: bool = Fals
 # -- Writers per target kind ------------------------------------------------------------------------------
 
 
-def _write_modelserving(dr: DeploymentRevision, cause: str) -> dict[str, Any]:
-    """Write ``dr`` into its ModelServing. Returns {"before", "after", "generation", "patch"} (revisions
-    as ``controls._revision_of`` gives them: number, hash, becomes)."""
+def _write_modelserving(
+    dr: DeploymentRevision, cause: str, content: templates.ReleaseContent | None = None
+) -> dict[str, Any]:
+    """Write ``dr`` (or ``content``, a layer rollback's mix) into its ModelServing. Returns {"before",
+    "after", "generation", "patch"} (revisions as ``controls._revision_of`` gives them: number, hash,
+    becomes)."""
     cluster = get_cluster()
-    content = release_content(dr)
+    content = content if content is not None else release_content(dr)
     namespace, name = dr.target.namespace, dr.target.name
     for attempt in range(MAX_ATTEMPTS):
         try:
@@ -120,7 +123,9 @@ def release_content(dr: DeploymentRevision) -> templates.ReleaseContent:
     return content
 
 
-def _write_inferenceservice(dr: DeploymentRevision, cause: str) -> dict[str, Any]:
+def _write_inferenceservice(
+    dr: DeploymentRevision, cause: str, content: templates.ReleaseContent | None = None
+) -> dict[str, Any]:
     """Write ``dr`` into its InferenceService component (``templates.component_patch``: image,
     storageUri and the MODEL_* env, resources, the model-version label) with the InferenceService's
     resourceVersion as precondition; KServe then rolls it out. Its "revision" is the
@@ -130,9 +135,10 @@ def _write_inferenceservice(dr: DeploymentRevision, cause: str) -> dict[str, Any
     if not runtime_kserve.supported(cluster):
         raise ControlError(f"target {dr.target.ref}: {runtime_kserve.NOT_SUPPORTED}", field="target")
     component = dr.target.component or "predictor"
-    content = templates.content_of(
-        dr.model_version.contract_values(), roles=[component], config=dr.config, profile=dr.profile
-    )
+    if content is None:
+        content = templates.content_of(
+            dr.model_version.contract_values(), roles=[component], config=dr.config, profile=dr.profile
+        )
     namespace, name = dr.target.namespace, dr.target.name
     for attempt in range(MAX_ATTEMPTS):
         try:
@@ -166,8 +172,8 @@ def _write_inferenceservice(dr: DeploymentRevision, cause: str) -> dict[str, Any
     }
 
 
-# Target kind -> writer(dr, change cause) -> {"before", "after", "generation", "patch"}.
-DEPLOYERS: dict[str, Callable[[DeploymentRevision, str], dict[str, Any]]] = {
+# Target kind -> writer(dr, change cause[, content]) -> {"before", "after", "generation", "patch"}.
+DEPLOYERS: dict[str, Callable[..., dict[str, Any]]] = {
     contract.KIND_MODELSERVING: _write_modelserving,
     contract.KIND_INFERENCESERVICE: _write_inferenceservice,
 }
@@ -452,14 +458,10 @@ def release_change(namespace: str, name: str, number: int, *, user=None) -> dict
         "layers": [],
         "changed": [],
     }
-    if dr.target.kind != contract.KIND_MODELSERVING:
-        out["note"] = "InferenceService targets: the layered comparison arrives with KServe support"
-        return out
-    ms = get_cluster().get_modelserving(dr.target.namespace, dr.target.name)
-    content = release_content(dr)
-    if dr.status != DeploymentRevision.Status.PENDING and dr.applied:
+    content = target_content(dr)
+    if dr.status != DeploymentRevision.Status.PENDING and dr.applied and dr.target.kind == contract.KIND_MODELSERVING:
         content = content.restoring(dr.applied)  # restoring dr: it comes back as it was deployed
-    diff = templates.change_of(ms, content, roles=list(dr.roles), container=dr.container)
+    diff = _change_on_target(dr, content)
     if not masking.reveals(user, dr.target.namespace):
         diff["model"] = [
             {
@@ -471,7 +473,162 @@ def release_change(namespace: str, name: str, number: int, *, user=None) -> dict
         ]
     out["layers"] = [{"layer": layer, "changes": diff[layer]} for layer in templates.LAYERS]
     out["changed"] = [layer for layer in templates.LAYERS if diff[layer]]
+    if live is not None and live.pk == dr.pk:
+        # The live release: which of its layers can go back to the previous release's value alone.
+        out["layerRollback"] = layer_rollback_options(dr, user=user)
     return out
+
+
+def target_content(dr: DeploymentRevision) -> templates.ReleaseContent:
+    """What ``dr`` writes into its target: a ModelServing's roles, or an InferenceService component."""
+    if dr.target.kind == contract.KIND_MODELSERVING:
+        return release_content(dr)
+    component = dr.target.component or "predictor"
+    return templates.content_of(
+        dr.model_version.contract_values(), roles=[component], config=dr.config, profile=dr.profile
+    )
+
+
+def _change_on_target(dr: DeploymentRevision, content: templates.ReleaseContent) -> dict[str, list[dict[str, Any]]]:
+    """The layered diff writing ``content`` into ``dr``'s target would make now (nothing applied)."""
+    cluster = get_cluster()
+    if dr.target.kind == contract.KIND_MODELSERVING:
+        ms = cluster.get_modelserving(dr.target.namespace, dr.target.name)
+        return templates.change_of(ms, content, roles=list(dr.roles), container=dr.container)
+    if not runtime_kserve.supported(cluster):
+        raise ControlError(f"target {dr.target.ref}: {runtime_kserve.NOT_SUPPORTED}", field="target")
+    isvc = cluster.get_object(runtime_kserve.KIND, dr.target.namespace, dr.target.name)
+    return templates.component_change_of(
+        isvc, content, component=dr.target.component or "predictor", container=dr.container
+    )
+
+
+# -- Rollback by layer (one layer of the live release back to the previous release's value) ---------------
+
+
+def previous_release(dr: DeploymentRevision) -> DeploymentRevision | None:
+    """The release deployed on ``dr``'s target before ``dr`` (the one it replaced), or None."""
+    return (
+        DeploymentRevision.objects.filter(target=dr.target, deployed_at__isnull=False, number__lt=dr.number)
+        .select_related("model_version", "environment", "target")
+        .order_by("-deployed_at", "-number")
+        .first()
+    )
+
+
+def _layer_content(dr: DeploymentRevision, prev: DeploymentRevision, layer: str) -> templates.ReleaseContent:
+    live = target_content(dr)
+    old = target_content(prev)
+    if dr.target.kind == contract.KIND_MODELSERVING:
+        if dr.applied:
+            live = live.restoring(dr.applied)
+        if prev.applied:
+            old = old.restoring(prev.applied)
+    return templates.mix_layer(live, old, layer)
+
+
+def layer_rollback_options(dr: DeploymentRevision, *, user=None) -> dict[str, Any]:
+    """For the live release ``dr``: the previous release and, per layer that can roll back alone
+    (``templates.ROLLBACK_LAYERS``), what rolling it back would change now. ``{"previous": {...} |
+    null, "layers": [{"layer", "changes": [...]}]}``; a layer whose value is the previous release's
+    already has no changes."""
+    prev = previous_release(dr)
+    if prev is None:
+        return {"previous": None, "layers": []}
+    out = []
+    for layer in templates.ROLLBACK_LAYERS:
+        diff = _change_on_target(dr, _layer_content(dr, prev, layer))
+        changes = [c for name in templates.LAYERS for c in diff[name]]
+        if layer == "model" and not masking.reveals(user, dr.target.namespace):
+            changes = [
+                {
+                    **c,
+                    "from": masking.mask_env_value(c["field"], c["from"]),
+                    "to": masking.mask_env_value(c["field"], c["to"]),
+                }
+                for c in changes
+            ]
+        out.append({"layer": layer, "changes": changes})
+    return {"previous": records.release_summary(prev), "layers": out}
+
+
+def rollback_layer(user, namespace: str, name: str, number: int, *, layer: str, reason: str, source: str):
+    """Roll ONE layer (``model``, ``image``, ``config`` or ``resources``) of the live release
+    ``r<number>`` back to the value of the release deployed before it, keeping the others, as one
+    merge patch of the target (a ModelServing's roles or an InferenceService component). Same
+    permission (operate in the namespace), reason and approval rule as a rollback to a release (the
+    previous release's version must have been approved where the environment requires it). The
+    release stays live and records the change in its history; it follows the controller revision
+    the patch produced. Returns the ``AuditRecord``."""
+    details: dict[str, Any] = {"args": {"layer": layer}}
+    with audited(
+        user, action="rollback_layer", namespace=namespace, name=name, reason=reason, source=source, details=details
+    ) as control:
+        check_source(source)
+        check_permission(user, controls.PERMISSION, namespace=namespace)
+        why = check_reason(reason)
+        if layer not in templates.ROLLBACK_LAYERS:
+            raise ControlError(f"layer must be one of {', '.join(templates.ROLLBACK_LAYERS)}", field="layer")
+        with transaction.atomic():
+            dr = records.get_release(namespace, name, number)
+            control.namespace, control.name = dr.target.namespace, dr.target.name
+            live = records.active_release(dr.target)
+            if live is None or live.pk != dr.pk:
+                now = f"r{live.number}" if live is not None else "none"
+                raise ControlError(
+                    f"r{dr.number} is not the live release of {dr.target.ref} (live: {now}): a layer rolls back "
+                    "on the live release only",
+                    field="number",
+                )
+            prev = previous_release(dr)
+            if prev is None:
+                raise ControlError(
+                    f"r{dr.number} is the first release on {dr.target.ref}: there is no earlier {layer} to go back to",
+                    field="number",
+                )
+            check_approval(prev.environment, prev.model_version, restoring=True)
+            content = _layer_content(dr, prev, layer)
+            diff = _change_on_target(dr, content)
+            changes = [c for name_ in templates.LAYERS for c in diff[name_]]
+            if not changes:
+                raise ControlError(
+                    f"the {layer} of r{dr.number} is already r{prev.number}'s: nothing to roll back", field="layer"
+                )
+            who = username(user)
+            cause = (
+                f"roll back the {layer} of r{dr.number} to r{prev.number}'s in {dr.environment.name} by {who}: {why}"
+            )
+            written = DEPLOYERS[dr.target.kind](dr, cause, content)
+            after = written["after"]
+            control.from_revision = controls._label(written["before"])
+            control.to_revision = controls._label(after)
+            details["release"] = {"number": dr.number, "version": dr.model_version.key, "env": dr.environment.name}
+            details["previous"] = {"number": prev.number, "version": prev.model_version.key}
+            details["changes"] = [
+                {
+                    **c,
+                    "from": masking.mask_env_value(c["field"], c["from"]),
+                    "to": masking.mask_env_value(c["field"], c["to"]),
+                }
+                for c in changes
+            ]
+            event = {
+                "status": dr.status,
+                "at": timezone.now().isoformat(),
+                "by": who,
+                "reason": f"{layer} rolled back to r{prev.number}'s: {why}",
+                "layerRollback": {"layer": layer, "to": prev.number},
+            }
+            dr.events = [*dr.events, event]
+            dr.controller_revision = after.get("hash") or ""
+            dr.controller_revision_number = after.get("becomes") or after.get("number")
+            dr.generation = written.get("generation")
+            dr.applied = written.get("applied") or {}
+            dr.save()
+        details.update(fromRevision=written["before"], toRevision=after, patch=written["patch"])
+    if dr.target.kind == contract.KIND_MODELSERVING:
+        enqueue.reconcile_soon(dr.target.namespace, dr.target.name)
+    return control.record
 
 
 __all__ = [
@@ -481,6 +638,9 @@ __all__ = [
     "deploy",
     "promote_release",
     "promotion_destination",
+    "layer_rollback_options",
+    "previous_release",
     "release_change",
+    "rollback_layer",
     "rollback_release",
 ]

@@ -45,6 +45,9 @@ from controller.core.spec import ValidationError, parse_modelserving, roles_as_w
 
 LABEL_MODEL_VERSION = naming.PREFIX + "model-version"
 LAYERS = ("model", "image", "config", "resources", "schema")
+# The layers a rollback by layer takes back alone (the schema goes with the model: the schema
+# versions describe the model's inputs and outputs).
+ROLLBACK_LAYERS = ("model", "image", "config", "resources")
 
 MODEL_ENV = (
     "MODEL_URI",
@@ -89,6 +92,36 @@ class ReleaseContent:
             replicas={**self.replicas, **{r: v["replicas"] for r, v in roles.items() if v.get("replicas")}},
             exact_resources={r: v.get("resources") or {} for r, v in roles.items()},
         )
+
+
+def mix_layer(live: ReleaseContent, old: ReleaseContent, layer: str) -> ReleaseContent:
+    """``live`` with one layer (``ROLLBACK_LAYERS``) taken from ``old``: what a rollback by layer
+    writes. ``model`` brings back the artifact variables, the model-version label and the schema
+    variables; ``config`` the ``MODEL_CONFIG`` variable (removed when ``old`` had none);
+    ``resources`` the container resources and replicas.
+
+    Example: live image ``engine:v2`` and model ``m.v2``, old ``engine:v1`` / ``m.v1``; layer
+    ``image`` -> image ``engine:v1``, model ``m.v2``."""
+    if layer == "image":
+        return ReleaseContent(
+            old.image, live.label, dict(live.env), dict(live.resources), dict(live.replicas), dict(live.exact_resources)
+        )
+    if layer in ("model", "config"):
+        names = (*MODEL_ENV, *SCHEMA_ENV) if layer == "model" else (CONFIG_ENV,)
+        merged = {
+            **{k: v for k, v in live.env.items() if k not in names},
+            **{k: old.env[k] for k in names if k in old.env},
+        }
+        env = {k: merged[k] for k in MANAGED_ENV if k in merged}
+        label = old.label if layer == "model" else live.label
+        return ReleaseContent(
+            live.image, label, env, dict(live.resources), dict(live.replicas), dict(live.exact_resources)
+        )
+    if layer == "resources":
+        return ReleaseContent(
+            live.image, live.label, dict(live.env), dict(old.resources), dict(old.replicas), dict(old.exact_resources)
+        )
+    raise ControlError(f"layer must be one of {', '.join(ROLLBACK_LAYERS)}", field="layer")
 
 
 def effective_config(version: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -351,7 +384,67 @@ def change_of(ms: Mapping[str, Any], content: ReleaseContent, *, roles: list[str
     )
 
 
+def _component_container(part: Mapping[str, Any], container: str) -> Mapping[str, Any]:
+    containers = part.get("containers") or []
+    if containers:
+        if not container:
+            return containers[0]
+        return next((c for c in containers if c.get("name") == container), {})
+    return part.get("model") or {}
+
+
+def read_component_layers(
+    isvc: Mapping[str, Any], *, component: str, container: str = ""
+) -> dict[str, dict[str, dict]]:
+    """What an InferenceService component says now, per layer, as ``read_layers`` reads a role:
+    ``{component: {layer: {field: value}}}``. The model layer adds the ``storageUri`` KServe's
+    storage initializer downloads; the resources layer reads the component's ``minReplicas``."""
+    layers: dict[str, dict] = {layer: {} for layer in LAYERS}
+    part = (isvc.get("spec") or {}).get(component)
+    if not isinstance(part, Mapping):
+        return {component: layers}
+    c = _component_container(part, container)
+    env = _env(c)
+    layers["image"]["image"] = c.get("image")
+    for name in MODEL_ENV:
+        layers["model"][name] = env.get(name)
+    if not part.get("containers"):
+        layers["model"]["storageUri"] = c.get("storageUri")
+    layers["model"]["label"] = (part.get("labels") or {}).get(LABEL_MODEL_VERSION)
+    for name in SCHEMA_ENV:
+        layers["schema"][name] = env.get(name)
+    raw = env.get(CONFIG_ENV)
+    if raw is not None:
+        try:
+            for part_name, values in sorted(json.loads(raw).items()):
+                for key, value in sorted((values or {}).items()):
+                    layers["config"][f"{part_name}.{key}"] = value
+        except (ValueError, AttributeError):
+            layers["config"][CONFIG_ENV] = raw
+    res = c.get("resources") or {}
+    for kind in ("limits", "requests"):
+        for key, value in sorted((res.get(kind) or {}).items()):
+            layers["resources"][f"{kind}.{key}"] = value
+    layers["resources"]["minReplicas"] = part.get("minReplicas")
+    return {component: layers}
+
+
+def component_change_of(
+    isvc: Mapping[str, Any], content: ReleaseContent, *, component: str, container: str = ""
+) -> dict:
+    """What writing ``content`` into an InferenceService component would change, per layer (nothing applied)."""
+    after = merge_patch(dict(isvc), component_patch(isvc, content, component=component, container=container))
+    return layered_diff(
+        read_component_layers(isvc, component=component, container=container),
+        read_component_layers(after, component=component, container=container),
+    )
+
+
 __all__ = [
+    "ROLLBACK_LAYERS",
+    "component_change_of",
+    "mix_layer",
+    "read_component_layers",
     "LABEL_MODEL_VERSION",
     "LAYERS",
     "MANAGED_ENV",
