@@ -93,6 +93,9 @@ def comparison_fixture(now: float) -> dict:
             "latencyP95Ms": p99 * 0.8,
             "latencyP99Ms": p99,
             "feedbackMean": 4.2,
+            "ttftP95Ms": p99 / 8,
+            "tpotP95Ms": None if rev == "stable-rev" else 42.0,
+            "mixedPaths": 0,
         }
 
     series = []
@@ -184,6 +187,9 @@ def test_the_canary_panel_shows_steps_the_current_one_the_countdown_verdicts_and
     compare = page.get_by_test_id("canary-compare")
     expect(compare.locator("tr[data-figure=latencyP99Ms]")).to_have_text(re.compile(r"Latency p99\s*960 ms\s*1,840 ms"))
     expect(compare.locator("tr[data-figure=errorRate]")).to_have_text(re.compile(r"Error rate\s*0\.43%\s*0\.71%"))
+    # Token figures beside latency; a revision without them shows a dash.
+    expect(compare.locator("tr[data-figure=ttftP95Ms]")).to_have_text(re.compile(r"TTFT p95\s*120 ms\s*230 ms"))
+    expect(compare.locator("tr[data-figure=tpotP95Ms]")).to_have_text(re.compile(r"TPOT p95\s*—\s*42 ms"))
     expect(compare.locator("thead")).to_contain_text("Last 15m 0s")
     page.wait_for_selector("#canary-chart-errors .main-svg")
     page.wait_for_selector("#canary-chart-p99 .main-svg")

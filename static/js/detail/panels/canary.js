@@ -34,6 +34,10 @@ export const FIGURES = [
   ["latencyP50Ms", "Latency p50", ms],
   ["latencyP95Ms", "Latency p95", ms],
   ["latencyP99Ms", "Latency p99", ms],
+  // Token figures (records that carry them; "—" otherwise): time to first token, time per output token.
+  ["ttftP95Ms", "TTFT p95", ms],
+  ["tpotP95Ms", "TPOT p95", ms],
+  ["mixedPaths", "Mixed-path requests", (v) => Math.round(v).toLocaleString("en-US")],
   ["feedbackMean", "Mean feedback", (v) => Number(v).toFixed(2)],
 ];
 
