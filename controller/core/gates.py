@@ -9,7 +9,11 @@ yet, or while the model answers wrongly. Each instance passes, in order:
 - **Scheduled**: every pod is bound to a node (``PodScheduled=True``);
 - **Started**: every container of every pod runs (``state.running.startedAt``);
 - **Loaded**: every pod is Ready (startup and readiness probes passed: the model is loaded);
-- **Routed**: the entry pod takes traffic: Ready, not draining, not terminating (the router contract);
+- **Routed**: the router has the entry pod as a target, observed where the router tells
+  (``routed``: the embedded router's table; on Kubernetes the pod's address ready in an
+  EndpointSlice of the ModelServing's Services), and the pod is Ready, not draining, not
+  terminating. Where nothing tells (a router that keeps no table), it is inferred from the pod as
+  the router contract has it: Ready, not draining, not terminating, at the Ready time;
 - **Verified**: the verification request (``spec.verification``) answered as expected for the
   revision the instance runs; without a verification spec, reached with Routed;
 - **Serving**: every gate above passed.
@@ -20,10 +24,15 @@ pull or crash -> Started or Loaded, a failed verification -> Verified) and which
 since when.
 
 Pod times are parsed once per pod version (uid, resourceVersion), like the observation itself.
+
+``routed`` maps an entry pod's name to the time since which the router has it as a target, or to
+None when that time is not known (then the Ready time). Routed is reached at the later of Loaded and
+that time; ``ready_to_routed`` is the gap, which the funnel reports per gate.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -125,23 +134,31 @@ _GATES_CACHE: dict[tuple, InstanceGates] = {}
 _GATES_CACHE_LIMIT = 50_000
 
 
+_NOT_ROUTED = object()  # the entry is not in the router's table
+
+
 def instance_gates(
     inst: InstanceObs,
     expected_pods: int,
     *,
     verification_required: bool,
     pods: list[PodObs] | None = None,
+    routed: Mapping[str, float | None] | None = None,
 ) -> InstanceGates:
-    """``pods``: the instance's pods in index order, when the caller has them already."""
+    """``pods``: the instance's pods in index order, when the caller has them already.
+    ``routed``: the router's targets (entry pod name -> since when, or None: unknown, the Ready
+    time); None when the router tells nothing (Routed inferred from the pod)."""
     if pods is None:
         pods = [inst.pods[i] for i in sorted(inst.pods)]
     versions = tuple([(p.uid, p.resource_version) for p in pods])
-    key = (versions, inst.revision, expected_pods, verification_required)
+    entry = inst.entry
+    table: Any = None if routed is None else routed.get(entry.name, _NOT_ROUTED) if entry is not None else _NOT_ROUTED
+    key = (versions, inst.revision, expected_pods, verification_required, routed is None, table)
     cacheable = all([rv for _, rv in versions])
     cached = _GATES_CACHE.get(key) if cacheable else None
     if cached is not None:
         return cached
-    gates = _instance_gates(inst, pods, expected_pods, verification_required)
+    gates = _instance_gates(inst, pods, expected_pods, verification_required, routed is not None, table)
     if cacheable:
         if len(_GATES_CACHE) >= _GATES_CACHE_LIMIT:
             _GATES_CACHE.clear()
@@ -150,7 +167,12 @@ def instance_gates(
 
 
 def _instance_gates(
-    inst: InstanceObs, pods: list[PodObs], expected_pods: int, verification_required: bool
+    inst: InstanceObs,
+    pods: list[PodObs],
+    expected_pods: int,
+    verification_required: bool,
+    observed_routing: bool = False,
+    table: Any = None,
 ) -> InstanceGates:
     times = [pod_times(p) for p in pods]
     reached: dict[str, float] = {}
@@ -171,8 +193,12 @@ def _instance_gates(
             break
         reached[gate] = max(at, *reached.values()) if reached else at
     entry = inst.entry
-    if LOADED in reached and entry is not None and entry.draining_since is None and not entry.deleting:
-        reached[ROUTED] = reached[LOADED]
+    routable = LOADED in reached and entry is not None and entry.draining_since is None and not entry.deleting
+    if routable and observed_routing and table is _NOT_ROUTED:
+        routable = False  # Ready, but the router does not send it requests (yet)
+    if routable:
+        since = table if observed_routing and isinstance(table, (int, float)) else None
+        reached[ROUTED] = reached[LOADED] if since is None else max(reached[LOADED], float(since))
         if not verification_required:
             reached[VERIFIED] = reached[ROUTED]
         elif verification_passed(entry, inst.revision):
@@ -220,4 +246,21 @@ def funnel(gates: list[tuple[tuple[int, str, int], InstanceGates]]) -> list[dict
             since, (group, role, ordinal) = min(waiting)
             slowest = {"group": group, "role": role, "ordinal": ordinal, "since": since}
         out.append({"gate": gate, "count": len(at), "slowest": slowest})
+    gaps = sorted(ready_to_routed(g) for _, g in gates if ROUTED in g.reached)
+    if gaps:
+        # The time the router took to send requests to a Ready pod: shown on the Routed gate.
+        routed = out[GATES.index(ROUTED)]
+        routed["fromLoaded"] = {
+            "instances": len(gaps),
+            "medianSeconds": round(gaps[(len(gaps) - 1) // 2], 3),
+            "maxSeconds": round(gaps[-1], 3),
+        }
     return out
+
+
+def ready_to_routed(gates: InstanceGates) -> float:
+    """Seconds from Loaded (every pod Ready) to Routed (the router has the entry as a target); 0
+    when not routed yet or when the router took it at once."""
+    if ROUTED not in gates.reached or LOADED not in gates.reached:
+        return 0.0
+    return max(0.0, gates.reached[ROUTED] - gates.reached[LOADED])

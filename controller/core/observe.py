@@ -212,6 +212,9 @@ class Observed:
     in_flight: Mapping[str, int]
     foreign: list[str]  # pods with our name label but unparseable identity labels
     leaving_routing: list[PodObs] = field(default_factory=list)  # ``PodObs.leaving_routing``, in list order
+    # The router's targets (entry pod name -> since when, or None), when the router tells
+    # (``ports.routed_pods``); None: Routed is inferred from the pod (``gates``).
+    routed: Mapping[str, float | None] | None = None
 
     def group(self, ordinal: int) -> GroupObs | None:
         return self.groups.get(ordinal)

@@ -160,6 +160,30 @@ def in_flight_many(router: RouterPort, namespace: str, pods: list[Obj]) -> dict[
     return {name: n for name, n in counts.items() if n}
 
 
+def routed_pods(
+    router: Any, cluster: Any, namespace: str, ms_name: str, pods: list[Obj]
+) -> dict[str, float | None] | None:
+    """The pods of ``ms_name`` the router has as targets now, for the Routed gate (``gates``):
+    ``{pod name: since when (clock seconds), or None when not known}``, or None when nothing tells.
+
+    Asked of the router first, then of the cluster, through an optional method
+    ``routable_pods(namespace, ms_name, pods)`` (``pods``: the pass's list of the ModelServing's
+    pods, for a port that reads the table from them): the embedded router answers with its own
+    table; the Kubernetes adapter with the pods whose address is ready in an EndpointSlice of the
+    ModelServing's Services. A port that cannot answer right now raises ``ClusterError``: the pass
+    then infers Routed from the pods, as without the method.
+    """
+    for port in (router, cluster):
+        method = getattr(port, "routable_pods", None)
+        if method is None:
+            continue
+        try:
+            return dict(method(namespace, ms_name, pods))
+        except ClusterError:
+            return None
+    return None
+
+
 @runtime_checkable
 class VerifierPort(Protocol):
     """Sends ``spec.verification`` to an instance's entry pod (the model server answers)."""

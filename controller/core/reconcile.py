@@ -39,6 +39,7 @@ from .ports import (
     RouterPort,
     VerifierPort,
     in_flight_many,
+    routed_pods,
 )
 from .revisions import History, revision_object
 from .spec import ModelServing, ValidationError, Verification, parse_modelserving
@@ -177,6 +178,7 @@ def _reconcile_once(
     for pod_obs in observed.leaving_routing:
         in_flight[pod_obs.name] = router.in_flight(namespace, pod_obs.name)
     observed.in_flight = in_flight
+    observed.routed = routed_pods(router, cluster, namespace, name, pods)
     result.observed = observed
     figures = _analysis_figures(metrics, namespace, name, ms, prev_status, now)
     the_plan = plan(ms, history, observed, now, status=prev_status, settings=settings, analysis_figures=figures)
@@ -232,7 +234,12 @@ def _reconcile_once(
         # next read of the state showed their load.
         every_pod = in_flight_many(router, namespace, view_pods)
         view_in_flight = in_flight if every_pod is None else every_pod
-        result.view = build_view(state_obj, view_pods, revs, view_in_flight, listed_at, observed=view_observed)
+        view_routed = observed.routed if view_observed is not None else routed_pods(
+            router, cluster, namespace, name, view_pods
+        )
+        result.view = build_view(
+            state_obj, view_pods, revs, view_in_flight, listed_at, observed=view_observed, routed=view_routed
+        )
 
 
 def _spec_moved_on(cluster: ClusterPort, namespace: str, name: str, generation: int) -> bool:

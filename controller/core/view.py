@@ -71,8 +71,10 @@ def build_view(
     now: float,
     *,
     observed: Observed | None = None,
+    routed: Mapping[str, float | None] | None = None,
 ) -> dict[str, Any]:
-    """``observed`` may be passed when the caller already observed these very pods."""
+    """``observed`` may be passed when the caller already observed these very pods. ``routed``:
+    the router's targets (``ports.routed_pods``), for the Routed gate; None: inferred from the pods."""
     meta = ms.get("metadata") or {}
     status = ms.get("status") or {}
     parsed = _parsed(ms)
@@ -125,6 +127,7 @@ def build_view(
         verification,
         expected,
         in_flight,
+        routed,
     )
     instances = []
     by_group: dict[int, list[dict[str, Any]]] = {}
@@ -262,6 +265,7 @@ class _ViewPass:
     verification: bool
     expected: Callable[[str, str], int]
     in_flight: Mapping[str, int]
+    routed: Mapping[str, float | None] | None = None
     shape: tuple[Any, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -333,6 +337,7 @@ def _group_part(group: GroupObs, vp: _ViewPass) -> _GroupPart:
         vp.shape,
         tuple([vp.expected(revision, role) for revision, role in pairs]),
         tuple(map(vp.in_flight.get, names)) if vp.in_flight else (),
+        None if vp.routed is None else tuple([vp.routed.get(n, False) for n in names]),
     )
     if memo is not None and memo[0] == key:
         return memo[2]
@@ -349,7 +354,9 @@ def _build_group_part(g: int, ordered: list[tuple[str, int, InstanceObs, list[Po
         draining_pods = [p for p in pods_sorted if p.draining]
         runs = vp.runs(inst, role)
         inflight = sum(int(in_flight.get(p.name, 0)) for p in pods_sorted) if in_flight else 0
-        gates = serving_gates.instance_gates(inst, expected, verification_required=vp.verification, pods=pods_sorted)
+        gates = serving_gates.instance_gates(
+            inst, expected, verification_required=vp.verification, pods=pods_sorted, routed=vp.routed
+        )
         part.gates.append(((g, role, ordinal), gates))
         part.serving.append((runs, gates.serving, gates.failed is not None))
         part.instances.append(

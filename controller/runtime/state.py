@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.core.ports import ClusterPort, RouterPort, in_flight_many
+from controller.core.ports import ClusterPort, RouterPort, in_flight_many, routed_pods
 from controller.core.view import build_view
 
 from .backend import get_clock, get_cluster, get_router
@@ -31,4 +31,11 @@ def current_state(
     ms = cluster.get_modelserving(namespace, name)
     pods = cluster.list_pods(namespace, name)
     revisions = cluster.list_revisions(namespace, name)
-    return build_view(ms, pods, revisions, in_flight_of(router, namespace, pods), get_clock().now())
+    return build_view(
+        ms,
+        pods,
+        revisions,
+        in_flight_of(router, namespace, pods),
+        get_clock().now(),
+        routed=routed_pods(router, cluster, namespace, name, pods),
+    )

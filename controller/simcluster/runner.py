@@ -33,7 +33,7 @@ from typing import Any
 
 from controller.core import naming, workqueue
 from controller.core.observe import Observed, observe
-from controller.core.ports import ClusterError, NotFound, Obj
+from controller.core.ports import ClusterError, NotFound, Obj, routed_pods
 from controller.core.reconcile import ReconcileResult
 
 from .convergence import is_converged
@@ -286,12 +286,14 @@ class Runner:
             ms = self.store.get_modelserving(ns, name)
         except NotFound:
             return None
+        pods = self.store.list_pods(ns, name)
         return self._build_view(
             ms,
-            self.store.list_pods(ns, name),
+            pods,
             self.store.list_revisions(ns, name),
             self.router.in_flight_by_pod(),
             self.loop.now(),
+            routed=routed_pods(self.router, self.cluster, ns, name, pods),
         )
 
     @property
@@ -446,12 +448,14 @@ class Runner:
             empty = {"spec": None, "currentRevision": None, "updateRevision": None, "conditions": [], "instances": []}
             self.trace.offer_frame(0.0, empty, [], force=True)
             return
+        pods = self.store.list_pods(s.namespace, s.ms_name)
         view = self._build_view(
             ms,
-            self.store.list_pods(s.namespace, s.ms_name),
+            pods,
             self.store.list_revisions(s.namespace, s.ms_name),
             self.router.in_flight_by_pod(),
             self.loop.now(),
+            routed=routed_pods(self.router, self.cluster, s.namespace, s.ms_name, pods),
         )
         self.trace.offer_frame(0.0, view, [], force=True)
 

@@ -129,3 +129,53 @@ def test_a_verification_of_another_revision_does_not_count():
     stale = {**PASSED, "revision": "rev0"}
     gates = gates_of(pod(0, scheduled=2, started=10, ready=40, verification=stale), verification=True)
     assert gates.highest == "Routed" and gates.failed is None
+
+
+def routed_gates(*pods, routed, verification=False):
+    inst = observe(list(pods)).groups[0].instances[("serve", 0)]
+    return instance_gates(inst, len(pods), verification_required=verification, routed=routed)
+
+
+READY_AT = 1796032840.0  # at(40)
+
+
+@pytest.mark.parametrize(
+    "routed,highest,waiting,routed_at",
+    [
+        (None, "Serving", None, READY_AT),
+        ({}, "Loaded", "Routed", None),
+        ({"ms-0-serve-0-1": None}, "Loaded", "Routed", None),
+        ({"ms-0-serve-0-0": None}, "Serving", None, READY_AT),
+        ({"ms-0-serve-0-0": READY_AT + 7.5}, "Serving", None, READY_AT + 7.5),
+        ({"ms-0-serve-0-0": READY_AT - 30}, "Serving", None, READY_AT),
+    ],
+    ids=[
+        "a router that keeps no table: Routed is inferred from the Ready pod, at its Ready time",
+        "a Ready pod missing from the router's table is Loaded and waits to be Routed",
+        "only the entry pod counts: a worker in the table does not route the instance",
+        "an entry in the table with no time of its own is Routed when it became Ready",
+        "an entry the router took 7.5 s after Ready is Routed then",
+        "a table time before Ready (a pod Ready again) is Routed no earlier than Loaded",
+    ],
+)
+def test_the_routed_gate_follows_the_routers_table(routed, highest, waiting, routed_at):
+    gates = routed_gates(pod(0, scheduled=2, started=10, ready=40), routed=routed)
+    assert (gates.highest, gates.waiting, gates.reached.get("Routed")) == (highest, waiting, routed_at)
+
+
+def test_a_draining_pod_the_router_still_lists_is_not_routed():
+    gates = routed_gates(pod(0, scheduled=2, started=10, ready=40, draining=True), routed={"ms-0-serve-0-0": None})
+    assert gates.highest == "Loaded"
+
+
+def test_the_funnel_shows_the_time_from_ready_to_routed():
+    from controller.core.gates import funnel
+
+    late = routed_gates(pod(0, scheduled=2, started=10, ready=40), routed={"ms-0-serve-0-0": READY_AT + 12})
+    prompt = routed_gates(pod(0, scheduled=2, started=10, ready=40), routed={"ms-0-serve-0-0": None})
+    waiting = routed_gates(pod(0, scheduled=2, started=10, ready=40), routed={})
+    rows = {
+        r["gate"]: r for r in funnel([((0, "serve", 0), late), ((1, "serve", 0), prompt), ((2, "serve", 0), waiting)])
+    }
+    assert rows["Routed"]["fromLoaded"] == {"instances": 2, "medianSeconds": 0.0, "maxSeconds": 12.0}
+    assert rows["Loaded"]["count"] == 1 and rows["Loaded"]["slowest"]["group"] == 2

@@ -25,7 +25,9 @@ def request_verifications(out: PlanBuilder) -> None:
             entry = inst.entry
             if entry is None or inst.being_removed or (group.ordinal, role, ordinal) in out.instance_removals:
                 continue
-            gates = instance_gates(inst, ctx.expected_pods(inst.revision, role), verification_required=True)
+            gates = instance_gates(
+                inst, ctx.expected_pods(inst.revision, role), verification_required=True, routed=ctx.observed.routed
+            )
             if ROUTED not in gates.reached:
                 continue
             passed = verification_passed(entry, inst.revision)

@@ -150,6 +150,16 @@ export function createRelease({ boot, initial, onReleases }) {
             ? `slowest: group ${slow.group} ${slow.role}-${slow.ordinal}, ${fmtSeconds((state.time ?? slow.since) - slow.since)} waiting for ${waitingOn || "—"}`
             : "",
           failed.has(f.gate) ? h("span", { class: "warn" }, ` · ${failed.get(f.gate)} failed here`) : null,
+          f.fromLoaded
+            ? h(
+                "span",
+                {
+                  class: "gate-from-loaded",
+                  title: "time from Ready (every pod Ready) to Routed (the router sends it requests), over the routed instances",
+                },
+                ` · Ready → Routed: median ${fmtSeconds(f.fromLoaded.medianSeconds)}, max ${fmtSeconds(f.fromLoaded.maxSeconds)}`,
+              )
+            : null,
         ),
       );
     });
@@ -162,7 +172,7 @@ export function createRelease({ boot, initial, onReleases }) {
     mount(
       byId("gate-funnel"),
       rows,
-      h("p", { class: "muted gate-note" }, what, " Ready (Kubernetes) is Loaded; Serving also needs the route and the verification."),
+      h("p", { class: "muted gate-note" }, what, " Ready (Kubernetes) is Loaded; Routed is when the router has the pod as a target; Serving also needs the verification."),
     );
   }
 
