@@ -171,6 +171,21 @@ class Canary:
         return any(step.set_weight is not None for step in self.steps)
 
 
+TRAFFIC_ROUTING_FIELD = "spec.rolloutStrategy.canary.trafficRouting"
+TRAFFIC_ROUTING_REQUIRED = (
+    "required on Kubernetes with setWeight steps: the weight is written to the Gateway API HTTPRoute "
+    "named in trafficRouting.gatewayAPI.httpRoute (nothing else routes by weight there)"
+)
+
+
+def kubernetes_refusal(canary: Canary | None) -> CanaryError | None:
+    """Why a canary cannot run on Kubernetes as written (setWeight steps without trafficRouting),
+    or None. The embedded cluster's router needs no trafficRouting."""
+    if canary is not None and canary.weighted and canary.gateway_api is None:
+        return CanaryError(TRAFFIC_ROUTING_FIELD, TRAFFIC_ROUTING_REQUIRED)
+    return None
+
+
 # Canary phases (``planner.canary``) after which the canary gets no new requests.
 WEIGHT_ZERO_PHASES = ("RolledBack", "Aborted", "Failed")
 

@@ -10,7 +10,7 @@ after every reconcile pass that left a weight in ``status.canary.weight`` (``syn
     port = the entry container's first ``containerPort`` (8000 when none is declared);
   - ``backendKind: InferencePool``: Gateway API Inference Extension pools
     (``inference.networking.k8s.io/v1``) of the same names, ``targetPorts`` the same port and
-    ``endpointPickerRef`` the picker the spec names;
+    ``endpointPickerRef`` the picker the spec names (port 9002 unless given);
 
 - the weights written to the HTTPRoute named in ``gatewayAPI.httpRoute`` (``gateway.networking.k8s.io/v1``),
   in the ModelServing's namespace: the rule written is the first rule whose ``backendRefs``
@@ -37,7 +37,7 @@ import logging
 from typing import Any
 
 from controller.core import naming
-from controller.core.canary import Canary, GatewayAPI
+from controller.core.canary import TRAFFIC_ROUTING_FIELD, TRAFFIC_ROUTING_REQUIRED, Canary, GatewayAPI
 from controller.core.ports import SERVICE, Conflict, NotFound, Obj
 from controller.core.revisions import owner_reference
 from controller.core.spec import ValidationError, parse_modelserving
@@ -50,6 +50,7 @@ HTTPROUTE_API_VERSION = f"{GATEWAY_GROUP}/{GATEWAY_VERSION}"
 INFERENCE_GROUP, INFERENCE_VERSION = "inference.networking.k8s.io", "v1"
 INFERENCEPOOL_API_VERSION = f"{INFERENCE_GROUP}/{INFERENCE_VERSION}"
 DEFAULT_PORT = 8000
+DEFAULT_PICKER_PORT = 9002  # the endpoint picker's gRPC port in the Inference Extension's examples
 STABLE, CANARY = "stable", "canary"
 
 
@@ -89,9 +90,7 @@ def backends(ms_obj: Obj, gateway: GatewayAPI, stable: str, canary: str) -> list
         }
         if gateway.backend_kind == "InferencePool":
             picker = gateway.endpoint_picker or {}
-            ref: dict[str, Any] = {"name": picker.get("name")}
-            if picker.get("port") is not None:
-                ref["port"] = {"number": picker["port"]}
+            ref = {"name": picker.get("name"), "port": {"number": picker.get("port") or DEFAULT_PICKER_PORT}}
             spec = {
                 "selector": {"matchLabels": _selector(name, revision)},
                 "targetPorts": [{"number": port}],
@@ -197,7 +196,7 @@ def sync(cluster: Any, namespace: str, name: str, status: Obj) -> dict[str, Any]
             namespace,
             name,
             reason="TrafficRoutingMissing",
-            message=TRAFFIC_ROUTING_REQUIRED,
+            message=f"{TRAFFIC_ROUTING_FIELD}: {TRAFFIC_ROUTING_REQUIRED}",
             type="Warning",
         )
         return None
@@ -215,9 +214,13 @@ def sync(cluster: Any, namespace: str, name: str, status: Obj) -> dict[str, Any]
     }
 
 
-TRAFFIC_ROUTING_REQUIRED = (
-    "setWeight steps need canary.trafficRouting.gatewayAPI.httpRoute on Kubernetes: "
-    "the weight is written to that HTTPRoute (nothing else routes by weight there)"
+NO_GATEWAY_API = (
+    "the cluster does not serve HTTPRoute (gateway.networking.k8s.io/v1): install the Gateway API CRDs "
+    "(and a Gateway implementation) for canary weights"
+)
+NO_INFERENCE_POOLS = (
+    "the cluster does not serve InferencePool (inference.networking.k8s.io/v1): install the Gateway API "
+    "Inference Extension's CRDs, or use backendKind Service"
 )
 
 
@@ -242,10 +245,14 @@ def _ensure_backend(cluster: Any, wanted: Obj) -> None:
             cluster.patch_owned(SERVICE, namespace, obj_name, {"spec": {"selector": wanted["spec"]["selector"]}})
         return
     api = cluster.api_client
+    what = f"inferencepool {namespace}/{obj_name}"
     try:
-        current = raw_json(api, "GET", _pool_path(namespace, obj_name), what=f"inferencepool {namespace}/{obj_name}")
+        current = raw_json(api, "GET", _pool_path(namespace, obj_name), what=what)
     except NotFound:
-        raw_json(api, "POST", _pool_path(namespace), body=wanted, what=f"create inferencepool {namespace}/{obj_name}")
+        try:
+            raw_json(api, "POST", _pool_path(namespace), body=wanted, what=f"create {what}")
+        except NotFound:
+            raise NotFound(f"{what}: {NO_INFERENCE_POOLS}") from None
         return
     if (current.get("spec") or {}) != wanted["spec"]:
         raw_json(
@@ -266,7 +273,12 @@ def _write_route(cluster: Any, ms_obj: Obj, route_name: str, refs: list[Obj]) ->
     try:
         route = raw_json(api, "GET", _route_path(namespace, route_name), what=what)
     except NotFound:
-        raw_json(api, "POST", _route_path(namespace), body=new_route(ms_obj, route_name, refs), what=f"create {what}")
+        try:
+            raw_json(
+                api, "POST", _route_path(namespace), body=new_route(ms_obj, route_name, refs), what=f"create {what}"
+            )
+        except NotFound:
+            raise NotFound(f"{what}: {NO_GATEWAY_API}") from None
         return
     rules = weighted_rules(route, ms_name, refs)
     if rules == ((route.get("spec") or {}).get("rules") or []):

@@ -37,6 +37,7 @@ from typing import Any
 
 import yaml
 
+from controller.core import canary as canary_rules
 from controller.core import mergepatch, naming, promql, safeyaml
 from controller.core.controls import ControlError
 from controller.core.ports import ClusterError, Conflict, NotFound
@@ -45,7 +46,7 @@ from controller.runtime import clustersettings, enqueue
 
 from ..models import AuditRecord
 from . import controls, masking, probe_advice
-from .cluster import get_cluster
+from .cluster import backend_name, get_cluster
 
 MAX_BYTES = 1_000_000
 # Deeper than any ModelServing (about 12 levels) by far; the API's JSON bodies have the same bound
@@ -219,6 +220,11 @@ def _parse(doc: Document):
     """The controller's own validation of a ModelServing document, and the installation's: the
     PromQL of its canary analysis must be one of the templates it allows (``core.promql``)."""
     parsed = parse_modelserving(doc.obj)
+    if backend_name() == "kubernetes":
+        # setWeight steps need an HTTPRoute to write to on Kubernetes (core.canary).
+        refused = canary_rules.kubernetes_refusal(parsed.canary)
+        if refused is not None:
+            raise ValidationError(refused.field, refused.rule)
     analysis = parsed.canary.analysis if parsed.canary is not None else None
     if analysis is not None and analysis.queries:
         try:

@@ -718,6 +718,96 @@ RESOURCES = {
     "scheduling.volcano.sh/v1beta1/podgroups": kmock.ResourceInfo(kind="PodGroup", namespaced=True),
 }
 
+# Gateway API and its Inference Extension: served only when a test installs their CRDs (without
+# them the API server answers 404 for the kind, as a cluster without the Gateway API does).
+HTTPROUTES = "gateway.networking.k8s.io/v1/httproutes"
+INFERENCEPOOLS = "inference.networking.k8s.io/v1/inferencepools"
+GATEWAY_RESOURCES = {
+    HTTPROUTES: kmock.ResourceInfo(kind="HTTPRoute", namespaced=True, subresources={"status"}),
+    INFERENCEPOOLS: kmock.ResourceInfo(kind="InferencePool", namespaced=True, subresources={"status"}),
+}
+MAX_BACKEND_WEIGHT = 1_000_000  # Gateway API: a backendRef's weight is 0..1,000,000
+
+
+def _cause(field: str, message: str, reason: str = "FieldValueInvalid") -> dict[str, str]:
+    return {"reason": reason, "message": message, "field": field}
+
+
+def _port_causes(field: str, port: Any) -> list[dict[str, str]]:
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        return [_cause(field, f"Invalid value: {port!r}: must be between 1 and 65535, inclusive")]
+    return []
+
+
+def httproute_causes(obj: dict[str, Any]) -> list[dict[str, str]]:
+    """What the Gateway API CRD's schema and CEL rules refuse in an HTTPRoute (the subset the
+    product writes): at most 32 parentRefs and 16 rules, at most 16 backendRefs a rule, each with a
+    name, a weight of 0..1,000,000 and, for a Service (the default kind), a port."""
+    spec = obj.get("spec") or {}
+    causes = []
+    if len(spec.get("parentRefs") or []) > 32:
+        causes.append(_cause("spec.parentRefs", "Too many: must have at most 32 items", "FieldValueTooMany"))
+    rules = spec.get("rules") or []
+    if len(rules) > 16:
+        causes.append(_cause("spec.rules", "Too many: must have at most 16 items", "FieldValueTooMany"))
+    for i, rule in enumerate(rules):
+        refs = (rule or {}).get("backendRefs") or []
+        if len(refs) > 16:
+            causes.append(_cause(f"spec.rules[{i}].backendRefs", "Too many: must have at most 16 items", "FieldValueTooMany"))
+        for j, ref in enumerate(refs):
+            where = f"spec.rules[{i}].backendRefs[{j}]"
+            if not ref.get("name"):
+                causes.append(_cause(f"{where}.name", "Required value", "FieldValueRequired"))
+            weight = ref.get("weight", 1)
+            if isinstance(weight, bool) or not isinstance(weight, int) or not 0 <= weight <= MAX_BACKEND_WEIGHT:
+                causes.append(
+                    _cause(f"{where}.weight", f"Invalid value: {weight!r}: must be between 0 and {MAX_BACKEND_WEIGHT}")
+                )
+            if ref.get("group", "") == "" and ref.get("kind", "Service") == "Service" and "port" not in ref:
+                causes.append(_cause(where, "Invalid value: Must have port for Service reference"))
+    return causes
+
+
+def service_causes(obj: dict[str, Any]) -> list[dict[str, str]]:
+    """What the API server refuses in a Service (the subset the product writes): ports are required
+    unless it is headless, each between 1 and 65535."""
+    spec = obj.get("spec") or {}
+    ports = spec.get("ports") or []
+    if not ports and spec.get("clusterIP") != "None":
+        return [_cause("spec.ports", "Required value", "FieldValueRequired")]
+    causes = []
+    for i, port in enumerate(ports):
+        causes += _port_causes(f"spec.ports[{i}].port", port.get("port"))
+    return causes
+
+
+def inferencepool_causes(obj: dict[str, Any]) -> list[dict[str, str]]:
+    """What the Inference Extension's v1 CRD refuses in an InferencePool (the subset the product
+    writes): a selector, 1-8 targetPorts, an endpointPickerRef with a name (and a port, for a
+    Service picker)."""
+    spec = obj.get("spec") or {}
+    causes = []
+    if not ((spec.get("selector") or {}).get("matchLabels")):
+        causes.append(_cause("spec.selector.matchLabels", "Required value", "FieldValueRequired"))
+    ports = spec.get("targetPorts") or []
+    if not 1 <= len(ports) <= 8:
+        causes.append(_cause("spec.targetPorts", "Invalid value: must have 1 to 8 items"))
+    for i, port in enumerate(ports):
+        causes += _port_causes(f"spec.targetPorts[{i}].number", (port or {}).get("number"))
+    picker = spec.get("endpointPickerRef") or {}
+    if not picker.get("name"):
+        causes.append(_cause("spec.endpointPickerRef.name", "Required value", "FieldValueRequired"))
+    if picker.get("kind", "Service") == "Service" and not (picker.get("port") or {}).get("number"):
+        causes.append(_cause("spec.endpointPickerRef", "Invalid value: port is required when kind is 'Service'"))
+    return causes
+
+
+GATEWAY_VALIDATORS = {
+    HTTPROUTES: httproute_causes,
+    INFERENCEPOOLS: inferencepool_causes,
+    "/v1/services": service_causes,
+}
+
 
 class RunningApiServer:
     """``ApiServerDouble`` + ``kmock.Server`` on 127.0.0.1 in a background thread's event loop."""
