@@ -179,6 +179,32 @@ def do_preview(client: Client, path: str, o: dict[str, Any]) -> int:
     return 0
 
 
+def do_advise(client: Client, path: str, o: dict[str, Any]) -> int:
+    """The strategy advisor: queue the advice, poll its job, print the advice (``--json``: as is)."""
+    change = {"role": o["q_role"], "image": o["q_image"]}
+    if o.get("q_container"):
+        change["container"] = o["q_container"]
+    body: dict[str, Any] = {"setImage": change}
+    for key in ("limit", "floor"):
+        if o.get(f"q_{key}") is not None:
+            body[key] = o[f"q_{key}"]
+    job = client.post(path, body)
+    while job.get("status") in ("queued", "running"):
+        time.sleep(0.5)
+        job = client.get(f"/api/previews/{job['id']}/")
+    if job.get("status") == "error":
+        raise ApiError(400, "advice failed", job.get("error") if isinstance(job.get("error"), dict) else None)
+    advice = job.get("result") or {}
+    lines = [f"floor: {advice.get('floor', {}).get('groups')} groups ({advice.get('floor', {}).get('why')})"]
+    for i, c in enumerate(advice.get("candidates") or []):
+        mark = "*" if i == advice.get("recommended") else ("=" if c.get("current") else " ")
+        lines.append(f"{mark}{i:>2}  {json.dumps(c.get('strategy'), separators=(',', ':'))}  {c.get('why')}")
+    lines.append(f"advice: {advice.get('summary')}")
+    lines.append(f"apply: apply-advice NAMESPACE/NAME --advice {advice.get('id')} --reason ...")
+    _emit(advice, o.get("output"), "\n".join(lines))
+    return 0
+
+
 def do_action(client: Client, action: dict[str, Any], o: dict[str, Any]) -> int:
     path, body, what = commands.action_request(action, o, _read_file)
     answer = client.post(path, body)
@@ -231,6 +257,8 @@ def run(argv: list[str], prog: str = "rolloutui") -> int:
             return do_get(client, path, o)
         if read.verb == "preview":
             return do_preview(client, path, o)
+        if read.verb == "advise":
+            return do_advise(client, path, o)
         if read.post:
             _emit(client.post(path, {k: v for k, v in query.items() if v is not None}), o.get("output"))
         else:

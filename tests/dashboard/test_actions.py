@@ -36,6 +36,9 @@ VALID = {
     "rollback": {"toRevision": 2},
     "scale": {"replicas": 3},
     "autoscale": {"maxReplicas": 4},
+    # The advisor's control: an advice (ADVICE: computed for the ModelServing as it then is, one
+    # candidate) applied: its change alone (the rollout is paused after abort: no candidate finishes).
+    "apply-advice": {"advice": "ADVICE", "keepStrategy": True},
     "delete": {},
     # A collection action: recreates the ModelServing the row above deleted (NAME is replaced).
     "apply": {"manifest": "NAME"},
@@ -46,6 +49,21 @@ def valid(action, ms) -> dict:
     values = dict(VALID[action.name])
     if values.get("manifest") == "NAME":
         values["manifest"] = json.dumps(manifest(ms["name"], partition=2))
+    if values.get("advice") == "ADVICE":
+        import uuid
+
+        from django.contrib.auth import get_user_model
+
+        from rolloutui.services import advisor
+
+        user = get_user_model().objects.filter(username="operator").first()
+        change = {"role": "decode", "image": "engine:v3"}
+        # Without an operator the request is refused before the advice is read: any id does.
+        values["advice"] = (
+            advisor.advise_for(user, ms["namespace"], ms["name"], set_image=change, limit=1, source="api")["id"]
+            if user is not None
+            else str(uuid.uuid4())
+        )
     return values
 
 
@@ -368,7 +386,7 @@ def test_the_cli_has_one_subcommand_per_action_and_one_flag_per_argument():
 
     parser = Command().create_parser("manage.py", "rollout")
     subparsers = next(a for a in parser._actions if a.dest == "command")
-    reading = ["list", "get", "status", "history", "diff", "audit", "preview"]
+    reading = ["list", "get", "status", "history", "diff", "audit", "preview", "advise"]
     assert list(subparsers.choices) == reading + [a.name for a in actions.all_actions()]
     for action in every_action():
         flags = {o for a in subparsers.choices[action.name]._actions for o in a.option_strings}
