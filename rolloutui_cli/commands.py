@@ -160,6 +160,22 @@ READS: tuple[Read, ...] = (
         ),
     ),
     Read(
+        "advise",
+        "Find the fastest rollout strategy for a set-image that keeps the floor (previews of candidate "
+        "strategies on a copy; simulated cluster only). Apply it with apply-advice --advice ID.",
+        MS + "advise/",
+        ("api-advise",),
+        "modelserving",
+        options=(
+            Option("role", "The role whose image changes.", required=True),
+            Option("image", "The new image.", required=True),
+            Option("container", "The container (default: the role's first)."),
+            Option("limit", "Simulate at most this many candidates (default 12).", int),
+            Option("floor", "Keep at least this many groups (default: derived).", int),
+        ),
+        post=True,
+    ),
+    Read(
         "audit",
         "The audit trail, newest first (of one ModelServing when given).",
         "/api/audit/",
@@ -309,6 +325,7 @@ def _outputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-o", "--output", choices=("json", "yaml"), help="Print the API's answer as JSON or YAML (for scripts)."
     )
+    parser.add_argument("--json", dest="output", action="store_const", const="json", help="The same as -o json.")
 
 
 def _connection() -> argparse.ArgumentParser:
