@@ -1,7 +1,7 @@
 // Releases page: environments (what runs on each target, live), model versions per model, and the
 // history of releases with who and why. Every button runs an action of the action registry through
 // the REST API: the page carries the registry's description of the release actions
-// (`rollout-actions`: approve, deprecate, deploy, rollback-release, promote-release, each with its
+// (`rollout-actions`: approve, deprecate, deploy, rollback-release, rollback-layer, promote-release, each with its
 // label, fields, permission and `urlTemplate`), and builds each row's URL from the row's keys.
 //
 // Data: json_script "releases-data" ({environments, versions, history}) at load, then the REST API:
@@ -220,6 +220,78 @@ async function openReleaseAction(action, keys) {
   if (afterOpen) afterOpen();
 }
 
+// Rollback by layer: the live release's layers side by side with what taking each back to the
+// previous release's value would change; a button per layer picks it, the reason confirms.
+function openLayerRollback(action, keys) {
+  const release = data.history.find((r) => r.target.namespace === keys.namespace && r.target.name === keys.name && r.number === keys.number);
+  let chosen = null;
+  const list = h("div", { class: "layer-list", "data-testid": "layer-rollback" }, h("p", { class: "muted" }, "Reading the layers…"));
+  const picked = h("p", { class: "muted", "data-testid": "layer-picked" }, "Pick the layer to roll back.");
+  const pick = (layer, buttons) => {
+    chosen = layer;
+    for (const [name, b] of buttons) b.classList.toggle("btn-danger-solid", name === layer);
+    picked.textContent = `The ${layer} goes back to the previous release's; every other layer stays as ${release.label} has it.`;
+    byId("dialog-confirm").textContent = `Roll back the ${layer}`;
+  };
+  api(urlOf(action, keys).replace(/[^/]+\/?$/, "change"))
+    .then((change) => {
+      const options = change.layerRollback || { previous: null, layers: [] };
+      if (!options.previous) {
+        mount(list, h("p", { class: "muted" }, `${release.label} is the first release on its target: there is no earlier layer to go back to.`));
+        return;
+      }
+      const buttons = new Map();
+      mount(
+        list,
+        h("p", null, "Previous release: ", h("b", null, options.previous.label || `r${options.previous.number}`)),
+        options.layers.map((entry) => {
+          const changes = entry.changes || [];
+          const button = h(
+            "button",
+            {
+              class: "btn btn-xs btn-danger",
+              type: "button",
+              disabled: !changes.length,
+              title: changes.length ? `Roll back only the ${entry.layer}` : `the ${entry.layer} is the previous release's already`,
+              "data-testid": `rollback-layer-${entry.layer}`,
+              onclick: () => pick(entry.layer, buttons),
+            },
+            `Roll back ${entry.layer}`,
+          );
+          buttons.set(entry.layer, button);
+          return h(
+            "div",
+            { class: "layer", dataset: { layer: entry.layer, changed: changes.length ? "yes" : "no" } },
+            h("h4", null, entry.layer, " ", button, " ", changes.length ? null : h("span", { class: "unchanged" }, "same as the previous release")),
+            changes.length
+              ? h(
+                  "table",
+                  { class: "table compact" },
+                  h("thead", null, h("tr", null, h("th", null, "Role"), h("th", null, "Field"), h("th", null, "Now"), h("th", null, "After"))),
+                  h(
+                    "tbody",
+                    null,
+                    changes.map((c) => h("tr", null, h("td", null, c.role), h("td", { class: "mono" }, c.field), h("td", null, String(c.from ?? "—")), h("td", null, String(c.to ?? "—")))),
+                  ),
+                )
+              : null,
+          );
+        }),
+      );
+    })
+    .catch((err) => mount(list, h("p", { class: "field-error" }, err.message)));
+  dialog.open({
+    title: `${action.label}: ${release.label}`,
+    body: [h("p", null, action.help), list, picked],
+    confirm: "Roll back the layer",
+    danger: true,
+    onConfirm: (reason) => {
+      if (!chosen) return Promise.reject(new Error("Pick a layer first."));
+      return post(urlOf(action, keys), { layer: chosen, reason });
+    },
+  });
+}
+
 function openVersionAction(action, keys) {
   const v = data.versions.find((x) => x.model === keys.model && x.version === keys.version);
   dialog.open({
@@ -393,6 +465,8 @@ function renderHistory() {
           const notes = [
             r.restores ? `rollback to r${r.restores}` : null,
             r.promotedFrom ? `promoted from ${r.promotedFrom.environment} r${r.promotedFrom.number}` : null,
+            // Layers rolled back on this release (rollback-layer), latest last.
+            ...(r.events || []).filter((e) => e.layerRollback).map((e) => `${e.layerRollback.layer} back to r${e.layerRollback.to}'s`),
           ].filter(Boolean);
           return h(
             "tr",
@@ -417,6 +491,7 @@ function renderHistory() {
               { class: "rel-actions" },
               r.status === "Pending" ? actionButton("deploy", keys, { onOpen: openReleaseAction, label: "Deploy…", ...deployRefusal(r) }) : null,
               r.status !== "Pending" && !isLive ? actionButton("rollback-release", keys, { onOpen: openReleaseAction, label: "Roll back to this…" }) : null,
+              isLive && r.status !== "Pending" ? actionButton("rollback-layer", keys, { onOpen: openLayerRollback, label: "Roll back a layer…", testid: "open-layer-rollback" }) : null,
               r.status === "Serving" && promotionDestinations(r).length > 0
                 ? actionButton("promote-release", keys, { onOpen: openReleaseAction, label: "Promote…" })
                 : null,
