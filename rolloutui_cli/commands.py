@@ -19,6 +19,7 @@ TARGETS: dict[str, tuple[str, str]] = {
     "modelversion": ("MODEL:VERSION", r"(?P<model>[^:/\s]+):(?P<version>[^/\s]+)"),
     "deploymentrevision": ("NAMESPACE/NAME/rN", r"(?P<namespace>[^/\s]+)/(?P<name>[^/\s]+)/r?(?P<number>[0-9]{1,9})"),
     "environment": ("NAME", r"(?P<name>[^/\s]+)"),
+    "pod": ("NAMESPACE/POD", r"(?P<namespace>[^/\s]+)/(?P<name>[^/\s]+)"),
 }
 
 

@@ -42,10 +42,11 @@ import uuid
 from typing import Any
 
 import kubernetes
+import urllib3
 
 from controller.core import naming
 from controller.core.ports import PODGROUP, SERVICE, ClusterError, Conflict, NotFound, Obj
-from controller.k8s.client import MERGE_PATCH, Forbidden, build_api_client, call_json, raw_json
+from controller.k8s.client import MERGE_PATCH, Forbidden, build_api_client, call_json, raw_json, translate
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,27 @@ EVENT_COMPONENT = "rolloutui-controller"
 
 def rfc3339_now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# Bounds of what the pod panel reads from the API server.
+POD_EVENTS_LIMIT = 200
+POD_LOG_MAX_LINES = 1000
+POD_LOG_MAX_BYTES = 256 * 1024
+
+
+def _stamp_seconds(stamp: Any) -> float | None:
+    """RFC 3339 (an Event's timestamps, a log line's ``--timestamps`` prefix) -> epoch seconds."""
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    text = stamp.replace("Z", "+00:00")
+    head, dot, rest = text.partition(".")
+    if dot:  # nanoseconds (the kubelet's log stamps) -> microseconds, which Python reads
+        digits = "".join(ch for ch in rest if ch.isdigit())
+        text = f"{head}.{digits[:6]}{rest[len(digits) :]}"
+    try:
+        return datetime.datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return None
 
 
 class KubernetesCluster:
@@ -229,6 +251,75 @@ class KubernetesCluster:
         return _with_kind(
             call_json(self.core.read_namespaced_pod, name, namespace, what=f"pod {namespace}/{name}"), "v1", "Pod"
         )
+
+    def list_events(self, *, limit: int = 500) -> list[Obj]:
+        """core/v1 Events of every namespace, newest first (at most ``limit``; the API server keeps
+        them an hour by default), each with ``t`` (epoch seconds of its last occurrence)."""
+        body = call_json(self.core.list_event_for_all_namespaces, limit=limit, what="list events")
+        events = []
+        for e in body.get("items", []):
+            involved = e.get("involvedObject") or {}
+            events.append(
+                {
+                    "t": _stamp_seconds(e.get("lastTimestamp") or e.get("eventTime") or e.get("firstTimestamp")),
+                    "namespace": involved.get("namespace") or (e.get("metadata") or {}).get("namespace") or "",
+                    "kind": involved.get("kind") or "",
+                    "name": involved.get("name") or "",
+                    "type": e.get("type") or "Normal",
+                    "reason": e.get("reason") or "",
+                    "message": e.get("message") or "",
+                    "count": e.get("count") or 1,
+                }
+            )
+        events.sort(key=lambda e: e["t"] or 0.0, reverse=True)
+        return events
+
+    def pod_events(self, namespace: str, name: str) -> list[Obj]:
+        """The pod's core/v1 Events (``involvedObject`` the pod), oldest first (``kubectl describe
+        pod``'s list); at most ``POD_EVENTS_LIMIT``. Raises NotFound for an unknown pod."""
+        self.get_pod(namespace, name)
+        body = call_json(
+            self.core.list_namespaced_event,
+            namespace,
+            field_selector=f"involvedObject.kind=Pod,involvedObject.name={name}",
+            limit=POD_EVENTS_LIMIT,
+            what=f"events of pod {namespace}/{name}",
+        )
+        events = [
+            {**e, "t": _stamp_seconds(e.get("lastTimestamp") or e.get("eventTime") or e.get("firstTimestamp"))}
+            for e in body.get("items", [])
+        ]
+        events.sort(key=lambda e: e["t"])
+        return events
+
+    def pod_log(self, namespace: str, name: str, *, tail: int = 200) -> list[Obj]:
+        """The last ``tail`` lines (at most ``POD_LOG_MAX_LINES``, and ``POD_LOG_MAX_BYTES``) of the
+        pod's first container, from the API's log endpoint with timestamps; each line
+        ``{"t", "time", "line"}``. Raises NotFound."""
+        tail = max(0, min(int(tail), POD_LOG_MAX_LINES))
+        if not tail:
+            return []
+        try:
+            response = self.core.read_namespaced_pod_log(
+                name,
+                namespace,
+                tail_lines=tail,
+                limit_bytes=POD_LOG_MAX_BYTES,
+                timestamps=True,
+                _preload_content=False,
+                _request_timeout=10,
+            )
+        except kubernetes.client.exceptions.ApiException as exc:
+            raise translate(exc, f"log of pod {namespace}/{name}") from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise ClusterError(f"log of pod {namespace}/{name}: cannot reach the API server ({exc})") from exc
+        text = response.data.decode("utf-8", errors="replace") if response.data else ""
+        out = []
+        for raw in text.splitlines()[-tail:]:
+            stamp, _, line = raw.partition(" ")
+            t = _stamp_seconds(stamp)
+            out.append({"t": t, "time": stamp, "line": line} if t else {"t": None, "time": "", "line": raw})
+        return out
 
     def create_pod(self, pod: Obj) -> Obj:
         body = self._owned(pod, "pod")

@@ -213,6 +213,11 @@ def pod_log(pod: Obj, now: float, *, requests: list[Obj] | tuple = (), tail: int
     started = c.get("startedAt")
     if started is not None and (c.get("state") == "running" or state.get("phase") != RUNNING):
         lines.append(_line(started, f"INFO:     Starting the model server, image {image}"))
+        spec = next((x for x in (pod.get("spec") or {}).get("containers") or [] if x.get("name") == c.get("name")), {})
+        words = [str(w) for w in (spec.get("command") or []) + (spec.get("args") or [])]
+        if words:
+            # As engines print their command line at start (readers who may not operate see it masked).
+            lines.append(_line(started, "INFO:     command line: " + " ".join(words)))
         lines.append(_line(started, "INFO:     Loading model weights"))
         ready_at = _ready_at(pod)
         load_end = c.get("at") if c.get("step") == STEP_LOADED else ready_at

@@ -133,6 +133,71 @@ class HistoryQuerySerializer(serializers.Serializer):
         help_text="Only points after this cluster time.",
         error_messages={"invalid": "since must be a number (cluster seconds)"},
     )
+    # "from" is a Python keyword: declared in get_fields.
+    to = serializers.FloatField(
+        required=False,
+        help_text="Only points up to this cluster time (a time range's end).",
+        error_messages={"invalid": "to must be a number (cluster seconds)"},
+    )
+    points = serializers.IntegerField(
+        required=False,
+        min_value=2,
+        max_value=5000,
+        help_text="At most this many points: a longer range is downsampled on the server (default 600).",
+        error_messages={"invalid": "points must be an integer from 2 to 5000"},
+    )
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["from"] = serializers.FloatField(
+            required=False,
+            help_text="Only points from this cluster time on (a time range's start).",
+            error_messages={"invalid": "from must be a number (cluster seconds)"},
+        )
+        return fields
+
+    def validate(self, attrs):
+        if attrs.get("from") is not None and attrs.get("to") is not None and attrs["from"] > attrs["to"]:
+            raise serializers.ValidationError({"from": "from must not be after to"})
+        return attrs
+
+
+class EventsQuerySerializer(serializers.Serializer):
+    """Filters of the Events feed (``services.events.feed``); empty values are no filter."""
+
+    namespace = serializers.CharField(required=False, allow_blank=True, help_text="Only this namespace.")
+    workload = serializers.CharField(
+        required=False, allow_blank=True, help_text="Only this workload: NAME or NAMESPACE/NAME."
+    )
+    action = serializers.CharField(
+        required=False, allow_blank=True, help_text="An audit action, event reason or notification kind."
+    )
+    who = serializers.CharField(required=False, allow_blank=True, help_text="The acting user (or controller).")
+    type = serializers.ChoiceField(
+        choices=["audit", "event", "notification"], required=False, allow_blank=True, help_text="Only this type."
+    )
+    since = serializers.FloatField(
+        required=False,
+        help_text="Only items after this time (epoch seconds).",
+        error_messages={"invalid": "since must be a number (epoch seconds)"},
+    )
+    limit = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=500,
+        help_text="At most this many items (default 100).",
+        error_messages={"invalid": "limit must be an integer from 1 to 500"},
+    )
+
+
+class PodLogQuerySerializer(serializers.Serializer):
+    tail = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=1000,
+        help_text="The last this many lines (default 200).",
+        error_messages={"invalid": "tail must be an integer from 1 to 1000"},
+    )
 
 
 class AuditQuerySerializer(serializers.Serializer):

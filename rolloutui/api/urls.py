@@ -16,6 +16,9 @@ MS = actions.MODELSERVING.route
 
 ISVC = actions.INFERENCESERVICE.route
 
+# One pod by namespace and name (the topology cell's pod panel): its events and its log.
+POD = r"^pods/(?P<namespace>[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)/(?P<name>[a-z0-9](?:[-.a-z0-9]*[a-z0-9])?)"
+
 # Paths under a ModelServing that are not actions (an action of the same name would be hidden).
 RESOURCES = [
     re_path(MS + r"/history/?$", views.History.as_view(), name="api-history"),
@@ -69,6 +72,9 @@ urlpatterns = [
     re_path(ISVC + r"/preview/?$", views.InferenceServicePreview.as_view(), name="api-inferenceservice-preview"),
     path("manifests/validate", views.ValidateManifest.as_view(), name="api-manifest-validate"),
     path("audit/", views.AuditList.as_view(), name="api-audit"),
+    path("events/", views.EventList.as_view(), name="api-events"),
+    re_path(POD + r"/events/?$", views.PodEvents.as_view(), name="api-pod-events"),
+    re_path(POD + r"/log/?$", views.PodLog.as_view(), name="api-pod-log"),
     path("notifications/deliveries/", views.NotificationDeliveryList.as_view(), name="api-notification-deliveries"),
     re_path(r"^request-records/?$", views.RequestRecords.as_view(), name="api-request-records"),
     path("auth/token/", views.TokenView.as_view(), name="api-token"),

@@ -38,11 +38,13 @@ from rolloutui.services import (
     audit,
     autoscale,
     cluster,
+    events,
     kserve,
     kserve_controls,
     manifests,
     notifications,
     origin,
+    pods,
     preview,
     records,
     simulation,
@@ -315,7 +317,24 @@ class History(ServiceView):
     @extend_schema(parameters=[s.HistoryQuerySerializer], responses=OpenApiTypes.OBJECT)
     def get(self, request, namespace, name):
         q = self.validated(s.HistoryQuerySerializer, request.query_params)
-        return Response(state.progress_history(namespace, name, since=q.get("since")))
+        ranged = (
+            any(q.get(key) is not None for key in ("from", "to", "points"))
+            or request.query_params.get("range") == "rollout"
+        )
+        if not ranged:
+            return Response(state.progress_history(namespace, name, since=q.get("since")))
+        # A time range (the charts' 15 min, 1 h, 6 h, the rollout, custom): {"points", "from", "to",
+        # "stored", "downsampled"}, at most ``points`` points.
+        return Response(
+            state.history_range(
+                namespace,
+                name,
+                start=q.get("from"),
+                end=q.get("to"),
+                rollout=request.query_params.get("range") == "rollout",
+                points=q.get("points") or state.DEFAULT_POINTS,
+            )
+        )
 
 
 class Capacity(ServiceView):
@@ -363,6 +382,36 @@ class Pods(ServiceView):
     def get(self, request, namespace, name):
         q = self.validated(s.PodQuerySerializer, request.query_params)
         return Response(state.list_pods(namespace, name, **q))
+
+
+class PodEvents(ServiceView):
+    """The pod's events, oldest first (scheduled, pulled, started, probe failures, back-off,
+    kills): on Kubernetes the Events whose involvedObject is the pod (``services.pods``)."""
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, namespace, name):
+        return Response(pods.events(request.user, namespace, name))
+
+
+class PodLog(ServiceView):
+    """The last lines of the pod's engine container (``?tail=``, at most 1000): on Kubernetes the
+    API's log endpoint. Masked as manifests are for whoever may not operate in the namespace."""
+
+    @extend_schema(parameters=[s.PodLogQuerySerializer], responses=OpenApiTypes.OBJECT)
+    def get(self, request, namespace, name):
+        q = self.validated(s.PodLogQuerySerializer, request.query_params)
+        return Response(pods.log(request.user, namespace, name, tail=q.get("tail") or pods.DEFAULT_TAIL))
+
+
+class EventList(ServiceView):
+    """Every audit record, cluster event and notification delivery the user may see, newest first
+    (``services.events``). Filters: namespace, workload, action, who, type, since; limit."""
+
+    @extend_schema(parameters=[s.EventsQuerySerializer], responses=OpenApiTypes.OBJECT)
+    def get(self, request):
+        q = self.validated(s.EventsQuerySerializer, request.query_params)
+        filters = {key: value for key, value in q.items() if value not in (None, "")}
+        return Response(events.feed(request.user, **filters))
 
 
 class AuditPagination(PageNumberPagination):

@@ -244,6 +244,73 @@ def progress_history(
     return newest
 
 
+DEFAULT_POINTS = 600
+
+
+def history_range(
+    namespace: str,
+    name: str,
+    *,
+    start: float | None = None,
+    end: float | None = None,
+    rollout: bool = False,
+    points: int = DEFAULT_POINTS,
+) -> dict[str, Any]:
+    """The stored progress points between ``start`` and ``end`` (cluster seconds; None: open), at
+    most ``points`` of them: a longer run is downsampled on the server to the last point of each of
+    ``points`` equal time buckets (the charts draw steps, so the last value of a bucket is the one
+    that held at its end). ``rollout``: from the first point of the newest revision rolled out (the
+    trailing run of points with the newest ``updateRevision``) instead of ``start``.
+
+    Returns ``{"points", "from", "to", "stored": {"from", "to"} (the whole stored history),
+    "downsampled": bool}``. Reads at most the stored samples of one ModelServing (the sampler keeps
+    ``controller.runtime.progress.MAX_SAMPLES``). Raises ``NotFound``."""
+    from controller.models import ProgressSample
+
+    obj = get_cluster().get_modelserving(namespace, name)
+    rows = ProgressSample.objects.filter(namespace=namespace, name=name)
+    created = _seconds((obj.get("metadata") or {}).get("creationTimestamp"))
+    if created is not None:
+        rows = rows.filter(t__gte=created - 1.0)
+    stored = rows.order_by("t").values_list("t", flat=True)
+    first, last = stored.first(), rows.order_by("-t").values_list("t", flat=True).first()
+    if rollout and last is not None:
+        newest = None
+        start = first
+        for t, data in rows.order_by("-t").values_list("t", "data").iterator(chunk_size=500):
+            revision = (data or {}).get("updateRevision")
+            if newest is None:
+                newest = revision
+            elif revision != newest:
+                break
+            start = t
+    if start is not None:
+        rows = rows.filter(t__gte=start)
+    if end is not None:
+        rows = rows.filter(t__lte=end)
+    found = list(rows.order_by("t").values_list("t", "data"))
+    downsampled = len(found) > points
+    if downsampled:
+        lo = start if start is not None else found[0][0]
+        hi = end if end is not None else found[-1][0]
+        width = max(hi - lo, 1e-9) / points
+        kept: dict[int, dict] = {}
+        for t, data in found:
+            kept[min(points - 1, int((t - lo) / width))] = data  # the last point of each bucket
+        chosen = [kept[k] for k in sorted(kept)]
+        if found[0][1] is not chosen[0]:
+            chosen = [found[0][1], *chosen[1:]] if len(chosen) >= points else [found[0][1], *chosen]
+    else:
+        chosen = [data for _, data in found]
+    return {
+        "points": chosen,
+        "from": start,
+        "to": end,
+        "stored": {"from": first, "to": last},
+        "downsampled": downsampled,
+    }
+
+
 def _seconds(stamp: Any) -> float | None:
     """RFC 3339 (as creationTimestamp is written) -> epoch seconds, the clocks' unit; None if unreadable."""
     import datetime

@@ -33,6 +33,8 @@ resources with one that behaves like the real API server where it matters:
   it is the cluster admin (the tests' kubelet and fixtures); ``POST
   /apis/authorization.k8s.io/v1/subjectaccessreviews`` answers ``status.allowed`` from the same rules
   (and asking needs ``create`` on ``subjectaccessreviews`` itself);
+- a pod's ``log`` subresource (the lines a test put in ``pod_logs``; ``tailLines``, ``limitBytes``,
+  ``timestamps``) and ``fieldSelector`` equality terms on lists (events by ``involvedObject.name``);
 - labels as the API server checks them (qualified-name keys: prefix <= 253, name <= 63; values
   <= 63), 422 otherwise;
 - WATCH from a resourceVersion (replaying the event log) or from "now" (ADDED for every object),
@@ -184,6 +186,8 @@ class ApiServerDouble(kmock.KubernetesEmulator):
         self.schemas: dict[str, dict[str, Any]] = {}
         # fn(user, verb, resource, subresource, namespace, name) -> bool; None: no RBAC.
         self.authorizer: Any = None
+        # (namespace, pod) -> [(RFC 3339 stamp, line)]: what ``GET .../pods/{name}/log`` serves.
+        self.pod_logs: dict[tuple[str | None, str], list[tuple[str, str]]] = {}
         self._request_params: dict[str, str] = {}
         self._warnings: list[str] = []
 
@@ -239,6 +243,8 @@ class ApiServerDouble(kmock.KubernetesEmulator):
         self._authorize(request.headers.get("Impersonate-User"), method, params, resource, sub, ns, name)
         if method == "GET" and params.get("watch") in ("true", "1"):
             return await self._watch(request, resource)
+        if method == "GET" and resource == "/v1/pods" and sub == "log":
+            return self._pod_log((resource, ns, name), params)
         if method == "GET" and name is None:
             return self._json(self._list(resource, ns, params))
         if method == "GET":
@@ -306,12 +312,36 @@ class ApiServerDouble(kmock.KubernetesEmulator):
             raise _error(404, "NotFound", f'{key[0].rsplit("/", 1)[-1]} "{key[2]}" not found')
         return copy.deepcopy(obj)
 
+    def _pod_log(self, key: Key, params: dict[str, str]) -> aiohttp.web.Response:
+        """``GET .../pods/{name}/log``: the lines a test gave the pod's container (``pod_logs``),
+        ``tailLines`` and ``limitBytes`` applied as the kubelet applies them (the last lines, then
+        at most that many bytes), each prefixed by its RFC 3339 stamp with ``timestamps=true``."""
+        self._get(key)  # 404 for an unknown pod
+        lines = list(self.pod_logs.get((key[1], key[2]), []))
+        if params.get("tailLines"):
+            lines = lines[-int(params["tailLines"]) :] if int(params["tailLines"]) else []
+        stamped = params.get("timestamps") in ("true", "1")
+        text = "".join(f"{t} {line}\n" if stamped else f"{line}\n" for t, line in lines)
+        if params.get("limitBytes"):
+            text = text.encode()[: int(params["limitBytes"])].decode(errors="ignore")
+        return aiohttp.web.Response(text=text, content_type="text/plain")
+
     def _list(self, resource: str, ns: str | None, params: dict[str, str]) -> dict[str, Any]:
         terms = parse_selector(params.get("labelSelector"))
+        fields = [t.split("=", 1) for t in (params.get("fieldSelector") or "").split(",") if "=" in t]
+
+        def field_value(obj: dict[str, Any], path: str) -> Any:
+            for part in path.split("."):
+                obj = obj.get(part) if isinstance(obj, dict) else None
+            return obj
+
         items = [
             copy.deepcopy(obj)
             for (res, obj_ns, _), obj in sorted(self.store.items(), key=lambda kv: (kv[0][1] or "", kv[0][2]))
-            if res == resource and (ns is None or obj_ns == ns) and selector_matches(terms, obj)
+            if res == resource
+            and (ns is None or obj_ns == ns)
+            and selector_matches(terms, obj)
+            and all(str(field_value(obj, path)) == value for path, value in fields)
         ]
         return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": str(self.rv)}, "items": items}
 
@@ -704,7 +734,7 @@ INFERENCESERVICES = "serving.kserve.io/v1beta1/inferenceservices"
 # What the adapter tests need served: our CRD (with its status subresource) and the built-ins.
 RESOURCES = {
     MODELSERVINGS: kmock.ResourceInfo(kind="ModelServing", namespaced=True, subresources={"status", "scale"}),
-    "v1/pods": kmock.ResourceInfo(kind="Pod", namespaced=True, subresources={"status"}),
+    "v1/pods": kmock.ResourceInfo(kind="Pod", namespaced=True, subresources={"status", "log"}),
     "v1/events": kmock.ResourceInfo(kind="Event", namespaced=True),
     "apps/v1/controllerrevisions": kmock.ResourceInfo(kind="ControllerRevision", namespaced=True),
     "coordination.k8s.io/v1/leases": kmock.ResourceInfo(kind="Lease", namespaced=True),

@@ -165,6 +165,7 @@ class World:
     granted_viewer: object
     releases: tuple[int, ...]
     preview_job: str
+    pod: str  # a running pod of the ModelServing (its events and log)
 
 
 def _user(django_user_model, username: str, group: str | None = None):
@@ -212,6 +213,17 @@ def world(db, django_user_model) -> World:
         kube.clock.t += 1
         tick(kube)
 
+    # The ModelServing's pods run (the simulated kubelet's log prints the engine's command line).
+    for step in range(1, 40):
+        reconcile(MS_NAME, NAMESPACE)
+        tick(c, now=c.clock.now() + step * 2.0)
+    pods = c.list_pods(NAMESPACE, MS_NAME)
+    pod = next(
+        p["metadata"]["name"]
+        for p in pods
+        if any("running" in (cs.get("state") or {}) for cs in p["status"].get("containerStatuses") or [])
+    )
+
     # The releases: model versions whose artifact URIs carry credentials, an environment, v1 deployed
     # (its artifact URI written into the ModelServing's env, MODEL_URI: a third revision) and v2 planned
     # (what deploying it would change shows both URIs).
@@ -240,7 +252,7 @@ def world(db, django_user_model) -> World:
     reconcile(MS_NAME, NAMESPACE)
     # The operator's preview job (only its owner may read it; queued: no worker runs here).
     job = preview.start(operator, NAMESPACE, MS_NAME, set_image={"role": "decode", "image": "engine:v3"}, source="api")
-    return World(s, operator, viewer, granted_viewer, tuple(planned), str(job.pk))
+    return World(s, operator, viewer, granted_viewer, tuple(planned), str(job.pk), pod)
 
 
 # -- Finding a secret in an answer -----------------------------------------------------------------------------
@@ -367,6 +379,7 @@ def bindings(w: World) -> list[dict[str, str]]:
         {"model": MODEL, "version": VERSION_2},
         {"name": ENVIRONMENT},
         {"job_id": w.preview_job},
+        {"namespace": NAMESPACE, "name": w.pod},
     ]
 
 

@@ -47,7 +47,7 @@ from controller.core.kserve.materialize import LABEL_ISVC
 from controller.core.ports import Conflict, NotFound, Obj, SharedObjects
 from controller.core.spec import headline
 from controller.models import SimClock, SimNode, SimObject, SimTraffic
-from controller.simcluster import objects, physics
+from controller.simcluster import objects, physics, podlog
 from controller.simcluster.config import ClusterConfig
 from controller.simcluster.objects import Invalid, owner_name, rfc3339
 
@@ -447,6 +447,22 @@ class DatabaseCluster:
     def get_pod(self, namespace: str, name: str) -> Obj:
         return self._row(POD, namespace, name).data
 
+    def list_events(self, *, limit: int = 500) -> list[Obj]:
+        """The newest events recorded on the cluster (``record_event``), newest first; at most
+        ``limit`` (the list keeps ``RedisTraffic.EVENTS_KEPT``, for an hour). [] without Redis."""
+        return self.traffic.events(limit=limit) if self.traffic is not None else []
+
+    def pod_events(self, namespace: str, name: str) -> list[Obj]:
+        """The pod's events as the kubelet and scheduler report them (``podlog.pod_events``); NotFound."""
+        return podlog.pod_events(self.get_pod(namespace, name), self._now())
+
+    def pod_log(self, namespace: str, name: str, *, tail: int = 200) -> list[Obj]:
+        """The last ``tail`` lines of the pod's engine log (``podlog.pod_log``), with the requests its
+        engine served and serves (``RedisTraffic.requests_of``); NotFound."""
+        pod = self.get_pod(namespace, name)
+        requests = self.traffic.requests_of(namespace, name) if self.traffic is not None else []
+        return podlog.pod_log(pod, self._now(), requests=requests, tail=tail)
+
     def create_pod(self, pod: Obj) -> Obj:
         uid = str(uuid.uuid4())
         pod = objects.named(pod, uid)  # metadata.generateName (a ReplicaSet's pods)
@@ -717,7 +733,21 @@ class DatabaseCluster:
     # -- Events ---------------------------------------------------------------------------------------
 
     def record_event(self, namespace: str, ms_name: str, *, reason: str, message: str, type: str = "Normal") -> None:
-        # Events do not wake the controller (it wrote them); they go to the structured log.
+        # Events do not wake the controller (it wrote them); they go to the structured log, and
+        # to the cluster's event list in Redis (``list_events``; the Events page).
+        if self.traffic is not None:
+            self.traffic.add_event(
+                {
+                    "t": self._now(),
+                    "wall": time.time(),
+                    "namespace": namespace,
+                    "kind": naming.KIND,
+                    "name": ms_name,
+                    "type": type,
+                    "reason": reason,
+                    "message": message[:1024],
+                }
+            )
         log.info(
             "event %s %s/%s: %s",
             type,

@@ -39,15 +39,18 @@ import logging
 import math
 import random
 
+import orjson
 import redis
 from django.db.models import F
 
 from controller.core.kserve.materialize import LABEL_ISVC
 from controller.core.ports import Obj
+from controller.core.spec import DEFAULT_TRAFFIC, Traffic, ValidationError, parse_traffic
 from controller.models import SimObject, SimTraffic
 from controller.records.store import write_records
-from controller.simcluster import routing, weights
-from controller.simcluster.config import ClusterConfig
+from controller.simcluster import paths, routing, weights
+from controller.simcluster.config import ClusterConfig, Span
+from controller.simcluster.config import Traffic as Load
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +62,9 @@ MAX_BACKLOG_SECONDS = 10.0
 LABEL_MODEL_VERSION = "serving.rolloutui.io/model-version"
 LABEL_DEPLOYMENT_REVISION = "serving.rolloutui.io/deployment-revision"
 SEP = "|"
+# The engine's access log per pod (a capped Redis list, ``RedisTraffic.requests_of``).
+LOG_KEEP = 50
+LOG_TTL_SECONDS = 3600
 RUNNING = "running"  # the status of a request record while its request runs
 
 
@@ -75,7 +81,33 @@ def _member(arrival: float, i: int, rand: int, request: routing.Request, pod: Ob
         labels.get(LABEL_DEPLOYMENT_REVISION, ""),
         owner,
     )
+    if request.hops is not None or request.ttft_ms is not None or request.output_tokens is not None:
+        fields += _path_fields(request)
     return f"{arrival:.6f}:{i}:{rand}{SEP}" + SEP.join(str(f).replace(SEP, "/") for f in fields)
+
+
+def _number(value: float | int | None, digits: int = 3) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def _path_fields(request: routing.Request) -> tuple[str, ...]:
+    """What a request path or token figures add to a member (``_member``): ttft, tpot, input and
+    output tokens, the hops (``role:pod:revision`` joined by ``,``), mixed (1/0) and the path error."""
+    hops = "" if request.hops is None else ",".join(f"{h[0]}:{h[1]}:{h[3] or ''}" for h in request.hops)
+    return (
+        _number(request.ttft_ms),
+        _number(request.tpot_ms),
+        "" if request.input_tokens is None else str(request.input_tokens),
+        "" if request.output_tokens is None else str(request.output_tokens),
+        hops if request.hops is not None else "-",
+        "" if request.mixed is None else ("1" if request.mixed else "0"),
+        request.path_error or "",
+    )
+
+
+PATH_FIELDS = 7
+# A member that only keeps a path's earlier hop busy (until the first token): no record of its own.
+RELEASE = "~"
 
 
 def _record(namespace: str, member: str, end: float | None, status: str | None = None) -> dict | None:
@@ -86,9 +118,9 @@ def _record(namespace: str, member: str, end: float | None, status: str | None =
     if not sep:
         return None
     parts = rest.split(SEP)
-    if len(parts) != 6 or not parts[2] or not parts[5]:
+    if len(parts) not in (6, 6 + PATH_FIELDS) or not parts[2] or not parts[5]:
         return None
-    answer, latency, revision, model_version, deployment_revision, owner = parts
+    answer, latency, revision, model_version, deployment_revision, owner = parts[:6]
     arrival = float(head.split(":", 1)[0])
     status = status or answer
     if status == RUNNING:
@@ -111,7 +143,35 @@ def _record(namespace: str, member: str, end: float | None, status: str | None =
         "feedback": None,
         "started": arrival,
         "finished": finished,
+    } | (_path_record(parts[6:], status) if len(parts) > 6 else {})
+
+
+def _path_record(extra: list[str], status: str) -> dict:
+    """The record fields of a member's path and token figures (``_path_fields``)."""
+    ttft, tpot, input_tokens, output_tokens, hops, mixed, path_error = extra
+    answered = status in (RUNNING, routing.OK, routing.ERROR)
+    out: dict = {
+        "ttft_ms": float(ttft) if ttft and answered else None,
+        "tpot_ms": float(tpot) if tpot and status in (RUNNING, routing.OK) else None,
+        "input_tokens": int(input_tokens) if input_tokens else None,
+        "output_tokens": int(output_tokens) if output_tokens else None,
     }
+    if hops != "-":
+        out["path"] = [
+            dict(zip(("role", "pod", "revision"), h.split(":", 2), strict=True)) for h in hops.split(",") if h
+        ]
+        out["mixed"] = mixed == "1"
+        if path_error:
+            out["path_error"] = path_error
+    return out
+
+
+def _served(record: dict) -> str:
+    """A finished request as the pod's access log keeps it: ``id|started|finished|status|latency``."""
+    latency = "" if record["latency_ms"] is None else f"{record['latency_ms']:.1f}"
+    return SEP.join(
+        (record["request_id"], f"{record['started']:.3f}", f"{record['finished']:.3f}", record["status"], latency)
+    )
 
 
 def _save(records: list[dict]) -> None:
@@ -196,6 +256,69 @@ class RedisTraffic:
             log.info("%d requests interrupted on %s/%s (%s)", count, namespace, pod, reason)
         return count
 
+    # The cluster's events (``DatabaseCluster.record_event``): a capped list, kept an hour as the
+    # API server keeps Events.
+    EVENTS_KEPT = 2000
+
+    def add_event(self, event: dict) -> None:
+        key = f"{self.key_prefix}sim:events"
+        try:
+            pipe = self.client.pipeline()
+            pipe.lpush(key, orjson.dumps(event))
+            pipe.ltrim(key, 0, self.EVENTS_KEPT - 1)
+            pipe.expire(key, LOG_TTL_SECONDS)
+            pipe.execute()
+        except redis.RedisError as exc:
+            log.warning("could not keep the event %s: %s", event.get("reason"), exc)
+
+    def events(self, *, limit: int = 500) -> list[dict]:
+        """The newest ``limit`` events, newest first; [] when Redis does not answer."""
+        try:
+            raw = self.client.lrange(f"{self.key_prefix}sim:events", 0, max(0, limit - 1))
+        except redis.RedisError:
+            return []
+        out = []
+        for item in raw:
+            try:
+                out.append(orjson.loads(item))
+            except orjson.JSONDecodeError:
+                continue
+        return out
+
+    def log_key(self, namespace: str, pod: str) -> str:
+        return f"{self.key_prefix}sim:log:{field(namespace, pod)}"
+
+    def requests_of(self, namespace: str, pod: str, *, limit: int = LOG_KEEP) -> list[dict]:
+        """The pod's newest requests for its log (``controller.simcluster.podlog``), oldest first:
+        the finished ones the tick kept (at most ``LOG_KEEP``) and those in flight on it, each
+        ``{"id", "started", "finished" (None in flight), "status", "latencyMs"}``; [] without Redis."""
+        try:
+            pipe = self.client.pipeline()
+            pipe.lrange(self.log_key(namespace, pod), 0, limit - 1)
+            pipe.zrange(self.requests_key(namespace, pod), 0, limit - 1)
+            done, running = pipe.execute()
+        except redis.RedisError:
+            return []
+        out = []
+        for raw in done:
+            parts = (raw.decode() if isinstance(raw, bytes) else raw).split(SEP)
+            if len(parts) == 5:
+                rid, started, finished, status, latency = parts
+                out.append(
+                    {
+                        "id": rid,
+                        "started": float(started),
+                        "finished": float(finished),
+                        "status": status,
+                        "latencyMs": float(latency) if latency else None,
+                    }
+                )
+        for member in running:
+            head = (member.decode() if isinstance(member, bytes) else member).partition(SEP)[0]
+            out.append({"id": f"sim-{head}", "started": float(head.split(":", 1)[0]), "finished": None})
+        out.sort(key=lambda r: r["finished"] if r["finished"] is not None else r["started"])
+        return out[-limit:]
+
     def in_flight_counts(self, namespace: str, pods: list[str]) -> dict[str, int]:
         if not pods:
             return {}
@@ -236,11 +359,20 @@ class RedisTraffic:
         for i, f in enumerate(fields):
             ended, removed, left = results[3 * i], int(results[3 * i + 1]), int(results[3 * i + 2])
             ns = f.split("/", 1)[0]
+            served = []
             for member, end in ended:
                 r = _record(ns, member.decode() if isinstance(member, bytes) else member, float(end))
                 if r is not None:
                     records.append(r)
-            finished_by_field[f] = removed
+                    served.append(_served(r))
+            if served:
+                # The engine's access log (``requests_of``): the newest LOG_KEEP requests per pod.
+                log_key = self.log_key(*f.split("/", 1))
+                pipe.lpush(log_key, *served[-LOG_KEEP:])
+                pipe.ltrim(log_key, 0, LOG_KEEP - 1)
+                pipe.expire(log_key, LOG_TTL_SECONDS)
+            # A path's earlier hop (``RELEASE``) frees its pod; the request finishes on the last hop.
+            finished_by_field[f] = removed - sum(1 for member, _ in ended if _is_release(member))
             if left:
                 pipe.hset(key, f, left)
             else:
@@ -284,6 +416,14 @@ class RedisTraffic:
             )
             return n, rejected
         pods = routable_entry_pods(t.namespace, t.name) if n else []
+        ms = _modelserving(t.namespace, t.name) if n else None
+        spec_traffic, load = _paths_and_tokens(ms, t, config)
+        if n and (spec_traffic.has_path or load.tokens):
+            rejected = self._path_arrivals(t, n, start, elapsed, config, rng, pods, ms, spec_traffic, load)
+            SimTraffic.objects.filter(pk=t.pk).update(
+                generated_until=now, sent=F("sent") + n, rejected=F("rejected") + rejected
+            )
+            return n, rejected
         rejected = 0
         if n and not pods:
             rejected = n
@@ -359,6 +499,120 @@ class RedisTraffic:
         pipe.execute()
         _save([r for r in running if r is not None])
         return rejected
+
+    def _path_arrivals(
+        self,
+        t: SimTraffic,
+        n: int,
+        start: float,
+        elapsed: float,
+        config: ClusterConfig,
+        rng: random.Random,
+        pods: list[Obj],
+        ms: Obj | None,
+        spec_traffic: Traffic,
+        load: Load,
+    ) -> int:
+        """``n`` requests down the ModelServing's path (``paths``; one entry pod when it has token
+        figures only), each hop's pod busy as ``routing.send_path`` says: every hop but the last
+        until the first token (a ``RELEASE`` member), the last until the end (the member carrying
+        the record). A request refused for want of a consistent path (``noRoute``) is counted as
+        rejected and recorded as an error with ``path_error`` noRoute under the update revision.
+        Returns how many were rejected."""
+        names = sorted(p["metadata"]["name"] for p in pods)
+        counts = dict.fromkeys(names, 0) | self.in_flight_counts(t.namespace, names)
+        weight = weights.of_modelserving(ms)
+        weight_rng = random.Random(f"{t.namespace}/{t.name}:{start:.6f}:weights")
+        table = None
+        if spec_traffic.has_path:
+            revisions = SimObject.objects.filter(
+                kind=SimObject.KIND_REVISION, namespace=t.namespace, ms_name=t.name
+            ).values_list("data", flat=True)
+            table = paths.PathTable(spec_traffic, pods, paths.Revisions.of(list(revisions)))
+
+        def in_flight(pod: Obj) -> int:
+            return counts[pod["metadata"]["name"]]
+
+        pipe = self.client.pipeline()
+        rejected, running = 0, []
+        for i in range(n):
+            arrival = start + rng.random() * elapsed
+            duration = None if load.tokens else rng.uniform(t.duration_low, max(t.duration_high, t.duration_low))
+            if table is not None:
+                choice = paths.route(table, in_flight, weight, weight_rng)
+            else:
+                pod = routing.pick(weights.first_hop(pods, weight, weight_rng, routing.revision_label), in_flight)
+                choice = None if pod is None else paths.Choice([pod], frozenset(), routing.revision_label(pod))
+            if choice is None:
+                rejected += 1
+                if table is not None:
+                    running.append(_refused_record(t, ms, arrival, i))
+                continue
+            request = routing.send_path(
+                i, arrival, duration, choice, load, config, rng, mixed_pair=choice.pair, with_path=table is not None
+            )
+            rand = rng.getrandbits(32)
+            member = _member(arrival, i, rand, request, choice.pods[0], t.name)
+            hops = request.hops or ((None, request.pod, request.pod_uid, None),)
+            for k, (hop, busy) in enumerate(zip(hops, request.hop_busy, strict=True)):
+                counts[hop[1]] += 1
+                held = member if k == len(hops) - 1 else f"{RELEASE}{arrival:.6f}:{i}:{rand}:{k}"
+                pipe.zadd(self.requests_key(t.namespace, hop[1]), {held: arrival + busy})
+            running.append(_record(t.namespace, member, None, RUNNING))
+        for pod in names:
+            if counts[pod]:
+                pipe.hset(self.inflight_key, field(t.namespace, pod), counts[pod])
+        pipe.execute()
+        _save([r for r in running if r is not None])
+        return rejected
+
+
+def _is_release(member: bytes | str) -> bool:
+    return (member.decode() if isinstance(member, bytes) else member).startswith(RELEASE)
+
+
+def _refused_record(t: SimTraffic, ms: Obj | None, arrival: float, i: int) -> dict:
+    status = (ms or {}).get("status") or {}
+    return {
+        "request_id": f"sim-{arrival:.6f}:{i}:refused",
+        "namespace": t.namespace,
+        "name": t.name,
+        "revision": status.get("updateRevision") or status.get("currentRevision") or "",
+        "latency_ms": None,
+        "status": routing.ERROR,
+        "feedback": None,
+        "started": arrival,
+        "finished": arrival,
+        "path": [],
+        "mixed": False,
+        "path_error": paths.NO_ROUTE,
+    }
+
+
+def _modelserving(namespace: str, ms_name: str) -> Obj | None:
+    return (
+        SimObject.objects.filter(kind=SimObject.KIND_MODELSERVING, namespace=namespace, name=ms_name)
+        .values_list("data", flat=True)
+        .first()
+    )
+
+
+def _paths_and_tokens(ms: Obj | None, t: SimTraffic, config: ClusterConfig) -> tuple[Traffic, Load]:
+    """The ModelServing's spec.traffic (read leniently: the controller refuses an invalid one) and
+    the load with the cluster's token figures (``ClusterConfig.input_tokens``/``output_tokens``)."""
+    spec = (ms or {}).get("spec") or {}
+    roles = tuple(r.get("name") for r in ((spec.get("template") or {}).get("roles") or []) if isinstance(r, dict))
+    try:
+        spec_traffic = parse_traffic(spec.get("traffic"), "spec.traffic", roles)
+    except ValidationError:
+        spec_traffic = DEFAULT_TRAFFIC
+    load = Load(
+        rps=t.rps,
+        duration=Span(t.duration_low, max(t.duration_high, t.duration_low)),
+        input_tokens=config.input_tokens,
+        output_tokens=config.output_tokens,
+    )
+    return spec_traffic, load
 
 
 def canary_weight(namespace: str, ms_name: str) -> weights.Weight | None:

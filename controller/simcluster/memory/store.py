@@ -32,7 +32,7 @@ from controller.core.mergepatch import copy_json
 from controller.core.ports import OWNED_KINDS, Conflict, NotFound, Obj, SharedObjects
 
 # What a write does to an object lives in ``objects`` (shared with the live app's store).
-from .. import objects
+from .. import objects, podlog
 from ..objects import owner_name, rfc3339
 
 
@@ -245,6 +245,15 @@ class InMemoryStore:
             return self._out(self._pods[(namespace, name)])
         except KeyError:
             raise NotFound(f"pod {namespace}/{name} not found") from None
+
+    def pod_events(self, namespace: str, name: str) -> list[Obj]:
+        """The pod's events as the kubelet and scheduler report them (``podlog.pod_events``); NotFound."""
+        return podlog.pod_events(self.get_pod(namespace, name), self.clock.now())
+
+    def pod_log(self, namespace: str, name: str, *, tail: int = 200) -> list[Obj]:
+        """The last ``tail`` lines of the pod's engine log (``podlog.pod_log``); NotFound. The
+        in-memory router keeps no access log, so no request lines."""
+        return podlog.pod_log(self.get_pod(namespace, name), self.clock.now(), tail=tail)
 
     def peek_pod(self, namespace: str, name: str) -> Obj | None:
         """The stored pod without copying, or None (physics side; never mutate it)."""
