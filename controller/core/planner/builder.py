@@ -9,7 +9,7 @@ whose replacement started on the update revision.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..plan import KIND_REVISION, Action, Blocked
 from .context import InstanceKey, PassContext
@@ -41,6 +41,10 @@ class PlanBuilder:
         self.canary: CanaryRun | None = None  # the canary steps' and analysis' decisions
         # role -> role template hash -> revisions with that template (``labels``), once per pass.
         self.template_revisions: dict[str, dict[str, list[str]]] | None = None
+        # The Ready instances per scope that keep request paths consistent (``paths.PathKeeper``),
+        # made on first use when the ModelServing declares a path (typed loosely: ``paths``
+        # imports this module).
+        self.path_keeper: Any = None
 
     def act(self, action: Action) -> None:
         self.actions.append(action)

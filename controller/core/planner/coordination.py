@@ -9,7 +9,10 @@ progress, then the earlier role in the spec, then the highest ordinal. Each admi
   (``budgets.skew_quota`` / ``budgets.ready_baseline``);
 - the **dependency gate**: for A -> B (A calls B) a new A starts only once a new B is Ready;
 - the **teardown order**: while an old caller exists, one old instance of its dependency stays
-  (a single-instance dependency with ``maxSurge: 0`` therefore cannot move: reported as such).
+  (a single-instance dependency with ``maxSurge: 0`` therefore cannot move: reported as such);
+- with a request path and revision-affine routing, **consistent paths** stay possible
+  (``paths.replacement_case``): no new entry before a later hop of its revision is Ready, and not
+  the last Ready later hop of Ready entries.
 
 When nothing is admitted and nothing is in motion while work remains, no later pass can change
 that by itself: it is reported as a stall an operator must resolve.
@@ -17,12 +20,14 @@ that by itself: it is reported as a stall an operator must resolve.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 
 from ..plan import KIND_BUDGET, KIND_DEADLOCK, KIND_DEPENDENCY, KIND_SKEW
 from ..spec import Coordination
 from .budgets import RoleReadiness, ready_baseline, replacement_allowed, skew_quota
 from .builder import PlanBuilder
+from .paths import ALLOWED, LAST_PATH_OF_ENTRIES, keeper_of
 from .role_state import RoleState
 
 
@@ -42,6 +47,16 @@ def admit_coordinated(
     order = {name: i for i, name in enumerate(ctx.ms.role_names)}
     callers = _callers(coordination, coordinated)
     reasons: dict[str, tuple[str, str]] = {}
+    keeper = keeper_of(out)
+
+    def held_by_path(role: str) -> bool:
+        """The role's last old instance is kept because Ready entries still need it for a path."""
+        if keeper is None:
+            return False
+        st = states[role]
+        serving = [k for k in st.outdated_pending if k in st.available]
+        return len(serving) == 1 and keeper.case(ctx, st.instances[serving[0]]).case == LAST_PATH_OF_ENTRIES
+
     while True:
         best = None
         for role in coordinated:
@@ -50,7 +65,11 @@ def admit_coordinated(
                 continue
             st = states[role]
             k = queue[0]
-            why = _refusal(out, coordination, role, states, coordinated, skew, callers)
+            why = _refusal(out, coordination, role, states, coordinated, skew, callers, held_by_path)
+            if why is None and keeper is not None:
+                case = keeper.case(ctx, st.instances[k])
+                if case.case != ALLOWED:
+                    why = (case.reason, KIND_DEPENDENCY)
             if why is None and not _budget_allows(st, k):
                 why = (role_budget_reason(st), KIND_BUDGET)
             if why is not None:
@@ -64,6 +83,8 @@ def admit_coordinated(
             break
         _, role, k = best
         queues[role].pop(0)
+        if keeper is not None:
+            keeper.take(ctx, states[role].instances[k])
         states[role].take(k)
         admitted.setdefault(role, []).append(k)
     stalled = not admitted and not any(_in_motion(states[r]) for r in coordinated)
@@ -125,7 +146,12 @@ def role_budget_reason(st: RoleState) -> str:
     return f"maxUnavailable reached ({unavailable} of {st.max_unavailable}){detail}"
 
 
-def _readiness(states: dict[str, RoleState], coordinated: list[str], callers: dict[str, list[str]]):
+def _readiness(
+    states: dict[str, RoleState],
+    coordinated: list[str],
+    callers: dict[str, list[str]],
+    held_by_path: Callable[[str], bool],
+):
     for name in coordinated:
         st = states[name]
         # Held only once everything else of the role is Ready: before that the role is simply
@@ -134,7 +160,7 @@ def _readiness(states: dict[str, RoleState], coordinated: list[str], callers: di
             st.old_routable == 1
             and st.ready_target == st.target - 1
             and bool(st.outdated_pending)
-            and any(states[c].old_alive > 0 for c in callers.get(name, []))
+            and (any(states[c].old_alive > 0 for c in callers.get(name, [])) or held_by_path(name))
         )
         yield RoleReadiness(st.ready_target, st.target, held)
 
@@ -160,10 +186,11 @@ def _refusal(
     coordinated: list[str],
     skew: Fraction,
     callers: dict[str, list[str]],
+    held_by_path: Callable[[str], bool],
 ) -> tuple[str, str] | None:
     """Why the next replacement of ``role`` may not start now (skew, dependency, teardown)."""
     st = states[role]
-    baseline = ready_baseline(_readiness(states, coordinated, callers))
+    baseline = ready_baseline(_readiness(states, coordinated, callers, held_by_path))
     allowed = skew_quota(st.target, baseline, skew)
     if st.ready_target + st.in_flight + 1 > allowed:
         return (

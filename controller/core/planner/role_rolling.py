@@ -33,6 +33,7 @@ from .context import PassContext, needs_no_recovery
 from .coordination import admit_coordinated, role_budget_reason
 from .create import create_instance, create_missing_instances
 from .drain import remove_group, remove_instance
+from .paths import LAST_PATH_OF_ENTRIES, keeper_of
 from .recovery import recover_group
 from .role_state import RoleState, role_states
 
@@ -148,6 +149,7 @@ def _admit(out: PlanBuilder, group: GroupObs, states: dict[str, RoleState], in_p
     if in_place:
         queues = inplace.updatable(out, group, queues)
     coordinated = set(coordination.roles) if coordination else set()
+    keeper = keeper_of(out)
     # Uncoordinated roles: budgets only.
     for role, queue in queues.items():
         if role in coordinated:
@@ -164,6 +166,8 @@ def _admit(out: PlanBuilder, group: GroupObs, states: dict[str, RoleState], in_p
                 out.block(o, role, role_budget_reason(st), KIND_BUDGET)
                 break
             admitted.setdefault(role, []).append(k)
+            if keeper is not None:
+                keeper.take(ctx, st.instances[k])  # a path hop leaving service counts for the coordinated roles
             st.take(k)
     if coordination:
         admit_coordinated(out, o, states, queues, admitted)
@@ -192,12 +196,17 @@ def _surge_scale_and_fill(out: PlanBuilder, o: int, role: str, st: RoleState, in
     )
     keep = set(surge_now[:surge_wanted])
     floor = availability_floor(st.replicas, st.max_unavailable)
+    keeper = keeper_of(out)
     for k in sorted((k for k in st.instances if k >= st.replicas and k not in keep), reverse=True):
         if (o, role, k) in out.instance_removals:
             continue
         in_surge_slot = k < st.replicas + st.max_surge
         if in_surge_slot and k in st.available and k in st.at_target and len(st.available) - 1 < floor:
             continue  # a Ready surge instance stays until its replacement is Ready
+        if keeper is not None and k in st.available:
+            if in_surge_slot and k in st.at_target and keeper.case(ctx, st.instances[k]).case == LAST_PATH_OF_ENTRIES:
+                continue  # and while Ready entries have no other consistent path through it
+            keeper.take(ctx, st.instances[k])
         remove_instance(
             out, st.instances[k], BECAUSE_SURGE_DONE if k in st.at_target else BECAUSE_SCALE, may_start=True
         )
