@@ -232,6 +232,13 @@ CONTROLLER_CALLS = {
     ("scheduling.volcano.sh", "podgroups", "create"),
     ("scheduling.volcano.sh", "podgroups", "patch"),
     ("scheduling.volcano.sh", "podgroups", "delete"),
+    # Canary weights: the HTTPRoute the weights are written to, and the InferencePool backends.
+    ("gateway.networking.k8s.io", "httproutes", "get"),
+    ("gateway.networking.k8s.io", "httproutes", "create"),
+    ("gateway.networking.k8s.io", "httproutes", "patch"),
+    ("inference.networking.k8s.io", "inferencepools", "get"),
+    ("inference.networking.k8s.io", "inferencepools", "create"),
+    ("inference.networking.k8s.io", "inferencepools", "patch"),
     ("", "events", "create"),
 }
 # What the web process (the dashboard, the REST API, `manage.py rollout` run in its pod) reads,
