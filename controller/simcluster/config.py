@@ -91,6 +91,10 @@ class ClusterConfig:
     # reaches every part of a running cluster that holds this config.
     registry: dict[str, str] = field(default_factory=dict)
     moves: dict[str, int] = field(default_factory=dict)  # image reference -> how often its tag moved
+    # The live app's token figures per request (its stored config's ``tokens: {input, output}``;
+    # a scenario keeps them in ``traffic.tokens``): None = requests last their drawn duration.
+    input_tokens: Span | None = None
+    output_tokens: Span | None = None
 
     def image(self, image: str) -> ImageBehaviour:
         return self.images.get(image) or _HEALTHY

@@ -30,6 +30,7 @@ routing a request then costs a pass over the candidates of each hop, like the on
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -37,6 +38,8 @@ from controller.core import naming
 from controller.core.ports import Obj
 from controller.core.revisions import History
 from controller.core.spec import SCOPE_GROUP, Traffic
+
+from . import weights
 
 NO_ROUTE = "noRoute"
 KV_MISMATCH = "kvMismatch"
@@ -107,6 +110,7 @@ class Choice:
     pods: list[Obj]
     revisions: frozenset[str]
     revision: str | None
+    pair: str | None = None  # a mixed path's "<first hop's revision>/<first hop off it>"
 
     @property
     def mixed(self) -> bool:
@@ -222,6 +226,56 @@ class PathTable:
         if not common or own in common:
             return own
         return max(common, key=lambda h: (self.revisions.number.get(h, 0), h))
+
+
+def route(
+    table: PathTable,
+    in_flight: Callable[[Obj], int],
+    weight: weights.Weight | None = None,
+    weight_rng: random.Random | None = None,
+) -> Choice | None:
+    """Route one request through ``table`` under the canary ``weight`` (None: by load alone), the
+    same way in both routers. A mixed path's ``pair`` names where it broke (``first_break``)."""
+    candidates, restrict = table.first_candidates(), None
+    if weight is not None:
+        candidates, restrict = weighted_first(table, candidates, weight, weight_rng)
+    choice = table.choose(in_flight, candidates, restrict)
+    if choice is not None and choice.mixed:
+        a, b = choice.first_break(table.compat_of)
+        choice.pair = f"{a}/{b}"
+    return choice
+
+
+def weighted_first(table: PathTable, candidates: list[Obj], weight: weights.Weight, rng: random.Random | None):
+    """The canary weight on a path's first hop (``weights.first_hop``, one draw from ``rng``).
+    Returns the first-hop candidates and how to narrow the revisions the path then stays on.
+
+    With affine routing the side is the revision the path will stay on, not the first pod's own:
+    a first hop of a role the update left unchanged can start a path of either side, so each
+    candidate is offered once per side it can reach, and the path is kept on the side drawn. Blind
+    routing has no side to keep: the first pod's own revision decides, as without a path."""
+    rng = rng if rng is not None else random.Random(0)
+    if not table.traffic.affine:
+        return weights.first_hop(candidates, weight, rng, revision_label), None
+    canary = weight.revision
+    offers = []
+    for pod in candidates:
+        reach = table.reach(pod)
+        if canary in reach:
+            offers.append((pod, True))
+        if reach - {canary}:
+            offers.append((pod, False))
+    drawn = weights.first_hop(offers, weight, rng, lambda offer: canary if offer[1] else None)
+    if not drawn:
+        return [], None
+    chosen = [pod for pod, _ in drawn]  # one side's offers: each pod once
+    if drawn[0][1]:
+        return chosen, lambda common: common & {canary}
+    return chosen, lambda common: common - {canary}
+
+
+def revision_label(pod: Obj) -> str | None:
+    return _labels(pod).get(naming.LABEL_REVISION)
 
 
 def _least_busy(pods: list[Obj], in_flight: Callable[[Obj], int]) -> Obj | None:

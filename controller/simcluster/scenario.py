@@ -250,6 +250,18 @@ def parse_images(raw: Any) -> dict[str, ImageBehaviour]:
     return out
 
 
+def parse_tokens(raw: Any, path: str) -> tuple[Span | None, Span | None]:
+    """``{input: N or [min, max], output: N or [min, max]}`` tokens per request, or None."""
+    if raw is None:
+        return None, None
+    tokens = _mapping(raw, path)
+    _no_unknown(tokens, {"input", "output"}, path)
+    for key in ("input", "output"):
+        if key not in tokens:
+            raise ScenarioError(f"{path}.{key}", "required: a number or [min, max] of tokens")
+    return parse_span(tokens["input"], f"{path}.input"), parse_span(tokens["output"], f"{path}.output")
+
+
 def _kv_format(v: Any, path: str) -> str | None:
     if v is None:
         return None
@@ -268,15 +280,7 @@ def _traffic(raw: Any) -> Traffic:
         raise ScenarioError("traffic.rps", "required")
     rps = _number(t["rps"], "traffic.rps")
     duration = parse_span(t.get("durationSeconds", 1), "traffic.durationSeconds")
-    input_tokens = output_tokens = None
-    if t.get("tokens") is not None:
-        tokens = _mapping(t["tokens"], "traffic.tokens")
-        _no_unknown(tokens, {"input", "output"}, "traffic.tokens")
-        for key in ("input", "output"):
-            if key not in tokens:
-                raise ScenarioError(f"traffic.tokens.{key}", "required: a number or [min, max] of tokens")
-        input_tokens = parse_span(tokens["input"], "traffic.tokens.input")
-        output_tokens = parse_span(tokens["output"], "traffic.tokens.output")
+    input_tokens, output_tokens = parse_tokens(t.get("tokens"), "traffic.tokens")
     route = tuple((k, t[k]) for k in ROUTE_FIELDS if k in t)
     return Traffic(rps=rps, duration=duration, input_tokens=input_tokens, output_tokens=output_tokens, route=route)
 

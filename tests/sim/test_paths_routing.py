@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from controller.core import naming
 from controller.core.spec import Traffic
-from controller.simcluster import paths, routing
+from controller.simcluster import paths, routing, weights
 from controller.simcluster.config import ClusterConfig, ImageBehaviour, Span
 from controller.simcluster.config import Traffic as Load
 
@@ -276,3 +276,18 @@ def test_the_summary_counts_paths_and_mixed_pairs_only_when_requests_went_down_p
     assert out["byRevision"]["A"]["ttftP50"] == 100
     assert out["byRevision"]["A"]["tpotP99"] == 20
     assert out["byRevision"]["A"]["outputTokens"] == 45
+
+
+@pytest.mark.parametrize(("percent", "expected"), [(100, "C"), (0, "B")])
+def test_a_canary_weight_puts_an_affine_path_on_the_side_it_drew_even_from_an_unchanged_first_role(percent, expected):
+    # C changed decode only: B's prefill pod can start a path of B (stable) or of C (canary).
+    pods = [
+        _pod("p-b", "prefill", "B", "p2"),
+        _pod("d-b", "decode", "B", "d1"),
+        _pod("d-c", "decode", "C", "d2"),
+    ]
+    table = _table(pods)
+    rng = random.Random(1)
+    for _ in range(20):
+        choice = paths.route(table, lambda p: 0, weights.Weight(percent, "C"), rng)
+        assert choice.revision == expected and not choice.mixed

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from controller.simcluster.config import ClusterConfig, ImageBehaviour, Span
-from controller.simcluster.scenario import parse_images, parse_span
+from controller.simcluster.scenario import parse_images, parse_span, parse_tokens
 
 DEFAULT_TIMING: dict[str, Any] = {
     "schedule": [0.5, 1.5],
@@ -34,7 +34,17 @@ def parse_config(raw: dict[str, Any] | None) -> ClusterConfig:
     images: dict[str, ImageBehaviour] = parse_images(raw.get("images") or {})
     registry = {str(k): str(v) for k, v in (raw.get("registry") or {}).items()}
     moves = {str(k): int(v) for k, v in (raw.get("moves") or {}).items()}
-    return ClusterConfig(nodes=0, gpus_per_node=0, timing=timing, images=images, registry=registry, moves=moves)
+    input_tokens, output_tokens = parse_tokens(raw.get("tokens"), "tokens")
+    return ClusterConfig(
+        nodes=0,
+        gpus_per_node=0,
+        timing=timing,
+        images=images,
+        registry=registry,
+        moves=moves,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+    )
 
 
 def retag(raw: dict[str, Any] | None, image: str, digest: str | None = None) -> tuple[dict[str, Any], str]:

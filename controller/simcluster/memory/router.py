@@ -129,20 +129,11 @@ class SimRouter:
         in_flight = self._in_flight_of
         request_id = len(self.requests) + 1
         if traffic.has_path:
-            table = self._path_table()
-            candidates, restrict = table.first_candidates(), None
-            if self._weight is not None:
-                candidates, restrict = self._weighted_first(table, candidates)
-            choice = table.choose(in_flight, candidates, restrict)
-            pair = None
-            if choice is not None and choice.mixed:
-                a, b = choice.first_break(table.compat_of)
-                pair = f"{a}/{b}"
+            choice = paths.route(self._path_table(), in_flight, self._weight, self._weight_rng)
         else:
             first = weights.first_hop(self._routable_pods(), self._weight, self._weight_rng, routing.revision_label)
             pod = routing.pick(first, in_flight)
             choice = None if pod is None else paths.Choice([pod], frozenset(), routing.revision_label(pod))
-            pair = None
         if choice is None:
             req = routing.refused(request_id, self.loop.now(), path=traffic.has_path)
         else:
@@ -154,7 +145,7 @@ class SimRouter:
                 self.traffic,
                 self.config,
                 self.rng,
-                mixed_pair=pair,
+                mixed_pair=choice.pair,
                 with_path=traffic.has_path,
             )
         self.requests.append(req)
@@ -174,29 +165,6 @@ class SimRouter:
 
     def _in_flight_of(self, pod: Obj) -> int:
         return len(self._in_flight.get(pod["metadata"]["uid"], ()))
-
-    def _weighted_first(self, table: paths.PathTable, candidates: list[Obj]):
-        """The canary weight on a path's first hop (``weights.first_hop``, one draw). With affine
-        routing the side is the revision the path will stay on, not the first pod's own: a first
-        hop of a role the update left unchanged can start a path of either side, so each candidate
-        is offered once per side it can reach, and the path is then kept on the side drawn."""
-        weight = self._weight
-        if not table.traffic.affine:
-            return weights.first_hop(candidates, weight, self._weight_rng, routing.revision_label), None
-        canary = weight.revision
-        offers = []
-        for pod in candidates:
-            reach = table.reach(pod)
-            if canary in reach:
-                offers.append((pod, True))
-            if reach - {canary}:
-                offers.append((pod, False))
-        drawn = weights.first_hop(offers, weight, self._weight_rng, lambda offer: canary if offer[1] else None)
-        if not drawn:
-            return [], None
-        if drawn[0][1]:
-            return [pod for pod, _ in drawn], lambda common: common & {canary}
-        return [pod for pod, _ in drawn], lambda common: common - {canary}
 
     def _release(self, req: Request, uid: str) -> None:
         """A hop before the last is done with the request (its first token was made)."""

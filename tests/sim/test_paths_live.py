@@ -1,0 +1,87 @@
+"""The live app's simulated traffic through request paths: each request passes prefill then decode,
+leaves one record with its hops, token figures and whether its path was mixed; blind routing across
+a KV format change leaves kvMismatch records, revision-affine routing none."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from controller.core import naming
+from controller.models import RequestRecord, SimTraffic
+from controller.runtime import redisconn
+from controller.simcluster.config import Span
+from controller.simcluster.database.store import DatabaseCluster
+from controller.simcluster.database.tick import tick
+from controller.simcluster.database.traffic import RedisTraffic
+from tests.factories import modelserving, role
+from tests.live.helpers import ManualClock, config, is_ready, pod
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+
+STATE_REDIS_DB = 13  # away from the broker (0), the channel layer (1), the live state (2) and the other tests
+
+IMAGES = {
+    "engine:v1": {"kv_format": "a", "ttft_ms": Span(100, 200), "tpot_ms": Span(20, 30)},
+    "engine:v2": {"kv_format": "b", "ttft_ms": Span(50, 60), "tpot_ms": Span(10, 12)},
+}
+
+
+def _pod(name, role_name, revision, image):
+    p = pod(name, image=image)
+    labels = p["metadata"]["labels"]
+    labels[naming.LABEL_ROLE] = role_name
+    labels[naming.LABEL_REVISION] = revision
+    labels[naming.LABEL_GROUP_ORDINAL] = "0"
+    return p
+
+
+def _run(state_redis, routing_, tokens=True):
+    traffic = RedisTraffic(state_redis, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
+    clock = ManualClock()
+    cfg = config(IMAGES)
+    if tokens:
+        cfg.input_tokens, cfg.output_tokens = Span(100, 200), Span(20, 40)
+    cluster = DatabaseCluster(clock, actor="kubelet", config=cfg, traffic=traffic)
+    cluster.add_node(8)
+    ms = modelserving(name="demo", replicas=1, roles=[role("prefill"), role("decode")])
+    ms["spec"]["traffic"] = {"path": ["prefill", "decode"], "routing": routing_}
+    cluster.create_modelserving(copy.deepcopy(ms))
+    # Prefill of revision "old" (KV a); decode of "old" (KV a) and of "new" (KV b).
+    cluster.create_pod(_pod("demo-0-prefill-0-0", "prefill", "old", "engine:v1"))
+    cluster.create_pod(_pod("demo-0-decode-0-0", "decode", "old", "engine:v1"))
+    cluster.create_pod(_pod("demo-0-decode-1-0", "decode", "new", "engine:v2"))
+    for _ in range(40):
+        clock.t += 1
+        tick(cluster)
+    assert all(is_ready(p) for p in cluster.list_pods("default", "demo"))
+    SimTraffic.objects.create(namespace="default", name="demo", rps=20, duration_low=0.5, duration_high=1.0)
+    for _ in range(30):
+        clock.t += 1
+        tick(cluster)
+    return RequestRecord.objects.exclude(status="running"), SimTraffic.objects.get(name="demo")
+
+
+def test_each_request_of_a_path_leaves_one_record_with_its_hops_and_token_figures(state_redis):
+    finished, row = _run(state_redis, "revisionAffine")
+    assert finished.count() > 300
+    assert finished.count() == row.completed  # one record and one completion per request, not per hop
+    record = finished.filter(status="ok").first()
+    assert [h["role"] for h in record.path] == ["prefill", "decode"]
+    assert record.path[0]["pod"] == "demo-0-prefill-0-0"
+    assert record.mixed is False
+    assert 100 <= record.ttft_ms <= 200 and 20 <= record.tpot_ms <= 30
+    assert 100 <= record.input_tokens <= 200 and 20 <= record.output_tokens <= 40
+    # Affine routing never sends old prefill to the new decode pod.
+    assert not finished.filter(mixed=True).exists()
+    assert not finished.exclude(path_error="").exists()
+
+
+def test_blind_routing_across_a_kv_format_change_leaves_kv_mismatch_records(state_redis):
+    finished, _ = _run(state_redis, "blind")
+    mismatched = finished.filter(path_error="kvMismatch")
+    assert mismatched.exists()
+    assert set(mismatched.values_list("status", flat=True)) == {"error"}
+    assert all(r.mixed and r.path[1]["pod"] == "demo-0-decode-1-0" for r in mismatched)
+    assert finished.filter(status="ok", mixed=False).exists()
