@@ -56,6 +56,9 @@ class Action:
     pod_uids: list[str] = field(default_factory=list)  # delete: UID preconditions
     patches: dict[str, Obj] = field(default_factory=dict)  # patchImage / drain / undrain: merge patch per pod
     condition: Obj | None = None  # setGate: the condition to set on each pod
+    # delete: requests the router still reported in flight on a pod deleted at its drain timeout
+    # (pod name -> count); they are interrupted. Not part of the trace.
+    interrupted: dict[str, int] = field(default_factory=dict)
 
     def to_trace(self) -> dict[str, Any]:
         return {

@@ -49,6 +49,9 @@ from .view import build_view, expand_waiting
 log = logging.getLogger(__name__)
 
 MAX_STATUS_ATTEMPTS = 5
+# The reason given with requests cut off when a drain timed out (``controller.runtime.interruptions``
+# uses the same words).
+INTERRUPTED_AT_DRAIN_TIMEOUT = "drain timeout"
 
 
 @dataclass(slots=True)
@@ -429,6 +432,8 @@ def _apply(cluster: ClusterPort, ms: ModelServing, the_plan: Plan, verify=None, 
             cluster.set_revision_number(namespace, action.name, action.number)
     for action in the_plan.actions:
         _apply_action(cluster, namespace, action, verify)
+        if action.interrupted:
+            _report_interrupted(cluster, namespace, ms.name, action)
     for action in the_plan.revision_actions:
         if action.verb == "delete":
             try:
@@ -477,6 +482,21 @@ def _apply_action(cluster: ClusterPort, namespace: str, action: Action, verify=N
                     cluster.patch_pod(namespace, pod_name, patch)
                 except NotFound:
                     pass
+
+
+def _report_interrupted(cluster: ClusterPort, namespace: str, name: str, action: Action) -> None:
+    """Requests the router still had in flight on pods deleted at their drain timeout: a cluster
+    that counts them (``report_interrupted``: the Kubernetes adapter, an Event and the audit) is
+    told. The simulated clusters count the requests they cut off themselves and have no such
+    method. Best effort: a report that fails never fails the pass."""
+    report = getattr(cluster, "report_interrupted", None)
+    if report is None:
+        return
+    for pod_name, count in sorted(action.interrupted.items()):
+        try:
+            report(namespace, name, pod_name, count, INTERRUPTED_AT_DRAIN_TIMEOUT)
+        except Exception:
+            log.exception("could not report %d interrupted requests on %s/%s", count, namespace, pod_name)
 
 
 def _status_changed(prev: dict[str, Any], new: dict[str, Any]) -> bool:

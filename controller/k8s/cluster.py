@@ -39,6 +39,7 @@ import datetime
 import logging
 import threading
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import kubernetes
@@ -89,12 +90,18 @@ class KubernetesCluster:
 
     ``api_client``: an explicit ``kubernetes.client.ApiClient`` (tests, or a caller that configured
     one); when omitted, ``build_api_client()`` reads ``KUBECONFIG``, in-cluster config or
-    ``~/.kube/config``.
+    ``~/.kube/config``. ``on_interrupted(namespace, modelserving, pod, count, reason)``: told of the
+    requests a drain timeout cut off (the live app's audit), besides the Event (``report_interrupted``).
     """
 
     def __init__(
-        self, api_client: kubernetes.client.ApiClient | None = None, *, event_component: str = EVENT_COMPONENT
+        self,
+        api_client: kubernetes.client.ApiClient | None = None,
+        *,
+        event_component: str = EVENT_COMPONENT,
+        on_interrupted: Callable[[str, str, str, int, str], None] | None = None,
     ):
+        self.on_interrupted = on_interrupted
         self.api_client = api_client if api_client is not None else build_api_client()
         self.custom = kubernetes.client.CustomObjectsApi(self.api_client)
         self.core = kubernetes.client.CoreV1Api(self.api_client)
@@ -624,6 +631,25 @@ class KubernetesCluster:
             )
         except ClusterError as exc:
             log.warning("could not record event %s on %s/%s: %s", reason, namespace, ms_name, exc)
+
+    def report_interrupted(self, namespace: str, ms_name: str, pod: str, count: int, reason: str) -> None:
+        """Requests the router still had in flight on ``pod`` when it was deleted (``reason``: the
+        drain timeout) were cut off: a Warning Event ``RequestsInterrupted`` on the ModelServing
+        (``kubectl describe msv`` shows it) and ``on_interrupted`` (the audit). The simulated clusters
+        count what they cut off themselves; on Kubernetes the count is the router's in-flight figure
+        the pass read (``controller.k8s.router``). Best effort, like every Event."""
+        self.record_event(
+            namespace,
+            ms_name,
+            reason="RequestsInterrupted",
+            message=f"{count} request(s) in flight on {pod} were interrupted ({reason})",
+            type="Warning",
+        )
+        if self.on_interrupted is not None:
+            try:
+                self.on_interrupted(namespace, ms_name, pod, count, reason)
+            except Exception:  # the audit is best effort; the Event is written
+                log.exception("could not report %d interrupted requests on %s/%s", count, namespace, pod)
 
     # ------------------------------------------------------------------ ConfigMaps
 

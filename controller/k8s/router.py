@@ -16,7 +16,9 @@ The contract with a request router has two halves:
    missing hash) means 0.
 
 The controller deletes a draining pod when its count reaches 0 or ``spec.drain.timeoutSeconds``
-passes, whichever comes first.
+passes, whichever comes first. The requests still counted when the timeout deletes the pod are
+interrupted: the controller records them as a Warning Event ``RequestsInterrupted`` on the
+ModelServing and in the audit (``KubernetesCluster.report_interrupted``).
 
 Failures are answered on the safe side: when Redis is unreachable or a value is not a number, the
 pod is reported busy (1 request), so the drain waits (bounded by its timeout) instead of cutting

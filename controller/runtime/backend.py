@@ -72,7 +72,11 @@ def _api_client():
 def _kubernetes_cluster() -> ClusterPort:
     from controller.k8s import KubernetesCluster
 
-    return KubernetesCluster(_api_client())
+    from . import interruptions
+
+    # Requests a drain timeout cut off (the router's in-flight counts) reach the audit as on the
+    # simulated cluster.
+    return KubernetesCluster(_api_client(), on_interrupted=interruptions.report)
 
 
 def get_verifier() -> VerifierPort:

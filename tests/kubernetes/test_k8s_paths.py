@@ -115,3 +115,80 @@ def test_the_api_server_double_refuses_a_label_key_kubernetes_would_refuse(clust
     name = cluster.list_pods(NS, "chat")[0]["metadata"]["name"]
     with pytest.raises(Exception, match="not a valid label"):
         cluster.patch_pod(NS, name, {"metadata": {"labels": {"revision.serving.rolloutui.io/" + "x" * 64: "true"}}})
+
+
+def events(apiserver, reason: str) -> list[dict]:
+    return [obj for (res, _, _), obj in apiserver.emu.store.items() if res == "/v1/events" and obj["reason"] == reason]
+
+
+def test_requests_a_drain_timeout_cuts_off_are_counted_from_the_router_as_an_event_and_reported(
+    api_client, core, apiserver
+):
+    reported = []
+    cluster = KubernetesCluster(api_client, on_interrupted=lambda *args: reported.append(args))
+    clock, router = Clock(), Router()
+    cluster.create_modelserving(modelserving(drain={"timeoutSeconds": 5}))
+    drive(cluster, core, clock, router, until=lambda: converged(cluster))
+    # The router keeps 3 requests in flight on every decode pod: nothing ever finishes in time.
+    for pod in cluster.list_pods(NS, "chat"):
+        if pod["metadata"]["labels"][naming.LABEL_ROLE] == "decode":
+            router.counts[pod["metadata"]["name"]] = 3
+    before = {p["metadata"]["uid"] for p in cluster.list_pods(NS, "chat")}
+    cluster.patch_modelserving(
+        NS, "chat", {"spec": {"template": modelserving(decode_image="engine:v2")["spec"]["template"]}}
+    )
+    drive(cluster, core, clock, router, until=lambda: converged(cluster))
+
+    gone = before - {p["metadata"]["uid"] for p in cluster.list_pods(NS, "chat")}
+    assert len(gone) == 2  # both decode pods were replaced, each at its drain timeout
+    interrupted = events(apiserver, "RequestsInterrupted")
+    assert len(interrupted) == 2
+    for event in interrupted:
+        assert event["type"] == "Warning"
+        assert event["involvedObject"]["kind"] == "ModelServing" and event["involvedObject"]["name"] == "chat"
+        assert event["message"].startswith("3 request(s) in flight on chat-0-decode-")
+        assert "drain timeout" in event["message"]
+    assert sorted((ns, ms, count, reason) for ns, ms, _, count, reason in reported) == [
+        (NS, "chat", 3, "drain timeout"),
+        (NS, "chat", 3, "drain timeout"),
+    ]
+
+
+def test_a_drain_the_router_saw_finish_interrupts_nothing(api_client, core, apiserver):
+    cluster = KubernetesCluster(api_client)
+    clock, router = Clock(), Router()
+    cluster.create_modelserving(modelserving(drain={"timeoutSeconds": 5}))
+    drive(cluster, core, clock, router, until=lambda: converged(cluster))
+    cluster.patch_modelserving(
+        NS, "chat", {"spec": {"template": modelserving(decode_image="engine:v2")["spec"]["template"]}}
+    )
+    drive(cluster, core, clock, router, until=lambda: converged(cluster))
+    assert events(apiserver, "RequestsInterrupted") == []
+
+
+@pytest.mark.django_db
+def test_on_the_kubernetes_backend_the_interrupted_requests_reach_the_rollouts_audit(
+    api_client, apiserver, settings, monkeypatch
+):
+    from controller.runtime import backend
+    from rolloutui.models import AuditRecord
+
+    settings.ROLLOUTUI_BACKEND = "kubernetes"
+    monkeypatch.setattr(backend, "_api_client", lambda: api_client)
+    cluster = backend.get_cluster(actor="controller")
+    assert isinstance(cluster, KubernetesCluster)
+    cluster.create_modelserving(modelserving())
+
+    cluster.report_interrupted(NS, "chat", "chat-0-decode-1-0", 4, "drain timeout")
+
+    record = AuditRecord.objects.get(action="drain_timeout")
+    assert (record.source, record.namespace, record.name, record.details) == (
+        "system",
+        NS,
+        "chat",
+        {"pod": "chat-0-decode-1-0", "interrupted": 4},
+    )
+    assert "4 request(s) in flight on chat-0-decode-1-0" in record.reason
+    assert [e["message"] for e in events(apiserver, "RequestsInterrupted")] == [
+        "4 request(s) in flight on chat-0-decode-1-0 were interrupted (drain timeout)"
+    ]

@@ -44,12 +44,15 @@ def remove_pods(
     but one already started finishes).
 
     Worked example: timeout 120 s, marked at t=100, at t=150 in-flight 3 -> wait (poll again in
-    0.5 s); at t=160 in-flight 0 -> delete; had it still been 2 at t=220, delete anyway.
+    0.5 s); at t=160 in-flight 0 -> delete; had it still been 2 at t=220, delete anyway, and the
+    delete action says 2 requests were interrupted (``Action.interrupted``: a cluster that does not
+    count them itself records them, ``reconcile``).
     """
     ctx = out.ctx
     in_flight_of = ctx.observed.in_flight
     to_drain: list[PodObs] = []
     to_delete: list[PodObs] = []
+    interrupted: dict[str, int] = {}
     waiting = False
     timeout = ctx.ms.drain_timeout_seconds
     for pod in pods:
@@ -59,8 +62,11 @@ def remove_pods(
         if pod.draining_since is not None:
             out.removing_pods.add(pod.name)
             elapsed = ctx.now - pod.draining_since
-            if in_flight_of.get(pod.name, 0) <= 0 or elapsed >= timeout:
+            left = in_flight_of.get(pod.name, 0)
+            if left <= 0 or elapsed >= timeout:
                 to_delete.append(pod)
+                if left > 0:
+                    interrupted[pod.name] = left  # the timeout cuts them off
             else:
                 waiting = True
                 out.requeue(min(DRAIN_POLL_SECONDS, max(timeout - elapsed, 0.0)))
@@ -104,6 +110,7 @@ def remove_pods(
                 reason,
                 pod_names=[p.name for p in to_delete],
                 pod_uids=[p.uid for p in to_delete],
+                interrupted={p.name: interrupted[p.name] for p in to_delete if p.name in interrupted},
             )
         )
     if waiting:
