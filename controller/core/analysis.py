@@ -57,6 +57,8 @@ _WORDS = {
     "tpotP95Ms": ("TPOT p95", " ms"),
     "tpotP99Ms": ("TPOT p99", " ms"),
     "mixedPaths": ("mixed-path requests", " requests"),
+    "gpuUtilization": ("GPU utilisation", "%"),
+    "gpuMemoryMiB": ("GPU memory", " MiB"),
 }
 
 
@@ -99,6 +101,8 @@ def _show(metric: str, value: float) -> str:
         return f"{value:,.0f} ms"
     if unit == " requests":
         return f"{value:,.0f}"
+    if unit == " MiB":
+        return f"{value:,.0f} MiB"
     return f"{value:.2f}"
 
 

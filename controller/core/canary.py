@@ -61,6 +61,9 @@ METRICS = (
     "tpotP95Ms",
     "tpotP99Ms",
     "mixedPaths",
+    # Resources per revision: GPU utilisation (0-1) and GPU memory used per GPU (MiB).
+    "gpuUtilization",
+    "gpuMemoryMiB",
 )
 CHECK_KINDS = ("max", "min", "maxRatioToStable", "maxDeltaToStable")
 ON_FAILURE = ("Pause", "Rollback")

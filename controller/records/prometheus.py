@@ -37,6 +37,21 @@ Token figures and paths, when the router exports them: ``ttftP50Ms``, ``ttftP95M
                namespace="{{namespace}}",revision="{{revision}}"}[{{window}}])))
     mixedPaths: sum(increase(router_requests_total{namespace="{{namespace}}",
                 revision="{{revision}}",path="mixed"}[{{window}}]))
+
+Resources per revision, from NVIDIA's DCGM exporter: ``gpuUtilization`` (0-1) and ``gpuMemoryMiB``
+(memory used per GPU). DCGM labels a series with the pod, not with its revision: join it with
+kube-state-metrics' pod labels (the revision label ``serving.rolloutui.io/revision`` becomes
+``label_serving_rolloutui_io_revision`` when kube-state-metrics exports it). Example::
+
+    gpuUtilization: avg(avg_over_time(DCGM_FI_DEV_GPU_UTIL{namespace="{{namespace}}"}[{{window}}])
+                    * on (namespace, pod) group_left kube_pod_labels{namespace="{{namespace}}",
+                    label_serving_rolloutui_io_revision="{{revision}}"}) / 100
+    gpuMemoryMiB:   avg(avg_over_time(DCGM_FI_DEV_FB_USED{namespace="{{namespace}}"}[{{window}}])
+                    * on (namespace, pod) group_left kube_pod_labels{namespace="{{namespace}}",
+                    label_serving_rolloutui_io_revision="{{revision}}"})
+
+(``kube_pod_labels`` is 1 per pod, so the product keeps DCGM's value.) They are kept when no
+request finished in the window: they describe the GPUs, not the requests.
 """
 
 from __future__ import annotations
@@ -65,7 +80,11 @@ FIGURES = (
     "tpotP95Ms",
     "tpotP99Ms",
     "mixedPaths",
+    "gpuUtilization",
+    "gpuMemoryMiB",
 )
+# Figures of the revision's GPUs, not of its requests: kept when no request finished in the window.
+RESOURCES = ("gpuUtilization", "gpuMemoryMiB")
 COUNTS = ("requests", "started")  # whole numbers (``increase`` gives fractions)
 WHOLE = ("mixedPaths",)  # a count of requests too, but None like the rates when none finished
 
@@ -153,5 +172,5 @@ class PrometheusMetrics:
         if out["requests"] == 0:
             # No finished request: rates and latencies mean nothing (the contract: None when there
             # were none). How many started is still the window's evidence for minRequests.
-            out.update({k: None for k in FIGURES if k not in COUNTS})
+            out.update({k: None for k in FIGURES if k not in COUNTS and k not in RESOURCES})
         return out

@@ -339,6 +339,7 @@ def comparison(
     per revision per ``bucket`` seconds; stable and canary from ``status.canary`` while a canary
     runs (else ``stable`` is the current revision and ``canary`` is None). Times are clock seconds
     (epoch seconds; simulated time on the embedded cluster). See the API view for the shape."""
+    from . import gpu_revisions
     from .cluster import get_clock, get_cluster
 
     if not access.allowed(user, VIEW, namespace):
@@ -357,11 +358,14 @@ def comparison(
     canary_state = status.get("canary") or {}
     revisions = got["revisions"]
 
+    # GPU utilisation and memory per revision (gpu_revisions), as separate keys of each entry.
+    resources = gpu_revisions.by_revision(namespace, name, window_seconds=window)
+
     def entry(revision: str | None) -> dict[str, Any] | None:
         if not revision:
             return None
         figures = revisions.get(revision) or compare_empty()
-        return {"revision": revision, **figures}
+        return {"revision": revision, **figures, **gpu_revisions.figures_of(resources, revision)}
 
     running = canary_state.get("revision") and canary_state.get("phase") in ("Running", "Paused", "Failed")
     if running:
@@ -374,7 +378,11 @@ def comparison(
         "bucketSeconds": got["bucketSeconds"],
         "stable": stable,
         "canary": canary,
-        "revisions": [{"revision": rev, **figures} for rev, figures in revisions.items()],
+        "revisions": [
+            {"revision": rev, **figures, **gpu_revisions.figures_of(resources, rev)}
+            for rev, figures in revisions.items()
+        ],
+        "resourcesSource": resources["source"],
         "series": got["series"],
     }
 

@@ -89,6 +89,8 @@ def test_each_figure_is_an_instant_query_of_its_template_at_the_windows_end(prom
         "durationP99Ms": None,
         # Token figures and paths: no template either.
         **dict.fromkeys(("ttftP50Ms", "ttftP95Ms", "ttftP99Ms", "tpotP50Ms", "tpotP95Ms", "tpotP99Ms", "mixedPaths")),
+        # Resources (DCGM): no template either.
+        **dict.fromkeys(("gpuUtilization", "gpuMemoryMiB")),
     }
     first = prom.asked[0]
     assert first["path"] == "/api/v1/query" and first["time"] == "1700000060.000"
