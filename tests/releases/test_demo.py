@@ -100,5 +100,5 @@ def test_a_cluster_stored_before_the_flaky_tag_existed_learns_it_and_keeps_what_
     call_command("load_demo", stdout=out)
     assert "stored the behaviour of 1 demo image\n" in out.getvalue()
     learnt = SimClock.objects.get(pk=1).config["images"]
-    assert learnt["vllm/vllm-openai:v0.9.2-flaky"] == {"errorRate": 0.2}
+    assert learnt["vllm/vllm-openai:v0.9.2-flaky"]["errorRate"] == 0.2
     assert learnt["engine:mine"] == {"errorRate": 0.5}

@@ -3,8 +3,10 @@
 ``demo`` has 4 ServingGroups of two roles: ``prefill`` (1 instance = an entry pod and 1 worker pod,
 2 GPUs each) and ``decode`` (2 instances of one 1-GPU pod), so a group holds 2*2 + 2*1 = 6 GPUs and the
 demo 24 of the 48: room for surge and for a failed node. ``maxUnavailable: 1`` replaces one group at a
-time; replaced pods are drained (up to 60 s) while 4 requests a second stream to the decode and
-prefill entry pods. Three extra images show the physics: ``...-crash`` never becomes Ready, ``...-slow``
+time; replaced pods are drained (up to 60 s) while 4 requests a second stream through a prefill
+then a decode entry pod of one group (``spec.traffic.path``), each with token figures (``TOKENS``,
+the images' ``ttftMs`` / ``tpotMs``) for the Paths panel and the TTFT/TPOT comparison. Three
+extra images show the physics: ``...-crash`` never becomes Ready, ``...-slow``
 loads for 40-60 s, ``...-flaky`` answers one request in five with an error (a bad build for the
 canary analysis to catch).
 
@@ -59,14 +61,24 @@ DIGESTS = {
         "vllm/vllm-openai:v0.9.2-flaky",
     )
 }
+# Token figures (time to first token on the prefill hop, time per output token on the decode hop)
+# and the KV cache format: v0.9.2 writes a new one, so a request from a v0.9.2 prefill to a v0.9.1
+# decode would fail (kvMismatch) if the router let it; the demo's revision-affine path never does.
+_TOKENS_V091: dict[str, Any] = {"kvFormat": "v1", "ttftMs": [120, 260], "tpotMs": [18, 30]}
+_TOKENS_V092: dict[str, Any] = {"kvFormat": "v2", "ttftMs": [90, 200], "tpotMs": [15, 25]}
 _PROFILES: dict[str, dict[str, Any]] = {
+    "vllm/vllm-openai:v0.9.1": dict(_TOKENS_V091),
+    "vllm/vllm-openai:v0.9.2": dict(_TOKENS_V092),
     "vllm/vllm-openai:v0.9.2-crash": {"crash": True},
-    "vllm/vllm-openai:v0.9.2-slow": {"load": [40, 60]},
-    "vllm/vllm-openai:v0.9.2-flaky": {"errorRate": 0.2},
+    "vllm/vllm-openai:v0.9.2-slow": {"load": [40, 60], **_TOKENS_V092},
+    "vllm/vllm-openai:v0.9.2-flaky": {"errorRate": 0.2, **_TOKENS_V092},
 }
 _DIGEST_PROFILES: dict[str, dict[str, Any]] = {DIGESTS[tag]: profile for tag, profile in _PROFILES.items()}
 CONFIG: dict[str, Any] = {"timing": DEFAULT_TIMING, "images": {**_PROFILES, **_DIGEST_PROFILES}}
 TRAFFIC = {"rps": 4.0, "duration_low": 2.0, "duration_high": 20.0}
+# Tokens per request (drawn uniformly) where the simulated traffic takes them: with the images'
+# ttftMs and tpotMs a request lasts ttft + output x tpot, about 2-20 s as ``TRAFFIC`` says.
+TOKENS = {"input": [200, 2000], "output": [100, 600]}
 
 
 def _container(gpus: int, image: str = IMAGE) -> dict[str, Any]:
@@ -80,6 +92,8 @@ DEMO_MANIFEST: dict[str, Any] = {
     "spec": {
         "replicas": 4,
         "drain": {"timeoutSeconds": 60},
+        # Every request goes prefill -> decode inside one ServingGroup, on one revision (the Paths panel).
+        "traffic": {"path": ["prefill", "decode"]},
         "rolloutStrategy": {"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": 1}},
         "template": {
             "roles": [

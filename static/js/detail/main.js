@@ -20,6 +20,7 @@ import { createCharts } from "./panels/charts.js";
 import { createControls } from "./panels/controls.js";
 import { createDrain } from "./panels/drain.js";
 import { createHeader } from "./panels/header.js";
+import { createPaths } from "./panels/paths.js";
 import { createRelease } from "./panels/release.js";
 import { createRevisions } from "./panels/revisions.js";
 import { createRoles } from "./panels/roles.js";
@@ -70,6 +71,7 @@ const panels = [
   createHeader({ boot, phases }),
   release,
   createCanary({ boot, plotlySrc }),
+  createPaths({ boot, plotlySrc }),
   controls,
   topology,
   createWaits(),

@@ -1,0 +1,173 @@
+// Paths: how requests travelled through the roles of spec.traffic.path (prefill -> decode ...), from
+// the stored request records (GET .../paths/: the server sums them per revision pair and outcome per
+// bucket, a few rows however many requests). A pair is the revisions of a request's first and last
+// hop ("a/b"; "a/-" for a request refused before any hop). Outcomes: consistent (one revision),
+// mixed (hops of more than one revision), refused (noRoute: no consistent path, never sent down a
+// mixed one) and kvMismatch (hops disagreed on the KV cache format). Broken requests are drawn in
+// red, each with its own fill pattern, so the chart does not rest on colour alone.
+//
+// Beside the chart, per ServingGroup, the revisions its Ready instances can serve end to end right
+// now ("consistent path: #3 abc123"), or "no consistent path" in red: the topology's groups seen
+// by the router's rule. Hidden behind one line when the ModelServing has no path.
+//
+// Everything shown comes from the server as text nodes (h); Plotly's legend text is escaped.
+
+import { api } from "../../lib/api.js";
+import { byId, h, memo, mount } from "../../lib/dom.js";
+import { revLabel } from "../common.js";
+import { chartConfig, chartLayout, loadPlotly } from "./charts.js";
+
+const REFRESH_MS = 10000;
+export const PATHS_QUERY = "window=900&bucket=60"; // 15 minutes in 1-minute buckets (seconds)
+
+// Outcome -> label, colour, fill pattern. Consistent in green, the broken ones in reds.
+export const OUTCOMES = [
+  ["consistent", "consistent", "#1f883d", ""],
+  ["mixed", "mixed", "#cf222e", "/"],
+  ["noRoute", "refused (noRoute)", "#a40e26", "."],
+  ["kvMismatch", "kvMismatch", "#e5534b", "x"],
+];
+
+// Broken in the pages' error red (set through the CSSOM: the page's style-src allows no inline style).
+const BROKEN = { color: "var(--error)", fontWeight: "600" };
+
+const plotlyText = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+const count = (n) => Math.round(Number(n) || 0).toLocaleString("en-US");
+
+export function createPaths({ boot, plotlySrc }) {
+  const panel = byId("paths-panel");
+  const body = byId("paths-body");
+  const changed = memo();
+  let data = null;
+  let error = null;
+  let drawn = null;
+  let revNumbers = new Map();
+  let timer = 0;
+
+  function pairText(pair) {
+    const [first, last] = String(pair).split("/");
+    const name = (rev) => {
+      if (!rev || rev === "-") return "none";
+      const n = revNumbers.get(rev);
+      return n ? `#${n} ${rev}` : rev;
+    };
+    return `${name(first)} → ${name(last)}`;
+  }
+
+  function renderGroups(groups) {
+    if (!groups.length) return h("p", { class: "calm" }, "No instance of the path's roles yet.");
+    return h(
+      "ul",
+      { class: "compact-list paths-groups", "data-testid": "paths-groups" },
+      groups.map((g) =>
+        h(
+          "li",
+          { dataset: { group: String(g.group) } },
+          h("span", { class: "muted" }, `group ${g.group}: `),
+          (g.consistent || []).length
+            ? ["consistent path: ", (g.consistent || []).map((rev, i) => [i ? ", " : null, revLabel(rev, revNumbers)])]
+            : h("span", { class: "paths-broken", style: BROKEN }, "no consistent path"),
+        ),
+      ),
+    );
+  }
+
+  function renderBody() {
+    if (error) {
+      mount(body, h("p", { class: "warn" }, "Paths could not be read: " + error));
+      return;
+    }
+    if (!data) {
+      mount(body, h("p", { class: "calm" }, "Reading the request paths…"));
+      return;
+    }
+    const path = data.path || [];
+    if (!path.length) {
+      byId("paths-sub").textContent = "";
+      mount(body, h("p", { class: "calm", "data-testid": "paths-none" }, "No request path: " + (data.reason || "spec.traffic.path is not set") + "."));
+      return;
+    }
+    byId("paths-sub").textContent = path.join(" → ");
+    const totals = data.totals || {};
+    const broken = (totals.mixed || 0) + (totals.noRoute || 0) + (totals.kvMismatch || 0);
+    mount(
+      body,
+      h(
+        "p",
+        { class: "paths-totals", "data-testid": "paths-totals" },
+        h("span", { class: "muted" }, "last 15 minutes: "),
+        OUTCOMES.map(([key, label], i) =>
+          h(
+            "span",
+            key === "consistent" || !totals[key] ? { dataset: { outcome: key } } : { class: "paths-broken", style: BROKEN, dataset: { outcome: key } },
+            i ? " · " : "",
+            `${label} ${count(totals[key])}`,
+          ),
+        ),
+        broken ? null : h("span", { class: "muted" }, " — no broken request"),
+      ),
+      h(
+        "div",
+        { class: "charts charts-2 paths-grid" },
+        h("div", { class: "chart", id: "paths-chart", "data-testid": "paths-chart" }),
+        h("div", null, h("div", { class: "panel-subtitle" }, "Consistent paths per group, now"), renderGroups(data.groups || [])),
+      ),
+    );
+    drawn = null;
+    loadPlotly(plotlySrc, draw);
+  }
+
+  // One stacked bar trace per (pair, outcome) that had requests.
+  function draw() {
+    if (!window.Plotly || !data || drawn === data || !byId("paths-chart")) return;
+    drawn = data;
+    const series = data.series || [];
+    const x = (t) => new Date(t * 1000);
+    const traces = [];
+    const pairs = [...new Set(series.map((p) => p.pair))].sort();
+    for (const [key, label, colour, pattern] of OUTCOMES) {
+      for (const pair of pairs) {
+        const points = series.filter((p) => p.pair === pair && p[key]);
+        if (!points.length) continue;
+        traces.push({
+          type: "bar",
+          x: points.map((p) => (p.bucketStart > 1e9 ? x(p.bucketStart) : p.bucketStart)),
+          y: points.map((p) => p[key]),
+          name: plotlyText(`${label}: ${pairText(pair)}`),
+          // The pattern is drawn over the colour (fillmode overlay), so a broken bar stays red.
+          marker: { color: colour, pattern: pattern ? { shape: pattern, fillmode: "overlay", fgcolor: "#fff", size: 6 } : undefined, line: { width: 0 } },
+        });
+      }
+    }
+    const t0 = series.length ? series[0].bucketStart : 0;
+    window.Plotly.react(
+      "paths-chart",
+      traces,
+      { ...chartLayout("Requests per revision pair (first hop → last hop)", "requests", { rangemode: "tozero" }, t0), barmode: "stack", height: 260 },
+      chartConfig,
+    );
+  }
+
+  async function load() {
+    try {
+      data = await api(boot.api + "paths/?" + PATHS_QUERY);
+      error = null;
+    } catch (err) {
+      error = String((err && err.message) || err);
+    }
+    renderBody();
+  }
+
+  function render({ revNumbers: numbers }) {
+    revNumbers = numbers || new Map();
+    panel.hidden = false;
+    if (!changed(JSON.stringify([...revNumbers.entries()]))) return;
+    renderBody();
+    if (!timer) {
+      load();
+      timer = setInterval(load, REFRESH_MS);
+    }
+  }
+
+  return { render, load };
+}
