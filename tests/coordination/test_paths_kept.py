@@ -233,6 +233,18 @@ def test_a_prefill_waits_for_a_ready_decode_of_its_revision_and_says_so():
     assert {a.role for a in first.actions if a.verb in ("drain", "delete")} == {"decode"}
 
 
+@pytest.mark.parametrize("surge", [0, 1])
+def test_a_last_decode_kept_for_old_prefills_counts_as_done_for_max_skew_so_the_roles_never_wait_on_each_other(
+    surge,
+):
+    # Read literally, decode at 4/5 would cap prefill at ceil((0.8 + 0.1) * 10) = 9 of 10 replacements,
+    # and the tenth old prefill would keep the last old decode forever.
+    cluster, clock = deployed(pd_manifest(prefill=10, decode=5, skew="10%", surge=surge))
+    set_images(cluster, {"prefill": "engine:v2", "decode": "engine:v2"})
+    roll(cluster, clock, max_steps=600)
+    assert converged(cluster)
+
+
 def test_a_single_decode_without_surge_cannot_move_and_the_stall_names_the_way_out():
     cluster, clock = deployed(pd_manifest(prefill=1, decode=1))
     set_images(cluster, {"prefill": "engine:v2", "decode": "engine:v2"})
