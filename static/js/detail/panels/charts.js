@@ -4,16 +4,21 @@
 // (state.skew: the widest group's gap, maxSkew, and the lead the rounded-up start quotas allow).
 // Without coordination there is no skew rule, and the chart says so instead of plotting a spread.
 //
-// The history starts with the stored samples (GET .../history/, sampled by the controller) and
-// is extended with every state the page receives (`observe`). Plotly (4.6 MB) is loaded after the
-// first render, off the critical path, and the charts redraw at most once a second: Plotly is the
-// most expensive thing on the page.
+// Time ranges, Grafana-style (#chart-range): the last 15 min, 1 h (the default) or 6 h of cluster
+// time, this rollout (since the newest revision started rolling out), or a custom from-to. Each
+// reads the stored samples of that range (GET .../history/?from=&to=&points=, downsampled on the
+// server to at most POINTS points, so a 6 h range costs what 15 min does); a relative range and
+// "this rollout" are then extended with every state the page receives (`observe`) and drop what
+// falls out of the window, a custom range is fixed. Plotly (4.6 MB) is loaded after the first
+// render, off the critical path, and the charts redraw at most once a second: Plotly is the most
+// expensive thing on the page.
 
 import { api } from "../../lib/api.js";
 import { byId } from "../../lib/dom.js";
 import { isEpoch } from "../../lib/format.js";
 
 const MAX_SAMPLES = 4000;
+const POINTS = 600;
 const LINE_COLOURS = ["#3b6fd4", "#d98a1c", "#17a38b", "#8c5bd6", "#d2477f", "#6f9a22"];
 export const chartConfig = { displayModeBar: false, responsive: true, staticPlot: false };
 
@@ -70,9 +75,14 @@ export function createCharts({ boot, plotlySrc }) {
   let dirty = true;
   let latest = null;
 
+  // The range shown: {kind: "last", seconds} | {kind: "rollout"} | {kind: "custom", from, to}.
+  let range = { kind: "last", seconds: 3600 };
+  let loading = 0;
+
   // One sample per state time: the values the three charts plot.
   function observe(state) {
     const t = state.time;
+    if (range.kind === "custom") return; // a fixed window: live states are not part of it
     if (samples.length && samples[samples.length - 1].t >= t) return;
     const progress = {};
     for (const r of state.roles || []) progress[r.name] = Number(r.progress) || 0;
@@ -91,31 +101,105 @@ export function createCharts({ boot, plotlySrc }) {
       maxSkew: sk ? Number(sk.maxSkewPercent) / 100 : null,
     });
     if (samples.length > MAX_SAMPLES) samples.splice(0, samples.length - MAX_SAMPLES);
+    if (range.kind === "last") {
+      const from = t - range.seconds;
+      const drop = samples.findIndex((x) => x.t >= from);
+      if (drop > 0) samples.splice(0, drop);
+    }
     dirty = true;
   }
 
-  async function loadHistory() {
-    try {
-      const points = await api(boot.api + "history/");
-      if (!points.length) return;
-      const older = points
-        .filter((p) => !samples.length || p.t < samples[0].t)
-        .map((p) => ({
-          t: p.t,
-          progress: p.roles || {},
-          available: p.available,
-          floor: p.floor,
-          skew: p.skew == null ? null : p.skew / 100,
-          skewLimit: p.skewLimit == null ? null : p.skewLimit / 100,
-          skewGroup: p.skewGroup ?? null,
-          maxSkew: p.maxSkew == null ? null : p.maxSkew / 100,
-        }));
-      samples.unshift(...older);
-      byId("charts-note").textContent = "stored history, extended live";
-      dirty = true;
-    } catch {
-      byId("charts-note").textContent = "no stored history: since this page opened, extended live";
+  const fromPoint = (p) => ({
+    t: p.t,
+    progress: p.roles || {},
+    available: p.available,
+    floor: p.floor,
+    skew: p.skew == null ? null : p.skew / 100,
+    skewLimit: p.skewLimit == null ? null : p.skewLimit / 100,
+    skewGroup: p.skewGroup ?? null,
+    maxSkew: p.maxSkew == null ? null : p.maxSkew / 100,
+  });
+
+  const clockNow = () => (latest && latest.state ? latest.state.time : samples.length ? samples[samples.length - 1].t : Date.now() / 1000);
+  const stamp = (t) => (isEpoch(t) ? new Date(t * 1000).toLocaleString() : `${Math.round(t)} s`);
+
+  // Read the range's stored samples and show them (replacing what the charts had).
+  async function loadRange() {
+    const ask = ++loading;
+    const params = new URLSearchParams({ points: String(POINTS) });
+    if (range.kind === "last") params.set("from", String(clockNow() - range.seconds));
+    if (range.kind === "rollout") params.set("range", "rollout");
+    if (range.kind === "custom") {
+      params.set("from", String(range.from));
+      params.set("to", String(range.to));
     }
+    try {
+      const body = await api(`${boot.api}history/?${params}`);
+      if (ask !== loading) return; // a newer range was chosen meanwhile
+      const points = body.points.map(fromPoint);
+      if (range.kind !== "custom" && samples.length) {
+        // Keep the live states newer than the stored ones (sampled at most once a second).
+        const newest = points.length ? points[points.length - 1].t : -Infinity;
+        points.push(...samples.filter((x) => x.t > newest));
+      }
+      samples.splice(0, samples.length, ...points);
+      const span = points.length ? `${stamp(points[0].t)} – ${stamp(points[points.length - 1].t)}` : "nothing stored in this range";
+      const thinned = body.downsampled ? `, downsampled to ${body.points.length} points` : "";
+      byId("charts-note").textContent = `${span}${thinned}${range.kind === "custom" ? "" : ", extended live"}`;
+      dirty = true;
+    } catch (err) {
+      byId("charts-note").textContent = `no stored history (${err.message}): since this page opened, extended live`;
+    }
+  }
+
+  // Seconds of cluster time <-> the custom inputs (datetime-local in the browser's zone).
+  const toInput = (t) => {
+    const d = new Date(t * 1000);
+    const pad = (n) => String(n).padStart(2, "0");
+    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  };
+  const fromInput = (value) => new Date(value).getTime() / 1000;
+
+  function choose(button) {
+    const picker = byId("chart-range");
+    for (const b of picker.querySelectorAll("button[data-range]")) b.setAttribute("aria-pressed", String(b === button));
+    const kind = button.dataset.range;
+    const custom = byId("chart-custom");
+    if (kind === "custom") {
+      custom.hidden = false;
+      const now = clockNow();
+      if (!byId("chart-from").value) byId("chart-from").value = toInput(now - 3600);
+      if (!byId("chart-to").value) byId("chart-to").value = toInput(now);
+      byId("chart-from").focus();
+      return;
+    }
+    custom.hidden = true;
+    range = kind === "rollout" ? { kind: "rollout" } : { kind: "last", seconds: Number(kind) };
+    loadRange();
+  }
+
+  function applyCustom() {
+    const from = fromInput(byId("chart-from").value);
+    const to = fromInput(byId("chart-to").value);
+    if (!Number.isFinite(from) || !Number.isFinite(to) || from > to) {
+      byId("charts-note").textContent = "a custom range needs a start before its end";
+      return;
+    }
+    range = { kind: "custom", from, to };
+    loadRange();
+  }
+
+  function wireRange() {
+    const picker = byId("chart-range");
+    if (!picker) return;
+    for (const b of picker.querySelectorAll("button[data-range]")) b.addEventListener("click", () => choose(b));
+    byId("chart-apply").addEventListener("click", applyCustom);
+  }
+
+  // The first range (the last hour), once the page has its first state.
+  async function loadHistory() {
+    wireRange();
+    await loadRange();
   }
 
   function draw() {

@@ -183,6 +183,21 @@ export function createTopologyPanel({ boot, onKillPod }) {
       ),
       h("td", { class: "num" }, p.restarts),
       h("td", { class: "num" }, p.inFlight),
+      h(
+        "td",
+        null,
+        h(
+          "button",
+          {
+            class: "btn btn-quiet btn-xs",
+            type: "button",
+            "data-testid": "pod-open",
+            "aria-label": `Events and log of ${p.name}`,
+            onclick: () => showPod(p.name),
+          },
+          "Events & log",
+        ),
+      ),
       canKill
         ? h(
             "td",
@@ -191,6 +206,84 @@ export function createTopologyPanel({ boot, onKillPod }) {
           )
         : null,
     );
+  }
+
+  // The pod's events (scheduled, pulled, started, probe failures, back-off, kills) and the last
+  // lines of its log, under the pod table (GET /api/pods/{ns}/{pod}/events/ and .../log/).
+  let podShown = null;
+  async function showPod(name) {
+    podShown = name;
+    const where = byId("pod-detail");
+    if (!where) return;
+    const base = `/api/pods/${encodeURIComponent(boot.namespace)}/${encodeURIComponent(name)}/`;
+    mount(where, h("p", { class: "muted" }, `Loading the events and log of ${name}…`));
+    try {
+      const [events, log] = await Promise.all([api(base + "events/"), api(base + "log/?tail=200")]);
+      if (podShown !== name) return;
+      const when = (e) => (e.lastTimestamp ? new Date(e.lastTimestamp).toLocaleTimeString() : "");
+      mount(
+        where,
+        h(
+          "div",
+          { class: "pod-detail-head" },
+          h("h3", { class: "panel-sub" }, `Pod ${name}`),
+          " ",
+          h("button", { class: "btn btn-quiet btn-xs", type: "button", onclick: () => showPod(name) }, "Refresh"),
+          " ",
+          h("button", { class: "btn btn-quiet btn-xs", type: "button", onclick: () => { podShown = null; mount(where); } }, "Close"),
+        ),
+        h("h4", { class: "panel-sub" }, "Events"),
+        events.length
+          ? h(
+              "div",
+              { class: "table-scroll" },
+              h(
+                "table",
+                { class: "table compact", "data-testid": "pod-events" },
+                h("thead", null, h("tr", null, ["Last seen", "Type", "Reason", "Message", "Count", "From"].map((t) => h("th", { scope: "col" }, t)))),
+                h(
+                  "tbody",
+                  null,
+                  events.map((e) =>
+                    h(
+                      "tr",
+                      { class: e.type === "Warning" ? "event-warning" : null },
+                      h("td", null, when(e)),
+                      h("td", null, e.type === "Warning" ? h("span", { class: "badge badge-error" }, "Warning") : e.type),
+                      h("td", { class: "mono" }, e.reason),
+                      h("td", null, e.message),
+                      h("td", { class: "num" }, e.count),
+                      h("td", { class: "muted" }, e.source),
+                    ),
+                  ),
+                ),
+              ),
+            )
+          : h("p", { class: "muted" }, "No events."),
+        h(
+          "h4",
+          { class: "panel-sub" },
+          `Log (last ${log.lines.length} lines)`,
+          log.masked ? h("span", { class: "muted" }, " · secret-looking values masked (you may not operate here)") : null,
+        ),
+        log.lines.length
+          ? h(
+              "pre",
+              {
+                class: "pod-log",
+                tabindex: "0",
+                "data-testid": "pod-log",
+                "aria-label": `Log of ${name}`,
+                // Bounded in the panel: long lines wrap, the log scrolls (no element past the panel's edge).
+                style: { maxHeight: "22rem", overflow: "auto", whiteSpace: "pre-wrap", overflowWrap: "anywhere", margin: "0" },
+              },
+              log.lines.map((l) => `${l.time ? l.time + " " : ""}${l.line}\n`).join(""),
+            )
+          : h("p", { class: "muted" }, "No log lines."),
+      );
+    } catch (err) {
+      if (podShown === name) mount(where, h("p", { class: "muted" }, err.message));
+    }
   }
 
   async function loadPods(hit) {
@@ -219,6 +312,7 @@ export function createTopologyPanel({ boot, onKillPod }) {
                   "tr",
                   null,
                   heads.map((t) => h("th", { class: t === "Restarts" || t === "In flight" ? "num" : null }, t)),
+                  h("th", null, "Events"),
                   canKill ? h("th") : null,
                 ),
               ),
@@ -231,6 +325,8 @@ export function createTopologyPanel({ boot, onKillPod }) {
             )
           : h("p", { class: "muted" }, "No pods."),
       );
+      box.appendChild(h("div", { id: "pod-detail", class: "pod-detail", "data-testid": "pod-detail" }));
+      if (podShown && pods.some((p) => p.name === podShown)) showPod(podShown);
     } catch (err) {
       status.textContent = err.message;
     }
