@@ -24,7 +24,7 @@ INTEGRATION_XDIST := $(if $(filter-out 0 1,$(INTEGRATION_WORKERS)),-n $(INTEGRAT
 PYTEST_ARGS ?=
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: help venv run test lint chromium clean
+.PHONY: help venv run test lint chromium node-deps clean
 
 help:
 	@echo "make run    start RolloutUI (Redis, Daphne, Celery worker and beat) on http://127.0.0.1:$${PORT:-8000}"
@@ -94,9 +94,19 @@ lint: venv
 	  ROLLOUTUI_SECRET_KEY="$$($(PY) -c 'import secrets; print(secrets.token_hex(32))')" ROLLOUTUI_DEBUG=0 \
 	  $(PY) manage.py check --deploy --fail-level WARNING; rc=$$?; rm -rf "$$var"; exit $$rc
 
+# Node packages the tests use (package.json, pinned by package-lock.json): axe-core, which the
+# accessibility test (tests/dashboard/test_accessibility.py) injects into every page. Only the tests
+# need them; the dashboard has no build step. Re-installed when the lock file changes.
+node-deps: node_modules/.package-lock.json
+
+node_modules/.package-lock.json: package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "error: npm is missing: the accessibility test needs axe-core from npm (apt-get install npm, or Node.js >= 18)" >&2; exit 1; }
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
 # Each pytest pass tolerates exit code 5 ("no tests collected": that selection is empty); any
 # other failure is remembered, the remaining passes still run, and the target fails at the end.
-test: venv
+test: venv node-deps
 	@-$(MAKE) --no-print-directory chromium
 	@$(MAKE) --no-print-directory lint
 	@set -uo pipefail; failed=""; total_passed=0; total_failed=0; log="$$(mktemp)"; \
@@ -126,5 +136,5 @@ test: venv
 
 # var/ (database, secret key, generated admin password's account) is deliberately kept.
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis test-artifacts *.egg-info
+	rm -rf $(VENV) node_modules .pytest_cache .hypothesis test-artifacts *.egg-info
 	find . -path ./.git -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -5,27 +5,39 @@
 // Here an update is one pass of fillRect calls, and one pair of listeners does hover and click by
 // arithmetic on the layout.
 //
-// Encoding: colour = revision (one colour per revision, shared with the legend and the revision
-// table); state = pattern and border:
-//   Ready solid · Creating light fill · Pending outline only · Updating diagonal stripes ·
-//   Draining half fill · Failed red border and cross · Deleting faded with a strike.
-// Surge instances carry a dark corner mark. Groups below the partition sit on a grey band and a
-// dark line marks where the partition starts.
+// Encoding: colour = revision, by its hash (static/js/lib/colors.js: the same colour in the legend,
+// the revisions table and the canary charts, whatever number a rollback gives it); state = pattern,
+// border AND a glyph drawn in the cell (never colour alone; the legend shows the same glyphs):
+//   Ready solid ✓ · Creating light fill + · Pending outline only … · Updating diagonal stripes ↻ ·
+//   Draining half fill ↓ · Failed red border ✕ · Deleting faded with a strike −.
+// Cells wide enough carry the state's word instead of its glyph. Surge instances carry a dark corner
+// mark with an "S". Groups below the partition sit on a grey band and a dark line marks where the
+// partition starts. Every group column is labelled with its ordinal (every 5th or 10th when the
+// cells are small), every row with its role instance. Small workloads get large cells: the grid
+// fills the panel's width (up to 160 px a cell).
+//
+// For assistive technology the canvas's accessible name sums the states up (counts per state,
+// surge), and a visually hidden list beside it names each cell that is not plainly Ready.
 import { h, mount } from "./lib/dom.js";
 import { partitionOf } from "./lib/format.js";
+import { alpha, revisionColour } from "./lib/colors.js";
 
-export const PALETTE = ["#3b6fd4", "#d98a1c", "#17a38b", "#8c5bd6", "#d2477f", "#6f9a22", "#4b6584", "#b0662d"];
+export { alpha, revisionColour };
+
 const FAILED = "#cf222e";
 const INK = "#1f2328";
+const LABEL = "#5b6470";
 
-export function colourFor(number) {
-  return PALETTE[(Math.max(1, number) - 1) % PALETTE.length];
-}
-
-export function alpha(hex, a) {
-  const n = parseInt(hex.slice(1), 16);
-  return `rgba(${(n >> 16) & 255},${(n >> 8) & 255},${n & 255},${a})`;
-}
+// The glyph (small cells) of each instance state; wide cells show the state's word.
+export const STATE_GLYPHS = {
+  Ready: "✓",
+  Creating: "+",
+  Pending: "…",
+  Updating: "↻",
+  Draining: "↓",
+  Failed: "✕",
+  Deleting: "−",
+};
 
 export class Topology {
   constructor(canvas, tip, onSelect) {
@@ -37,6 +49,12 @@ export class Topology {
     this.layout = null;
     this.selected = null;
     this.patterns = new Map();
+    // The cells that are not plainly Ready, as text for assistive technology (visually hidden).
+    this.cellList = canvas.parentElement.querySelector(".topo-cells");
+    if (!this.cellList) {
+      this.cellList = h("ul", { class: "topo-cells sr-only", "aria-label": "Role instances that are not Ready" });
+      canvas.after(this.cellList);
+    }
     canvas.addEventListener("mousemove", (e) => this.hover(e));
     canvas.addEventListener("mouseleave", () => { this.tip.hidden = true; });
     canvas.addEventListener("click", (e) => {
@@ -108,11 +126,16 @@ export class Topology {
   }
 
   computeLayout(groups, slots, width) {
-    const cell = groups <= 12 ? 26 : groups <= 24 ? 22 : groups <= 96 ? 14 : groups <= 400 ? 10 : 7;
-    const gap = cell >= 14 ? 2 : 1;
-    const groupGap = cell >= 14 ? 4 : 2;
-    const labelW = cell >= 10 ? 74 : 56;
-    const colW = cell + groupGap;
+    // Cell height by the number of groups; small workloads get tall cells and wide ones: the
+    // columns share the panel's width (a 4 x 3 grid fills it instead of a tenth of it).
+    const cell = groups <= 12 ? 34 : groups <= 24 ? 24 : groups <= 96 ? 14 : groups <= 400 ? 10 : 7;
+    const gap = cell >= 14 ? 3 : 1;
+    const groupGap = cell >= 24 ? 8 : cell >= 14 ? 4 : 2;
+    const longest = Math.max(0, ...slots.map((s) => this.rowLabel(s, slots).length));
+    const labelW = cell >= 10 ? Math.min(130, Math.max(74, 12 + longest * 6.5)) : 56;
+    const fit = Math.floor((width - labelW - 4) / Math.max(groups, 1)) - groupGap;
+    const cellW = groups <= 24 ? Math.max(cell, Math.min(160, fit)) : cell;
+    const colW = cellW + groupGap;
     const perBand = Math.max(1, Math.floor((width - labelW - 4) / colW));
     const bandH = 14 + slots.length * (cell + gap) + 8;
     const bands = Math.ceil(groups / perBand);
@@ -123,7 +146,12 @@ export class Topology {
     this.canvas.style.width = width + "px";
     this.canvas.style.height = height + "px";
     this.ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    return { cell, gap, groupGap, labelW, colW, perBand, bandH, bands, groups, slots, width, height };
+    return { cell, cellW, gap, groupGap, labelW, colW, perBand, bandH, bands, groups, slots, width, height };
+  }
+
+  // A row's label: the role, with the instance's ordinal when the role has several.
+  rowLabel(s, slots) {
+    return slots.filter((x) => x.role === s.role).length > 1 ? `${s.role} ${s.ordinal}` : s.role;
   }
 
   cellXY(g, s) {
@@ -140,29 +168,33 @@ export class Topology {
     const partition = partitionOf(st);
     const groupLevel = (st.strategyType || "ServingGroupRollingUpdate") === "ServingGroupRollingUpdate";
     const replicas = st.spec.replicas || 0;
-    // Small cells (hundreds of groups) get a smaller label font so role rows stay legible.
-    ctx.font = `${Math.min(10, L.cell + 2)}px system-ui, sans-serif`;
+    const font = (px, weight = "") => `${weight} ${px}px system-ui, sans-serif`;
     ctx.textBaseline = "middle";
     for (let b = 0; b < L.bands; b++) {
       const y0 = b * L.bandH;
-      // Role labels at the left of every band.
-      ctx.fillStyle = "#5b6470";
+      // Role instance labels at the left of every band.
+      ctx.font = font(Math.min(11, L.cell + 2));
+      ctx.fillStyle = LABEL;
+      ctx.textAlign = "left";
       L.slots.forEach((s, i) => {
         const y = y0 + 14 + i * (L.cell + L.gap) + L.cell / 2;
-        const sameRole = L.slots.filter((x) => x.role === s.role).length > 1;
-        const label = sameRole ? `${s.role} ${s.ordinal}` : s.role;
-        ctx.fillText(label.length > 12 ? label.slice(0, 11) + "…" : label, 2, y, L.labelW - 6);
+        const label = this.rowLabel(s, L.slots);
+        const max = Math.floor((L.labelW - 6) / 6);
+        ctx.fillText(label.length > max ? label.slice(0, max - 1) + "…" : label, 2, y, L.labelW - 6);
       });
-      // Group ordinal ticks above the band.
+      // Group ordinals above the columns: every column when they fit, else every 5th or 10th.
       const first = b * L.perBand;
-      const step = L.cell >= 14 ? 5 : 10;
-      ctx.fillStyle = "#8a929c";
+      const step = L.colW >= 22 ? 1 : L.cell >= 14 ? 5 : 10;
+      ctx.font = font(10);
       for (let g = first; g < Math.min(first + L.perBand, L.groups); g++) {
         if (g % step === 0) {
           const [x] = this.cellXY(g, 0);
-          ctx.fillText(String(g), x, y0 + 6);
+          const text = L.cellW >= 60 ? `group ${g}` : String(g);
+          ctx.textAlign = step === 1 ? "center" : "left";
+          ctx.fillText(text, step === 1 ? x + L.cellW / 2 : x, y0 + 6);
         }
       }
+      ctx.textAlign = "left";
     }
     // Partition: protected groups (below it) on a grey band; a dark line where it starts.
     if (groupLevel && partition > 0) {
@@ -175,10 +207,11 @@ export class Topology {
         const [x, y] = this.cellXY(partition, 0);
         ctx.fillStyle = INK;
         ctx.fillRect(x - L.groupGap / 2 - 1.5, y - 5, 2.5, L.slots.length * (L.cell + L.gap) + 8);
+        ctx.font = font(10);
         ctx.fillText("partition " + partition, Math.min(x + 3, L.width - 70), y - 8);
       }
     }
-    const c = L.cell;
+    const c = L.cell, w = L.cellW;
     for (let g = 0; g < L.groups; g++) {
       L.slots.forEach((s, i) => {
         const [x, y] = this.cellXY(g, i);
@@ -188,12 +221,12 @@ export class Topology {
           if (g < replicas) {
             ctx.strokeStyle = "#c4cad3";
             ctx.setLineDash([2, 2]);
-            ctx.strokeRect(x + 0.5, y + 0.5, c - 1, c - 1);
+            ctx.strokeRect(x + 0.5, y + 0.5, w - 1, c - 1);
             ctx.setLineDash([]);
           }
           return;
         }
-        this.drawCell(inst, x, y, c);
+        this.drawCell(inst, x, y, w, c);
       });
     }
     if (this.selected) {
@@ -203,57 +236,123 @@ export class Topology {
         const [x, y] = this.cellXY(Number(g), si);
         ctx.strokeStyle = INK;
         ctx.lineWidth = 2;
-        ctx.strokeRect(x - 2, y - 2, c + 4, c + 4);
+        ctx.strokeRect(x - 2, y - 2, w + 4, c + 4);
         ctx.lineWidth = 1;
+      }
+    }
+    this.describe();
+  }
+
+  drawCell(inst, x, y, w, c) {
+    const ctx = this.ctx;
+    const col = revisionColour(inst.revision);
+    // Text on the cell: white on a solid fill, ink on a light one.
+    let ink = INK;
+    ctx.lineWidth = 1;
+    switch (inst.state) {
+      case "Ready":
+        ctx.fillStyle = col; ctx.fillRect(x, y, w, c);
+        ink = "#fff";
+        break;
+      case "Creating":
+        ctx.fillStyle = alpha(col, 0.3); ctx.fillRect(x, y, w, c);
+        ctx.strokeStyle = col; ctx.strokeRect(x + 0.5, y + 0.5, w - 1, c - 1);
+        break;
+      case "Pending":
+        ctx.fillStyle = "#fff"; ctx.fillRect(x, y, w, c);
+        ctx.strokeStyle = col; ctx.setLineDash([2, 2]); ctx.strokeRect(x + 0.5, y + 0.5, w - 1, c - 1); ctx.setLineDash([]);
+        break;
+      case "Updating":
+        ctx.fillStyle = this.stripes(col); ctx.fillRect(x, y, w, c);
+        ctx.strokeStyle = col; ctx.strokeRect(x + 0.5, y + 0.5, w - 1, c - 1);
+        break;
+      case "Draining":
+        ctx.fillStyle = alpha(col, 0.25); ctx.fillRect(x, y, w, c);
+        ctx.fillStyle = col; ctx.fillRect(x, y + c / 2, w, c / 2);
+        ctx.strokeStyle = col; ctx.strokeRect(x + 0.5, y + 0.5, w - 1, c - 1);
+        break;
+      case "Failed":
+        ctx.fillStyle = alpha(col, 0.35); ctx.fillRect(x, y, w, c);
+        ctx.strokeStyle = FAILED; ctx.lineWidth = c >= 10 ? 2 : 1.5;
+        ctx.strokeRect(x + 1, y + 1, w - 2, c - 2);
+        if (c < 14) {
+          ctx.beginPath(); ctx.moveTo(x + 2, y + 2); ctx.lineTo(x + w - 2, y + c - 2); ctx.moveTo(x + w - 2, y + 2); ctx.lineTo(x + 2, y + c - 2); ctx.stroke();
+        }
+        ctx.lineWidth = 1;
+        ink = FAILED;
+        break;
+      case "Deleting":
+      default:
+        ctx.fillStyle = alpha(col, 0.15); ctx.fillRect(x, y, w, c);
+        ctx.strokeStyle = alpha(col, 0.7);
+        ctx.beginPath(); ctx.moveTo(x, y + c); ctx.lineTo(x + w, y); ctx.stroke();
+        break;
+    }
+    if (c >= 14) {
+      // The state in words (wide cells) or as its glyph, so that it never rests on colour.
+      const word = w >= 64 ? String(inst.state) : STATE_GLYPHS[inst.state] || "?";
+      ctx.font = `600 ${Math.min(12, c - 4)}px system-ui, sans-serif`;
+      ctx.textAlign = "center";
+      ctx.textBaseline = "middle";
+      if (inst.state === "Draining") {
+        // Half filled: the text sits on a white chip so that it reads on both halves.
+        const tw = Math.min(w - 4, ctx.measureText(word).width + 6);
+        ctx.fillStyle = "rgba(255,255,255,0.9)";
+        ctx.fillRect(x + w / 2 - tw / 2, y + c / 2 - 7, tw, 14);
+      }
+      ctx.fillStyle = ink;
+      ctx.fillText(word, x + w / 2, y + c / 2 + 0.5, w - 4);
+      ctx.textAlign = "left";
+    }
+    if (inst.surge) {
+      // Surge: a dark triangle in the top-right corner, with an "S" when it has room.
+      const m = Math.max(3, Math.round(c * 0.45));
+      ctx.fillStyle = INK;
+      ctx.beginPath(); ctx.moveTo(x + w - m, y); ctx.lineTo(x + w, y); ctx.lineTo(x + w, y + m); ctx.closePath(); ctx.fill();
+      if (m >= 12) {
+        ctx.fillStyle = "#fff";
+        ctx.font = `700 ${Math.round(m / 2)}px system-ui, sans-serif`;
+        ctx.textAlign = "right";
+        ctx.textBaseline = "top";
+        ctx.fillText("S", x + w - 1, y + 1);
+        ctx.textAlign = "left";
+        ctx.textBaseline = "middle";
       }
     }
   }
 
-  drawCell(inst, x, y, c) {
-    const ctx = this.ctx;
-    const num = this.revNumbers.get(inst.revision) || 0;
-    const col = colourFor(num);
-    ctx.lineWidth = 1;
-    switch (inst.state) {
-      case "Ready":
-        ctx.fillStyle = col; ctx.fillRect(x, y, c, c);
-        break;
-      case "Creating":
-        ctx.fillStyle = alpha(col, 0.3); ctx.fillRect(x, y, c, c);
-        ctx.strokeStyle = col; ctx.strokeRect(x + 0.5, y + 0.5, c - 1, c - 1);
-        break;
-      case "Pending":
-        ctx.fillStyle = "#fff"; ctx.fillRect(x, y, c, c);
-        ctx.strokeStyle = col; ctx.setLineDash([2, 2]); ctx.strokeRect(x + 0.5, y + 0.5, c - 1, c - 1); ctx.setLineDash([]);
-        break;
-      case "Updating":
-        ctx.fillStyle = this.stripes(col); ctx.fillRect(x, y, c, c);
-        ctx.strokeStyle = col; ctx.strokeRect(x + 0.5, y + 0.5, c - 1, c - 1);
-        break;
-      case "Draining":
-        ctx.fillStyle = alpha(col, 0.25); ctx.fillRect(x, y, c, c);
-        ctx.fillStyle = col; ctx.fillRect(x, y + c / 2, c, c / 2);
-        ctx.strokeStyle = col; ctx.strokeRect(x + 0.5, y + 0.5, c - 1, c - 1);
-        break;
-      case "Failed":
-        ctx.fillStyle = alpha(col, 0.5); ctx.fillRect(x, y, c, c);
-        ctx.strokeStyle = FAILED; ctx.lineWidth = c >= 10 ? 2 : 1.5;
-        ctx.strokeRect(x + 1, y + 1, c - 2, c - 2);
-        ctx.beginPath(); ctx.moveTo(x + 2, y + 2); ctx.lineTo(x + c - 2, y + c - 2); ctx.moveTo(x + c - 2, y + 2); ctx.lineTo(x + 2, y + c - 2); ctx.stroke();
-        ctx.lineWidth = 1;
-        break;
-      case "Deleting":
-      default:
-        ctx.fillStyle = alpha(col, 0.15); ctx.fillRect(x, y, c, c);
-        ctx.strokeStyle = alpha(col, 0.7);
-        ctx.beginPath(); ctx.moveTo(x, y + c); ctx.lineTo(x + c, y); ctx.stroke();
-        break;
+  // The canvas's accessible name (state counts) and the hidden list of the cells that are not
+  // plainly Ready (at most 60), redone only when they change.
+  describe() {
+    const st = this.state;
+    const counts = {};
+    const notable = [];
+    for (const inst of st.instances) {
+      counts[inst.state] = (counts[inst.state] || 0) + 1;
+      if (inst.state !== "Ready" || inst.surge) {
+        const num = this.revNumbers && this.revNumbers.get(inst.revision);
+        notable.push(
+          `group ${inst.group} · ${inst.role} ${inst.ordinal}: ${inst.state}${inst.surge ? ", surge" : ""}` +
+            (num ? `, revision #${num}` : ""),
+        );
+      }
     }
-    if (inst.surge) {
-      // Surge: a dark triangle in the top-right corner.
-      const m = Math.max(3, Math.round(c * 0.4));
-      ctx.fillStyle = INK;
-      ctx.beginPath(); ctx.moveTo(x + c - m, y); ctx.lineTo(x + c, y); ctx.lineTo(x + c, y + m); ctx.closePath(); ctx.fill();
+    const surge = st.instances.filter((i) => i.surge).length;
+    const summary =
+      `Topology: ${st.instances.length} role instances in ${this.layout.groups} ServingGroups. ` +
+      Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(", ") +
+      (surge ? `, ${surge} surge` : "") + ".";
+    const key = summary + "|" + notable.join(";");
+    if (key === this.described) return;
+    this.described = key;
+    this.canvas.setAttribute("aria-label", summary);
+    const list = this.cellList;
+    if (list) {
+      mount(
+        list,
+        notable.slice(0, 60).map((t) => h("li", null, t)),
+        notable.length > 60 ? h("li", null, `and ${notable.length - 60} more`) : null,
+      );
     }
   }
 

@@ -1,9 +1,10 @@
 // Small views shared by several panels of the detail page.
 
 import { h } from "../lib/dom.js";
-import { colourFor } from "../topology.js";
+import { revisionColour } from "../lib/colors.js";
 
-// Revision numbers by hash, from the state's history: colours and "#N" labels come from them.
+// Revision numbers by hash, from the state's history: the "#N" labels come from them (colours
+// follow the hash itself: lib/colors.js).
 export function revisionNumbers(state) {
   return new Map((state.revisions || []).map((r) => [r.hash, r.number]));
 }
@@ -13,7 +14,7 @@ export function revLabel(hash, revNumbers) {
   if (!hash) return "—";
   const n = revNumbers.get(hash);
   return [
-    n ? [h("span", { class: "rev-dot", style: { background: colourFor(n) } }), `#${n} `] : null,
+    n ? [h("span", { class: "rev-dot", style: { background: revisionColour(hash) } }), `#${n} `] : null,
     h("span", { class: "mono" }, hash),
   ];
 }

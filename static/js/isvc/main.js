@@ -12,6 +12,7 @@
 import { api, post } from "../lib/api.js";
 import { byId, h, mount, readJson } from "../lib/dom.js";
 import { isEpoch, phaseClass } from "../lib/format.js";
+import { revisionColour } from "../lib/colors.js";
 import { createDialog, toast } from "../detail/dialog.js";
 import { loadPlotly } from "../detail/panels/charts.js";
 
@@ -22,14 +23,8 @@ const phases = readJson("phases", []);
 const plotlySrc = readJson("plotly-src");
 let state = readJson("initial-state");
 
-// A palette for revisions: the same revision keeps its colour for the life of the page.
-const PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#eeca3b", "#9d755d"];
-const colours = new Map();
-function colourOf(revision) {
-  const key = String(revision);
-  if (!colours.has(key)) colours.set(key, PALETTE[colours.size % PALETTE.length]);
-  return colours.get(key);
-}
+// Revisions (pod-template hashes) keep one colour by their hash, as on the ModelServing page.
+const colourOf = (revision) => revisionColour(revision);
 
 const SOURCE_WORDS = {
   default: "KServe default",
@@ -357,7 +352,7 @@ async function renderHistory() {
               r.error
                 ? h("span", { class: "field-error" }, r.error)
                 : r.specDiff
-                  ? h("pre", { class: "mono diff" }, JSON.stringify(r.specDiff, null, 1))
+                  ? h("pre", { class: "mono diff", tabindex: "0", "aria-label": "Spec diff" }, JSON.stringify(r.specDiff, null, 1))
                   : r.deployments
                     ? `Deployments: ${r.deployments.join(", ")}`
                     : "",

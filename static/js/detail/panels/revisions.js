@@ -5,7 +5,7 @@
 import { api } from "../../lib/api.js";
 import { byId, h, memo, mount } from "../../lib/dom.js";
 import { fmtAge, shortDigest } from "../../lib/format.js";
-import { colourFor } from "../../topology.js";
+import { revisionColour } from "../../lib/colors.js";
 
 function fmtVal(v) {
   if (v === null || v === undefined) return h("span", { class: "muted" }, "—");
@@ -95,7 +95,7 @@ export function createRevisions({ boot, onRollback }) {
       { dataset: { rev: r.number } },
       h("td", null, radio("diff-a", "compare from")),
       h("td", null, radio("diff-b", "compare to")),
-      h("td", null, h("span", { class: "rev-dot", style: { background: colourFor(r.number) } }), r.number),
+      h("td", null, h("span", { class: "rev-dot", style: { background: revisionColour(r.hash) } }), r.number),
       h("td", null, h("span", { class: "mono" }, r.hash), releaseChip(r, releases), images(r)),
       h("td", { class: "num" }, fmtAge(created != null ? state.time - created : null)),
       h(

@@ -5,7 +5,8 @@
 
 import { api } from "../../lib/api.js";
 import { byId, h, memo, mount } from "../../lib/dom.js";
-import { colourFor, Topology } from "../../topology.js";
+import { STATE_GLYPHS, Topology } from "../../topology.js";
+import { revisionColour } from "../../lib/colors.js";
 import { shortDigest } from "../../lib/format.js";
 import { revLabel } from "../common.js";
 import { GATES } from "./release.js";
@@ -56,7 +57,7 @@ export function createTopologyPanel({ boot, onKillPod }) {
           h(
             "span",
             { class: "lg" },
-            h("i", { class: "sw", style: { background: colourFor(r.number) } }),
+            h("i", { class: "sw", style: { background: revisionColour(r.hash) } }),
             `#${r.number}${tag(r)} `,
             h("span", { class: "muted" }, used.get(r.hash) || 0),
           ),
@@ -69,7 +70,7 @@ export function createTopologyPanel({ boot, onKillPod }) {
           h(
             "span",
             { class: counts[name] ? "lg" : "lg lg-zero" },
-            h("i", { class: "sw " + cls }),
+            h("i", { class: "sw " + cls }, h("b", { "aria-hidden": "true" }, STATE_GLYPHS[name])),
             name + " ",
             h("span", { class: "muted" }, counts[name] || 0),
           ),
@@ -77,7 +78,7 @@ export function createTopologyPanel({ boot, onKillPod }) {
         h(
           "span",
           { class: surge ? "lg" : "lg lg-zero" },
-          h("i", { class: "sw st-surge" }),
+          h("i", { class: "sw st-surge" }, h("b", { "aria-hidden": "true" }, "S")),
           "Surge ",
           h("span", { class: "muted" }, surge),
         ),
