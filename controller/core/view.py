@@ -456,23 +456,23 @@ def _canary_view(canary: dict[str, Any] | None, ms: ModelServing | None, now: fl
 
 def _weight_view(canary: dict[str, Any]) -> dict[str, Any]:
     """``weight``, ``weightMessage`` and ``observedWeight`` for a canary with setWeight steps (empty
-    otherwise): the observed split counts the requests that started in the analysis windows that
-    ended since the current step began (the latest window when none has yet), from the request
-    records: ``{percent, canary, total, windows}``, None before any window with requests."""
+    otherwise): the observed split counts the requests that started in the analysis windows run
+    wholly at the weight in force (from ``weightSince``), from the request records:
+    ``{percent, canary, total, windows}``, None before such a window has requests."""
     if canary.get("weight") is None:
         return {}
     return {
         "weight": canary["weight"],
         "weightMessage": canary.get("weightMessage"),
-        "observedWeight": observed_weight(canary.get("windows") or [], canary.get("stepStartedAt")),
+        "observedWeight": observed_weight(canary.get("windows") or [], canary.get("weightSince")),
     }
 
 
 def observed_weight(windows: list[dict[str, Any]], since: float | None) -> dict[str, Any] | None:
-    """The share of requests the canary revision got in ``windows`` that ended after ``since``.
+    """The share of requests the canary revision got in ``windows`` that started at or after ``since``.
 
     Example: windows whose figures started 9 canary / 91 stable and 11 / 89 -> 10.0 (20 of 200)."""
-    chosen = [w for w in windows if since is None or float(w.get("end") or 0) > since] or windows[-1:]
+    chosen = [w for w in windows if since is None or float(w.get("start") or 0) >= since]
     canary = total = 0
     for w in chosen:
         figures = w.get("figures") or {}

@@ -210,13 +210,28 @@ def test_a_canary_without_set_weight_writes_no_weight():
     assert canary(cluster)["phase"] == "Paused" and "weight" not in canary(cluster)
 
 
-def window(end, canary_started, stable_started):
-    return {"end": end, "figures": {"canary": {"started": canary_started}, "stable": {"started": stable_started}}}
+def window(start, canary_started, stable_started):
+    return {
+        "start": start,
+        "end": start + 30,
+        "figures": {"canary": {"started": canary_started}, "stable": {"started": stable_started}},
+    }
 
 
-def test_the_observed_split_counts_the_started_requests_of_the_windows_since_the_step_began():
-    windows = [window(30, 50, 50), window(60, 9, 91), window(90, 11, 89)]
-    assert observed_weight(windows, 40) == {"percent": 10.0, "canary": 20, "total": 200, "windows": 2}
-    # No window since the step began yet: the latest one; none with requests: None.
-    assert observed_weight(windows, 95)["percent"] == 11.0
-    assert observed_weight([window(30, 0, 0)], None) is None
+def test_the_observed_split_counts_the_started_requests_of_the_windows_run_wholly_at_the_weight():
+    windows = [window(0, 50, 50), window(30, 9, 91), window(60, 11, 89)]
+    assert observed_weight(windows, 30) == {"percent": 10.0, "canary": 20, "total": 200, "windows": 2}
+    # A window that began before the weight took its value is not counted; none with requests: None.
+    assert observed_weight(windows, 40)["windows"] == 1
+    assert observed_weight(windows, 95) is None
+    assert observed_weight([window(0, 0, 0)], None) is None
+
+
+def test_the_status_says_since_when_the_weight_holds():
+    cluster, clock = weighted_rollout()
+    run(cluster, clock, 10)
+    since = canary(cluster)["weightSince"]
+    run(cluster, clock, 20)
+    assert canary(cluster)["weight"] == 10 and canary(cluster)["weightSince"] == since
+    run(cluster, clock, 60)
+    assert canary(cluster)["weight"] == 50 and canary(cluster)["weightSince"] > since

@@ -30,7 +30,8 @@ count of Inconclusive windows (the audit of that control says it overrode the an
 Weights (``setWeight`` steps, ``canary.weight_at``): ``status.canary.weight`` is the percent of new
 requests the router sends to the update revision's instances: the last ``setWeight`` reached, 0
 once the canary is rolled back, aborted or failed, 100 once every step is done. A ``setWeight``
-step is done as soon as it is reached (the router follows the status). While the weight is above 0
+step is done as soon as it is reached (the router follows the status); ``weightSince`` is when the
+weight took its value (the page's observed split counts the windows from then). While the weight is above 0
 and no group of the update revision is available, ``weightMessage`` says that the weight sends
 nothing there (the router keeps those requests on stable). A canary without any ``setWeight``
 step has no ``weight`` key: requests follow load.
@@ -184,6 +185,8 @@ def _set_weight(ctx: PassContext, canary: Canary, state: dict[str, Any]) -> None
     weight = weight_at(canary, state["stepIndex"], state["phase"])
     if weight is None:
         return
+    if state.get("weight") != weight:
+        state["weightSince"] = ctx.now  # the observed split counts the windows from here
     state["weight"] = weight
     state.pop("weightMessage", None)
     if 0 < weight and state["phase"] in ACTIVE:

@@ -2,7 +2,8 @@
 // timed pause, the phase, the analysis windows with their verdicts and the failed checks' reasons
 // (worded by controller/core/analysis.py), and stable against canary from the comparison endpoint
 // (GET .../comparison/: figures per revision over a window, and a series per time bucket), charted
-// with Plotly. Hidden when the ModelServing has no canary steps.
+// with Plotly. Hidden when the ModelServing has no canary steps. With setWeight steps the step list
+// shows the weight in force and beside it the split actually observed (``observedText``).
 //
 // The countdown runs on the cluster's clock, not the browser's: the page gets the cluster's time
 // and speed when it loads (boot.clock; the simulated cluster may run faster than the wall), so
@@ -49,13 +50,14 @@ export function fmtLeft(seconds) {
   return s >= 60 ? `${Math.floor(s / 60)}m ${s % 60}s` : `${s}s`;
 }
 
-// One step in words: {setPartition: "90%"} -> "Set partition 90%"; {pause: {durationSeconds: 300}}
-// -> "Pause 5m 0s"; {pause: {}} -> "Pause until promoted".
+// One step in words: {setPartition: "90%"} -> "Set partition 90%"; {setWeight: 10} -> "Set weight
+// 10%"; {pause: {durationSeconds: 300}} -> "Pause 5m 0s"; {pause: {}} -> "Pause until promoted".
 export function stepText(step) {
   if (step && step.setPartition !== undefined) {
     const p = step.setPartition;
     return `Set partition ${typeof p === "object" ? JSON.stringify(p) : p}`;
   }
+  if (step && step.setWeight !== undefined) return `Set weight ${Number(step.setWeight)}%`;
   const d = step && step.pause && step.pause.durationSeconds;
   return d === undefined || d === null ? "Pause until promoted" : `Pause ${fmtLeft(d)}`;
 }
@@ -69,6 +71,25 @@ const STEP_MARK = {
   RolledBack: "rolled back here",
   Aborted: "aborted here",
 };
+
+// The split actually observed beside the weight: the share of the requests that started in the
+// analysis windows run wholly at this weight that went to the canary (the view's observedWeight).
+// Without an analysis, the share of the comparison's finished requests over its window
+// (``comparison``: the comparison endpoint's data, {canary, stable}).
+// Examples: {percent: 9.8, canary: 118, total: 1204, windows: 3} -> "observed 9.8% (118 of 1,204
+// requests, 3 windows)"; an analysis with no such window yet -> "observed: no window at this weight yet".
+export function observedText(observed, comparison, analysed) {
+  const n = (v) => Math.round(v).toLocaleString("en-US");
+  if (observed && typeof observed.percent === "number") {
+    const w = observed.windows === 1 ? "1 window" : `${observed.windows} windows`;
+    return `observed ${observed.percent}% (${n(observed.canary)} of ${n(observed.total)} requests, ${w})`;
+  }
+  if (analysed) return "observed: no window at this weight yet";
+  const c = comparison && comparison.canary ? Number(comparison.canary.requests) || 0 : 0;
+  const s = comparison && comparison.stable ? Number(comparison.stable.requests) || 0 : 0;
+  if (c + s > 0) return `observed ${((100 * c) / (c + s)).toFixed(1)}% (${n(c)} of ${n(c + s)} requests, last figures)`;
+  return "observed: no requests yet";
+}
 
 const clockText = (t) => (t == null ? "—" : isEpoch(t) ? new Date(t * 1000).toLocaleTimeString() : Math.round(t) + " s");
 
@@ -123,8 +144,30 @@ export function createCanary({ boot, plotlySrc }) {
           : "pause over: the next step starts on the next pass";
   }
 
+  const comparisonData = () => (comparison.status === "ok" ? comparison.data : null);
+
+  // New comparison figures: the observed split follows them where the windows have none.
+  function refreshObserved() {
+    if (!canary || canary.weight === undefined || canary.weight === null) return;
+    const text = observedText(canary.observedWeight, comparisonData(), canary.analysis);
+    const main = panel.querySelector('[data-testid="canary-observed-weight"]');
+    if (main) main.textContent = text;
+    const beside = panel.querySelector('[data-testid="canary-step-weight"]');
+    if (beside) beside.textContent = ` weight ${canary.weight}% · ${text}`;
+  }
+
+  // Beside the current step: the weight in force and the split observed ("10% · observed 9.8% ...").
+  function weightBeside(c) {
+    return h(
+      "span",
+      { class: "step-weight muted", "data-testid": "canary-step-weight" },
+      ` weight ${c.weight}% · ${observedText(c.observedWeight, comparisonData(), c.analysis)}`,
+    );
+  }
+
   function renderSteps(c, revNumbers, failed, inconclusive, paused) {
     const steps = c.steps || [];
+    const weighted = c.weight !== undefined && c.weight !== null;
     const done = c.stepIndex >= steps.length;
     return h(
       "div",
@@ -149,11 +192,23 @@ export function createCanary({ boot, plotlySrc }) {
             { class: "step step-" + state, "aria-current": state === "current" ? "step" : null },
             h("span", { class: "step-text" }, stepText(step)),
             state === "current" ? h("span", { class: "step-mark" }, STEP_MARK[c.phase] || "stopped here") : null,
+            state === "current" && weighted ? weightBeside(c) : null,
             state === "done" ? h("span", { class: "step-mark muted" }, "done") : null,
           );
         }),
       ),
       done ? h("p", { class: "calm" }, "Every step is done.") : null,
+      weighted
+        ? h(
+            "p",
+            { class: "canary-weight", "data-testid": "canary-weight" },
+            h("span", { class: "muted" }, "weight "),
+            h("strong", null, `${c.weight}%`),
+            " of new requests to the canary · ",
+            h("span", { "data-testid": "canary-observed-weight" }, observedText(c.observedWeight, comparisonData(), c.analysis)),
+          )
+        : null,
+      weighted && c.weightMessage ? h("p", { class: "warn", "data-testid": "canary-weight-message" }, c.weightMessage) : null,
       h("p", { class: "countdown", id: "canary-countdown", "data-testid": "canary-countdown" }),
       c.message ? h("p", { class: "canary-message", "data-testid": "canary-message" }, c.message) : null,
       failed
@@ -322,6 +377,7 @@ export function createCanary({ boot, plotlySrc }) {
       comparison = err && err.status === 404 ? { status: "missing" } : { status: "error", message: String(err.message || err) };
     }
     renderComparison();
+    refreshObserved();
     if (comparison.status === "ok") loadPlotly(plotlySrc, drawCharts);
     drawCharts();
     const charts = byId("canary-charts");
