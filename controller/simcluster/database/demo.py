@@ -74,11 +74,11 @@ _PROFILES: dict[str, dict[str, Any]] = {
     "vllm/vllm-openai:v0.9.2-flaky": {"errorRate": 0.2, **_TOKENS_V092},
 }
 _DIGEST_PROFILES: dict[str, dict[str, Any]] = {DIGESTS[tag]: profile for tag, profile in _PROFILES.items()}
-CONFIG: dict[str, Any] = {"timing": DEFAULT_TIMING, "images": {**_PROFILES, **_DIGEST_PROFILES}}
 TRAFFIC = {"rps": 4.0, "duration_low": 2.0, "duration_high": 20.0}
-# Tokens per request (drawn uniformly) where the simulated traffic takes them: with the images'
-# ttftMs and tpotMs a request lasts ttft + output x tpot, about 2-20 s as ``TRAFFIC`` says.
+# Tokens per request (drawn uniformly; the cluster config's ``tokens``): with the images' ttftMs and
+# tpotMs a request lasts ttft + output x tpot, about 2-18 s, as ``TRAFFIC``'s durations did.
 TOKENS = {"input": [200, 2000], "output": [100, 600]}
+CONFIG: dict[str, Any] = {"timing": DEFAULT_TIMING, "images": {**_PROFILES, **_DIGEST_PROFILES}, "tokens": TOKENS}
 
 
 def _container(gpus: int, image: str = IMAGE) -> dict[str, Any]:
@@ -171,6 +171,11 @@ def load_demo(
                 row.config = {**row.config, "images": {**images, **copy.deepcopy(missing)}}
                 row.save(update_fields=["config"])
                 done.append(f"stored the behaviour of {len(missing)} demo image{'s' if len(missing) != 1 else ''}")
+            if "tokens" not in row.config:
+                # A cluster stored before requests had token figures learns the demo's.
+                row.config = {**row.config, "tokens": copy.deepcopy(TOKENS)}
+                row.save(update_fields=["config"])
+                done.append("stored the demo's token figures per request")
     if not SimNode.objects.exists():
         for _ in range(nodes):
             cluster.add_node(gpus)
