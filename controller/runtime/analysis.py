@@ -118,4 +118,41 @@ class AnalysisMetrics:
 
 
 def metrics_for(cluster: ClusterPort) -> MetricsPort:
-    return AnalysisMetrics(cluster)
+    """On the embedded cluster the ``simulated`` provider's windows also carry the simulated GPU
+    figures when the analysis checks one (``controller.core.gpu``); on Kubernetes GPU figures come
+    from Prometheus (DCGM) only."""
+    port = AnalysisMetrics(cluster)
+    from .backend import backend_name
+
+    if backend_name() == "kubernetes":
+        return port
+    return simulated_gpu(port, cluster)
+
+
+def simulated_gpu(port: MetricsPort, cluster: ClusterPort) -> MetricsPort:
+    """``port`` with ``core.gpu``'s figures from the stored request records and the revision's
+    Serving entry pods (the router's table), for a ModelServing whose ``simulated`` analysis checks
+    a GPU metric."""
+    from controller.core.gpu import GpuFigures
+    from controller.models import RequestRecord
+    from controller.simcluster.routing import revision_label, routable_entries
+
+    def analysis_of(namespace: str, name: str):
+        try:
+            analysis = _analysis_of(cluster.get_modelserving(namespace, name))
+        except NotFound:
+            return None
+        return analysis if analysis is not None and analysis.provider == "simulated" else None
+
+    def engines_of(namespace: str, name: str, revision: str) -> list[dict[str, Any]]:
+        return [p for p in routable_entries(cluster.list_pods(namespace, name)) if revision_label(p) == revision]
+
+    def busy_of(namespace: str, name: str, revision: str, start: float, end: float, at: float):
+        rows = RequestRecord.objects.filter(namespace=namespace, name=name, revision=revision, started__lt=end).exclude(
+            finished__lt=start
+        )
+        return [
+            (began, at if finished is None else finished) for began, finished in rows.values_list("started", "finished")
+        ]
+
+    return GpuFigures(port, analysis_of=analysis_of, engines_of=engines_of, busy_of=busy_of)

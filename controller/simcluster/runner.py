@@ -177,6 +177,8 @@ class Runner:
         self.loop = self.cluster.loop
         self.store = self.cluster.store
         self.router = self.cluster.router
+        # The analysis' figures: the router's, with the simulated GPU for an analysis that checks it.
+        self._metrics = _with_gpu(self.router, self.store)
         self.verifier = SimulatedVerifier(self.cluster.config)
         self.trace = TraceWriter(scenario.name, scenario.seed, with_strategy=scenario.settings is not None)
         self.controller: SimController | None = None
@@ -246,7 +248,7 @@ class Runner:
                 name,
                 settings=self.scenario.settings,
                 verifier=self.verifier,
-                metrics=self.router,
+                metrics=self._metrics,
                 build_state_view=self._frames,
             )
         except NotFound:
@@ -500,3 +502,34 @@ def run_scenario(scenario: Scenario, *, copy_reads: bool = False) -> dict[str, A
 
 def run_to_json(scenario: Scenario) -> str:
     return dumps(run_scenario(scenario))
+
+
+def _with_gpu(router: Any, store: Any) -> Any:
+    """The router's windows plus ``core.gpu``'s figures from its request records, for a
+    ModelServing whose analysis checks a GPU metric (``core.gpu.GpuFigures``)."""
+    from controller.core.gpu import GpuFigures
+    from controller.core.spec import canary_of
+
+    from .routing import revision_label, routable_entries
+
+    def analysis_of(namespace: str, name: str):
+        try:
+            canary = canary_of(store.get_modelserving(namespace, name))
+        except NotFound:
+            return None
+        return canary.analysis if canary is not None else None
+
+    def engines_of(namespace: str, name: str, revision: str) -> list[Obj]:
+        return [p for p in routable_entries(store.list_pods(namespace, name)) if revision_label(p) == revision]
+
+    def busy_of(namespace: str, name: str, revision: str, start: float, end: float, at: float):
+        out = []
+        for r in getattr(router, "requests", ()):
+            if r.revision != revision or r.pod is None or r.start >= end:
+                continue
+            ended = r.end if r.end is not None else min(at, r.start + r.busy)
+            if ended > start:
+                out.append((r.start, ended))
+        return out
+
+    return GpuFigures(router, analysis_of=analysis_of, engines_of=engines_of, busy_of=busy_of)
