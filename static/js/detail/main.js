@@ -13,6 +13,7 @@ import { api } from "../lib/api.js";
 import { readJson } from "../lib/dom.js";
 import { revisionNumbers } from "./common.js";
 import { createDialog, toast } from "./dialog.js";
+import { createAdvisor } from "./panels/advisor.js";
 import { createAudit } from "./panels/audit.js";
 import { createCanary } from "./panels/canary.js";
 import { createCapacity } from "./panels/capacity.js";
@@ -64,6 +65,7 @@ const audit = createAudit({ boot });
 const charts = createCharts({ boot, plotlySrc });
 const capacity = createCapacity({ boot, plotlySrc });
 const simulation = createSimulation({ boot, dialog });
+const advisor = createAdvisor({ boot, dialog });
 const controls = createControls({ boot, dialog, registry, onDone: controlDone });
 const topology = createTopologyPanel({ boot, onKillPod: (pod) => simulation.killPod(pod) });
 const release = createRelease({ boot, initial: store.get().releases, onReleases: (releases) => store.set({ releases }) });
@@ -86,6 +88,7 @@ const panels = [
   }),
   createStrategy(),
   simulation,
+  advisor,
 ];
 
 async function loadManifest() {
@@ -141,6 +144,7 @@ lastState = store.get().state;
 charts.observe(lastState);
 render();
 simulation.start();
+advisor.start();
 capacity.start();
 loadManifest();
 charts.loadHistory();
