@@ -215,3 +215,27 @@ def test_the_running_controller_never_sends_prometheus_a_query_outside_the_allow
     with pytest.raises(Refused, match="queries.errorRate"):
         AnalysisMetrics(Cluster()).window("default", "chat", "r2", 0, 60)
     assert prom.asked == []
+
+
+def _seconds_quantile(q: float, metric: str) -> str:
+    return f"1000 * histogram_quantile({q}, sum by (le) (rate({metric}_bucket{{{SEL}}}[{{{{window}}}}])))"
+
+
+TOKEN_TEMPLATES = {
+    **TEMPLATES,
+    "ttftP95Ms": _seconds_quantile(0.95, "router_ttft_seconds"),
+    "tpotP99Ms": _seconds_quantile(0.99, "router_tpot_seconds"),
+    "mixedPaths": f'sum(increase(router_requests_total{{{SEL},path="mixed"}}[{{{{window}}}}]))',
+}
+
+
+def test_token_figures_and_mixed_paths_are_queried_from_their_templates_and_mixed_paths_is_whole(prom):
+    prom.answers.clear()
+    for figure, value in (("requests", 80), ("ttftP95Ms", 212.5), ("tpotP99Ms", 31.0), ("mixedPaths", 2.6)):
+        query = render(TOKEN_TEMPLATES[figure], namespace="default", name="chat", revision="c2", window_seconds=60)
+        prom.answers[query] = value
+    got = PrometheusMetrics(prom.url, TOKEN_TEMPLATES).window("default", "chat", "c2", 1_700_000_000, 1_700_000_060)
+    assert (got["ttftP95Ms"], got["tpotP99Ms"], got["mixedPaths"]) == (212.5, 31.0, 3)
+    assert got["ttftP50Ms"] is None and got["tpotP95Ms"] is None  # no template
+    asked = {a["query"] for a in prom.asked}
+    assert 'sum(increase(router_requests_total{revision="c2",path="mixed"}[60s]))' in asked
