@@ -10,6 +10,7 @@ import atexit
 import json
 import logging as _logging
 import os
+import re
 import secrets
 import shutil
 import sys
@@ -240,6 +241,8 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 # The one navigation of every page (templates/base.html).
                 "rolloutui.navigation.nav_items",
+                # plotly_src: the hashed, compressed Plotly (rolloutui/staticfinders.py).
+                "rolloutui.staticfinders.vendor_urls",
             ],
         },
     },
@@ -583,13 +586,17 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
-    # /static/vendor/plotly.min.js from the plotly wheel (air-gapped clusters have no CDN).
+    # /static/vendor/plotly.min.js from the plotly wheel (air-gapped clusters have no CDN), and its
+    # hashed, gzipped copy the pages load.
     "rolloutui.staticfinders.VendorFinder",
 ]
 # Serve straight from the finders: `make run` needs no collectstatic step. A deployment may still
 # run collectstatic into STATIC_ROOT; WhiteNoise serves both.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
+# The hashed Plotly (rolloutui/staticfinders.py: name with version and content hash, gzip beside
+# it) is cached by browsers for a year; everything else for WhiteNoise's default 60 s.
+WHITENOISE_IMMUTABLE_FILE_TEST = "^" + re.escape(STATIC_URL) + r"vendor/plotly-[0-9A-Za-z.+-]+\.[0-9a-f]{12}\.min\.js$"
 
 # --- Internationalisation --------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
