@@ -48,6 +48,7 @@ import urllib3
 from controller.core import naming
 from controller.core.ports import PODGROUP, SERVICE, ClusterError, Conflict, NotFound, Obj
 from controller.k8s.client import MERGE_PATCH, Forbidden, build_api_client, call_json, raw_json, translate
+from controller.k8s.endpoints import EndpointSliceTable
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +113,8 @@ class KubernetesCluster:
         # recreated under the same name is picked up by the next pass.
         self._uids: dict[tuple[str, str], str] = {}
         self._uids_lock = threading.Lock()
+        # The Routed gate: the pods the ModelServing's Services route to (``endpoints``).
+        self.endpoints = EndpointSliceTable(self.api_client)
 
     # ------------------------------------------------------------------ ModelServings
 
@@ -519,6 +522,11 @@ class KubernetesCluster:
         call_json(
             self.apps.delete_namespaced_controller_revision, name, namespace, what=f"delete revision {namespace}/{name}"
         )
+
+    def routable_pods(self, namespace: str, ms_name: str, pods: list[Obj] | None = None) -> dict[str, float | None]:
+        """The pods whose address is ready in an EndpointSlice of the ModelServing's Services, with
+        since when (``ports.routed_pods``, ``endpoints``). Raises ``ClusterError`` when unreadable."""
+        return self.endpoints.routable_pods(namespace, ms_name, pods)
 
     # ------------------------------------------------------------------ Services, PodGroups
 

@@ -745,6 +745,8 @@ RESOURCES = {
     "apps/v1/replicasets": kmock.ResourceInfo(kind="ReplicaSet", namespaced=True, subresources={"status"}),
     # The headless Service pods resolve through, and Volcano's PodGroup (its CRD installed).
     "v1/services": kmock.ResourceInfo(kind="Service", namespaced=True),
+    # What the endpoint controller publishes of a Service (the Routed gate reads it).
+    "discovery.k8s.io/v1/endpointslices": kmock.ResourceInfo(kind="EndpointSlice", namespaced=True),
     "scheduling.volcano.sh/v1beta1/podgroups": kmock.ResourceInfo(kind="PodGroup", namespaced=True),
 }
 

@@ -232,6 +232,8 @@ CONTROLLER_CALLS = {
     ("scheduling.volcano.sh", "podgroups", "create"),
     ("scheduling.volcano.sh", "podgroups", "patch"),
     ("scheduling.volcano.sh", "podgroups", "delete"),
+    # The Routed gate reads the EndpointSlices of the ModelServing's Services.
+    ("discovery.k8s.io", "endpointslices", "list"),
     # Canary weights: the HTTPRoute the weights are written to, and the InferencePool backends.
     ("gateway.networking.k8s.io", "httproutes", "get"),
     ("gateway.networking.k8s.io", "httproutes", "create"),

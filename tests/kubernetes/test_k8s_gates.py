@@ -126,6 +126,45 @@ def kubelet_with_times(core: kubernetes.client.CoreV1Api, clock: Clock) -> None:
         )
 
 
+def endpoint_controller(api_client: kubernetes.client.ApiClient) -> None:
+    """What Kubernetes' endpoint controller does for the ModelServing's headless Service: one
+    EndpointSlice with every pod's address, ``serving`` as the pod is Ready (the Service publishes
+    not-ready addresses, so ``ready`` is always true). The Routed gate reads it."""
+    core = kubernetes.client.CoreV1Api(api_client)
+    discovery = kubernetes.client.DiscoveryV1Api(api_client)
+    pods = json.loads(core.list_namespaced_pod(NS, label_selector=naming.LABEL_NAME, _preload_content=False).data)
+    endpoints = [
+        {
+            "addresses": ["127.0.0.1"],
+            "targetRef": {"kind": "Pod", "name": p["metadata"]["name"]},
+            "conditions": {
+                "ready": True,
+                "serving": any(
+                    c["type"] == "Ready" and c["status"] == "True"
+                    for c in (p.get("status") or {}).get("conditions") or []
+                ),
+                "terminating": bool(p["metadata"].get("deletionTimestamp")),
+            },
+        }
+        for p in pods["items"]
+    ]
+    body = {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": "chat-pods-x1",
+            "labels": {naming.LABEL_NAME: "chat", "kubernetes.io/service-name": "chat-pods"},
+        },
+        "addressType": "IPv4",
+        "endpoints": endpoints,
+    }
+    try:
+        discovery.delete_namespaced_endpoint_slice("chat-pods-x1", NS)
+    except kubernetes.client.ApiException:
+        pass
+    discovery.create_namespaced_endpoint_slice(NS, body)
+
+
 def test_gates_from_pod_conditions_and_verification_over_http_through_the_adapter(api_client, model_server):
     core = kubernetes.client.CoreV1Api(api_client)
     cluster = KubernetesCluster(api_client)
@@ -136,11 +175,14 @@ def test_gates_from_pod_conditions_and_verification_over_http_through_the_adapte
 
     def view() -> dict:
         ms = cluster.get_modelserving(NS, "chat")
-        return build_view(ms, cluster.list_pods(NS, "chat"), cluster.list_revisions(NS, "chat"), {}, clock.now())
+        pods = cluster.list_pods(NS, "chat")
+        routed = cluster.routable_pods(NS, "chat", pods)
+        return build_view(ms, pods, cluster.list_revisions(NS, "chat"), {}, clock.now(), routed=routed)
 
     for _ in range(12):
         reconcile(cluster, NoRouter(), clock, NS, "chat", verifier=HttpVerifier())
         kubelet_with_times(core, clock)
+        endpoint_controller(api_client)
         clock.t += 1
     state = view()
     assert {i["gate"] for i in state["instances"]} == {"Serving"}
@@ -156,6 +198,7 @@ def test_gates_from_pod_conditions_and_verification_over_http_through_the_adapte
     for _ in range(12):
         reconcile(cluster, NoRouter(), clock, NS, "chat", verifier=HttpVerifier())
         kubelet_with_times(core, clock)
+        endpoint_controller(api_client)
         clock.t += 1
     state = view()
     new = [i for i in state["instances"] if i["revision"] == state["updateRevision"]]
