@@ -40,6 +40,9 @@ export const FIGURES = [
   ["tpotP95Ms", "TPOT p95", ms],
   ["mixedPaths", "Mixed-path requests", (v) => Math.round(v).toLocaleString("en-US")],
   ["feedbackMean", "Mean feedback", (v) => Number(v).toFixed(2)],
+  // Resources per revision (GPU utilisation and memory of its Serving instances; "—" without a source).
+  ["gpuUtilization", "GPU utilisation", pct],
+  ["gpuMemoryMiB", "GPU memory", (v) => Math.round(v).toLocaleString("en-US") + " MiB"],
 ];
 
 const show = (fmt, v) => (v === null || v === undefined || Number.isNaN(Number(v)) ? "—" : fmt(Number(v)));
@@ -369,10 +372,19 @@ export function createCanary({ boot, plotlySrc }) {
     window.Plotly.react("canary-chart-p99", traces("latencyP99Ms"), chartLayout("Latency p99 per revision", "ms", { rangemode: "tozero" }, t0), chartConfig);
   }
 
+  // The progress charts' time range (charts.js) sets the comparison's window too: its length back
+  // from now, in buckets of at least a minute (at most 120 points).
+  let comparisonQuery = COMPARISON_QUERY;
+  document.addEventListener("rollout:chart-range", (event) => {
+    const seconds = Math.round(Math.min(7 * 24 * 3600, Math.max(60, Number(event.detail && event.detail.seconds) || 900)));
+    comparisonQuery = `window=${seconds}&bucket=${Math.max(60, Math.ceil(seconds / 120))}`;
+    loadComparison();
+  });
+
   async function loadComparison() {
     if (!canary) return;
     try {
-      comparison = { status: "ok", data: await api(boot.api + "comparison/?" + COMPARISON_QUERY) };
+      comparison = { status: "ok", data: await api(boot.api + "comparison/?" + comparisonQuery) };
     } catch (err) {
       comparison = err && err.status === 404 ? { status: "missing" } : { status: "error", message: String(err.message || err) };
     }
