@@ -160,3 +160,69 @@ def test_the_cli_rolls_back_a_layer(two_releases):
     )  # fmt: skip
     assert "rollback-layer default/chat r2: ok" in out.getvalue()
     assert AuditRecord.objects.filter(action="rollback_layer", source="cli", result="ok").count() == 1
+
+
+# -- InferenceService targets -----------------------------------------------------------------------------
+
+
+def test_an_inferenceservice_release_is_compared_per_layer_and_a_layer_rolls_back_in_its_component(
+    sim, operator, approver
+):
+    import copy
+
+    from controller.simcluster import kservectl
+    from tests.factories import inferenceservice
+
+    from .conftest import version_values
+
+    sim.cluster.create_object(kservectl.config_map('{"defaultDeploymentMode": "Standard"}'))
+    sim.cluster.create_object(copy.deepcopy(inferenceservice(replicas=1, image="registry.example/vllm-openai:old")))
+    sim.run(60)
+    records.register_model_version(operator, version_values("v1"), source="api")
+    records.register_model_version(operator, version_values("v2", image=IMAGE_V2), source="api")
+    records.create_environment(
+        operator,
+        {
+            "name": "kserve-staging",
+            "rank": 1,
+            "targets": [{"kind": "InferenceService", "namespace": "default", "name": "llm", "component": "predictor"}],
+        },
+        source="api",
+    )
+
+    def release(version: str, **extra):
+        dr, _ = records.create_release(
+            operator,
+            {"environment": "kserve-staging", "modelVersion": version, "reason": version, **extra},
+            source="api",
+        )
+        return dr
+
+    r1 = release("chat-llm:v1")
+    change = deploy.release_change("default", "llm", r1.number)
+    by_layer = {entry["layer"]: entry["changes"] for entry in change["layers"]}
+    assert "note" not in change and "image" in change["changed"]
+    assert {
+        "role": "predictor",
+        "field": "image",
+        "from": "registry.example/vllm-openai:old",
+        "to": IMAGE_V1,
+    } in by_layer["image"]
+    assert {"role": "predictor", "field": "storageUri", "from": None, "to": "s3://models/chat-llm/v1/"} in by_layer[
+        "model"
+    ]
+    deploy.deploy(operator, "default", "llm", r1.number, reason="v1", source="api")
+    sim.run(30)
+    r2 = release("chat-llm:v2")
+    deploy.deploy(operator, "default", "llm", r2.number, reason="v2", source="api")
+    sim.run(30)
+
+    options = deploy.release_change("default", "llm", r2.number)["layerRollback"]
+    assert options["previous"]["number"] == r1.number
+    deploy.rollback_layer(operator, "default", "llm", r2.number, layer="image", reason="v2 image bad", source="api")
+    model = sim.cluster.get_object("InferenceService", "default", "llm")["spec"]["predictor"]["model"]
+    env = {e["name"]: e.get("value") for e in model.get("env") or []}
+    assert model["image"] == IMAGE_V1  # the image is r1's again
+    assert (
+        model["storageUri"] == "s3://models/chat-llm/v2/" and env["MODEL_VERSION"] == "chat-llm.v2"
+    )  # v2's model stays
