@@ -20,6 +20,7 @@ import { isEpoch } from "../../lib/format.js";
 import { revLabel } from "../common.js";
 import { chartConfig, chartLayout, loadPlotly } from "./charts.js";
 import { analysisFailed, analysisInconclusive } from "./header.js";
+import { revisionColour } from "../../lib/colors.js";
 
 const COMPARISON_REFRESH_MS = 15000;
 export const COMPARISON_QUERY = "window=900&bucket=60"; // 15 minutes in 1-minute buckets (seconds)
@@ -365,8 +366,9 @@ export function createCanary({ boot, plotlySrc }) {
         y: points.map((p) => (p[key] === undefined ? null : p[key])),
         name: nameOf(rev),
         mode: "lines+markers",
-        marker: { size: 4 },
-        line: { width: 2, shape: "hv" },
+        // The revision's colour, by its hash: the same as in the topology and the revisions table.
+        marker: { size: 4, color: revisionColour(rev) },
+        line: { width: 2, shape: "hv", color: revisionColour(rev) },
       }));
     window.Plotly.react("canary-chart-errors", traces("errorRate"), chartLayout("Error rate per revision", "share", { tickformat: ".1%", rangemode: "tozero", automargin: true }, t0), chartConfig);
     window.Plotly.react("canary-chart-p99", traces("latencyP99Ms"), chartLayout("Latency p99 per revision", "ms", { rangemode: "tozero" }, t0), chartConfig);

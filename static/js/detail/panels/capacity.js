@@ -18,7 +18,7 @@
 import { api } from "../../lib/api.js";
 import { byId, h, mount } from "../../lib/dom.js";
 import { isEpoch } from "../../lib/format.js";
-import { chartConfig, chartLayout, loadPlotly } from "./charts.js";
+import { chartConfig, chartLayout, lineMode, loadPlotly } from "./charts.js";
 
 const POLL_MS = 5000;
 const MAX_POINTS = 720; // an hour at one poll every 5 s
@@ -163,12 +163,14 @@ export function createCapacity({ boot, plotlySrc }) {
     const x = points.map((p) => (isEpoch(p.t) ? new Date(p.t * 1000) : p.t));
     const names = Object.keys(points[points.length - 1].roles);
     const t0 = points[0].t;
+    // The first poll's single point shows as a dot at once, not an empty chart for 5 s.
+    const mode = lineMode(points.length);
     const flight = [];
     names.forEach((n, i) => {
       const color = COLOURS[i % COLOURS.length];
-      flight.push({ x, y: points.map((p) => (p.roles[n] ? p.roles[n].inFlight : null)), name: legend(n + " in flight"), mode: "lines", line: { width: 2, color } });
+      flight.push({ x, y: points.map((p) => (p.roles[n] ? p.roles[n].inFlight : null)), name: legend(n + " in flight"), mode, line: { width: 2, color } });
       if (points.some((p) => p.roles[n] && p.roles[n].safeTotal != null)) {
-        flight.push({ x, y: points.map((p) => (p.roles[n] ? p.roles[n].safeTotal : null)), name: legend(n + " safe total"), mode: "lines", line: { width: 1, dash: "dash", color } });
+        flight.push({ x, y: points.map((p) => (p.roles[n] ? p.roles[n].safeTotal : null)), name: legend(n + " safe total"), mode, line: { width: 1, dash: "dash", color } });
       }
     });
     P.react("capacity-chart-flight", flight, chartLayout("In flight vs safe concurrency, per role", "requests", { rangemode: "tozero" }, t0), chartConfig);
@@ -176,14 +178,14 @@ export function createCapacity({ boot, plotlySrc }) {
       "capacity-chart-rate",
       [
         { x, y: points.map((p) => p.rate), name: "measured", mode: "lines+markers", marker: { size: 3 }, line: { width: 2 } },
-        { x, y: points.map((p) => p.offered), name: "offered (simulated traffic)", mode: "lines", line: { width: 1, dash: "dot" } },
+        { x, y: points.map((p) => p.offered), name: "offered (simulated traffic)", mode, line: { width: 1, dash: "dot" } },
       ],
       chartLayout("Request rate", "requests/s", { rangemode: "tozero" }, t0),
       chartConfig,
     );
     P.react(
       "capacity-chart-gpu",
-      names.map((n, i) => ({ x, y: points.map((p) => (p.roles[n] ? p.roles[n].util : null)), name: legend(n), mode: "lines", line: { width: 2, color: COLOURS[i % COLOURS.length] } })),
+      names.map((n, i) => ({ x, y: points.map((p) => (p.roles[n] ? p.roles[n].util : null)), name: legend(n), mode, line: { width: 2, color: COLOURS[i % COLOURS.length] } })),
       chartLayout("GPU utilisation, per role", "share", { range: [0, 1.05], tickformat: ".0%" }, t0),
       chartConfig,
     );

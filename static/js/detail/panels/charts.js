@@ -14,7 +14,7 @@
 // expensive thing on the page.
 
 import { api } from "../../lib/api.js";
-import { byId } from "../../lib/dom.js";
+import { byId, h } from "../../lib/dom.js";
 import { isEpoch } from "../../lib/format.js";
 
 const MAX_SAMPLES = 4000;
@@ -60,6 +60,11 @@ function maxSkew(manifest) {
 
 // Plotly is a classic script (a UMD bundle that sets window.Plotly): added as a <script src> from
 // our own origin, which a `script-src 'self'` policy allows.
+// Plotly draws nothing of a "lines" trace with a single point: a first sample shows as a dot.
+export function lineMode(points) {
+  return points > 1 ? "lines" : "lines+markers";
+}
+
 export function loadPlotly(src, onLoad) {
   if (window.Plotly) return onLoad();
   if (document.getElementById("plotly-js")) return;
@@ -208,6 +213,9 @@ export function createCharts({ boot, plotlySrc }) {
     const { state, manifest } = latest;
     const Plotly = window.Plotly;
     const xs = samples.map((s) => xOf(s.t));
+    // One sample (just after the page opened, before a second state) is drawn as a dot: a line
+    // needs two, and the charts would otherwise sit empty until the next state.
+    const mode = lineMode(samples.length);
     const names = (state.roles || []).map((r) => r.name);
     const layout = (title, ytitle, extra) => chartLayout(title, ytitle, extra, state.time);
     Plotly.react(
@@ -216,7 +224,7 @@ export function createCharts({ boot, plotlySrc }) {
         x: xs,
         y: samples.map((s) => s.progress[n] ?? null),
         name: plotlyText(n),
-        mode: "lines",
+        mode,
         line: { width: 2, color: LINE_COLOURS[i % LINE_COLOURS.length], shape: "hv" },
       })),
       layout("Updated and Ready, per role", "fraction", { range: [0, 1.05], tickformat: ".0%" }),
@@ -230,7 +238,7 @@ export function createCharts({ boot, plotlySrc }) {
           x: xs,
           y: samples.map((s) => s.available),
           name: "available groups",
-          mode: "lines",
+          mode,
           fill: "tozeroy",
           fillcolor: "rgba(31,136,61,0.08)",
           line: { width: 2, color: "#1f883d", shape: "hv" },
@@ -249,6 +257,19 @@ export function createCharts({ boot, plotlySrc }) {
     const last = samples[samples.length - 1];
     const skewLimit = last.maxSkew ?? maxSkew(manifest);
     const coordinated = samples.some((s) => s.skew != null);
+    // Without coordinated roles there is no skew to chart: the chart is hidden and one line says why.
+    const skewChart = byId("chart-skew");
+    let skewNote = byId("chart-skew-note");
+    if (!skewNote) {
+      skewNote = h("p", { id: "chart-skew-note", class: "chart-note muted", "data-testid": "chart-skew-note" });
+      skewChart.after(skewNote);
+    }
+    skewChart.hidden = !coordinated;
+    skewNote.hidden = coordinated;
+    skewNote.textContent = coordinated
+      ? ""
+      : "Skew is not charted: no roles are coordinated (spec.rolloutStrategy.roleRollingUpdateConfiguration.coordination), and maxSkew applies only to coordinated roles.";
+    if (!coordinated) return;
     const traces = [];
     if (coordinated) {
       traces.push({
@@ -280,7 +301,7 @@ export function createCharts({ boot, plotlySrc }) {
       "chart-skew",
       traces,
       layout(
-        coordinated ? "Skew between coordinated roles vs maxSkew" : "Skew: no coordinated roles (maxSkew applies only to them)",
+        "Skew between coordinated roles vs maxSkew",
         "fraction",
         { range: [0, 1.05], tickformat: ".0%" },
       ),
