@@ -30,7 +30,7 @@ all four groups at once and is recommended when its preview keeps 3 groups avail
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -290,8 +290,9 @@ def _group_candidates(
                 continue
             strategy = {"type": GROUP_ROLLING, "maxUnavailable": mu, "maxSurge": surge}
             cand = Candidate(strategy, False, surge * per_group, key=_effective_key(manifest, strategy, settings))
-            # Most groups at once first, then less unavailability: likely fastest, then safest.
-            pool.append(((-(mu + surge), mu, surge), cand))
+            # Fewest batches first (likely fastest), then the least surge (borrows less), then the
+            # most unavailability within the floor.
+            pool.append(((-(-replicas // (mu + surge)), surge, -mu), cand))
     pool.sort(key=lambda item: item[0])
     out = [c for _, c in pool]
     if max_mu + 1 <= replicas:
@@ -504,3 +505,114 @@ def advise(cands: Sequence[Candidate], outcomes: Sequence[Outcome | None], floor
         "recommended": rec,
         "summary": summary(rows, rec, floor),
     }
+
+
+# --- the search: previews run by the caller ------------------------------------------------------------
+def outcome_of(timeline: Any, desired: int) -> Outcome:
+    """A preview's timeline (``converged``, ``converged_after``, ``samples`` of ``t`` and
+    ``available``) as the search reads it: the lowest availability and the first moment it was seen."""
+    low, at = None, None
+    for sample in timeline.samples:
+        if low is None or sample.available < low:
+            low, at = sample.available, sample.t
+    return Outcome(timeline.converged, timeline.converged_after, low, at, desired)
+
+
+def _width(strategy: Mapping[str, Any]) -> int:
+    return int(strategy.get("maxUnavailable") or 0) + int(strategy.get("maxSurge") or 0)
+
+
+def _batch_words(n: int) -> str:
+    return f"{n} batch{'es' if n != 1 else ''}"
+
+
+def _batches(replicas: int, strategy: Mapping[str, Any]) -> int | None:
+    """Group-level: the batches a rollout takes at most ``maxUnavailable + maxSurge`` groups at a time."""
+    if "roles" in strategy:
+        return None
+    width = int(strategy.get("maxUnavailable") or 0) + int(strategy.get("maxSurge") or 0)
+    return -(-replicas // width) if width > 0 else None
+
+
+def search(
+    manifest_after: Mapping[str, Any],
+    run: Callable[[Candidate, float | None], Outcome],
+    *,
+    settings: ClusterSettings | None,
+    free_gpus: int,
+    load_groups: int | None,
+    load_why: str,
+    limit: int,
+    seconds: float,
+    clock: Callable[[], float],
+    step: float,
+    floor: int | None = None,
+    progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Run the candidates' previews (``run(candidate, rollout_limit)``: the caller's preview of the
+    change with the candidate's strategy, stopped after ``rollout_limit`` virtual seconds when not
+    None) and rank them (``advise``).
+
+    The current strategy runs first and to completion: it is the comparison, and for role-level
+    budgets its preview gives the strategy's floor. Then the others, likeliest fastest first:
+
+    - at group level a candidate that takes no fewer batches (``ceil(replicas / (maxUnavailable +
+      maxSurge))``) than the fastest feasible so far is not simulated: a batch waits for the slowest
+      group in it, so more groups in fewer batches is what makes a rollout faster;
+    - a simulated one is stopped ``step`` seconds after the fastest feasible so far finished;
+    - past ``seconds`` of ``clock`` the rest are listed as not simulated.
+
+    Deterministic for the same previews, except for the wall-time limit."""
+    parsed = _parse(manifest_after, "manifest")
+    started = clock()
+    first_floor = floor_of(parsed, settings, load_groups=load_groups, load_why=load_why, override=floor)
+    cands = candidates(manifest_after, settings=settings, free_gpus=free_gpus, floor=first_floor, limit=limit)
+    total = sum(1 for c in cands if c.simulate)
+    outcomes: list[Outcome | None] = [None] * len(cands)
+    outcomes[0] = run(cands[0], None)
+    if progress is not None:
+        progress(1, total, cands[0].strategy)
+    current_min = outcomes[0].min_available if outcomes[0].converged else None
+    the_floor = floor_of(
+        parsed, settings, load_groups=load_groups, load_why=load_why, current_min=current_min, override=floor
+    )
+    best = outcomes[0].duration if judge(cands[0], outcomes[0], the_floor)["feasible"] else None
+    best_batches = _batches(parsed.replicas, cands[0].strategy) if best is not None else None
+    done = 1
+    for i, cand in enumerate(cands[1:], start=1):
+        if not cand.simulate:
+            continue
+        batches = _batches(parsed.replicas, cand.strategy)
+        if best_batches is not None and batches is not None and batches >= best_batches:
+            outcomes[i] = Outcome(
+                False,
+                None,
+                None,
+                None,
+                parsed.replicas,
+                error=(
+                    f"{_batch_words(batches)} of up to {_width(cand.strategy)} groups: no fewer than the fastest "
+                    f"safe candidate so far ({_batch_words(best_batches)}, {best:g} s)"
+                ),
+            )
+            continue
+        if clock() - started > seconds:
+            outcomes[i] = Outcome(
+                False, None, None, None, parsed.replicas, error=f"the advice's time limit of {seconds:g} s ran out"
+            )
+            continue
+        cut = best + step if best is not None else None
+        out = run(cand, cut)
+        if cut is not None and not out.converged and out.error is None:
+            slower = f"stopped after {cut:g} simulated s: slower than the fastest so far ({best:g} s)"
+            out = Outcome(False, None, out.min_available, out.min_at, out.desired, stopped=slower)
+        outcomes[i] = out
+        if judge(cand, out, the_floor)["feasible"] and (best is None or (out.duration or 0) < best):
+            best, best_batches = out.duration, batches
+        done += 1
+        if progress is not None:
+            progress(done, total, cand.strategy)
+    advice = advise(cands, outcomes, the_floor)
+    advice["simulated"] = done
+    advice["elapsedSeconds"] = round(clock() - started, 2)
+    return advice

@@ -100,79 +100,6 @@ def _copy_of(namespace: str, name: str) -> tuple[LiveState, PreviewCluster, int]
     return live, copy, max(sum(gpus) - ours, 0)
 
 
-def outcome_of(timeline, desired: int) -> core.Outcome:
-    """A preview's timeline as the search reads it: converged and when, the lowest availability and
-    the first moment it was reached."""
-    low, at = None, None
-    for sample in timeline.samples:
-        if low is None or sample.available < low:
-            low, at = sample.available, sample.t
-    return core.Outcome(timeline.converged, timeline.converged_after, low, at, desired)
-
-
-# --- the search ----------------------------------------------------------------------------------------
-def search(
-    manifest_after: Mapping[str, Any],
-    run: Callable[[core.Candidate, float | None], core.Outcome],
-    *,
-    settings_,
-    free_gpus: int,
-    load_groups: int | None,
-    load_why: str,
-    limit: int,
-    seconds: float,
-    floor: int | None = None,
-    progress: Callable[[int, int, dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
-    """Run the candidates' previews (``run(candidate, rollout_limit)``) and rank them.
-
-    The current strategy runs first and to completion (it is the comparison, and for role-level
-    budgets its preview is the strategy's floor). Then the others, likeliest fastest first; each is
-    stopped once it is slower than the fastest feasible so far (it cannot be recommended, and a
-    large ModelServing's slow candidates are the costly ones). Past ``seconds`` of wall time the
-    rest are listed as not simulated."""
-    from controller.core.spec import parse_modelserving
-
-    parsed = parse_modelserving(dict(manifest_after))
-    started = time.monotonic()
-    floor_first = core.floor_of(parsed, settings_, load_groups=load_groups, load_why=load_why, override=floor)
-    cands = core.candidates(manifest_after, settings=settings_, free_gpus=free_gpus, floor=floor_first, limit=limit)
-    total = sum(1 for c in cands if c.simulate)
-    outcomes: list[core.Outcome | None] = [None] * len(cands)
-    outcomes[0] = run(cands[0], None)
-    if progress is not None:
-        progress(1, total, cands[0].strategy)
-    current_min = outcomes[0].min_available if outcomes[0].converged else None
-    floor_ = core.floor_of(
-        parsed, settings_, load_groups=load_groups, load_why=load_why, current_min=current_min, override=floor
-    )
-    best = outcomes[0].duration if core.judge(cands[0], outcomes[0], floor_)["feasible"] else None
-    done = 1
-    for i, cand in enumerate(cands[1:], start=1):
-        if not cand.simulate:
-            continue
-        if time.monotonic() - started > seconds:
-            outcomes[i] = core.Outcome(
-                False, None, None, None, parsed.replicas, error=f"the advice's time limit of {seconds:g} s ran out"
-            )
-            continue
-        cut = best + STEP if best is not None else None
-        out = run(cand, cut)
-        if cut is not None and not out.converged and out.error is None:
-            slower = f"stopped after {cut:g} simulated s: slower than the fastest so far ({best:g} s)"
-            out = core.Outcome(False, None, out.min_available, out.min_at, out.desired, stopped=slower)
-        outcomes[i] = out
-        row = core.judge(cand, out, floor_)
-        if row["feasible"] and (best is None or (out.duration or 0) < best):
-            best = out.duration
-        done += 1
-        if progress is not None:
-            progress(done, total, cand.strategy)
-    advice = core.advise(cands, outcomes, floor_)
-    advice["elapsedSeconds"] = round(time.monotonic() - started, 2)
-    return advice
-
-
 def advise(
     namespace: str,
     name: str,
@@ -210,13 +137,13 @@ def advise(
             timeline = preview_from(live, full, copy, progress=stop, **kwargs)
         except simulation.PreviewTooLong as err:
             return core.Outcome(False, None, None, None, parsed.replicas, error=str(err))
-        return outcome_of(timeline, parsed.replicas)
+        return core.outcome_of(timeline, parsed.replicas)
 
     try:
-        advice = search(
+        advice = core.search(
             after,
             run,
-            settings_=copy.settings,
+            settings=copy.settings,
             free_gpus=free,
             load_groups=load_groups,
             load_why=load_why,
@@ -224,6 +151,8 @@ def advise(
             seconds=time_limit(),
             floor=floor,
             progress=progress,
+            step=STEP,
+            clock=time.monotonic,
         )
     except core.AdvisorError as err:
         raise ControlError(str(err), field=err.field) from None
@@ -448,7 +377,7 @@ def _advice_job(advice: str, namespace: str, name: str) -> PreviewJob:
     return job
 
 
-__all__ = ["advise", "advise_for", "apply_advice", "run_job", "search", "start"]
+__all__ = ["advise", "advise_for", "apply_advice", "run_job", "start", "strategy_text"]
 
 
 def strategy_text(strategy: Mapping[str, Any]) -> str:
