@@ -23,7 +23,11 @@
    process's peak RSS (ru_maxrss; the preview runs first). The dashboard's preview used to bring
    the spec up on an empty copy first, and this bench then timed both.
 
-    python -m bench sim [--json] [--preview-groups 1000]   (0 skips the preview)
+4. The strategy advisor on the same 1,000-group ModelServing (``bench/advisor.py``): its search over
+   up to 12 candidate strategies, with the strategy's own floor and with a floor of half the groups
+   (JSON: ``preview.advisor``). Target (issue 28): under 10 s of wall time.
+
+    python -m bench sim [--json] [--preview-groups 1000]   (0 skips the preview and the advisor)
 
 Figures measured so far, with their dates and the host's speed: bench/README.md.
 """
@@ -247,6 +251,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--preview-groups", type=int, default=1000, help="groups of the large preview (0: skip it)")
     args = p.parse_args(argv)
     preview = measure_preview(args.preview_groups) if args.preview_groups > 0 else None
+    # 4. The strategy advisor on the same ModelServing (bench/advisor.py), reported with the preview.
+    from bench import advisor
+
+    advice = advisor.measure_both(args.preview_groups, args.preview_groups // 2) if preview is not None else None
+    if preview is not None:
+        preview["advisor"] = advice
     speed = measure_speed()
     eff = [measure_efficiency(8, 2), measure_efficiency(8, 1), measure_efficiency(6, 3)]
     print("simulation speed")
@@ -289,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         met = preview["converged"] and preview["wallSeconds"] < PREVIEW_WALL_SECONDS
         print(f"  preview target (< {PREVIEW_WALL_SECONDS} s wall, converged): {'met' if met else 'MISSED'}")
+    if advice is not None:
+        advisor.report(advice)
     if args.json:
         print(
             json.dumps({"bench": "sim", "speed": speed, "efficiency": eff, "preview": preview}, separators=(",", ":"))
