@@ -48,14 +48,17 @@ def admit_coordinated(
     callers = _callers(coordination, coordinated)
     reasons: dict[str, tuple[str, str]] = {}
     keeper = keeper_of(out)
+    held: dict[str, bool] = {}  # held_by_path's answers until the next admission changes the tally
 
     def held_by_path(role: str) -> bool:
         """The role's last old instance is kept because Ready entries still need it for a path."""
         if keeper is None:
             return False
-        st = states[role]
-        serving = [k for k in st.outdated_pending if k in st.available]
-        return len(serving) == 1 and keeper.case(ctx, st.instances[serving[0]]).case == LAST_PATH_OF_ENTRIES
+        if role not in held:
+            st = states[role]
+            serving = [k for k in st.outdated_pending if k in st.available]
+            held[role] = len(serving) == 1 and keeper.case(ctx, st.instances[serving[0]]).case == LAST_PATH_OF_ENTRIES
+        return held[role]
 
     while True:
         best = None
@@ -85,6 +88,7 @@ def admit_coordinated(
         queues[role].pop(0)
         if keeper is not None:
             keeper.take(ctx, states[role].instances[k])
+            held.clear()
         states[role].take(k)
         admitted.setdefault(role, []).append(k)
     stalled = not admitted and not any(_in_motion(states[r]) for r in coordinated)

@@ -90,6 +90,8 @@ def sync_revision_labels(out: PlanBuilder) -> None:
     ctx = out.ctx
     if not labels_wanted(ctx):
         return
+    # (role, template, own revision) -> the revisions wanted, as a set: pods alike share it.
+    wanted_of: dict[tuple[str, str, str], tuple[list[str], frozenset[str]]] = {}
     for o in sorted(ctx.observed.groups):
         group = ctx.observed.groups[o]
         for (role, ordinal), inst in sorted(group.instances.items()):
@@ -97,12 +99,14 @@ def sync_revision_labels(out: PlanBuilder) -> None:
             for _, pod in sorted(inst.pods.items()):
                 if pod.deleting or pod.name in out.removing_pods:
                     continue
-                labels = (pod.raw.get("metadata") or {}).get("labels") or {}
-                patch = label_patch(
-                    compat_revisions(labels), compatible_revisions(out, role, pod.role_hash, pod.revision)
-                )
-                if patch is not None:
-                    patches[pod.name] = patch
+                key = (role, pod.role_hash, pod.revision)
+                wanted = wanted_of.get(key)
+                if wanted is None:
+                    revs = compatible_revisions(out, role, pod.role_hash, pod.revision)
+                    wanted = wanted_of[key] = (revs, frozenset(revs))
+                current = compat_revisions((pod.raw.get("metadata") or {}).get("labels"))
+                if current != wanted[1]:
+                    patches[pod.name] = label_patch(current, wanted[0])
             if patches:
                 out.act(
                     Action(
