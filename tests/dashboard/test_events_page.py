@@ -147,3 +147,18 @@ def test_the_progress_charts_show_the_range_chosen_from_stored_history(
     expect(note).not_to_contain_text("extended live")
     in_range = ProgressSample.objects.filter(**ms, t__gte=int(first), t__lte=int(first) + 3).count()
     page.wait_for_function("n => window.__rollout.samples.length === n", arg=in_range)
+
+
+def test_the_canary_charts_follow_the_time_range_chosen_for_the_progress_charts(ms, viewer_client, page: Page):
+    from rolloutui.services import capacity
+
+    from .test_canary_capacity_offline import canary_state, comparison_fixture, open_page
+
+    now = capacity.clock()["now"]
+    with page.expect_request(lambda r: "/comparison/?window=900&bucket=60" in r.url):  # the default: 15 min
+        open_page(page, ms, viewer_client, canary_state(ms, now), comparison=comparison_fixture(now))
+    expect(page.get_by_test_id("canary-panel")).to_be_visible()
+    # 6 h back from now, in 3-minute buckets (120 points).
+    with page.expect_request(lambda r: "/comparison/?window=21600&bucket=180" in r.url):
+        page.get_by_role("button", name="6 h").click()
+    expect(page.get_by_role("button", name="6 h")).to_have_attribute("aria-pressed", "true")

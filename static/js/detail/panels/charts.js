@@ -83,6 +83,7 @@ export function createCharts({ boot, plotlySrc }) {
   // The range shown: {kind: "last", seconds} | {kind: "rollout"} | {kind: "custom", from, to}.
   let range = { kind: "last", seconds: 3600 };
   let loading = 0;
+  let chosen = false; // the operator picked a range (the first one is the default)
 
   // One sample per state time: the values the three charts plot.
   function observe(state) {
@@ -148,6 +149,12 @@ export function createCharts({ boot, plotlySrc }) {
         points.push(...samples.filter((x) => x.t > newest));
       }
       samples.splice(0, samples.length, ...points);
+      // The canary panel's stable-against-canary charts follow the same window (its length back
+      // from now: the comparison endpoint's window).
+      const from = range.kind === "custom" ? range.from : body.from ?? (points.length ? points[0].t : null);
+      if (chosen && from != null) {
+        document.dispatchEvent(new CustomEvent("rollout:chart-range", { detail: { seconds: clockNow() - from, range } }));
+      }
       const span = points.length ? `${stamp(points[0].t)} – ${stamp(points[points.length - 1].t)}` : "nothing stored in this range";
       const thinned = body.downsampled ? `, downsampled to ${body.points.length} points` : "";
       byId("charts-note").textContent = `${span}${thinned}${range.kind === "custom" ? "" : ", extended live"}`;
@@ -179,6 +186,7 @@ export function createCharts({ boot, plotlySrc }) {
       return;
     }
     custom.hidden = true;
+    chosen = true;
     range = kind === "rollout" ? { kind: "rollout" } : { kind: "last", seconds: Number(kind) };
     loadRange();
   }
@@ -191,6 +199,7 @@ export function createCharts({ boot, plotlySrc }) {
       return;
     }
     range = { kind: "custom", from, to };
+    chosen = true;
     loadRange();
   }
 
