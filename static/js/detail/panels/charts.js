@@ -153,7 +153,8 @@ export function createCharts({ boot, plotlySrc }) {
       // from now: the comparison endpoint's window).
       const from = range.kind === "custom" ? range.from : body.from ?? (points.length ? points[0].t : null);
       if (chosen && from != null) {
-        document.dispatchEvent(new CustomEvent("rollout:chart-range", { detail: { seconds: clockNow() - from, range } }));
+        const seconds = range.kind === "last" ? range.seconds : clockNow() - from;
+        document.dispatchEvent(new CustomEvent("rollout:chart-range", { detail: { seconds, range } }));
       }
       const span = points.length ? `${stamp(points[0].t)} – ${stamp(points[points.length - 1].t)}` : "nothing stored in this range";
       const thinned = body.downsampled ? `, downsampled to ${body.points.length} points` : "";
