@@ -439,6 +439,38 @@ REFUSED_BY_BOTH = {
     ),
     "a minimum for errors": (with_canary(check(metric="errorRate", min=0)), f"{A}.metrics[0].min", f"{A}.metrics[0]"),
     "an empty query": (with_canary(analysis_with(queries={"requests": " "})), f"{A}.queries.requests", None),
+    "a weight above 100": (
+        with_canary(steps({"setWeight": 101})),
+        f"{CANARY}.steps[0].setWeight",
+        f"{CANARY}.steps[0].setWeight",
+    ),
+    "a weight as a percent string": (
+        with_canary(steps({"setWeight": "10%"})),
+        f"{CANARY}.steps[0].setWeight",
+        f"{CANARY}.steps[0].setWeight",
+    ),
+    "traffic routing without gatewayAPI": (
+        with_canary({**steps({"setWeight": 10}), "trafficRouting": {}}),
+        f"{CANARY}.trafficRouting.gatewayAPI",
+        f"{CANARY}.trafficRouting",
+    ),
+    "an unknown backend kind": (
+        with_canary(
+            {**steps({"setWeight": 10}), "trafficRouting": {"gatewayAPI": {"httpRoute": "r", "backendKind": "Ingress"}}}
+        ),
+        f"{CANARY}.trafficRouting.gatewayAPI.backendKind",
+        f"{CANARY}.trafficRouting.gatewayAPI.backendKind",
+    ),
+    "inference pools without their endpoint picker": (
+        with_canary(
+            {
+                **steps({"setWeight": 10}),
+                "trafficRouting": {"gatewayAPI": {"httpRoute": "r", "backendKind": "InferencePool"}},
+            }
+        ),
+        f"{CANARY}.trafficRouting.gatewayAPI.endpointPickerRef",
+        f"{CANARY}.trafficRouting.gatewayAPI",  # a CEL rule on the object
+    ),
     "a misspelt analysis field": (with_canary(analysis_with(failurLimit=3)), f"{A}.failurLimit", A),
     "a misspelt pause field": (
         with_canary(steps({"pause": {"seconds": 3}})),
