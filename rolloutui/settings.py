@@ -547,6 +547,10 @@ DATA_UPLOAD_MAX_NUMBER_FIELDS = 200
 # wall-clock seconds in the worker, and the rate above per user.
 ROLLOUTUI_PREVIEW_MAX_PODS = _env_int("ROLLOUTUI_PREVIEW_MAX_PODS", 2000, minimum=1)
 ROLLOUTUI_PREVIEW_SECONDS = _env_int("ROLLOUTUI_PREVIEW_SECONDS", 60, minimum=1)
+# The strategy advisor (rolloutui/services/advisor.py): at most this many candidate strategies
+# previewed per advice, and this many seconds of wall time for all of them (the preview's by default).
+ROLLOUTUI_ADVISOR_CANDIDATES = _env_int("ROLLOUTUI_ADVISOR_CANDIDATES", 12, minimum=1)
+ROLLOUTUI_ADVISOR_SECONDS = _env_int("ROLLOUTUI_ADVISOR_SECONDS", ROLLOUTUI_PREVIEW_SECONDS, minimum=1)
 # The websocket: the largest message a client may send, what a client that does not read may have
 # pending before it is dropped, and how often its permission and session are checked again.
 ROLLOUTUI_WS_MAX_MESSAGE_BYTES = _env_int("ROLLOUTUI_WS_MAX_MESSAGE_BYTES", 4096, minimum=64)

@@ -100,8 +100,10 @@ register_periodic_tasks(current_app)
 @shared_task(
     name="rolloutui.tasks.run_advice",
     ignore_result=True,
-    soft_time_limit=settings.ROLLOUTUI_PREVIEW_SECONDS * 2 + 10,
-    time_limit=settings.ROLLOUTUI_PREVIEW_SECONDS * 2 + 20,
+    # The search stops starting previews after ROLLOUTUI_ADVISOR_SECONDS; the last one may run for
+    # up to ROLLOUTUI_PREVIEW_SECONDS more.
+    soft_time_limit=settings.ROLLOUTUI_ADVISOR_SECONDS + settings.ROLLOUTUI_PREVIEW_SECONDS + 10,
+    time_limit=settings.ROLLOUTUI_ADVISOR_SECONDS + settings.ROLLOUTUI_PREVIEW_SECONDS + 20,
 )
 def run_advice(job_id: str) -> None:
     """The strategy advisor's search for one queued advice (``services.advisor.run_job``)."""
