@@ -393,7 +393,7 @@ def test_the_page_descriptions_say_where_each_release_action_goes(world, operato
 
     described = page_description(approver, targets=(actions.MODEL_VERSION, actions.DEPLOYMENT_REVISION))["actions"]
     by_name = {a["name"]: a for a in described}
-    assert list(by_name) == ["approve", "deprecate", "deploy", "rollback-release", "promote-release"]
+    assert list(by_name) == ["approve", "deprecate", "deploy", "rollback-release", "rollback-layer", "promote-release"]
     assert by_name["approve"]["urlTemplate"] == "/api/model-versions/{model}/{version}/approve"
     assert by_name["approve"]["allowed"] is True and by_name["deploy"]["allowed"] is False
     assert by_name["deploy"]["urlTemplate"] == "/api/deployment-revisions/{namespace}/{name}/{number}/deploy"

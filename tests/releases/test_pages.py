@@ -35,7 +35,7 @@ def test_the_releases_page_shows_environments_versions_and_history_to_a_viewer(w
     assert {v["key"] for v in data["versions"]} == {"chat-llm:v1", "chat-llm:v2"}
     assert data["history"][0]["status"] == "Deploying" and data["history"][0]["reason"] == "try v2"
     described = {a["name"]: a for a in embedded(html, "rollout-actions")["actions"]}
-    assert set(described) == {"approve", "deprecate", "deploy", "rollback-release", "promote-release"}
+    assert set(described) == {"approve", "deprecate", "deploy", "rollback-release", "rollback-layer", "promote-release"}
     assert not any(a["allowed"] for a in described.values())  # a viewer sees disabled buttons
     assert embedded(html, "boot")["canOperate"] is False
 

@@ -47,7 +47,7 @@ from controller.core.kserve.materialize import LABEL_ISVC
 from controller.core.ports import Conflict, NotFound, Obj, SharedObjects
 from controller.core.spec import headline
 from controller.models import SimClock, SimNode, SimObject, SimTraffic
-from controller.simcluster import objects, physics, podlog
+from controller.simcluster import objects, physics, podlog, routing
 from controller.simcluster.config import ClusterConfig
 from controller.simcluster.objects import Invalid, owner_name, rfc3339
 
@@ -442,6 +442,14 @@ class DatabaseCluster:
 
     def list_pods(self, namespace: str, ms_name: str) -> list[Obj]:
         return _decoded.rows(SimObject.objects.filter(kind=POD, namespace=namespace, ms_name=ms_name), ["name"])
+
+    def routable_pods(self, namespace: str, ms_name: str, pods: list[Obj] | None = None) -> dict[str, float | None]:
+        """The embedded router's table for the Routed gate (``ports.routed_pods``): the entry pods
+        the live traffic picks from now (``routing.routable_entries`` over the stored pods, as each
+        traffic tick does). ``pods``: the pass's list of them, else read here. It takes a pod the
+        moment it is routable: no time of its own (None: its Ready time)."""
+        pods = self.list_pods(namespace, ms_name) if pods is None else pods
+        return dict.fromkeys([p["metadata"]["name"] for p in routing.routable_entries(pods)])
 
     @_hands_out_a_copy
     def get_pod(self, namespace: str, name: str) -> Obj:
