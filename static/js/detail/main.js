@@ -11,6 +11,7 @@
 
 import { api } from "../lib/api.js";
 import { readJson } from "../lib/dom.js";
+import { actionLabel } from "../lib/format.js";
 import { revisionNumbers } from "./common.js";
 import { createDialog, toast } from "./dialog.js";
 import { createAdvisor } from "./panels/advisor.js";
@@ -57,7 +58,7 @@ function controlDone(result) {
   if (result && result.state && !(current && result.state.time <= current.time)) store.set({ state: result.state });
   audit.load();
   const a = result && result.audit;
-  toast(a ? `${a.action} recorded (${a.fromRevision || "—"} → ${a.toRevision || "—"})` : "Done");
+  toast(a ? `${actionLabel(a.action)}: done (${a.fromRevision || "—"} → ${a.toRevision || "—"})` : "Done");
 }
 
 const dialog = createDialog({ onDone: controlDone });

@@ -11,7 +11,7 @@
 
 import { api, post } from "../lib/api.js";
 import { byId, h, mount, readJson } from "../lib/dom.js";
-import { isEpoch, phaseClass } from "../lib/format.js";
+import { actionLabel, isEpoch, phaseClass } from "../lib/format.js";
 import { revisionColour } from "../lib/colors.js";
 import { createDialog, toast } from "../detail/dialog.js";
 import { loadPlotly } from "../detail/panels/charts.js";
@@ -343,7 +343,7 @@ async function renderHistory() {
             { class: r.result === "error" ? "row-error" : "", "data-action": r.action },
             h("td", { class: "num" }, new Date(r.time).toLocaleTimeString()),
             h("td", null, `${r.actor} via ${r.source}`),
-            h("td", null, r.action.replace(/^isvc_/, "").replace(/_/g, " "), r.result === "error" ? [" ", h("span", { class: "phase phase-blocked" }, "refused")] : null),
+            h("td", { title: r.action }, actionLabel(r.action), r.result === "error" ? [" ", h("span", { class: "phase phase-blocked" }, "refused")] : null),
             h("td", { class: "num" }, r.toGeneration ? `${r.fromGeneration} → ${r.toGeneration}` : r.fromGeneration || "—"),
             h("td", null, r.reason),
             h(

@@ -12,6 +12,9 @@ export function errorText(status, data) {
   if (status === 401) return "You are signed out. Sign in again.";
   if (data && typeof data === "object") {
     return Object.entries(data)
+      // "cluster" names the kind of the cluster's refusal (Conflict, Invalid) for API clients;
+      // the detail beside it says it in words.
+      .filter(([k]) => k !== "cluster" || !("detail" in data))
       .map(([k, v]) => {
         const label = k === "detail" || k === "non_field_errors" ? "" : k + ": ";
         const text = Array.isArray(v) ? v.join(" ") : typeof v === "object" ? JSON.stringify(v) : String(v);

@@ -46,3 +46,11 @@ export function shortDigest(digest) {
   const text = String(digest || "");
   return text.length > 19 ? `${text.slice(0, 19)}…` : text;
 }
+
+// An audit action as people read it: "promote_release" -> "Promote release", "isvc_set_image" ->
+// "Set image" (the InferenceService's page and its history say which kind it is). The stored name
+// stays the API's and the filters' word; the pages show this.
+export function actionLabel(action) {
+  const words = String(action ?? "").replace(/^isvc_/, "").replace(/_/g, " ").trim();
+  return words ? words[0].toUpperCase() + words.slice(1) : "—";
+}

@@ -10,6 +10,7 @@
 
 import { api, post } from "../lib/api.js";
 import { byId, h, mount, readJson } from "../lib/dom.js";
+import { actionLabel } from "../lib/format.js";
 import { createDialog, toast } from "../detail/dialog.js";
 import { deployReason, fmtSeconds, layersView, readyServing, statusBadge, versionBadge } from "./common.js";
 
@@ -69,7 +70,7 @@ function actionButton(name, keys, { label, onOpen, testid, disabled, why } = {})
 const dialog = createDialog({
   onDone: (result) => {
     const a = result && result.audit;
-    toast(a ? `${a.action} recorded (audit #${a.id})` : "Done");
+    toast(a ? `${actionLabel(a.action)}: done (audit #${a.id})` : "Done");
     refresh();
   },
 });

@@ -3,6 +3,7 @@
 
 import { api } from "../../lib/api.js";
 import { byId, h, mount } from "../../lib/dom.js";
+import { actionLabel } from "../../lib/format.js";
 
 // From and to as numbered then, with the hash and the number it has now when a rollback re-numbered
 // it ("revision #1 (hash 5d8c7f9b6a), now #3"); older answers without `revisions`: the labels.
@@ -27,7 +28,7 @@ export function createAudit({ boot }) {
       h(
         "div",
         { class: "tl-head" },
-        h("b", null, String(a.action ?? "").replace("_", " ")),
+        h("b", { title: String(a.action ?? "") }, actionLabel(a.action)),
         " ",
         h("span", { class: "muted" }, "by"),
         " ",
