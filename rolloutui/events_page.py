@@ -16,13 +16,15 @@ from rolloutui.services import access, events
 VIEW = "rolloutui.view_modelserving"
 FILTERS = ("namespace", "workload", "action", "who", "type")
 FIRST_ROWS = 100
+# The kinds that have a page (an account's record or a pod's event on Kubernetes has none).
+WORKLOAD_PAGES = {"ModelServing": "modelserving-detail", "InferenceService": "inferenceservice-detail"}
 
 
 def _href(item: dict) -> str:
     """The workload's page: an InferenceService's or a ModelServing's (by the item's kind)."""
-    if not item.get("namespace") or not item.get("name"):
+    if not item.get("namespace") or not item.get("name") or item.get("kind") not in WORKLOAD_PAGES:
         return ""
-    page = "inferenceservice-detail" if item.get("kind") == "InferenceService" else "modelserving-detail"
+    page = WORKLOAD_PAGES[item["kind"]]
     return reverse(page, args=(item["namespace"], item["name"]))
 
 

@@ -242,3 +242,27 @@ def pod_log(pod: Obj, now: float, *, requests: list[Obj] | tuple = (), tail: int
         lines.append(_line(now, "The container was killed (exit code 137)"))
     lines.sort(key=lambda line: line["t"])
     return lines[-tail:]
+
+
+def crashes(before: Obj, after: Obj) -> list[Obj]:
+    """The crashes a kubelet step made (a container's restart count grew with a new last exit), as
+    Warning events for the cluster's event list (the Events page): ``[{"reason": "BackOff",
+    "message", "type": "Warning", "t"}]``; [] when nothing crashed."""
+    old = {c.get("name"): c for c in (kubelet_state(before) or {}).get("containers") or ()}
+    out = []
+    pod = (after.get("metadata") or {}).get("name")
+    for c in (kubelet_state(after) or {}).get("containers") or ():
+        last = c.get("lastExit")
+        prev = old.get(c.get("name")) or {}
+        if not last or c.get("restarts", 0) <= prev.get("restarts", 0) or last == prev.get("lastExit"):
+            continue
+        out.append(
+            {
+                "type": "Warning",
+                "reason": "BackOff",
+                "t": float(last["finishedAt"]),
+                "message": f"Back-off restarting failed container {c.get('name')} in pod {pod}: exited with code "
+                f"{last.get('exitCode', 1)}, {c['restarts']} restart{'s' if c['restarts'] != 1 else ''}",
+            }
+        )
+    return out

@@ -87,23 +87,32 @@ def _delivery_item(d: NotificationDelivery) -> dict[str, Any]:
 
 
 def _event_item(e: dict[str, Any]) -> dict[str, Any] | None:
+    """A cluster event as a feed item. An event about a pod names the pod's workload when it is known
+    (the simulated kubelet's crash warnings: ``workload``, ``workloadKind``); on Kubernetes a pod's
+    event names the pod, and ``kind`` says so (the page links only workloads)."""
     t = e.get("wall") or e.get("t")
     if not isinstance(t, (int, float)):
         return None
     key = f"{t}|{e.get('namespace')}|{e.get('name')}|{e.get('reason')}|{e.get('message')}"
+    kind, name, message = e.get("kind") or "", e.get("name") or "", e.get("message") or ""
+    if kind == "Pod" and e.get("workload"):
+        kind, name, message = e.get("workloadKind") or "", e["workload"], f"pod {name}: {message}"
+    who = {"ModelServing": "controller", "InferenceService": "controller", "": "controller"}.get(
+        e.get("kind") or "", "kubelet" if e.get("kind") == "Pod" else (e.get("kind") or "").lower()
+    )
     return {
         "id": "event-" + hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:16],
         "type": "event",
         "t": float(t),
         "when": _iso(float(t)),
         "namespace": e.get("namespace") or "",
-        "name": e.get("name") or "",
-        "kind": e.get("kind") or "",
+        "name": name,
+        "kind": kind,
         "action": e.get("reason") or "",
-        "who": "controller" if e.get("kind") in ("ModelServing", "") else (e.get("kind") or "").lower(),
+        "who": who,
         "source": "cluster",
         "level": e.get("type") or "Normal",
-        "message": e.get("message") or "",
+        "message": message,
     }
 
 
@@ -147,7 +156,7 @@ def feed(
         if since_dt is not None:
             rows = rows.filter(created_at__gt=since_dt)
         items += [_audit_item(r) for r in rows[:limit]]
-    if type in (None, "", "event") and (not who or who == "controller"):
+    if type in (None, "", "event") and (not who or who in ("controller", "kubelet")):
         for e in _cluster_events():
             item = _event_item(e)
             if item is None or (since is not None and item["t"] <= since):
@@ -156,7 +165,7 @@ def feed(
                 continue
             if (namespace and item["namespace"] != namespace) or (workload and item["name"] != workload):
                 continue
-            if action and item["action"] != action:
+            if (action and item["action"] != action) or (who and item["who"] != who):
                 continue
             items.append(item)
     if type in (None, "", "notification") and access.anywhere(user, OPERATE):

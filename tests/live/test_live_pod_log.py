@@ -57,3 +57,33 @@ def test_the_controllers_events_are_kept_newest_first_and_bounded(state_redis, m
         cluster.record_event("default", "chat", reason=f"R{i}", message=f"m{i}")
     assert [e["reason"] for e in cluster.list_events(limit=10)] == ["R4", "R3", "R2"]
     assert cluster.list_events(limit=1)[0]["kind"] == "ModelServing"
+
+
+def test_a_crashing_pod_puts_a_back_off_warning_naming_its_workload_on_the_events_page(state_redis, operator_client):
+    traffic = RedisTraffic(state_redis, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
+    clock = ManualClock()
+    cluster = DatabaseCluster(clock, actor="kubelet", config=config({"engine:bad": {"crash": True}}), traffic=traffic)
+    cluster.add_node(4)
+    cluster.create_pod(pod("bad-0", ms="chat", image="engine:bad"))
+    for _ in range(80):  # crashes at 38 (pull 5 + start 2 + load), again after a 10 s back-off
+        clock.t += 1
+        tick(cluster)
+    warnings = [e for e in cluster.list_events() if e["reason"] == "BackOff"]
+    assert [(e["kind"], e["name"], e["workload"], e["type"]) for e in warnings][-1] == (
+        "Pod",
+        "bad-0",
+        "chat",
+        "Warning",
+    )
+    assert "exited with code 1, 1 restart" in warnings[-1]["message"]
+    assert len(warnings) == physics_restarts(cluster.get_pod("default", "bad-0"))
+    # On the Events page's feed: under its ModelServing, from the kubelet.
+    item = operator_client.get("/api/events/", {"type": "event", "workload": "default/chat"}).json()[0]
+    assert (item["kind"], item["name"], item["who"], item["level"]) == ("ModelServing", "chat", "kubelet", "Warning")
+    assert item["message"].startswith("pod bad-0: Back-off restarting failed container engine")
+
+
+def physics_restarts(pod_obj) -> int:
+    from controller.simcluster import physics
+
+    return physics.kubelet_state(pod_obj)["containers"][0]["restarts"]

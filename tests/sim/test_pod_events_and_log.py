@@ -103,3 +103,18 @@ def test_an_unscheduled_pod_has_one_failed_scheduling_warning_and_no_log():
     events = podlog.pod_events(pod, T0 + 5)
     assert [(e["reason"], e["type"]) for e in events] == [("FailedScheduling", "Warning")]
     assert podlog.pod_log(pod, T0 + 5) == []
+
+
+def test_a_kubelet_step_that_crashes_a_container_reports_one_back_off_warning_and_a_healthy_step_none():
+    config = ClusterConfig(images={"engine:bad": ImageBehaviour(crash=True)})
+    pod, at, _ = physics.start(_pod("engine:bad"), T0, config)
+    steps = []
+    while at is not None and at <= T0 + 200:
+        after, at, _ = physics.advance(pod, at, config, rounds=1)
+        steps.append(podlog.crashes(pod, after))
+        pod = after
+    crashed = [s for s in steps if s]
+    assert len(crashed) == physics.kubelet_state(pod)["containers"][0]["restarts"]
+    assert all(len(s) == 1 and s[0]["reason"] == "BackOff" and s[0]["type"] == "Warning" for s in crashed)
+    healthy = _run(_pod(), ClusterConfig(), until=T0 + 40)
+    assert podlog.crashes(healthy, healthy) == []

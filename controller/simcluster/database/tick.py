@@ -31,9 +31,10 @@ import time
 from typing import Any
 
 from controller.core import naming
+from controller.core.kserve.materialize import LABEL_ISVC
 from controller.core.ports import PODGROUP, Conflict, NotFound, Obj
 from controller.models import SimObject
-from controller.simcluster import controllers, physics
+from controller.simcluster import controllers, physics, podlog
 
 from .store import REMOVE, DatabaseCluster
 
@@ -71,6 +72,13 @@ def tick(cluster: DatabaseCluster, *, now: float | None = None) -> dict[str, Any
             report["advanced"] += 1
             if _ready(after) and not _ready(before):
                 report["ready"].append(f"{ns}/{name}")
+            if cluster.traffic is not None:
+                # A crash is a Warning on the cluster's event list too (the Events page).
+                for crash in podlog.crashes(before, after):
+                    cluster.traffic.add_event(
+                        {**crash, "wall": time.time(), "namespace": ns, "kind": "Pod", "name": name}
+                        | _workload_of(after)
+                    )
     if to_schedule:
         _schedule(cluster, to_schedule, now, report)
     report["workloads"] = sync_workloads(cluster, now)
@@ -101,6 +109,17 @@ def sync_workloads(cluster: DatabaseCluster, now: float) -> int:
     finally:
         cluster.actor = previous
     return passes
+
+
+def _workload_of(pod: Obj) -> dict[str, str]:
+    """``{"workload", "workloadKind"}`` of a pod: its ModelServing (the name label) or its
+    InferenceService (KServe's label); {} for neither."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    if labels.get(naming.LABEL_NAME):
+        return {"workload": labels[naming.LABEL_NAME], "workloadKind": naming.KIND}
+    if labels.get(LABEL_ISVC):
+        return {"workload": labels[LABEL_ISVC], "workloadKind": "InferenceService"}
+    return {}
 
 
 def _ready(pod: Obj) -> bool:

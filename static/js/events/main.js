@@ -17,7 +17,7 @@ const local = (t) => new Date(t * 1000).toLocaleString();
 const bad = (level) => level === "error" || level === "Warning" || level === "failed";
 
 function href(item) {
-  const page = boot.pages && boot.pages[item.kind === "InferenceService" ? "InferenceService" : "ModelServing"];
+  const page = boot.pages && boot.pages[item.kind]; // workloads only (not an account, not a pod)
   if (!page || !item.namespace || !item.name) return null;
   return page.replace("NS_", encodeURIComponent(item.namespace)).replace("NAME_", encodeURIComponent(item.name));
 }
