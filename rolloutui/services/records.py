@@ -55,6 +55,9 @@ RUNNING = "running"
 STATUSES = ("ok", "error", "timeout", "interrupted", RUNNING)
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+# A hop's revision: a controller revision hash or name (never a "/": the Paths panel's pairs are
+# "<first>/<last>").
+HOP_REVISION = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9._]*[A-Za-z0-9])?$")
 FIELDS = {
     "requestId",
     "namespace",
@@ -174,7 +177,11 @@ def _path(value: Any) -> list[dict[str, str]]:
         if unknown:
             raise ValueError(f"hop {index}: unknown field {unknown[0]!r} (known: {', '.join(HOP_FIELDS)})")
         out = {}
-        for key, limit, required in (("role", 63, True), ("pod", 253, False), ("revision", 128, True)):
+        for key, limit, required, pattern in (
+            ("role", 63, True, DNS_LABEL),
+            ("pod", 253, False, NAME),
+            ("revision", 128, True, HOP_REVISION),
+        ):
             item = hop.get(key)
             if item is None or item == "":
                 if required:
@@ -184,6 +191,8 @@ def _path(value: Any) -> list[dict[str, str]]:
                 raise ValueError(f"hop {index}: {key} must be a string")
             if len(item) > limit:
                 raise ValueError(f"hop {index}: {key} at most {limit} characters")
+            if not pattern.match(item):
+                raise ValueError(f"hop {index}: {key} {item!r} must be a Kubernetes name (letters, digits, '-', '.')")
             out[key] = item
         hops.append(out)
     return hops
@@ -448,7 +457,12 @@ def paths(user, namespace: str, name: str, *, window: float, bucket: float, now:
                 if outcome in counts:
                     counts[outcome] += int(n)
                     out["totals"][outcome] += int(n)
-    out["series"] = [{"pair": pair, "bucketStart": t, **points[(pair, t)]} for pair, t in sorted(points)]
+    # A hop's revision has no "/" (ingestion refuses one), so the pair splits at its last "/".
+    out["series"] = [
+        {"pair": pair, "first": pair.rpartition("/")[0], "last": pair.rpartition("/")[2], "bucketStart": t}
+        | points[(pair, t)]
+        for pair, t in sorted(points)
+    ]
     history = History.from_objects(cluster.list_revisions(namespace, name))
     role_hashes = {rev.hash: rev.role_hashes() for rev in history.revisions if rev.readable}
     state = get_state(namespace, name)

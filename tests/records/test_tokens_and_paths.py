@@ -83,6 +83,7 @@ BAD = [
         "unknown field",
     ),
     ("a path of more than 16 hops is refused", {"path": [{"role": "p", "revision": "a"}] * 17}, "path", "at most 16"),
+    ("a hop revision with a slash is refused", {"path": [{"role": "p", "revision": "a/b"}]}, "path", "Kubernetes name"),
     ("an unknown path error is refused", {"pathError": "timeout"}, "pathError", "noRoute"),
 ]
 
@@ -305,7 +306,11 @@ def test_the_paths_api_counts_requests_per_revision_pair_and_outcome(pd, viewer_
     body = resp.json()
     assert body["path"] == ["prefill", "decode"] and body["reason"] is None
     assert body["totals"] == {"consistent": 15, "mixed": 15, "noRoute": 15, "kvMismatch": 15}
-    assert {p["pair"] for p in body["series"]} == {"a/a", "a/b", "a/-"}
+    assert {(p["pair"], p["first"], p["last"]) for p in body["series"]} == {
+        ("a/a", "a", "a"),
+        ("a/b", "a", "b"),
+        ("a/-", "a", "-"),
+    }
     assert [p["bucketStart"] for p in body["series"] if p["pair"] == "a/b"] == [
         1_700_000_300.0 + 60 * k for k in range(5)
     ]

@@ -44,8 +44,9 @@ export function createPaths({ boot, plotlySrc }) {
   let revNumbers = new Map();
   let timer = 0;
 
-  function pairText(pair) {
-    const [first, last] = String(pair).split("/");
+  // The server gives each point's first and last hop revision (a revision has no "/").
+  function pairText(point) {
+    const { first, last } = point;
     const name = (rev) => {
       if (!rev || rev === "-") return "none";
       const n = revNumbers.get(rev);
@@ -125,6 +126,7 @@ export function createPaths({ boot, plotlySrc }) {
     const x = (t) => new Date(t * 1000);
     const traces = [];
     const pairs = [...new Set(series.map((p) => p.pair))].sort();
+    const pointOf = new Map(series.map((p) => [p.pair, p]));
     for (const [key, label, colour, pattern] of OUTCOMES) {
       for (const pair of pairs) {
         const points = series.filter((p) => p.pair === pair && p[key]);
@@ -133,7 +135,7 @@ export function createPaths({ boot, plotlySrc }) {
           type: "bar",
           x: points.map((p) => (p.bucketStart > 1e9 ? x(p.bucketStart) : p.bucketStart)),
           y: points.map((p) => p[key]),
-          name: plotlyText(`${label}: ${pairText(pair)}`),
+          name: plotlyText(`${label}: ${pairText(pointOf.get(pair))}`),
           // The pattern is drawn over the colour (fillmode overlay), so a broken bar stays red.
           marker: { color: colour, pattern: pattern ? { shape: pattern, fillmode: "overlay", fgcolor: "#fff", size: 6 } : undefined, line: { width: 0 } },
         });
