@@ -132,15 +132,25 @@ def test_a_replacement_keeps_consistent_paths_possible(templates, ready, candida
 
 
 def pd_manifest(*, prefill=2, decode=2, surge=0, unavailable=1, skew="10%", scope="group", groups=1) -> dict:
-    budgets = {"maxUnavailable": unavailable, "maxSurge": surge}
+    return path_manifest(
+        {"prefill": prefill, "decode": decode},
+        surge=surge,
+        unavailable=unavailable,
+        skew=skew,
+        scope=scope,
+        groups=groups,
+    )
+
+
+def path_manifest(replicas: dict[str, int], *, surge=0, unavailable=1, skew="10%", scope="group", groups=1) -> dict:
+    """A ModelServing whose request path is its roles in the order of ``replicas``."""
     return manifest(
         replicas=groups,
         roles=[
-            role("prefill", replicas=prefill, **budgets),
-            role("decode", replicas=decode, **budgets),
+            role(name, replicas=n, maxUnavailable=min(unavailable, n), maxSurge=surge) for name, n in replicas.items()
         ],
         strategy={"type": "RoleRollingUpdate", "roleRollingUpdateConfiguration": {"coordination": {"maxSkew": skew}}},
-        traffic={"path": ["prefill", "decode"], "scope": scope},
+        traffic={"path": list(replicas), "scope": scope},
     )
 
 
@@ -162,8 +172,10 @@ def _ready(pod) -> bool:
     )
 
 
-def stranded_entries(cluster: MiniCluster, scope: str = "group") -> list[str]:
-    """Ready prefill pods from which no consistent path exists, judged from labels alone."""
+def stranded_entries(cluster: MiniCluster, scope: str = "group", path=("prefill", "decode")) -> list[str]:
+    """Ready pods of the path's first role from which no consistent path exists, judged from the
+    labels alone: no revision R they carry has, for every later role, a Ready pod labelled R (in the
+    same group with scope ``group``)."""
     serving: dict[tuple, list[set[str]]] = {}
     for pod in cluster.pods.values():
         labels = pod["metadata"]["labels"]
@@ -173,25 +185,27 @@ def stranded_entries(cluster: MiniCluster, scope: str = "group") -> list[str]:
     out = []
     for pod in cluster.pods.values():
         labels = pod["metadata"]["labels"]
-        if labels[naming.LABEL_ROLE] != "prefill" or not _ready(pod):
+        if labels[naming.LABEL_ROLE] != path[0] or not _ready(pod):
             continue
         group = labels[naming.LABEL_GROUP_ORDINAL] if scope == "group" else None
-        decodes = serving.get((group, "decode"), [])
-        if not any(rev in revs for rev in naming.compat_revisions(labels) for revs in decodes):
+        if not any(
+            all(any(rev in revs for revs in serving.get((group, later), [])) for later in path[1:])
+            for rev in naming.compat_revisions(labels)
+        ):
             out.append(pod["metadata"]["name"])
     return out
 
 
-def roll(cluster, clock, *, scope="group", max_steps=300):
+def roll(cluster, clock, *, scope="group", path=("prefill", "decode"), max_steps=300):
     """Pass after pass until converged or nothing moves; the oracle checked after every pass's
     writes and again once the kubelet acted. Returns the last result."""
     idle = 0
     result = None
     for _ in range(max_steps):
         result = step(cluster, clock, settle=False)
-        assert stranded_entries(cluster, scope) == [], result.actions
+        assert stranded_entries(cluster, scope, path) == [], result.actions
         cluster.settle()
-        assert stranded_entries(cluster, scope) == []
+        assert stranded_entries(cluster, scope, path) == []
         status = cluster.ms[("default", "ms")].get("status") or {}
         if status.get("converged") and not result.actions:
             return result
@@ -298,5 +312,24 @@ def test_after_every_pass_of_a_random_coordinated_update_each_ready_entry_has_a_
     set_images(cluster, dict.fromkeys(changed, "engine:v2"))
     result = roll(cluster, clock, scope=scope)
     # It either converges or says it is stalled and how to free it: never a silent wait.
+    if not converged(cluster):
+        assert any(b["kind"] == "deadlock" for b in result.blocked), result.blocked
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    sizes=st.tuples(st.integers(1, 3), st.integers(1, 3), st.integers(1, 2)),
+    surge=st.integers(0, 1),
+    skew=st.sampled_from(["10%", "50%"]),
+    scope=st.sampled_from(["group", "any"]),
+    changed=st.sets(st.sampled_from(["router", "prefill", "decode"]), min_size=1),
+)
+def test_a_three_hop_path_keeps_every_ready_entry_on_a_consistent_path_after_every_pass(
+    sizes, surge, skew, scope, changed
+):
+    path = ("router", "prefill", "decode")
+    cluster, clock = deployed(path_manifest(dict(zip(path, sizes)), surge=surge, skew=skew, scope=scope))
+    set_images(cluster, dict.fromkeys(changed, "engine:v2"))
+    result = roll(cluster, clock, scope=scope, path=path)
     if not converged(cluster):
         assert any(b["kind"] == "deadlock" for b in result.blocked), result.blocked
