@@ -170,6 +170,14 @@ class PathTable:
                 if self.compat[pod["metadata"]["uid"]] & feasible:
                     self.first_affine.append(pod)
         self.by_group = by_group
+        # (unit, role, revision) -> the role's pods in the unit compatible with that revision: a
+        # path on one revision (the usual case) picks its later hops from these without filtering.
+        self.by_revision: dict[tuple[str, str, str], list[Obj]] = {}
+        for unit, pods_by_role in self.units.items():
+            for role in roles[1:]:
+                for pod in pods_by_role[role]:
+                    for rev in self.compat[pod["metadata"]["uid"]]:
+                        self.by_revision.setdefault((unit, role, rev), []).append(pod)
 
     def compat_of(self, pod: Obj) -> frozenset[str]:
         return self.compat.get(pod["metadata"]["uid"]) or compatible(pod, self.revisions)
@@ -204,7 +212,11 @@ class PathTable:
             if restrict is not None:
                 common = restrict(common) or common
             for role in self.traffic.path[1:]:
-                hop = _least_busy([p for p in pods_by_role[role] if self.compat_of(p) & common], in_flight)
+                if len(common) == 1:
+                    candidates = self.by_revision.get((unit, role, next(iter(common))), [])
+                else:
+                    candidates = [p for p in pods_by_role[role] if self.compat_of(p) & common]
+                hop = _least_busy(candidates, in_flight)
                 if hop is None:  # cannot happen: every revision in common has a pod per role
                     return None
                 common = common & self.compat_of(hop)
