@@ -226,3 +226,15 @@ def test_an_inferenceservice_release_is_compared_per_layer_and_a_layer_rolls_bac
     assert (
         model["storageUri"] == "s3://models/chat-llm/v2/" and env["MODEL_VERSION"] == "chat-llm.v2"
     )  # v2's model stays
+
+
+def test_the_remote_cli_has_the_rollback_layer_verb_from_the_servers_registry(operator_client):
+    from rolloutui_cli import commands
+
+    registry = operator_client.get("/api/actions/").json()
+    parser = commands.build_parser(registry)
+    options = vars(parser.parse_args(["rollback-layer", "default/chat/r2", "--layer", "image", "--reason", "leaks"]))
+    action = next(a for a in registry["actions"] if a["name"] == "rollback-layer")
+    path, body, _ = commands.action_request(action, options, read_file=None)
+    assert path == "/api/deployment-revisions/default/chat/2/rollback-layer"
+    assert body == {"layer": "image", "reason": "leaks"}
