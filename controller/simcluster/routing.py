@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from controller.core import naming
-from controller.core.evidence import EVIDENCE, evidence_of
+from controller.core.evidence import EVIDENCE, TTFT_EVIDENCE, evidence_of
 from controller.core.kserve.apps import LABEL_APP, LABEL_KNATIVE_REVISION, LABEL_TEMPLATE_HASH
 from controller.core.ports import Obj
 
@@ -370,10 +370,6 @@ def window_figures(
         out["mixedPaths"] = sum(bool(r.mixed) for r in done) if done else None
         out[TTFT_EVIDENCE] = out[EVIDENCE]
     return out
-
-
-# The key of the time to first token's evidence (``core.evidence``'s TTFT_EVIDENCE).
-TTFT_EVIDENCE = "ttftEvidence"
 
 
 def _window_figures(mine: list[Request], at: float) -> dict:

@@ -106,3 +106,65 @@ def test_a_run_without_paths_or_token_figures_has_no_new_trace_keys():
     assert "paths" not in requests and "mixedByPair" not in requests
     assert all("ttftP50" not in r for r in requests["byRevision"].values())
     assert requests["total"] > 0
+
+
+CANARY_TTFT = """
+name: canary-slow-first-token
+seed: 5
+until: 1500
+cluster: {nodes: 4, gpusPerNode: 4, timing: {schedule: 1, pull: 3, start: 1, load: 10, terminate: 2}}
+images:
+  "engine:v1": {ttftMs: [100, 200], tpotMs: [20, 30]}
+  "engine:v2-slow": {ttftMs: [400, 600], tpotMs: [20, 30]}
+traffic: {rps: 20, tokens: {input: [100, 500], output: [20, 60]}}
+modelServing:
+  apiVersion: serving.rolloutui.io/v1alpha1
+  kind: ModelServing
+  metadata: {name: canary, namespace: default}
+  spec:
+    replicas: 4
+    traffic: {path: [prefill, decode]}
+    rolloutStrategy:
+      type: ServingGroupRollingUpdate
+      rollingUpdateConfiguration: {maxUnavailable: 1}
+      canary:
+        steps:
+          - setPartition: 75%
+          - pause: {durationSeconds: 120}
+          - setPartition: 0
+        analysis:
+          intervalSeconds: 30
+          minRequests: 20
+          failureLimit: 2
+          onFailure: Rollback
+          metrics:
+            - {metric: ttftP95Ms, maxRatioToStable: 1.5}
+    template:
+      roles:
+        - name: prefill
+          replicas: 1
+          entryTemplate:
+            spec:
+              containers: [{name: engine, image: "engine:v1", resources: {limits: {nvidia.com/gpu: "1"}}}]
+        - name: decode
+          replicas: 1
+          entryTemplate:
+            spec:
+              containers: [{name: engine, image: "engine:v1", resources: {limits: {nvidia.com/gpu: "1"}}}]
+events:
+  - {at: 0, do: apply}
+  - {at: 100, do: setImage, role: prefill, image: "engine:v2-slow"}
+"""
+
+
+def test_the_canary_analysis_judges_the_time_to_first_token_of_requests_through_the_path():
+    trace = run_scenario(parse_scenario(safeyaml.load(CANARY_TTFT)))
+    windows = trace["analysis"]
+    assert windows, "no analysis window was judged"
+    failed = [w for w in windows if w["verdict"] == "Fail"]
+    assert failed and all(w["failed"] == ["ttftP95Ms"] for w in failed)
+    canary, stable = failed[0]["figures"]["canary"], failed[0]["figures"]["stable"]
+    assert canary["ttftP95Ms"] >= 400 and stable["ttftP95Ms"] <= 200
+    assert "ttftEvidence" not in canary  # the evidence decides; the trace keeps the figures
+    assert any(a["action"] == "rollback" and a["source"] == "analysis" for a in trace["audit"])
+    assert trace["requests"]["paths"]["mixed"] == 0
