@@ -93,6 +93,7 @@ def test_the_paths_panel_draws_requests_per_revision_pair_and_each_groups_consis
     expect(groups.locator("li[data-group='0']")).to_contain_text(
         re.compile(r"group 0: consistent path: #\d+ " + revision), timeout=90_000
     )
+    expect(page.get_by_test_id("topo-paths").locator("[data-group='0']")).to_contain_text(revision)
     panel.scroll_into_view_if_needed()
     panel.screenshot(path=str(screenshot_dir / "detail-paths-panel.png"))
 

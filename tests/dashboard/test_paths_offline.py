@@ -54,6 +54,11 @@ def test_forged_paths_render_as_text_and_a_group_without_a_consistent_path_says_
     groups = page.get_by_test_id("paths-groups")
     expect(groups.locator("li[data-group='0']")).to_contain_text("consistent path: " + forged("paths.revision"))
     expect(groups.locator("li[data-group='1']")).to_have_text("group 1: no consistent path")
+    # The same under the topology's canvas.
+    topo = page.get_by_test_id("topo-paths")
+    expect(topo).to_contain_text(forged("paths.role") + " → decode")
+    expect(topo.locator("[data-group='0']")).to_contain_text(forged("paths.revision"))
+    expect(topo.locator("[data-group='1']")).to_have_text("group 1 no consistent path")
     page.wait_for_function("document.querySelectorAll('#paths-chart .barlayer .trace').length === 3")
     expect(page.locator("#paths-chart")).to_contain_text("paths.other")
     no_script_ran(page)
@@ -68,3 +73,4 @@ def test_without_a_path_the_panel_is_one_line(ms, viewer_client, page: Page):
         "No request path: this ModelServing has no request path (spec.traffic.path)."
     )
     expect(page.get_by_test_id("paths-body").locator("> *")).to_have_count(1)
+    expect(page.get_by_test_id("topo-paths")).to_be_hidden()

@@ -73,7 +73,35 @@ export function createPaths({ boot, plotlySrc }) {
     );
   }
 
+  // Under the topology's canvas: one line per the same groups, so the grid reads with its paths.
+  function renderTopology() {
+    const el = byId("topo-paths");
+    if (!el) return;
+    const path = (data && data.path) || [];
+    el.hidden = !path.length;
+    if (!path.length) return;
+    const groups = data.groups || [];
+    mount(
+      el,
+      h("span", { class: "muted" }, `Paths (${path.join(" → ")}): `),
+      groups.length
+        ? groups.map((g, i) => [
+            i ? " · " : null,
+            h(
+              "span",
+              { dataset: { group: String(g.group) } },
+              `group ${g.group} `,
+              (g.consistent || []).length
+                ? (g.consistent || []).map((rev, j) => [j ? ", " : null, revLabel(rev, revNumbers)])
+                : h("span", { class: "paths-broken", style: BROKEN }, "no consistent path"),
+            ),
+          ])
+        : h("span", { class: "muted" }, "no instance of the path's roles yet"),
+    );
+  }
+
   function renderBody() {
+    renderTopology();
     if (error) {
       mount(body, h("p", { class: "warn" }, "Paths could not be read: " + error));
       return;
