@@ -142,14 +142,18 @@ def pd_manifest(*, prefill=2, decode=2, surge=0, unavailable=1, skew="10%", scop
     )
 
 
-def path_manifest(replicas: dict[str, int], *, surge=0, unavailable=1, skew="10%", scope="group", groups=1) -> dict:
-    """A ModelServing whose request path is its roles in the order of ``replicas``."""
+def path_manifest(
+    replicas: dict[str, int], *, surge=0, unavailable=1, skew="10%", scope="group", groups=1, coordinated=None
+) -> dict:
+    """A ModelServing whose request path is its roles in the order of ``replicas``; ``coordinated``:
+    the roles of ``coordination.roles`` (all when None)."""
+    coordination = {"maxSkew": skew, **({"roles": list(coordinated)} if coordinated else {})}
     return manifest(
         replicas=groups,
         roles=[
             role(name, replicas=n, maxUnavailable=min(unavailable, n), maxSurge=surge) for name, n in replicas.items()
         ],
-        strategy={"type": "RoleRollingUpdate", "roleRollingUpdateConfiguration": {"coordination": {"maxSkew": skew}}},
+        strategy={"type": "RoleRollingUpdate", "roleRollingUpdateConfiguration": {"coordination": coordination}},
         traffic={"path": list(replicas), "scope": scope},
     )
 
@@ -333,3 +337,20 @@ def test_a_three_hop_path_keeps_every_ready_entry_on_a_consistent_path_after_eve
     result = roll(cluster, clock, scope=scope, path=path)
     if not converged(cluster):
         assert any(b["kind"] == "deadlock" for b in result.blocked), result.blocked
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    sizes=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    surge=st.integers(0, 1),
+    coordinated=st.sampled_from([["prefill"], ["decode"]]),
+    changed=st.sampled_from([("prefill",), ("decode",), ("prefill", "decode")]),
+)
+def test_a_path_role_left_out_of_coordination_still_never_strands_a_ready_entry(sizes, surge, coordinated, changed):
+    cluster, clock = deployed(
+        path_manifest(dict(zip(("prefill", "decode"), sizes)), surge=surge, coordinated=coordinated)
+    )
+    set_images(cluster, dict.fromkeys(changed, "engine:v2"))
+    result = roll(cluster, clock)
+    if not converged(cluster):
+        assert any("consistent path" in b["reason"] for b in result.blocked), result.blocked

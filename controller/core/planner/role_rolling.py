@@ -21,6 +21,7 @@ from ..plan import (
     BECAUSE_SURGE_DONE,
     BECAUSE_UPDATE,
     KIND_BUDGET,
+    KIND_DEPENDENCY,
     KIND_PARTITION,
     KIND_PAUSED,
     KIND_UNSCHEDULABLE,
@@ -33,7 +34,7 @@ from .context import PassContext, needs_no_recovery
 from .coordination import admit_coordinated, role_budget_reason
 from .create import create_instance, create_missing_instances
 from .drain import remove_group, remove_instance
-from .paths import LAST_PATH_OF_ENTRIES, keeper_of
+from .paths import ALLOWED, LAST_PATH_OF_ENTRIES, keeper_of
 from .recovery import recover_group
 from .role_state import RoleState, role_states
 
@@ -150,7 +151,7 @@ def _admit(out: PlanBuilder, group: GroupObs, states: dict[str, RoleState], in_p
         queues = inplace.updatable(out, group, queues)
     coordinated = set(coordination.roles) if coordination else set()
     keeper = keeper_of(out)
-    # Uncoordinated roles: budgets only.
+    # Uncoordinated roles: budgets only (and, on a request path, its consistent paths).
     for role, queue in queues.items():
         if role in coordinated:
             continue
@@ -165,9 +166,13 @@ def _admit(out: PlanBuilder, group: GroupObs, states: dict[str, RoleState], in_p
             if not allowed:
                 out.block(o, role, role_budget_reason(st), KIND_BUDGET)
                 break
-            admitted.setdefault(role, []).append(k)
             if keeper is not None:
-                keeper.take(ctx, st.instances[k])  # a path hop leaving service counts for the coordinated roles
+                case = keeper.case(ctx, st.instances[k])
+                if case.case != ALLOWED:
+                    out.block(o, role, case.reason, KIND_DEPENDENCY)
+                    break
+                keeper.take(ctx, st.instances[k])
+            admitted.setdefault(role, []).append(k)
             st.take(k)
     if coordination:
         admit_coordinated(out, o, states, queues, admitted)
