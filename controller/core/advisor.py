@@ -591,8 +591,8 @@ def search(
                 None,
                 parsed.replicas,
                 error=(
-                    f"{_batch_words(batches)} of up to {_width(cand.strategy)} groups: no fewer than the fastest "
-                    f"safe candidate so far ({_batch_words(best_batches)}, {best:g} s)"
+                    f"{_batch_words(batches)} of up to {_plural(_width(cand.strategy), 'group')}: no fewer than "
+                    f"the fastest safe candidate so far ({_batch_words(best_batches)}, {best:g} s)"
                 ),
             )
             continue

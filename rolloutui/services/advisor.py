@@ -25,6 +25,7 @@ search (the preview limit by default); candidates past the time limit are listed
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -67,17 +68,48 @@ def _change(namespace: str, name: str, patch, set_image) -> dict[str, Any]:
 
 
 def _load_floor(namespace: str, name: str) -> tuple[int | None, str]:
-    """The groups the offered load needs at the safe concurrency, from the capacity signals."""
+    """The groups the offered load needs at the safe concurrency, from the capacity signals.
+
+    The offered load, not the requests in flight this second (which come and go with the traffic
+    and would make the advice change from one run to the next): per role, its request rate x the
+    mean request duration, at the safe concurrency per instance with the capacity panel's headroom
+    (``capacity.TARGET_UTILISATION``), rounded up to instances, then to groups by the role's
+    instances per group; the role that needs the most groups sets it. Example: decode, 1.9 req/s
+    x 11 s = 20.9 offered, 16 safe x 0.8 = 12.8 per instance -> 2 instances -> 1 group at 2 per
+    group."""
     try:
-        rec = capacity.capacity(namespace, name)["recommendation"]
+        signals = capacity.capacity(namespace, name)
     except Exception as exc:  # the signals are advice: without them the strategy's floor stands
         log.info("advisor: no capacity signals for %s/%s: %s", namespace, name, exc)
         return None, "the capacity signals could not be read"
-    if rec.get("replicas") is None:
-        return None, "the safe concurrency per instance is unknown: no release with batching targets it"
-    reason = str(rec.get("reason") or "").split(" run now")[0]
-    reason = reason.rsplit(".", 1)[0] if reason.count(".") > 1 else reason.rstrip(".")
-    return int(rec["replicas"]), f"capacity signals: {reason}"
+    traffic = signals.get("traffic") or {}
+    span = traffic.get("durationSeconds") or []
+    mean = sum(span) / len(span) if span else None
+    best: tuple[int, str] | None = None
+    unknown = "the safe concurrency per instance is unknown: no release with batching targets it"
+    for role in signals.get("roles") or []:
+        safe, rate = role.get("safeConcurrency"), role.get("requestRate")
+        if not safe:
+            continue
+        if rate is None or mean is None:
+            unknown = "no offered load is known (no request rate)"
+            continue
+        offered = rate * mean
+        per_instance = safe * capacity.TARGET_UTILISATION
+        instances = math.ceil(offered / per_instance - 1e-9) if offered > 0 else 0
+        per_group = max(int(role.get("perGroup") or 1), 1)
+        groups = max(math.ceil(instances / per_group), capacity.MIN_REPLICAS)
+        why = (
+            f"capacity signals: {role['name']} is offered {offered:.1f} requests at once ({rate:g} req/s x "
+            f"{mean:g} s), at {safe} safe per instance with {round((1 - capacity.TARGET_UTILISATION) * 100)}% "
+            f"headroom {instances} instance{'s' if instances != 1 else ''}, at {per_group} per group "
+            f"{groups} group{'s' if groups != 1 else ''}"
+        )
+        if best is None or groups > best[0]:
+            best = (groups, why)
+    if best is None:
+        return None, unknown
+    return best
 
 
 def _copy_of(namespace: str, name: str) -> tuple[LiveState, PreviewCluster, int]:

@@ -135,3 +135,21 @@ def test_an_advice_is_published_to_the_preview_workers_queue(
         advisor.start(operator, "default", "demo", set_image=CHANGE, source="api")
     ((name, options),) = published
     assert name == "rolloutui.tasks.run_advice" and options["queue"].name == "preview"
+
+
+def test_the_load_floor_is_what_the_offered_load_needs_at_the_safe_concurrency(monkeypatch):
+    from rolloutui.services import capacity
+
+    signals = {
+        "traffic": {"durationSeconds": [2.0, 20.0]},
+        "roles": [
+            {"name": "prefill", "perGroup": 1, "requestRate": 2.0, "safeConcurrency": 16},  # 22 at once: 2 groups
+            {"name": "decode", "perGroup": 2, "requestRate": 4.0, "safeConcurrency": 8},  # 44: 7 instances, 4 groups
+        ],
+    }
+    monkeypatch.setattr(capacity, "capacity", lambda namespace, name: signals)
+    groups, why = advisor._load_floor("default", "demo")
+    assert groups == 4
+    assert why.startswith("capacity signals: decode is offered 44.0 requests at once (4 req/s x 11 s)")
+    signals["roles"] = [{"name": "decode", "perGroup": 2, "requestRate": 4.0, "safeConcurrency": None}]
+    assert advisor._load_floor("default", "demo")[0] is None
