@@ -33,12 +33,13 @@ and route ``chat-route``'s first rule: ``backendRefs: [{name: chat-stable, port:
 from __future__ import annotations
 
 import copy
+import datetime
 import logging
 from typing import Any
 
 from controller.core import naming
 from controller.core.canary import TRAFFIC_ROUTING_FIELD, TRAFFIC_ROUTING_REQUIRED, Canary, GatewayAPI
-from controller.core.ports import SERVICE, Conflict, NotFound, Obj
+from controller.core.ports import SERVICE, ClusterError, Conflict, NotFound, Obj
 from controller.core.revisions import owner_reference
 from controller.core.spec import ValidationError, parse_modelserving
 from controller.k8s.client import MERGE_PATCH, raw_json
@@ -192,13 +193,7 @@ def sync(cluster: Any, namespace: str, name: str, status: Obj) -> dict[str, Any]
     if canary.gateway_api is None:
         # Refused at validation on Kubernetes; a manifest applied around it (kubectl) gets a warning
         # Event instead, and its weight steps route nothing.
-        cluster.record_event(
-            namespace,
-            name,
-            reason="TrafficRoutingMissing",
-            message=f"{TRAFFIC_ROUTING_FIELD}: {TRAFFIC_ROUTING_REQUIRED}",
-            type="Warning",
-        )
+        _warn_once(cluster, ms_obj, canary_status["revision"], int(weight))
         return None
     gateway = canary.gateway_api
     stable, revision = canary_status["stable"], canary_status["revision"]
@@ -222,6 +217,40 @@ NO_INFERENCE_POOLS = (
     "the cluster does not serve InferencePool (inference.networking.k8s.io/v1): install the Gateway API "
     "Inference Extension's CRDs, or use backendKind Service"
 )
+
+
+def _warn_once(cluster: Any, ms_obj: Obj, revision: str, weight: int) -> None:
+    """A Warning Event ``TrafficRoutingMissing`` on the ModelServing, once per canary revision and
+    weight: its name is fixed by them, so the API server refuses a repeat (409, ignored) and a pass
+    every few seconds does not pile up Events (the controller may only create Events)."""
+    meta = ms_obj.get("metadata") or {}
+    namespace, name = meta.get("namespace") or "default", meta.get("name") or ""
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{name}.trafficroutingmissing.{revision}.{weight}"[:253], "namespace": namespace},
+        "involvedObject": {
+            "apiVersion": naming.API_VERSION,
+            "kind": naming.KIND,
+            "name": name,
+            "namespace": namespace,
+            "uid": meta.get("uid") or "",
+        },
+        "reason": "TrafficRoutingMissing",
+        "message": f"weight {weight}% not routed: {TRAFFIC_ROUTING_FIELD}: {TRAFFIC_ROUTING_REQUIRED}",
+        "type": "Warning",
+        "source": {"component": getattr(cluster, "event_component", "rolloutui-controller")},
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
+    try:
+        raw_json(cluster.api_client, "POST", f"/api/v1/namespaces/{namespace}/events", body=event, what="event")
+    except Conflict:
+        pass  # said already for this revision and weight
+    except ClusterError as exc:
+        log.warning("could not record TrafficRoutingMissing on %s/%s: %s", namespace, name, exc)
 
 
 def _ensure_backend(cluster: Any, wanted: Obj) -> None:

@@ -215,9 +215,10 @@ def test_a_set_weight_step_without_traffic_routing_is_refused_for_kubernetes_nam
     # A manifest that got around validation (kubectl): a warning Event, and no route is written.
     server, cluster = gateway_api
     cluster.create_modelserving(weighted(routing=None))
-    assert traffic_routing.sync(cluster, NS, "chat", status(10)) is None
-    events = stored(server, "/v1/events")
-    assert any(
-        e["reason"] == "TrafficRoutingMissing" and TRAFFIC_ROUTING_FIELD in e["message"] for e in events.values()
-    )
+    for _ in range(3):  # pass after pass: one Event for this revision and weight
+        assert traffic_routing.sync(cluster, NS, "chat", status(10)) is None
+    events = [e for e in stored(server, "/v1/events").values() if e["reason"] == "TrafficRoutingMissing"]
+    assert len(events) == 1 and TRAFFIC_ROUTING_FIELD in events[0]["message"] and events[0]["type"] == "Warning"
+    traffic_routing.sync(cluster, NS, "chat", status(50))  # the next weight is said again
+    assert len([e for e in stored(server, "/v1/events").values() if e["reason"] == "TrafficRoutingMissing"]) == 2
     assert stored(server, HTTPROUTES) == {}
