@@ -139,3 +139,20 @@ def test_without_the_discovery_api_routed_is_inferred_from_the_pods(api_client, 
         clock.t += 1
     state = reconcile(cluster, NoRouter(), clock, NS, "chat").view
     assert {i["gate"] for i in state["instances"]} == {"Serving"}
+
+
+def test_a_ready_pod_the_router_does_not_list_yet_is_not_verified_and_the_pass_looks_again_soon(api_client):
+    core = kubernetes.client.CoreV1Api(api_client)
+    cluster = KubernetesCluster(api_client)
+    clock = Clock()
+    manifest = modelserving({"type": "ServingGroupRollingUpdate"})
+    manifest["spec"]["verification"] = {"path": "/v1/models", "expectStatus": 200, "port": 1}
+    cluster.create_modelserving(manifest)
+    for _ in range(12):
+        reconcile(cluster, NoRouter(), clock, NS, "chat")
+        kubelet_with_times(core, clock)
+        clock.t += 1
+    result = reconcile(cluster, NoRouter(), clock, NS, "chat")
+    assert {i["gate"] for i in result.view["instances"]} == {"Loaded"}
+    assert not [a for a in result.actions if a.verb == "verify"]  # nothing sent to a pod not routed
+    assert result.requeue_after is not None and result.requeue_after <= 2.0

@@ -9,11 +9,12 @@ reported; it is verified again every ``RETRY_SECONDS``, so a transient failure h
 
 from __future__ import annotations
 
-from ..gates import ROUTED, instance_gates, verification_passed
+from ..gates import LOADED, ROUTED, instance_gates, verification_passed
 from ..plan import BECAUSE_VERIFICATION, KIND_FAILING, VERIFY, Action
 from .builder import PlanBuilder
 
 RETRY_SECONDS = 30.0
+ROUTED_POLL_SECONDS = 2.0  # how soon to look again at a Ready entry the router does not list yet
 
 
 def request_verifications(out: PlanBuilder) -> None:
@@ -29,6 +30,10 @@ def request_verifications(out: PlanBuilder) -> None:
                 inst, ctx.expected_pods(inst.revision, role), verification_required=True, routed=ctx.observed.routed
             )
             if ROUTED not in gates.reached:
+                if LOADED in gates.reached and entry.draining_since is None and not entry.deleting:
+                    # Ready, but the router does not list it yet (an EndpointSlice lags the pod):
+                    # nothing else wakes the controller when the slice changes, so look again soon.
+                    out.requeue(ROUTED_POLL_SECONDS)
                 continue
             passed = verification_passed(entry, inst.revision)
             if passed:
