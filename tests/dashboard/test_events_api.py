@@ -184,3 +184,26 @@ def test_the_rollout_range_starts_where_the_newest_revision_started_rolling_out(
     body = viewer_client.get(f"/api/modelservings/{NAMESPACE}/{ms['name']}/history/", {"range": "rollout"}).json()
     assert body["from"] == base + 10
     assert [p["updateRevision"] for p in body["points"]] == ["rev-b"] * 5
+
+
+def test_the_stored_history_keeps_the_last_hour_whole_and_six_hours_thinned_for_the_ranges(ms):
+    from controller.models import ProgressSample
+    from controller.runtime import progress
+
+    ProgressSample.objects.filter(namespace=NAMESPACE, name=ms["name"]).delete()
+    base = 1_000_000.0
+    ProgressSample.objects.bulk_create(
+        ProgressSample(namespace=NAMESPACE, name=ms["name"], t=base + i * 2.0, data={"t": base + i * 2.0})
+        for i in range(7 * 1800)  # 7 h, one sample every 2 s
+    )
+    now = base + (7 * 1800 - 1) * 2.0
+    progress.prune(NAMESPACE, ms["name"], now)
+    ts = list(
+        ProgressSample.objects.filter(namespace=NAMESPACE, name=ms["name"]).order_by("t").values_list("t", flat=True)
+    )
+    assert ts[0] >= now - progress.KEEP_SECONDS  # nothing older than 6 h
+    recent = [t for t in ts if t >= now - progress.RECENT_SECONDS]
+    assert len(recent) == 1801  # the last hour as sampled, both ends included
+    older = [t for t in ts if t < now - progress.RECENT_SECONDS]
+    assert len({int(t // progress.THIN_SECONDS) for t in older}) == len(older)  # one per 10 s
+    assert 1790 <= len(older) <= 1801
