@@ -59,6 +59,8 @@ def test_forged_paths_render_as_text_and_a_group_without_a_consistent_path_says_
     expect(topo).to_contain_text(forged("paths.role") + " → decode")
     expect(topo.locator("[data-group='0']")).to_contain_text(forged("paths.revision"))
     expect(topo.locator("[data-group='1']")).to_have_text("group 1 no consistent path")
+    # Its canary analysis does not check mixed paths: the panel suggests the check.
+    expect(page.get_by_test_id("paths-suggestion")).to_contain_text("{metric: mixedPaths, max: 0}")
     page.wait_for_function("document.querySelectorAll('#paths-chart .barlayer .trace').length === 3")
     expect(page.locator("#paths-chart")).to_contain_text("paths.other")
     no_script_ran(page)
@@ -74,3 +76,24 @@ def test_without_a_path_the_panel_is_one_line(ms, viewer_client, page: Page):
     )
     expect(page.get_by_test_id("paths-body").locator("> *")).to_have_count(1)
     expect(page.get_by_test_id("topo-paths")).to_be_hidden()
+
+
+def test_a_canary_analysis_that_checks_mixed_paths_gets_no_suggestion(ms, viewer_client, page: Page):
+    state = current_state(ms)
+    site = OfflineSite(page, viewer_client, full_state=lambda: state)
+    body = json.dumps(paths_answer(state["time"]))
+    base = ORIGIN + f"/api/modelservings/{ms['namespace']}/{ms['name']}"
+    page.route(base + "/paths/**", lambda route: route.fulfill(status=200, content_type="application/json", body=body))
+    manifest = viewer_client.get(f"/api/modelservings/{ms['namespace']}/{ms['name']}/manifest/").json()
+    manifest["spec"]["rolloutStrategy"]["canary"] = {
+        "steps": [{"setPartition": 0}],
+        "analysis": {"metrics": [{"metric": "mixedPaths", "max": 0}]},
+    }
+    page.route(
+        base + "/manifest/**",
+        lambda route: route.fulfill(status=200, content_type="application/json", body=json.dumps(manifest)),
+    )
+    page.goto(site.url(f"/modelservings/{ms['namespace']}/{ms['name']}/"))
+    expect(page.get_by_test_id("paths-totals")).to_be_visible()
+    page.wait_for_function("document.querySelectorAll('#paths-chart .barlayer .trace').length === 3")
+    expect(page.get_by_test_id("paths-suggestion")).to_have_count(0)

@@ -42,6 +42,7 @@ export function createPaths({ boot, plotlySrc }) {
   let error = null;
   let drawn = null;
   let revNumbers = new Map();
+  let manifest = null;
   let timer = 0;
 
   // The server gives each point's first and last hop revision (a revision has no "/").
@@ -100,6 +101,22 @@ export function createPaths({ boot, plotlySrc }) {
     );
   }
 
+  // The dashboard's suggestion: a canary analysis that does not check mixedPaths yet is offered
+  // `{metric: mixedPaths, max: 0}`, which stops a canary as soon as one request crosses revisions.
+  function suggestion() {
+    const spec = (manifest && manifest.spec) || {};
+    const canary = spec.rolloutStrategy && spec.rolloutStrategy.canary;
+    const metrics = (canary && canary.analysis && canary.analysis.metrics) || [];
+    if (metrics.some((m) => m && m.metric === "mixedPaths")) return null;
+    return h(
+      "p",
+      { class: "muted paths-suggestion", "data-testid": "paths-suggestion" },
+      "Suggested canary check: ",
+      h("code", null, "{metric: mixedPaths, max: 0}"),
+      " in spec.rolloutStrategy.canary.analysis.metrics stops a canary as soon as one request crosses revisions.",
+    );
+  }
+
   function renderBody() {
     renderTopology();
     if (error) {
@@ -135,6 +152,7 @@ export function createPaths({ boot, plotlySrc }) {
         ),
         broken ? null : h("span", { class: "muted" }, " — no broken request"),
       ),
+      suggestion(),
       h(
         "div",
         { class: "charts charts-2 paths-grid" },
@@ -188,10 +206,11 @@ export function createPaths({ boot, plotlySrc }) {
     renderBody();
   }
 
-  function render({ revNumbers: numbers }) {
+  function render({ revNumbers: numbers, manifest: current }) {
     revNumbers = numbers || new Map();
+    manifest = current || null;
     panel.hidden = false;
-    if (!changed(JSON.stringify([...revNumbers.entries()]))) return;
+    if (!changed(JSON.stringify([[...revNumbers.entries()], manifest && manifest.spec && manifest.spec.rolloutStrategy]))) return;
     renderBody();
     if (!timer) {
       load();
