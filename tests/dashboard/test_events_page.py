@@ -106,6 +106,13 @@ def test_a_topology_cells_pod_shows_its_events_and_log_lines(
     assert box["x"] + box["width"] <= panel["x"] + panel["width"] + 1
     shot(page, screenshot_dir / "pod-events-and-log.png")
 
+    # Following (the default): the pod is deleted, and its shutdown shows without a click.
+    expect(page.get_by_test_id("pod-follow")).to_be_checked()
+    pod = page.get_by_test_id("pod-detail").locator("h3").inner_text().removeprefix("Pod ")
+    live_sim.cluster.delete_pod("default", pod)
+    expect(log).to_contain_text("Received SIGTERM", timeout=15_000)
+    expect(events).to_contain_text("Stopping container engine")
+
 
 def test_the_progress_charts_show_the_range_chosen_from_stored_history(
     live_sim,  # noqa: F811

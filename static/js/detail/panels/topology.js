@@ -210,18 +210,111 @@ export function createTopologyPanel({ boot, onKillPod }) {
   }
 
   // The pod's events (scheduled, pulled, started, probe failures, back-off, kills) and the last
-  // lines of its log, under the pod table (GET /api/pods/{ns}/{pod}/events/ and .../log/).
+  // lines of its log, under the pod table (GET /api/pods/{ns}/{pod}/events/ and .../log/). While
+  // "Follow" is on, both are read again every FOLLOW_MS and updated in place (the buttons, the
+  // focus and a log scrolled up by the reader stay where they are).
+  const FOLLOW_MS = 5000;
   let podShown = null;
+  let follow = true;
+  let followTimer = null;
+
+  const when = (e) => (e.lastTimestamp ? new Date(e.lastTimestamp).toLocaleTimeString() : "");
+  const logText = (log) => log.lines.map((l) => `${l.time ? l.time + " " : ""}${l.line}\n`).join("");
+
+  function eventsView(events) {
+    return events.length
+      ? h(
+          "div",
+          { class: "table-scroll" },
+          h(
+            "table",
+            { class: "table compact", "data-testid": "pod-events" },
+            h("thead", null, h("tr", null, ["Last seen", "Type", "Reason", "Message", "Count", "From"].map((t) => h("th", { scope: "col" }, t)))),
+            h(
+              "tbody",
+              null,
+              events.map((e) =>
+                h(
+                  "tr",
+                  { class: e.type === "Warning" ? "event-warning" : null },
+                  h("td", null, when(e)),
+                  h("td", null, e.type === "Warning" ? h("span", { class: "badge badge-error" }, "Warning") : e.type),
+                  h("td", { class: "mono" }, e.reason),
+                  h("td", null, e.message),
+                  h("td", { class: "num" }, e.count),
+                  h("td", { class: "muted" }, e.source),
+                ),
+              ),
+            ),
+          ),
+        )
+      : h("p", { class: "muted" }, "No events.");
+  }
+
+  function logHead(log) {
+    return [
+      `Log (last ${log.lines.length} lines)`,
+      log.masked ? h("span", { class: "muted" }, " · secret-looking values masked (you may not operate here)") : null,
+    ];
+  }
+
+  function logView(log, name) {
+    return log.lines.length
+      ? h(
+          "pre",
+          {
+            class: "pod-log",
+            tabindex: "0",
+            "data-testid": "pod-log",
+            "aria-label": `Log of ${name}`,
+            // Bounded in the panel: long lines wrap, the log scrolls (no element past the panel's edge).
+            style: { maxHeight: "22rem", overflow: "auto", whiteSpace: "pre-wrap", overflowWrap: "anywhere", margin: "0" },
+          },
+          logText(log),
+        )
+      : h("p", { class: "muted" }, "No log lines.");
+  }
+
+  const podBase = (name) => `/api/pods/${encodeURIComponent(boot.namespace)}/${encodeURIComponent(name)}/`;
+
+  function schedule(name) {
+    clearTimeout(followTimer);
+    if (follow && podShown === name) followTimer = setTimeout(() => refreshPod(name), FOLLOW_MS);
+  }
+
+  // Read both again and update what is shown, in place.
+  async function refreshPod(name) {
+    if (podShown !== name || document.hidden) return schedule(name);
+    try {
+      const base = podBase(name);
+      const [events, log] = await Promise.all([api(base + "events/"), api(base + "log/?tail=200")]);
+      if (podShown !== name) return;
+      mount(byId("pod-events-box"), eventsView(events));
+      mount(byId("pod-log-head"), ...logHead(log));
+      const pre = byId("pod-log-box").querySelector("pre");
+      if (pre && log.lines.length) {
+        const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+        pre.textContent = logText(log);
+        if (atEnd) pre.scrollTop = pre.scrollHeight;
+      } else {
+        mount(byId("pod-log-box"), logView(log, name));
+      }
+    } catch {
+      // The pod is gone (replaced) or the server did not answer: the next read says.
+    }
+    schedule(name);
+  }
+
   async function showPod(name) {
     podShown = name;
+    clearTimeout(followTimer);
     const where = byId("pod-detail");
     if (!where) return;
-    const base = `/api/pods/${encodeURIComponent(boot.namespace)}/${encodeURIComponent(name)}/`;
+    const base = podBase(name);
     mount(where, h("p", { class: "muted" }, `Loading the events and log of ${name}…`));
     try {
       const [events, log] = await Promise.all([api(base + "events/"), api(base + "log/?tail=200")]);
       if (podShown !== name) return;
-      const when = (e) => (e.lastTimestamp ? new Date(e.lastTimestamp).toLocaleTimeString() : "");
       mount(
         where,
         h(
@@ -229,59 +322,45 @@ export function createTopologyPanel({ boot, onKillPod }) {
           { class: "pod-detail-head" },
           h("h3", { class: "panel-sub" }, `Pod ${name}`),
           " ",
-          h("button", { class: "btn btn-quiet btn-xs", type: "button", onclick: () => showPod(name) }, "Refresh"),
+          h("button", { class: "btn btn-quiet btn-xs", type: "button", onclick: () => refreshPod(name) }, "Refresh"),
           " ",
-          h("button", { class: "btn btn-quiet btn-xs", type: "button", onclick: () => { podShown = null; mount(where); } }, "Close"),
+          h(
+            "label",
+            { class: "muted" },
+            h("input", {
+              type: "checkbox",
+              checked: follow,
+              "data-testid": "pod-follow",
+              onchange: (e) => {
+                follow = e.target.checked;
+                schedule(name);
+              },
+            }),
+            " Follow",
+          ),
+          " ",
+          h(
+            "button",
+            {
+              class: "btn btn-quiet btn-xs",
+              type: "button",
+              onclick: () => {
+                podShown = null;
+                clearTimeout(followTimer);
+                mount(where);
+              },
+            },
+            "Close",
+          ),
         ),
         h("h4", { class: "panel-sub" }, "Events"),
-        events.length
-          ? h(
-              "div",
-              { class: "table-scroll" },
-              h(
-                "table",
-                { class: "table compact", "data-testid": "pod-events" },
-                h("thead", null, h("tr", null, ["Last seen", "Type", "Reason", "Message", "Count", "From"].map((t) => h("th", { scope: "col" }, t)))),
-                h(
-                  "tbody",
-                  null,
-                  events.map((e) =>
-                    h(
-                      "tr",
-                      { class: e.type === "Warning" ? "event-warning" : null },
-                      h("td", null, when(e)),
-                      h("td", null, e.type === "Warning" ? h("span", { class: "badge badge-error" }, "Warning") : e.type),
-                      h("td", { class: "mono" }, e.reason),
-                      h("td", null, e.message),
-                      h("td", { class: "num" }, e.count),
-                      h("td", { class: "muted" }, e.source),
-                    ),
-                  ),
-                ),
-              ),
-            )
-          : h("p", { class: "muted" }, "No events."),
-        h(
-          "h4",
-          { class: "panel-sub" },
-          `Log (last ${log.lines.length} lines)`,
-          log.masked ? h("span", { class: "muted" }, " · secret-looking values masked (you may not operate here)") : null,
-        ),
-        log.lines.length
-          ? h(
-              "pre",
-              {
-                class: "pod-log",
-                tabindex: "0",
-                "data-testid": "pod-log",
-                "aria-label": `Log of ${name}`,
-                // Bounded in the panel: long lines wrap, the log scrolls (no element past the panel's edge).
-                style: { maxHeight: "22rem", overflow: "auto", whiteSpace: "pre-wrap", overflowWrap: "anywhere", margin: "0" },
-              },
-              log.lines.map((l) => `${l.time ? l.time + " " : ""}${l.line}\n`).join(""),
-            )
-          : h("p", { class: "muted" }, "No log lines."),
+        h("div", { id: "pod-events-box" }, eventsView(events)),
+        h("h4", { class: "panel-sub", id: "pod-log-head" }, ...logHead(log)),
+        h("div", { id: "pod-log-box" }, logView(log, name)),
       );
+      const pre = where.querySelector("pre");
+      if (pre) pre.scrollTop = pre.scrollHeight; // the newest lines, as `kubectl logs` ends
+      schedule(name);
     } catch (err) {
       if (podShown === name) mount(where, h("p", { class: "muted" }, err.message));
     }
