@@ -60,11 +60,11 @@ def _run(state_redis, routing_, tokens=True):
     for _ in range(30):
         clock.t += 1
         tick(cluster)
-    return RequestRecord.objects.exclude(status="running"), SimTraffic.objects.get(name="demo")
+    return RequestRecord.objects.exclude(status="running"), SimTraffic.objects.get(name="demo"), traffic
 
 
 def test_each_request_of_a_path_leaves_one_record_with_its_hops_and_token_figures(state_redis):
-    finished, row = _run(state_redis, "revisionAffine")
+    finished, row, _ = _run(state_redis, "revisionAffine")
     assert finished.count() > 300
     assert finished.count() == row.completed  # one record and one completion per request, not per hop
     record = finished.filter(status="ok").first()
@@ -79,9 +79,24 @@ def test_each_request_of_a_path_leaves_one_record_with_its_hops_and_token_figure
 
 
 def test_blind_routing_across_a_kv_format_change_leaves_kv_mismatch_records(state_redis):
-    finished, _ = _run(state_redis, "blind")
+    finished, _, _ = _run(state_redis, "blind")
     mismatched = finished.filter(path_error="kvMismatch")
     assert mismatched.exists()
     assert set(mismatched.values_list("status", flat=True)) == {"error"}
     assert all(r.mixed and r.path[1]["pod"] == "demo-0-decode-1-0" for r in mismatched)
     assert finished.filter(status="ok", mixed=False).exists()
+
+
+def test_a_first_hop_that_stops_serving_interrupts_its_requests_and_frees_their_last_hop(state_redis):
+    _, _, traffic = _run(state_redis, "revisionAffine")
+    decode = "demo-0-decode-0-0"
+    before = traffic.in_flight_counts("default", [decode]).get(decode, 0)
+    # Requests that arrived in the last tick are still making their first token on prefill.
+    count = traffic.interrupt("default", "demo-0-prefill-0-0", "test", ms_name="demo", now=2_000_000.0)
+    assert count > 0
+    interrupted = RequestRecord.objects.filter(status="interrupted")
+    assert interrupted.count() == count
+    assert all(r.path[1]["pod"] == decode for r in interrupted)
+    after = traffic.in_flight_counts("default", [decode]).get(decode, 0)
+    assert after == before - count
+    assert state_redis.zcard(traffic.requests_key("default", decode)) == after

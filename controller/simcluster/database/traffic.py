@@ -106,8 +106,14 @@ def _path_fields(request: routing.Request) -> tuple[str, ...]:
 
 
 PATH_FIELDS = 7
-# A member that only keeps a path's earlier hop busy (until the first token): no record of its own.
+# A member that only keeps a path's earlier hop busy (until the first token): no record of its own;
+# it names the last hop's pod after LAST_HOP, where the request's record-carrying member is.
 RELEASE = "~"
+LAST_HOP = ">"
+
+
+def _glob_escape(text: str) -> str:
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
 
 
 def _record(namespace: str, member: str, end: float | None, status: str | None = None) -> dict | None:
@@ -245,7 +251,13 @@ class RedisTraffic:
         count = len(members)
         records = []
         for m in members:
-            r = _record(namespace, m.decode() if isinstance(m, bytes) else m, now or 0.0, routing.INTERRUPTED)
+            m = m.decode() if isinstance(m, bytes) else m
+            if m.startswith(RELEASE):
+                # A path's earlier hop: the request stops here, so its member on the last hop goes too.
+                m = self._take_last_hop(namespace, m)
+                if m is None:
+                    continue
+            r = _record(namespace, m, now or 0.0, routing.INTERRUPTED)
             if r is not None:
                 records.append(r)
         _save(records)
@@ -500,6 +512,24 @@ class RedisTraffic:
         _save([r for r in running if r is not None])
         return rejected
 
+    def _take_last_hop(self, namespace: str, release: str) -> str | None:
+        """The member a path's request holds on its last hop (named by its earlier hop's
+        ``release`` member), removed from that pod's requests and in-flight count; None when it is
+        gone already."""
+        head, _, last_pod = release[len(RELEASE) :].partition(LAST_HOP)
+        prefix = head.rsplit(":", 1)[0] + SEP  # "<arrival>:<index>:<rand>|"
+        key = self.requests_key(namespace, last_pod)
+        try:
+            for member, _ in self.client.zscan_iter(key, match=_glob_escape(prefix) + "*"):
+                member = member.decode() if isinstance(member, bytes) else member
+                if self.client.zrem(key, member):
+                    if self.client.hincrby(self.inflight_key, field(namespace, last_pod), -1) <= 0:
+                        self.client.hdel(self.inflight_key, field(namespace, last_pod))
+                    return member
+        except redis.RedisError as exc:
+            log.warning("could not interrupt the last hop of %s on %s: %s", head, last_pod, exc)
+        return None
+
     def _path_arrivals(
         self,
         t: SimTraffic,
@@ -556,7 +586,7 @@ class RedisTraffic:
             hops = request.hops or ((None, request.pod, request.pod_uid, None),)
             for k, (hop, busy) in enumerate(zip(hops, request.hop_busy, strict=True)):
                 counts[hop[1]] += 1
-                held = member if k == len(hops) - 1 else f"{RELEASE}{arrival:.6f}:{i}:{rand}:{k}"
+                held = member if k == len(hops) - 1 else f"{RELEASE}{arrival:.6f}:{i}:{rand}:{k}{LAST_HOP}{hops[-1][1]}"
                 pipe.zadd(self.requests_key(t.namespace, hop[1]), {held: arrival + busy})
             running.append(_record(t.namespace, member, None, RUNNING))
         for pod in names:
