@@ -31,7 +31,7 @@ def _href(item: dict) -> str:
 @login_required
 def events_page(request):
     if not access.anywhere(request.user, VIEW):
-        raise PermissionDenied(f"{request.user.get_username()} may not view ModelServings")
+        raise PermissionDenied(f"{request.user.get_username()} may not view workloads")
     filters = {key: (request.GET.get(key) or "").strip() for key in FILTERS}
     if filters["type"] not in events.TYPES:
         filters["type"] = ""

@@ -44,7 +44,7 @@ def _viewer_somewhere(view):
 
     def checked(request, *args, **kwargs):
         if not access.anywhere(request.user, VIEW):
-            raise PermissionDenied(f"{request.user.get_username()} may not view ModelServings")
+            raise PermissionDenied(f"{request.user.get_username()} may not view workloads")
         return view(request, *args, **kwargs)
 
     return checked
@@ -299,7 +299,7 @@ def notification_deliveries(request):
     """Recent notification deliveries (``services.notifications``) of the namespaces where the user
     may operate, as ``GET /api/notifications/deliveries/`` lists them; destinations by host only."""
     if not access.anywhere(request.user, OPERATE):
-        raise PermissionDenied(f"{request.user.get_username()} may not operate ModelServings")
+        raise PermissionDenied(f"{request.user.get_username()} may not operate workloads")
     within = access.namespaces(request.user, OPERATE, notifications.namespaces)
     rows = notifications.search(within=within)[:200]
     return render(request, "notifications/deliveries.html", {"rows": rows})
