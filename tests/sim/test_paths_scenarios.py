@@ -168,3 +168,25 @@ def test_the_canary_analysis_judges_the_time_to_first_token_of_requests_through_
     assert "ttftEvidence" not in canary  # the evidence decides; the trace keeps the figures
     assert any(a["action"] == "rollback" and a["source"] == "analysis" for a in trace["audit"])
     assert trace["requests"]["paths"]["mixed"] == 0
+
+
+def test_a_10_percent_canary_weight_holds_for_affine_paths_whose_first_role_did_not_change():
+    # canary-weight-10 with a prefill role in front of decode; the update changes decode only, so
+    # every prefill pod can start a path of either revision: the weight, not the pod, decides.
+    doc = safeyaml.load((EXAMPLE_SCENARIOS / "canary-weight-10.yaml").read_text())
+    roles = doc["modelServing"]["spec"]["template"]["roles"]
+    prefill = copy.deepcopy(roles[0])
+    prefill["name"] = "prefill"
+    roles.insert(0, prefill)
+    doc["modelServing"]["spec"]["traffic"] = {"path": ["prefill", "decode"]}
+    trace = run_scenario(parse_scenario(doc))
+    assert trace["converged"]
+    assert trace["requests"]["paths"]["mixed"] == trace["requests"]["paths"]["noRoute"] == 0
+    frames = [f for f in trace["frames"] if "canary" in f]
+    at_10 = min(f["t"] for f in frames if f["canary"].get("weight") == 10)
+    at_100 = min(f["t"] for f in frames if f["canary"].get("weight") == 100)
+    windows = [w for w in trace["analysis"] if w["start"] >= at_10 and w["end"] <= at_100]
+    assert len(windows) >= 4
+    canary = sum(w["figures"]["canary"]["started"] for w in windows)
+    total = canary + sum(w["figures"]["stable"]["started"] for w in windows)
+    assert 5.0 <= 100 * canary / total <= 15.0
