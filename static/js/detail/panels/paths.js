@@ -214,7 +214,10 @@ export function createPaths({ boot, plotlySrc }) {
     renderBody();
     if (!timer) {
       load();
-      timer = setInterval(load, REFRESH_MS);
+      // Read again every 10 s while the page is visible (a hidden tab asks nothing).
+      timer = setInterval(() => {
+        if (!document.hidden) load();
+      }, REFRESH_MS);
     }
   }
 
