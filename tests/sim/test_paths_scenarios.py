@@ -12,7 +12,7 @@ import yaml
 from controller.core import safeyaml
 from controller.simcluster.runner import run_scenario
 from controller.simcluster.scenario import ScenarioError, load_scenario, parse_scenario
-from tests.paths import EXAMPLE_SCENARIOS
+from tests.paths import EXAMPLE_SCENARIOS, TEST_SCENARIOS
 
 AFFINE = EXAMPLE_SCENARIOS / "paths-pd-affine.yaml"
 BLIND = EXAMPLE_SCENARIOS / "paths-pd-blind.yaml"
@@ -190,3 +190,12 @@ def test_a_10_percent_canary_weight_holds_for_affine_paths_whose_first_role_did_
     canary = sum(w["figures"]["canary"]["started"] for w in windows)
     total = canary + sum(w["figures"]["stable"]["started"] for w in windows)
     assert 5.0 <= 100 * canary / total <= 15.0
+
+
+def test_request_paths_are_refused_in_an_inference_service_scenario():
+    doc = safeyaml.load((TEST_SCENARIOS / "isvc-default-rollout.yaml").read_text())
+    doc["traffic"] = {"rps": 1, "routing": "blind"}
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(doc)
+    assert err.value.field == "traffic.routing"
+    assert "ModelServing scenarios only" in err.value.message
