@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.notifications.test_deliveries_api import deliveries  # noqa: F401  (the fixture)
 from tests.releases.conftest import approver, chat, sim, world  # noqa: F401  (fixtures)
 
 from .offline import OfflineSite
@@ -176,3 +177,15 @@ def test_the_check_itself_finds_faint_text_and_an_unlabelled_control(page: Page,
     )
     found = "\n".join(violations(page))
     assert "color-contrast" in found and "label" in found, found
+
+
+def test_the_notifications_page_with_deliveries_has_no_wcag_violations(
+    deliveries,  # noqa: F811  (the fixture imported above)
+    operator_client,
+    page: Page,
+):
+    site = OfflineSite(page, operator_client)
+    page.goto(site.url("/notifications/"))
+    expect(page.locator("#deliveries tbody tr")).to_have_count(3)
+    found = {"notifications with deliveries": violations(page)}
+    assert not report(found), report(found)
