@@ -31,9 +31,7 @@ def pages(ms) -> list[str]:
     ]
 
 
-def test_every_page_shows_the_same_navigation_with_workloads_first_and_the_current_section_marked(
-    ms, operator_client
-):
+def test_every_page_shows_the_same_navigation_with_workloads_first_and_the_current_section_marked(ms, operator_client):
     seen = {}
     for path in pages(ms):
         resp = operator_client.get(path)
