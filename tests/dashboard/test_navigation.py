@@ -28,6 +28,7 @@ def pages(ms) -> list[str]:
         "/manifests/apply/",
         "/releases/",
         "/notifications/",
+        "/events/",
     ]
 
 
@@ -50,6 +51,8 @@ def test_every_page_shows_the_same_navigation_with_workloads_first_and_the_curre
     assert current[pages(ms)[1]] == ["Workloads"]
     assert current["/releases/"] == ["Releases"]
     assert current["/notifications/"] == ["Notifications"]
+    assert current["/events/"] == ["Events"]
+    assert order == ("Workloads", "Releases", "Events", "Notifications", "API")
 
 
 def test_a_viewer_gets_the_same_navigation_without_notifications_and_a_visitor_none(ms, viewer_client, client):
