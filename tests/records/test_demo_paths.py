@@ -70,3 +70,49 @@ def test_the_demo_sends_every_request_prefill_then_decode_with_token_figures(liv
     assert [g["consistent"] for g in got["groups"]] == [[record.revision]] * 4
     figures = records.comparison(viewer, "default", "demo", window=900, bucket=60)["stable"]
     assert 90 <= figures["ttftP95Ms"] <= 265 and 15 <= figures["tpotP95Ms"] <= 30
+
+
+def test_the_first_rollout_of_the_readme_moves_decode_alone_and_breaks_no_request(live, viewer, operator):
+    """README's first rollout sets decode's image to v0.9.2 and leaves prefill on v0.9.1: a patch
+    release that keeps the KV cache format, so every new group's prefill -> decode path still works
+    (the demo's v0.10.0 is the image that changes it)."""
+    from controller.runtime.backend import sim_cluster
+    from rolloutui.services import controls, records
+    from rolloutui.services.cluster import get_cluster
+
+    clock = live
+    cluster = get_cluster()
+    for _ in range(6):
+        cluster.add_node(8)
+    cluster.create_modelserving(demo.DEMO_MANIFEST)
+    SimTraffic.objects.create(namespace="default", name="demo", **demo.TRAFFIC)
+
+    def run(seconds):
+        for _ in range(seconds):
+            clock.t += 1
+            tick(sim_cluster(actor="kubelet"))
+            run_reconcile("default", "demo")
+
+    def phase():
+        return (cluster.get_modelserving("default", "demo").get("status") or {}).get("phase")
+
+    for _ in range(12):
+        run(10)
+        if phase() == "Healthy":
+            break
+    since = clock.t
+    controls.set_image(
+        operator, "default", "demo", role="decode", image="vllm/vllm-openai:v0.9.2", reason="first", source="cli"
+    )
+    for _ in range(60):  # four groups one at a time, each drained (at most 60 s) and reloaded
+        run(10)
+        if phase() == "Healthy" and clock.t - since > 60:
+            break
+    assert phase() == "Healthy"
+    after = RequestRecord.objects.filter(namespace="default", name="demo", started__gte=since).exclude(status="running")
+    assert after.count() >= 100
+    assert len(set(after.values_list("revision", flat=True))) == 2  # served by both revisions on the way
+    assert not after.filter(path_error__in=["kvMismatch", "noRoute"]).exists()
+    assert not after.filter(mixed=True).exists()
+    got = records.paths(viewer, "default", "demo", window=int(clock.t - since), bucket=60)
+    assert got["totals"]["kvMismatch"] == got["totals"]["mixed"] == 0, got["totals"]

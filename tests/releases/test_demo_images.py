@@ -19,6 +19,7 @@ DEMO_TAGS = [
     "vllm/vllm-openai:v0.9.2-crash",
     "vllm/vllm-openai:v0.9.2-slow",
     "vllm/vllm-openai:v0.9.2-flaky",
+    "vllm/vllm-openai:v0.10.0",
 ]
 
 
@@ -56,3 +57,9 @@ def test_an_image_the_demo_does_not_know_is_refused_naming_the_argument_and_the_
     message = str(refused.value)
     assert message.startswith("image: 'vllm/vllm-openai:v9' is not a demo image")
     assert "vllm/vllm-openai:v0.9.2-crash" in message
+
+
+def test_the_listing_says_which_images_write_another_kv_cache_format():
+    rows = {line.split()[0]: line for line in demo_images().splitlines() if line.startswith("vllm/")}
+    assert "KV cache format v1" in rows["vllm/vllm-openai:v0.9.2"]
+    assert "KV cache format v2" in rows["vllm/vllm-openai:v0.10.0"]

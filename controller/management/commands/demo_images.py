@@ -26,7 +26,8 @@ def behaviour(profile: dict[str, Any]) -> str:
         said.append(f"loads in {low}-{high} s")
     if "errorRate" in profile:
         said.append(f"answers {profile['errorRate']:.0%} of requests with an error")
-    return ", ".join(said) or "healthy"
+    kv = f"KV cache format {profile['kvFormat']}" if "kvFormat" in profile else ""
+    return ", ".join(said or ["healthy"]) + (f" ({kv})" if kv else "")
 
 
 class Command(BaseCommand):

@@ -59,16 +59,21 @@ DIGESTS = {
         "vllm/vllm-openai:v0.9.2-crash",
         "vllm/vllm-openai:v0.9.2-slow",
         "vllm/vllm-openai:v0.9.2-flaky",
+        "vllm/vllm-openai:v0.10.0",
     )
 }
 # Token figures (time to first token on the prefill hop, time per output token on the decode hop)
-# and the KV cache format: v0.9.2 writes a new one, so a request from a v0.9.2 prefill to a v0.9.1
-# decode would fail (kvMismatch) if the router let it; the demo's revision-affine path never does.
+# and the KV cache format. v0.9.2 is a patch release that keeps v0.9.1's KV format, so one role can move
+# to it alone (the README's first rollout updates decode only). v0.10.0 writes a new format: a request
+# from a v0.10.0 prefill to a v0.9.x decode, or the other way, fails (kvMismatch) if the router lets it;
+# the demo's revision-affine path never does, `routing: blind` does (the README's paths walkthrough).
 _TOKENS_V091: dict[str, Any] = {"kvFormat": "v1", "ttftMs": [120, 260], "tpotMs": [18, 30]}
-_TOKENS_V092: dict[str, Any] = {"kvFormat": "v2", "ttftMs": [90, 200], "tpotMs": [15, 25]}
+_TOKENS_V092: dict[str, Any] = {"kvFormat": "v1", "ttftMs": [90, 200], "tpotMs": [15, 25]}
+_TOKENS_V0100: dict[str, Any] = {"kvFormat": "v2", "ttftMs": [70, 160], "tpotMs": [12, 20]}
 _PROFILES: dict[str, dict[str, Any]] = {
     "vllm/vllm-openai:v0.9.1": dict(_TOKENS_V091),
     "vllm/vllm-openai:v0.9.2": dict(_TOKENS_V092),
+    "vllm/vllm-openai:v0.10.0": dict(_TOKENS_V0100),
     "vllm/vllm-openai:v0.9.2-crash": {"crash": True},
     "vllm/vllm-openai:v0.9.2-slow": {"load": [40, 60], **_TOKENS_V092},
     "vllm/vllm-openai:v0.9.2-flaky": {"errorRate": 0.2, **_TOKENS_V092},
