@@ -68,6 +68,8 @@ class Candidate:
     gpus_borrowed: int  # GPUs its surge may hold at once
     reason: str | None = None
     key: tuple = field(default=(), compare=False)
+    # Role level: the groups' worth of every role its budgets keep serving (see ``role_keeps``).
+    keeps: int | None = None
 
     @property
     def simulate(self) -> bool:
@@ -130,9 +132,24 @@ def strategy_floor(ms: ModelServing, settings: ClusterSettings | None) -> tuple[
         return max(ms.replicas - mu, 0), (
             f"the current strategy's floor ({ms.replicas} groups less maxUnavailable {mu})"
         )
-    # Role-level budgets count instances inside each group: the budget alone says nothing in
-    # groups; what the current strategy keeps is what its preview shows (``floor_of`` with it).
-    return 0, "the current strategy (role-level budgets)"
+    keeps, words = role_keeps(ms, {n: b.max_unavailable.count for n, b in eff.roles.items()})
+    return keeps, f"the current strategy's floor ({words})"
+
+
+def role_keeps(ms: ModelServing, unavailable: Mapping[str, int]) -> tuple[int, str]:
+    """Role-level budgets count instances inside each group, and every group spends its own: with
+    ``maxUnavailable`` u of a role's r instances per group, r - u of them serve in every group while
+    it updates. In groups' worth: the ModelServing's groups x the smallest such share over the
+    roles, rounded down (a group is whole only when every role in it serves). Example: 4 groups,
+    decode 1 of 2 unavailable, prefill 0 of 1 -> 4 x min(1/2, 1) = 2."""
+    share, words = None, []
+    for r in ms.roles:
+        u = min(int(unavailable.get(r.name, 0)), r.replicas)
+        words.append(f"{r.name} {r.replicas - u} of {r.replicas}")
+        part = (r.replicas - u) / r.replicas if r.replicas else 1.0
+        share = part if share is None else min(share, part)
+    keeps = int(ms.replicas * (share if share is not None else 1.0) + 1e-9)
+    return keeps, f"{', '.join(words)} instances per group keep serving: {keeps} of {ms.replicas} groups' worth"
 
 
 def floor_of(
@@ -146,15 +163,14 @@ def floor_of(
 ) -> Floor:
     """The floor in groups and why: the larger of the current strategy's floor and ``load_groups``
     (the groups the offered load needs at the safe concurrency; None: unknown, ``load_why`` says
-    why). For role-level strategies the current strategy's floor is what its preview kept
-    (``current_min``). ``override``: an operator's own floor, used as given."""
+    why). For role-level strategies the current strategy's floor is what its budgets keep of every
+    role (``role_keeps``). ``override``: an operator's own floor, used as given. ``current_min`` is
+    not used (kept for callers)."""
     if override is not None:
         if override < 0 or override > ms.replicas:
             raise AdvisorError(f"floor must be between 0 and {ms.replicas} (the groups there are)", field="floor")
         return Floor(override, f"{override} of {ms.replicas} groups: the floor asked for")
     own, own_why = strategy_floor(ms, settings)
-    if ms.strategy.type != GROUP_ROLLING and current_min is not None:
-        own, own_why = current_min, "what the current strategy keeps in its preview (role-level budgets)"
     load = min(load_groups, ms.replicas) if load_groups is not None else None
     if load is None:
         return Floor(own, f"{own} of {ms.replicas} groups: {own_why}; the load sets none ({load_why})")
@@ -226,10 +242,15 @@ def candidates(
     if ms.strategy.type == GROUP_ROLLING:
         pool = _group_candidates(manifest, ms, settings, free_gpus, floor)
     elif ms.strategy.type == IN_PLACE:
-        pool = _role_candidates(manifest, ms, settings, free_gpus, surge=False)
+        pool = _role_candidates(manifest, ms, settings, free_gpus, floor, surge=False)
     else:
-        pool = _role_candidates(manifest, ms, settings, free_gpus, surge=True)
-    first = Candidate(current, True, _borrowed(ms, current), key=_effective_key(manifest, current, settings))
+        pool = _role_candidates(manifest, ms, settings, free_gpus, floor, surge=True)
+    keeps = None
+    if "roles" in current:
+        keeps = role_keeps(ms, {n: b["maxUnavailable"] for n, b in current["roles"].items()})[0]
+    first = Candidate(
+        current, True, _borrowed(ms, current), key=_effective_key(manifest, current, settings), keeps=keeps
+    )
     out = [first]
     seen = {first.key}
     infeasible: dict[str, Candidate] = {}
@@ -326,7 +347,7 @@ def _group_candidates(
 
 
 def _role_candidates(
-    manifest: Mapping[str, Any], ms: ModelServing, settings, free_gpus: int, *, surge: bool
+    manifest: Mapping[str, Any], ms: ModelServing, settings, free_gpus: int, floor: Floor, *, surge: bool
 ) -> list[Candidate]:
     """The same budget on every role (each role capped at its instances per group), with surge 0
     or 1 when the type has surge, and maxSkew 25/50/100% when the roles are coordinated."""
@@ -346,8 +367,14 @@ def _role_candidates(
                 if skew is not None:
                     strategy["maxSkew"] = skew
                 need = sum(min(s, r.replicas) * per[r.name] * ms.replicas for r in ms.roles)
-                reason = f"surge {s} needs {need} GPUs, {free_gpus} free" if need > free_gpus else None
-                cand = Candidate(strategy, False, need, reason, key=_effective_key(manifest, strategy, settings))
+                keeps, words = role_keeps(ms, {n: b["maxUnavailable"] for n, b in roles.items()})
+                reason = None
+                if keeps < floor.groups:
+                    reason = f"maxUnavailable {k} per role: {words}, below the floor of {floor.groups}"
+                elif need > free_gpus:
+                    reason = f"surge {s} needs {need} GPUs, {free_gpus} free"
+                key = _effective_key(manifest, strategy, settings)
+                cand = Candidate(strategy, False, need, reason, key=key, keeps=keeps)
                 pool.append(((-(k + s), -int((skew or "0%").rstrip("%")), k), cand))
     pool.sort(key=lambda item: item[0])
     return [c for _, c in pool]
@@ -426,6 +453,11 @@ def judge(candidate: Candidate, outcome: Outcome | None, floor: Floor) -> dict[s
         minAvailableAt=outcome.min_at,
     )
     low = outcome.min_available if outcome.min_available is not None else outcome.desired
+    if candidate.keeps is not None:
+        # Role level: a group counts as available only when none of its instances updates, so the
+        # groups' worth every role keeps serving (its budgets) is the capacity judged.
+        low = candidate.keeps
+        row["minAvailable"] = low
     if low < floor.groups:
         at = f" after {_minutes(outcome.min_at)}" if outcome.min_at is not None else ""
         row["why"] = f"went down to {low} of {outcome.desired} groups{at}: below the floor of {floor.groups}"
@@ -443,7 +475,8 @@ def judge(candidate: Candidate, outcome: Outcome | None, floor: Floor) -> dict[s
         if candidate.gpus_borrowed
         else ", borrows no GPUs"
     )
-    row["why"] = f"done in {_minutes(outcome.duration or 0)}, never below {low} of {outcome.desired} groups{borrowed}"
+    kept = "groups' worth of every role" if candidate.keeps is not None else "groups"
+    row["why"] = f"done in {_minutes(outcome.duration or 0)}, never below {low} of {outcome.desired} {kept}{borrowed}"
     return row
 
 
@@ -572,10 +605,7 @@ def search(
     outcomes[0] = run(cands[0], None)
     if progress is not None:
         progress(1, total, cands[0].strategy)
-    current_min = outcomes[0].min_available if outcomes[0].converged else None
-    the_floor = floor_of(
-        parsed, settings, load_groups=load_groups, load_why=load_why, current_min=current_min, override=floor
-    )
+    the_floor = first_floor
     best = outcomes[0].duration if judge(cands[0], outcomes[0], the_floor)["feasible"] else None
     best_batches = _batches(parsed.replicas, cands[0].strategy) if best is not None else None
     done = 1

@@ -153,3 +153,43 @@ def test_the_load_floor_is_what_the_offered_load_needs_at_the_safe_concurrency(m
     assert why.startswith("capacity signals: decode is offered 44.0 requests at once (4 req/s x 11 s)")
     signals["roles"] = [{"name": "decode", "perGroup": 2, "requestRate": 4.0, "safeConcurrency": None}]
     assert advisor._load_floor("default", "demo")[0] is None
+
+
+def test_a_coordinated_role_level_rollout_gets_role_budgets_and_max_skew_candidates_from_real_previews(demo):
+    from controller.runtime.reconciler import run_reconcile
+    from controller.simcluster.database.tick import tick
+    from tests.factories import modelserving, role
+
+    from .conftest import ready
+
+    pd = modelserving(
+        name="pd",
+        replicas=2,
+        strategy={"type": "RoleRollingUpdate", "roleRollingUpdateConfiguration": {"coordination": {"maxSkew": "50%"}}},
+        roles=[
+            role("prefill", replicas=2, gpus=1, maxUnavailable=1),
+            role("decode", replicas=2, gpus=1, maxUnavailable=1),
+        ],
+    )
+    cluster.get_cluster().create_modelserving(pd)
+    for _ in range(300):
+        demo.t += 1
+        tick(cluster.get_cluster())
+        run_reconcile("default", "pd")
+        if ready("default", "pd"):
+            break
+    assert ready("default", "pd")
+    advice = advisor.advise("default", "pd", set_image={"role": "decode", "image": "engine:v2"}, limit=6)
+    rows = advice["candidates"]
+    assert rows[0]["current"] and rows[0]["strategy"]["maxSkew"] == "50%"
+    assert rows[0]["strategy"]["roles"] == {
+        "decode": {"maxUnavailable": 1, "maxSurge": 0},
+        "prefill": {"maxUnavailable": 1, "maxSurge": 0},
+    }
+    # Every group spends its own budget: 1 of 2 decodes and 1 of 2 prefills serve in each: 1 of 2 groups' worth.
+    assert advice["floor"]["groups"] == 1 and "groups' worth" in advice["floor"]["why"]
+    assert all(r["minAvailable"] >= 1 for r in rows if r["feasible"])
+    assert len([r for r in rows if r["simulated"]]) >= 2
+    assert {r["strategy"].get("maxSkew") for r in rows[1:]} & {"25%", "100%"}
+    rec = rows[advice["recommended"]]
+    assert rec["feasible"] and all(rec["durationSeconds"] <= r["durationSeconds"] for r in rows if r["feasible"])

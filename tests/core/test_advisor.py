@@ -64,9 +64,17 @@ def test_a_floor_asked_for_is_used_as_given_and_one_out_of_range_names_the_field
     assert err.value.field == "floor"
 
 
-def test_a_role_level_floor_is_what_the_current_strategy_kept_in_its_preview():
-    ms = parse_modelserving(role_level())
-    assert a.floor_of(ms, None, load_groups=None, load_why="x", current_min=1).groups == 1
+def test_a_role_level_floor_is_the_groups_worth_of_every_role_its_budgets_keep_serving():
+    # 2 groups; prefill 1 of 2 and decode 1 of 4 may be down in every group: half of prefill serves.
+    floor = a.floor_of(parse_modelserving(role_level()), None, load_groups=None, load_why="x")
+    assert floor.groups == 1 and "prefill 1 of 2, decode 3 of 4 instances per group keep serving" in floor.why
+
+
+def test_a_role_budget_that_may_take_a_whole_role_down_in_every_group_is_infeasible_without_a_preview():
+    cands = a.candidates(role_level(), settings=None, free_gpus=100, floor=a.Floor(1, ""), limit=12)
+    whole = [c for c in cands if c.strategy.get("roles", {}).get("prefill", {}).get("maxUnavailable") == 2]
+    assert whole and all(not c.simulate and "below the floor of 1" in c.reason for c in whole)
+    assert all(c.keeps >= 1 for c in cands if c.simulate)
 
 
 # --- candidates --------------------------------------------------------------------------------------------
@@ -112,7 +120,7 @@ def test_a_current_strategy_written_differently_but_resolving_alike_is_not_tried
 
 
 def test_role_level_candidates_set_every_roles_budgets_and_try_max_skew_when_coordinated():
-    cands = a.candidates(role_level(maxSkew="50%"), settings=None, free_gpus=100, floor=a.Floor(0, ""), limit=12)
+    cands = a.candidates(role_level(maxSkew="50%"), settings=None, free_gpus=100, floor=a.Floor(1, ""), limit=12)
     assert cands[0].current and cands[0].strategy["maxSkew"] == "50%"
     others = [c for c in cands[1:] if c.simulate]
     assert {c.strategy["maxSkew"] for c in others} >= {"25%", "100%"}
