@@ -65,6 +65,13 @@ def rfc3339_now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+# The Events page's kinds of events (``list_events``): one field selector each.
+EVENT_SELECTORS = (
+    f"involvedObject.kind={naming.KIND}",
+    "involvedObject.kind=InferenceService",
+    "involvedObject.kind=Pod,type=Warning",
+)
+
 # Bounds of what the pod panel reads from the API server.
 POD_EVENTS_LIMIT = 200
 POD_LOG_MAX_LINES = 1000
@@ -263,11 +270,22 @@ class KubernetesCluster:
         )
 
     def list_events(self, *, limit: int = 500) -> list[Obj]:
-        """core/v1 Events of every namespace, newest first (at most ``limit``; the API server keeps
-        them an hour by default), each with ``t`` (epoch seconds of its last occurrence)."""
-        body = call_json(self.core.list_event_for_all_namespaces, limit=limit, what="list events")
+        """core/v1 Events about workloads in every namespace, newest first (the API server keeps
+        them an hour by default): those of ModelServings and InferenceServices, and the Warnings
+        of pods (back-off, failed probes, failed scheduling); each with ``t`` (epoch seconds of its
+        last occurrence). A list is in key order, not time order, so each kind is asked for with
+        a field selector (at most ``limit`` each) rather than the first ``limit`` of them all."""
+        items = []
+        for selector in EVENT_SELECTORS:
+            body = call_json(
+                self.core.list_event_for_all_namespaces,
+                field_selector=selector,
+                limit=limit,
+                what=f"list events ({selector})",
+            )
+            items += body.get("items", [])
         events = []
-        for e in body.get("items", []):
+        for e in items:
             involved = e.get("involvedObject") or {}
             events.append(
                 {
@@ -282,7 +300,7 @@ class KubernetesCluster:
                 }
             )
         events.sort(key=lambda e: e["t"] or 0.0, reverse=True)
-        return events
+        return events[:limit]
 
     def pod_events(self, namespace: str, name: str) -> list[Obj]:
         """The pod's core/v1 Events (``involvedObject`` the pod), oldest first (``kubectl describe

@@ -250,6 +250,9 @@ WEB_READS = {
     ("serving.rolloutui.io", "modelservings", "list"),
     ("", "pods", "get"),
     ("", "pods", "list"),
+    # A pod's log in the topology cell's pod panel, and the Events page's events.
+    ("", "pods/log", "get"),
+    ("", "events", "list"),
     ("apps", "controllerrevisions", "get"),
     ("apps", "controllerrevisions", "list"),
     # KServe: InferenceServices, the Deployments and ReplicaSets KServe made, and the

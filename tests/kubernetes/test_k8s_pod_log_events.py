@@ -62,14 +62,18 @@ def test_a_pods_log_is_its_tail_with_timestamps_bounded_in_lines(cluster, apiser
         cluster.pod_log(NS, "nope")
 
 
-def test_the_events_of_every_namespace_are_listed_newest_first(cluster):
+def test_the_events_about_workloads_of_every_namespace_are_listed_newest_first(cluster):
     core = cluster.core
     core.create_namespaced_event(NS, _event("a", "chat", "RolloutStarted", "2026-01-01T00:00:01Z", kind="ModelServing"))
     core.create_namespaced_event(
         NS, _event("b", "chat", "RolloutDegraded", "2026-01-01T00:00:07Z", kind="ModelServing", type_="Warning")
     )
+    core.create_namespaced_event(NS, _event("c", "chat-0", "BackOff", "2026-01-01T00:00:05Z", type_="Warning"))
+    core.create_namespaced_event(NS, _event("d", "chat-0", "Pulled", "2026-01-01T00:00:06Z"))
     events = cluster.list_events(limit=10)
+    # The workloads' events and the pods' warnings (not a pod's every Normal event), newest first.
     assert [(e["reason"], e["kind"], e["type"]) for e in events] == [
         ("RolloutDegraded", "ModelServing", "Warning"),
+        ("BackOff", "Pod", "Warning"),
         ("RolloutStarted", "ModelServing", "Normal"),
     ]
