@@ -44,6 +44,7 @@ function localiseTimes() {
 }
 
 async function poll() {
+  if (document.hidden) return; // a tab in the background asks nothing; it catches up when shown
   const params = new URLSearchParams(boot.filters || {});
   if (newest != null) params.set("since", String(newest));
   try {
@@ -68,3 +69,6 @@ async function poll() {
 localiseTimes();
 poll();
 setInterval(poll, POLL_MS);
+document.addEventListener("visibilitychange", () => {
+  if (!document.hidden) poll();
+});
