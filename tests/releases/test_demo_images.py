@@ -19,6 +19,7 @@ DEMO_TAGS = [
     "vllm/vllm-openai:v0.9.2-crash",
     "vllm/vllm-openai:v0.9.2-slow",
     "vllm/vllm-openai:v0.9.2-flaky",
+    "vllm/vllm-openai:v0.9.2-slow-ttft",
     "vllm/vllm-openai:v0.10.0",
 ]
 

@@ -26,6 +26,9 @@ def behaviour(profile: dict[str, Any]) -> str:
         said.append(f"loads in {low}-{high} s")
     if "errorRate" in profile:
         said.append(f"answers {profile['errorRate']:.0%} of requests with an error")
+    if "ttftMs" in profile and profile["ttftMs"][0] >= 1000:
+        low, high = profile["ttftMs"]
+        said.append(f"first token after {low / 1000:g}-{high / 1000:g} s")
     kv = f"KV cache format {profile['kvFormat']}" if "kvFormat" in profile else ""
     return ", ".join(said or ["healthy"]) + (f" ({kv})" if kv else "")
 

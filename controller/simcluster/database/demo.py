@@ -59,6 +59,7 @@ DIGESTS = {
         "vllm/vllm-openai:v0.9.2-crash",
         "vllm/vllm-openai:v0.9.2-slow",
         "vllm/vllm-openai:v0.9.2-flaky",
+        "vllm/vllm-openai:v0.9.2-slow-ttft",
         "vllm/vllm-openai:v0.10.0",
     )
 }
@@ -77,6 +78,9 @@ _PROFILES: dict[str, dict[str, Any]] = {
     "vllm/vllm-openai:v0.9.2-crash": {"crash": True},
     "vllm/vllm-openai:v0.9.2-slow": {"load": [40, 60], **_TOKENS_V092},
     "vllm/vllm-openai:v0.9.2-flaky": {"errorRate": 0.2, **_TOKENS_V092},
+    # Gets Ready like a good build, then takes 20x longer to the first token: most of its requests are
+    # still waiting for one when a window is judged, which is what the latency checks count.
+    "vllm/vllm-openai:v0.9.2-slow-ttft": {**_TOKENS_V092, "ttftMs": [2500, 6000]},
 }
 _DIGEST_PROFILES: dict[str, dict[str, Any]] = {DIGESTS[tag]: profile for tag, profile in _PROFILES.items()}
 TRAFFIC = {"rps": 4.0, "duration_low": 2.0, "duration_high": 20.0}
