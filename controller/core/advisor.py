@@ -421,8 +421,11 @@ def apply_strategy(manifest: Mapping[str, Any], strategy: Mapping[str, Any]) -> 
 
 # --- judging and ranking --------------------------------------------------------------------------------
 def _minutes(seconds: float) -> str:
+    """42 -> "42 s", 137 -> "2.3 min", 1500 -> "25 min"."""
     if seconds < 90:
         return f"{round(seconds)} s"
+    if seconds < 600:
+        return f"{seconds / 60:.1f} min"
     return f"{round(seconds / 60)} min"
 
 
@@ -542,12 +545,16 @@ def advise(cands: Sequence[Candidate], outcomes: Sequence[Outcome | None], floor
 
 # --- the search: previews run by the caller ------------------------------------------------------------
 def outcome_of(timeline: Any, desired: int) -> Outcome:
-    """A preview's timeline (``converged``, ``converged_after``, ``samples`` of ``t`` and
-    ``available``) as the search reads it: the lowest availability and the first moment it was seen."""
+    """A preview's timeline (``converged``, ``converged_after``, ``samples`` of ``t``, ``available``
+    and ``serving``) as the search reads it: the fewest groups serving (available groups and Ready
+    surge groups) and the first moment it was seen."""
     low, at = None, None
     for sample in timeline.samples:
-        if low is None or sample.available < low:
-            low, at = sample.available, sample.t
+        # Serving groups when the preview counts them (Ready surge groups serve), else available.
+        serving = getattr(sample, "serving", None)
+        value = sample.available if serving is None else serving
+        if low is None or value < low:
+            low, at = value, sample.t
     return Outcome(timeline.converged, timeline.converged_after, low, at, desired)
 
 

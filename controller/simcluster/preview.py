@@ -80,6 +80,9 @@ class PassSample:
     available: int  # available ServingGroups after the pass
     blocked: list[str]  # the reasons the pass waited for
     update_revision: str | None
+    # Groups that serve after the pass: the available ones and the Ready surge groups, which the
+    # status' availableReplicas leaves out until they take an ordinal's place (the advisor's measure).
+    serving: int | None = None
 
 
 @dataclass
@@ -199,10 +202,10 @@ def _roll_out(
         # What the pass wrote: the page's counts and "why it waits" read the same status fields.
         status = result.status
         reasons = [b.get("reason", "") for b in expand_waiting(status.get("waiting") or [])]
+        available = int(status.get("availableReplicas") or 0)
+        surge = sum(1 for g in status.get("groups") or () if g.get("surge") and g.get("ready"))
         samples.append(
-            PassSample(
-                round(t - t0, 3), int(status.get("availableReplicas") or 0), reasons, status.get("updateRevision")
-            )
+            PassSample(round(t - t0, 3), available, reasons, status.get("updateRevision"), available + surge)
         )
 
     runner.as_operator(lambda: runner.store.patch_modelserving(namespace, name, patch))

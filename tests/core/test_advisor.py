@@ -194,7 +194,7 @@ def test_each_candidate_says_why_in_words():
     floor = floor3()
     assert (
         a.judge(cand(1, 1), out(130, 3), floor)["why"]
-        == "done in 2 min, never below 3 of 4 groups, borrows 6 GPUs for up to 2 min"
+        == "done in 2.2 min, never below 3 of 4 groups, borrows 6 GPUs for up to 2.2 min"
     )
     assert (
         a.judge(cand(2, 0), out(60, 2, at=15), floor)["why"]
@@ -208,11 +208,22 @@ def test_each_candidate_says_why_in_words():
 
 def test_the_summary_compares_the_recommendation_with_the_current_strategy():
     advice = a.advise([cand(1, 0, current=True), cand(1, 2)], [out(372, 3), out(120, 3)], floor3())
-    assert advice["summary"].startswith("3.1x faster than the current strategy (2 min instead of 6 min)")
-    assert "never below 3 of 4 groups, borrows 12 GPUs for up to 2 min" in advice["summary"]
+    assert advice["summary"].startswith("3.1x faster than the current strategy (2.0 min instead of 6.2 min)")
+    assert "never below 3 of 4 groups, borrows 12 GPUs for up to 2.0 min" in advice["summary"]
 
 
 def test_the_same_outcomes_give_the_same_advice():
     cands = [cand(1, 0, current=True), cand(1, 1), cand(1, 2)]
     outcomes = [out(400, 3), out(130, 3), out(100, 3)]
     assert a.advise(cands, outcomes, floor3()) == a.advise(list(cands), list(outcomes), floor3())
+
+
+def test_the_lowest_capacity_counts_ready_surge_groups_as_serving():
+    from controller.simcluster.preview import PassSample, Timeline
+
+    samples = [PassSample(0.0, 4, [], "r2", 4), PassSample(15.0, 1, [], "r2", 4), PassSample(30.0, 3, [], "r2", 3)]
+    timeline = Timeline(True, True, 90.0, 90.0, 6, samples)
+    outcome = a.outcome_of(timeline, 4)
+    assert (outcome.min_available, outcome.min_at, outcome.duration) == (3, 30.0, 90.0)
+    without = [PassSample(0.0, 4, [], "r2"), PassSample(15.0, 1, [], "r2")]  # a preview that counts no surge
+    assert a.outcome_of(Timeline(True, True, 90.0, 90.0, 6, without), 4).min_available == 1
