@@ -11,18 +11,18 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rolloutui.settings")
 # payload once sent (rolloutui/httphandler.py).
 django_asgi_app = get_asgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from rolloutui.routing import websocket_urlpatterns  # noqa: E402
+from rolloutui.wsauth import TokenOrSession  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        # Origin check against ALLOWED_HOSTS (no cross-site websocket hijacking), then the
-        # session user on scope["user"] for the consumers' permission checks.
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        # An API token in the Authorization header (the remote CLI), else the origin check against
+        # ALLOWED_HOSTS (no cross-site websocket hijacking) and the session user, on scope["user"]
+        # for the consumers' permission checks (rolloutui/wsauth.py).
+        "websocket": TokenOrSession(URLRouter(websocket_urlpatterns)),
     }
 )
 

@@ -84,7 +84,7 @@ from django.conf import settings
 from controller.runtime.delta import KEYED_LISTS, apply_delta, make_delta
 from controller.runtime.publish import encode_state, publisher_of, request_full_state
 
-__all__ = ["KEYED_LISTS", "ModelServingConsumer", "apply_delta", "make_delta"]
+__all__ = ["KEYED_LISTS", "InferenceServiceConsumer", "ModelServingConsumer", "apply_delta", "make_delta"]
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +128,9 @@ CLOSE_NOT_FOUND = 4404
 CLOSE_TOO_SLOW = 4408
 # The user holds ROLLOUTUI_WS_MAX_CONNECTIONS_PER_USER sockets already (429 as in HTTP's Too Many Requests).
 CLOSE_TOO_MANY_CONNECTIONS = 4429
+# What this socket was sent no longer matches the user's permissions (an InferenceService page of
+# a user who may no longer operate, sent unmasked states): reconnect, and get what is allowed now.
+CLOSE_RECONNECT = 4412
 CLOSE_MESSAGE_TOO_BIG = 1009  # the standard code for it
 
 # The delta format (make_delta, apply_delta and the keyed lists) is shared with the publisher in
@@ -160,8 +163,13 @@ class _Hub:
     # receive belongs to the loop that made it.
     _hubs: dict[tuple[int, str], _Hub] = {}
 
-    def __init__(self, group: str, namespace: str, name: str) -> None:
+    def __init__(self, group: str, namespace: str, name: str, reader=None, variant: str = "") -> None:
         self.group, self.namespace, self.name = group, namespace, name
+        # The state's read (a coroutine function of no arguments, None when the object is gone):
+        # the ModelServing's by default; the InferenceService consumer passes its own.
+        self.reader = reader or (lambda: _get_state(namespace, name))
+        # Hubs of one group that read different states (an InferenceService's whole and masked).
+        self.variant = variant
         self.layer = get_channel_layer()
         self.subscribers: set[ModelServingConsumer] = set()
         self.version = 0
@@ -215,12 +223,12 @@ class _Hub:
             self._messages[(delta[0], self.version)] = asyncio.ensure_future(_ready(delta[1]))
 
     @classmethod
-    async def join(cls, group: str, consumer: ModelServingConsumer) -> _Hub:
+    async def join(cls, group: str, consumer: ModelServingConsumer, reader=None, variant: str = "") -> _Hub:
         """Subscribe ``consumer``; the first subscriber of this process joins the group."""
-        key = (id(asyncio.get_running_loop()), group)
+        key = (id(asyncio.get_running_loop()), _hub_key(group, variant))
         hub = cls._hubs.get(key)
         if hub is None:
-            hub = cls._hubs[key] = cls(group, consumer.namespace, consumer.name)
+            hub = cls._hubs[key] = cls(group, consumer.namespace, consumer.name, reader, variant)
             hub.channel = await hub.layer.new_channel()
             await hub.layer.group_add(group, hub.channel)
             hub.task = asyncio.create_task(hub._run())
@@ -231,7 +239,7 @@ class _Hub:
         self.subscribers.discard(consumer)
         if self.subscribers:
             return
-        key = (id(asyncio.get_running_loop()), self.group)
+        key = (id(asyncio.get_running_loop()), _hub_key(self.group, self.variant))
         if self._hubs.get(key) is self:
             del self._hubs[key]
         if self.task:
@@ -297,8 +305,12 @@ class _Hub:
                     continue
             if state is None:
                 # publish_state(state=None) callers: read it once for every subscriber.
-                state = await _get_state(self.namespace, self.name)
+                state = await self.reader()
                 if state is None:
+                    continue
+                if self.variant and self.state is not None and _same_but_time(self.state, state):
+                    # An InferenceService's publish (no state in it) that changed nothing the
+                    # page shows: the worker's fingerprint omits the controls and the manifest.
                     continue
             self._add(state, text, published_id, delta)
             for consumer in list(self.subscribers):
@@ -309,7 +321,7 @@ class _Hub:
         publishes sent while the layer was unreachable are lost. False while Redis is still down."""
         try:
             await self.layer.group_add(self.group, self.channel)
-            state = await _get_state(self.namespace, self.name)
+            state = await self.reader()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -360,7 +372,7 @@ class _Hub:
         1,000-group state, not 100. None when the ModelServing does not exist."""
         if self.state is None:
             if self._snapshot is None or (self._snapshot.done() and self._snapshot.result() is None):
-                self._snapshot = asyncio.ensure_future(_get_state(self.namespace, self.name))
+                self._snapshot = asyncio.ensure_future(self.reader())
             state = await asyncio.shield(self._snapshot)
             if state is None:
                 return None
@@ -389,8 +401,18 @@ class _Hub:
         return to, await asyncio.shield(task), new
 
 
+def _hub_key(group: str, variant: str) -> str:
+    """The group, or ``<group>/<variant>`` for a hub of one variant of its state ('/' is not in
+    any group name)."""
+    return f"{group}/{variant}" if variant else group
+
+
 async def _ready(text: str) -> str:
     return text
+
+
+def _same_but_time(a: dict, b: dict) -> bool:
+    return len(a) == len(b) and all(k == "time" or b.get(k, a) == v for k, v in a.items())
 
 
 async def _get_state(namespace: str, name: str):
@@ -404,6 +426,29 @@ async def _get_state(namespace: str, name: str):
 
 
 VIEW = "rolloutui.view_modelserving"
+
+
+async def _get_isvc_state(namespace: str, name: str, *, masked: bool):
+    """The InferenceService's REST state (``kserve_controls.get_state``: the view, its controls and
+    its manifest), masked as for a viewer when ``masked``; None when it does not exist."""
+    from controller.core.ports import NotFound
+    from rolloutui.services import kserve_controls, masking
+
+    def read():
+        state = kserve_controls.get_state(namespace, name, user=None)
+        return masking.mask_tree(state) if masked else state
+
+    try:
+        return await database_sync_to_async(read)()
+    except NotFound:
+        return None
+
+
+@database_sync_to_async
+def _reveals(user, namespace: str) -> bool:
+    from rolloutui.services import masking
+
+    return masking.reveals(user, namespace)
 
 
 @database_sync_to_async
@@ -427,13 +472,16 @@ _release_slot = sync_to_async(lambda pk, connection: _slots().release(pk, connec
 
 
 @database_sync_to_async
-def _recheck(scope, namespace: str) -> int | None:
-    """The close code the socket must end with now (None: still fine). Reads the session and the
-    user afresh: the ones in ``scope`` were loaded at connect."""
+def _recheck(scope, namespace: str, revealed: bool | None = None) -> int | None:
+    """The close code the socket must end with now (None: still fine). Reads the session (or the
+    API token) and the user afresh: the ones in ``scope`` were loaded at connect. ``revealed``:
+    whether the socket was sent unmasked states (an InferenceService's), which the user must still
+    be allowed, else it closes with ``CLOSE_RECONNECT`` (the page reconnects and gets masked ones)."""
     from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
     from django.utils.crypto import constant_time_compare
 
-    from rolloutui.services import access
+    from rolloutui import wsauth
+    from rolloutui.services import access, masking
 
     connected_as = scope.get("user")
     user = get_user_model().objects.filter(pk=getattr(connected_as, "pk", None)).first()
@@ -450,8 +498,13 @@ def _recheck(scope, namespace: str) -> int | None:
         stored_hash = data.get(HASH_SESSION_KEY) or ""
         if not constant_time_compare(stored_hash, user.get_session_auth_hash()):
             return CLOSE_UNAUTHENTICATED  # the password changed since this session signed in
+    token = scope.get(wsauth.SCOPE_TOKEN)
+    if token is not None and wsauth.user_of_token(token) != user:
+        return CLOSE_UNAUTHENTICATED  # the API token was revoked or expired
     if not access.allowed(user, VIEW, namespace):
         return CLOSE_FORBIDDEN
+    if revealed and not masking.reveals(user, namespace):
+        return CLOSE_RECONNECT
     return None
 
 
@@ -477,8 +530,6 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
         await super().dispatch(message)
 
     async def connect(self):
-        from rolloutui.services import streaming
-
         kwargs = self.scope["url_route"]["kwargs"]
         self.namespace, self.name = kwargs["namespace"], kwargs["name"]
         self.tokens, self.last_refill = BURST, time.monotonic()
@@ -511,9 +562,17 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
             return
         self.slot = slot
         # Join before reading the snapshot: an update published in between is then queued, not lost.
-        self.hub = await _Hub.join(streaming.group_name(self.namespace, self.name), self)
+        self.hub = await self._join_hub()
         self.watchdog = asyncio.create_task(self._watch_permission())
         await self._send_full()
+
+    async def _join_hub(self) -> _Hub:
+        from rolloutui.services import streaming
+
+        return await _Hub.join(streaming.group_name(self.namespace, self.name), self)
+
+    # Whether this socket is sent states a viewer may not see (None: the same for everyone).
+    revealed: bool | None = None
 
     async def _close(self, code: int) -> None:
         if self.closing:
@@ -539,7 +598,7 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
             # Before the re-check, which may fail: the slot expires after three intervals unrefreshed.
             await _refresh_slot(self.scope["user"].pk, self.slot)
             try:
-                code = await _recheck(self.scope, self.namespace)
+                code = await _recheck(self.scope, self.namespace, self.revealed)
             except Exception:  # the database is briefly unreachable: try again next time
                 log.warning("websocket permission re-check failed", exc_info=True)
                 continue
@@ -693,3 +752,25 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
         # next one: follow it with one more trailing send.
         if hub.version > self.sent_version:
             self.trailing = asyncio.create_task(self._send_latest(self._wait()))
+
+
+class InferenceServiceConsumer(ModelServingConsumer):
+    """``/ws/inferenceservices/<namespace>/<name>/``: the InferenceService page's state (exactly the
+    REST GET payload of ``/api/inferenceservices/<ns>/<name>/``), with the same protocol as a
+    ModelServing's: the full state, then deltas, acknowledgements, the rate limit and the bounds.
+    The controller publishes a change without the state (``publish.publish_inferenceservice``);
+    the hub of each process reads it once for its pages. A user who may not operate in the
+    namespace is sent it masked (``services.masking``) by a hub of its own, as the REST view does."""
+
+    async def _join_hub(self) -> _Hub:
+        from controller.runtime.publish import isvc_group_name
+
+        self.revealed = await _reveals(self.scope["user"], self.namespace)
+        masked = not self.revealed
+        namespace, name = self.namespace, self.name
+        return await _Hub.join(
+            isvc_group_name(namespace, name),
+            self,
+            reader=lambda: _get_isvc_state(namespace, name, masked=masked),
+            variant="masked" if masked else "whole",
+        )

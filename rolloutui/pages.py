@@ -260,8 +260,8 @@ def manifest_editor(request, namespace=None, name=None):
 def inferenceservice_detail(request, namespace, name):
     """A KServe InferenceService (issue 13): components, ReplicaSets old and new with their pods,
     the effective strategy with sources, why it waits, traffic, the controls of the registry's
-    ``INFERENCESERVICE`` target, audit and history. ``static/js/isvc/main.js`` refreshes it from
-    the API every 2 seconds (the websocket consumer streams ModelServings only)."""
+    ``INFERENCESERVICE`` target, audit and history. ``static/js/isvc/main.js`` keeps it live over
+    the websocket (``consumers.InferenceServiceConsumer``), reading the API while the socket is down."""
     if not access.allowed(request.user, VIEW, namespace):
         raise Http404(f"InferenceService {namespace}/{name} does not exist")
     try:
@@ -283,6 +283,7 @@ def inferenceservice_detail(request, namespace, name):
                 "name": name,
                 "api": api,
                 "history": api + "history/",
+                "ws": f"/ws/inferenceservices/{namespace}/{name}/",
                 "audit": reverse("api-audit"),
                 "canOperate": access.allowed(request.user, OPERATE, namespace),
                 "backend": cluster.backend_name(),

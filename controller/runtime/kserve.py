@@ -8,8 +8,11 @@ cluster ``supported(cluster)`` is False and the reads say so.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from typing import Any
+
+import redis
 
 from controller.core.kserve import apps, handover
 from controller.core.kserve.config import CONFIG_MAP_NAME, CONFIG_MAP_NAMESPACE, DeployConfig, from_config_map
@@ -116,3 +119,54 @@ def advance_handovers(*, cluster: Any = None) -> list[dict[str, Any]]:
         log.info("handover of %s/%s: step %s", namespace, name, step)
         done.append({"namespace": namespace, "name": name, "step": step})
     return done
+
+
+# How long the fingerprint of an InferenceService's last published state is kept (a deleted one's
+# key goes away by itself).
+PUBLISHED_TTL_SECONDS = 3600
+
+
+def _fingerprint(state: dict[str, Any]) -> str:
+    """What the pages show of ``state``, without its ``time`` (which moves at every read)."""
+    from .publish import encode_state
+
+    return hashlib.sha256(encode_state({k: v for k, v in state.items() if k != "time"})).hexdigest()
+
+
+def publish_changed(*, cluster: Any = None) -> list[tuple[str, str]]:
+    """Tell the pages of every InferenceService whose state changed since the last call
+    (``publish.publish_inferenceservice``): called after every tick of the simulated cluster and at
+    every resync, and by the controls. What was last published is a fingerprint in Redis, shared by
+    the worker processes; without Redis every InferenceService is published. Returns which."""
+    from . import redisconn
+    from .publish import publish_inferenceservice
+
+    cluster = cluster or get_cluster()
+    if not supported(cluster):
+        return []
+    client = redisconn.state_redis()
+    config = None
+    published = []
+    for isvc in cluster.list_objects(KIND):
+        meta = apps.meta(isvc)
+        namespace, name = meta.get("namespace") or "default", apps.name(isvc)
+        config = config if config is not None else deploy_config(cluster)
+        try:
+            fingerprint = _fingerprint(inferenceservice_state(namespace, name, cluster=cluster, config=config))
+        except NotFound:
+            continue
+        if client is not None:
+            key = redisconn.key("isvc-published", namespace, name)
+            try:
+                pipe = client.pipeline()
+                pipe.get(key)
+                pipe.set(key, fingerprint, ex=PUBLISHED_TTL_SECONDS)
+                before, _ = pipe.execute()
+            except redis.RedisError as exc:
+                log.warning("could not compare the state of inferenceservice %s/%s: %s", namespace, name, exc)
+                before = None
+            if before is not None and before.decode() == fingerprint:
+                continue
+        publish_inferenceservice(namespace, name)
+        published.append((namespace, name))
+    return published

@@ -46,6 +46,7 @@ def resync() -> int:
     maybe_queue_depth(redisconn.state_redis())
     hooks.run_resync_hooks()
     kserve.advance_handovers()
+    kserve.publish_changed()
     return len(keys)
 
 
@@ -64,6 +65,8 @@ def sim_tick() -> dict[str, Any]:
         # The promotes and rollbacks handed over in steps: their next step as soon as the tick
         # made KServe finish the current one, not at the next resync.
         report["handovers"] = kserve.advance_handovers()
+        # The InferenceService pages: a publish for each one whose state the tick changed.
+        kserve.publish_changed()
     finally:
         if lock is not None:
             lock.release()

@@ -110,14 +110,36 @@ def _group_send(layer: Any, group: str, message: dict[str, Any]) -> None:
     async_to_sync(layer.group_send)(group, message)
 
 
-def group_name(namespace: str, name: str) -> str:
-    """``ms.<namespace>.<name>``. Channels group names must be ASCII letters, digits, ``-_.`` and
-    shorter than 100 characters; a longer name (Kubernetes allows 253) becomes a hash of it.
+def group_name(namespace: str, name: str, *, prefix: str = "ms") -> str:
+    """``ms.<namespace>.<name>`` (``isvc.`` for an InferenceService: ``isvc_group_name``). Channels
+    group names must be ASCII letters, digits, ``-_.`` and shorter than 100 characters; a longer
+    name (Kubernetes allows 253) becomes a hash of it.
     Example: ``default/demo`` -> ``ms.default.demo``."""
-    text = f"ms.{namespace}.{name}"
+    text = f"{prefix}.{namespace}.{name}"
     if len(text) < 90 and not _ALLOWED.search(text):
         return text
-    return "ms.h." + hashlib.sha256(f"{namespace}/{name}".encode()).hexdigest()[:40]
+    return f"{prefix}.h." + hashlib.sha256(f"{namespace}/{name}".encode()).hexdigest()[:40]
+
+
+def isvc_group_name(namespace: str, name: str) -> str:
+    """The group of an InferenceService's page: ``default/llm`` -> ``isvc.default.llm``."""
+    return group_name(namespace, name, prefix="isvc")
+
+
+def publish_inferenceservice(namespace: str, name: str) -> None:
+    """Tell the pages of an InferenceService that its state changed. The message carries no state:
+    the page's state (with the controls and the manifest, masked for viewers) is the dashboard's
+    (``services.kserve_controls.get_state``), which the controller may not import, so each web
+    process's hub reads it once for all of its pages (``consumers._Hub``). Never raises."""
+    try:
+        from channels.layers import get_channel_layer
+
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        _group_send(layer, isvc_group_name(namespace, name), {"type": "state.update"})
+    except Exception as exc:  # Redis down, layer misconfigured, ...: log, never raise
+        log.warning("could not publish the state of inferenceservice %s/%s: %s", namespace, name, exc)
 
 
 def encode_state(state: Any) -> bytes:

@@ -37,6 +37,7 @@ from controller.core.kserve.config import CONFIG_MAP_NAME, CONFIG_MAP_NAMESPACE
 from controller.core.mergepatch import copy_json, diff
 from controller.core.ports import Conflict, NotFound
 from controller.runtime import kserve as runtime_kserve
+from controller.runtime.publish import publish_inferenceservice
 from controller.simcluster.kserve_preview import preview_inferenceservice
 from controller.simcluster.scenario import ScenarioError
 
@@ -134,6 +135,7 @@ def _control(
             specAfter=copy_json(after.get("spec") or {}),
             generation=(after.get("metadata") or {}).get("generation"),
         )
+    publish_inferenceservice(namespace, name)  # its open pages, now rather than at the next tick
     return control.record
 
 
@@ -244,6 +246,7 @@ def _pause_control(user, namespace: str, name: str, *, paused: bool, reason: Any
         for dname in changed:
             cluster.patch_object(DEPLOYMENT, namespace, dname, patch)
         details.update(deployments=changed, patch=patch)
+    publish_inferenceservice(namespace, name)
     return control.record
 
 

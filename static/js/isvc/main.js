@@ -3,20 +3,25 @@
 // value and the mode, why it waits, the traffic split, a progress chart, the controls of the action
 // registry's InferenceService target, and the history of changes with the diff of the spec.
 //
-// The state comes from GET /api/inferenceservices/{ns}/{name}/ every 2 seconds (the websocket
-// consumer streams ModelServings only). Every value is put in the page as text (lib/dom.js `h`);
+// The state comes over the websocket /ws/inferenceservices/{ns}/{name}/ (rolloutui/consumers.py
+// InferenceServiceConsumer): the REST GET payload of /api/inferenceservices/{ns}/{name}/ first, then
+// deltas of it whenever the controller sees the InferenceService change, with the ModelServing
+// page's protocol (connectStream in ../detail/stream.js: acknowledgements, resync, reconnects).
+// While the socket is down the page reads the REST state every FALLBACK_MS instead. Every value is put in the page as text (lib/dom.js `h`);
 // the controls and their dialogs are built from the registry's description (json_script
 // "rollout-actions"), and a control the mode or the spec does not allow is disabled with the
 // server's reason (state.controls, the refusal's own words).
 
 import { api, post } from "../lib/api.js";
 import { byId, h, mount, readJson } from "../lib/dom.js";
-import { actionLabel, isEpoch, phaseClass } from "../lib/format.js";
+import { actionLabel, isEpoch, phaseClass, readableError } from "../lib/format.js";
 import { revisionColour } from "../lib/colors.js";
 import { createDialog, toast } from "../detail/dialog.js";
 import { loadPlotly } from "../detail/panels/charts.js";
+import { connectStream } from "../detail/stream.js";
 
-const REFRESH_MS = 2000;
+// The slow read of the REST state while the websocket is down (reconnecting or refused).
+const FALLBACK_MS = 10000;
 const boot = readJson("boot");
 const registry = readJson("rollout-actions", { actions: [] });
 const phases = readJson("phases", []);
@@ -350,7 +355,7 @@ async function renderHistory() {
               "td",
               null,
               r.error
-                ? h("span", { class: "field-error" }, r.error)
+                ? h("span", { class: "field-error", title: r.error }, readableError(r.error))
                 : r.specDiff
                   ? h("pre", { class: "mono diff", tabindex: "0", "aria-label": "Spec diff" }, JSON.stringify(r.specDiff, null, 1))
                   : r.deployments
@@ -468,32 +473,55 @@ function apply(next) {
   drawChart();
 }
 
+// The history is read again when the spec's generation or a Deployment's pause changes.
 let lastHistory = null;
-async function refresh() {
-  if (document.hidden) return;
+function show(next) {
+  apply(next);
+  const generation = `${state.generation}/${state.deployments.map((d) => d.paused).join()}`;
+  if (generation !== lastHistory) {
+    lastHistory = generation;
+    renderHistory();
+  }
+}
+
+function setConn(kind, text, title) {
   const conn = byId("conn");
+  conn.className = `conn conn-${kind}`;
+  conn.textContent = text;
+  conn.title = title;
+}
+
+// Fallback only: a read of the REST state while the socket is not live.
+let streamLive = false;
+async function fallbackRefresh() {
+  if (streamLive || document.hidden) return;
   try {
-    apply(await api(boot.api));
-    conn.className = "conn conn-live";
-    conn.textContent = "live (2 s)";
-    const generation = `${state.generation}/${state.deployments.map((d) => d.paused).join()}`;
-    if (generation !== lastHistory) {
-      lastHistory = generation;
-      renderHistory();
-    }
+    show(await api(boot.api));
+    if (!streamLive) setConn("stale", "polling", `The live connection is down: read from the API every ${FALLBACK_MS / 1000} s`);
   } catch (err) {
     if (err.status === 401) return location.reload();
-    conn.className = "conn conn-stale";
-    conn.textContent = "refresh failed; retrying";
+    if (!streamLive) setConn("stale", "refresh failed; retrying", "Neither the live connection nor the API answers");
   }
 }
 
 buildButtons();
 bindPreview();
-apply(state);
+show(state);
 loadPlotly(plotlySrc, drawChart);
-document.addEventListener("visibilitychange", () => {
-  if (!document.hidden) refresh();
+const stream = connectStream(boot.ws, {
+  onState: (next) => show(next),
+  onStatus: (kind, text) => {
+    const wasLive = streamLive;
+    streamLive = kind === "live";
+    if (streamLive) {
+      if (!wasLive) setConn("live", "live", "Updated over the websocket as the InferenceService changes");
+    } else {
+      setConn(kind === "down" ? "stale" : kind, text, "The live connection is down: read from the API meanwhile");
+      if (wasLive) fallbackRefresh();
+    }
+  },
+  onSignedOut: () => location.reload(),
 });
-setInterval(refresh, REFRESH_MS);
-refresh();
+// For tests and debugging, as on the ModelServing page.
+window.__isvcStream = stream;
+setInterval(fallbackRefresh, FALLBACK_MS);
