@@ -283,17 +283,8 @@ def audit(
         to_revision=storable(to_revision),
         details=storable(details or {}),
         result=AuditRecord.Result.ERROR if error is not None else AuditRecord.Result.OK,
-        error="" if error is None else storable(error_text(error)),
+        error="" if error is None else storable(f"{type(error).__name__}: {error}"),
     )
-
-
-def error_text(error: BaseException) -> str:
-    """What the audit keeps of a control's failure, as people read it on the pages: a refusal
-    (a control's rule, a permission, the cluster's answer) by its message alone; anything else
-    with its exception's name too, which is then the clue ("ControlError: ..." read as jargon)."""
-    if isinstance(error, (ControlError, ControlDenied, ClusterError)) and str(error):
-        return str(error)
-    return f"{type(error).__name__}: {error}"
 
 
 class AuditedControl:

@@ -54,3 +54,12 @@ export function actionLabel(action) {
   const words = String(action ?? "").replace(/^isvc_/, "").replace(/_/g, " ").trim();
   return words ? words[0].toUpperCase() + words.slice(1) : "—";
 }
+
+// A refusal's message as people read it: the audit keeps the exception's class in front for API
+// clients ("ControlError: image: must not be empty"); the pages drop the names of the refusals
+// (a control's rule, a permission, an approval) and keep the rest: words such as "Forbidden:" and
+// the class of anything unexpected, which is then the clue.
+const REFUSALS = /^(ControlError|ControlDenied|ManifestError|ImmutableRecord|ApprovalRequired|FourEyes): /;
+export function readableError(text) {
+  return String(text ?? "").replace(REFUSALS, "");
+}

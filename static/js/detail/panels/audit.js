@@ -3,7 +3,7 @@
 
 import { api } from "../../lib/api.js";
 import { byId, h, mount } from "../../lib/dom.js";
-import { actionLabel } from "../../lib/format.js";
+import { actionLabel, readableError } from "../../lib/format.js";
 
 // From and to as numbered then, with the hash and the number it has now when a rollback re-numbered
 // it ("revision #1 (hash 5d8c7f9b6a), now #3"); older answers without `revisions`: the labels.
@@ -46,7 +46,7 @@ export function createAudit({ boot }) {
           ? [h("span", { class: "mono", "data-testid": "audit-replicas" }, `groups ${a.details.replicas.from ?? "—"} → ${a.details.replicas.to ?? "—"}`), " · "]
           : null,
         h("span", { class: "reason" }, `“${a.reason ?? ""}”`),
-        a.error ? [" ", h("span", { class: "field-error" }, a.error)] : null,
+        a.error ? [" ", h("span", { class: "field-error", title: a.error }, readableError(a.error))] : null,
       ),
     );
   }
