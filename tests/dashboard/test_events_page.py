@@ -169,3 +169,24 @@ def test_the_canary_charts_follow_the_time_range_chosen_for_the_progress_charts(
     with page.expect_request(lambda r: "/comparison/?window=21600&bucket=180" in r.url):
         page.get_by_role("button", name="6 h").click()
     expect(page.get_by_role("button", name="6 h")).to_have_attribute("aria-pressed", "true")
+
+
+def test_the_capacity_charts_keep_to_the_time_range_chosen(ms, viewer_client, page: Page):
+    from .test_pages_offline import current_state
+
+    site = OfflineSite(page, viewer_client, full_state=lambda: current_state(ms))
+    page.set_viewport_size({"width": 1440, "height": 1000})
+    page.goto(site.url(f"/modelservings/{ms['namespace']}/{ms['name']}/"))
+    drawn = "() => !!document.querySelector('#capacity-chart-flight .main-svg')"
+    page.wait_for_function(drawn)
+    # A custom window that ends before the page opened: nothing was polled in it, nothing is drawn.
+    page.get_by_role("button", name="Custom…").click()
+    page.evaluate("""() => {
+        document.getElementById("chart-from").value = "2001-01-01T00:00:00";
+        document.getElementById("chart-to").value = "2001-01-01T01:00:00";
+    }""")
+    page.get_by_test_id("chart-apply").click()
+    page.wait_for_function("() => !document.querySelector('#capacity-chart-flight .main-svg')")
+    # The last 15 minutes hold what was polled: drawn again.
+    page.get_by_role("button", name="15 min").click()
+    page.wait_for_function(drawn)

@@ -156,7 +156,31 @@ export function createCapacity({ boot, plotlySrc }) {
     dirty = true;
   }
 
+  // The progress charts' time range (charts.js) bounds these charts too: they show what was polled
+  // since the page opened, within the window chosen (a custom from-to, or the last N seconds).
+  let shownRange = null;
+  document.addEventListener("rollout:chart-range", (event) => {
+    const d = event.detail || {};
+    shownRange = d.range && d.range.kind === "custom" ? { from: d.range.from, to: d.range.to } : { seconds: d.seconds };
+    dirty = true;
+    draw();
+  });
+  const inRange = () => {
+    if (!shownRange || !points.length) return points;
+    const newest = points[points.length - 1].t;
+    const from = shownRange.from ?? newest - shownRange.seconds;
+    const to = shownRange.to ?? Infinity;
+    return points.filter((p) => p.t >= from && p.t <= to);
+  };
+
   function draw() {
+    const points = inRange();
+    if (dirty && window.Plotly && shownRange && !points.length) {
+      // Nothing polled in the window chosen (it ends before the page opened): no stale lines.
+      for (const id of ["capacity-chart-flight", "capacity-chart-rate", "capacity-chart-gpu"]) window.Plotly.purge(id);
+      dirty = false;
+      return;
+    }
     if (!dirty || !window.Plotly || !points.length) return;
     dirty = false;
     const P = window.Plotly;
