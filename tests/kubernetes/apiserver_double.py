@@ -42,7 +42,9 @@ resources with one that behaves like the real API server where it matters:
 
 Test controls (call through ``RunningApiServer.call`` from the test thread):
 ``drop_watches(abort=...)`` ends every open watch cleanly or cuts its TCP connection, and
-``compact()`` expires every resourceVersion issued so far (the next watch from one gets 410).
+``compact()`` expires every resourceVersion issued so far (the next watch from one gets 410),
+``bookmark()`` sends a BOOKMARK at the current version to every watch that allows them, and
+``touch()`` moves the version on as a write of another resource would.
 """
 
 from __future__ import annotations
@@ -154,6 +156,7 @@ class _Watcher:
     namespace: str | None
     selector: list[tuple[str, str, str | None]]
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+    bookmarks: bool = False  # the client asked for allowWatchBookmarks
 
     def wants(self, resource: str, obj: dict[str, Any]) -> bool:
         ns = (obj.get("metadata") or {}).get("namespace")
@@ -588,6 +591,7 @@ class ApiServerDouble(kmock.KubernetesEmulator):
     async def _watch(self, request: kmock.Request, resource: str) -> aiohttp.web.StreamResponse:
         params = dict(request.params)
         watcher = _Watcher(resource, request.namespace, parse_selector(params.get("labelSelector")))
+        watcher.bookmarks = params.get("allowWatchBookmarks") in ("true", "1")
         since = params.get("resourceVersion")
         initial: list[dict[str, Any]] = []
         gone = False
@@ -658,6 +662,23 @@ class ApiServerDouble(kmock.KubernetesEmulator):
         for watcher in list(self.watchers):
             watcher.queue.put_nowait(ABORT if abort else DROP)
         return len(self.watchers)
+
+    def bookmark(self) -> int:
+        """A BOOKMARK at the current resourceVersion to every watch that allows them (as the API
+        server sends one now and then): a client resumes from it. Returns how many were sent."""
+        sent = 0
+        for watcher in list(self.watchers):
+            if watcher.bookmarks:
+                kind = watcher.resource.rsplit("/", 1)[-1]
+                watcher.queue.put_nowait(
+                    {"type": "BOOKMARK", "object": {"kind": kind, "metadata": {"resourceVersion": str(self.rv)}}}
+                )
+                sent += 1
+        return sent
+
+    def touch(self) -> None:
+        """Advance the resourceVersion without changing any object (another resource's write)."""
+        self.rv += 1
 
     def compact(self) -> None:
         self.rv += 1
@@ -785,7 +806,9 @@ def httproute_causes(obj: dict[str, Any]) -> list[dict[str, str]]:
     for i, rule in enumerate(rules):
         refs = (rule or {}).get("backendRefs") or []
         if len(refs) > 16:
-            causes.append(_cause(f"spec.rules[{i}].backendRefs", "Too many: must have at most 16 items", "FieldValueTooMany"))
+            causes.append(
+                _cause(f"spec.rules[{i}].backendRefs", "Too many: must have at most 16 items", "FieldValueTooMany")
+            )
         for j, ref in enumerate(refs):
             where = f"spec.rules[{i}].backendRefs[{j}]"
             if not ref.get("name"):
