@@ -132,34 +132,60 @@ def do_status(client: Client, path: str, o: dict[str, Any]) -> int:
 
 
 def do_get(client: Client, path: str, o: dict[str, Any]) -> int:
-    # The websocket needs a browser session (cookies), not a token: --watch polls the same state.
+    """The rollout, and with ``--watch`` again whenever it changes: live from the server's
+    websocket (``stream.watch``, with the API token), else by polling every ``--interval`` while
+    the socket is refused or down (an older server, a proxy without websockets)."""
     view = client.get(path)
     _emit(view, o.get("output"), output.rollout_summary(view))
     if not o.get("watch"):
         return 0
+    from . import stream
+
     deadline = None if o.get("timeout") is None else time.monotonic() + o["timeout"]
+
+    def left() -> float | None:
+        return None if deadline is None else deadline - time.monotonic()
 
     def key(v: dict[str, Any]) -> str:  # the cluster clock alone does not make a new print
         return json.dumps({k: x for k, x in v.items() if k not in ("time", "drain")}, sort_keys=True, default=str)
 
     last = key(view)
+
+    def show(new: dict[str, Any]) -> None:
+        nonlocal last
+        if key(new) == last:
+            return
+        last = key(new)
+        if sys.stdout.isatty() and not o.get("output"):
+            print("\033[H\033[2J", end="")  # redraw in place on a terminal
+        else:
+            print()
+        _emit(new, o.get("output"), output.rollout_summary(new))
+        sys.stdout.flush()
+
+    namespace, name = o["target"].strip().split("/", 1)
+    live = True
     try:
         while deadline is None or time.monotonic() < deadline:
-            time.sleep(o["interval"])
+            if live:
+                try:
+                    stream.watch(client.server, client.token, namespace, name, show, until=left)
+                    return 0  # the timeout passed
+                except stream.StreamUnavailable as err:
+                    live = False
+                    print(f"(live updates unavailable: {err}; polling every {o['interval']:g} s)", file=sys.stderr)
+                except stream.Deleted:
+                    print(f"{o['target']} was deleted")
+                    return 0
+                continue
+            time.sleep(o["interval"] if deadline is None else max(0.0, min(o["interval"], left() or 0.0)))
             try:
-                view = client.get(path)
+                show(client.get(path))
             except ApiError as err:
                 if err.status == 404:
                     print(f"{o['target']} was deleted")
                     return 0
                 raise
-            if key(view) != last:
-                last = key(view)
-                if sys.stdout.isatty() and not o.get("output"):
-                    print("\033[H\033[2J", end="")  # redraw in place on a terminal
-                else:
-                    print()
-                _emit(view, o.get("output"), output.rollout_summary(view))
     except KeyboardInterrupt:
         pass
     return 0
