@@ -17,7 +17,7 @@ import { byId, h, mount, readJson } from "../lib/dom.js";
 import { actionLabel, isEpoch, phaseClass, readableError } from "../lib/format.js";
 import { revisionColour } from "../lib/colors.js";
 import { createDialog, toast } from "../detail/dialog.js";
-import { loadPlotly } from "../detail/panels/charts.js";
+import { lineMode, loadPlotly } from "../detail/panels/charts.js";
 import { connectStream } from "../detail/stream.js";
 
 // The slow read of the REST state while the websocket is down (reconnecting or refused).
@@ -312,8 +312,10 @@ function drawChart() {
   const traces = [];
   for (const name of names) {
     const rows = samples.filter((r) => r[name]);
-    traces.push({ x: rows.map((r) => r.t), y: rows.map((r) => r[name].updated), name: plotlyText(`${name} updated`), mode: "lines" });
-    traces.push({ x: rows.map((r) => r.t), y: rows.map((r) => r[name].available), name: plotlyText(`${name} available`), mode: "lines", line: { dash: "dot" } });
+    // A first sample is drawn as a dot (a one-point line shows nothing).
+    const mode = lineMode(rows.length);
+    traces.push({ x: rows.map((r) => r.t), y: rows.map((r) => r[name].updated), name: plotlyText(`${name} updated`), mode });
+    traces.push({ x: rows.map((r) => r.t), y: rows.map((r) => r[name].available), name: plotlyText(`${name} available`), mode, line: { dash: "dot" } });
   }
   const layout = { margin: { l: 36, r: 10, t: 10, b: 30 }, height: 220, legend: { orientation: "h" }, yaxis: { rangemode: "tozero" } };
   const config = { displayModeBar: false, responsive: true };
