@@ -19,13 +19,15 @@ pods per pass (at 32,000 pods a LIST is tens of MB of JSON to decode), and the l
 the same object pass after pass and ``observe`` compares the list with the previous one by identity,
 as on the embedded cluster. Nobody may mutate the objects the store hands out.
 
-Consistency (a pass must see the writes of the previous one): the cached adapter notes the
-``resourceVersion`` of every pod write it makes (``note_write``), and a list waits (up to
-``wait_seconds``) until the stream has applied an event or bookmark at least that new; events arrive in
-version order, so the store then holds that write. If the stream does not catch up in time, or
-versions are not numbers, the list is read from the API server as without the cache. The writes noted
-are those of this process: the store is a value the process (``controller.runtime.backend``) owns and
-hands to every adapter it builds, never a module global.
+Consistency (a pass must see the writes of the previous one, which may have run in another worker
+process with its own cache): the cached adapter records the ``resourceVersion`` of every pod write it
+makes per ModelServing (``WrittenVersions``: in this process, or in Redis for every worker process,
+``RedisWrittenVersions``), and a list of a ModelServing's pods waits (up to ``wait_seconds``) until
+the stream has applied an event or bookmark at least as new as that ModelServing's newest write;
+events arrive in version order, so the store then holds that write. If the stream does not catch up
+in time, the versions cannot be read, or versions are not numbers, the list is read from the API
+server as without the cache. The store is a value the process (``controller.runtime.backend``) owns
+and hands to every adapter it builds, never a module global.
 
 Memory: the decoded pods (a few kB each: ~100-150 MB at 32,000 pods) plus an index per
 ModelServing (two lists of references, name order). RBAC: ``list`` and ``watch`` on pods (the
@@ -48,7 +50,7 @@ import urllib3
 from kubernetes.client.exceptions import ApiException
 
 from controller.core import naming
-from controller.core.ports import SharedObjects
+from controller.core.ports import ClusterError, SharedObjects
 from controller.k8s.client import DEFAULT_TIMEOUT, call_json
 from controller.k8s.cluster import KubernetesCluster, _with_kind
 
@@ -221,10 +223,10 @@ class Informer:
         self._synced = threading.Event()
         # Where the stream resumes from (the list's version, then each event's and bookmark's).
         self._resume: str | None = None
-        # The newest version the store holds everything up to, and the newest one written by this
-        # process's adapters that a list must wait for (``note_write``).
+        # The newest version the store holds everything up to (a list waits for a write's), and
+        # the versions of this process's pod writes (``CachedKubernetesCluster``'s default).
         self._applied = -1
-        self._required = -1
+        self.written = WrittenVersions()
         self._progress = threading.Condition()
         self.last_activity = time.monotonic()
 
@@ -268,19 +270,16 @@ class Informer:
 
     # ------------------------------------------------------------------ consistency
 
-    def note_write(self, obj: dict[str, Any] | None) -> None:
-        """A write of this process returned ``obj``: lists wait until the store holds that version."""
-        version = _version(obj or {})
-        if version is not None:
-            with self._progress:
-                self._required = max(self._required, version)
-
-    def caught_up(self, timeout: float) -> bool:
-        """Whether the store holds every write noted so far (waiting up to ``timeout`` seconds)."""
+    def caught_up(self, timeout: float, version: int | None = None) -> bool:
+        """Whether the store is synced and holds everything up to ``version`` (waiting up to
+        ``timeout`` seconds for the version; a store not synced yet is not waited for)."""
+        if not self._synced.is_set():
+            return False
         deadline = time.monotonic() + timeout
+        wanted = -1 if version is None else version
         with self._progress:
             while not self._stop.is_set():
-                if self._synced.is_set() and self._applied >= self._required:
+                if self._synced.is_set() and self._applied >= wanted:
                     return True
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -408,44 +407,120 @@ def pod_informer(api_client: kubernetes.client.ApiClient, *, namespace: str | No
     return Informer(list_fn, **kwargs)
 
 
+class WrittenVersions:
+    """The newest ``resourceVersion`` written per ModelServing's pods, in this process."""
+
+    def __init__(self) -> None:
+        self._versions: dict[Key, int] = {}
+        self._lock = threading.Lock()
+
+    def note(self, namespace: str, ms_name: str, version: int) -> None:
+        with self._lock:
+            key = (namespace, ms_name)
+            self._versions[key] = max(self._versions.get(key, -1), version)
+
+    def newest(self, namespace: str, ms_name: str) -> int | None:
+        with self._lock:
+            return self._versions.get((namespace, ms_name))
+
+
+class RedisWrittenVersions(WrittenVersions):
+    """``WrittenVersions`` shared by every worker process through Redis: one key per ModelServing
+    (``<prefix>podwrite:<ns>/<name>``), kept an hour. Passes of one ModelServing never overlap (the
+    reconcile lock), so a write's version is the newest when it is stored. A Redis error raises
+    ``ClusterError`` from ``newest`` (the list then goes to the API server) and is logged by ``note``."""
+
+    def __init__(self, client: Any, *, prefix: str = "rolloutui:", ttl_seconds: int = 3600):
+        super().__init__()
+        self.client = client
+        self.prefix = prefix
+        self.ttl_seconds = ttl_seconds
+
+    def _key(self, namespace: str, ms_name: str) -> str:
+        return f"{self.prefix}podwrite:{namespace}/{ms_name}"
+
+    def note(self, namespace: str, ms_name: str, version: int) -> None:
+        super().note(namespace, ms_name, version)
+        try:
+            self.client.set(self._key(namespace, ms_name), str(version), ex=self.ttl_seconds)
+        except Exception as exc:  # noqa: BLE001 - redis errors: lists of this process still wait
+            log.warning("could not share the pod write version of %s/%s: %s", namespace, ms_name, exc)
+
+    def newest(self, namespace: str, ms_name: str) -> int | None:
+        mine = super().newest(namespace, ms_name)
+        try:
+            shared = self.client.get(self._key(namespace, ms_name))
+        except Exception as exc:  # noqa: BLE001
+            raise ClusterError(f"cannot read the pod write version of {namespace}/{ms_name}: {exc}") from exc
+        try:
+            theirs = int(shared) if shared is not None else None
+        except ValueError:
+            theirs = None
+        return max((v for v in (mine, theirs) if v is not None), default=None)
+
+
 class CachedKubernetesCluster(KubernetesCluster):
     """``KubernetesCluster`` whose ``list_pods`` reads the ``pods`` informer's store.
 
     ``pods``: a started ``Informer`` (``pod_informer``) the caller owns and may share between the
-    adapters it builds (one per reconcile pass in the live app). ``wait_seconds``: how long a list
-    waits for the store to hold this process's latest pod write, or its first LIST, before it reads
-    from the API server instead. Every other read and every write is the plain adapter's; the pod
-    writes tell the informer their version (``Informer.note_write``)."""
+    adapters it builds (one per reconcile pass in the live app). ``written``: where pod writes'
+    versions are recorded per ModelServing (``WrittenVersions``, or ``RedisWrittenVersions`` across
+    worker processes); one per process by default. ``wait_seconds``: how long a list waits for the
+    store to hold the ModelServing's newest pod write (and the first LIST) before it reads from the
+    API server instead. Every other read and every write is the plain adapter's."""
 
-    def __init__(self, api_client=None, *, pods: Informer, wait_seconds: float = 2.0, **kwargs: Any):
+    def __init__(
+        self,
+        api_client=None,
+        *,
+        pods: Informer,
+        written: WrittenVersions | None = None,
+        wait_seconds: float = 2.0,
+        **kwargs: Any,
+    ):
         super().__init__(api_client, **kwargs)
         self.pods = pods
+        self.written = written if written is not None else pods.written
         self.wait_seconds = wait_seconds
         self.cache_misses = 0
 
     def list_pods(self, namespace: str, ms_name: str) -> list[Any]:
-        if self.pods.caught_up(self.wait_seconds):
+        try:
+            newest = self.written.newest(namespace, ms_name)
+        except ClusterError as exc:
+            log.warning("%s: listing from the API server", exc)
+            newest = None
+            fresh = False
+        else:
+            fresh = self.pods.caught_up(self.wait_seconds, newest)
+        if fresh:
             return self.pods.store.by_index(namespace, ms_name)
         self.cache_misses += 1
-        log.warning(
-            "pod cache behind its writes (or not synced) after %.1fs: listing from the API server", self.wait_seconds
-        )
+        if newest is not None or not self.pods.synced:
+            log.warning(
+                "pod cache of %s/%s not caught up (version %s) after %.1fs: listing from the API server",
+                namespace,
+                ms_name,
+                newest,
+                self.wait_seconds,
+            )
         return super().list_pods(namespace, ms_name)
 
+    def _wrote(self, obj: dict[str, Any]) -> dict[str, Any]:
+        version = _version(obj)
+        ms_name = ((obj.get("metadata") or {}).get("labels") or {}).get(naming.LABEL_NAME)
+        if version is not None and ms_name:
+            self.written.note((obj.get("metadata") or {}).get("namespace") or "", ms_name, version)
+        return obj
+
     def create_pod(self, pod: dict[str, Any]) -> dict[str, Any]:
-        created = super().create_pod(pod)
-        self.pods.note_write(created)
-        return created
+        return self._wrote(super().create_pod(pod))
 
     def patch_pod(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
-        patched = super().patch_pod(namespace, name, patch)
-        self.pods.note_write(patched)
-        return patched
+        return self._wrote(super().patch_pod(namespace, name, patch))
 
     def set_pod_condition(self, namespace: str, name: str, condition: dict[str, Any]) -> dict[str, Any]:
-        written = super().set_pod_condition(namespace, name, condition)
-        self.pods.note_write(written)
-        return written
+        return self._wrote(super().set_pod_condition(namespace, name, condition))
 
     def delete_pod(self, namespace: str, name: str, *, uid: str | None = None) -> None:
         body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
@@ -456,4 +531,4 @@ class CachedKubernetesCluster(KubernetesCluster):
             self.core.delete_namespaced_pod, name, namespace, body=body, what=f"delete pod {namespace}/{name}"
         )
         if answer.get("kind") != "Status":
-            self.pods.note_write(answer)
+            self._wrote(answer)

@@ -36,7 +36,7 @@ def backend_name() -> str:
 
 def get_cluster(*, actor: str = "operator") -> ClusterPort:
     if backend_name() == "kubernetes":
-        return _kubernetes_cluster()
+        return _kubernetes_cluster(cached=actor == "controller" and pod_cache_enabled())
     return sim_cluster(actor=actor)
 
 
@@ -69,13 +69,41 @@ def _api_client():
     return build_api_client()
 
 
-def _kubernetes_cluster() -> ClusterPort:
+def pod_cache_enabled() -> bool:
+    """``ROLLOUTUI_KUBERNETES_POD_CACHE`` (setting or environment, default off): the controller's
+    reconcile passes read pods from an informer-style cache (``controller.k8s.informer``)."""
+    value = getattr(settings, "ROLLOUTUI_KUBERNETES_POD_CACHE", None)
+    if value is None:
+        value = os.environ.get("ROLLOUTUI_KUBERNETES_POD_CACHE", "")
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+@lru_cache(maxsize=1)
+def _pod_cache():
+    """This process's pod informer, started on first use (in a Celery pool process: after the fork),
+    and the record of pod writes it shares with the other worker processes through Redis."""
+    from controller.k8s.informer import RedisWrittenVersions, WrittenVersions, pod_informer
+
+    informer = pod_informer(_api_client()).start()
+    client = redisconn.state_redis()
+    written = RedisWrittenVersions(client, prefix=redisconn.KEY_PREFIX) if client is not None else WrittenVersions()
+    return informer, written
+
+
+def _kubernetes_cluster(*, cached: bool = False) -> ClusterPort:
     from controller.k8s import KubernetesCluster
 
     from . import interruptions
 
     # Requests a drain timeout cut off (the router's in-flight counts) reach the audit as on the
     # simulated cluster.
+    if cached:
+        from controller.k8s.informer import CachedKubernetesCluster
+
+        informer, written = _pod_cache()
+        return CachedKubernetesCluster(
+            _api_client(), pods=informer, written=written, on_interrupted=interruptions.report
+        )
     return KubernetesCluster(_api_client(), on_interrupted=interruptions.report)
 
 

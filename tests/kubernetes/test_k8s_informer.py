@@ -4,13 +4,14 @@ adapter's pod lists (shared objects, its own writes seen at once)."""
 
 from __future__ import annotations
 
+import kubernetes
 import pytest
 
 from controller.core import naming
 from controller.core.observe import observe
 from controller.core.ports import SharedObjects
 from controller.k8s import KubernetesCluster
-from controller.k8s.informer import CachedKubernetesCluster, pod_informer
+from controller.k8s.informer import CachedKubernetesCluster, RedisWrittenVersions, WrittenVersions, pod_informer
 from tests import waiting
 from tests.factories import modelserving, role
 
@@ -145,9 +146,9 @@ def test_a_410_gone_relists_and_a_delete_the_watch_never_saw_leaves_the_store(pl
 
 def test_the_cached_adapter_lists_shared_pods_and_sees_its_own_writes_at_once(plain, informer, api_client, apiserver):
     plain.create_pod(pod("chat-0"))
-    informer.start()
+    informer.start().wait_synced(5)
     cluster = CachedKubernetesCluster(api_client, pods=informer)
-    first = cluster.list_pods(NS, "chat")  # waits for the first LIST
+    first = cluster.list_pods(NS, "chat")
     assert isinstance(first, SharedObjects) and names(first) == ["chat-0"]
     lists = pod_lists(apiserver)
     cluster.create_pod(pod("chat-1"))
@@ -164,7 +165,7 @@ def test_the_cached_adapter_lists_shared_pods_and_sees_its_own_writes_at_once(pl
 def test_a_pass_observes_an_unchanged_list_from_the_cache_as_the_same_groups(plain, informer, api_client):
     for i in range(3):
         plain.create_pod(pod(f"chat-0-decode-0-{i}"))
-    informer.start()
+    informer.start().wait_synced(5)
     cluster = CachedKubernetesCluster(api_client, pods=informer)
     one = cluster.list_pods(NS, "chat")
     two = cluster.list_pods(NS, "chat")
@@ -172,9 +173,77 @@ def test_a_pass_observes_an_unchanged_list_from_the_cache_as_the_same_groups(pla
     assert observe(two).groups == observe(one).groups
 
 
-def test_without_a_synced_cache_the_adapter_lists_from_the_api_server(plain, api_client):
-    stopped = pod_informer(api_client)  # never started
+def test_without_a_synced_cache_the_adapter_lists_from_the_api_server_at_once(plain, api_client):
+    never_started = pod_informer(api_client)
     plain.create_pod(pod("chat-0"))
-    cluster = CachedKubernetesCluster(api_client, pods=stopped, wait_seconds=0.05)
+    cluster = CachedKubernetesCluster(api_client, pods=never_started, wait_seconds=60)
     assert names(cluster.list_pods(NS, "chat")) == ["chat-0"]
     assert cluster.cache_misses == 1
+
+
+def test_a_pod_write_of_another_worker_process_is_waited_for_through_the_shared_versions(
+    plain, informer, api_client, apiserver
+):
+    """Two adapters, two caches (two worker processes), one record of written versions (Redis in
+    the live app): a pass in the second process sees the first one's write, or reads the API server."""
+    informer.start().wait_synced(5)
+    shared = WrittenVersions()
+    other_informer = pod_informer(api_client)
+    other = CachedKubernetesCluster(api_client, pods=other_informer, written=shared)
+    mine = CachedKubernetesCluster(api_client, pods=informer, written=shared)
+    # The other process's cache is not running: its write can only be seen through the version.
+    created = other.create_pod(pod("chat-0"))
+    assert shared.newest(NS, "chat") == int(created["metadata"]["resourceVersion"])
+    assert names(mine.list_pods(NS, "chat")) == ["chat-0"]
+    assert mine.cache_misses == 0  # waited for its own cache to hold the write
+
+
+def test_redis_shares_the_written_versions_between_processes(redis_client):
+    one = RedisWrittenVersions(redis_client, prefix=redis_client.test_prefix)
+    two = RedisWrittenVersions(redis_client, prefix=redis_client.test_prefix)
+    assert two.newest(NS, "chat") is None
+    one.note(NS, "chat", 41)
+    assert two.newest(NS, "chat") == 41
+
+
+def test_a_group_rolling_update_converges_with_every_pass_reading_pods_from_the_cache(informer, api_client, apiserver):
+    from test_k8s_rollout import Clock, converged_on, drive, modelserving
+
+    core = kubernetes.client.CoreV1Api(api_client)
+    informer.start().wait_synced(5)
+    cluster = CachedKubernetesCluster(api_client, pods=informer)
+    clock = Clock()
+    cluster.create_modelserving(
+        modelserving({"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": 1}})
+    )
+    drive(cluster, core, clock, until=lambda: converged_on(cluster, "engine:v1"))
+    first_uids = {p["metadata"]["uid"] for p in cluster.list_pods(NS, "chat")}
+    cluster.patch_modelserving(NS, "chat", {"spec": {"template": modelserving({}, "engine:v2")["spec"]["template"]}})
+    drive(cluster, core, clock, until=lambda: converged_on(cluster, "engine:v2"))
+    assert not first_uids & {p["metadata"]["uid"] for p in cluster.list_pods(NS, "chat")}
+    # Only the informer's LIST and the test's kubelet listed pods: no pass did.
+    pod_lists_by_label = [c for c in apiserver.emu.list_calls("/pods") if c[1].endswith("/pods")]
+    assert all(c[2].get("labelSelector") == naming.LABEL_NAME for c in pod_lists_by_label)
+    assert cluster.cache_misses == 0
+
+
+def test_the_runtime_gives_the_controllers_passes_one_cached_adapter_per_process_when_enabled(
+    api_client, settings, monkeypatch
+):
+    from controller.runtime import backend
+
+    settings.ROLLOUTUI_BACKEND = "kubernetes"
+    monkeypatch.setattr(backend, "_api_client", lambda: api_client)
+    settings.ROLLOUTUI_KUBERNETES_POD_CACHE = False
+    assert type(backend.get_cluster(actor="controller")) is KubernetesCluster
+    settings.ROLLOUTUI_KUBERNETES_POD_CACHE = True
+    backend._pod_cache.cache_clear()
+    try:
+        one, two = backend.get_cluster(actor="controller"), backend.get_cluster(actor="controller")
+        assert isinstance(one, CachedKubernetesCluster) and one is not two
+        assert one.pods is two.pods and one.written is two.written  # the process's cache, shared
+        assert type(backend.get_cluster(actor="operator")) is KubernetesCluster  # the dashboard reads as before
+    finally:
+        informer, _ = backend._pod_cache()
+        informer.stop(timeout=5)
+        backend._pod_cache.cache_clear()
