@@ -12,7 +12,8 @@ when DATABASE_URL points at one; ``tests.live.procs.LiveEnv``), migrated, with a
    request path (middleware, token authentication, permission, validation of every record, the
    raw rows and the per-bucket sums in one transaction), back to back, in this process (Django's
    test client: no network hop). Figure: records stored per second of wall time over all batches.
-   Target: >= 5,000 records/s.
+   Target: >= 20,000 records/s (also printed: the same per second of this process's CPU time,
+   which a loaded host moves less).
 2. **Analysis window**: the database is filled up to ``--total`` records (1,000,000: the same
    records written through ``controller.records.store.write_records``, the API's own storage
    call, in batches of 5,000, over one hour of traffic), then ``DatabaseMetrics.window`` (what the canary analysis asks
@@ -36,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-INGEST_TARGET = 5000.0
+INGEST_TARGET = 20000.0
 WINDOW_TARGET_MS = 100.0
 T0 = 1_700_000_000.0
 SPAN = 3600.0  # one hour of traffic
@@ -104,12 +105,13 @@ def main(argv: list[str]) -> int:
         rng = random.Random(12)
 
         bodies = [json.dumps(make_records(rng, args.batch_size, b * args.batch_size)) for b in range(args.batches)]
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         for body in bodies:
             resp = client.post("/api/request-records/", data=body, content_type="application/json")
             if resp.status_code != 201:
                 raise SystemExit(f"ingestion failed: {resp.status_code} {resp.content[:300]!r}")
         ingest_seconds = time.perf_counter() - started
+        ingest_cpu = time.process_time() - cpu_started
         ingested = args.batches * args.batch_size
         rate = ingested / ingest_seconds
 
@@ -142,7 +144,11 @@ def main(argv: list[str]) -> int:
         "ingestBatchSize": args.batch_size,
         "ingestSeconds": round(ingest_seconds, 3),
         "ingestRecordsPerSecond": round(rate),
+        "ingestCpuSeconds": round(ingest_cpu, 3),
+        "ingestRecordsPerCpuSecond": round(ingested / ingest_cpu),
         "ingestTarget": INGEST_TARGET,
+        "ingestMet": rate >= INGEST_TARGET,
+        "windowMet": median_ms < WINDOW_TARGET_MS,
         "records": count,
         "fillSeconds": round(fill_seconds, 1),
         "windowMedianMs": round(median_ms, 2),
@@ -154,12 +160,14 @@ def main(argv: list[str]) -> int:
     print(f"database                      {backend}")
     print(
         f"ingestion through the API     {ingested:,} records in {ingest_seconds:.2f} s = {rate:,.0f} records/s"
-        f"  (target >= {INGEST_TARGET:,.0f})"
+        f"  (target >= {INGEST_TARGET:,.0f}: {'met' if rate >= INGEST_TARGET else 'missed'})"
     )
+    print(f"  per CPU second               {ingested / ingest_cpu:,.0f} records/s ({ingest_cpu:.2f} s of CPU)")
     print(f"records in the database       {count:,} (filled in {fill_seconds:.1f} s)")
     print(
         f"one analysis window (300 s)   median {median_ms:.2f} ms, worst {worst_ms:.2f} ms over {args.windows}"
-        f"  (target < {WINDOW_TARGET_MS:.0f} ms; {figures.get('requests')} requests in it)"
+        f"  (target < {WINDOW_TARGET_MS:.0f} ms: {'met' if median_ms < WINDOW_TARGET_MS else 'missed'};"
+        f" {figures.get('requests')} requests in it)"
     )
     print("PASS" if result["pass"] else "FAIL")
     if args.json:

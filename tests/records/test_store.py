@@ -192,3 +192,68 @@ def test_the_periodic_cleanup_uses_the_retention_settings_and_the_controllers_cl
 
     register_periodic_tasks(App)
     assert App.conf.beat_schedule["rolloutui-cleanup-records"]["task"] == "controller.tasks.cleanup_records"
+
+
+AGGREGATE_COLUMNS = (
+    "revision",
+    "bucket_start",
+    "requests",
+    "errors",
+    "timeouts",
+    "interrupted",
+    "feedback_sum",
+    "feedback_count",
+    "latency_max",
+    "histogram",
+    "duration_max",
+    "duration_histogram",
+    "ttft_max",
+    "ttft_histogram",
+    "tpot_max",
+    "tpot_histogram",
+    "mixed",
+    "output_tokens",
+    "paths",
+)
+
+
+def _mixed_records(n):
+    rng = random.Random(5)
+    hops = ([{"role": "p", "revision": "r1"}, {"role": "d", "revision": "r2"}], None)
+    out = []
+    for i in range(n):
+        started = 1000.0 + rng.random() * 120
+        status = rng.choice(["ok", "ok", "ok", "error", "timeout", "interrupted"])
+        out.append(
+            rec(started, revision=rng.choice(["r1", "r2"]), status=status, request_id=f"q{i}")
+            | {
+                "latency_ms": None if status == "timeout" else round(rng.uniform(5, 5000), 1),
+                "feedback": rng.choice([None, round(rng.random(), 3)]),
+                "finished": started + rng.uniform(0.1, 30),
+                "ttft_ms": rng.choice([None, rng.uniform(10, 900)]),
+                "tpot_ms": rng.choice([None, rng.uniform(5, 80)]),
+                "output_tokens": rng.choice([None, rng.randrange(1, 900)]),
+                "path": rng.choice(hops),
+                "mixed": rng.choice([None, True, False]),
+            }
+        )
+    return out
+
+
+def _stored_sums():
+    rows = RequestAggregate.objects.order_by("revision", "bucket_start").values_list(*AGGREGATE_COLUMNS)
+    return [tuple(round(v, 6) if isinstance(v, float) else v for v in row) for row in rows]
+
+
+@pytest.mark.django_db
+def test_sums_added_batch_by_batch_to_stored_buckets_equal_the_sums_written_at_once():
+    records = _mixed_records(600)
+    store.write_records(records)
+    at_once = _stored_sums()
+    RequestAggregate.objects.all().delete()
+    RequestRecord.objects.all().delete()
+    for i in range(0, len(records), 70):
+        store.write_records(records[i : i + 70])
+    assert RequestRecord.objects.count() == len(records)
+    assert _stored_sums() == at_once
+    assert len(at_once) == 2 * 12  # two revisions over twelve 10 s buckets: every bucket was updated
