@@ -144,3 +144,40 @@ async def test_a_wrong_token_is_closed_with_4401_and_a_session_socket_still_need
     refused = _application_communicator([(b"host", b"localhost")])
     connected, _ = await refused.connect()
     assert not connected
+
+
+async def test_a_token_revoked_while_its_socket_is_open_closes_it_with_4401(isvc, viewer, settings):
+    from knox.models import AuthToken
+
+    from .test_ws_security import _closed_code
+
+    settings.ROLLOUTUI_WS_RECHECK_SECONDS = 0.2
+    token = await database_sync_to_async(_token_of)(viewer)
+    comm = _application_communicator([(b"authorization", f"Token {token}".encode()), (b"host", b"localhost")])
+    await comm.connect()
+    await comm.receive_from(timeout=5)
+    await database_sync_to_async(lambda: AuthToken.objects.filter(user=viewer).delete())()
+    assert await _closed_code(comm) == 4401
+
+
+async def test_an_operator_who_loses_the_operate_permission_is_sent_to_reconnect_with_4412(isvc, operator, settings):
+    from django.contrib.auth.models import Group
+
+    from .test_ws_security import _closed_code
+
+    settings.ROLLOUTUI_WS_RECHECK_SECONDS = 0.2
+    comm = communicator(operator)
+    await comm.connect()
+    assert SECRET in await comm.receive_from(timeout=5)
+
+    def demote():
+        operator.groups.set([Group.objects.get(name="viewers")])
+
+    await database_sync_to_async(demote)()
+    assert await _closed_code(comm) == 4412
+    # A new connection loads its user afresh, as the session middleware does.
+    reloaded = await database_sync_to_async(lambda: type(operator).objects.get(pk=operator.pk))()
+    again = communicator(reloaded)
+    await again.connect()
+    assert SECRET not in await again.receive_from(timeout=5)
+    await again.disconnect()
