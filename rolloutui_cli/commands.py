@@ -130,6 +130,17 @@ READS: tuple[Read, ...] = (
         ),
     ),
     Read(
+        "paths",
+        "Requests through the roles per revision pair: consistent, mixed, refused, KV format mismatch.",
+        MS + "paths/",
+        ("api-paths",),
+        "modelserving",
+        options=(
+            Option("window", "Seconds back from now (default 900, at most a day).", float),
+            Option("bucket", "Seconds per series point (default 60).", float),
+        ),
+    ),
+    Read(
         "pods",
         "Pods of a ModelServing, optionally of one group, role or role instance.",
         MS + "pods/",
