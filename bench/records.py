@@ -92,7 +92,7 @@ def main(argv: list[str]) -> int:
         from django.test import Client
         from knox.models import AuthToken
 
-        from controller.models import RequestRecord
+        from controller.models import RequestAggregate, RequestRecord
         from controller.records import store
         from controller.records.figures import DatabaseMetrics
         from rolloutui.services.records import validate
@@ -112,6 +112,14 @@ def main(argv: list[str]) -> int:
                 raise SystemExit(f"ingestion failed: {resp.status_code} {resp.content[:300]!r}")
         ingest_seconds = time.perf_counter() - started
         ingest_cpu = time.process_time() - cpu_started
+        # The sums must stay exact: every ingested record counted once in its bucket's row.
+        from django.db.models import Count, Sum
+
+        summed = RequestAggregate.objects.aggregate(n=Sum("requests"), e=Sum("errors"))
+        raw = RequestRecord.objects.aggregate(n=Count("id"))
+        raw_errors = RequestRecord.objects.filter(status="error").count()
+        if (summed["n"], summed["e"]) != (raw["n"], raw_errors) or raw["n"] != args.batches * args.batch_size:
+            raise SystemExit(f"ingestion: the sums {summed} disagree with the raw records {raw}, {raw_errors} errors")
         ingested = args.batches * args.batch_size
         rate = ingested / ingest_seconds
 

@@ -28,6 +28,10 @@
    (JSON: ``preview.advisor``). Target (issue 28): under 10 s of wall time.
 
     python -m bench sim [--json] [--preview-groups 1000]   (0 skips the preview and the advisor)
+    python -m bench sim --preview-only --preview-groups 10000   (the 10,000-group figure alone)
+
+Targets (issue 27): speed > 1,000x real time; a 1,000-group preview < 1 s of wall time; a
+10,000-group (30,000-pod) preview < 15 s and a peak RSS < 1 GB.
 
 Figures measured so far, with their dates and the host's speed: bench/README.md.
 """
@@ -52,7 +56,19 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO / "examples" / "scenarios"
 
 TIMING = {"schedule": 1, "pull": 5, "start": 2, "load": 30, "terminate": 3}
-PREVIEW_WALL_SECONDS = 5  # issue 15: a 1,000-group preview must be fast enough to use
+PREVIEW_WALL_SECONDS = 1  # issue 27 (issue 15: 5 s): a 1,000-group preview, wall seconds
+# issue 27: a 10,000-group (30,000-pod) preview, wall seconds and the process's peak RSS
+LARGE_PREVIEW_GROUPS = 10_000
+LARGE_PREVIEW_WALL_SECONDS = 15
+LARGE_PREVIEW_RSS_MB = 1024
+SPEED_TARGET = 1000  # issue 27: the coordinated seed example, virtual seconds per wall second
+
+
+def preview_targets(groups: int) -> tuple[float, float | None]:
+    """(wall seconds, peak RSS MB or None) a preview of ``groups`` groups must stay under."""
+    if groups >= LARGE_PREVIEW_GROUPS:
+        return LARGE_PREVIEW_WALL_SECONDS, LARGE_PREVIEW_RSS_MB
+    return PREVIEW_WALL_SECONDS, None
 
 
 def _container(image: str) -> dict:
@@ -266,16 +282,53 @@ def measure_preview(groups: int = 1000) -> dict:
     }
 
 
+def report_preview(preview: dict) -> None:
+    wall_target, rss_target = preview_targets(preview["groups"])
+    rss_words = "" if rss_target is None else f", peak RSS < {rss_target} MB"
+    print(
+        "preview of a large change (preview_from: copy the running ModelServing, apply the change, roll out "
+        f"to completion; target < {wall_target} s wall{rss_words})"
+    )
+    print(
+        f"  {'groups':>7}{'pods':>7}{'nodes':>7}{'wall s':>9}{'CPU s':>8}{'peak RSS MB':>13}"
+        f"{'converged':>11}{'after s':>9}{'bring-up s':>12}"
+    )
+    after = "-" if preview["convergedAfter"] is None else f"{preview['convergedAfter']:.1f}"
+    print(
+        f"  {preview['groups']:>7}{preview['pods']:>7}{preview['nodes']:>7}{preview['wallSeconds']:>9.2f}"
+        f"{preview['cpuSeconds']:>8.2f}{preview['peakRssMB']:>13.1f}{str(preview['converged']):>11}{after:>9}"
+        f"{preview['bringUpWallSeconds']:>12.2f}"
+    )
+    print(
+        "  (bring-up s: bringing the manifest up on an empty copy first, untimed above; preview_change of a "
+        "manifest alone takes both; peak RSS is the process's, bring-up included)"
+    )
+    met = preview["converged"] and preview["wallSeconds"] < wall_target
+    print(f"  preview wall target (< {wall_target} s, converged): {'met' if met else 'MISSED'}")
+    if rss_target is not None:
+        met = preview["peakRssMB"] < rss_target
+        print(f"  preview memory target (peak RSS < {rss_target} MB): {'met' if met else 'MISSED'}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench sim")
     p.add_argument("--json", action="store_true", help="print a JSON object as the last line")
     p.add_argument("--preview-groups", type=int, default=1000, help="groups of the large preview (0: skip it)")
+    p.add_argument("--no-advisor", action="store_true", help="skip the strategy advisor")
+    p.add_argument("--preview-only", action="store_true", help="the preview alone (e.g. --preview-groups 10000)")
     args = p.parse_args(argv)
     preview = measure_preview(args.preview_groups) if args.preview_groups > 0 else None
     # 4. The strategy advisor on the same ModelServing (bench/advisor.py), reported with the preview.
     from bench import advisor
 
-    advice = advisor.measure_both(args.preview_groups, args.preview_groups // 2) if preview is not None else None
+    advice = None
+    if preview is not None and not (args.no_advisor or args.preview_only):
+        advice = advisor.measure_both(args.preview_groups, args.preview_groups // 2)
+    if args.preview_only:
+        report_preview(preview)
+        if args.json:
+            print(json.dumps({"bench": "sim", "preview": preview}, separators=(",", ":")))
+        return 0
     if preview is not None:
         preview["advisor"] = advice
     speed = measure_speed()
@@ -292,6 +345,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{speed['wallSeconds']:>9.2f}{speed['cpuSeconds']:>8.2f}"
         f"{speed['virtualPerWall']:>14.1f}{speed['reconcilePasses']:>8}{speed['frames']:>8}"
     )
+    met = speed["virtualPerWall"] > SPEED_TARGET
+    print(f"    target > {SPEED_TARGET}x real time: {'met' if met else 'MISSED'}")
     ps = paths_speed
     print(
         f"  {'  + paths and tokens':<28}{ps['instances']:>10}{ps['virtualSeconds']:>11.1f}"
@@ -315,26 +370,7 @@ def main(argv: list[str] | None = None) -> int:
             f"  {e['replicas']:>7}{e['maxUnavailable']:>11}{e['batches']:>9}{e['boundSeconds']:>9}{took:>11}{ratio:>8}"
         )
     if preview is not None:
-        print(
-            "preview of a large change (preview_from: copy the running ModelServing, apply the change, roll out "
-            f"to completion; target < {PREVIEW_WALL_SECONDS} s wall)"
-        )
-        print(
-            f"  {'groups':>7}{'pods':>7}{'nodes':>7}{'wall s':>9}{'CPU s':>8}{'peak RSS MB':>13}"
-            f"{'converged':>11}{'after s':>9}{'bring-up s':>12}"
-        )
-        after = "-" if preview["convergedAfter"] is None else f"{preview['convergedAfter']:.1f}"
-        print(
-            f"  {preview['groups']:>7}{preview['pods']:>7}{preview['nodes']:>7}{preview['wallSeconds']:>9.2f}"
-            f"{preview['cpuSeconds']:>8.2f}{preview['peakRssMB']:>13.1f}{str(preview['converged']):>11}{after:>9}"
-            f"{preview['bringUpWallSeconds']:>12.2f}"
-        )
-        print(
-            "  (bring-up s: bringing the manifest up on an empty copy first, untimed above; preview_change of a "
-            "manifest alone takes both)"
-        )
-        met = preview["converged"] and preview["wallSeconds"] < PREVIEW_WALL_SECONDS
-        print(f"  preview target (< {PREVIEW_WALL_SECONDS} s wall, converged): {'met' if met else 'MISSED'}")
+        report_preview(preview)
     if advice is not None:
         advisor.report(advice)
     if args.json:
