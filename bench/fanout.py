@@ -20,7 +20,8 @@ clients to its page's socket, starts a rollout (set-image through the REST API) 
 3. messages per client per second (the token bucket in rolloutui/consumers.py bounds it: RATE a
    second on average, bursts of BURST).
 4. **render**: Chromium opens the detail page; time from navigation start to the first complete
-   render of the topology (``window.__firstRenderMs``), median of 3 loads. Target: < 1.5 s.
+   render of the topology (``window.__firstRenderMs``), median of 3 loads. Target: < 300 ms (issue 27;
+   1.5 s before).
 
 Needs aiohttp (websocket clients) and Playwright with /usr/bin/chromium (render; skipped with a
 message when missing).
@@ -48,6 +49,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 NAMESPACE, NAME = "bench", "fanout"
 PUBLISH_P95_MS = 150
+RENDER_TARGET_MS = 300  # issue 27: the detail page's first render with 1,000 groups (1,500 ms before)
 OBSERVED_P95_MS = 250
 USER, PASSWORD = "bench-operator", "bench-pw-not-secret-5Tq!"
 CHROMIUM = "/usr/bin/chromium"
@@ -617,13 +619,17 @@ def main(argv: list[str]) -> int:
         "windows": windows,
         "rolloutAtEnd": at_end,
         "render": render,
-        "targets": {"publishToClientP95Ms": PUBLISH_P95_MS, "observedToClientP95Ms": OBSERVED_P95_MS, "renderMs": 1500},
+        "targets": {
+            "publishToClientP95Ms": PUBLISH_P95_MS,
+            "observedToClientP95Ms": OBSERVED_P95_MS,
+            "renderMs": RENDER_TARGET_MS,
+        },
         "ok": {
             "fanoutNormalPriority": _under(windows[0]["publishToClientMs"]["p95"], PUBLISH_P95_MS),
             "fanoutControllerNiced": _under(windows[-1]["publishToClientMs"]["p95"], PUBLISH_P95_MS),
             "observedNormalPriority": _under(windows[0]["observedToClientMs"]["p95"], OBSERVED_P95_MS),
             "observedControllerNiced": _under(windows[-1]["observedToClientMs"]["p95"], OBSERVED_P95_MS),
-            "render": bool(render.get("firstRenderMs", 1e9) < 1500),
+            "render": bool(render.get("firstRenderMs", 1e9) < RENDER_TARGET_MS),
         },
     }
     rows = [("clients", args.clients), ("groups (role instances)", f"{args.groups} ({render.get('cells', '?')})")]
@@ -666,7 +672,11 @@ def main(argv: list[str]) -> int:
     rows += [
         ("load average (1 min)", f"{os.getloadavg()[0]:.2f}"),
         ("rollout at the end", f"{at_end['updatedGroups']} groups updated, phase {at_end['phase']}"),
-        ("detail page first render (ms)", f"{render.get('firstRenderMs', render.get('skipped'))}  (target < 1500)"),
+        (
+            "detail page first render (ms)",
+            f"{render.get('firstRenderMs', render.get('skipped'))}  (target < {RENDER_TARGET_MS}:"
+            f" {'met' if result['ok']['render'] else 'missed'})",
+        ),
         ("one render pass (ms)", render.get("renderPassMs")),
     ]
     width = max(len(r[0]) for r in rows)
