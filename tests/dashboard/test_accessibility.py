@@ -11,6 +11,7 @@ releases, the YAML editor, Notifications, Events and the sign-in page.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from tests.notifications.test_deliveries_api import deliveries  # noqa: F401  (t
 from tests.releases.conftest import approver, chat, sim, world  # noqa: F401  (fixtures)
 
 from .offline import OfflineSite
-from .test_isvc_page import demo_isvc, run_action, settle  # noqa: F401  (the fixture)
+from .test_isvc_page import demo_isvc, settle  # noqa: F401  (the fixture)
 from .test_operator_day_page import as_page_state, click_cell, live_sim, views_of  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.django_db
@@ -137,12 +138,26 @@ def test_the_inferenceservice_page_has_no_wcag_violations(
     operator_client,
     page: Page,
 ):
-    site = OfflineSite(page, operator_client)
-    page.goto(site.url("/inferenceservices/default/llm/"))
-    expect(page.get_by_test_id("phase")).to_have_text("Healthy")
-    run_action(page, "Start canary", {"percent": "25", "image": "vllm/vllm-openai:v0.9.2"}, "a quarter")
+    resp = operator_client.post(
+        "/api/inferenceservices/default/llm/isvc-canary",
+        json.dumps({"percent": 25, "image": "vllm/vllm-openai:v0.9.2", "reason": "a quarter"}),
+        content_type="application/json",
+    )
+    assert resp.status_code == 200, resp.content
     settle(demo_isvc)
+    site = OfflineSite(page, operator_client)
+    # The page's websocket gets the InferenceService's state as the REST API answers it.
+    page.route_web_socket(
+        "ws://testserver/ws/inferenceservices/**",
+        lambda ws: ws.send(
+            json.dumps(
+                site._with_test_connection(lambda: operator_client.get("/api/inferenceservices/default/llm/").json())
+            )
+        ),
+    )
+    page.goto(site.url("/inferenceservices/default/llm/"))
     expect(page.get_by_test_id("fact-canary")).to_have_text("canary 25%")
+    expect(page.get_by_test_id("history")).to_contain_text("a quarter")
     page.wait_for_load_state("networkidle")
     found = {"inferenceservice": violations(page)}
     assert not report(found), report(found)
