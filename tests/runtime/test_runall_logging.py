@@ -5,14 +5,21 @@ warnings and errors to the terminal (rolloutui/logconfig.py, ROLLOUTUI_LOG_FILE)
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
+import pytest
+
+from rolloutui.embedded_redis import free_port
 from rolloutui.logconfig import logging_config
 from rolloutui.management.commands.runall import LOG_FILES, Command
+from tests import waiting
 
 from .helpers import ROOT, clean_env
+from .test_runall import START_TIMEOUT, RunAll
 
 LOG_BOTH = """
 import logging, django
@@ -69,3 +76,36 @@ def test_runall_gives_each_process_its_own_log_file_in_var_log_unless_told_to_lo
 
     command.log_dir = None  # --log-to-terminal
     assert all("ROLLOUTUI_LOG_FILE" not in command.child_env_of(child) for child in children)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_make_runs_terminal_shows_the_url_and_sign_in_then_no_info_lines_which_go_to_var_log(tmp_path):
+    var_dir = tmp_path / "var"
+    var_dir.mkdir()
+    port = free_port()
+    run = RunAll(var_dir, port)
+    try:
+        run.wait_for_line(r"Press Ctrl-C to stop\.", START_TIMEOUT)
+        banner = "\n".join(run.lines)
+        assert f"RolloutUI is running at http://127.0.0.1:{port}/" in banner
+        assert "Sign in at " in banner and f"Logs: {var_dir / 'log'}/" in banner
+        # A request: its INFO line reaches web.log, and not the terminal.
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/accounts/login/", timeout=10) as response:
+            assert response.status == 200
+        web_log = var_dir / "log" / "web.log"
+        waiting.wait_until(
+            lambda: web_log.exists() and "/accounts/login/" in web_log.read_text(), what="the request in web.log"
+        )
+        waiting.wait_until(
+            lambda: (var_dir / "log" / "worker.log").exists() and (var_dir / "log" / "worker.log").stat().st_size,
+            what="the worker's log file",
+        )
+        run.proc.send_signal(signal.SIGINT)
+        assert run.proc.wait(timeout=60) == 0
+        run.drain()
+    finally:
+        run.kill_everything()
+    records = [json.loads(line) for line in run.lines if line.startswith("{")]
+    assert [r for r in records if r.get("level") in ("DEBUG", "INFO")] == [], records
+    assert any(json.loads(line).get("level") == "INFO" for line in web_log.read_text().splitlines())
