@@ -1,7 +1,7 @@
 """The InferenceService page on the real product (`runall`: Daphne, Celery worker and beat, Redis):
 it is live over the websocket. A canary started from elsewhere (the services, as the CLI or
 another page would) shows on an open page within seconds, while the page reads nothing from the
-REST API: the state arrives over the socket only."""
+REST API: the state arrives over the socket only. Its capacity panel follows the same states."""
 
 from __future__ import annotations
 
@@ -78,4 +78,9 @@ def test_a_canary_started_elsewhere_shows_on_the_open_page_without_a_read_of_the
 
     # The simulated KServe then rolls the canary's pods out: they arrive over the socket as well.
     expect(page.locator("#components .deployment")).to_have_count(2, timeout=60_000)
+    # The capacity panel counts each Deployment from the same states, and charts them.
+    rows = page.get_by_test_id("isvc-capacity-rows").locator("tbody tr")
+    expect(rows).to_have_count(2)
+    expect(rows.first).to_contain_text("predictor")
+    expect(page.get_by_test_id("isvc-capacity-flight").locator(".main-svg").first).to_be_visible()
     assert reads == []

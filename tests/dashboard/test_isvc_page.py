@@ -44,13 +44,24 @@ def demo_isvc(db):
     return cluster
 
 
-def settle(cluster: DatabaseCluster, seconds: int = 60) -> None:
+def settle(cluster: DatabaseCluster, seconds: int = 60, *, site: OfflineSite | None = None) -> None:
     """Ticks of the simulated cluster, each followed (as the live app's tick is) by the next step
-    of a promote or rollback handed over in steps."""
+    of a promote or rollback handed over in steps; with ``site``, then the state on the open page's
+    websocket, as the worker's publish after a tick makes the consumer send it."""
     for _ in range(seconds):
         cluster.clock.t += 1
         tick(cluster)
         runtime_kserve.advance_handovers(cluster=cluster)
+    if site is not None:
+        site.socket.send(site.socket.full_state())
+
+
+def isvc_site(page: Page, client, name: str = "llm") -> OfflineSite:
+    """The offline site, its websocket answering with the InferenceService's state as the consumer
+    does (``kserve_controls.get_state``)."""
+    from rolloutui.services import kserve_controls
+
+    return OfflineSite(page, client, full_state=lambda: kserve_controls.get_state("default", name))
 
 
 def isvc_spec(cluster):
@@ -69,7 +80,7 @@ def run_action(page: Page, label: str, fields: dict[str, str], reason: str) -> N
 def test_the_operator_sees_the_strategy_with_sources_starts_a_canary_and_promotes_it(
     demo_isvc, operator_client, page: Page, screenshot_dir
 ):
-    site = OfflineSite(page, operator_client)
+    site = isvc_site(page, operator_client)
     page.goto(site.url(PAGE))
     strategy = page.get_by_test_id("strategy")
     row = strategy.locator("tr[data-deployment='llm-predictor']")
@@ -86,10 +97,10 @@ def test_the_operator_sees_the_strategy_with_sources_starts_a_canary_and_promote
     run_action(page, "Start canary", {"percent": "25", "image": "vllm/vllm-openai:v0.9.2"}, "try 0.9.2 on a quarter")
     (entry,) = isvc_spec(demo_isvc)["canary"]
     assert entry["trafficPercent"] == 25 and entry["predictor"]["model"]["image"] == "vllm/vllm-openai:v0.9.2"
-    settle(demo_isvc, 5)
+    settle(demo_isvc, 5, site=site)
     expect(page.get_by_test_id("fact-canary")).to_contain_text("canary 25%")
     shot(page, screenshot_dir / "isvc-2-canary-starting.png")
-    settle(demo_isvc)
+    settle(demo_isvc, site=site)
     expect(page.get_by_test_id("fact-canary")).to_have_text("canary 25%")
     expect(page.get_by_test_id("traffic")).to_contain_text("25%")
     expect(page.get_by_test_id("traffic")).to_contain_text("75%")
@@ -108,13 +119,13 @@ def test_the_operator_sees_the_strategy_with_sources_starts_a_canary_and_promote
         "scale canary canary to 4 pods"
     )
     expect(handover.locator("li[data-step='switch'][data-state='pending']")).to_contain_text("becomes the predictor")
-    settle(demo_isvc, 5)
+    settle(demo_isvc, 5, site=site)
     expect(handover.locator("li[data-step='scale']")).to_contain_text("of 4 pods available")
     shot(page, screenshot_dir / "isvc-4-promoting.png")
-    settle(demo_isvc)
+    settle(demo_isvc, site=site)
     spec = isvc_spec(demo_isvc)
     assert "canary" not in spec and spec["predictor"]["model"]["image"] == "vllm/vllm-openai:v0.9.2"
-    settle(demo_isvc)
+    settle(demo_isvc, site=site)
     expect(handover).to_be_hidden()
     expect(page.get_by_test_id("fact-canary")).to_have_text("none")
     expect(page.locator("#fact-image")).to_have_text("vllm/vllm-openai:v0.9.2")
@@ -128,7 +139,7 @@ def test_the_operator_sees_the_strategy_with_sources_starts_a_canary_and_promote
 
 
 def test_a_refused_control_shows_the_reason_in_the_dialog(demo_isvc, operator_client, page: Page):
-    site = OfflineSite(page, operator_client)
+    site = isvc_site(page, operator_client)
     page.goto(site.url(PAGE))
     page.locator("#isvc-buttons button", has_text="Start canary").click()
     page.locator("#dialog-body [data-field='percent']").fill("25")
@@ -139,7 +150,7 @@ def test_a_refused_control_shows_the_reason_in_the_dialog(demo_isvc, operator_cl
 
 
 def test_a_viewer_sees_the_controls_disabled(demo_isvc, viewer_client, page: Page):
-    site = OfflineSite(page, viewer_client)
+    site = isvc_site(page, viewer_client)
     page.goto(site.url(PAGE))
     expect(page.get_by_test_id("controls-why")).to_contain_text("Read only")
     for button in page.locator("#isvc-buttons button").all():
@@ -155,7 +166,7 @@ def test_the_list_shows_both_kinds_with_a_kind_filter_and_escapes_names(
     demo_isvc.patch_object(
         "InferenceService", "default", "llm", {"metadata": {"annotations": {"note": forged("annotation")}}}
     )
-    site = OfflineSite(page, operator_client)
+    site = isvc_site(page, operator_client)
     page.goto(site.url("/"))
     isvc_row = page.locator(".ms-row[data-key='default/llm#InferenceService']")
     expect(isvc_row).to_contain_text("InferenceService")
@@ -183,7 +194,7 @@ def test_a_serverless_canary_from_the_page_splits_the_traffic_and_pause_says_why
     body["spec"]["predictor"]["minReplicas"] = 2
     cluster.create_object(body)
     settle(cluster)
-    site = OfflineSite(page, operator_client)
+    site = isvc_site(page, operator_client)
     page.goto(site.url(PAGE))
     # The legacy annotation value is shown by the mode's current name (KServe 0.16 renamed it).
     expect(page.get_by_test_id("fact-mode")).to_have_text("Knative")
@@ -191,13 +202,13 @@ def test_a_serverless_canary_from_the_page_splits_the_traffic_and_pause_says_why
     expect(page.locator("[data-why='isvc-pause']")).to_contain_text("pause applies to Standard mode only")
     run_action(page, "Start canary", {"percent": "20", "image": "vllm/vllm-openai:v0.9.2"}, "a fifth to 0.9.2")
     assert isvc_spec(cluster)["predictor"]["canaryTrafficPercent"] == 20
-    settle(cluster)
+    settle(cluster, site=site)
     expect(page.get_by_test_id("fact-canary")).to_contain_text("20% to llm-predictor-00002")
     expect(page.get_by_test_id("traffic")).to_contain_text("80%")
     shot(page, screenshot_dir / "isvc-5-serverless-canary.png")
     run_action(page, "Roll back canary", {}, "errors up")
     assert isvc_spec(cluster)["predictor"]["canaryTrafficPercent"] == 0
-    settle(cluster)
+    settle(cluster, site=site)
     expect(page.get_by_test_id("traffic").locator("tr[data-revision='llm-predictor-00001']")).to_contain_text("100%")
     no_script_ran(page)
 
@@ -215,7 +226,7 @@ def test_values_from_the_cluster_and_the_audit_stay_text_on_the_inferenceservice
     )
     assert resp.status_code == 200, resp.content
     settle(demo_isvc, 5)
-    site = OfflineSite(page, operator_client)
+    site = isvc_site(page, operator_client)
     page.goto(site.url(PAGE))
     expect(page.locator("#fact-image")).to_have_text(image)
     expect(page.get_by_test_id("history")).to_contain_text("onerror")
@@ -236,7 +247,7 @@ def test_a_recreate_predictor_is_named_an_outage_before_applying_and_its_preview
     body["spec"]["predictor"]["deploymentStrategy"] = {"type": "Recreate"}
     cluster.create_object(body)
     settle(cluster)
-    site = OfflineSite(page, operator_client)
+    site = isvc_site(page, operator_client)
     page.goto(site.url(PAGE))
     row = page.get_by_test_id("strategy").locator("tr[data-deployment='llm-predictor']")
     expect(row).to_contain_text("Recreate")

@@ -17,7 +17,7 @@ import { byId, h, mount, readJson } from "../lib/dom.js";
 import { actionLabel, isEpoch, phaseClass, readableError } from "../lib/format.js";
 import { revisionColour } from "../lib/colors.js";
 import { createDialog, toast } from "../detail/dialog.js";
-import { lineMode, loadPlotly } from "../detail/panels/charts.js";
+import { chartConfig, chartLayout, lineMode, loadPlotly } from "../detail/panels/charts.js";
 import { connectStream } from "../detail/stream.js";
 
 // The slow read of the REST state while the websocket is down (reconnecting or refused).
@@ -326,6 +326,82 @@ function drawChart() {
   }
 }
 
+// -- Capacity: the ModelServing page's capacity panel, per Deployment ------------------------------
+// Counted from each state the socket delivers, with the ModelServing panel's rule: a Deployment's
+// pods, those at gate Serving, the sum of their requests in flight, and its GPUs (per pod x pods).
+// The two charts follow the same counts over time (since the page opened). No replica
+// recommendation: that one needs a ModelServing's batching and ServingGroups.
+const capacityPoints = []; // {t, deployments: {name: {inFlight, serving}}}
+let capacityDirty = false;
+
+function capacityRows(s) {
+  const rows = new Map(
+    s.deployments.map((d) => [d.name, { name: d.name, component: d.component, pods: 0, serving: 0, inFlight: 0, gpus: 0, gpusPerPod: d.gpusPerPod || 0 }]),
+  );
+  for (const i of s.instances || []) {
+    const row = rows.get(i.deployment);
+    if (!row) continue;
+    row.pods += 1;
+    if (i.gate === "Serving") row.serving += 1;
+    row.inFlight += Number(i.inFlight) || 0;
+    row.gpus += row.gpusPerPod;
+  }
+  return [...rows.values()];
+}
+
+function renderCapacity(s) {
+  const rows = capacityRows(s);
+  mount(
+    byId("isvc-capacity"),
+    rows.length
+      ? h(
+          "table",
+          { class: "table compact capacity-table", "data-testid": "isvc-capacity-rows" },
+          h("thead", null, h("tr", null, ["Deployment", "Component", "Serving / pods", "In flight", "GPUs"].map((t, i) => h("th", { class: i > 1 ? "num" : null }, t)))),
+          h(
+            "tbody",
+            null,
+            rows.map((r) =>
+              h(
+                "tr",
+                { "data-deployment": r.name },
+                h("td", { class: "mono" }, r.name),
+                h("td", null, r.component),
+                h("td", { class: "num" }, `${r.serving} / ${r.pods}`),
+                h("td", { class: "num" }, String(r.inFlight)),
+                h("td", { class: "num" }, String(r.gpus)),
+              ),
+            ),
+          ),
+        )
+      : h("p", { class: "muted" }, "KServe has created no Deployment yet."),
+  );
+  const point = { t: isEpoch(s.time) ? new Date(s.time * 1000) : s.time, deployments: {} };
+  for (const r of rows) point.deployments[r.name] = { inFlight: r.inFlight, serving: r.serving };
+  capacityPoints.push(point);
+  if (capacityPoints.length > 720) capacityPoints.shift();
+  capacityDirty = true;
+}
+
+function drawCapacity() {
+  if (!window.Plotly || !capacityDirty || !capacityPoints.length) return;
+  capacityDirty = false;
+  const x = capacityPoints.map((p) => p.t);
+  const names = [...new Set(capacityPoints.flatMap((p) => Object.keys(p.deployments)))];
+  const mode = lineMode(capacityPoints.length);
+  const series = (field) =>
+    names.map((n) => ({
+      x,
+      y: capacityPoints.map((p) => (p.deployments[n] ? p.deployments[n][field] : null)),
+      name: plotlyText(n),
+      mode,
+      line: { width: 2 },
+    }));
+  const t0 = capacityPoints[0].t instanceof Date ? capacityPoints[0].t.getTime() / 1000 : capacityPoints[0].t;
+  window.Plotly.react("isvc-capacity-flight", series("inFlight"), chartLayout("Requests in flight, per Deployment", "requests", { rangemode: "tozero" }, t0), chartConfig);
+  window.Plotly.react("isvc-capacity-serving", series("serving"), chartLayout("Pods serving, per Deployment", "pods", { rangemode: "tozero" }, t0), chartConfig);
+}
+
 // -- History --------------------------------------------------------------------------------------
 async function renderHistory() {
   let rows;
@@ -471,8 +547,10 @@ function apply(next) {
   renderHandover(state);
   renderComponents(state);
   renderControls(state);
+  renderCapacity(state);
   sample(state);
   drawChart();
+  drawCapacity();
 }
 
 // The history is read again when the spec's generation or a Deployment's pause changes.
@@ -509,7 +587,10 @@ async function fallbackRefresh() {
 buildButtons();
 bindPreview();
 show(state);
-loadPlotly(plotlySrc, drawChart);
+loadPlotly(plotlySrc, () => {
+  drawChart();
+  drawCapacity();
+});
 const stream = connectStream(boot.ws, {
   onState: (next) => show(next),
   onStatus: (kind, text) => {
