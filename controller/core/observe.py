@@ -68,6 +68,9 @@ class PodObs:
     # readiness gate took it out). The pass asks the router about these pods only.
     leaving_routing: bool
     raw: Obj = field(repr=False)
+    # The revisions its compatibility labels name (``planner.labels``), read once per pod version:
+    # a pass with a path compares every pod's labels with the history.
+    compat: frozenset[str] | None = field(default=None, repr=False)
 
     @property
     def failed(self) -> bool:

@@ -327,33 +327,53 @@ def _layout(
 def _group_part(group: GroupObs, vp: _ViewPass) -> _GroupPart:
     """The group's entries, memoised on the GroupObs (reused from one pass to the next while its
     pods are the same parses) under the pass's shape, the pods per instance of its instances and
-    the in-flight counts of its pods. 1,000 unchanged groups of a rollout then cost a key each,
-    and the publisher's delta finds their entries unchanged by identity (``make_delta``). Kept as
-    one tuple, replaced whole: a web process may build views in several threads."""
+    the routed pods. 1,000 unchanged groups of a rollout then cost a key each, and the publisher's
+    delta finds their entries unchanged by identity (``make_delta``). The in-flight counts, which
+    move with every request while traffic runs, are a second key: when only they changed, the
+    memoised entries are copied with the new counts (``_with_in_flight``) instead of walking the
+    gates of every instance again. Kept as one tuple, replaced whole: a web process may build
+    views in several threads."""
     memo = group.view_instances
     layout = memo[1] if memo is not None else _layout(group)
     ordered, pairs, names = layout
     key = (
         vp.shape,
         tuple([vp.expected(revision, role) for revision, role in pairs]),
-        tuple(map(vp.in_flight.get, names)) if vp.in_flight else (),
         None if vp.routed is None else tuple([vp.routed.get(n, False) for n in names]),
     )
+    counts = tuple(map(vp.in_flight.get, names)) if vp.in_flight else ()
+    if not any(counts):
+        counts = ()
     if memo is not None and memo[0] == key:
-        return memo[2]
-    part = _build_group_part(group.ordinal, ordered, vp)
-    group.view_instances = (key, layout, part)
+        base = memo[2]
+        if memo[3] == counts:
+            return memo[4]
+    else:
+        base = _build_group_part(group.ordinal, ordered, vp)
+    part = _with_in_flight(base, ordered, vp.in_flight) if counts else base
+    group.view_instances = (key, layout, base, counts, part)
     return part
 
 
+def _with_in_flight(
+    base: _GroupPart, ordered: list[tuple[str, int, InstanceObs, list[PodObs]]], in_flight: Mapping[str, int]
+) -> _GroupPart:
+    """``base`` (built with no request in flight) with each instance's in-flight count: its entries
+    copied where the count is not 0, the rest shared."""
+    instances = []
+    for entry, (_, _, _, pods_sorted) in zip(base.instances, ordered, strict=True):
+        n = sum(int(in_flight.get(p.name, 0)) for p in pods_sorted)
+        instances.append({**entry, "inFlight": n} if n else entry)
+    return _GroupPart(instances, base.gates, base.serving, base.draining)
+
+
 def _build_group_part(g: int, ordered: list[tuple[str, int, InstanceObs, list[PodObs]]], vp: _ViewPass) -> _GroupPart:
-    in_flight = vp.in_flight
+    """The group's entries with no request in flight (``_group_part`` adds the counts)."""
     part = _GroupPart([], [], [], [])
     for role, ordinal, inst, pods_sorted in ordered:
         expected = vp.expected(inst.revision, role)
         draining_pods = [p for p in pods_sorted if p.draining]
         runs = vp.runs(inst, role)
-        inflight = sum(int(in_flight.get(p.name, 0)) for p in pods_sorted) if in_flight else 0
         gates = serving_gates.instance_gates(
             inst, expected, verification_required=vp.verification, pods=pods_sorted, routed=vp.routed
         )
@@ -371,7 +391,7 @@ def _build_group_part(g: int, ordered: list[tuple[str, int, InstanceObs, list[Po
                 "surge": g >= vp.replicas or ordinal >= vp.role_replicas.get(role, 0),
                 "podUids": [p.uid for p in pods_sorted],
                 "draining": len(draining_pods),
-                "inFlight": inflight,
+                "inFlight": 0,
                 "gate": gates.highest,
                 "gateFailed": gates.failed,
                 "gateTimes": gates.reached,

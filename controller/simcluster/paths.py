@@ -291,9 +291,14 @@ def revision_label(pod: Obj) -> str | None:
 
 
 def _least_busy(pods: list[Obj], in_flight: Callable[[Obj], int]) -> Obj | None:
+    """The pod with the fewest requests in flight; of several, the first by name."""
     if not pods:
         return None
-    return min(pods, key=lambda p: (in_flight(p), p["metadata"]["name"]))
+    counts = list(map(in_flight, pods))
+    low = min(counts)
+    if counts.count(low) == 1:
+        return pods[counts.index(low)]
+    return min((p for p, n in zip(pods, counts, strict=True) if n == low), key=lambda p: p["metadata"]["name"])
 
 
 def kv_mismatch(formats: Iterable[str | None]) -> bool:

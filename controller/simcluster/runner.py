@@ -249,7 +249,9 @@ class Runner:
                 settings=self.scenario.settings,
                 verifier=self.verifier,
                 metrics=self._metrics,
-                build_state_view=self._frames,
+                # With traffic the frame's view is built after the pass, with every pod's in-flight
+                # count (below): the pass's own would be built for nothing.
+                build_state_view=self._frames and self.scenario.traffic is None,
             )
         except NotFound:
             return True, None  # the ModelServing is gone
@@ -274,8 +276,8 @@ class Runner:
             view = result.view
             if self.scenario.traffic is not None:
                 # The pass asks the router only about draining pods (that is all it needs), so its
-                # view shows 0 in flight on serving pods. With traffic, rebuild the same view with
-                # every pod's count so the trace's inFlight is true everywhere.
+                # view would show 0 in flight on serving pods. With traffic the view is built here
+                # instead, with every pod's count, so the trace's inFlight is true everywhere.
                 view = self._view_now(ns, name) or view
             self.trace.offer_frame(now, view, result.blocked)
         self._check_convergence(None if result.actions else result.observed)

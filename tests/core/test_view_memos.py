@@ -133,3 +133,25 @@ def test_every_view_of_a_rollout_is_the_same_with_and_without_the_memos(rollout)
         assert memoised == fresh, f"pass {n}"
 
     every_pass_of_a_rollout(rollout, same_view)
+
+
+def test_when_only_in_flight_counts_change_the_groups_other_instances_are_the_same_entries():
+    # One group of two roles: a request on one instance changes that entry only (before, any count
+    # in the group rebuilt every entry of it, walking every instance's gates again).
+    cluster, clock = converged(roles=[role("prefill"), role("decode")], replicas=1)
+    pods = cluster.list_pods(NS, NAME)
+    busy = next(p["metadata"]["name"] for p in pods if "-decode-" in p["metadata"]["name"])
+    first = view(cluster, clock, pods=pods, in_flight={busy: 2})
+    again = view(cluster, clock, pods=pods, in_flight={busy: 5})
+
+    def mine(entry):
+        return busy.startswith(f"{NAME}-{entry['group']}-{entry['role']}-{entry['ordinal']}-")
+
+    pairs = list(zip(first["instances"], again["instances"], strict=True))
+    changed = [(a, b) for a, b in pairs if mine(a)]
+    unchanged = [(a, b) for a, b in pairs if not mine(a)]
+    assert [(a["inFlight"], b["inFlight"]) for a, b in changed] == [(2, 5)]
+    assert unchanged and all(a is b for a, b in unchanged)
+    assert {i["group"] for i in first["instances"]} == {0}
+    idle = view(cluster, clock, pods=pods)
+    assert [i["inFlight"] for i in idle["instances"]] == [0] * len(idle["instances"])

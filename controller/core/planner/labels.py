@@ -104,7 +104,9 @@ def sync_revision_labels(out: PlanBuilder) -> None:
                 if wanted is None:
                     revs = compatible_revisions(out, role, pod.role_hash, pod.revision)
                     wanted = wanted_of[key] = (revs, frozenset(revs))
-                current = compat_revisions((pod.raw.get("metadata") or {}).get("labels"))
+                current = pod.compat
+                if current is None:
+                    current = pod.compat = frozenset(compat_revisions((pod.raw.get("metadata") or {}).get("labels")))
                 if current != wanted[1]:
                     patches[pod.name] = label_patch(current, wanted[0])
             if patches:
