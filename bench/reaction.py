@@ -16,7 +16,8 @@ queued-flag check, the broker hop, the worker picking the task, the lock, the wh
 with ``maxUnavailable: 1`` and one pod per group, where every Ready unblocks the next step.
 
 Memory = RSS of the worker's process tree (main process + pool children) after it has reconciled a
-1,000-group ModelServing through creation and part of a rollout. Targets: p95 < 200 ms; < 500 MB.
+1,000-group ModelServing through creation and part of a rollout. Targets: p95 < 200 ms (with the
+1,000-group ModelServing p95 < 25 ms, issue 27); < 500 MB.
 
 This is the controller's half of what a page sees: the age of a state when it reaches a browser
 (observed -> client, target p95 < 250 ms in issue 15, down from ~340 ms) is this reaction plus the
@@ -35,6 +36,8 @@ import time
 from pathlib import Path
 
 P95_TARGET_MS = 200.0
+# Issue 27: with the 1,000-group ModelServing, p95 from 48 ms to < 25 ms.
+LARGE_P95_TARGET_MS = 25.0
 RSS_TARGET_MB = 500.0
 ACTION_TIMEOUT = 5.0
 
@@ -179,6 +182,35 @@ def worker_rss_mb(pid: int) -> tuple[float, float]:
     return sum(sizes), max(sizes)
 
 
+def profile_passes(bench: Bench, name: str, passes: int = 10) -> None:
+    """What one reconcile pass of ``name`` costs without the broker hop: ``run_reconcile`` in this
+    process (the lock, the reads, observe, plan, status, publish), timed, then under cProfile. Each
+    round lets one tick happen and the worker act on it first, so these passes have the pods of a
+    rollout in progress but usually nothing left to write: what every pass pays before its write."""
+    import cProfile
+    import pstats
+
+    from controller.runtime.reconciler import run_reconcile
+
+    walls = []
+    profile = cProfile.Profile()
+    for i in range(passes):
+        bench.quiet(name)
+        bench.step()
+        bench.quiet(name)
+        started = time.perf_counter()
+        if i >= passes // 2:
+            profile.enable()
+        run_reconcile("bench", name)
+        profile.disable()
+        walls.append((time.perf_counter() - started) * 1000)
+    print(
+        f"one pass of bench/{name} in this process (no broker hop): median {statistics.median(walls):.1f} ms, "
+        f"max {max(walls):.1f} ms over {passes}; cProfile of the last {passes - passes // 2}:"
+    )
+    pstats.Stats(profile).sort_stats("cumulative").print_stats(30)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench reaction", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -188,6 +220,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rollouts", type=int, default=4)
     parser.add_argument("--large-groups", type=int, default=1000)
     parser.add_argument("--large-samples", type=int, default=30)
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="after the samples, time passes of the large ModelServing in this process and print a cProfile of them",
+    )
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -237,6 +274,8 @@ def main(argv: list[str]) -> int:
         create_seconds = time.monotonic() - started
         large, large_missed = bench.rollout_samples(user, "large", "engine:v1", args.large_samples, 600)
         total_mb, max_mb = worker_rss_mb(worker.pid)
+        if args.profile:
+            profile_passes(bench, "large")
     finally:
         env.close()
         tmp.cleanup()
@@ -259,8 +298,9 @@ def main(argv: list[str]) -> int:
             "createAndConvergeSeconds": round(create_seconds, 1),
         },
         "worker_rss_mb": {"total": round(total_mb, 1), "largest_process": round(max_mb, 1)},
-        "targets": {"p95_ms": P95_TARGET_MS, "rss_mb": RSS_TARGET_MB},
+        "targets": {"p95_ms": P95_TARGET_MS, "large_p95_ms": LARGE_P95_TARGET_MS, "rss_mb": RSS_TARGET_MB},
     }
+    result["large"]["met"] = bool(large) and result["large"]["p95_ms"] < LARGE_P95_TARGET_MS
     result["pass"] = bool(
         result["small"]["p95_ms"] < P95_TARGET_MS
         and (result["large"]["p95_ms"] or 0) < P95_TARGET_MS
@@ -272,9 +312,10 @@ def main(argv: list[str]) -> int:
         f"{result['small']['p95_ms']:>7.1f} ms   (target p95 < {P95_TARGET_MS:.0f} ms)"
     )
     if large:
+        verdict = "met" if result["large"]["met"] else "MISSED"
         print(
             f"  {args.large_groups:>5} groups: n={len(large):<4} p50 {result['large']['p50_ms']:>7.1f} ms   "
-            f"p95 {result['large']['p95_ms']:>7.1f} ms"
+            f"p95 {result['large']['p95_ms']:>7.1f} ms   (target p95 < {LARGE_P95_TARGET_MS:.0f} ms: {verdict})"
         )
     print(
         f"worker RSS with the {args.large_groups}-group ModelServing: {total_mb:.0f} MB total, {max_mb:.0f} "
