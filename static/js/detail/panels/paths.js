@@ -117,6 +117,14 @@ export function createPaths({ boot, plotlySrc }) {
     );
   }
 
+  // The chart's element is made once and moved into each new body: made afresh on every read (every
+  // 10 s), it sat blank until Plotly drew it again.
+  let chartElement = null;
+  function chartNode() {
+    if (!chartElement) chartElement = h("div", { class: "chart", id: "paths-chart", "data-testid": "paths-chart" });
+    return chartElement;
+  }
+
   function renderBody() {
     renderTopology();
     if (error) {
@@ -156,7 +164,7 @@ export function createPaths({ boot, plotlySrc }) {
       h(
         "div",
         { class: "charts charts-2 paths-grid" },
-        h("div", { class: "chart", id: "paths-chart", "data-testid": "paths-chart" }),
+        chartNode(),
         h("div", null, h("div", { class: "panel-subtitle" }, "Consistent paths per group, now"), renderGroups(data.groups || [])),
       ),
     );
