@@ -36,7 +36,9 @@ def backend_name() -> str:
 
 def get_cluster(*, actor: str = "operator") -> ClusterPort:
     if backend_name() == "kubernetes":
-        return _kubernetes_cluster(cached=actor == "controller" and pod_cache_enabled())
+        return _kubernetes_cluster(
+            cached=actor == "controller" and pod_cache_enabled(), workloads=workload_cache_enabled()
+        )
     return sim_cluster(actor=actor)
 
 
@@ -90,11 +92,52 @@ def _pod_cache():
     return informer, written
 
 
-def _kubernetes_cluster(*, cached: bool = False) -> ClusterPort:
+def workload_cache_enabled() -> bool:
+    """``ROLLOUTUI_KUBERNETES_WORKLOAD_CACHE`` (setting or environment, default off): InferenceServices
+    and their Deployments are read from a watch-fed cache (``controller.k8s.kserve_cache``), and a
+    change the watch sees is sent to the InferenceService's open pages at once."""
+    value = getattr(settings, "ROLLOUTUI_KUBERNETES_WORKLOAD_CACHE", None)
+    if value is None:
+        value = os.environ.get("ROLLOUTUI_KUBERNETES_WORKLOAD_CACHE", "")
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+@lru_cache(maxsize=1)
+def _workload_cache():
+    """This process's cache of InferenceServices and their Deployments, started on first use."""
+    from django.utils.module_loading import import_string
+
+    from controller.k8s.kserve_cache import WorkloadCache
+
+    # By name, as the hooks are (controller.runtime.hooks): publish reads the state module, which
+    # reads this one.
+    publish = import_string("controller.runtime.publish.publish_inferenceservice")
+    return WorkloadCache(_api_client(), on_change=publish).start()
+
+
+def _kubernetes_cluster(*, cached: bool = False, workloads: bool = False) -> ClusterPort:
     from controller.k8s import KubernetesCluster
 
     from . import interruptions
 
+    if workloads:
+        from controller.k8s.informer import CachedKubernetesCluster
+        from controller.k8s.kserve_cache import CachedWorkloadCluster
+
+        if cached:
+
+            class _BothCaches(CachedWorkloadCluster, CachedKubernetesCluster):
+                pass
+
+            informer, written = _pod_cache()
+            return _BothCaches(
+                _api_client(),
+                workloads=_workload_cache(),
+                pods=informer,
+                written=written,
+                on_interrupted=interruptions.report,
+            )
+        return CachedWorkloadCluster(_api_client(), workloads=_workload_cache(), on_interrupted=interruptions.report)
     # Requests a drain timeout cut off (the router's in-flight counts) reach the audit as on the
     # simulated cluster.
     if cached:

@@ -263,6 +263,11 @@ WEB_READS = {
     ("apps", "deployments", "list"),
     ("apps", "replicasets", "get"),
     ("apps", "replicasets", "list"),
+    # ROLLOUTUI_KUBERNETES_WORKLOAD_CACHE=1: InferenceServices and their Deployments from a watch
+    # (controller.k8s.kserve_cache).
+    ("serving.kserve.io", "inferenceservices", "watch"),
+    ("apps", "deployments", "watch"),
+    ("apps", "replicasets", "watch"),
     ("", "configmaps", "get"),
     # ROLLOUTUI_K8S_ACCESS_REVIEW=1: the SubjectAccessReview of a dashboard user (controller.k8s.access).
     ("authorization.k8s.io", "subjectaccessreviews", "create"),
