@@ -196,6 +196,9 @@ class Stack:
                 "REDIS_URL": self.redis_url,
                 "ROLLOUTUI_SIM_SPEED": "1",
                 "PYTHONUNBUFFERED": "1",
+                # The bench's clients are one user's: past the product's 20 sockets per user the
+                # server refuses the rest (and the page in Chromium).
+                "ROLLOUTUI_WS_MAX_CONNECTIONS_PER_USER": "1000",
             }
         )
         self.logfile = open(var_dir / "runall.log", "w")
