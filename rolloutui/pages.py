@@ -284,6 +284,9 @@ def inferenceservice_detail(request, namespace, name):
                 "api": api,
                 "history": api + "history/",
                 "ws": f"/ws/inferenceservices/{namespace}/{name}/",
+                # Whether the socket is sent every change: on Kubernetes only with the
+                # InferenceService cache (its watch); otherwise the page also reads the API.
+                "pushed": cluster.inferenceservice_changes_pushed(),
                 "audit": reverse("api-audit"),
                 "canOperate": access.allowed(request.user, OPERATE, namespace),
                 "backend": cluster.backend_name(),

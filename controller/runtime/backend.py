@@ -36,9 +36,9 @@ def backend_name() -> str:
 
 def get_cluster(*, actor: str = "operator") -> ClusterPort:
     if backend_name() == "kubernetes":
-        return _kubernetes_cluster(
-            cached=actor == "controller" and pod_cache_enabled(), workloads=workload_cache_enabled()
-        )
+        if actor == "controller":  # the reconcile passes: ModelServings, never an InferenceService
+            return _kubernetes_cluster(cached=pod_cache_enabled())
+        return _kubernetes_cluster(workloads=workload_cache_enabled())
     return sim_cluster(actor=actor)
 
 
@@ -121,22 +121,8 @@ def _kubernetes_cluster(*, cached: bool = False, workloads: bool = False) -> Clu
     from . import interruptions
 
     if workloads:
-        from controller.k8s.informer import CachedKubernetesCluster
         from controller.k8s.kserve_cache import CachedWorkloadCluster
 
-        if cached:
-
-            class _BothCaches(CachedWorkloadCluster, CachedKubernetesCluster):
-                pass
-
-            informer, written = _pod_cache()
-            return _BothCaches(
-                _api_client(),
-                workloads=_workload_cache(),
-                pods=informer,
-                written=written,
-                on_interrupted=interruptions.report,
-            )
         return CachedWorkloadCluster(_api_client(), workloads=_workload_cache(), on_interrupted=interruptions.report)
     # Requests a drain timeout cut off (the router's in-flight counts) reach the audit as on the
     # simulated cluster.

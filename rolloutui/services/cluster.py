@@ -32,6 +32,13 @@ def backend_name() -> str:
     return backend.backend_name()
 
 
+def inferenceservice_changes_pushed() -> bool:
+    """Whether every change of an InferenceService reaches its page's websocket: on the embedded
+    cluster (the tick publishes it) and on Kubernetes with the InferenceService cache (its watch);
+    otherwise only the changes made through RolloutUI do."""
+    return backend.backend_name() != "kubernetes" or backend.workload_cache_enabled()
+
+
 def cluster_settings() -> dict:
     """The cluster-wide strategy settings in force and their origin, as the page shows them:
     ``{deploymentMode, defaultRollout: {maxUnavailable?, maxSurge?}, multiNodeOverride, origin, error}``

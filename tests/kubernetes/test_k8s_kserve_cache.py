@@ -112,7 +112,6 @@ def test_the_runtime_reads_inferenceservices_through_the_processs_cache_when_ena
     monkeypatch,
 ):
     from controller.k8s import KubernetesCluster
-    from controller.k8s.informer import CachedKubernetesCluster
     from controller.runtime import backend
 
     settings.ROLLOUTUI_BACKEND = "kubernetes"
@@ -122,19 +121,25 @@ def test_the_runtime_reads_inferenceservices_through_the_processs_cache_when_ena
     assert type(backend.get_cluster()) is KubernetesCluster
     settings.ROLLOUTUI_KUBERNETES_WORKLOAD_CACHE = True
     backend._workload_cache.cache_clear()
-    backend._pod_cache.cache_clear()
     try:
         web, other = backend.get_cluster(), backend.get_cluster()
         assert isinstance(web, CachedWorkloadCluster) and web.workloads is other.workloads
         assert web.workloads.wait_synced(5)
         assert state(web) == state(world[1])
-        settings.ROLLOUTUI_KUBERNETES_POD_CACHE = True
-        controller = backend.get_cluster(actor="controller")
-        assert isinstance(controller, CachedWorkloadCluster) and isinstance(controller, CachedKubernetesCluster)
-        assert controller.workloads is web.workloads
+        # The reconcile passes read no InferenceService: their adapter has no such cache.
+        assert not isinstance(backend.get_cluster(actor="controller"), CachedWorkloadCluster)
     finally:
         backend._workload_cache().stop(timeout=5)
         backend._workload_cache.cache_clear()
-        if backend._pod_cache.cache_info().currsize:
-            backend._pod_cache()[0].stop(timeout=5)
-        backend._pod_cache.cache_clear()
+
+
+def test_the_inferenceservice_page_reads_the_api_too_only_on_kubernetes_without_the_cache(settings):
+    from rolloutui.services import cluster
+
+    settings.ROLLOUTUI_BACKEND = "sim"
+    assert cluster.inferenceservice_changes_pushed() is True
+    settings.ROLLOUTUI_BACKEND = "kubernetes"
+    settings.ROLLOUTUI_KUBERNETES_WORKLOAD_CACHE = False
+    assert cluster.inferenceservice_changes_pushed() is False
+    settings.ROLLOUTUI_KUBERNETES_WORKLOAD_CACHE = True
+    assert cluster.inferenceservice_changes_pushed() is True

@@ -608,3 +608,10 @@ const stream = connectStream(boot.ws, {
 // For tests and debugging, as on the ModelServing page.
 window.__isvcStream = stream;
 setInterval(fallbackRefresh, FALLBACK_MS);
+// Where the server does not push every change (Kubernetes without the InferenceService cache), the
+// page also reads the API every 2 s, as before the websocket; the socket still brings controls at once.
+if (boot.pushed === false) {
+  setInterval(() => {
+    if (!document.hidden) api(boot.api).then(show, () => {});
+  }, 2000);
+}
