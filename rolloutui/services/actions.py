@@ -356,6 +356,9 @@ class Action:
     # arguments (POST /api/modelservings/<name>, no CLI target, the editor page), its service called as
     # service(user, *, <args>, reason, source) and returning a list of AuditRecords.
     scope: str = "object"
+    # The page panel that drives this action with values it computed (apply-advice: the advisor
+    # panel, which knows the advice's id), instead of a button of the controls bar asking for them.
+    panel: str = ""
 
     def __post_init__(self) -> None:
         if self.scope not in (OBJECT, COLLECTION):
@@ -422,6 +425,7 @@ class Action:
             "exclusive": [list(group) for group in self.exclusive],
             "presets": [{"key": p.key, "label": p.label, "values": dict(p.values)} for p in self.presets],
             "scope": self.scope,
+            "panel": self.panel,
         }
 
 
@@ -803,6 +807,7 @@ APPLY_ADVICE = register(
         ),
         service=advisor.apply_advice,
         audit="apply_advice",
+        panel="advisor-panel",
         args=(
             Arg("advice", STRING, "The advice's id (advise prints it).", required=True, label="Advice", max_length=64),
             Arg(

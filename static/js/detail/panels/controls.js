@@ -196,6 +196,7 @@ function fromServer(registry) {
   const out = [];
   for (const a of (registry && Array.isArray(registry.actions) ? registry.actions : [])) {
     if (!a || typeof a.name !== "string") continue;
+    if (a.panel) continue; // driven by a panel of its own (apply-advice: the advisor), not a bar button
     const presets = Array.isArray(a.presets) ? a.presets : [];
     const preset = new Set(presets.flatMap((p) => Object.keys((p && p.values) || {})));
     const path = typeof a.url === "string" ? a.url.split("/").filter(Boolean).pop() : a.name;
