@@ -278,7 +278,7 @@ class Runner:
                 # The pass asks the router only about draining pods (that is all it needs), so its
                 # view would show 0 in flight on serving pods. With traffic the view is built here
                 # instead, with every pod's count, so the trace's inFlight is true everywhere.
-                view = self._view_now(ns, name) or view
+                view = result.view = self._view_now(ns, name) or view  # on_pass gets it too
             self.trace.offer_frame(now, view, result.blocked)
         self._check_convergence(None if result.actions else result.observed)
         for observer in self.on_pass:
