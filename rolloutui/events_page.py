@@ -6,6 +6,8 @@ is live without reloading. Filters are a GET form: a filtered page has its own U
 
 from __future__ import annotations
 
+import re
+
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
@@ -18,6 +20,13 @@ FILTERS = ("namespace", "workload", "action", "who", "type")
 FIRST_ROWS = 100
 # The kinds that have a page (an account's record or a pod's event on Kubernetes has none).
 WORKLOAD_PAGES = {"ModelServing": "modelserving-detail", "InferenceService": "inferenceservice-detail"}
+
+
+def action_label(action: str) -> str:
+    """An audit action as people read it: ``isvc_rollback`` -> ``Rollback`` (the kind column says
+    InferenceService), ``set_image`` -> ``Set image``; the same words as the pages' ``actionLabel``."""
+    words = re.sub(r"^isvc_", "", action or "").replace("_", " ").strip()
+    return words[:1].upper() + words[1:] if words else "—"
 
 
 def _href(item: dict) -> str:
@@ -38,6 +47,7 @@ def events_page(request):
     rows = events.feed(request.user, **{k: v for k, v in filters.items() if v}, limit=FIRST_ROWS)
     for row in rows:
         row["href"] = _href(row)
+        row["actionLabel"] = action_label(row.get("action") or "")
     return render(
         request,
         "events/index.html",

@@ -5,6 +5,7 @@
 
 import { api } from "../lib/api.js";
 import { byId, h, readJson } from "../lib/dom.js";
+import { actionLabel } from "../lib/format.js";
 
 const POLL_MS = 3000;
 const MAX_ROWS = 500;
@@ -25,14 +26,16 @@ function href(item) {
 function row(item) {
   const link = href(item);
   // The workload's kind goes under the type: a link alone in its cell (axe: link-in-text-block).
-  const where = link ? h("a", { href: link }, `${item.namespace}/${item.name}`) : `${item.namespace || ""}${item.name ? "/" + item.name : ""}`;
+  // A record of no namespace (a model version, an environment) names only itself.
+  const plain = item.namespace ? `${item.namespace}${item.name ? "/" + item.name : ""}` : item.name || "";
+  const where = link ? h("a", { href: link }, `${item.namespace}/${item.name}`) : plain;
   return h(
     "tr",
     { class: `event event-${item.type} event-new`, dataset: { id: item.id } },
     h("td", null, h("time", { datetime: item.when, dataset: { t: item.t } }, local(item.t))),
     h("td", null, item.type, item.kind ? [h("br"), h("span", { class: "muted" }, item.kind)] : null),
     h("td", null, where),
-    h("td", { class: "mono" }, item.action),
+    h("td", { dataset: { action: item.action || "" }, title: item.action || "" }, actionLabel(item.action)),
     h("td", null, item.who),
     h("td", null, h("span", { class: bad(item.level) ? "badge badge-error" : "badge" }, item.level)),
     h("td", null, item.message),
