@@ -232,6 +232,12 @@ def test_the_release_panel_shows_the_last_release_when_none_is_live_instead_of_n
     expect(summary).not_to_contain_text("now rolls out")
     expect(page.get_by_test_id("rev-release")).to_have_text("r1 · v2")
 
+    # The Releases page's environment card says the same: not "nothing released yet".
+    page.goto(site.url("/releases/"))
+    live = page.locator('[data-target="default/chat"] [data-testid="rel-live"]')
+    expect(live).to_contain_text("no release live: the last, r1 · v2, is superseded (replaced by revision #3")
+    expect(live).not_to_contain_text("nothing released yet")
+
 
 # -- Item 9: revision numbers as they were, and the hash, after a rollback renumbered them ------------------
 

@@ -344,6 +344,14 @@ function progressOf(ref) {
   );
 }
 
+// A target with no live release: never released to, or its last release no longer runs (a change no
+// release wrote replaced it); the history then says which, rather than "nothing released yet".
+function notLive(t) {
+  const last = data.history.find((r) => r.target.namespace === t.namespace && r.target.name === t.name);
+  if (!last) return h("span", { class: "muted" }, "nothing released yet");
+  return h("span", { class: "muted" }, `no release live: the last, ${last.label}, is ${String(last.status || "").toLowerCase()}`, last.statusReason ? ` (${last.statusReason})` : "");
+}
+
 function renderEnvs() {
   mount(
     byId("rel-envs"),
@@ -366,7 +374,7 @@ function renderEnvs() {
                     h(
                       "div",
                       { class: "rel-live", "data-testid": "rel-live" },
-                      a ? [h("span", { class: "rel-label" }, a.label), " ", statusBadge(a.status, a.statusReason), " ", h("span", { class: "mono muted" }, `${a.model}:${a.version}`)] : h("span", { class: "muted" }, "nothing released yet"),
+                      a ? [h("span", { class: "rel-label" }, a.label), " ", statusBadge(a.status, a.statusReason), " ", h("span", { class: "mono muted" }, `${a.model}:${a.version}`)] : notLive(t),
                       a && a.status === "Failed" && a.statusReason ? h("div", { class: "field-error" }, a.statusReason) : null,
                     ),
                     a && a.status === "Deploying" ? progressOf(ref) : null,
