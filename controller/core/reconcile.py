@@ -237,8 +237,8 @@ def _reconcile_once(
         # next read of the state showed their load.
         every_pod = in_flight_many(router, namespace, view_pods)
         view_in_flight = in_flight if every_pod is None else every_pod
-        view_routed = observed.routed if view_observed is not None else routed_pods(
-            router, cluster, namespace, name, view_pods
+        view_routed = (
+            observed.routed if view_observed is not None else routed_pods(router, cluster, namespace, name, view_pods)
         )
         result.view = build_view(
             state_obj, view_pods, revs, view_in_flight, listed_at, observed=view_observed, routed=view_routed
