@@ -121,6 +121,17 @@ def test_the_web_and_worker_run_one_image_with_the_kubernetes_backend_and_the_da
     assert commands["watch"][:4] == ["python", "-m", "controller.k8s", "watch"]
 
 
+def test_the_web_reads_inferenceservices_from_a_watch_and_the_worker_does_not_try():
+    """The web account may list and watch InferenceServices and Deployments; the worker's may not, so
+    only the web container turns the watched cache on."""
+    apps = {d["metadata"]["name"]: d for d in by_kind("Deployment")}
+    for name, wanted in (("rolloutui-web", "1"), ("rolloutui-worker", None)):
+        for container in containers_of(apps[name]):
+            env = {e["name"]: e.get("value") for e in container.get("env", [])}
+            if container["name"] in ("web", "worker", "preview", "beat", "watch"):
+                assert env.get("ROLLOUTUI_KUBERNETES_WORKLOAD_CACHE") == wanted, container["name"]
+
+
 def _option(command: list[str], name: str) -> str:
     return command[command.index(name) + 1]
 
