@@ -11,7 +11,7 @@ from rest_framework import serializers
 
 from rolloutui.releases.models import DeploymentRevision, ModelVersion
 
-from .serializers import AuditRecordSerializer
+from .audit_serializers import AuditRecordSerializer
 
 
 def _json(help_text: str, *, required: bool = False) -> serializers.JSONField:
