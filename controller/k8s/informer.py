@@ -273,8 +273,8 @@ class Informer:
     def caught_up(self, timeout: float, version: int | None = None) -> bool:
         """Whether the store is synced and holds everything up to ``version`` (waiting up to
         ``timeout`` seconds for the version; a store not synced yet is not waited for)."""
-        if not self._synced.is_set():
-            return False
+        if not self._synced.is_set() or self._thread is None or not self._thread.is_alive():
+            return False  # never synced, or its watch is gone (stopped, or a process forked after start)
         deadline = time.monotonic() + timeout
         wanted = -1 if version is None else version
         with self._progress:

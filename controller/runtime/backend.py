@@ -80,10 +80,15 @@ def pod_cache_enabled() -> bool:
     return str(value).strip().lower() in ("1", "true", "yes", "on")
 
 
-@lru_cache(maxsize=1)
 def _pod_cache():
-    """This process's pod informer, started on first use (in a Celery pool process: after the fork),
-    and the record of pod writes it shares with the other worker processes through Redis."""
+    return _pod_cache_of(os.getpid())
+
+
+@lru_cache(maxsize=1)
+def _pod_cache_of(pid: int):
+    """This process's pod informer, started on first use (in a Celery pool process: after the fork;
+    keyed by the process id, so a child forked after its parent made one starts its own), and the
+    record of pod writes it shares with the other worker processes through Redis."""
     from controller.k8s.informer import RedisWrittenVersions, WrittenVersions, pod_informer
 
     informer = pod_informer(_api_client()).start()

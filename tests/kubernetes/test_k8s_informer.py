@@ -181,6 +181,18 @@ def test_without_a_synced_cache_the_adapter_lists_from_the_api_server_at_once(pl
     assert cluster.cache_misses == 1
 
 
+def test_an_informer_whose_watch_thread_is_gone_is_not_read_even_though_it_synced_once(plain, informer, api_client):
+    """A cache whose watch thread is gone (stopped, or inherited by a forked process) would never
+    change again: the adapter lists from the API server instead."""
+    informer.start().wait_synced(5)
+    informer.stop(timeout=5)
+    informer._stop.clear()  # as in a process forked after the start: the thread gone, nothing stopped
+    plain.create_pod(pod("chat-0"))
+    cluster = CachedKubernetesCluster(api_client, pods=informer)
+    assert names(cluster.list_pods(NS, "chat")) == ["chat-0"]
+    assert cluster.cache_misses == 1
+
+
 def test_a_pod_write_of_another_worker_process_is_waited_for_through_the_shared_versions(
     plain, informer, api_client, apiserver
 ):
@@ -237,7 +249,7 @@ def test_the_runtime_gives_the_controllers_passes_one_cached_adapter_per_process
     settings.ROLLOUTUI_KUBERNETES_POD_CACHE = False
     assert type(backend.get_cluster(actor="controller")) is KubernetesCluster
     settings.ROLLOUTUI_KUBERNETES_POD_CACHE = True
-    backend._pod_cache.cache_clear()
+    backend._pod_cache_of.cache_clear()
     try:
         one, two = backend.get_cluster(actor="controller"), backend.get_cluster(actor="controller")
         assert isinstance(one, CachedKubernetesCluster) and one is not two
@@ -246,4 +258,4 @@ def test_the_runtime_gives_the_controllers_passes_one_cached_adapter_per_process
     finally:
         informer, _ = backend._pod_cache()
         informer.stop(timeout=5)
-        backend._pod_cache.cache_clear()
+        backend._pod_cache_of.cache_clear()
