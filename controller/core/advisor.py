@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import naming
+from . import podresources
 from .spec import GROUP_ROLLING, IN_PLACE, ModelServing, ValidationError, parse_modelserving
 from .strategy import ClusterSettings, resolve
 
@@ -90,20 +90,11 @@ class Outcome:
 
 
 # --- figures of a manifest -----------------------------------------------------------------------------
-def _gpus(template: Mapping[str, Any] | None) -> int:
-    total = 0
-    for c in ((template or {}).get("spec") or {}).get("containers") or []:
-        limits = (c.get("resources") or {}).get("limits") or {}
-        try:
-            total += int(str(limits.get(naming.GPU_RESOURCE, 0)))
-        except ValueError:
-            pass
-    return total
-
-
 def instance_gpus(ms: ModelServing) -> dict[str, int]:
     """GPUs of one instance of each role: its entry pod and its workers."""
-    return {r.name: _gpus(r.entry_template) + r.worker_replicas * _gpus(r.worker_template) for r in ms.roles}
+    return {
+        r.name: podresources.instance_gpus(r.entry_template, r.worker_replicas, r.worker_template) for r in ms.roles
+    }
 
 
 def group_gpus(ms: ModelServing) -> int:

@@ -11,7 +11,8 @@ the rest (the deadlock two half-placed instances would otherwise make). As Kthen
 - ``minMember`` per ServingGroup = the sum over roles of (1 + workerReplicas) x min(minRoleReplicas
   of the role, replicas of the role) (``spec.template.gangPolicy.minRoleReplicas``; a role it does
   not name counts fully); per instance = 1 + workerReplicas;
-- ``minResources`` = the GPUs (``nvidia.com/gpu`` requests, else limits) of those ``minMember`` pods;
+- ``minResources`` = the GPUs of those ``minMember`` pods (``podresources``: requests, else limits;
+  init containers as Kubernetes counts them);
 - the queue from the ModelServing annotation ``scheduling.volcano.sh/queue-name``;
 - the pods carry ``scheduling.k8s.io/group-name=<PodGroup>`` and ``volcano.sh/task-spec=<role-id>``.
 
@@ -28,9 +29,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from . import naming
+from . import naming, podresources
 from .ports import PODGROUP, Obj
 from .revisions import owner_reference
+from .spec import ModelServing, Role
 
 VOLCANO = "volcano"
 API_VERSION = "scheduling.volcano.sh/v1beta1"
@@ -68,19 +70,6 @@ def pod_annotations(ms_obj: Obj, group: int, role: str, ordinal: int) -> dict[st
     return {ANNOTATION_GROUP_NAME: pg, ANNOTATION_TASK_SPEC: naming.role_id(role, ordinal)}
 
 
-def _gpus(template: Any) -> int:
-    """GPUs of one pod template: the sum of its containers' request (limit when no request)."""
-    spec = (template or {}).get("spec") or {}
-    total = 0
-    for c in spec.get("containers") or []:
-        res = c.get("resources") or {}
-        value = (res.get("requests") or {}).get(naming.GPU_RESOURCE)
-        if value is None:
-            value = (res.get("limits") or {}).get(naming.GPU_RESOURCE)
-        total += _count(value, 0)
-    return total
-
-
 def _count(value: Any, default: int) -> int:
     """A whole number from the manifest (``"2"``, 2); ``default`` when absent or not a number
     (the spec's validation reports such values; the PodGroup is not where to fail on them)."""
@@ -92,12 +81,12 @@ def _count(value: Any, default: int) -> int:
         return default
 
 
-def _role_figures(role: dict[str, Any]) -> tuple[int, int]:
-    """(pods of one instance, GPUs of one instance) of a role as the manifest writes it."""
-    workers = _count(role.get("workerReplicas"), 0)
-    entry = _gpus(role.get("entryTemplate"))
-    worker = _gpus(role.get("workerTemplate") or role.get("entryTemplate"))
-    return 1 + workers, entry + workers * worker
+def _role_figures(role: Role | None) -> tuple[int, int]:
+    """(pods of one instance, GPUs of one instance) of a role (none for a role the spec lost)."""
+    if role is None:
+        return 1, 0
+    gpus = podresources.instance_gpus(role.entry_template, role.worker_replicas, role.worker_template)
+    return role.pods_per_instance, gpus
 
 
 def _podgroup(ms_obj: Obj, name: str, labels: dict[str, str], min_member: int, gpus: int) -> Obj:
@@ -119,41 +108,36 @@ def _podgroup(ms_obj: Obj, name: str, labels: dict[str, str], min_member: int, g
     }
 
 
-def podgroups(ms_obj: Obj, extra_instances: Iterable[tuple[int, str, int]] = ()) -> list[Obj]:
-    """The PodGroups ``ms_obj`` needs: one per ServingGroup 0..replicas-1 (or per role instance),
-    plus those of ``extra_instances`` ((group, role, ordinal) that still have pods: a group being
-    scaled away keeps its PodGroup until its last pod is gone). None unless Volcano schedules it."""
-    spec = ms_obj.get("spec") or {}
-    if not enabled(spec.get("schedulerName")):
+def podgroups(ms: ModelServing, extra_instances: Iterable[tuple[int, str, int]] = ()) -> list[Obj]:
+    """The PodGroups the parsed ModelServing ``ms`` needs: one per ServingGroup 0..replicas-1 (or per
+    role instance), plus those of ``extra_instances`` ((group, role, ordinal) that still have pods: a
+    group being scaled away keeps its PodGroup until its last pod is gone). None unless Volcano
+    schedules it."""
+    if not enabled(ms.scheduler_name):
         return []
-    ms_name = (ms_obj.get("metadata") or {}).get("name") or ""
-    template = spec.get("template") or {}
-    roles = [r for r in template.get("roles") or [] if isinstance(r, dict)]
+    ms_obj = ms.manifest
+    template = (ms_obj.get("spec") or {}).get("template") or {}
     minimum = ((template.get("gangPolicy") or {}).get("minRoleReplicas")) or {}
-    replicas = _count(spec.get("replicas"), 1)
     extra = sorted(set(extra_instances))
-    by_role = {r.get("name"): r for r in roles}
     out: list[Obj] = []
     if scope(ms_obj) == SCOPE_INSTANCE:
-        wanted = {
-            (g, r.get("name"), k) for g in range(replicas) for r in roles for k in range(_count(r.get("replicas"), 1))
-        }
+        wanted = {(g, r.name, k) for g in range(ms.replicas) for r in ms.roles for k in range(r.replicas)}
         for group, role, ordinal in sorted(wanted | set(extra), key=lambda x: (x[0], str(x[1]), x[2])):
-            pods, gpus = _role_figures(by_role.get(role) or {})
-            labels = {naming.LABEL_GROUP_NAME: naming.group_name(ms_name, group), naming.LABEL_ROLE: str(role)}
-            out.append(_podgroup(ms_obj, podgroup_name(ms_name, group, str(role), ordinal), labels, pods, gpus))
+            pods, gpus = _role_figures(ms.role(role))
+            labels = {naming.LABEL_GROUP_NAME: naming.group_name(ms.name, group), naming.LABEL_ROLE: str(role)}
+            out.append(_podgroup(ms_obj, podgroup_name(ms.name, group, str(role), ordinal), labels, pods, gpus))
         return out
-    groups = set(range(replicas)) | {g for g, _, _ in extra}
+    groups = set(range(ms.replicas)) | {g for g, _, _ in extra}
     min_member, min_gpus = 0, 0
-    for role in roles:
-        pods, gpus = _role_figures(role)
-        count = _count(role.get("replicas"), 1)
-        if role.get("name") in minimum:
-            count = min(_count(minimum[role.get("name")], count), count)
+    for r in ms.roles:
+        pods, gpus = _role_figures(r)
+        count = r.replicas
+        if r.name in minimum:
+            count = min(_count(minimum[r.name], count), count)
         min_member += pods * count
         min_gpus += gpus * count
     for group in sorted(groups):
-        name = podgroup_name(ms_name, group)
+        name = podgroup_name(ms.name, group)
         out.append(_podgroup(ms_obj, name, {naming.LABEL_GROUP_NAME: name}, min_member, min_gpus))
     return out
 

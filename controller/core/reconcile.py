@@ -395,7 +395,7 @@ def ensure_podgroups(cluster: ClusterPort, ms: ModelServing, pods: list[Obj]) ->
         # one left from when it was goes with the ModelServing (owner reference).
         return
     namespace, name = ms.namespace, ms.name
-    wanted = {pg["metadata"]["name"]: pg for pg in gang.podgroups(ms.manifest, gang.instances_of(pods))}
+    wanted = {pg["metadata"]["name"]: pg for pg in gang.podgroups(ms, gang.instances_of(pods))}
     current = {pg["metadata"]["name"]: pg for pg in cluster.list_owned(PODGROUP, namespace, name)}
     for pg_name, pg in wanted.items():
         have = current.get(pg_name)

@@ -58,7 +58,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from controller.core import naming
+from controller.core import naming, podresources
 from controller.core.ports import Obj
 
 from .config import ClusterConfig, Span, default_digest
@@ -104,23 +104,11 @@ def draw(config: ClusterConfig, pod: Obj, key: str, span: Span) -> float:
 
 
 def pod_gpus(pod: Obj) -> int:
-    """GPUs a pod needs: the sum over its containers of the GPU request (the limit when no request).
+    """GPUs a pod needs: Kubernetes' effective request (``controller.core.podresources.pod_gpus``).
 
     Example: containers with limits {"nvidia.com/gpu": "1"} and {"nvidia.com/gpu": "2"} need 3.
-    Init containers run before the others, so they add only what exceeds the regular sum.
     """
-    spec = pod.get("spec") or {}
-
-    def need(container: Obj) -> int:
-        res = container.get("resources") or {}
-        value = (res.get("requests") or {}).get(naming.GPU_RESOURCE)
-        if value is None:
-            value = (res.get("limits") or {}).get(naming.GPU_RESOURCE)
-        return int(value or 0)
-
-    regular = sum(need(c) for c in spec.get("containers") or [])
-    init = max((need(c) for c in spec.get("initContainers") or []), default=0)
-    return max(regular, init)
+    return podresources.pod_gpus(pod.get("spec"))
 
 
 def pod_ip(number: int) -> str:

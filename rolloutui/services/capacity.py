@@ -42,9 +42,10 @@ from typing import Any
 
 from django.conf import settings
 
+from controller.core import podresources
 from controller.core.naming import LABEL_ROLE
 from controller.core.ports import NotFound
-from controller.core.spec import roles_as_written
+from controller.core.spec import Role, ValidationError, parse_modelserving
 
 from ..releases.models import DeploymentRevision
 from . import cluster, state
@@ -236,18 +237,20 @@ def safe_concurrency(batching: dict[str, Any]) -> int | None:
     return None
 
 
-def _gpus_per_instance(role: dict[str, Any]) -> int:
-    def gpus(template: dict[str, Any] | None) -> int:
-        total = 0
-        for c in ((template or {}).get("spec") or {}).get("containers") or []:
-            limits = (c.get("resources") or {}).get("limits") or {}
-            try:
-                total += int(str(limits.get("nvidia.com/gpu", 0)))
-            except ValueError:
-                pass
-        return total
+def spec_roles(manifest: Any) -> dict[str, Role]:
+    """The roles of the parsed manifest by name (parsed once here, the figures read from the value);
+    none for a manifest the spec refuses (its roles are then those its instances show)."""
+    try:
+        return {r.name: r for r in parse_modelserving(manifest).roles}
+    except ValidationError:
+        return {}
 
-    return gpus(role.get("entryTemplate")) + int(role.get("workerReplicas") or 0) * gpus(role.get("workerTemplate"))
+
+def gpus_per_instance(role: Role | None) -> int:
+    """GPUs of one instance of ``role`` (``core.podresources``), 0 for a role the spec lacks."""
+    if role is None:
+        return 0
+    return podresources.instance_gpus(role.entry_template, role.worker_replicas, role.worker_template)
 
 
 def _prometheus(url: str, query: str) -> list[dict[str, Any]]:
@@ -295,7 +298,7 @@ def capacity(namespace: str, name: str) -> dict[str, Any]:
     Raises ``NotFound`` for an unknown ModelServing."""
     view = state.get_state(namespace, name)
     manifest = cluster.get_cluster().get_modelserving(namespace, name)
-    spec_roles = {r.get("name"): r for r in roles_as_written(manifest)}
+    roles_by_name = spec_roles(manifest)
     backend = cluster.backend_name()
     simulated = backend != "kubernetes"
     batching, model_roles, release = _batching(namespace, name, view)
@@ -323,7 +326,7 @@ def capacity(namespace: str, name: str) -> dict[str, Any]:
             gpu_source = f"not available (Prometheus: {exc})"
 
     instances = view.get("instances") or []
-    names = list(spec_roles) or sorted({i["role"] for i in instances})
+    names = list(roles_by_name) or sorted({i["role"] for i in instances})
     total_in_flight = sum(int(i.get("inFlight") or 0) for i in instances)
     total_instances = len(instances)
     roles_out: list[dict[str, Any]] = []
@@ -355,7 +358,8 @@ def capacity(namespace: str, name: str) -> dict[str, Any]:
             util, memory = simulated_gpu(flights, role_safe, sequences if runs_model else None)
         else:
             util, memory = (dcgm.get(role) or {}).get("util"), (dcgm.get(role) or {}).get("memory")
-        per_group = int((spec_roles.get(role) or {}).get("replicas") or 1)
+        spec_role = roles_by_name.get(role)
+        per_group = spec_role.replicas if spec_role is not None else 1
         offered = rate * mean_duration if rate is not None and mean_duration is not None else None
         roles_out.append(
             {
@@ -367,7 +371,7 @@ def capacity(namespace: str, name: str) -> dict[str, Any]:
                 "requestRate": rate,
                 "queueSeconds": queue_seconds(flights, role_safe, rate),
                 "timeoutRate": None,
-                "gpus": _gpus_per_instance(spec_roles.get(role) or {}) * len(mine),
+                "gpus": gpus_per_instance(spec_role) * len(mine),
                 "gpuUtilisation": util,
                 "gpuMemory": memory,
                 "safeConcurrency": role_safe,

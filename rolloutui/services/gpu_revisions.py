@@ -5,7 +5,8 @@ Per revision, over the instances of that revision that pass every gate (Serving)
 
 - ``gpuUtilization``: the mean busy share of their GPUs, 0-1;
 - ``gpuMemoryMiB``: the mean GPU memory used per GPU, in MiB;
-- ``gpus``: how many GPUs those instances hold (their templates' ``nvidia.com/gpu``).
+- ``gpus``: how many GPUs those instances hold (their templates' ``nvidia.com/gpu``, counted by
+  ``core.podresources``).
 
 Sources, the same as the Capacity panel's (``capacity``):
 
@@ -30,7 +31,6 @@ from typing import Any
 from django.conf import settings
 
 from controller.core.naming import LABEL_REVISION
-from controller.core.spec import roles_as_written
 
 from . import capacity, cluster, state
 
@@ -47,7 +47,7 @@ def simulated(namespace: str, name: str, view: dict[str, Any] | None = None) -> 
     """Per revision, from the state view's instances (simulated cluster)."""
     view = view if view is not None else state.get_state(namespace, name)
     manifest = cluster.get_cluster().get_modelserving(namespace, name)
-    spec_roles = {r.get("name"): r for r in roles_as_written(manifest)}
+    spec_roles = capacity.spec_roles(manifest)
     batching, model_roles, _ = capacity._batching(namespace, name, view)
     safe = capacity.safe_concurrency(batching)
     sequences = batching.get("maxConcurrentSequences")
@@ -60,7 +60,7 @@ def simulated(namespace: str, name: str, view: dict[str, Any] | None = None) -> 
     out: dict[str, dict[str, Any]] = {}
     for revision, mine in by_revision.items():
         util, memory = capacity.simulated_gpu([int(i.get("inFlight") or 0) for i in mine], safe, sequences)
-        gpus = sum(capacity._gpus_per_instance(spec_roles.get(i.get("role")) or {}) for i in mine)
+        gpus = sum(capacity.gpus_per_instance(spec_roles.get(str(i.get("role")))) for i in mine)
         out[revision] = {
             "gpuUtilization": util,
             "gpuMemoryMiB": None if memory is None else round(memory * SIM_GPU_MEMORY_MIB),

@@ -12,6 +12,7 @@ import pytest
 from controller.core import gang, naming
 from controller.core.ports import PODGROUP, NoRouter
 from controller.core.reconcile import reconcile
+from controller.core.spec import parse_modelserving
 from controller.simcluster import physics
 from controller.simcluster.memory.clock import VirtualClock
 from controller.simcluster.memory.store import InMemoryStore
@@ -74,11 +75,11 @@ def figures(pgs):
     ],
 )
 def test_podgroups_follow_the_spec(kwargs, extra, expected):
-    assert figures(gang.podgroups(manifest(**kwargs), extra)) == expected
+    assert figures(gang.podgroups(parse_modelserving(manifest(**kwargs)), extra)) == expected
 
 
 def test_a_podgroup_is_owned_by_its_modelserving_and_names_its_queue():
-    pg = gang.podgroups(manifest(annotations={gang.ANNOTATION_QUEUE: "llm-queue"}))[0]
+    pg = gang.podgroups(parse_modelserving(manifest(annotations={gang.ANNOTATION_QUEUE: "llm-queue"})))[0]
     assert pg["apiVersion"] == "scheduling.volcano.sh/v1beta1" and pg["kind"] == "PodGroup"
     assert pg["spec"]["queue"] == "llm-queue"
     assert pg["metadata"]["ownerReferences"][0]["uid"] == "u-1"

@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import podresources
 from ..intorpercent import IntOrPercent, IntOrPercentError
 from .config import KNATIVE, MODELMESH, STANDARD, DeployConfig, current_mode_name
 from .errors import KServeError
@@ -498,16 +499,9 @@ def _check_autoscaling(raw: dict[str, Any], path: str, mode: str, annotations: d
 
 
 def gpu_count(container: dict[str, Any]) -> int:
-    """The GPUs a container requests (its requests, else its limits), of any GPU resource type."""
-    resources = container.get("resources") or {}
-    for part in ("requests", "limits"):
-        for resource, amount in (resources.get(part) or {}).items():
-            if resource in GPU_RESOURCES:
-                try:
-                    return int(str(amount))
-                except ValueError:
-                    return 0
-    return 0
+    """The GPUs a container requests (its requests, else its limits), of any GPU resource type
+    (``core.podresources``)."""
+    return podresources.container_gpus(container, GPU_RESOURCES)
 
 
 def _with_gpus(container: dict[str, Any], count: int, env: dict[str, str]) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import gates, naming, phases
+from .. import gates, naming, phases, podresources
 from ..gates import instance_gates
 from ..observe import InstanceObs, parse_pod
 from . import apps, handover
@@ -377,16 +377,9 @@ def inferenceservice_view(
 
 
 def _gpus_per_pod(deployment: Obj) -> int:
-    """The GPUs one pod of the Deployment's template asks for (limits, every container)."""
-    total = 0
-    for c in (((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []:
-        for resource, amount in ((c.get("resources") or {}).get("limits") or {}).items():
-            if resource in GPU_RESOURCES:
-                try:
-                    total += int(str(amount))
-                except ValueError:
-                    pass
-    return total
+    """The GPUs one pod of the Deployment's template needs, of any GPU resource type
+    (``core.podresources``: requests, else limits; init containers as Kubernetes counts them)."""
+    return podresources.template_gpus((deployment.get("spec") or {}).get("template"), GPU_RESOURCES)
 
 
 def inferenceservice_phase(view: dict[str, Any]) -> str:
