@@ -230,3 +230,48 @@ class NoRouter:
 
     def in_flight(self, namespace: str, pod_name: str) -> int:
         return 0
+
+
+@runtime_checkable
+class SimulatorPort(Protocol):
+    """The embedded simulated cluster's extras, which a real cluster does not have: faults, nodes,
+    the list rows kept at write time, and what a preview copies (its config and clock).
+
+    The runtime backend hands it out (``controller.runtime.simulator.get_simulator``) on the
+    simulated backend and ``None`` on Kubernetes, so a service asks for it and never branches on the
+    backend's name nor imports the simulated cluster. The database-backed cluster implements it.
+    """
+
+    config: Any  # the simulated cluster's ClusterConfig (phase timings, image behaviour)
+    clock: Clock
+
+    # The list page's rows (``controller.core.listing.ms_summary``), kept at write time.
+    def list_summaries(self, namespace: str | None = None, within: set[str] | None = None) -> list[Obj]: ...
+
+    def modelserving_namespaces(self) -> set[str]: ...
+
+    # Pods, read and killed (a fault).
+    def get_pod(self, namespace: str, name: str) -> Obj:
+        """Raises NotFound."""
+        ...
+
+    def list_pods(self, namespace: str, ms_name: str) -> list[Obj]: ...
+
+    def kill_pod(self, namespace: str, name: str, message: str) -> Obj: ...
+
+    # Nodes: listed, added, failed (a fault).
+    def list_nodes(self, *, include_failed: bool = False) -> list[Any]:
+        """Node records with ``name``, ``ip``, ``gpus`` and ``failed``."""
+        ...
+
+    def add_node(self, gpus: int, *, name: str | None = None) -> Any: ...
+
+    def fail_node(self, name: str) -> list[str]:
+        """Returns the names of the pods lost; raises NotFound, or Conflict when already failed."""
+        ...
+
+    def gpus_used(self) -> dict[str, int]:
+        """GPUs held by bound pods, by node name."""
+        ...
+
+    def pods_per_node(self) -> dict[str, int]: ...

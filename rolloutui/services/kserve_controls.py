@@ -38,8 +38,7 @@ from controller.core.mergepatch import copy_json, diff
 from controller.core.ports import Conflict, NotFound
 from controller.runtime import kserve as runtime_kserve
 from controller.runtime.publish import publish_inferenceservice
-from controller.simcluster.kserve_preview import preview_inferenceservice
-from controller.simcluster.scenario import ScenarioError
+from controller.runtime.simulator import ScenarioError, get_simulator, preview_inferenceservice
 
 from ..models import AuditRecord
 from . import masking
@@ -278,7 +277,9 @@ def preview(
         deploy = (config_map.get("data") or {}).get("deploy")
     except NotFound:
         deploy = None
-    nodes = [n for n in getattr(cluster, "list_nodes", lambda: [])() if getattr(n, "gpus", 0)]
+    # The copy has the embedded cluster's nodes; on Kubernetes (no simulator) a default shape.
+    simulator = get_simulator()
+    nodes = [n for n in simulator.list_nodes() if n.gpus] if simulator is not None else []
     try:
         return preview_inferenceservice(
             isvc,

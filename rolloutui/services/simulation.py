@@ -4,12 +4,13 @@ Only for the "sim" backend (``ControlError`` otherwise). Faults need the operate
 reason, and are audited like the controls (action ``kill_pod``, ``fail_node``, ``add_node``).
 
 ``preview(namespace, name, patch)`` answers "what will this change do?" without touching anything:
-it asks the simulated cluster's public preview (``controller.simcluster.preview.preview_from``: the
-real reconcile pass on a virtual clock) to copy the ModelServing as it runs (its object, revisions
-and pods, each where it is in its life) onto a cluster with the live cluster's nodes (less the
-GPUs other workloads hold there), phase timings, image behaviour and traffic, apply ``patch`` as
-an operator would and run until the change has rolled out; and it shapes that timeline for the
-page (capacity steps, distinct blocked reasons, the budget's floor).
+it asks the simulated cluster's public preview (``preview_from``, which the services reach through
+``controller.runtime.simulator``: the real reconcile pass on a virtual clock) to copy the
+ModelServing as it runs (its object, revisions and pods, each where it is in its life) onto a
+cluster with the live cluster's nodes (less the GPUs other workloads hold there), phase timings,
+image behaviour and traffic, apply ``patch`` as an operator would and run until the change has
+rolled out; and it shapes that timeline for the page (capacity steps, distinct blocked reasons, the
+budget's floor).
 """
 
 from __future__ import annotations
@@ -29,11 +30,17 @@ from controller.core.ports import NotFound
 from controller.core.spec import ValidationError, parse_modelserving
 from controller.models import SimTraffic
 from controller.runtime import clustersettings
-from controller.runtime.backend import sim_cluster, sim_traffic
-from controller.simcluster import physics
-from controller.simcluster.config import Span, Traffic
-from controller.simcluster.database.store import DatabaseCluster
-from controller.simcluster.preview import LiveState, PreviewCluster, preview_from
+from controller.runtime.backend import sim_traffic
+from controller.runtime.simulator import (
+    LiveState,
+    PreviewCluster,
+    SimulatorPort,
+    Span,
+    Traffic,
+    get_simulator,
+    pod_gpus,
+    preview_from,
+)
 
 from ..models import AuditRecord, PreviewJob
 from .cluster import backend_name
@@ -42,12 +49,14 @@ from .controls import ControlDenied, audit, audited, check_permission, check_rea
 log = logging.getLogger(__name__)
 
 
-def _sim_cluster() -> DatabaseCluster:
-    if backend_name() != "sim":
+def _sim_cluster() -> SimulatorPort:
+    """The simulated cluster's extras; a ``ControlError`` naming ``backend`` where there are none."""
+    simulator = get_simulator(actor="operator")
+    if simulator is None:
         raise ControlError(
             f"simulation is only available on the simulated cluster (backend is {backend_name()!r})", field="backend"
         )
-    return sim_cluster(actor="operator")
+    return simulator
 
 
 def _fault(
@@ -141,19 +150,9 @@ def add_node(user, *, gpus: int, reason: str, source: str) -> AuditRecord:
 
 def list_nodes() -> list[dict[str, Any]]:
     """Every node (failed ones too): name, ip, gpus, GPUs in use, pods on it, failed."""
-    from django.db.models import Count
-
-    from controller.models import SimObject
-
     cluster = _sim_cluster()
     used = cluster.gpus_used()
-    pods = dict(
-        SimObject.objects.filter(kind=SimObject.KIND_POD)
-        .exclude(node="")
-        .values("node")
-        .annotate(n=Count("id"))
-        .values_list("node", "n")
-    )
+    pods = cluster.pods_per_node()
     return [
         {
             "name": n.name,
@@ -379,7 +378,7 @@ def _gpus_for_the_copy(nodes, used_by_all: dict[str, int], pods: list[dict[str, 
     for pod in pods:
         node = (pod.get("spec") or {}).get("nodeName")
         if node:
-            ours[node] = ours.get(node, 0) + physics.pod_gpus(pod)
+            ours[node] = ours.get(node, 0) + pod_gpus(pod)
     return [max(node.gpus - (used_by_all.get(node.name, 0) - ours.get(node.name, 0)), 0) for node in nodes]
 
 

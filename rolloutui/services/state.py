@@ -7,14 +7,15 @@ from typing import Any
 
 from controller.core import naming
 from controller.core.controls import ControlError
+from controller.core.listing import ms_summary
 from controller.core.ports import NotFound
 from controller.core.revisions import History, diff
 from controller.core.spec import headline, runtime_fields
+from controller.runtime.simulator import get_simulator
 from controller.runtime.state import current_state, in_flight_of
-from controller.simcluster.database.store import ms_summary
 
 from . import audit, masking
-from .cluster import backend_name, get_cluster, get_router
+from .cluster import get_cluster, get_router
 
 VIEW = "rolloutui.view_modelserving"
 OPERATE = "rolloutui.operate_modelserving"
@@ -30,22 +31,18 @@ def list_summaries(
     """Compact rows (namespace, name, phase, replicas, ready, updated, desired, currentRevision,
     updateRevision, paused, strategyType), sorted by namespace and name.
 
-    On the simulated backend the rows are read from the ``summary`` column the store keeps at write
-    time: listing 1,000 ModelServings reads 1,000 small JSON values, never their pods or full status.
+    On the simulated backend the rows are the ``summary`` column the store keeps at write time
+    (``SimulatorPort.list_summaries``): listing 1,000 ModelServings reads 1,000 small JSON values,
+    never their pods or full status. On Kubernetes they are ``controller.core.listing.ms_summary``
+    of the listed objects.
     ``search`` matches a substring of ``namespace/name`` (case-insensitive). ``within``: only these
     namespaces (what the user may view, ``access.namespaces``); None for every namespace.
     """
     if within is not None and namespace and namespace not in within:
         return []
-    if backend_name() == "sim":
-        from controller.models import SimObject
-
-        rows_q = SimObject.objects.filter(kind=SimObject.KIND_MODELSERVING)
-        if namespace:
-            rows_q = rows_q.filter(namespace=namespace)
-        if within is not None:
-            rows_q = rows_q.filter(namespace__in=sorted(within))
-        rows = list(rows_q.order_by("namespace", "name").values_list("summary", flat=True))
+    simulator = get_simulator()
+    if simulator is not None:
+        rows = simulator.list_summaries(namespace or None, within)
     else:
         rows = [ms_summary(obj) for obj in get_cluster().list_modelservings(namespace or None)]
         if within is not None:
@@ -61,10 +58,9 @@ def list_summaries(
 
 def modelserving_namespaces() -> set[str]:
     """The namespaces that hold a ModelServing (what a list may show)."""
-    if backend_name() == "sim":
-        from controller.models import SimObject
-
-        return set(SimObject.objects.filter(kind=SimObject.KIND_MODELSERVING).values_list("namespace", flat=True))
+    simulator = get_simulator()
+    if simulator is not None:
+        return simulator.modelserving_namespaces()
     return {(obj.get("metadata") or {}).get("namespace", "") for obj in get_cluster().list_modelservings(None)}
 
 

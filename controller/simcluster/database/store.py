@@ -42,10 +42,10 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import TextField
 from django.db.models.functions import Cast
 
-from controller.core import naming, phases
+from controller.core import naming
 from controller.core.kserve.materialize import LABEL_ISVC
+from controller.core.listing import ms_summary
 from controller.core.ports import Conflict, NotFound, Obj, SharedObjects
-from controller.core.spec import headline
 from controller.models import SimClock, SimNode, SimObject, SimTraffic
 from controller.simcluster import objects, physics, podlog, routing
 from controller.simcluster.config import ClusterConfig
@@ -70,31 +70,6 @@ class _Lost(Exception):
 
 def _next_rv(previous: int = 0) -> int:
     return max(previous + 1, time.time_ns() // 1000)
-
-
-def ms_summary(obj: Obj) -> dict[str, Any]:
-    """The compact list row of a ModelServing (what ``services.state.list_summaries`` returns)."""
-    meta = obj.get("metadata") or {}
-    spec = headline(obj)
-    status = obj.get("status") or {}
-    replicas, paused = spec.replicas, spec.paused
-    return {
-        "namespace": meta.get("namespace") or "default",
-        "name": meta.get("name"),
-        "phase": phases.PAUSED if paused else status.get("phase") or phases.PENDING,
-        "replicas": replicas,
-        "desired": replicas,
-        "ready": int(status.get("availableReplicas") or 0),
-        "updated": int(status.get("updatedReplicas") or 0),
-        "currentRevision": status.get("currentRevision"),
-        "updateRevision": status.get("updateRevision"),
-        "paused": paused,
-        "strategyType": spec.strategy_type,
-        "generation": meta.get("generation"),
-        "observedGeneration": status.get("observedGeneration"),
-        # Blocked reasons are stored grouped (one entry per reason, listing its groups).
-        "blocked": sum(len(w.get("groups") or [None]) for w in status.get("waiting") or []),
-    }
 
 
 class _DecodedCache:
@@ -764,6 +739,30 @@ class DatabaseCluster:
             message,
             extra={"event_reason": reason, "namespace": namespace, "modelserving": ms_name},
         )
+
+    # -- The list rows (the SimulatorPort's read side) ------------------------------------------------
+
+    def list_summaries(self, namespace: str | None = None, within: set[str] | None = None) -> list[Obj]:
+        """The list rows (``controller.core.listing.ms_summary``) kept in the ``summary`` column at
+        write time, by namespace and name: listing 1,000 ModelServings reads 1,000 small JSON values,
+        never their pods or full status. ``within``: only these namespaces (None: every one)."""
+        rows = SimObject.objects.filter(kind=MS)
+        if namespace:
+            rows = rows.filter(namespace=namespace)
+        if within is not None:
+            rows = rows.filter(namespace__in=sorted(within))
+        return list(rows.order_by("namespace", "name").values_list("summary", flat=True))
+
+    def modelserving_namespaces(self) -> set[str]:
+        """The namespaces that hold a ModelServing."""
+        return set(SimObject.objects.filter(kind=MS).values_list("namespace", flat=True))
+
+    def pods_per_node(self) -> dict[str, int]:
+        """How many pods each node holds (bound pods, terminating ones included)."""
+        from django.db.models import Count
+
+        rows = SimObject.objects.filter(kind=POD).exclude(node="").values("node").annotate(n=Count("id"))
+        return {r["node"]: int(r["n"]) for r in rows}
 
     # -- Nodes (physics side) ---------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ after ``load_demo``):
 
 - ModelVersions ``demo-llm:v1`` (Approved) and ``demo-llm:v2`` (Registered), their runtime images
   the digest-pinned twins of ``vllm/vllm-openai:v0.9.1`` and ``:v0.9.2``
-  (``controller.simcluster.database.demo.DIGESTS``: the simulated cluster knows their behaviour);
+  (``DIGESTS``, through ``controller.runtime.simulator``: the simulated cluster knows their behaviour);
 - Environment ``staging`` (no approval needed) with target ``default/demo`` (roles prefill and
   decode) and ``production`` (approval required) with target ``production/demo``, a two-group copy of
   the demo created here; both with the resource profile ``pd-standard`` (prefill 2 GPUs, decode 1);
@@ -28,7 +28,7 @@ from typing import Any
 
 from django.contrib.auth.models import Group
 
-from controller.simcluster.database.demo import DEMO_MANIFEST, DIGESTS, create_with_traffic
+from controller.runtime.simulator import DEMO_MANIFEST, DIGESTS, create_with_traffic
 from rolloutui.releases.models import Environment, ModelVersion
 from rolloutui.releases.permissions import APPROVERS_GROUP
 
