@@ -38,6 +38,7 @@ from controller.core import naming, scaling
 from controller.core.controls import ControlError
 from controller.core.ports import ClusterError, Conflict
 from controller.core.revisions import History, record_update_revision
+from controller.core.spec import headline
 from controller.runtime import enqueue
 
 from ..models import AuditRecord
@@ -142,7 +143,7 @@ def scale(
     moved: dict[str, Any] = {"from": None, "to": replicas}
 
     def build(ms, revs):
-        moved["from"] = (ms.get("spec") or {}).get("replicas")
+        moved["from"] = headline(ms).replicas
         if source == AuditRecord.Source.AUTOSCALER:
             bounds = scaling.autoscale_of(ms)
             if bounds is None:
@@ -390,7 +391,7 @@ def analysis_pause(ms: dict[str, Any]) -> dict[str, Any] | None:
     lifts it records it (``details.overridesAnalysis``): ``{"condition", "message"}`` for a pause for
     want of evidence (AnalysisInconclusive: the shortfall) or after a failure with onFailure Pause
     (AnalysisFailed); None when the rollout is not paused by the analysis."""
-    if not (ms.get("spec") or {}).get("paused"):
+    if not headline(ms).paused:
         return None
     canary = (ms.get("status") or {}).get("canary") or {}
     pause = canary.get("analysisPause")

@@ -41,7 +41,7 @@ from controller.core import canary as canary_rules
 from controller.core import mergepatch, naming, promql, safeyaml
 from controller.core.controls import ControlError
 from controller.core.ports import ClusterError, Conflict, NotFound
-from controller.core.spec import ValidationError, check_update, parse_modelserving
+from controller.core.spec import ModelServing, ValidationError, check_update, parse_modelserving
 from controller.runtime import clustersettings, enqueue
 
 from ..models import AuditRecord
@@ -234,7 +234,9 @@ def _parse(doc: Document):
     return parsed
 
 
-def _modelservings(text: Any) -> list[tuple[Document, dict[str, Any]]]:
+def _modelservings(text: Any) -> list[tuple[Document, ModelServing]]:
+    """Each ModelServing document with its parsed value (parsed once here; the checks and the apply
+    read the value)."""
     docs = parse_documents(text)
     errors, found = [], []
     for doc in docs:
@@ -244,13 +246,13 @@ def _modelservings(text: Any) -> list[tuple[Document, dict[str, Any]]]:
         if _kind_of(doc.obj) != naming.KIND:
             continue
         try:
-            _parse(doc)
+            parsed = _parse(doc)
         except ValidationError as err:
             errors.append(
                 {"document": doc.index, "path": err.field, "line": doc.line_of(err.field), "message": err.rule}
             )
             continue
-        found.append((doc, doc.obj))
+        found.append((doc, parsed))
     if errors:
         raise ManifestError(errors)
     if not found:
@@ -285,7 +287,7 @@ def apply(user, *, manifest: str, reason: str, source: str) -> list[AuditRecord]
         reason = controls.check_reason(reason)
         found = _modelservings(manifest)
         # The operate permission in the namespace of every ModelServing it names, before any is applied.
-        for namespace in sorted({(obj.get("metadata") or {}).get("namespace") or "default" for _, obj in found}):
+        for namespace in sorted({parsed.namespace for _, parsed in found}):
             controls.check_permission(user, namespace=namespace)
         # The approval rule too, for every ModelServing before any is applied: a document refused
         # for it must not leave the others applied.
@@ -306,18 +308,18 @@ def apply(user, *, manifest: str, reason: str, source: str) -> list[AuditRecord]
         )
         raise
     records = []
-    for doc, obj in found:
-        records.append(_apply_one(user, doc, obj, reason, source))
+    for doc, parsed in found:
+        records.append(_apply_one(user, doc, parsed, reason, source))
     return records
 
 
-def _stored_of(found: list[tuple[Document, dict[str, Any]]]) -> list[tuple[Any, dict[str, Any], dict | None]]:
+def _stored_of(found: list[tuple[Document, ModelServing]]) -> list[tuple[Any, dict[str, Any], dict | None]]:
     """Each document's parsed ModelServing, its object, and the stored ModelServing it would change
     (None for a new one): read once for the checks that run on every document before any is applied."""
     cluster = get_cluster()
     out = []
-    for _, obj in found:
-        parsed = parse_modelserving(obj)
+    for doc, parsed in found:
+        obj = doc.obj
         try:
             current = cluster.get_modelserving(parsed.namespace, parsed.name)
         except NotFound:
@@ -349,12 +351,12 @@ def _check_updates(stored: list[tuple[Any, dict[str, Any], dict | None]]) -> Non
             raise ControlError(f"{parsed.namespace}/{parsed.name}: {err}", field=err.field) from None
 
 
-def _apply_one(user, doc: Document, obj: dict[str, Any], reason: str, source: str) -> AuditRecord:
+def _apply_one(user, doc: Document, parsed: ModelServing, reason: str, source: str) -> AuditRecord:
     # An environment that requires approval takes no unapproved image from a manifest either.
     from .releases.approval import BYPASS_PERMISSION, check_direct_change
 
     cluster = get_cluster()
-    parsed = parse_modelserving(obj)
+    obj = doc.obj
     namespace, name = parsed.namespace, parsed.name
     body = _created_body(_without_nulls(obj))
     cause = _cause(user, source, "apply", reason)
