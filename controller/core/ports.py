@@ -83,6 +83,19 @@ class ClusterPort(Protocol):
         """In name order. A port that shares unchanged objects between lists returns ``SharedObjects``."""
         ...
 
+    def get_pod(self, namespace: str, name: str) -> Obj:
+        """Raises NotFound."""
+        ...
+
+    def pod_events(self, namespace: str, name: str) -> list[Obj]:
+        """The pod's events (core/v1 Event shape), oldest first; raises NotFound. The pod pages."""
+        ...
+
+    def pod_log(self, namespace: str, name: str, *, tail: int = 200) -> list[Obj]:
+        """The last ``tail`` lines of the pod's engine container, ``{"t", "time", "line"}`` each;
+        raises NotFound. The pod pages."""
+        ...
+
     def create_pod(self, pod: Obj) -> Obj:
         """Raises Conflict if a pod of that name exists."""
         ...

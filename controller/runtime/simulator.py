@@ -7,10 +7,10 @@ they need of it comes through here, from the runtime that owns the backend:
   simulated backend, ``None`` on Kubernetes. A service asks for it instead of branching on the
   backend's name.
 - the preview: a copy of a running ModelServing on a virtual cluster (``LiveState``,
-  ``PreviewCluster``, ``preview_from``, its step ``STEP``, the request load ``Traffic`` / ``Span``,
-  ``pod_gpus`` to size the copy's nodes), and the InferenceService preview
-  (``preview_inferenceservice``, refusing with ``ScenarioError``). A preview runs on any backend (it
-  simulates a copy), so these are plain names, not methods of the port.
+  ``PreviewCluster``, ``preview_from``, its step ``STEP``, the request load ``Traffic`` / ``Span``),
+  and the InferenceService preview (``preview_inferenceservice``, refusing with ``ScenarioError``).
+  A preview runs on any backend (it simulates a copy), so these are plain names, not methods of
+  the port.
 - the demo's images (``DEMO_MANIFEST``, ``DIGESTS``, ``create_with_traffic``): the images whose
   behaviour the simulated cluster knows.
 """
@@ -21,7 +21,6 @@ from controller.core.ports import SimulatorPort
 from controller.simcluster.config import Span, Traffic
 from controller.simcluster.database.demo import DEMO_MANIFEST, DIGESTS, create_with_traffic
 from controller.simcluster.kserve_preview import preview_inferenceservice
-from controller.simcluster.physics import pod_gpus
 from controller.simcluster.preview import STEP, LiveState, PreviewCluster, preview_from
 from controller.simcluster.scenario import ScenarioError
 
@@ -47,7 +46,6 @@ __all__ = [
     "Traffic",
     "create_with_traffic",
     "get_simulator",
-    "pod_gpus",
     "preview_from",
     "preview_inferenceservice",
 ]

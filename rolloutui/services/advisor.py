@@ -35,10 +35,11 @@ from django.conf import settings
 from controller.core import advisor as core
 from controller.core.controls import ControlError
 from controller.core.mergepatch import merge_patch
+from controller.core.podresources import pod_gpus
 from controller.core.ports import NotFound
 from controller.models import SimTraffic
 from controller.runtime import clustersettings
-from controller.runtime.simulator import STEP, LiveState, PreviewCluster, Span, Traffic, pod_gpus, preview_from
+from controller.runtime.simulator import STEP, LiveState, PreviewCluster, Span, Traffic, preview_from
 
 from ..models import PreviewJob
 from . import capacity, controls, preview, simulation
@@ -119,7 +120,7 @@ def _copy_of(namespace: str, name: str) -> tuple[LiveState, PreviewCluster, int]
     live = LiveState.read(cluster, namespace, name, cluster.clock.now())
     nodes = cluster.list_nodes()
     gpus = simulation._gpus_for_the_copy(nodes, cluster.gpus_used(), live.pods)
-    ours = sum(pod_gpus(p) for p in live.pods if (p.get("spec") or {}).get("nodeName"))
+    ours = sum(pod_gpus(p.get("spec")) for p in live.pods if (p.get("spec") or {}).get("nodeName"))
     copy = PreviewCluster(
         node_gpus=gpus,
         node_names=[node.name for node in nodes],

@@ -31,6 +31,7 @@ from typing import Any
 from django.conf import settings
 
 from controller.core.naming import LABEL_REVISION
+from controller.runtime.simulator import get_simulator
 
 from . import capacity, cluster, state
 
@@ -102,7 +103,7 @@ def dcgm(url: str, namespace: str, pods: list[dict[str, Any]], window_seconds: f
 
 def by_revision(namespace: str, name: str, *, window_seconds: float) -> dict[str, Any]:
     """``{"source": words, "revisions": {revision: {gpuUtilization, gpuMemoryMiB, gpus}}}``."""
-    if cluster.backend_name() != "kubernetes":
+    if get_simulator() is not None:
         return {"source": "simulated (the load now)", "revisions": simulated(namespace, name)}
     url = getattr(settings, "ROLLOUTUI_PROMETHEUS_URL", "") or ""
     if not url:

@@ -38,13 +38,8 @@ def events(user, namespace: str, pod: str) -> list[dict[str, Any]]:
     """The pod's events, oldest first: ``{type, reason, message, count, firstTimestamp,
     lastTimestamp, source}``. Raises ``NotFound`` (also for a namespace ``user`` may not view)."""
     _visible(user, namespace, pod)
-    cluster = get_cluster()
-    reader = getattr(cluster, "pod_events", None)
-    if reader is None:
-        cluster.get_pod(namespace, pod)
-        return []
     out = []
-    for e in reader(namespace, pod):
+    for e in get_cluster().pod_events(namespace, pod):
         out.append(
             {
                 "type": e.get("type") or "Normal",
@@ -79,13 +74,7 @@ def log(user, namespace: str, pod: str, *, tail: int = DEFAULT_TAIL) -> dict[str
     (1 to ``MAX_TAIL``) of the pod's engine container. Raises ``NotFound``."""
     _visible(user, namespace, pod)
     tail = max(1, min(int(tail), MAX_TAIL))
-    cluster = get_cluster()
-    reader = getattr(cluster, "pod_log", None)
-    if reader is None:
-        cluster.get_pod(namespace, pod)
-        lines = []
-    else:
-        lines = reader(namespace, pod, tail=tail)
+    lines = get_cluster().pod_log(namespace, pod, tail=tail)
     masked = not masking.reveals(user, namespace)
     if masked:
         lines = [{**line, "line": mask_line(str(line.get("line") or ""))} for line in lines]

@@ -15,8 +15,9 @@ from controller.core import probes
 from controller.core.observe import observe
 from controller.core.ports import ClusterError, NotFound
 from controller.core.spec import ModelServing, ValidationError, parse_modelserving
+from controller.runtime.simulator import get_simulator
 
-from .cluster import backend_name, get_cluster
+from .cluster import get_cluster
 
 VIEW = "rolloutui.view_modelserving"
 
@@ -33,9 +34,10 @@ def _measured(parsed: ModelServing) -> dict[str, probes.LoadTime]:
 
 
 def _simulated(parsed: ModelServing) -> dict[str, probes.LoadTime]:
-    if backend_name() != "sim":
+    simulator = get_simulator()
+    if simulator is None:
         return {}
-    config = get_cluster().config
+    config = simulator.config
     out = {}
     for role in parsed.roles:
         found = probes.serving_container(role.entry_template)

@@ -26,6 +26,7 @@ from django.conf import settings
 from controller.core import naming
 from controller.core.controls import ControlError
 from controller.core.mergepatch import PatchTooLarge, check_patch_limits, merge_patch
+from controller.core.podresources import pod_gpus
 from controller.core.ports import NotFound
 from controller.core.spec import ValidationError, parse_modelserving
 from controller.models import SimTraffic
@@ -38,7 +39,6 @@ from controller.runtime.simulator import (
     Span,
     Traffic,
     get_simulator,
-    pod_gpus,
     preview_from,
 )
 
@@ -378,7 +378,7 @@ def _gpus_for_the_copy(nodes, used_by_all: dict[str, int], pods: list[dict[str, 
     for pod in pods:
         node = (pod.get("spec") or {}).get("nodeName")
         if node:
-            ours[node] = ours.get(node, 0) + pod_gpus(pod)
+            ours[node] = ours.get(node, 0) + pod_gpus(pod.get("spec"))
     return [max(node.gpus - (used_by_all.get(node.name, 0) - ours.get(node.name, 0)), 0) for node in nodes]
 
 
