@@ -263,6 +263,11 @@ class SimulatorPort(Protocol):
 
     def modelserving_namespaces(self) -> set[str]: ...
 
+    # The simulated request load of one ModelServing (None: none configured).
+    def traffic_of(self, namespace: str, name: str) -> Obj | None:
+        """``{rps, durationSeconds: [low, high], sent, completed, interrupted, rejected, inFlight}``."""
+        ...
+
     # Pods, read and killed (a fault).
     def get_pod(self, namespace: str, name: str) -> Obj:
         """Raises NotFound."""

@@ -46,6 +46,7 @@ from controller.core import podresources
 from controller.core.naming import LABEL_ROLE
 from controller.core.ports import NotFound
 from controller.core.spec import Role, ValidationError, parse_modelserving
+from controller.runtime.simulator import get_simulator
 
 from ..releases.models import DeploymentRevision
 from . import cluster, state
@@ -299,19 +300,15 @@ def capacity(namespace: str, name: str) -> dict[str, Any]:
     view = state.get_state(namespace, name)
     manifest = cluster.get_cluster().get_modelserving(namespace, name)
     roles_by_name = spec_roles(manifest)
-    backend = cluster.backend_name()
-    simulated = backend != "kubernetes"
+    simulator = get_simulator()
+    simulated = simulator is not None
     batching, model_roles, release = _batching(namespace, name, view)
     safe = safe_concurrency(batching)
     sequences = (
         batching.get("maxConcurrentSequences") if isinstance(batching.get("maxConcurrentSequences"), int) else None
     )
 
-    traffic = None
-    if simulated:
-        from . import simulation
-
-        traffic = simulation.traffic(namespace, name)
+    traffic = simulator.traffic_of(namespace, name) if simulator is not None else None
     rps = float(traffic["rps"]) if traffic else None
     mean_duration = sum(traffic["durationSeconds"]) / 2 if traffic else None
 
@@ -394,7 +391,7 @@ def capacity(namespace: str, name: str) -> dict[str, Any]:
         "name": name,
         "time": now["now"],
         "clock": now,
-        "backend": backend,
+        "backend": cluster.backend_name(),
         "release": release,
         "batching": batching,
         "gpuSource": gpu_source,

@@ -31,7 +31,6 @@ from controller.core.ports import NotFound
 from controller.core.spec import ValidationError, parse_modelserving
 from controller.models import SimTraffic
 from controller.runtime import clustersettings
-from controller.runtime.backend import sim_traffic
 from controller.runtime.simulator import (
     LiveState,
     PreviewCluster,
@@ -383,23 +382,10 @@ def _gpus_for_the_copy(nodes, used_by_all: dict[str, int], pods: list[dict[str, 
 
 
 def traffic(namespace: str, name: str) -> dict[str, Any] | None:
-    """The simulated request load of one ModelServing and its totals (None: no traffic configured).
+    """The simulated request load of one ModelServing and its totals (None: no traffic configured;
+    ``SimulatorPort.traffic_of``).
 
     ``interrupted`` counts requests cut off because their pod stopped serving (deleted while busy,
     container restarted, node failed, pod killed): zero during a rollout means every drain finished.
     """
-    row = SimTraffic.objects.filter(namespace=namespace, name=name).first()
-    if row is None:
-        return None
-    pods = [p["metadata"]["name"] for p in _sim_cluster().list_pods(namespace, name)]
-    traffic_driver = sim_traffic()
-    in_flight = traffic_driver.in_flight_counts(namespace, pods) if traffic_driver is not None else {}
-    return {
-        "rps": row.rps,
-        "durationSeconds": [row.duration_low, row.duration_high],
-        "sent": row.sent,
-        "completed": row.completed,
-        "interrupted": row.interrupted,
-        "rejected": row.rejected,
-        "inFlight": sum(in_flight.values()),
-    }
+    return _sim_cluster().traffic_of(namespace, name)

@@ -80,3 +80,26 @@ def test_no_service_module_imports_the_simulated_cluster():
                 names = [alias.name for alias in node.names]
             offenders += [f"{path.name}: {n}" for n in names if n.startswith("controller.simcluster")]
     assert offenders == []
+
+
+@pytest.mark.django_db
+def test_capacity_reads_the_simulated_load_through_the_port_and_none_on_kubernetes(settings, monkeypatch):
+    from controller.models import SimTraffic
+    from rolloutui.services import capacity
+
+    settings.ROLLOUTUI_BACKEND = "sim"
+    cluster = DatabaseCluster(actor="test")
+    cluster.add_node(8)
+    cluster.create_modelserving(manifest())
+    run_reconcile("default", "small")
+    assert cluster.traffic_of("default", "small") is None
+    SimTraffic.objects.create(namespace="default", name="small", rps=2, duration_low=4, duration_high=6)
+    assert cluster.traffic_of("default", "small")["rps"] == 2
+    signals = capacity.capacity("default", "small")
+    assert signals["backend"] == "sim" and signals["traffic"]["rps"] == 2
+
+    settings.ROLLOUTUI_BACKEND = "kubernetes"
+    monkeypatch.setattr("rolloutui.services.cluster.get_cluster", lambda: cluster)
+    monkeypatch.setattr(capacity.state, "get_state", lambda ns, name: {"instances": []})
+    signals = capacity.capacity("default", "small")
+    assert signals["backend"] == "kubernetes" and signals["traffic"] is None

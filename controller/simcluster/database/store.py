@@ -764,6 +764,28 @@ class DatabaseCluster:
         rows = SimObject.objects.filter(kind=POD).exclude(node="").values("node").annotate(n=Count("id"))
         return {r["node"]: int(r["n"]) for r in rows}
 
+    def traffic_of(self, namespace: str, name: str) -> Obj | None:
+        """The simulated request load of one ModelServing and its totals (None: no traffic
+        configured): ``{rps, durationSeconds: [low, high], sent, completed, interrupted, rejected,
+        inFlight}``. ``interrupted`` counts requests cut off because their pod stopped serving;
+        ``inFlight`` is 0 without the Redis traffic."""
+        row = SimTraffic.objects.filter(namespace=namespace, name=name).first()
+        if row is None:
+            return None
+        in_flight: dict[str, int] = {}
+        if self.traffic is not None:
+            pods = [p["metadata"]["name"] for p in self.list_pods(namespace, name)]
+            in_flight = self.traffic.in_flight_counts(namespace, pods)
+        return {
+            "rps": row.rps,
+            "durationSeconds": [row.duration_low, row.duration_high],
+            "sent": row.sent,
+            "completed": row.completed,
+            "interrupted": row.interrupted,
+            "rejected": row.rejected,
+            "inFlight": sum(in_flight.values()),
+        }
+
     # -- Nodes (physics side) ---------------------------------------------------------------------------
 
     def list_nodes(self, *, include_failed: bool = False) -> list[SimNode]:
