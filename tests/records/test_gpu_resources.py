@@ -102,6 +102,7 @@ def test_the_comparison_gives_each_revision_its_gpu_figures_as_separate_keys(cha
 
 def test_the_simulated_gpu_of_a_revision_comes_from_its_serving_instances_load(monkeypatch, db):
     from rolloutui.services import capacity, gpu_revisions
+    from tests.factories import modelserving, role
 
     view = {
         "instances": [
@@ -114,8 +115,8 @@ def test_the_simulated_gpu_of_a_revision_comes_from_its_serving_instances_load(m
 
     class Cluster:
         def get_modelserving(self, namespace, name):
-            gpu = {"spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "2"}}}]}}
-            return {"spec": {"template": {"roles": [{"name": "decode", "replicas": 1, "entryTemplate": gpu}]}}}
+            # The roles are read from the parsed manifest: a valid one, decode pods of 2 GPUs.
+            return modelserving(name="chat", roles=[role("decode", gpus=2)])
 
     monkeypatch.setattr(gpu_revisions.cluster, "get_cluster", lambda: Cluster())
     monkeypatch.setattr(
