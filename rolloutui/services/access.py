@@ -94,9 +94,9 @@ def forget(user) -> None:
 
 
 def _reviewing() -> bool:
-    from rolloutui.services.cluster import backend_name
+    from rolloutui.services.cluster import reviews_access
 
-    return bool(getattr(settings, "ROLLOUTUI_K8S_ACCESS_REVIEW", False)) and backend_name() == "kubernetes"
+    return bool(getattr(settings, "ROLLOUTUI_K8S_ACCESS_REVIEW", False)) and reviews_access()
 
 
 def _cluster_agrees(user, permission: str, namespace: str | None) -> bool:

@@ -32,6 +32,18 @@ def backend_name() -> str:
     return backend.backend_name()
 
 
+def canary_weights_need_a_route() -> bool:
+    """Whether a canary's ``setWeight`` steps need a Gateway API HTTPRoute to write the weight to: on
+    Kubernetes; the embedded cluster's router splits by the weight itself."""
+    return backend_name() == "kubernetes"
+
+
+def reviews_access() -> bool:
+    """Whether the cluster can answer who may do what (Kubernetes SubjectAccessReviews): only a real
+    API server can; ``settings.ROLLOUTUI_K8S_ACCESS_REVIEW`` turns the use of it on."""
+    return backend_name() == "kubernetes"
+
+
 def inferenceservice_changes_pushed() -> bool:
     """Whether every change of an InferenceService reaches its page's websocket: on the embedded
     cluster (the tick publishes it) and on Kubernetes with the InferenceService cache (its watch);

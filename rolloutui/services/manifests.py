@@ -46,7 +46,7 @@ from controller.runtime import clustersettings, enqueue
 
 from ..models import AuditRecord
 from . import controls, masking, probe_advice
-from .cluster import backend_name, get_cluster
+from .cluster import canary_weights_need_a_route, get_cluster
 
 MAX_BYTES = 1_000_000
 # Deeper than any ModelServing (about 12 levels) by far; the API's JSON bodies have the same bound
@@ -220,7 +220,7 @@ def _parse(doc: Document):
     """The controller's own validation of a ModelServing document, and the installation's: the
     PromQL of its canary analysis must be one of the templates it allows (``core.promql``)."""
     parsed = parse_modelserving(doc.obj)
-    if backend_name() == "kubernetes":
+    if canary_weights_need_a_route():
         # setWeight steps need an HTTPRoute to write to on Kubernetes (core.canary).
         refused = canary_rules.kubernetes_refusal(parsed.canary)
         if refused is not None:
