@@ -132,6 +132,15 @@ def test_the_web_reads_inferenceservices_from_a_watch_and_the_worker_does_not_tr
                 assert env.get("ROLLOUTUI_KUBERNETES_WORKLOAD_CACHE") == wanted, container["name"]
 
 
+def test_the_reconcile_worker_reads_pods_from_its_watch_and_no_other_process_keeps_one():
+    apps = {d["metadata"]["name"]: d for d in by_kind("Deployment")}
+    for name in ("rolloutui-web", "rolloutui-worker"):
+        for container in containers_of(apps[name]):
+            env = {e["name"]: e.get("value") for e in container.get("env", [])}
+            wanted = "1" if container["name"] == "worker" else None
+            assert env.get("ROLLOUTUI_KUBERNETES_POD_CACHE") == wanted, container["name"]
+
+
 def _option(command: list[str], name: str) -> str:
     return command[command.index(name) + 1]
 
@@ -154,7 +163,10 @@ def test_previews_run_on_a_worker_of_their_own_with_one_slot_that_the_reconcile_
     # The same pod: the same ServiceAccount, NetworkPolicies and restricted security context.
     assert containers["preview"]["securityContext"] == containers["worker"]["securityContext"]
     assert containers["preview"]["volumeMounts"] == containers["worker"]["volumeMounts"]
-    assert containers["preview"]["env"] == containers["worker"]["env"]
+    # The same environment, but for the reconcile worker's pod cache (the previews run on a copy).
+    assert containers["preview"]["env"] == [
+        e for e in containers["worker"]["env"] if e["name"] != "ROLLOUTUI_KUBERNETES_POD_CACHE"
+    ]
 
 
 def test_daphne_refuses_incoming_websocket_frames_far_below_its_message_size():
