@@ -236,8 +236,13 @@ def funnel(gates: list[tuple[tuple[int, str, int], InstanceGates]]) -> list[dict
     """How many instances stand at each gate (their highest), and per gate the instance that has
     waited longest for the next one. ``gates``: ((group, role, ordinal), gates) pairs."""
     out = []
+    at_gate: dict[str, list[tuple[tuple[int, str, int], InstanceGates]]] = {gate: [] for gate in GATES}
+    for key, g in gates:  # one walk, each gate's instances in the order given
+        bucket = at_gate.get(g.highest)
+        if bucket is not None:
+            bucket.append((key, g))
     for gate in GATES:
-        at = [(key, g) for key, g in gates if g.highest == gate]
+        at = at_gate[gate]
         slowest = None
         # The earliest "since": the state stays the same while nothing changes (a page shows the
         # seconds as its time minus since), so an unchanged cluster publishes no new state.

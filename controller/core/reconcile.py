@@ -42,7 +42,7 @@ from .ports import (
     routed_pods,
 )
 from .revisions import History, revision_object
-from .spec import ModelServing, ValidationError, Verification, parse_modelserving
+from .spec import ModelServing, ValidationError, Verification, parse_modelserving_cached
 from .strategy import ClusterSettings
 from .view import build_view, expand_waiting
 
@@ -94,12 +94,15 @@ def reconcile(
     build_state_view: bool = True,
     verifier: VerifierPort | None = None,
     metrics: MetricsPort | None = None,
+    parse_cache: dict | None = None,
 ) -> ReconcileResult:
     """``build_state_view=False``: the result has no state view (a caller that follows the
     rollout through its status and its ``observed`` pods and never draws the page: the
     simulator's preview). ``metrics`` gives the canary analysis its figures (no analysis without
     it). ``verifier`` sends ``spec.verification`` requests; without one, a verification the spec
-    asks for is recorded as failed with that reason (never as passed)."""
+    asks for is recorded as failed with that reason (never as passed). ``parse_cache``: a dict the
+    caller keeps from pass to pass, so an unchanged manifest is not parsed again
+    (``spec.parse_modelserving_cached``)."""
     started = time.perf_counter()
     result = ReconcileResult(namespace, name)
     for attempt in range(MAX_STATUS_ATTEMPTS):
@@ -115,6 +118,7 @@ def reconcile(
                 build_state_view,
                 verifier,
                 metrics,
+                parse_cache,
             )
             break
         except Conflict:
@@ -137,6 +141,7 @@ def _reconcile_once(
     build_state_view: bool,
     verifier: VerifierPort | None = None,
     metrics: MetricsPort | None = None,
+    parse_cache: dict | None = None,
 ) -> None:
     try:
         obj = cluster.get_modelserving(namespace, name)
@@ -147,7 +152,7 @@ def _reconcile_once(
     resource_version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
     prev_status = obj.get("status") or {}
     try:
-        ms = parse_modelserving(obj)
+        ms = parse_modelserving_cached(obj, parse_cache)
     except ValidationError as err:
         # An invalid spec (edited around the API's validation) stops the controller from acting
         # on it; the reason is in status, and what runs keeps running.
@@ -241,7 +246,14 @@ def _reconcile_once(
             observed.routed if view_observed is not None else routed_pods(router, cluster, namespace, name, view_pods)
         )
         result.view = build_view(
-            state_obj, view_pods, revs, view_in_flight, listed_at, observed=view_observed, routed=view_routed
+            state_obj,
+            view_pods,
+            revs,
+            view_in_flight,
+            listed_at,
+            observed=view_observed,
+            routed=view_routed,
+            parse_cache=parse_cache,
         )
 
 

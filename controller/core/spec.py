@@ -624,6 +624,25 @@ def runtime_fields(manifest: Any) -> dict[str, Any]:
     }
 
 
+def parse_modelserving_cached(manifest: Any, cache: dict[tuple[str, str], ModelServing] | None) -> ModelServing:
+    """``parse_modelserving`` through ``cache``, a dict the caller owns (one per runner or
+    controller): a manifest of the same uid and resourceVersion is the same manifest, so its parse
+    is reused. A manifest without both is parsed every time; an invalid one is never kept."""
+    meta = manifest.get("metadata") if isinstance(manifest, dict) else None
+    uid = meta.get("uid") if isinstance(meta, dict) else None
+    version = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    if cache is None or not uid or not version:
+        return parse_modelserving(manifest)
+    key = (str(uid), str(version))
+    parsed = cache.get(key)
+    if parsed is None:
+        parsed = parse_modelserving(manifest)
+        if len(cache) >= 4:  # the versions of one pass and the next are all it is asked about
+            cache.clear()
+        cache[key] = parsed
+    return parsed
+
+
 def parse_modelserving(manifest: Any) -> ModelServing:
     """Validate a manifest and return the typed ModelServing (defaults applied)."""
     if not isinstance(manifest, dict):

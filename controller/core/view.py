@@ -17,7 +17,7 @@ from .evidence import pause_hold
 from .interned import Interned
 from .observe import GroupObs, InstanceObs, Observed, PodObs, observe
 from .revisions import History
-from .spec import GROUP_ROLLING, ModelServing, ValidationError, parse_modelserving
+from .spec import GROUP_ROLLING, ModelServing, ValidationError, parse_modelserving_cached
 
 STATE_PENDING = "Pending"
 STATE_CREATING = "Creating"
@@ -54,11 +54,11 @@ def expected_pods(ms: ModelServing | None, history: History, revision: str, role
     return spec_role.pods_per_instance if spec_role is not None else 1
 
 
-def _parsed(ms: dict[str, Any]) -> ModelServing | None:
+def _parsed(ms: dict[str, Any], cache: dict | None = None) -> ModelServing | None:
     """The manifest through the one reader (``spec.parse_modelserving``); None when it is invalid:
     the view then shows what runs, and status says why nothing moves (SpecInvalid)."""
     try:
-        return parse_modelserving(ms)
+        return parse_modelserving_cached(ms, cache)
     except ValidationError:
         return None
 
@@ -72,12 +72,14 @@ def build_view(
     *,
     observed: Observed | None = None,
     routed: Mapping[str, float | None] | None = None,
+    parse_cache: dict | None = None,
 ) -> dict[str, Any]:
     """``observed`` may be passed when the caller already observed these very pods. ``routed``:
-    the router's targets (``ports.routed_pods``), for the Routed gate; None: inferred from the pods."""
+    the router's targets (``ports.routed_pods``), for the Routed gate; None: inferred from the pods.
+    ``parse_cache``: the caller's (``spec.parse_modelserving_cached``)."""
     meta = ms.get("metadata") or {}
     status = ms.get("status") or {}
-    parsed = _parsed(ms)
+    parsed = _parsed(ms, parse_cache)
     history = History.from_objects(revisions)
     if observed is None:
         observed = observe(pods, in_flight)

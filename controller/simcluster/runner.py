@@ -191,6 +191,8 @@ class Runner:
         self._end_timer = None
         self._frames = frames
         self._parse_cache: dict[tuple[str, str], Any] = {}  # per run: UIDs repeat across runs of one seed
+        # The passes' and the frames' parsed spec, by uid and resourceVersion (per run, as above).
+        self._spec_cache: dict[tuple[str, str], Any] = {}
         # Called after every pass that planned (``ReconcileResult.planned``), with (time, result),
         # once convergence is decided for it: how the preview records its timeline. The result's
         # ``view`` is the pass's state view with frames, empty without.
@@ -252,6 +254,7 @@ class Runner:
                 # With traffic the frame's view is built after the pass, with every pod's in-flight
                 # count (below): the pass's own would be built for nothing.
                 build_state_view=self._frames and self.scenario.traffic is None,
+                parse_cache=self._spec_cache,
             )
         except NotFound:
             return True, None  # the ModelServing is gone
@@ -298,6 +301,7 @@ class Runner:
             self.router.in_flight_by_pod(),
             self.loop.now(),
             routed=routed_pods(self.router, self.cluster, ns, name, pods),
+            parse_cache=self._spec_cache,
         )
 
     @property

@@ -23,6 +23,22 @@ def _t(t: float) -> float:
 def frame_from_view(
     t: float, view: dict[str, Any], blocked: list[dict], *, with_strategy: bool = False
 ) -> dict[str, Any]:
+    frame = _frame_shell(t, view, blocked, with_strategy=with_strategy)
+    frame["instances"] = _frame_instances(view)
+    return frame
+
+
+def _frame_instances(view: dict[str, Any]) -> list[dict[str, Any]]:
+    # The view's per-gate times and waits are for the dashboard; a frame keeps the highest
+    # gate and the failed one (scenarios.md), and the rest of each instance as the view has it.
+    return [
+        {k: v for k, v in inst.items() if k not in _VIEW_ONLY_INSTANCE_KEYS} for inst in view.get("instances") or []
+    ]
+
+
+def _frame_shell(t: float, view: dict[str, Any], blocked: list[dict], *, with_strategy: bool = False) -> dict[str, Any]:
+    """A frame with the view's instances as they are (``_frame_instances`` copies them without
+    the dashboard's keys: done only for a frame that is kept)."""
     frame = {
         "t": _t(t),
         "spec": view.get("spec"),
@@ -31,11 +47,7 @@ def frame_from_view(
         "conditions": [
             {k: c[k] for k in ("type", "status", "reason", "message") if k in c} for c in view.get("conditions") or []
         ],
-        # The view's per-gate times and waits are for the dashboard; a frame keeps the highest
-        # gate and the failed one (scenarios.md), and the rest of each instance as the view has it.
-        "instances": [
-            {k: v for k, v in inst.items() if k not in _VIEW_ONLY_INSTANCE_KEYS} for inst in view.get("instances") or []
-        ],
+        "instances": view.get("instances") or [],
         "blocked": list(blocked or []),
     }
     canary = view.get("canary")
@@ -124,11 +136,14 @@ class TraceWriter:
 
     def offer_frame(self, t: float, view: dict[str, Any], blocked: list[dict], *, force: bool = False) -> bool:
         """Add a frame if something watched changed since the last one (or ``force``)."""
-        frame = frame_from_view(t, view, blocked, with_strategy=self.with_strategy)
+        # The change key reads only fields a frame keeps as they are, so it is taken from the
+        # view's instances; they are copied into the frame only when the frame is kept.
+        frame = _frame_shell(t, view, blocked, with_strategy=self.with_strategy)
         key = _change_key(frame, self.observe_revisions(view.get("revisions") or []))
         if not force and key == self._last_key:
             return False
         self._last_key = key
+        frame["instances"] = _frame_instances(view)
         if self.frames and self.frames[-1]["t"] == frame["t"]:
             self.frames[-1] = frame  # two passes in the same millisecond: keep the settled one
         else:

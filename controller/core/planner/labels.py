@@ -92,6 +92,29 @@ def sync_revision_labels(out: PlanBuilder) -> None:
         return
     # (role, template, own revision) -> the revisions wanted, as a set: pods alike share it.
     wanted_of: dict[tuple[str, str, str], tuple[list[str], frozenset[str]]] = {}
+
+    def differs(role: str, pod) -> bool:
+        if pod.deleting or pod.name in out.removing_pods:
+            return False
+        key = (role, pod.role_hash, pod.revision)
+        wanted = wanted_of.get(key)
+        if wanted is None:
+            revs = compatible_revisions(out, role, pod.role_hash, pod.revision)
+            wanted = wanted_of[key] = (revs, frozenset(revs))
+        current = pod.compat
+        if current is None:
+            current = pod.compat = frozenset(compat_revisions((pod.raw.get("metadata") or {}).get("labels")))
+        return current != wanted[1]
+
+    # Most passes find every pod's labels right: that is learnt without sorting anything. Only
+    # then are the instances walked in order, for the actions' order.
+    if not any(
+        differs(role, pod)
+        for group in ctx.observed.groups.values()
+        for (role, _), inst in group.instances.items()
+        for pod in inst.pods.values()
+    ):
+        return
     for o in sorted(ctx.observed.groups):
         group = ctx.observed.groups[o]
         for (role, ordinal), inst in sorted(group.instances.items()):
