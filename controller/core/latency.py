@@ -286,6 +286,13 @@ class Sums:
         return out
 
 
+def refused(path_error: str | None) -> bool:
+    """A request the router refused for want of a consistent path (``noRoute``) reached no revision:
+    the Paths panel counts it, a revision's requests, errors and latency do not (a demo's first
+    seconds, before any pod is Ready, would otherwise read as errors of the stable revision)."""
+    return path_error == NO_ROUTE
+
+
 def path_outcome(
     path: Any, mixed: bool | None, error: str | None = None, revision: str = "-"
 ) -> tuple[str, str] | None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from controller.core.analysis import without_non_finite
 from controller.core.evidence import EVIDENCE, TTFT_EVIDENCE
-from controller.core.latency import Sums, bucket_of, path_outcome
+from controller.core.latency import Sums, bucket_of, path_outcome, refused
 from controller.models import RequestAggregate, RequestRecord
 
 from .store import BUCKET_SECONDS
@@ -84,7 +84,8 @@ def _window_sums(namespace: str, name: str, start: float, end: float, revision: 
         for rev, status, latency, feedback, began, ended, *tokens in rows.values_list(
             "revision", "status", "latency_ms", "feedback", "started", "finished", *RECORD_TOKEN_COLUMNS
         ):
-            sums(rev).add(status, latency, feedback, None if ended is None else (ended - began) * 1000.0)
+            if not refused(tokens[-1]):  # path_error, the last of RECORD_TOKEN_COLUMNS
+                sums(rev).add(status, latency, feedback, None if ended is None else (ended - began) * 1000.0)
             _add_record_tokens(sums(rev), rev, status, tokens)
     return out
 

@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 from django.db import IntegrityError, connection, transaction
 
-from controller.core.latency import Sums, path_outcome
+from controller.core.latency import Sums, path_outcome, refused
 from controller.models import RequestAggregate, RequestRecord
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,8 @@ def _sums(records: Iterable[Mapping[str, Any]]) -> dict[Key, Sums]:
         if sums is None:
             sums = out[key] = Sums()
         duration = None if r.get("finished") is None else (r["finished"] - r["started"]) * 1000.0
-        sums.add(r["status"], r.get("latency_ms"), r.get("feedback"), duration)
+        if not refused(r.get("path_error")):
+            sums.add(r["status"], r.get("latency_ms"), r.get("feedback"), duration)
         outcome = path_outcome(r.get("path"), r.get("mixed"), r.get("path_error"), r["revision"])
         sums.add_tokens(
             ttft_ms=r.get("ttft_ms"),

@@ -148,7 +148,7 @@ def test_operator_watches_pauses_promotes_diffs_and_rolls_back(live_stack, page:
     confirm(page, "v2 regressed p99 latency")
     audit = page.get_by_test_id("audit")
     expect(audit).to_contain_text("v2 regressed p99 latency", timeout=15000)
-    expect(audit.locator("li").first).to_contain_text("rollback")
+    expect(audit.locator("li").first).to_contain_text("Rollback")
     expect(audit.locator("li").first).to_contain_text("operator")
     expect(audit).to_contain_text("latency spike, investigating")
     expect(page.get_by_test_id("phase")).to_have_text(re.compile("Progressing|Healthy"), timeout=15000)

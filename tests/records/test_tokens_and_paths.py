@@ -333,3 +333,41 @@ def test_a_bad_paths_window_is_named(pd, viewer_client, query, field):
 
 def test_the_paths_of_an_unknown_modelserving_are_404(pd, viewer_client):
     assert viewer_client.get("/api/modelservings/default/nope/paths/").status_code == 404
+
+
+def test_a_refused_request_counts_on_the_paths_panel_and_not_as_an_error_of_any_revision(db):
+    """A request refused for want of a consistent path (noRoute) reached no revision: the demo's
+    first seconds, before any pod was Ready, read as the stable revision's errors beside a canary."""
+    from controller.models import RequestAggregate
+    from controller.records.figures import _window_sums
+    from controller.records.store import write_records
+
+    base = {"namespace": "default", "name": "refusals", "revision": "aaa", "feedback": None}
+    served = {
+        **base,
+        "status": "ok",
+        "latency_ms": 100.0,
+        "started": 1000.0,
+        "finished": 1001.0,
+        "path": [
+            {"role": "prefill", "pod": "p-0", "revision": "aaa"},
+            {"role": "decode", "pod": "d-0", "revision": "aaa"},
+        ],
+        "mixed": False,
+    }
+    refused = {
+        **base,
+        "status": "error",
+        "latency_ms": None,
+        "started": 1000.5,
+        "finished": 1000.5,
+        "path": [],
+        "mixed": False,
+        "path_error": "noRoute",
+    }
+    write_records([{**served, "request_id": f"ok-{i}"} for i in range(3)] + [{**refused, "request_id": "refused"}])
+    (bucket,) = RequestAggregate.objects.filter(name="refusals")
+    assert (bucket.requests, bucket.errors) == (3, 0)
+    assert bucket.paths == {"aaa/aaa": {"consistent": 3}, "aaa/-": {"noRoute": 1}}
+    figures = _window_sums("default", "refusals", 1000.0, 1002.0)["aaa"].figures()  # raw records: a part bucket
+    assert figures["requests"] == 3 and figures["errorRate"] == 0.0

@@ -136,7 +136,7 @@ def test_an_operator_starts_a_canary_of_the_flaky_build_and_the_analysis_pauses_
     # The audit: the pause, by the analysis, with the same reason.
     entry = page.get_by_test_id("audit").locator("li", has=page.locator(".badge", has_text="analysis"))
     expect(entry).to_have_count(1, timeout=20000)
-    expect(entry).to_contain_text("pause")
+    expect(entry).to_contain_text("Pause")
     expect(entry).to_contain_text(found.group(0))
     audit = json.loads(page.evaluate("() => fetch('/api/audit/?source=analysis').then((r) => r.text())"))
     record = audit["results"][0]
