@@ -350,8 +350,12 @@ def _label(ref: dict[str, Any]) -> str:
     return ref.get("hash") or ""
 
 
-def _revision_of(ms: dict[str, Any], revisions: list[dict[str, Any]]) -> dict[str, Any]:
-    """The revision the spec selects now (number and hash), computed like the controller does."""
+def _revision_of(ms: dict[str, Any], revisions: list[dict[str, Any]], *, recorded_only: bool = False) -> dict[str, Any]:
+    """The revision the spec selects now (number and hash), computed like the controller does.
+
+    ``recorded_only`` (the "from" side of a change): a revision the controller never recorded has no
+    number, e.g. the demo's first spec, changed by a release deploy before the first pass: its
+    number would have been 1, which the revision the deploy made then took."""
     history = History.from_objects(revisions)
     collision = int((ms.get("status") or {}).get("collisionCount") or 0)
     try:
@@ -363,6 +367,8 @@ def _revision_of(ms: dict[str, Any], revisions: list[dict[str, Any]]) -> dict[st
         rev = history.get(h)
         return _ref(rev.number if rev else None, h)
     existing = history.get(update.hash)
+    if recorded_only and existing is None:
+        return _ref(None, update.hash) | {"becomes": None}
     # A re-applied old revision keeps its identity (the number it has now) for "from"; the number
     # it is re-listed under appears in details as "becomes".
     return _ref(existing.number if existing else update.number, update.hash) | {"becomes": update.number}
@@ -435,7 +441,7 @@ def _control(
         for attempt in range(MAX_ATTEMPTS):
             ms = cluster.get_modelserving(namespace, name)
             revisions = cluster.list_revisions(namespace, name)
-            before = _revision_of(ms, revisions)
+            before = _revision_of(ms, revisions, recorded_only=True)
             details["fromRevision"] = before
             control.from_revision = _label(before)
             patch = build(ms, revisions)

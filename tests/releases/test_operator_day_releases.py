@@ -18,7 +18,7 @@ from playwright.sync_api import Page, expect
 from controller.core.controls import ControlError
 from rolloutui.models import AuditRecord
 from rolloutui.releases.models import DeploymentRevision
-from rolloutui.services import controls, state
+from rolloutui.services import audit, controls, state
 from rolloutui.services.releases import deploy, records
 from tests.dashboard.offline import OfflineSite
 
@@ -361,3 +361,15 @@ def test_an_analysis_pause_record_keeps_the_revision_number_beside_the_hash_it_n
     assert record.details["toRevision"] == {"number": 2, "hash": canary}
     shown = audit.record_json(record)["revisions"]["to"]
     assert shown["text"] == f"revision #2 (hash {canary})"
+
+
+def test_a_change_before_the_first_pass_names_the_unrecorded_revision_by_its_hash_alone(sim, operator):
+    """The demo's audit said "revision #1 (hash fcf215df8f) -> revision #1 (hash dad326ba5f)": its first
+    spec was changed (by the release deploy) before the controller recorded it, so that spec never had
+    a number; the revision made from the change became #1."""
+    sim.cluster.create_modelserving(manifest("fresh"))  # no pass yet: no revision recorded
+    controls.set_image(operator, "default", "fresh", role="decode", image=IMAGE_V2, reason="early", source="api")
+    record = AuditRecord.objects.get(namespace="default", name="fresh", action="set_image")
+    assert record.details["fromRevision"]["number"] is None and record.details["fromRevision"]["hash"]
+    assert record.details["toRevision"]["number"] == 1
+    assert audit.record_revisions(record, {})["from"]["text"].startswith("revision (hash ")

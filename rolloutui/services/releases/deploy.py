@@ -90,7 +90,7 @@ def _write_modelserving(
         except NotFound:
             raise ControlError(f"target ModelServing {namespace}/{name} does not exist", field="target") from None
         revisions = cluster.list_revisions(namespace, name)
-        before = controls._revision_of(ms, revisions)
+        before = controls._revision_of(ms, revisions, recorded_only=True)
         patch = templates.patch_for(ms, content, roles=list(dr.roles), container=dr.container)
         patch["metadata"] = {"annotations": {naming.ANNOTATION_CHANGE_CAUSE: cause}}
         rv = (ms.get("metadata") or {}).get("resourceVersion")
