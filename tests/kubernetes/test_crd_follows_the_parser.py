@@ -79,7 +79,13 @@ def spec_fields_read(manifest: dict[str, Any]) -> set[str]:
     gang scheduling's PodGroups."""
     seen: set[str] = set()
     parse_modelserving(_recording(copy.deepcopy(manifest), "", seen))
-    readers = (headline, canary_of, runtime_fields, gang.podgroups, lambda m: revisions.project(m["spec"]))
+    readers = (
+        headline,
+        canary_of,
+        runtime_fields,
+        lambda m: gang.podgroups(parse_modelserving(m)),
+        lambda m: revisions.project(m["spec"]),
+    )
     for reader in readers:
         reader(_recording(copy.deepcopy(manifest), "", seen))
     return {path for path in seen if path.startswith("spec.")}
