@@ -29,6 +29,10 @@ ms = copy.deepcopy(DEMO_MANIFEST)
 ms["metadata"]["name"] = {name!r}
 ms["spec"]["replicas"] = 1
 c = cluster.get_cluster()
+# Its own room: the live stack is shared with the session's other live tests, whose ModelServings
+# may hold every GPU of the five nodes it starts with (its pods then wait Pending, with no path).
+for _ in range(2):
+    c.add_node(8)
 try:
     c.create_modelserving(ms)
 except Conflict:
