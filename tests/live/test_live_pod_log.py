@@ -17,7 +17,7 @@ from .helpers import ManualClock, config, is_ready, pod
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
-STATE_REDIS_DB = 6  # away from the broker (0), the channel layer (1), the live state (2) and the other tests
+STATE_REDIS_DB = 9  # away from the broker (0), the channel layer (1), the live state (2) and the other tests
 
 
 def test_a_serving_pods_log_shows_the_requests_it_answered_bounded_per_pod(state_redis):

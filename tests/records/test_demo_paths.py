@@ -18,7 +18,7 @@ from tests.live.helpers import ManualClock
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
-STATE_REDIS_DB = 8  # away from the broker (0), the channel layer (1), the live state (2) and the other tests
+STATE_REDIS_DB = 9  # away from the broker (0), the channel layer (1), the live state (2) and the other tests
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from tests.live.helpers import ManualClock, config, is_ready, pod
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
-STATE_REDIS_DB = 7  # the controller's state Redis of this module (tests/conftest.py, state_redis)
+STATE_REDIS_DB = 14  # the controller's state Redis of this module (tests/conftest.py, state_redis)
 
 
 def revision_pod(name, revision):

@@ -22,7 +22,7 @@ from tests.live.helpers import ManualClock, config, is_ready, pod
 # records (mixed ones of the blind run) to the next; flushing the tables between tests does not.
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
-STATE_REDIS_DB = 5  # away from the broker (0), the channel layer (1), the live state (2) and the other tests
+STATE_REDIS_DB = 13  # away from the broker (0), the channel layer (1), the live state (2) and the other tests
 
 IMAGES = {
     "engine:v1": {"kv_format": "a", "ttft_ms": Span(100, 200), "tpot_ms": Span(20, 30)},
