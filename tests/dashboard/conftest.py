@@ -81,6 +81,30 @@ print("seeded")
 """
 
 
+ROOM = """
+from rolloutui.services import cluster
+c = cluster.get_cluster()
+for _ in range({nodes}):
+    c.add_node(8)
+print("room")
+"""
+
+REMOVE = """
+from controller.core.ports import NotFound
+from rolloutui.services import cluster
+c = cluster.get_cluster()
+for kind, name in {workloads!r}:
+    try:
+        if kind == "ModelServing":
+            c.delete_modelserving("default", name)
+        else:
+            c.delete_object(kind, "default", name)
+    except NotFound:
+        pass
+print("removed")
+"""
+
+
 class LiveStack:
     def __init__(self, url: str, env: dict, proc: subprocess.Popen, log: Path) -> None:
         self.url, self.env, self.proc, self.log = url, env, proc, log
@@ -98,6 +122,36 @@ class LiveStack:
         if out.returncode != 0:
             raise AssertionError(f"manage.py {' '.join(args)} failed:\n{out.stdout}\n{out.stderr}")
         return out.stdout
+
+    def add_room(self, gpus: int) -> None:
+        """Nodes of 8 GPUs enough for ``gpus`` more (rounded up): 20 GPUs -> 3 nodes."""
+        assert "room" in self.manage("shell", "-c", ROOM.format(nodes=-(-gpus // 8)))
+
+    def remove(self, workloads: list[tuple[str, str]]) -> None:
+        """Delete (kind, name) workloads in namespace default, as owner-reference GC would take
+        their pods: the GPUs they held go back to the session's other tests."""
+        assert "removed" in self.manage("shell", "-c", REMOVE.format(workloads=list(workloads)))
+
+
+@pytest.fixture
+def own_room(live_stack):
+    """Room of the test's own on the shared live stack.
+
+    The stack lives for the whole session and every live test's workloads share its nodes, so a
+    test that leaves a ModelServing behind (Pending pods of a rollout that did not finish, a
+    crashing revision retrying) takes GPUs from the tests after it: they went Blocked in CI. A
+    test asks ``own_room(gpus, ("ModelServing", name), ...)``: nodes for its peak are added
+    before it creates anything, and its workloads are deleted when it ends, pass or fail.
+    """
+    owned: list[tuple[str, str]] = []
+
+    def claim(gpus: int, *workloads: tuple[str, str]) -> None:
+        owned.extend(workloads)
+        live_stack.add_room(gpus)
+
+    yield claim
+    if owned:
+        live_stack.remove(owned)
 
 
 @pytest.fixture(scope="session")

@@ -32,7 +32,6 @@ from controller.models import SimTraffic
 from controller.runtime.enqueue import send
 from rolloutui.services import cluster
 c = cluster.get_cluster()
-c.add_node(8)  # room of its own beside the session's other ModelServings
 try:
     c.create_modelserving({manifest!r})
 except Conflict:
@@ -63,8 +62,9 @@ def weighted_manifest() -> dict:
 
 
 def test_a_weighted_canary_shows_its_weight_and_the_split_observed_beside_the_step(
-    live_stack, page: Page, screenshot_dir
+    live_stack, own_room, page: Page, screenshot_dir
 ):
+    own_room(8, ("ModelServing", NAME))  # four groups of one GPU, replaced in place
     page.set_viewport_size({"width": 1440, "height": 1000})
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))

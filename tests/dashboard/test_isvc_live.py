@@ -19,12 +19,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 SEED = """
 import json
 from controller.core.ports import Conflict
-from controller.simcluster import kservectl
+from controller.simcluster.kserve import controller as kserve_controller
 from controller.simcluster.database.demo import KSERVE_DEPLOY
 from rolloutui.services import cluster
 c = cluster.get_cluster()
 try:
-    c.create_object(kservectl.config_map(KSERVE_DEPLOY))
+    c.create_object(kserve_controller.config_map(KSERVE_DEPLOY))
 except Conflict:
     pass
 c.create_object(json.loads({manifest!r}))
@@ -58,8 +58,9 @@ def isvc_manifest(name: str) -> dict:
     }
 
 
-def test_a_canary_started_elsewhere_shows_on_the_open_page_without_a_read_of_the_api(live_stack, page: Page):
+def test_a_canary_started_elsewhere_shows_on_the_open_page_without_a_read_of_the_api(live_stack, own_room, page: Page):
     name = unique_name("isvc")
+    own_room(8, ("InferenceService", name))  # two predictors and the canary's, one GPU each
     assert "seeded" in live_stack.manage("shell", "-c", SEED.format(manifest=json.dumps(isvc_manifest(name))))
     api_path = re.compile(rf"/api/inferenceservices/default/{name}/?$")
     reads: list[str] = []

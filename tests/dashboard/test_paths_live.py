@@ -29,10 +29,6 @@ ms = copy.deepcopy(DEMO_MANIFEST)
 ms["metadata"]["name"] = {name!r}
 ms["spec"]["replicas"] = 1
 c = cluster.get_cluster()
-# Its own room: the live stack is shared with the session's other live tests, whose ModelServings
-# may hold every GPU of the five nodes it starts with (its pods then wait Pending, with no path).
-for _ in range(2):
-    c.add_node(8)
 try:
     c.create_modelserving(ms)
 except Conflict:
@@ -66,8 +62,9 @@ print("seeded", rev)
 
 
 def test_the_paths_panel_draws_requests_per_revision_pair_and_each_groups_consistent_path(
-    live_stack, page: Page, screenshot_dir
+    live_stack, own_room, page: Page, screenshot_dir
 ):
+    own_room(16, ("ModelServing", NAME))  # one group of the demo's prefill and decode instances
     out = live_stack.manage("shell", "-c", SEED.format(name=NAME))
     assert "seeded" in out, out
     revision = out.split("seeded", 1)[1].split()[0]

@@ -41,7 +41,9 @@ def rolloutui(tmp_path, live_stack):
     return run
 
 
-def test_an_operator_signs_in_reads_and_waits_on_a_rollout_from_an_empty_folder(rolloutui, live_stack, tmp_path):
+def test_an_operator_signs_in_reads_and_waits_on_a_rollout_from_an_empty_folder(
+    rolloutui, live_stack, own_room, tmp_path
+):
     signed_in = rolloutui(
         "login", "--server", live_stack.url, "--username", "operator", "--password-stdin", stdin=TEST_PASSWORD + "\n"
     )
@@ -51,6 +53,7 @@ def test_an_operator_signs_in_reads_and_waits_on_a_rollout_from_an_empty_folder(
 
     # A ModelServing of its own (the session's `chat` is shared with the browser tests).
     name = unique_name("cli")
+    own_room(16, ("ModelServing", name))  # two groups of four GPUs, one surge group, a crashing revision
     spec = tmp_path / "ms.json"
     spec.write_text(json.dumps(manifest(name, replicas=2)))
     applied = rolloutui("apply", "-f", str(spec), "--reason", "remote cli test")

@@ -19,12 +19,18 @@ from .test_remote_cli_live import COMMAND, rolloutui  # noqa: F401 (the fixture)
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-def test_get_watch_redraws_a_pause_from_the_websocket_with_the_api_token(rolloutui, live_stack, tmp_path):  # noqa: F811
+def test_get_watch_redraws_a_pause_from_the_websocket_with_the_api_token(
+    rolloutui,  # noqa: F811 (the fixture imported above)
+    live_stack,
+    own_room,
+    tmp_path,
+):
     signed_in = rolloutui(
         "login", "--server", live_stack.url, "--username", "operator", "--password-stdin", stdin=TEST_PASSWORD + "\n"
     )
     assert signed_in.returncode == 0, signed_in.stderr
     name = unique_name("watch")
+    own_room(8, ("ModelServing", name))  # two groups of four GPUs
     spec = tmp_path / "ms.json"
     spec.write_text(json.dumps(manifest(name, replicas=2)))
     assert rolloutui("apply", "-f", str(spec), "--reason", "watch test").returncode == 0

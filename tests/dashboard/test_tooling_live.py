@@ -52,7 +52,10 @@ def example_named(name: str, image: str = "nginx") -> str:
     return text.replace("image: nginx", f"image: {image}")
 
 
-def test_the_cli_applies_a_kthena_example_waits_for_it_edits_it_breaks_it_and_deletes_it(live_stack, tmp_path):
+def test_the_cli_applies_a_kthena_example_waits_for_it_edits_it_breaks_it_and_deletes_it(
+    live_stack, own_room, tmp_path
+):
+    own_room(0, ("ModelServing", "cli-sample"))  # no GPUs; deleted at the end even if a step fails
     assert "configured" in live_stack.manage("shell", "-c", CONFIGURE_CRASH)
     manifest = tmp_path / "cli-sample.yaml"
     manifest.write_text(example_named("cli-sample"))
@@ -102,8 +105,9 @@ def test_the_cli_applies_a_kthena_example_waits_for_it_edits_it_breaks_it_and_de
 
 
 def test_the_browser_applies_a_kthena_example_edits_its_image_in_the_yaml_editor_and_deletes_it(
-    live_stack, page: Page, screenshot_dir
+    live_stack, own_room, page: Page, screenshot_dir
 ):
+    own_room(0, ("ModelServing", "ui-sample"))
     page.set_viewport_size({"width": 1440, "height": 1000})
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
