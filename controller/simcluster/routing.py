@@ -263,22 +263,50 @@ def send_path(
 ) -> Request:
     """A request arriving at ``now`` sent down ``choice``'s pods (one pod without a path).
 
-    Its time to first token comes from the first hop's image (``ttftMs``, else ``latencyMs``, else
-    the default latency) and is spent on the first hop; with token figures (``traffic.tokens``) its
-    output tokens take ``tpotMs`` each (the last hop's image; default ``DEFAULT_TPOT_MS``) on the
-    last hop, so it lasts ``ttft + output x tpot``; without them it lasts ``duration``. Every hop but
-    the last is busy until the first token, the last until the end. Hops whose images declare
-    different ``kvFormat`` fail with ``kvMismatch`` at the first token (an error answer), and an
-    image's ``errorRate``/``timeoutRate`` of any hop apply as in ``send``.
-
-    Draws from ``rng``, in this order: input and output tokens (with token figures), the time to
-    first token, the time per output token (with token figures), then for each hop whose image has
-    an error rate whether it errs, then likewise for timeouts.
-    Example: ttft 100 ms, 50 output tokens at 20 ms -> the prefill hop is busy 0.1 s, the decode hop
-    1.1 s, and the request ends 1.1 s after it arrived.
+    Its timing is ``_draw_path_timing``'s, its failures ``_draw_path_failures``' (an image's
+    ``errorRate``/``timeoutRate`` of any hop apply as in ``send``), and how it ends
+    ``_end_path_request``'s (hops whose images declare different ``kvFormat`` fail with
+    ``kvMismatch`` at the first token). Draws from ``rng``, in this order: the timing's draws,
+    then for each hop whose image has an error rate whether it errs, then likewise for timeouts.
     """
     pods_ = choice.pods
     images = [_image_of(p, config) for p in pods_]
+    input_tokens, output_tokens, ttft, tpot, duration = _draw_path_timing(images, traffic, duration, rng)
+    error, timeout = _draw_path_failures(images, rng)
+    entry = pods_[0]["metadata"]
+    req = Request(
+        request_id,
+        now,
+        entry["name"],
+        entry["uid"],
+        choice.revision,
+        ttft,
+        duration,
+        hops=_hops_of(pods_) if with_path else None,
+        mixed=choice.mixed if with_path else None,
+        mixed_pair=mixed_pair,
+        ttft_ms=ttft,
+        tpot_ms=tpot,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+    )
+    mismatch = paths.kv_mismatch(image.kv_format for image in images)
+    _end_path_request(req, len(pods_), mismatch=mismatch, error=error, timeout=timeout)
+    return req
+
+
+def _draw_path_timing(images: list, traffic: Traffic, duration: float | None, rng: random.Random) -> tuple:
+    """``(input tokens, output tokens, ttft ms, tpot ms, duration s)`` of a request down hops
+    with ``images``.
+
+    The time to first token comes from the first hop's image (``ttftMs``, else ``latencyMs``, else
+    the default latency); with token figures (``traffic.tokens``) the output tokens take
+    ``tpotMs`` each (the last hop's image; default ``DEFAULT_TPOT_MS``), so the request lasts
+    ``ttft + output x tpot``; without them it lasts ``duration`` (tokens and tpot None). Never
+    shorter than its time to first token. Draws, in this order: input and output tokens (with
+    token figures), the time to first token, the time per output token (with token figures).
+    Example: ttft 100 ms, 50 output tokens at 20 ms -> it lasts 0.1 + 50 x 0.02 = 1.1 s.
+    """
     first, last = images[0], images[-1]
     input_tokens = output_tokens = None
     if traffic.tokens:
@@ -289,7 +317,16 @@ def send_path(
     if output_tokens is not None:
         tpot = (last.tpot_ms or DEFAULT_TPOT_MS).draw(rng)
         duration = (ttft + output_tokens * tpot) / 1000.0
-    duration = max(float(duration or 0.0), ttft / 1000.0)
+    return input_tokens, output_tokens, ttft, tpot, max(float(duration or 0.0), ttft / 1000.0)
+
+
+def _draw_path_failures(images: list, rng: random.Random) -> tuple[bool, bool]:
+    """``(error, timeout)`` of a request down hops with ``images``.
+
+    Every hop whose image has an error rate draws (all of them, even after one erred, so the
+    number of draws does not depend on their outcome); only a request that did not err then draws
+    likewise for timeouts. Images without rates draw nothing, so other runs draw as before.
+    """
     error = False
     for image in images:
         if image.error_rate > 0 and rng.random() < image.error_rate:
@@ -299,41 +336,38 @@ def send_path(
         for image in images:
             if image.timeout_rate > 0 and rng.random() < image.timeout_rate:
                 timeout = True
-    mismatch = paths.kv_mismatch(image.kv_format for image in images)
-    hops = tuple(
+    return error, timeout
+
+
+def _hops_of(pods_: list[Obj]) -> tuple[tuple[str, str, str, str | None], ...]:
+    """``(role, pod name, uid, revision label)`` of each pod of a path, in order."""
+    return tuple(
         (paths.role_of(p) or "", p["metadata"]["name"], p["metadata"]["uid"], revision_label(p)) for p in pods_
     )
-    entry = pods_[0]["metadata"]
-    req = Request(
-        request_id,
-        now,
-        entry["name"],
-        entry["uid"],
-        choice.revision,
-        ttft,
-        duration,
-        hops=hops if with_path else None,
-        mixed=choice.mixed if with_path else None,
-        mixed_pair=mixed_pair,
-        ttft_ms=ttft,
-        tpot_ms=tpot,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-    )
-    first_token = ttft / 1000.0
+
+
+def _end_path_request(req: Request, hop_count: int, *, mismatch: bool, error: bool, timeout: bool) -> None:
+    """Sets how ``req`` (its ``ttft_ms`` and ``duration`` drawn) ends and how long each hop is busy.
+
+    - KV formats that disagree (``mismatch``) or an engine error: an error answer at the first
+      token, every hop busy until then, no time per output token.
+    - A timeout: no answer and no latency figures, but it holds its hops as a good answer would.
+    - Otherwise a good answer. Every hop but the last is busy until the first token, the last until
+      the end. Example: ttft 100 ms, duration 1.1 s, two hops -> busy (0.1, 1.1).
+    """
+    first_token = req.ttft_ms / 1000.0
     if mismatch or error:
         # The KV cache cannot be handed over (or the engine errs): an error answer at the first token.
         req.answer, req.busy, req.tpot_ms = ERROR, first_token, None
         req.path_error = paths.KV_MISMATCH if mismatch else None
-        req.hop_busy = (first_token,) * len(pods_)
-        return req
+        req.hop_busy = (first_token,) * hop_count
+        return
     if timeout:
         req.answer, req.latency_ms, req.ttft_ms, req.tpot_ms = TIMEOUT, None, None, None
     else:
         req.answer = OK
-    req.busy = duration
-    req.hop_busy = (first_token,) * (len(pods_) - 1) + (duration,)
-    return req
+    req.busy = req.duration
+    req.hop_busy = (first_token,) * (hop_count - 1) + (req.duration,)
 
 
 def window_figures(
