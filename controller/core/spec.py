@@ -24,7 +24,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import naming
 from .canary import Canary, CanaryError, parse_canary
@@ -644,7 +644,59 @@ def parse_modelserving_cached(manifest: Any, cache: dict[tuple[str, str], ModelS
 
 
 def parse_modelserving(manifest: Any) -> ModelServing:
-    """Validate a manifest and return the typed ModelServing (defaults applied)."""
+    """Validate a manifest and return the typed ModelServing (defaults applied).
+
+    The steps run in the manifest's reading order and the first rule broken is the one reported:
+    the object's identity, the roles list and the strategy type, each role, the strategy's budgets
+    and coordination, the canary, the gang policy, the recovery policy, the remaining spec settings,
+    then the verification and the traffic as the value is built.
+    """
+    api_version, name, namespace, meta = _identity(manifest)
+    spec = _mapping(manifest.get("spec"), "spec", required=True)
+    replicas = _int(spec.get("replicas"), "spec.replicas", default=1)
+    template = _mapping(spec.get("template"), "spec.template", required=True)
+    roles_raw = _roles_list(template)
+    strategy_raw = _mapping(spec.get("rolloutStrategy"), "spec.rolloutStrategy")
+    strategy_type = _strategy_type(strategy_raw)
+    kthena_api = api_version == naming.KTHENA_API_VERSION
+    seen: set[str] = set()
+    roles = [
+        _role(raw, f"spec.template.roles[{i}]", seen, name, replicas, strategy_type, kthena_api)
+        for i, raw in enumerate(roles_raw)
+    ]
+    role_names = tuple(r.name for r in roles)
+    strategy = _strategy(strategy_raw, strategy_type, replicas, role_names)
+    canary = _canary(strategy_raw, strategy)
+    _check_gang_policy(template.get("gangPolicy"), roles)
+    recovery = _recovery_policy(spec, strategy_type)
+    settings = _settings(spec)
+    return ModelServing(
+        name=name,
+        namespace=namespace,
+        uid=str(meta.get("uid") or ""),
+        generation=int(meta.get("generation") or 0),
+        replicas=replicas,
+        roles=tuple(roles),
+        strategy=strategy,
+        recovery_policy=recovery,
+        revision_history_limit=settings.revision_history_limit,
+        paused=settings.paused,
+        drain_timeout_seconds=settings.drain_timeout_seconds,
+        progress_deadline_seconds=settings.progress_deadline_seconds,
+        verification=_verification(spec.get("verification")),
+        canary=canary,
+        scheduler_name=settings.scheduler_name,
+        manifest=manifest,
+        canary_promote=canary_promote_request(manifest),
+        abort=abort_request(manifest),
+        traffic=parse_traffic(spec.get("traffic"), "spec.traffic", role_names, strategy.coordination),
+    )
+
+
+def _identity(manifest: Any) -> tuple[str, str, str, dict[str, Any]]:
+    """The apiVersion, name and namespace (``default`` when not written) and the metadata of a
+    ModelServing manifest. Example: Kthena's apiVersion with ``metadata: {name: llm}`` ->
+    ``("workload.serving.volcano.sh/v1alpha1", "llm", "default", {"name": "llm"})``."""
     if not isinstance(manifest, dict):
         raise ValidationError("(manifest)", "must be an object")
     api_version = manifest.get("apiVersion")
@@ -661,93 +713,124 @@ def parse_modelserving(manifest: Any) -> ModelServing:
     namespace = meta.get("namespace") or "default"
     if not isinstance(namespace, str) or not _DNS1035.match(namespace):
         raise ValidationError("metadata.namespace", f"must be a lowercase DNS label, got {namespace!r}")
-    spec = _mapping(manifest.get("spec"), "spec", required=True)
+    return api_version, name, namespace, meta
 
-    replicas = _int(spec.get("replicas"), "spec.replicas", default=1)
-    template = _mapping(spec.get("template"), "spec.template", required=True)
+
+def _roles_list(template: dict[str, Any]) -> list[Any]:
+    """``spec.template.roles``: a list of one to ``MAX_ROLES`` entries (each checked by ``_role``)."""
     roles_raw = template.get("roles")
     if not isinstance(roles_raw, list) or not roles_raw:
         raise ValidationError("spec.template.roles", "must list at least one role")
     if len(roles_raw) > MAX_ROLES:
         raise ValidationError("spec.template.roles", f"must list at most {MAX_ROLES} roles, got {len(roles_raw)}")
-    kthena_api = api_version == naming.KTHENA_API_VERSION
+    return roles_raw
 
-    strategy_raw = _mapping(spec.get("rolloutStrategy"), "spec.rolloutStrategy")
+
+def _strategy_type(strategy_raw: dict[str, Any]) -> str:
+    """``spec.rolloutStrategy.type``, ``ServingGroupRollingUpdate`` when not written."""
     strategy_type = strategy_raw.get("type") or GROUP_ROLLING
     if strategy_type not in STRATEGY_TYPES:
         raise ValidationError(
             "spec.rolloutStrategy.type", f"must be one of {', '.join(STRATEGY_TYPES)}, got {strategy_type!r}"
         )
+    return strategy_type
 
-    roles: list[Role] = []
-    seen: set[str] = set()
-    for i, raw in enumerate(roles_raw):
-        path = f"spec.template.roles[{i}]"
-        raw = _mapping(raw, path)
-        rname = raw.get("name")
-        if not isinstance(rname, str) or not rname:
-            raise ValidationError(f"{path}.name", "required")
-        if len(rname) > MAX_ROLE_NAME or not _DNS1035.match(rname):
-            raise ValidationError(
-                f"{path}.name",
-                f"must be a DNS-1035 label of at most {MAX_ROLE_NAME} characters (lowercase letters, digits, "
-                f"'-', starting with a letter), got {rname!r}",
-            )
-        if rname in seen:
-            raise ValidationError(f"{path}.name", f"duplicate role name {rname!r}")
-        seen.add(rname)
-        role_replicas = _int(raw.get("replicas"), f"{path}.replicas", default=1)
-        if kthena_api and "workerReplicas" not in raw:
-            # Kthena's CRD lists workerReplicas as required (RolloutUI's own API defaults it to 0).
-            raise ValidationError(f"{path}.workerReplicas", "required by Kthena's API (0 for a role without workers)")
-        worker_replicas = _int(raw.get("workerReplicas"), f"{path}.workerReplicas", default=0)
-        entry = _pod_template(raw.get("entryTemplate"), f"{path}.entryTemplate")
-        worker = raw.get("workerTemplate")
-        if worker_replicas > 0:
-            if worker is None:
-                raise ValidationError(
-                    f"{path}.workerTemplate", f"required when workerReplicas > 0 (workerReplicas is {worker_replicas})"
-                )
-            worker = _pod_template(worker, f"{path}.workerTemplate")
-        elif worker is not None:
-            # Unused with workerReplicas 0; Kthena's own examples carry `containers: []` here.
-            worker_containers = (
-                ((worker or {}).get("spec") or {}).get("containers") if isinstance(worker, dict) else None
-            )
-            worker = _pod_template(worker, f"{path}.workerTemplate") if worker_containers else None
-        if strategy_type == GROUP_ROLLING and kthena_api:
-            # Kthena neither checks nor uses a role's maxUnavailable outside RoleRollingUpdate (its
-            # CRD takes any int-or-string there): one it cannot read is ignored, not refused.
-            budgets = Budgets(
-                max_unavailable=_lenient_budget(raw.get("maxUnavailable")),
-                max_surge=_lenient_budget(raw.get("maxSurge"), max_percent=None),
-                partition=_budget(raw.get("partition"), f"{path}.partition"),
-            )
-        else:
-            budgets = _budgets(raw, path)
-        if strategy_type == GROUP_ROLLING and budgets.partition is not None:
-            raise ValidationError(
-                f"{path}.partition",
-                f"a role partition applies only to {ROLE_ROLLING} and {IN_PLACE}; use "
-                "spec.rolloutStrategy.rollingUpdateConfiguration.partition",
-            )
-        if strategy_type == IN_PLACE and budgets.max_surge is not None and budgets.max_surge.value > 0:
-            raise ValidationError(f"{path}.maxSurge", "in-place updates change existing pods and have no surge")
-        if strategy_type in ROLE_LEVEL_TYPES:
-            _check_both_budgets_not_zero(budgets, role_replicas, path)
-            _check_role_unavailable_within_replicas(budgets, role_replicas, path)
-        _check_generated_name(name, replicas, rname, role_replicas, worker_replicas)
-        roles.append(Role(rname, role_replicas, entry, worker_replicas, worker, budgets))
 
-    rollout_raw = _mapping(
-        strategy_raw.get("rollingUpdateConfiguration"), "spec.rolloutStrategy.rollingUpdateConfiguration"
-    )
-    group_budgets = _budgets(rollout_raw, "spec.rolloutStrategy.rollingUpdateConfiguration")
+def _role(
+    raw: Any,
+    path: str,
+    seen: set[str],
+    ms_name: str,
+    group_replicas: int,
+    strategy_type: str,
+    kthena_api: bool,
+) -> Role:
+    """One entry of ``spec.template.roles`` (``seen``: the role names before it, this one added):
+    its name, replicas, workers, pod templates and budgets, and the names Kthena generates from it."""
+    raw = _mapping(raw, path)
+    rname = _role_name(raw.get("name"), path, seen)
+    role_replicas = _int(raw.get("replicas"), f"{path}.replicas", default=1)
+    if kthena_api and "workerReplicas" not in raw:
+        # Kthena's CRD lists workerReplicas as required (RolloutUI's own API defaults it to 0).
+        raise ValidationError(f"{path}.workerReplicas", "required by Kthena's API (0 for a role without workers)")
+    worker_replicas = _int(raw.get("workerReplicas"), f"{path}.workerReplicas", default=0)
+    entry = _pod_template(raw.get("entryTemplate"), f"{path}.entryTemplate")
+    worker = _worker_template(raw.get("workerTemplate"), worker_replicas, path)
+    budgets = _role_budgets(raw, path, strategy_type, kthena_api, role_replicas)
+    _check_generated_name(ms_name, group_replicas, rname, role_replicas, worker_replicas)
+    return Role(rname, role_replicas, entry, worker_replicas, worker, budgets)
+
+
+def _role_name(rname: Any, path: str, seen: set[str]) -> str:
+    """A role's name: a DNS-1035 label of at most ``MAX_ROLE_NAME`` characters, not in ``seen``
+    (to which it is added)."""
+    if not isinstance(rname, str) or not rname:
+        raise ValidationError(f"{path}.name", "required")
+    if len(rname) > MAX_ROLE_NAME or not _DNS1035.match(rname):
+        raise ValidationError(
+            f"{path}.name",
+            f"must be a DNS-1035 label of at most {MAX_ROLE_NAME} characters (lowercase letters, digits, "
+            f"'-', starting with a letter), got {rname!r}",
+        )
+    if rname in seen:
+        raise ValidationError(f"{path}.name", f"duplicate role name {rname!r}")
+    seen.add(rname)
+    return rname
+
+
+def _worker_template(worker: Any, worker_replicas: int, path: str) -> dict[str, Any] | None:
+    """A role's ``workerTemplate``: required with workers; without workers it is kept only when it
+    has containers (None otherwise)."""
+    if worker_replicas > 0:
+        if worker is None:
+            raise ValidationError(
+                f"{path}.workerTemplate", f"required when workerReplicas > 0 (workerReplicas is {worker_replicas})"
+            )
+        return _pod_template(worker, f"{path}.workerTemplate")
+    if worker is None:
+        return None
+    # Unused with workerReplicas 0; Kthena's own examples carry `containers: []` here.
+    worker_containers = ((worker or {}).get("spec") or {}).get("containers") if isinstance(worker, dict) else None
+    return _pod_template(worker, f"{path}.workerTemplate") if worker_containers else None
+
+
+def _role_budgets(raw: dict[str, Any], path: str, strategy_type: str, kthena_api: bool, replicas: int) -> Budgets:
+    """A role's maxUnavailable, maxSurge and partition, and the rules the strategy type sets on them."""
+    if strategy_type == GROUP_ROLLING and kthena_api:
+        # Kthena neither checks nor uses a role's maxUnavailable outside RoleRollingUpdate (its
+        # CRD takes any int-or-string there): one it cannot read is ignored, not refused.
+        budgets = Budgets(
+            max_unavailable=_lenient_budget(raw.get("maxUnavailable")),
+            max_surge=_lenient_budget(raw.get("maxSurge"), max_percent=None),
+            partition=_budget(raw.get("partition"), f"{path}.partition"),
+        )
+    else:
+        budgets = _budgets(raw, path)
+    if strategy_type == GROUP_ROLLING and budgets.partition is not None:
+        raise ValidationError(
+            f"{path}.partition",
+            f"a role partition applies only to {ROLE_ROLLING} and {IN_PLACE}; use "
+            "spec.rolloutStrategy.rollingUpdateConfiguration.partition",
+        )
+    if strategy_type == IN_PLACE and budgets.max_surge is not None and budgets.max_surge.value > 0:
+        raise ValidationError(f"{path}.maxSurge", "in-place updates change existing pods and have no surge")
+    if strategy_type in ROLE_LEVEL_TYPES:
+        _check_both_budgets_not_zero(budgets, replicas, path)
+        _check_role_unavailable_within_replicas(budgets, replicas, path)
+    return budgets
+
+
+def _strategy(strategy_raw: dict[str, Any], strategy_type: str, replicas: int, role_names: tuple[str, ...]) -> Strategy:
+    """The group-level budgets (``rollingUpdateConfiguration``, ServingGroupRollingUpdate only) and
+    the coordination of a RoleRollingUpdate (which needs the type written out)."""
+    group_path = "spec.rolloutStrategy.rollingUpdateConfiguration"
+    rollout_raw = _mapping(strategy_raw.get("rollingUpdateConfiguration"), group_path)
+    group_budgets = _budgets(rollout_raw, group_path)
     if strategy_type == GROUP_ROLLING:
-        _check_both_budgets_not_zero(group_budgets, replicas, "spec.rolloutStrategy.rollingUpdateConfiguration")
+        _check_both_budgets_not_zero(group_budgets, replicas, group_path)
     elif rollout_raw:
         raise ValidationError(
-            "spec.rolloutStrategy.rollingUpdateConfiguration",
+            group_path,
             f"applies only to {GROUP_ROLLING}; with {strategy_type} set maxUnavailable, maxSurge and "
             "partition on each role",
         )
@@ -757,24 +840,30 @@ def parse_modelserving(manifest: Any) -> ModelServing:
     coordination = _coordination(
         role_config.get("coordination"),
         "spec.rolloutStrategy.roleRollingUpdateConfiguration.coordination",
-        tuple(r.name for r in roles),
+        role_names,
         strategy_type,
     )
     if coordination is not None and not strategy_raw.get("type"):
         raise ValidationError("spec.rolloutStrategy.type", f"coordination needs type: {ROLE_ROLLING} set explicitly")
+    return Strategy(strategy_type, group_budgets, coordination, bool(strategy_raw.get("type")))
 
+
+def _canary(strategy_raw: dict[str, Any], strategy: Strategy) -> Canary | None:
+    """``spec.rolloutStrategy.canary`` (``core.canary``), its error as a ``ValidationError``."""
     try:
-        canary = parse_canary(
+        return parse_canary(
             strategy_raw.get("canary"),
             "spec.rolloutStrategy.canary",
-            strategy_type=strategy_type,
-            group_partition_set=group_budgets.partition is not None,
+            strategy_type=strategy.type,
+            group_partition_set=strategy.budgets.partition is not None,
         )
     except CanaryError as err:
         raise ValidationError(err.field, err.rule) from None
 
-    _check_gang_policy(template.get("gangPolicy"), roles)
 
+def _recovery_policy(spec: dict[str, Any], strategy_type: str) -> str:
+    """``spec.recoveryPolicy``, ``RoleRecreate`` when not written; Kthena's pairing rule with the
+    rollout strategy."""
     recovery = spec.get("recoveryPolicy") or RECREATE_ROLE
     if recovery not in RECOVERY_POLICIES:
         raise ValidationError("spec.recoveryPolicy", f"must be one of {', '.join(RECOVERY_POLICIES)}, got {recovery!r}")
@@ -787,7 +876,21 @@ def parse_modelserving(manifest: Any) -> ModelServing:
             "group; use recoveryPolicy RoleRecreate or None (valid pairs: ServingGroupRecreate with "
             "ServingGroupRollingUpdate, RoleRecreate with RoleRollingUpdate)",
         )
+    return recovery
 
+
+class _Settings(NamedTuple):
+    revision_history_limit: int
+    paused: bool
+    drain_timeout_seconds: float
+    progress_deadline_seconds: int
+    scheduler_name: str | None
+
+
+def _settings(spec: dict[str, Any]) -> _Settings:
+    """The spec's remaining settings with their defaults: revisionHistoryLimit, paused,
+    drain.timeoutSeconds, progressDeadlineSeconds, schedulerName (and plugins, a list, checked only).
+    Example: ``{}`` -> (10, False, 30.0, 600, None)."""
     history = _int(
         spec.get("revisionHistoryLimit"), "spec.revisionHistoryLimit", default=DEFAULT_REVISION_HISTORY_LIMIT
     )
@@ -812,28 +915,7 @@ def parse_modelserving(manifest: Any) -> ModelServing:
     plugins = spec.get("plugins")
     if plugins is not None and not isinstance(plugins, list):
         raise ValidationError("spec.plugins", "must be a list")
-
-    return ModelServing(
-        name=name,
-        namespace=namespace,
-        uid=str(meta.get("uid") or ""),
-        generation=int(meta.get("generation") or 0),
-        replicas=replicas,
-        roles=tuple(roles),
-        strategy=Strategy(strategy_type, group_budgets, coordination, bool(strategy_raw.get("type"))),
-        recovery_policy=recovery,
-        revision_history_limit=history,
-        paused=paused,
-        drain_timeout_seconds=float(timeout_raw),
-        progress_deadline_seconds=deadline,
-        verification=_verification(spec.get("verification")),
-        canary=canary,
-        scheduler_name=scheduler_name or None,
-        manifest=manifest,
-        canary_promote=canary_promote_request(manifest),
-        abort=abort_request(manifest),
-        traffic=parse_traffic(spec.get("traffic"), "spec.traffic", tuple(r.name for r in roles), coordination),
-    )
+    return _Settings(history, paused, float(timeout_raw), deadline, scheduler_name or None)
 
 
 def check_update(old: Any, new: Any) -> None:
