@@ -26,7 +26,7 @@ class SimObject(models.Model):
     KIND_MODELSERVING = "ModelServing"
     KIND_POD = "Pod"
     KIND_REVISION = "ControllerRevision"
-    # KServe on the simulated cluster (controller.simcluster.kservectl and .deployments).
+    # KServe on the simulated cluster (controller.simcluster.kserve.controller and .deployments).
     KIND_INFERENCESERVICE = "InferenceService"
     KIND_DEPLOYMENT = "Deployment"
     KIND_REPLICASET = "ReplicaSet"

@@ -432,7 +432,8 @@ async def _get_isvc_state(namespace: str, name: str, *, masked: bool):
     """The InferenceService's REST state (``kserve_controls.get_state``: the view, its controls and
     its manifest), masked as for a viewer when ``masked``; None when it does not exist."""
     from controller.core.ports import NotFound
-    from rolloutui.services import kserve_controls, masking
+    from rolloutui.services import masking
+    from rolloutui.services.kserve import controls as kserve_controls
 
     def read():
         state = kserve_controls.get_state(namespace, name, user=None)

@@ -26,12 +26,12 @@ from rolloutui.services import (
     actions,
     capacity,
     cluster,
-    kserve,
-    kserve_controls,
     manifests,
     notifications,
     state,
 )
+from rolloutui.services.kserve import controls as kserve_controls
+from rolloutui.services.kserve import state as kserve_state
 from rolloutui.services.probe_advice import advice_of as probe_advice_of
 from rolloutui.services.releases import records as release_records
 
@@ -80,7 +80,7 @@ def _list_rows_html(rows: list[dict]) -> str:
     for r in rows:
         ns, name = str(r.get("namespace") or ""), str(r.get("name") or "")
         e_ns, e_name = escape(ns), escape(name)
-        isvc = r.get("kind") == kserve.KIND_INFERENCESERVICE
+        isvc = r.get("kind") == kserve_state.KIND_INFERENCESERVICE
         href = (isvc_href if isvc else ms_href).replace("NS_", quote(ns, safe=""), 1)
         href = href.replace("NAME_", quote(name, safe=""), 1)
         phase = str(r.get("phase") or "")
@@ -122,11 +122,11 @@ def modelserving_list(request):
     namespace = request.GET.get("namespace") or ""
     kind = request.GET.get("kind") or ""
     # Both kinds, with a kind column (InferenceServices on clusters whose adapter reads them).
-    rows = kserve.list_workloads(
+    rows = kserve_state.list_workloads(
         namespace=namespace or None,
         search=search or None,
         phase=phase if phase in PHASES else None,
-        kind=kind if kind in kserve.KINDS else None,
+        kind=kind if kind in kserve_state.KINDS else None,
         within=access.namespaces(request.user, VIEW, state.modelserving_namespaces),
     )
     return render(
@@ -141,7 +141,7 @@ def modelserving_list(request):
             "known_phases": list(PHASES),
             "phase": phase,
             "kind": kind,
-            "kinds": list(kserve.KINDS),
+            "kinds": list(kserve_state.KINDS),
             "q": search,
             "namespace": namespace,
             "counts": dict(Counter(r["phase"] for r in rows)),
@@ -260,7 +260,7 @@ def manifest_editor(request, namespace=None, name=None):
 def inferenceservice_detail(request, namespace, name):
     """A KServe InferenceService (issue 13): components, ReplicaSets old and new with their pods,
     the effective strategy with sources, why it waits, traffic, the controls of the registry's
-    ``INFERENCESERVICE`` target, audit and history. ``static/js/isvc/main.js`` keeps it live over
+    ``INFERENCESERVICE`` target, audit and history. ``static/js/kserve/main.js`` keeps it live over
     the websocket (``consumers.InferenceServiceConsumer``), reading the API while the socket is down."""
     if not access.allowed(request.user, VIEW, namespace):
         raise Http404(f"InferenceService {namespace}/{name} does not exist")

@@ -693,7 +693,7 @@ class KubernetesCluster:
 
     # ------------------------------------------------------------------ KServe workload objects
     # The reads of ``controller.simcluster.workloads.WorkloadStore`` the KServe read side and the
-    # InferenceService controls use (``controller.runtime.kserve``, ``rolloutui.services.kserve_controls``):
+    # InferenceService controls use (``controller.runtime.kserve``, ``rolloutui.services.kserve.controls``):
     # InferenceServices, the Deployments and ReplicaSets KServe made and their pods, the
     # ``inferenceservice-config`` ConfigMap; writes are merge patches of an InferenceService (the
     # controls) or a Deployment's ``spec.paused``. Nothing is created or deleted here: KServe does that.

@@ -5,7 +5,7 @@
 - ``sim_tick()`` every ``TICK_SECONDS`` on the simulated backend: one step of the simulated
   cluster's physics (``controller.simcluster.database.tick``), skipped while another tick still runs.
   Both then take the next step of any canary promote or rollback handed over in steps
-  (``kserve.advance_handovers``).
+  (``kserve.passes.advance_handovers``).
 - ``cleanup_records()`` every ``CLEANUP_SECONDS``: the bounded retention of request records
   (``controller.records.store.cleanup``; ``ROLLOUTUI_RECORDS_RETENTION_SECONDS`` and
   ``ROLLOUTUI_AGGREGATES_RETENTION_SECONDS``), on the controller's clock.
@@ -22,8 +22,9 @@ from controller.models import SimObject
 from controller.records import store as records_store
 from controller.simcluster.database.tick import tick
 
-from . import enqueue, hooks, kserve, redisconn
+from . import enqueue, hooks, redisconn
 from .backend import backend_name, get_clock, get_cluster, sim_cluster
+from .kserve import passes as kserve_passes
 from .locks import SimpleLock
 from .reconciler import maybe_queue_depth
 
@@ -45,8 +46,8 @@ def resync() -> int:
         enqueue.send(namespace, name)
     maybe_queue_depth(redisconn.state_redis())
     hooks.run_resync_hooks()
-    kserve.advance_handovers()
-    kserve.publish_changed()
+    kserve_passes.advance_handovers()
+    kserve_passes.publish_changed()
     return len(keys)
 
 
@@ -64,9 +65,9 @@ def sim_tick() -> dict[str, Any]:
             report = tick(sim_cluster(actor="kubelet"))
         # The promotes and rollbacks handed over in steps: their next step as soon as the tick
         # made KServe finish the current one, not at the next resync.
-        report["handovers"] = kserve.advance_handovers()
+        report["handovers"] = kserve_passes.advance_handovers()
         # The InferenceService pages: a publish for each one whose state the tick changed.
-        kserve.publish_changed()
+        kserve_passes.publish_changed()
     finally:
         if lock is not None:
             lock.release()

@@ -129,7 +129,7 @@ def isvc_group_name(namespace: str, name: str) -> str:
 def publish_inferenceservice(namespace: str, name: str) -> None:
     """Tell the pages of an InferenceService that its state changed. The message carries no state:
     the page's state (with the controls and the manifest, masked for viewers) is the dashboard's
-    (``services.kserve_controls.get_state``), which the controller may not import, so each web
+    (``services.kserve.controls.get_state``), which the controller may not import, so each web
     process's hub reads it once for all of its pages (``consumers._Hub``). Never raises."""
     try:
         from channels.layers import get_channel_layer

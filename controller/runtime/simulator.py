@@ -20,7 +20,7 @@ from __future__ import annotations
 from controller.core.ports import SimulatorPort
 from controller.simcluster.config import Span, Traffic
 from controller.simcluster.database.demo import DEMO_MANIFEST, DIGESTS, create_with_traffic
-from controller.simcluster.kserve_preview import preview_inferenceservice
+from controller.simcluster.kserve.preview import preview_inferenceservice
 from controller.simcluster.preview import STEP, LiveState, PreviewCluster, preview_from
 from controller.simcluster.scenario import ScenarioError
 

@@ -20,7 +20,8 @@ from collections.abc import Callable
 
 from controller.core.ports import Obj
 
-from . import deployments, kservectl, objects
+from . import deployments, objects
+from .kserve import controller as kserve_controller
 from .objects import CONFIGMAP, DEPLOYMENT, INFERENCESERVICE, REPLICASET
 from .workloads import WorkloadStore
 
@@ -31,7 +32,7 @@ Key = tuple[str, str, str]  # (kind, namespace, name)
 ORDER = (INFERENCESERVICE, DEPLOYMENT, REPLICASET)
 
 _SYNC: dict[str, Callable[[WorkloadStore, str, str, float], float | None]] = {
-    INFERENCESERVICE: kservectl.sync_inferenceservice,
+    INFERENCESERVICE: kserve_controller.sync_inferenceservice,
     DEPLOYMENT: deployments.sync_deployment,
     REPLICASET: deployments.sync_replicaset,
 }
@@ -65,8 +66,8 @@ def keys_for_change(kind: str, obj: Obj | None, list_inferenceservices: Callable
     elif kind == INFERENCESERVICE:
         keys.append((INFERENCESERVICE, meta["namespace"], meta["name"]))
     elif kind == CONFIGMAP and (meta.get("namespace"), meta.get("name")) == (
-        kservectl.CONFIG_NAMESPACE,
-        kservectl.CONFIG_NAME,
+        kserve_controller.CONFIG_NAMESPACE,
+        kserve_controller.CONFIG_NAME,
     ):
         keys += [
             (INFERENCESERVICE, i["metadata"]["namespace"], i["metadata"]["name"]) for i in list_inferenceservices()

@@ -37,7 +37,7 @@ from controller.core.ports import ClusterError, NotFound, Obj, routed_pods
 from controller.core.reconcile import ReconcileResult
 
 from .convergence import is_converged
-from .kserve_runner import InferenceServiceRunner
+from .kserve.runner import InferenceServiceRunner
 from .memory.clock import EventLoop, VirtualClock
 from .memory.cluster import SimCluster
 from .memory.store import Change

@@ -1,4 +1,4 @@
-"""What the simulated Kubernetes controllers (``deployments``, ``kservectl``) need of a cluster
+"""What the simulated Kubernetes controllers (``deployments``, ``kserve.controller``) need of a cluster
 store, and the pod predicates they share.
 
 Place in the flow: on a real cluster, KServe's controller and kube-controller-manager's Deployment

@@ -332,7 +332,7 @@ class WorkloadQuerySerializer(ListQuerySerializer):
 
 
 class InferenceServiceSummarySerializer(serializers.Serializer):
-    """One row of GET /api/inferenceservices/ (schema only: services.kserve.summary)."""
+    """One row of GET /api/inferenceservices/ (schema only: services.kserve.state.summary)."""
 
     kind = serializers.ChoiceField(choices=KINDS)
     namespace = serializers.CharField()
@@ -378,7 +378,7 @@ class InferenceServicePreviewSerializer(serializers.Serializer):
 
 
 class InferenceServicePreviewResultSerializer(serializers.Serializer):
-    """What a new image would do to the predictor's Ready pods (``kserve_preview``), schema only."""
+    """What a new image would do to the predictor's Ready pods (``simcluster.kserve.preview``), schema only."""
 
     desired = serializers.IntegerField(allow_null=True)
     minAvailable = serializers.IntegerField(help_text="The fewest Ready predictor pods during the rollout.")
@@ -442,7 +442,7 @@ class InferenceServiceActionResultSerializer(serializers.Serializer):
 
 
 class InferenceServiceHistorySerializer(serializers.Serializer):
-    """One change of an InferenceService made through the product (services.kserve_controls.history)."""
+    """One change of an InferenceService made through the product (services.kserve.controls.history)."""
 
     id = serializers.IntegerField()
     time = serializers.DateTimeField()

@@ -39,8 +39,6 @@ from rolloutui.services import (
     autoscale,
     cluster,
     events,
-    kserve,
-    kserve_controls,
     manifests,
     notifications,
     origin,
@@ -52,6 +50,8 @@ from rolloutui.services import (
 )
 from rolloutui.services.controls import ControlDenied
 from rolloutui.services.controls import audit as write_audit
+from rolloutui.services.kserve import controls as kserve_controls
+from rolloutui.services.kserve import state as kserve_state
 from rolloutui.throttling import ScopedRateThrottle
 
 from . import serializers as s
@@ -642,7 +642,7 @@ class WorkloadList(ServiceView):
     def get(self, request):
         q = self.validated(s.WorkloadQuerySerializer, request.query_params)
         within = access.namespaces(request.user, VIEW, _workload_namespaces)
-        return Response(kserve.list_workloads(**{key: value for key, value in q.items() if value}, within=within))
+        return Response(kserve_state.list_workloads(**{key: value for key, value in q.items() if value}, within=within))
 
 
 class InferenceServiceList(ServiceView):
@@ -650,12 +650,12 @@ class InferenceServiceList(ServiceView):
     def get(self, request):
         q = self.validated(s.ListQuerySerializer, request.query_params)
         within = access.namespaces(request.user, VIEW, _workload_namespaces)
-        return Response(kserve.list_summaries(**{key: value for key, value in q.items() if value}, within=within))
+        return Response(kserve_state.list_summaries(**{key: value for key, value in q.items() if value}, within=within))
 
 
 def _workload_namespaces() -> set[str]:
     return set(state.modelserving_namespaces()) | {
-        (o.get("metadata") or {}).get("namespace", "default") for o in kserve.list_raw()
+        (o.get("metadata") or {}).get("namespace", "default") for o in kserve_state.list_raw()
     }
 
 

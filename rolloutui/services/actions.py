@@ -42,7 +42,8 @@ from typing import Any
 from controller.core import scaling
 from controller.core.controls import ControlError
 
-from . import advisor, controls, kserve_controls, manifests, state
+from . import advisor, controls, manifests, state
+from .kserve import controls as kserve_controls
 from .releases import deploy as release_deploy
 from .releases import records as release_records
 

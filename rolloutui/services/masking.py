@@ -1,7 +1,7 @@
 """Masking of secret-looking values (environment, command lines) for users who may only view.
 
 Place in the flow: ``services.state.get_manifest`` and ``revision_diff``, the InferenceService
-state and history (``services.kserve_controls``) and the audit trail's ``details`` (the API's
+state and history (``services.kserve.controls``) and the audit trail's ``details`` (the API's
 ``AuditRecordSerializer``) pass what they return through ``mask_tree`` / ``mask_changes`` unless
 the user may operate in the namespace (``reveals``: an operator edits the manifest and must see it
 whole).

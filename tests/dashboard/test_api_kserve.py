@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from controller.simcluster import kservectl
 from controller.simcluster.database.store import DatabaseCluster
 from controller.simcluster.database.tick import tick
+from controller.simcluster.kserve import controller as kserve_controller
 
 from .helpers import create_modelserving, unique_name
 
@@ -31,7 +31,7 @@ def isvc(db):
 
     cluster = DatabaseCluster(Clock(), actor="operator", config=config())
     cluster.add_node(8)
-    cluster.create_object(kservectl.config_map(STANDARD))
+    cluster.create_object(kserve_controller.config_map(STANDARD))
     body = manifest(replicas=4)
     canary = {"name": "v2", **{k: v for k, v in body["spec"]["predictor"].items() if k != "minReplicas"}}
     body["spec"]["canary"] = [{"predictor": canary, "trafficPercent": 25}]
@@ -91,7 +91,7 @@ def test_a_modelmesh_inferenceservice_is_listed_as_unmanaged_with_the_reason_on_
 
     cluster = DatabaseCluster(Clock(), actor="operator", config=config())
     cluster.add_node(8)
-    cluster.create_object(kservectl.config_map(STANDARD))
+    cluster.create_object(kserve_controller.config_map(STANDARD))
     cluster.create_object(
         {
             "apiVersion": "serving.kserve.io/v1beta1",
@@ -126,7 +126,7 @@ def test_the_preview_of_a_new_image_shows_a_recreate_predictors_outage_before_an
 
     cluster = DatabaseCluster(Clock(), actor="operator", config=config())
     cluster.add_node(8)
-    cluster.create_object(kservectl.config_map(STANDARD))
+    cluster.create_object(kserve_controller.config_map(STANDARD))
     body = manifest(replicas=4)
     body["spec"]["predictor"]["deploymentStrategy"] = {"type": "Recreate"}
     cluster.create_object(body)

@@ -512,9 +512,9 @@ def _user_in(django_user_model, username, group):
 @pytest.fixture
 def isvc_with_a_token(db):
     """InferenceService default/llm whose model has HF_TOKEN in its env, rolled out by the tick."""
-    from controller.simcluster import kservectl
     from controller.simcluster.database.store import DatabaseCluster
     from controller.simcluster.database.tick import tick
+    from controller.simcluster.kserve import controller as kserve_controller
     from tests.live.helpers import config
     from tests.live.test_live_kserve import STANDARD
     from tests.live.test_live_kserve import manifest as isvc_manifest
@@ -527,7 +527,7 @@ def isvc_with_a_token(db):
 
     cluster = DatabaseCluster(Clock(), actor="operator", config=config())
     cluster.add_node(8)
-    cluster.create_object(kservectl.config_map(STANDARD))
+    cluster.create_object(kserve_controller.config_map(STANDARD))
     body = isvc_manifest(replicas=2)
     body["spec"]["predictor"]["model"]["env"] = [{"name": "HF_TOKEN", "value": "hf_supersecret"}]
     body["spec"]["predictor"]["model"]["args"] = ["--hf-token=hf_argsecret"]

@@ -11,10 +11,10 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from controller.runtime import kserve as runtime_kserve
-from controller.simcluster import kservectl
+from controller.runtime.kserve import passes as kserve_passes
 from controller.simcluster.database.store import DatabaseCluster
 from controller.simcluster.database.tick import tick
+from controller.simcluster.kserve import controller as kserve_controller
 from rolloutui.models import AuditRecord
 from rolloutui.services import actions
 
@@ -37,7 +37,7 @@ def make_cluster(mode: str | None = None) -> DatabaseCluster:
 
     cluster = DatabaseCluster(Clock(), actor="operator", config=config())
     cluster.add_node(8)
-    cluster.create_object(kservectl.config_map(STANDARD))
+    cluster.create_object(kserve_controller.config_map(STANDARD))
     cluster.create_object(manifest(replicas=4, mode=mode))
     settle(cluster)
     return cluster
@@ -49,7 +49,7 @@ def settle(cluster: DatabaseCluster, seconds: int = 60, *, each=None) -> None:
     for _ in range(seconds):
         cluster.clock.t += 1
         tick(cluster)
-        runtime_kserve.advance_handovers(cluster=cluster)
+        kserve_passes.advance_handovers(cluster=cluster)
         if each is not None:
             each()
 

@@ -33,7 +33,7 @@ print("seeded")
 
 CANARY = """
 from django.contrib.auth.models import User
-from rolloutui.services import kserve_controls
+from rolloutui.services.kserve import controls as kserve_controls
 kserve_controls.start_canary(User.objects.get(username="operator"), "default", {name!r}, percent=30,
     image="engine:v2", canary="v2", reason="try v2 from elsewhere", source="cli")
 print("started")

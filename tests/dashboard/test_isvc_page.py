@@ -11,11 +11,11 @@ import copy
 import pytest
 from playwright.sync_api import Page, expect
 
-from controller.runtime import kserve as runtime_kserve
-from controller.simcluster import kservectl
+from controller.runtime.kserve import passes as kserve_passes
 from controller.simcluster.database.demo import DEMO_INFERENCESERVICE, KSERVE_DEPLOY
 from controller.simcluster.database.store import DatabaseCluster
 from controller.simcluster.database.tick import tick
+from controller.simcluster.kserve import controller as kserve_controller
 
 from .offline import OfflineSite
 from .test_pages_offline import forged, no_script_ran, shot
@@ -38,7 +38,7 @@ def demo_isvc(db):
 
     cluster = DatabaseCluster(Clock(), actor="operator", config=config())
     cluster.add_node(8)
-    cluster.create_object(kservectl.config_map(KSERVE_DEPLOY))
+    cluster.create_object(kserve_controller.config_map(KSERVE_DEPLOY))
     cluster.create_object(copy.deepcopy(DEMO_INFERENCESERVICE))
     settle(cluster)
     return cluster
@@ -51,7 +51,7 @@ def settle(cluster: DatabaseCluster, seconds: int = 60, *, site: OfflineSite | N
     for _ in range(seconds):
         cluster.clock.t += 1
         tick(cluster)
-        runtime_kserve.advance_handovers(cluster=cluster)
+        kserve_passes.advance_handovers(cluster=cluster)
     if site is not None:
         site.socket.send(site.socket.full_state())
 
@@ -59,7 +59,7 @@ def settle(cluster: DatabaseCluster, seconds: int = 60, *, site: OfflineSite | N
 def isvc_site(page: Page, client, name: str = "llm") -> OfflineSite:
     """The offline site, its websocket answering with the InferenceService's state as the consumer
     does (``kserve_controls.get_state``)."""
-    from rolloutui.services import kserve_controls
+    from rolloutui.services.kserve import controls as kserve_controls
 
     return OfflineSite(page, client, full_state=lambda: kserve_controls.get_state("default", name))
 
@@ -188,7 +188,7 @@ def test_a_serverless_canary_from_the_page_splits_the_traffic_and_pause_says_why
 
     cluster = DatabaseCluster(Clock(), actor="operator", config=config())
     cluster.add_node(8)
-    cluster.create_object(kservectl.config_map(KSERVE_DEPLOY))
+    cluster.create_object(kserve_controller.config_map(KSERVE_DEPLOY))
     body = copy.deepcopy(DEMO_INFERENCESERVICE)
     body["metadata"]["annotations"] = {"serving.kserve.io/deploymentMode": "Serverless"}
     body["spec"]["predictor"]["minReplicas"] = 2
@@ -242,7 +242,7 @@ def test_a_recreate_predictor_is_named_an_outage_before_applying_and_its_preview
 
     cluster = DatabaseCluster(Clock(), actor="operator", config=config())
     cluster.add_node(8)
-    cluster.create_object(kservectl.config_map(KSERVE_DEPLOY))
+    cluster.create_object(kserve_controller.config_map(KSERVE_DEPLOY))
     body = copy.deepcopy(DEMO_INFERENCESERVICE)
     body["spec"]["predictor"]["deploymentStrategy"] = {"type": "Recreate"}
     cluster.create_object(body)

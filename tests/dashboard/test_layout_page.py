@@ -161,7 +161,7 @@ def test_the_inferenceservice_page_and_the_list_hold_a_digest_image_inside_their
     )
     assert resp.status_code == 200, resp.content
     settle(demo_isvc, 30)
-    from rolloutui.services import kserve_controls
+    from rolloutui.services.kserve import controls as kserve_controls
 
     # The InferenceService page's websocket answers with its state, as the consumer does.
     site = OfflineSite(page, operator_client, full_state=lambda: kserve_controls.get_state("default", "llm"))

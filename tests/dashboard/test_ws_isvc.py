@@ -13,9 +13,9 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
-from controller.simcluster import kservectl
 from controller.simcluster.database.store import DatabaseCluster
 from controller.simcluster.database.tick import tick
+from controller.simcluster.kserve import controller as kserve_controller
 from rolloutui.routing import websocket_urlpatterns
 
 from .helpers import apply_delta
@@ -40,7 +40,7 @@ def _make_isvc():
 
     cluster = DatabaseCluster(Clock(), actor="operator", config=config())
     cluster.add_node(8)
-    cluster.create_object(kservectl.config_map(STANDARD))
+    cluster.create_object(kserve_controller.config_map(STANDARD))
     body = manifest(replicas=2)
     body["spec"]["predictor"]["model"]["env"] = [{"name": "HF_TOKEN", "value": SECRET}]
     cluster.create_object(body)
@@ -62,7 +62,7 @@ def communicator(user, path: str = PATH) -> PageCommunicator:
 
 
 def rest_state(user):
-    from rolloutui.services import kserve_controls
+    from rolloutui.services.kserve import controls as kserve_controls
 
     return kserve_controls.get_state("default", "llm", user=user)
 
@@ -86,7 +86,7 @@ async def test_the_snapshot_is_the_rest_state_masked_for_a_viewer_and_whole_for_
 
 
 async def test_a_canary_started_by_a_control_reaches_the_open_socket_as_a_delta(isvc, operator):
-    from rolloutui.services import kserve_controls
+    from rolloutui.services.kserve import controls as kserve_controls
 
     comm = communicator(operator)
     await comm.connect()

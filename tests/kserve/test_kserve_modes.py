@@ -19,8 +19,8 @@ from controller.core.kserve.config import from_config_map, parse_deploy_config
 from controller.core.kserve.errors import KServeError
 from controller.core.kserve.spec import parse_inferenceservice
 from controller.core.kserve.view import inferenceservice_view
-from controller.simcluster import kservectl
 from controller.simcluster.config import ClusterConfig
+from controller.simcluster.kserve import controller as kserve_controller
 from controller.simcluster.memory.cluster import SimCluster
 from controller.simcluster.objects import DEPLOYMENT, INFERENCESERVICE
 from tests.paths import REPO
@@ -106,7 +106,7 @@ def test_kserve_refuses_a_deploy_config_without_a_known_default_mode(raw, words)
 
 def test_a_configmap_kserve_cannot_read_refuses_every_inferenceservice_with_the_configmap_field():
     # KServe's defaulting webhook fails on NewDeployConfig: it admits no InferenceService.
-    config = from_config_map(kservectl.config_map(deploy(None)))
+    config = from_config_map(kserve_controller.config_map(deploy(None)))
     assert config.error is not None
     with pytest.raises(KServeError) as err:
         parse_inferenceservice(isvc(MODEL), config)
@@ -115,7 +115,7 @@ def test_a_configmap_kserve_cannot_read_refuses_every_inferenceservice_with_the_
 
 def sim(deploy_value: str, manifest: dict) -> SimCluster:
     c = SimCluster(ClusterConfig(nodes=1, gpus_per_node=4), seed=1)
-    c.store.create_object(kservectl.config_map(deploy_value))
+    c.store.create_object(kserve_controller.config_map(deploy_value))
     c.store.create_object(manifest)
     return c
 
@@ -124,7 +124,9 @@ def view_of(c: SimCluster, deploy_value: str) -> dict:
     store = c.store
     obj = store.get_object(INFERENCESERVICE, "default", "llm")
     deployments = store.list_objects(DEPLOYMENT, "default", owner="llm")
-    return inferenceservice_view(obj, deployments, [], [], from_config_map(kservectl.config_map(deploy_value)), 0.0)
+    return inferenceservice_view(
+        obj, deployments, [], [], from_config_map(kserve_controller.config_map(deploy_value)), 0.0
+    )
 
 
 def test_the_dashboard_shows_the_configmap_error_and_kserve_reconciles_nothing():

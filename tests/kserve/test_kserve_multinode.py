@@ -19,8 +19,8 @@ from controller.core.kserve.multinode import InsufficientGPUs, multinode
 from controller.core.kserve.runtimes import DEFAULT_RUNTIMES, runtime_from_object
 from controller.core.kserve.spec import parse_inferenceservice
 from controller.core.kserve.view import inferenceservice_view
-from controller.simcluster import kservectl
 from controller.simcluster.config import ClusterConfig
+from controller.simcluster.kserve import controller as kserve_controller
 from controller.simcluster.memory.cluster import SimCluster
 from controller.simcluster.objects import DEPLOYMENT, INFERENCESERVICE, REPLICASET
 from tests.factories import inferenceservice
@@ -264,7 +264,7 @@ def test_the_view_shows_the_gpus_the_multinode_surge_needs():
     )
     manifest["metadata"]["annotations"] = {"serving.kserve.io/deploymentMode": "Standard", **NONE}
     c = SimCluster(ClusterConfig(nodes=4, gpus_per_node=8), seed=1)
-    c.store.create_object(kservectl.config_map(STANDARD_JSON))
+    c.store.create_object(kserve_controller.config_map(STANDARD_JSON))
     c.store.create_object(manifest)
     c.loop.run_until(10)
     store = c.store

@@ -12,7 +12,7 @@ from controller.core.kserve.config import parse_deploy_config
 from controller.core.kserve.errors import KServeError
 from controller.core.kserve.materialize import deployments
 from controller.core.kserve.spec import parse_inferenceservice
-from controller.simcluster.kserve_preview import preview_inferenceservice
+from controller.simcluster.kserve.preview import preview_inferenceservice
 from controller.simcluster.runner import run_scenario
 from controller.simcluster.scenario import parse_scenario
 from tests.factories import inferenceservice

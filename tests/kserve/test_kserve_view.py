@@ -9,8 +9,8 @@ import pytest
 
 from controller.core.kserve.config import parse_deploy_config
 from controller.core.kserve.view import inferenceservice_phase, inferenceservice_view
-from controller.simcluster import kservectl
 from controller.simcluster.config import ClusterConfig, ImageBehaviour
+from controller.simcluster.kserve import controller as kserve_controller
 from controller.simcluster.memory.cluster import SimCluster
 from controller.simcluster.objects import DEPLOYMENT, INFERENCESERVICE, REPLICASET
 
@@ -21,7 +21,7 @@ DEPLOY = '{"defaultDeploymentMode": "Standard"}'
 
 def cluster(manifest, *, nodes=2, gpus=4, images=None):
     c = SimCluster(ClusterConfig(nodes=nodes, gpus_per_node=gpus, images=images or {}), seed=3)
-    c.store.create_object(kservectl.config_map(DEPLOY))
+    c.store.create_object(kserve_controller.config_map(DEPLOY))
     c.store.create_object(manifest)
     return c
 

@@ -14,8 +14,8 @@ from controller.core.kserve.errors import KServeError
 from controller.core.kserve.materialize import deployments
 from controller.core.kserve.runtimes import DEFAULT_RUNTIMES, runtime_from_object
 from controller.core.kserve.spec import parse_inferenceservice
-from controller.simcluster import kservectl
 from controller.simcluster.config import ClusterConfig
+from controller.simcluster.kserve import controller as kserve_controller
 from controller.simcluster.memory.cluster import SimCluster
 from controller.simcluster.objects import DEPLOYMENT, INFERENCESERVICE, REPLICASET
 from tests.factories import inferenceservice
@@ -445,7 +445,7 @@ def test_a_namespace_servingruntime_is_picked_before_the_cluster_ones():
 
 def cluster_with(manifest: dict, deploy: str) -> SimCluster:
     c = SimCluster(ClusterConfig(nodes=2, gpus_per_node=8), seed=1)
-    c.store.create_object(kservectl.config_map(deploy))
+    c.store.create_object(kserve_controller.config_map(deploy))
     c.store.create_object(manifest)
     return c
 

@@ -17,9 +17,9 @@ from controller.core.kserve import controls
 from controller.core.ports import Conflict
 from controller.k8s.client import MERGE_PATCH, raw_json
 from controller.k8s.cluster import KubernetesCluster
-from controller.runtime import kserve as runtime_kserve
-from controller.simcluster import kservectl
+from controller.runtime.kserve import state as runtime_kserve
 from controller.simcluster.config import ClusterConfig
+from controller.simcluster.kserve import controller as kserve_controller
 from controller.simcluster.memory.cluster import SimCluster
 from controller.simcluster.objects import CONFIGMAP, DEPLOYMENT, INFERENCESERVICE, REPLICASET
 from tests.factories import inferenceservice
@@ -37,7 +37,7 @@ PATHS = {
 
 def simulated(until: float = 90.0) -> SimCluster:
     c = SimCluster(ClusterConfig(nodes=2, gpus_per_node=4), seed=3)
-    c.store.create_object(kservectl.config_map(DEPLOY))
+    c.store.create_object(kserve_controller.config_map(DEPLOY))
     c.store.create_object(copy.deepcopy(ISVC))
     c.loop.run_until(until)
     return c
@@ -67,7 +67,7 @@ def copy_into(api_client, obj: dict) -> None:
 def world(api_client):
     sim = simulated()
     store = sim.store
-    objects = [store.get_object(CONFIGMAP, kservectl.CONFIG_NAMESPACE, kservectl.CONFIG_NAME)]
+    objects = [store.get_object(CONFIGMAP, kserve_controller.CONFIG_NAMESPACE, kserve_controller.CONFIG_NAME)]
     objects.append(store.get_object(INFERENCESERVICE, "default", "llm"))
     deployments = store.list_objects(DEPLOYMENT, "default", owner="llm")
     replica_sets = [
@@ -176,7 +176,7 @@ def _rbac_world(extra):
         admin = server.api_client()
         sim = simulated(60)
         store = sim.store
-        copy_into(admin, store.get_object(CONFIGMAP, kservectl.CONFIG_NAMESPACE, kservectl.CONFIG_NAME))
+        copy_into(admin, store.get_object(CONFIGMAP, kserve_controller.CONFIG_NAMESPACE, kserve_controller.CONFIG_NAME))
         copy_into(admin, store.get_object(INFERENCESERVICE, "default", "llm"))
         for d in store.list_objects(DEPLOYMENT, "default", owner="llm"):
             copy_into(admin, d)
@@ -185,7 +185,7 @@ def _rbac_world(extra):
             {
                 "apiVersion": "v1",
                 "kind": "ConfigMap",
-                "metadata": {"name": "other", "namespace": kservectl.CONFIG_NAMESPACE},
+                "metadata": {"name": "other", "namespace": kserve_controller.CONFIG_NAMESPACE},
                 "data": {"x": "y"},
             },
         )

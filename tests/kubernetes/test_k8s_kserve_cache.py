@@ -12,7 +12,7 @@ import pytest
 
 from controller.core.kserve import controls
 from controller.k8s.kserve_cache import CachedWorkloadCluster, WorkloadCache
-from controller.runtime import kserve as runtime_kserve
+from controller.runtime.kserve import state as runtime_kserve
 from tests import waiting
 from tests.kubernetes.test_k8s_kserve import world  # noqa: F401 (the fixture)
 

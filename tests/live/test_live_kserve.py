@@ -12,9 +12,9 @@ from django.db.models import Count
 from controller.core.kserve import apps
 from controller.core.kserve.view import inferenceservice_view
 from controller.models import SimObject, SimTraffic
-from controller.simcluster import kservectl
 from controller.simcluster.database.store import DatabaseCluster
 from controller.simcluster.database.tick import tick
+from controller.simcluster.kserve import controller as kserve_controller
 from controller.simcluster.objects import DEPLOYMENT, INFERENCESERVICE, REPLICASET
 from tests.factories import inferenceservice
 
@@ -34,7 +34,7 @@ def make(nodes=2, gpus=8, deploy=STANDARD):
     for _ in range(nodes):
         cluster.add_node(gpus)
     if deploy is not None:
-        cluster.create_object(kservectl.config_map(deploy))
+        cluster.create_object(kserve_controller.config_map(deploy))
     return cluster
 
 
@@ -47,7 +47,7 @@ def view(cluster, name="llm"):
         deployments,
         rss,
         pods,
-        kservectl.read_deploy_config(cluster),
+        kserve_controller.read_deploy_config(cluster),
         cluster.clock.now(),
     )
 

@@ -19,11 +19,11 @@ emit(load_demo(sim_cluster(actor="operator"), nodes=6, gpus=8))
 
 POLL = """
 import time
-from rolloutui.services import kserve
+from rolloutui.services.kserve import state as kserve_state
 deadline = time.monotonic() + {timeout}
 worst = None
 while time.monotonic() < deadline:
-    s = kserve.get_state("default", "llm")
+    s = kserve_state.get_state("default", "llm")
     active = [i for i in s["instances"] if i["state"] != "Deleting"]
     ready = sum(1 for i in active if i["state"] == "Ready")
     if {track}:

@@ -23,7 +23,7 @@ STATE_REDIS_DB = 12  # away from the broker (0), the channel layer (1), the live
 def test_requests_to_a_standard_canary_follow_its_weight_and_are_credited_to_the_inferenceservice(
     state_redis, django_capture_on_commit_callbacks
 ):
-    from controller.simcluster import kservectl
+    from controller.simcluster.kserve import controller as kserve_controller
 
     traffic = RedisTraffic(
         state_redis, inflight_key=redisconn.key("test-isvc-inflight"), key_prefix=redisconn.KEY_PREFIX
@@ -31,7 +31,7 @@ def test_requests_to_a_standard_canary_follow_its_weight_and_are_credited_to_the
     clock = ManualClock()
     cluster = DatabaseCluster(clock, actor="operator", config=config(), traffic=traffic)
     cluster.add_node(8)
-    cluster.create_object(kservectl.config_map(STANDARD))
+    cluster.create_object(kserve_controller.config_map(STANDARD))
     body = manifest(replicas=4)
     canary_predictor = {"name": "v2", **{k: v for k, v in body["spec"]["predictor"].items() if k != "minReplicas"}}
     body["spec"]["canary"] = [{"predictor": canary_predictor, "trafficPercent": 25}]

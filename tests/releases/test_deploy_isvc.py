@@ -8,7 +8,7 @@ import copy
 
 import pytest
 
-from controller.simcluster import kservectl
+from controller.simcluster.kserve import controller as kserve_controller
 from rolloutui.models import AuditRecord
 from rolloutui.releases.models import DeploymentRevision
 from rolloutui.services.releases import records
@@ -25,7 +25,7 @@ ISVC = inferenceservice(
 
 @pytest.fixture
 def isvc_world(sim, operator, approver):
-    sim.cluster.create_object(kservectl.config_map('{"defaultDeploymentMode": "Standard"}'))
+    sim.cluster.create_object(kserve_controller.config_map('{"defaultDeploymentMode": "Standard"}'))
     sim.cluster.create_object(copy.deepcopy(ISVC))
     sim.run(60)
     records.register_model_version(operator, version_values("v1"), source="api")
@@ -75,7 +75,7 @@ def test_deploying_a_release_to_an_inferenceservice_writes_image_artifact_and_la
     )
     # KServe (simulated) rolls the new template out.
     isvc_world.run(120)
-    from rolloutui.services import kserve_controls
+    from rolloutui.services.kserve import controls as kserve_controls
 
     state = kserve_controls.get_state("default", "llm")
     assert state["converged"] and state["spec"]["components"]["predictor"]["image"] == IMAGE_V1

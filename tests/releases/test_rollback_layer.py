@@ -170,12 +170,12 @@ def test_an_inferenceservice_release_is_compared_per_layer_and_a_layer_rolls_bac
 ):
     import copy
 
-    from controller.simcluster import kservectl
+    from controller.simcluster.kserve import controller as kserve_controller
     from tests.factories import inferenceservice
 
     from .conftest import version_values
 
-    sim.cluster.create_object(kservectl.config_map('{"defaultDeploymentMode": "Standard"}'))
+    sim.cluster.create_object(kserve_controller.config_map('{"defaultDeploymentMode": "Standard"}'))
     sim.cluster.create_object(copy.deepcopy(inferenceservice(replicas=1, image="registry.example/vllm-openai:old")))
     sim.run(60)
     records.register_model_version(operator, version_values("v1"), source="api")

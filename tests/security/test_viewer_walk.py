@@ -38,9 +38,9 @@ from django.urls.exceptions import NoReverseMatch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.simcluster import kservectl
 from controller.simcluster.database.store import DatabaseCluster
 from controller.simcluster.database.tick import tick
+from controller.simcluster.kserve import controller as kserve_controller
 from rolloutui.management.commands.rollout import READ_COMMANDS
 from rolloutui.models import NamespaceGrant
 from tests.conftest import TEST_PASSWORD
@@ -201,7 +201,7 @@ def world(db, django_user_model) -> World:
     # The InferenceService, rolled out by the simulated KServe, then a second generation.
     kube = DatabaseCluster(ManualClock(), actor="operator", config=config())
     kube.add_node(8)
-    kube.create_object(kservectl.config_map(STANDARD))
+    kube.create_object(kserve_controller.config_map(STANDARD))
     kube.create_object(isvc_manifest(s))
     for _ in range(30):
         kube.clock.t += 1

@@ -267,11 +267,11 @@ def test_whatever_order_pods_become_ready_a_rollout_stays_within_its_budgets_and
 
 
 def test_kserve_removes_from_the_deployment_what_the_spec_no_longer_has():
-    from controller.simcluster import kservectl
+    from controller.simcluster.kserve import controller as kserve_controller
     from controller.simcluster.objects import INFERENCESERVICE
 
     c = Cluster()
-    c.store.create_object(kservectl.config_map('{"defaultDeploymentMode": "Standard"}'))
+    c.store.create_object(kserve_controller.config_map('{"defaultDeploymentMode": "Standard"}'))
     containers = [{"name": "kserve-container", "image": "engine:v1", "env": [{"name": "A", "value": "1"}]}]
     isvc = {
         "apiVersion": "serving.kserve.io/v1beta1",
@@ -280,13 +280,13 @@ def test_kserve_removes_from_the_deployment_what_the_spec_no_longer_has():
         "spec": {"predictor": {"containers": containers}},
     }
     c.store.create_object(isvc)
-    kservectl.sync_inferenceservice(c.store, NS, "llm", 0.0)
+    kserve_controller.sync_inferenceservice(c.store, NS, "llm", 0.0)
     c.store.patch_object(
         INFERENCESERVICE,
         NS,
         "llm",
         {"spec": {"predictor": {"containers": [{"name": "kserve-container", "image": "engine:v1"}]}}},
     )
-    kservectl.sync_inferenceservice(c.store, NS, "llm", 0.0)
+    kserve_controller.sync_inferenceservice(c.store, NS, "llm", 0.0)
     (container,) = c.store.get_object(DEPLOYMENT, NS, "llm-predictor")["spec"]["template"]["spec"]["containers"]
     assert container == {"name": "kserve-container", "image": "engine:v1"}

@@ -182,7 +182,7 @@ def test_promote_moves_all_traffic_to_the_new_revision_and_retires_the_old_one()
 
 def test_serverless_status_reports_the_rolled_out_revisions_as_kserve_does():
     scenario = load_scenario(SCENARIOS / "isvc-serverless-canary.yaml")
-    from controller.simcluster.kserve_runner import InferenceServiceRunner
+    from controller.simcluster.kserve.runner import InferenceServiceRunner
 
     runner = InferenceServiceRunner(scenario)
     runner.loop.call_at(650, lambda: seen.append(dict(runner.view()["revisions"]["predictor"])))

@@ -35,7 +35,7 @@ from django.db import transaction
 
 from controller.core import naming
 from controller.models import SimClock, SimNode, SimObject, SimTraffic
-from controller.simcluster import kservectl
+from controller.simcluster.kserve import controller as kserve_controller
 
 from .config import DEFAULT_TIMING
 from .store import DatabaseCluster
@@ -193,10 +193,13 @@ def load_demo(
         done.append(create_with_traffic(cluster, manifest or DEMO_MANIFEST))
     if not SimObject.objects.filter(kind=SimObject.KIND_INFERENCESERVICE).exists():
         if not SimObject.objects.filter(
-            kind=SimObject.KIND_CONFIGMAP, namespace=kservectl.CONFIG_NAMESPACE, name=kservectl.CONFIG_NAME
+            kind=SimObject.KIND_CONFIGMAP,
+            namespace=kserve_controller.CONFIG_NAMESPACE,
+            name=kserve_controller.CONFIG_NAME,
         ).exists():
-            cluster.create_object(kservectl.config_map(KSERVE_DEPLOY))
-            done.append(f"created ConfigMap {kservectl.CONFIG_NAMESPACE}/{kservectl.CONFIG_NAME} (Standard mode)")
+            cluster.create_object(kserve_controller.config_map(KSERVE_DEPLOY))
+            config_map = f"{kserve_controller.CONFIG_NAMESPACE}/{kserve_controller.CONFIG_NAME}"
+            done.append(f"created ConfigMap {config_map} (Standard mode)")
         body = copy.deepcopy(isvc or DEMO_INFERENCESERVICE)
         meta = body["metadata"]
         cluster.create_object(body)

@@ -5,7 +5,7 @@ through its releases (``deploy.check_approval``). Without this guard an operator
 same target around the release layer: ``set-image`` an unapproved image, ``apply`` a manifest that
 carries one, or roll back to a controller revision that ran one; the live release then merely
 became Superseded. So ``services.controls`` (every ModelServing control), ``services.manifests``
-(apply) and ``services.kserve_controls`` (InferenceService controls) call ``check_direct_change``
+(apply) and ``services.kserve.controls`` (InferenceService controls) call ``check_direct_change``
 with the object before and after the change, before they write it.
 
 Rule: on a target (``releases.Target``) of an environment that requires approval, every image the

@@ -39,7 +39,7 @@ from controller.core.kserve.spec import parse_inferenceservice
 from controller.core.mergepatch import merge_patch
 from controller.core.ports import Conflict, NotFound
 from controller.runtime import enqueue
-from controller.runtime import kserve as runtime_kserve
+from controller.runtime.kserve import state as runtime_kserve
 from rolloutui.releases import contract
 from rolloutui.releases.models import DeploymentRevision, Environment, ModelVersion
 

@@ -218,7 +218,7 @@ def judge_inferenceservice_releases() -> int:
     how many moved. (ModelServing releases are judged after each reconcile pass instead.)"""
     from controller.core.ports import NotFound
 
-    from ..kserve import get_state
+    from ..kserve.state import get_state
 
     rows = DeploymentRevision.objects.filter(
         status__in=(Status.DEPLOYING, Status.SERVING), target__kind=contract.KIND_INFERENCESERVICE

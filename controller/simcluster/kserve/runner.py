@@ -1,7 +1,7 @@
 """Run an InferenceService scenario: the simulated KServe, Deployment and ReplicaSet controllers
 (``memory.workloads``) on the simulated cluster (the same pod physics, scheduler and kubelets as a
 ModelServing run), the scenario's events, traffic split by the InferenceService's weights
-(``memory.isvc_router``), and the trace (``trace.InferenceServiceTraceWriter``).
+(``kserve.router``), and the trace (``trace.InferenceServiceTraceWriter``).
 
 Frames come from ``controller.core.kserve.view.inferenceservice_view`` (the read side the
 dashboard and the REST API use), built after every instant at which any object changed. Events:
@@ -33,14 +33,14 @@ from controller.core.kserve import apps, controls, handover
 from controller.core.kserve.view import inferenceservice_view
 from controller.core.ports import ClusterError, NotFound, Obj
 
-from . import kservectl
-from .memory.cluster import SimCluster
-from .memory.isvc_router import InferenceServiceRouter
-from .memory.store import Change
-from .memory.workloads import ACTOR
-from .objects import DEPLOYMENT, INFERENCESERVICE, REPLICASET
-from .scenario import Event, Scenario, isvc_control_patch
-from .trace import InferenceServiceTraceWriter, dumps
+from ..memory.cluster import SimCluster
+from ..memory.store import Change
+from ..memory.workloads import ACTOR
+from ..objects import DEPLOYMENT, INFERENCESERVICE, REPLICASET
+from ..scenario import Event, Scenario, isvc_control_patch
+from ..trace import InferenceServiceTraceWriter, dumps
+from . import controller as kserve_controller
+from .router import InferenceServiceRouter
 
 SETTLE = 60.0
 
@@ -142,10 +142,10 @@ class InferenceServiceRunner:
             deployments,
             rss,
             pods,
-            kservectl.read_deploy_config(self.store),
+            kserve_controller.read_deploy_config(self.store),
             self.loop.now(),
             in_flight=self.router.in_flight_by_pod(),
-            runtimes=kservectl.read_runtimes(self.store, self.namespace),
+            runtimes=kserve_controller.read_runtimes(self.store, self.namespace),
         )
 
     def _frame(self, *, force: bool = False) -> None:
@@ -168,7 +168,7 @@ class InferenceServiceRunner:
         if handover.ANNOTATION not in apps.annotations(isvc):
             return
         deployments = self.store.list_objects(DEPLOYMENT, self.namespace, owner=self.name)
-        patch, step = handover.advance(isvc, deployments, kservectl.read_deploy_config(self.store))
+        patch, step = handover.advance(isvc, deployments, kserve_controller.read_deploy_config(self.store))
         if patch is None:
             return
         ongoing = handover.read(isvc)
@@ -229,7 +229,7 @@ class InferenceServiceRunner:
 
     def _do(self, e: Event) -> str | None:
         s, store, ns = self.scenario, self.store, self.namespace
-        config = kservectl.read_deploy_config(store)
+        config = kserve_controller.read_deploy_config(store)
         if e.do == "apply":
             store.create_object(s.manifest)
             return None
@@ -284,11 +284,11 @@ class InferenceServiceRunner:
         component = e.args.get("component", "predictor")
         number = e.args["toRevision"]
         for d in self.store.list_objects(DEPLOYMENT, self.namespace, owner=self.name):
-            if kservectl.component_of(d) != component:
+            if kserve_controller.component_of(d) != component:
                 continue
             revision = apps.labels(d).get(apps.LABEL_KNATIVE_REVISION)
             if revision is not None:
-                if kservectl.revision_number(d) == number:
+                if kserve_controller.revision_number(d) == number:
                     return controls.rollback_to_template(
                         isvc, config, component=component, template=d["spec"]["template"]
                     )
@@ -304,7 +304,7 @@ class InferenceServiceRunner:
 
     def run(self) -> dict[str, Any]:
         if self.scenario.kserve_config is not None:
-            self.store.create_object(kservectl.config_map(self.scenario.kserve_config))
+            self.store.create_object(kserve_controller.config_map(self.scenario.kserve_config))
         for e in self.scenario.events:
             self.loop.call_at(e.at, lambda e=e: self._apply_event(e))
         self.loop.call_at(0.0, lambda: self._frame(force=True))

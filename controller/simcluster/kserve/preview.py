@@ -20,10 +20,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from . import kservectl
-from .kserve_runner import InferenceServiceRunner
-from .objects import INFERENCESERVICE
-from .scenario import parse_scenario
+from ..objects import INFERENCESERVICE
+from ..scenario import parse_scenario
+from . import controller as kserve_controller
+from .runner import InferenceServiceRunner
 
 SETTLE_LIMIT = 1800.0
 ROLLOUT_LIMIT = 3600.0
@@ -72,7 +72,7 @@ def preview_inferenceservice(
     scenario.events = [e for e in scenario.events if e.do == "apply"]
     runner = InferenceServiceRunner(scenario)
     if scenario.kserve_config is not None:
-        runner.store.create_object(kservectl.config_map(scenario.kserve_config))
+        runner.store.create_object(kserve_controller.config_map(scenario.kserve_config))
     runner.store.create_object(scenario.manifest)
     t = 0.0
     while t < settle_limit:

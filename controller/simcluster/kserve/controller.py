@@ -62,9 +62,9 @@ from controller.core.kserve.strategy import DEFAULT_PROGRESS_DEADLINE_SECONDS, r
 from controller.core.mergepatch import copy_json, diff
 from controller.core.ports import ClusterError, NotFound, Obj
 
-from . import deployments as kube
-from . import objects, workloads
-from .objects import (
+from .. import deployments as kube
+from .. import objects, workloads
+from ..objects import (
     CLUSTERSERVINGRUNTIME,
     CONFIGMAP,
     DEPLOYMENT,
@@ -73,7 +73,7 @@ from .objects import (
     parse_rfc3339,
     rfc3339,
 )
-from .workloads import WorkloadStore
+from ..workloads import WorkloadStore
 
 CONFIG_NAMESPACE = CONFIG_MAP_NAMESPACE
 CONFIG_NAME = CONFIG_MAP_NAME

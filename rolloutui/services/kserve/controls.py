@@ -12,7 +12,7 @@ ModelServing ones (``services.controls``):
    applied with its resourceVersion as a precondition and rebuilt from a fresh read on ``Conflict``.
    A Standard-mode ``promote`` or ``rollback`` patches only its first step: the product hands the
    traffic over in steps that keep the predictor's capacity (``controller.core.kserve.handover``),
-   the next ones taken by the periodic passes (``controller.runtime.kserve.advance_handovers``);
+   the next ones taken by the periodic passes (``controller.runtime.kserve.passes.advance_handovers``);
    ``pause``/``resume`` patch its Deployments' ``spec.paused`` as ``kubectl rollout pause`` does
    (Standard mode only: Knative owns a Serverless InferenceService's Deployments);
 3. writes an ``AuditRecord`` (also when refused or failed) whose ``from``/``to`` are the
@@ -36,14 +36,14 @@ from controller.core.kserve import controls as core
 from controller.core.kserve.config import CONFIG_MAP_NAME, CONFIG_MAP_NAMESPACE
 from controller.core.mergepatch import copy_json, diff
 from controller.core.ports import Conflict, NotFound
-from controller.runtime import kserve as runtime_kserve
+from controller.runtime.kserve import state as runtime_kserve
 from controller.runtime.publish import publish_inferenceservice
 from controller.runtime.simulator import ScenarioError, get_simulator, preview_inferenceservice
 
-from ..models import AuditRecord
-from . import masking
-from .cluster import get_cluster
-from .controls import MAX_ATTEMPTS, audited, check_permission, check_reason, check_source, username
+from ...models import AuditRecord
+from .. import masking
+from ..cluster import get_cluster
+from ..controls import MAX_ATTEMPTS, audited, check_permission, check_reason, check_source, username
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ def _control(
     from controller.core.mergepatch import merge_patch
     from rolloutui.releases import contract as release_contract
 
-    from .releases.approval import BYPASS_PERMISSION, check_direct_change
+    from ..releases.approval import BYPASS_PERMISSION, check_direct_change
 
     details: dict[str, Any] = {"args": args}
     with audited(
@@ -263,7 +263,7 @@ def resume(user, namespace: str, name: str, *, reason: str, source: str) -> Audi
 def preview(
     user, namespace: str, name: str, *, image: str, component: str | None = None, container: str | None = None
 ) -> dict[str, Any]:
-    """The predictor's Ready pods while ``image`` would roll out (``kserve_preview``), on a simulated
+    """The predictor's Ready pods while ``image`` would roll out (``simcluster.kserve.preview``), on a simulated
     copy of the InferenceService on nodes like the cluster's: nothing is applied. Needs the operate
     permission in the namespace (what is previewed is a control's change). The change is the one
     ``set-image`` would make (the same core builder), refused with the same words."""
@@ -326,7 +326,7 @@ def availability(isvc: dict[str, Any], deployments: list[dict[str, Any]], config
 
 
 def get_state(namespace: str, name: str, *, user=None) -> dict[str, Any]:
-    """The InferenceService's state (``services.kserve.get_state``) with ``controls``: which
+    """The InferenceService's state (``state.get_state``) with ``controls``: which
     controls apply now (``availability``), and the manifest's spec. Secret-looking values are
     masked unless ``user`` may operate in the namespace (``masking``, as for a ModelServing's
     manifest). Raises ``NotFound``."""

@@ -3,7 +3,7 @@
 The state of one InferenceService is ``controller.core.kserve.view.inferenceservice_view`` of the
 live objects (``controller.runtime.kserve``): the same function ``simulate``'s trace uses, so the
 REST API, the dashboard (the InferenceService page) and the trace agree; its controls are in
-``kserve_controls``. A list row is a compact summary of it,
+``controls``. A list row is a compact summary of it,
 with the ModelServing rows' keys where they mean the same (``phase``, ``replicas``, ``ready``,
 ``updated``, ``desired``, ``paused``, ``blocked``) and a ``kind`` column.
 
@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.runtime import kserve as runtime_kserve
+from controller.runtime.kserve import state as runtime_kserve
 
-from . import state
-from .cluster import get_cluster
+from .. import state as modelserving_state
+from ..cluster import get_cluster
 
 KIND_MODELSERVING = "ModelServing"
 KIND_INFERENCESERVICE = "InferenceService"
@@ -112,7 +112,7 @@ def list_workloads(
     filters = {"namespace": namespace, "search": search, "phase": phase, "within": within}
     rows: list[dict[str, Any]] = []
     if kind in (None, "", KIND_MODELSERVING):
-        rows += [{"kind": KIND_MODELSERVING, **row} for row in state.list_summaries(**filters)]
+        rows += [{"kind": KIND_MODELSERVING, **row} for row in modelserving_state.list_summaries(**filters)]
     if kind in (None, "", KIND_INFERENCESERVICE):
         rows += list_summaries(**filters)
     return sorted(rows, key=lambda r: (r["namespace"], r["name"], r["kind"]))

@@ -21,10 +21,10 @@ from controller.core.ports import NotFound, Obj
 
 from .. import routing
 from ..config import ClusterConfig, Traffic
+from ..memory.clock import EventLoop, Timer
+from ..memory.store import Change, InMemoryStore
 from ..objects import INFERENCESERVICE
 from ..routing import Request, Target
-from .clock import EventLoop, Timer
-from .store import Change, InMemoryStore
 
 
 class InferenceServiceRouter:
