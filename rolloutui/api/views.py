@@ -27,6 +27,7 @@ from rest_framework.authentication import SessionAuthentication
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import BrowsableAPIRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -58,6 +59,7 @@ from . import serializers as s
 from .authentication import IngestTokenAuthentication
 from .parsers import check_depth
 from .permissions import OPERATE, VIEW, CanIngest, CanOperate, CanRun, CanView
+from .renderers import FastJSONRenderer
 
 SOURCE = "api"
 PAGE_SOURCE_HEADER = "X-RolloutUI-Source"
@@ -638,6 +640,9 @@ class PreviewJobView(ServiceView):
 
 
 class WorkloadList(ServiceView):
+    # 10,000 rows are 2.8 MB of JSON, read by the list page every 5 s: written by orjson.
+    renderer_classes = [FastJSONRenderer, BrowsableAPIRenderer]
+
     @extend_schema(parameters=[s.WorkloadQuerySerializer], responses=s.WorkloadSerializer(many=True))
     def get(self, request):
         q = self.validated(s.WorkloadQuerySerializer, request.query_params)
