@@ -54,6 +54,40 @@ class Conflict(ClusterError):
 
 
 @runtime_checkable
+class WorkloadReadPort(Protocol):
+    """The reads of the workloads of both kinds: ModelServings, and KServe's InferenceServices with
+    what KServe makes of them (Deployments, their ReplicaSets and pods) and reads (the
+    ``inferenceservice-config`` ConfigMap, ServingRuntimes), as Kubernetes-shaped dicts.
+
+    Every backend implements it: the embedded database cluster (``controller.simcluster.database``),
+    the in-memory simulator's store (``controller.simcluster.memory``) and the Kubernetes adapter
+    (``controller.k8s``, with or without its caches). The InferenceService pages, API and periodic
+    passes read through it (``controller.runtime.kserve.state``); the simulated KServe controller's
+    store (``controller.simcluster.workloads.WorkloadStore``) adds the writes.
+    """
+
+    def list_modelservings(self, namespace: str | None = None) -> list[Obj]: ...
+
+    def get_modelserving(self, namespace: str, name: str) -> Obj:
+        """Raises NotFound."""
+        ...
+
+    def list_objects(self, kind: str, namespace: str | None = None, *, owner: str | None = None) -> list[Obj]:
+        """Objects of ``kind`` (``InferenceService``, ``Deployment``, ``ReplicaSet``, ``ConfigMap``,
+        ``ServingRuntime``, ``ClusterServingRuntime``) in name order; with ``owner``, those whose
+        controller ownerReference names it. No InferenceService on a cluster without KServe."""
+        ...
+
+    def get_object(self, kind: str, namespace: str, name: str) -> Obj:
+        """Raises NotFound."""
+        ...
+
+    def list_controlled_pods(self, namespace: str, controller: str) -> list[Obj]:
+        """Pods whose controller ownerReference names ``controller`` (a ReplicaSet), in name order."""
+        ...
+
+
+@runtime_checkable
 class ClusterPort(Protocol):
     """Everything the controller reads from and writes to a cluster."""
 

@@ -27,19 +27,12 @@ from controller.core.kserve.apps import (
     name,
     unschedulable_message,
 )
-from controller.core.ports import Obj
+from controller.core.ports import Obj, WorkloadReadPort
 
 
-class WorkloadStore(Protocol):
-    """The part of the API server the simulated KServe, Deployment and ReplicaSet controllers use."""
-
-    def list_objects(self, kind: str, namespace: str | None = None, *, owner: str | None = None) -> list[Obj]:
-        """Objects of ``kind`` in name order; with ``owner``, only those controlled by that object."""
-        ...
-
-    def get_object(self, kind: str, namespace: str, name: str) -> Obj:
-        """Raises NotFound."""
-        ...
+class WorkloadStore(WorkloadReadPort, Protocol):
+    """The part of the API server the simulated KServe, Deployment and ReplicaSet controllers use:
+    the reads every backend offers (``WorkloadReadPort``) and the writes the simulated controllers make."""
 
     def create_object(self, obj: Obj) -> Obj:
         """Raises Conflict if it exists; ``metadata.generateName`` names it."""
@@ -55,10 +48,6 @@ class WorkloadStore(Protocol):
 
     def delete_object(self, kind: str, namespace: str, name: str) -> None:
         """Deletes it and (garbage collection) everything it controls."""
-        ...
-
-    def list_controlled_pods(self, namespace: str, controller: str) -> list[Obj]:
-        """Pods whose controller ownerReference names ``controller``."""
         ...
 
     def create_pod(self, pod: Obj) -> Obj: ...

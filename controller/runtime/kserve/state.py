@@ -1,10 +1,10 @@
 """The state of an InferenceService from the live objects (``controller.core.kserve.view``): the
 reads the pages, the API and the periodic passes (``passes``) share.
 
-The cluster must offer the workload-object reads of ``controller.simcluster.workloads.WorkloadStore``
-(``list_objects``, ``get_object``, ``list_controlled_pods``): the simulated cluster and the Kubernetes adapter
-(``controller.k8s.cluster``, reading them from the API server at each request) do. For any other
-cluster ``supported(cluster)`` is False and the reads say so.
+The cluster is read through ``controller.core.ports.WorkloadReadPort`` (``list_objects``,
+``get_object``, ``list_controlled_pods``), which every backend implements: the simulated clusters
+and the Kubernetes adapter (``controller.k8s.cluster``, reading from the API server, or its
+watch-fed cache). For any other cluster ``supported(cluster)`` is False and the reads say so.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from controller.core.kserve.runtimes import KIND_CLUSTER as KIND_CLUSTER_RUNTIME
 from controller.core.kserve.runtimes import KIND_NAMESPACED as KIND_RUNTIME
 from controller.core.kserve.runtimes import installed_runtimes
 from controller.core.kserve.view import inferenceservice_view
-from controller.core.ports import NotFound, RouterPort
+from controller.core.ports import NotFound, RouterPort, WorkloadReadPort
 
 from ..backend import get_clock, get_cluster, get_router
 from ..state import in_flight_of
@@ -30,7 +30,9 @@ NOT_SUPPORTED = "this cluster adapter does not read InferenceServices yet"
 
 
 def supported(cluster: Any) -> bool:
-    return all(hasattr(cluster, m) for m in ("list_objects", "get_object", "list_controlled_pods"))
+    """Whether ``cluster`` reads InferenceServices: every backend does (``WorkloadReadPort``); a
+    test double or another adapter may not."""
+    return isinstance(cluster, WorkloadReadPort)
 
 
 def deploy_config(cluster: Any) -> DeployConfig:
