@@ -404,6 +404,23 @@ def _check_autoscaling(raw: dict[str, Any], path: str, mode: str, annotations: d
     """The autoscaling fields, as the CRD's schema and KServe's webhook check them
     (``validateAutoScalingCompExtension``): the enums, HPA's and KEDA's metric rules in Standard
     mode (by the ``serving.kserve.io/autoscalerClass`` annotation), KPA's in Knative mode."""
+    metric, target = _scale_metric_and_target(raw, path)
+    # KServe checks a metric's query and target values only for KEDA (Standard mode).
+    keda = mode == STANDARD and annotations.get(ANNOTATION_AUTOSCALER_CLASS) == "keda"
+    metrics = _mapping(raw.get("autoScaling"), f"{path}.autoScaling").get("metrics") or []
+    if not isinstance(metrics, list):
+        raise KServeError(f"{path}.autoScaling.metrics", "must be a list")
+    for i, m in enumerate(metrics):
+        _check_metric(m, f"{path}.autoScaling.metrics[{i}]", keda=keda)
+    if mode == STANDARD:
+        _check_standard_autoscaler(path, annotations.get(ANNOTATION_AUTOSCALER_CLASS), metric, target, metrics)
+    elif annotations.get(ANNOTATION_KNATIVE_CLASS) != KNATIVE_HPA_CLASS:
+        _check_knative_autoscaler(path, metric, target)
+
+
+def _scale_metric_and_target(raw: dict[str, Any], path: str) -> tuple[Any, int | None]:
+    """``scaleMetric`` and ``scaleMetricType`` within their enums; ``scaleTarget`` an int32 (None
+    when not written). Example: ``{"scaleMetric": "rps", "scaleTarget": 5}`` -> ``("rps", 5)``."""
     metric = raw.get("scaleMetric")
     if metric is not None and metric not in SCALE_METRICS:
         raise KServeError(f"{path}.scaleMetric", f"must be one of {', '.join(SCALE_METRICS)}, got {metric!r}")
@@ -413,89 +430,92 @@ def _check_autoscaling(raw: dict[str, Any], path: str, mode: str, annotations: d
             f"{path}.scaleMetricType", f"must be one of {', '.join(METRIC_TARGET_TYPES)}, got {metric_type!r}"
         )
     target = _int(raw.get("scaleTarget"), f"{path}.scaleTarget", default=None, minimum=-(2**31))
-    # KServe checks a metric's query and target values only for KEDA (Standard mode).
-    keda = mode == STANDARD and annotations.get(ANNOTATION_AUTOSCALER_CLASS) == "keda"
-    metrics = _mapping(raw.get("autoScaling"), f"{path}.autoScaling").get("metrics") or []
-    if not isinstance(metrics, list):
-        raise KServeError(f"{path}.autoScaling.metrics", "must be a list")
-    for i, m in enumerate(metrics):
-        mpath = f"{path}.autoScaling.metrics[{i}]"
-        m = _mapping(m, mpath)
-        kind = m.get("type")
-        if kind == "Resource":
-            resource = _mapping(m.get("resource"), f"{mpath}.resource", required=True)
-            if resource.get("name") not in ("cpu", "memory"):
-                raise KServeError(f"{mpath}.resource.name", f"must be cpu or memory, got {resource.get('name')!r}")
-            _check_target(resource.get("target"), f"{mpath}.resource.target", values=keda)
-        elif kind == "External":
-            external = _mapping(m.get("external"), f"{mpath}.external", required=True)
-            metric_spec = _mapping(external.get("metric"), f"{mpath}.external.metric", required=True)
-            backend = metric_spec.get("backend")
-            if backend is not None and backend not in ("prometheus", "graphite"):
+    return metric, target
+
+
+def _check_metric(m: Any, mpath: str, *, keda: bool) -> None:
+    """One entry of ``autoScaling.metrics``, by its ``type``: Resource, External or PodMetric."""
+    m = _mapping(m, mpath)
+    kind = m.get("type")
+    if kind == "Resource":
+        resource = _mapping(m.get("resource"), f"{mpath}.resource", required=True)
+        if resource.get("name") not in ("cpu", "memory"):
+            raise KServeError(f"{mpath}.resource.name", f"must be cpu or memory, got {resource.get('name')!r}")
+        _check_target(resource.get("target"), f"{mpath}.resource.target", values=keda)
+    elif kind == "External":
+        _check_external_metric(m, f"{mpath}.external", keda=keda)
+    elif kind == "PodMetric":
+        _check_pod_metric(m, f"{mpath}.podmetric", keda=keda)
+    else:
+        raise KServeError(f"{mpath}.type", f"must be one of Resource, External, PodMetric, got {kind!r}")
+
+
+def _check_external_metric(m: dict[str, Any], epath: str, *, keda: bool) -> None:
+    """An External metric: its backend (prometheus or graphite), its authentication reference, and
+    with KEDA its query and target value."""
+    external = _mapping(m.get("external"), epath, required=True)
+    metric_spec = _mapping(external.get("metric"), f"{epath}.metric", required=True)
+    backend = metric_spec.get("backend")
+    if backend is not None and backend not in ("prometheus", "graphite"):
+        raise KServeError(f"{epath}.metric.backend", f"must be prometheus or graphite, got {backend!r}")
+    if keda and not metric_spec.get("query"):
+        raise KServeError(f"{epath}.metric.query", "the query should not be empty")
+    auth = external.get("authenticationRef")
+    if auth is not None:
+        # KServe's ExtMetricAuthentication: {authenticationRef: {name: <TriggerAuthentication>}, authModes}.
+        auth = _mapping(auth, f"{epath}.authenticationRef")
+        ref = _mapping(auth.get("authenticationRef"), f"{epath}.authenticationRef.authenticationRef", required=True)
+        if not isinstance(ref.get("name"), str) or not ref.get("name"):
+            raise KServeError(f"{epath}.authenticationRef.authenticationRef.name", "required")
+    target_spec = _mapping(external.get("target"), f"{epath}.target", required=True)
+    if keda and target_spec.get("value") is None:
+        raise KServeError(f"{epath}.target.value", "the target threshold value should not be empty")
+    _check_target(target_spec, f"{epath}.target", values=keda)
+
+
+def _check_pod_metric(m: dict[str, Any], ppath: str, *, keda: bool) -> None:
+    """A PodMetric: its backend (opentelemetry), and with KEDA its query and target value."""
+    pod = _mapping(m.get("podmetric"), ppath, required=True)
+    metric_spec = _mapping(pod.get("metric"), f"{ppath}.metric", required=True)
+    if metric_spec.get("backend") not in (None, "opentelemetry"):
+        raise KServeError(f"{ppath}.metric.backend", f"must be opentelemetry, got {metric_spec.get('backend')!r}")
+    if keda and not metric_spec.get("query"):
+        raise KServeError(f"{ppath}.metric.query", "the query should not be empty")
+    target_spec = _mapping(pod.get("target"), f"{ppath}.target", required=True)
+    if keda and target_spec.get("value") is None:
+        raise KServeError(f"{ppath}.target.value", "the target threshold value should not be empty")
+    _check_target(target_spec, f"{ppath}.target", values=keda)
+
+
+def _check_standard_autoscaler(path: str, autoscaler: Any, metric: Any, target: int | None, metrics: list[Any]) -> None:
+    """Standard mode's rules by autoscaler class: the HPA scales on cpu or memory (a utilisation of
+    1-100%, memory at least 1 MiB) from Resource metrics only; KEDA takes no scaleMetric."""
+    if autoscaler == "hpa":
+        if (metric or "cpu") not in HPA_METRICS:
+            raise KServeError(f"{path}.scaleMetric", f"[{metric}] is not a supported metric with the HPA (cpu, memory)")
+        if target is not None and (((metric or "cpu") == "cpu" and target < 1) or target > 100):
+            raise KServeError(f"{path}.scaleTarget", "the target utilization percentage should be a [1-100] integer")
+        if metric == "memory" and target is not None and target < 1:
+            raise KServeError(f"{path}.scaleTarget", "the target memory should be greater than 1 MiB")
+        for i, m in enumerate(metrics):
+            if m.get("type") != "Resource":
                 raise KServeError(
-                    f"{mpath}.external.metric.backend", f"must be prometheus or graphite, got {backend!r}"
+                    f"{path}.autoScaling.metrics[{i}].type",
+                    f"invalid HPA metric source type {m.get('type')!r}: the HPA takes Resource metrics only",
                 )
-            if keda and not metric_spec.get("query"):
-                raise KServeError(f"{mpath}.external.metric.query", "the query should not be empty")
-            auth = external.get("authenticationRef")
-            if auth is not None:
-                # KServe's ExtMetricAuthentication: {authenticationRef: {name: <TriggerAuthentication>}, authModes}.
-                auth = _mapping(auth, f"{mpath}.external.authenticationRef")
-                ref = _mapping(
-                    auth.get("authenticationRef"),
-                    f"{mpath}.external.authenticationRef.authenticationRef",
-                    required=True,
-                )
-                if not isinstance(ref.get("name"), str) or not ref.get("name"):
-                    raise KServeError(f"{mpath}.external.authenticationRef.authenticationRef.name", "required")
-            target_spec = _mapping(external.get("target"), f"{mpath}.external.target", required=True)
-            if keda and target_spec.get("value") is None:
-                raise KServeError(f"{mpath}.external.target.value", "the target threshold value should not be empty")
-            _check_target(target_spec, f"{mpath}.external.target", values=keda)
-        elif kind == "PodMetric":
-            pod = _mapping(m.get("podmetric"), f"{mpath}.podmetric", required=True)
-            metric_spec = _mapping(pod.get("metric"), f"{mpath}.podmetric.metric", required=True)
-            if metric_spec.get("backend") not in (None, "opentelemetry"):
-                raise KServeError(
-                    f"{mpath}.podmetric.metric.backend", f"must be opentelemetry, got {metric_spec.get('backend')!r}"
-                )
-            if keda and not metric_spec.get("query"):
-                raise KServeError(f"{mpath}.podmetric.metric.query", "the query should not be empty")
-            target_spec = _mapping(pod.get("target"), f"{mpath}.podmetric.target", required=True)
-            if keda and target_spec.get("value") is None:
-                raise KServeError(f"{mpath}.podmetric.target.value", "the target threshold value should not be empty")
-            _check_target(target_spec, f"{mpath}.podmetric.target", values=keda)
-        else:
-            raise KServeError(f"{mpath}.type", f"must be one of Resource, External, PodMetric, got {kind!r}")
-    autoscaler = annotations.get(ANNOTATION_AUTOSCALER_CLASS)
-    if mode == STANDARD:
-        if autoscaler == "hpa":
-            if (metric or "cpu") not in HPA_METRICS:
-                raise KServeError(
-                    f"{path}.scaleMetric", f"[{metric}] is not a supported metric with the HPA (cpu, memory)"
-                )
-            if target is not None and (((metric or "cpu") == "cpu" and target < 1) or target > 100):
-                raise KServeError(
-                    f"{path}.scaleTarget", "the target utilization percentage should be a [1-100] integer"
-                )
-            if metric == "memory" and target is not None and target < 1:
-                raise KServeError(f"{path}.scaleTarget", "the target memory should be greater than 1 MiB")
-            for i, m in enumerate(metrics):
-                if m.get("type") != "Resource":
-                    raise KServeError(
-                        f"{path}.autoScaling.metrics[{i}].type",
-                        f"invalid HPA metric source type {m.get('type')!r}: the HPA takes Resource metrics only",
-                    )
-        elif autoscaler == "keda" and metric is not None:
-            raise KServeError(f"{path}.scaleMetric", "ScaleMetric is not supported for KEDA")
-    elif annotations.get(ANNOTATION_KNATIVE_CLASS) != KNATIVE_HPA_CLASS:
-        if (metric or "concurrency") not in KPA_METRICS:
-            raise KServeError(
-                f"{path}.scaleMetric",
-                f"[{metric}] is not a supported metric with Knative's autoscaler (concurrency, rps)",
-            )
-        if metric == "rps" and target is not None and target < 1:
-            raise KServeError(f"{path}.scaleTarget", "the target for rps should be greater than 1")
+    elif autoscaler == "keda" and metric is not None:
+        raise KServeError(f"{path}.scaleMetric", "ScaleMetric is not supported for KEDA")
+
+
+def _check_knative_autoscaler(path: str, metric: Any, target: int | None) -> None:
+    """Knative's own autoscaler (KPA) scales on concurrency or rps, rps of at least 1."""
+    if (metric or "concurrency") not in KPA_METRICS:
+        raise KServeError(
+            f"{path}.scaleMetric",
+            f"[{metric}] is not a supported metric with Knative's autoscaler (concurrency, rps)",
+        )
+    if metric == "rps" and target is not None and target < 1:
+        raise KServeError(f"{path}.scaleTarget", "the target for rps should be greater than 1")
 
 
 def gpu_count(container: dict[str, Any]) -> int:
