@@ -25,10 +25,10 @@ from __future__ import annotations
 from typing import Any
 
 from controller.core import strategy
-from controller.core.observe import Observed
+from controller.core.observe import InstanceObs, Observed
 from controller.core.ports import Obj
 from controller.core.revisions import History, role_hashes
-from controller.core.spec import ValidationError, parse_modelserving
+from controller.core.spec import ModelServing, ValidationError, parse_modelserving
 from controller.core.view import STATE_READY, expected_pods, instance_state
 
 
@@ -45,77 +45,120 @@ def is_converged(
 
     ``ms`` is the ModelServing with the status the last pass wrote (its ``updateRevision``),
     ``observed`` its pods as they stand after that pass. ``cache`` keeps the parsed spec from one
-    call to the next (keyed by uid and resourceVersion).
+    call to the next (keyed by uid and resourceVersion). Each instance is judged by
+    ``Convergence.unfinished``.
 
     Example: replicas 5, partition 3, one role with 1 instance: groups 3 and 4 must run the update
     revision; groups 0-2 may run any revision; all five must be Ready.
-
-    Under role-level strategies an unchanged role is not replaced (its pods keep the revision label
-    they were created with), and it does run the update revision's template for that role: so an
-    instance counts as updated when its revision's role template equals the update revision's
-    (same role hash), read from the stored revisions.
     """
     meta = ms.get("metadata") or {}
     status = ms.get("status") or {}
     if status.get("observedGeneration") != meta.get("generation"):
         return False
-    key = (meta.get("uid", ""), meta.get("resourceVersion", ""))
+    parsed = _parsed_spec(ms, cache)
+    if parsed is None:
+        return False
+    rule = Convergence(*parsed, History.from_objects(revisions or []), status.get("updateRevision"))
+    seen = 0
+    # Cheap tests first: during a rollout most passes end at the first group that is not done.
+    for g in sorted(observed.groups):
+        for (role, ordinal), inst in observed.groups[g].instances.items():
+            seen += 1
+            if rule.unfinished(g, role, ordinal, inst) is not None:
+                return False
+    return seen == rule.instances_wanted
+
+
+def _parsed_spec(ms: Obj, cache: dict[tuple[str, str], Any] | None) -> tuple[ModelServing, Any] | None:
+    """``(spec, effective strategy)`` of ``ms``, None when it is invalid (never converged).
+
+    ``cache`` keeps the last one, keyed by the ModelServing's uid and resourceVersion: a run asks
+    after every pass, and the spec changes only at an event."""
+    key = ((ms.get("metadata") or {}).get("uid", ""), (ms.get("metadata") or {}).get("resourceVersion", ""))
     cache = {} if cache is None else cache
     parsed = cache.get(key)
     if parsed is None:
         try:
             spec = parse_modelserving(ms)
         except ValidationError:
-            return False
+            return None
         parsed = (spec, strategy.resolve(spec))
         cache.clear()
         cache[key] = parsed
-    spec, eff = parsed
-    history = History.from_objects(revisions or [])
-    update = status.get("updateRevision")
-    record = history.get(update)
-    update_role_hashes = record.role_hashes() if record is not None else {}
-    pods_per = {r.name: r.pods_per_instance for r in spec.roles}
-    role_replicas = {r.name: r.replicas for r in spec.roles}
-    expected_of: dict[tuple[str, str], int] = {}
+    return parsed
 
-    def ready(inst: Any, role: str) -> bool:
-        # Ready as the state view shows it: with the pods per instance of the revision it runs.
-        n = expected_of.get((inst.revision, role))
+
+# Why an instance keeps a rollout from having converged (``Convergence.unfinished``).
+SURPLUS = "surplus"  # a surge instance, or one of a role that left the spec
+NOT_READY = "not ready"  # draining, deleting, updating in place, failing, or not yet Ready
+PODS_MISSING = "pods missing"  # Ready, but not exactly the spec's pods per instance
+OUTDATED = "outdated"  # outside the partition and not running the update revision
+
+
+class Convergence:
+    """The rule of one call of ``is_converged``: the spec, its effective strategy, the stored
+    revisions and the update revision, with the pods per instance of each (revision, role) read
+    once."""
+
+    __slots__ = ("spec", "eff", "history", "update", "update_role_hashes", "pods_per", "role_replicas", "_expected")
+
+    def __init__(self, spec: ModelServing, eff: Any, history: History, update: str | None) -> None:
+        self.spec, self.eff, self.history, self.update = spec, eff, history, update
+        record = history.get(update)
+        self.update_role_hashes = record.role_hashes() if record is not None else {}
+        self.pods_per = {r.name: r.pods_per_instance for r in spec.roles}
+        self.role_replicas = {r.name: r.replicas for r in spec.roles}
+        self._expected: dict[tuple[str, str], int] = {}
+
+    @property
+    def instances_wanted(self) -> int:
+        return sum(self.role_replicas.values()) * self.spec.replicas
+
+    def unfinished(self, group: int, role: str, ordinal: int, inst: InstanceObs) -> str | None:
+        """Why instance ``role-ordinal`` of ``group`` is not done (one of the reasons above,
+        cheapest test first), None when it is."""
+        if group >= self.spec.replicas or ordinal >= self.role_replicas.get(role, 0):
+            return SURPLUS
+        if not self.ready(inst, role):
+            return NOT_READY  # Ready excludes draining, deleting, updating in place, failing
+        # Ready means every pod it has is Ready (``InstanceObs.all_ready``), so counting its pods is
+        # enough: an instance of the spec's 2 pods per instance with a third pod is not done.
+        if len(inst.pods) != self.pods_per[role]:
+            return PODS_MISSING
+        if not self.protected(group, role, ordinal) and not self.runs_update(inst, role):
+            return OUTDATED
+        return None
+
+    def ready(self, inst: InstanceObs, role: str) -> bool:
+        """Ready as the state view shows it: with the pods per instance of the revision it runs."""
+        n = self._expected.get((inst.revision, role))
         if n is None:
-            n = expected_of[(inst.revision, role)] = expected_pods(spec, history, inst.revision, role)
+            n = self._expected[(inst.revision, role)] = expected_pods(self.spec, self.history, inst.revision, role)
         return instance_state(inst, n) == STATE_READY
 
-    def runs_update(inst: Any, role: str) -> bool:
-        runs = inst.revision
-        if spec.role_level and update and inst.role_hash and update_role_hashes.get(role) == inst.role_hash:
+    def protected(self, group: int, role: str, ordinal: int) -> bool:
+        """Inside the partition (of the role under role-level strategies, else of the groups)."""
+        if self.spec.role_level:
+            return ordinal < self.eff.roles[role].partition.count
+        return group < self.eff.group.partition.count
+
+    def runs_update(self, inst: InstanceObs, role: str) -> bool:
+        """Runs the update revision's template for ``role``.
+
+        Under role-level strategies an unchanged role is not replaced (its pods keep the revision
+        label they were created with), and it does run the update revision's template for that
+        role: so an instance counts as updated when its revision's role template equals the update
+        revision's (same role hash), read from the stored revisions.
+        Example: update B changes prefill only; a decode instance labelled A with B's decode hash
+        runs the update."""
+        update, runs = self.update, inst.revision
+        if self.spec.role_level and update and inst.role_hash and self.update_role_hashes.get(role) == inst.role_hash:
             runs = update  # an unchanged role's instance runs the update revision's template
         if runs == update:
             return True
-        if not spec.role_level:
+        if not self.spec.role_level:
             return False
-        have, want = history.data_of(runs), history.data_of(update)
+        have, want = self.history.data_of(runs), self.history.data_of(update)
         if have is None or want is None:
             return False
         return role_hashes(have).get(role) == role_hashes(want).get(role) is not None
-
-    seen = 0
-    # Cheap tests first: during a rollout most passes end at the first group that is not done.
-    for g in sorted(observed.groups):
-        group = observed.groups[g]
-        for (role, ordinal), inst in group.instances.items():
-            seen += 1
-            if g >= spec.replicas or ordinal >= role_replicas.get(role, 0):
-                return False  # a surge instance, or one of a role that left the spec
-            if not ready(inst, role):
-                return False  # Ready excludes draining, deleting, updating in place, failing
-            want = pods_per[role]
-            if len(inst.pods) != want or sum(1 for p in inst.pods.values() if p.ready) != want:
-                return False
-            if spec.role_level:
-                protected = ordinal < eff.roles[role].partition.count
-            else:
-                protected = g < eff.group.partition.count
-            if not protected and not runs_update(inst, role):
-                return False
-    return seen == sum(role_replicas.values()) * spec.replicas
