@@ -34,7 +34,7 @@ Example (Standard mode, 8 replicas, nothing configured, mid-rollout)::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import gates, naming, phases, podresources
 from ..gates import instance_gates
@@ -195,159 +195,39 @@ def inferenceservice_view(
     meta = apps.meta(isvc)
     status = isvc.get("status") or {}
     parsed, error = _parse(isvc, config, runtimes)
-    in_flight = in_flight or {}
     deployments = sorted(deployments, key=apps.name)
     by_name = {apps.name(d): d for d in deployments}
     traffic = _traffic(isvc, by_name)
-    routed_revisions = {t["revision"] for t in traffic if t["percent"] > 0 and "backend" not in t}
-    routed_backends = {t["backend"] for t in traffic if t["percent"] > 0 and "backend" in t}
-    strategies = _strategies(parsed, config, deployments)
-
-    rs_by_deployment: dict[str, list[Obj]] = {}
-    deployment_of_rs: dict[str, str] = {}
-    for rs in replica_sets:
-        ref = apps.controller_ref(rs)
-        if ref and ref.get("name") in by_name:
-            rs_by_deployment.setdefault(ref["name"], []).append(rs)
-            deployment_of_rs[apps.name(rs)] = ref["name"]
-    pods_by_rs: dict[str, list[Obj]] = {}
-    for pod in sorted(pods, key=apps.name):
-        ref = apps.controller_ref(pod)
-        if ref and ref.get("name") in deployment_of_rs:
-            pods_by_rs.setdefault(ref["name"], []).append(pod)
-
-    traffic = _over_ready_pods(traffic, rs_by_deployment, pods_by_rs)
-    instances: list[Obj] = []
-    deployment_views: list[Obj] = []
-    blocked: list[Obj] = []
-    strategy_json: dict[str, Any] = {}
-    complete = True
-    for d in deployments:
-        dname = apps.name(d)
-        component = component_of(d)
-        knative_revision = apps.labels(d).get(apps.LABEL_KNATIVE_REVISION)
-        new, olds = apps.split_replica_sets(d, rs_by_deployment.get(dname, []))
-        desired = apps.replicas_of(d)
-        surge, unavailable = apps.fenceposts(d)
-        strategy = strategies[dname].to_json(desired)
-        gpus_per_pod = _gpus_per_pod(d)
-        if gpus_per_pod:
-            # What the surge costs: a multi-node worker's maxSurge 100% starts as many GPUs again.
-            strategy["surgeGpus"] = strategies[dname].surge_count(desired) * gpus_per_pod
-        if component not in strategy_json:
-            strategy_json[component] = {
-                k: strategy[k] for k in ("maxSurge", "maxUnavailable", "mode", "note", "surgeGpus") if k in strategy
-            }
-        rs_views = []
-        for rs in [*olds, *([new] if new is not None else [])]:
-            rs_pods = pods_by_rs.get(apps.name(rs), [])
-            revision = knative_revision or apps.labels(rs).get(apps.LABEL_TEMPLATE_HASH)
-            rs_views.append(
-                {
-                    "name": apps.name(rs),
-                    "revision": apps.revision_of(rs),
-                    "hash": apps.labels(rs).get(apps.LABEL_TEMPLATE_HASH),
-                    "new": rs is new,
-                    "replicas": apps.replicas_of(rs),
-                    "readyReplicas": apps.status_count(rs, "readyReplicas"),
-                    "availableReplicas": apps.status_count(rs, "availableReplicas"),
-                    "pods": [apps.name(p) for p in rs_pods],
-                }
-            )
-            routed = (revision in routed_revisions) if knative_revision else (dname in routed_backends)
-            for pod in rs_pods:
-                instances.append(
-                    {
-                        "pod": apps.name(pod),
-                        "component": component,
-                        "deployment": dname,
-                        "replicaSet": apps.name(rs),
-                        "revision": revision,
-                        "state": pod_state(pod),
-                        **dict(zip(("gate", "gateFailed"), pod_gates(pod, routed), strict=True)),
-                        "node": (pod.get("spec") or {}).get("nodeName"),
-                        "restarts": apps.restarts(pod),
-                        "inFlight": int(in_flight.get(apps.name(pod), 0)),
-                    }
-                )
-        reasons = _deployment_reasons(d, new, olds, desired, surge, unavailable, rs_pods_of(new, pods_by_rs))
-        blocked += [{"component": component, "deployment": dname, "reason": r} for r in reasons]
-        dstatus = d.get("status") or {}
-        done = apps.is_complete(d) and int(dstatus.get("observedGeneration") or 0) >= int(
-            apps.meta(d).get("generation") or 1
-        )
-        if knative_revision and desired == 0:
-            done = not any(pods_by_rs.get(r["name"]) for r in rs_views)
-        complete = complete and done and not olds_with_pods(olds, pods_by_rs)
-        deployment_views.append(
-            {
-                "name": dname,
-                "component": component,
-                "knativeRevision": knative_revision,
-                "revision": apps.revision_of(d),
-                "replicas": desired,
-                "gpusPerPod": gpus_per_pod,
-                "paused": bool((d.get("spec") or {}).get("paused")),
-                "strategy": strategy,
-                "surge": surge,
-                "unavailable": unavailable,
-                "counts": {
-                    k: int(dstatus.get(k) or 0)
-                    for k in (
-                        "replicas",
-                        "updatedReplicas",
-                        "readyReplicas",
-                        "availableReplicas",
-                        "unavailableReplicas",
-                    )
-                },
-                "conditions": _conditions(d),
-                "progressDeadlineSeconds": apps.progress_deadline(d),
-                "progressDeadlineExceeded": apps.deadline_exceeded(d),
-                "complete": done,
-                "replicaSets": rs_views,
-            }
-        )
-
-    generation = meta.get("generation")
-    if error is None and status.get("observedGeneration") != generation:
-        blocked.insert(
-            0,
-            {
-                "component": "InferenceService",
-                "reason": f"KServe has not reconciled generation {generation} yet "
-                f"(observed {status.get('observedGeneration')})",
-            },
-        )
-    if error is not None:
-        what = "KServe cannot read its ConfigMap" if error["source"] == "configMap" else "KServe refuses the spec"
-        blocked.insert(0, {"component": "InferenceService", "reason": f"{what}: {error['field']}: {error['rule']}"})
-    managed = parsed is None or parsed.managed
-    for kind, comp in (parsed.components if parsed else {}).items():
-        if comp.runtime_problem:
-            blocked.append({"component": kind, "reason": f"KServe cannot serve the {kind}: {comp.runtime_problem}"})
-    canary, canary_reasons = _canary(parsed, status, by_name)
-    blocked += canary_reasons
-    revisions, revision_reasons, settled = _serverless(parsed, status, by_name)
-    blocked += revision_reasons
-    ready = (apps.condition(isvc, "Ready") or {}).get("status") == "True"
-    if not managed:
-        # ModelMesh Serving serves it: nothing to converge but KServe's own record of the generation.
-        ready = True
-    converged = (
-        error is None
-        and ready
-        and status.get("observedGeneration") == generation
-        and complete
-        and settled
-        and not any(i["state"] == STATE_DELETING for i in instances)
-        and (canary is None or all(c.get("ready", True) for c in canary.get("canaries", [])))
+    routes = _Routes(
+        revisions={t["revision"] for t in traffic if t["percent"] > 0 and "backend" not in t},
+        backends={t["backend"] for t in traffic if t["percent"] > 0 and "backend" in t},
     )
+    strategies = _strategies(parsed, config, deployments)
+    rs_by_deployment, pods_by_rs = _owned(by_name, replica_sets, pods)
+    traffic = _over_ready_pods(traffic, rs_by_deployment, pods_by_rs)
+    rollouts = [
+        _deployment_rollout(
+            d, strategies[apps.name(d)], rs_by_deployment.get(apps.name(d), []), pods_by_rs, routes, in_flight or {}
+        )
+        for d in deployments
+    ]
+    instances = [i for r in rollouts for i in r.instances]
+    canary, canary_reasons = _canary(parsed, status, by_name)
+    revisions, revision_reasons, settled = _serverless(parsed, status, by_name)
+    blocked = [
+        *_isvc_reasons(error, status, meta.get("generation")),
+        *(b for r in rollouts for b in r.blocked),
+        *_runtime_reasons(parsed),
+        *canary_reasons,
+        *revision_reasons,
+    ]
+    managed = parsed is None or parsed.managed
+    converged = _converged(isvc, error, managed, all(r.complete for r in rollouts), settled, instances, canary)
     view = {
         "kind": "InferenceService",
         "namespace": meta.get("namespace") or "default",
         "name": meta.get("name"),
-        "generation": generation,
+        "generation": meta.get("generation"),
         "observedGeneration": status.get("observedGeneration"),
         # The current name (Standard, Knative, ModelMesh), also for a status an older KServe wrote
         # with a legacy name.
@@ -360,20 +240,235 @@ def inferenceservice_view(
         "error": error,
         "spec": _spec_summary(parsed, deployments),
         "conditions": _conditions(isvc),
-        "deployments": deployment_views,
+        "deployments": [r.view for r in rollouts],
         "instances": instances,
-        "strategy": strategy_json,
+        "strategy": _strategy_by_component(rollouts),
         "traffic": traffic,
         "revisions": revisions,
         "canary": canary,
         # A promote or rollback the product is taking in steps (None when there is none).
         "handover": handover.describe(isvc, deployments, parsed),
         "blocked": blocked,
-        "converged": bool(converged),
+        "converged": converged,
         "time": now,
     }
     view["phase"] = inferenceservice_phase(view)
     return view
+
+
+class _Routes(NamedTuple):
+    """What takes traffic now: Knative revisions by name, Standard mode's backends (Deployments)."""
+
+    revisions: set[Any]
+    backends: set[Any]
+
+
+class _Rollout(NamedTuple):
+    """One Deployment's part of the view: its entry in ``deployments``, its pods as instances,
+    why it waits, whether its rollout is complete, the component it serves and its strategy."""
+
+    view: Obj
+    instances: list[Obj]
+    blocked: list[Obj]
+    complete: bool
+    component: str
+    strategy: Obj
+
+
+def _owned(
+    by_name: dict[str, Obj], replica_sets: list[Obj], pods: list[Obj]
+) -> tuple[dict[str, list[Obj]], dict[str, list[Obj]]]:
+    """The ReplicaSets of each Deployment (by its controller reference) and the pods of each of
+    those ReplicaSets, by name and in name order; anything another controller owns is left out."""
+    rs_by_deployment: dict[str, list[Obj]] = {}
+    deployment_of_rs: dict[str, str] = {}
+    for rs in replica_sets:
+        ref = apps.controller_ref(rs)
+        if ref and ref.get("name") in by_name:
+            rs_by_deployment.setdefault(ref["name"], []).append(rs)
+            deployment_of_rs[apps.name(rs)] = ref["name"]
+    pods_by_rs: dict[str, list[Obj]] = {}
+    for pod in sorted(pods, key=apps.name):
+        ref = apps.controller_ref(pod)
+        if ref and ref.get("name") in deployment_of_rs:
+            pods_by_rs.setdefault(ref["name"], []).append(pod)
+    return rs_by_deployment, pods_by_rs
+
+
+def _deployment_rollout(
+    d: Obj,
+    effective: EffectiveRollout,
+    replica_sets: list[Obj],
+    pods_by_rs: dict[str, list[Obj]],
+    routes: _Routes,
+    in_flight: dict[str, int],
+) -> _Rollout:
+    """One Deployment (``replica_sets``: its own): its ReplicaSets old then new with their pods,
+    its counts, strategy and conditions, why it waits and whether its rollout is complete."""
+    dname = apps.name(d)
+    component = component_of(d)
+    knative_revision = apps.labels(d).get(apps.LABEL_KNATIVE_REVISION)
+    new, olds = apps.split_replica_sets(d, replica_sets)
+    desired = apps.replicas_of(d)
+    surge, unavailable = apps.fenceposts(d)
+    gpus_per_pod = _gpus_per_pod(d)
+    strategy = _deployment_strategy(effective, desired, gpus_per_pod)
+    rs_views: list[Obj] = []
+    instances: list[Obj] = []
+    for rs in [*olds, *([new] if new is not None else [])]:
+        rs_pods = pods_by_rs.get(apps.name(rs), [])
+        rs_views.append(_replica_set_view(rs, rs is new, rs_pods))
+        revision = knative_revision or apps.labels(rs).get(apps.LABEL_TEMPLATE_HASH)
+        routed = (revision in routes.revisions) if knative_revision else (dname in routes.backends)
+        instances += [_instance(pod, component, dname, rs, revision, routed, in_flight) for pod in rs_pods]
+    reasons = _deployment_reasons(d, new, olds, desired, surge, unavailable, rs_pods_of(new, pods_by_rs))
+    done = _deployment_done(d, knative_revision, desired, rs_views, pods_by_rs)
+    view = {
+        "name": dname,
+        "component": component,
+        "knativeRevision": knative_revision,
+        "revision": apps.revision_of(d),
+        "replicas": desired,
+        "gpusPerPod": gpus_per_pod,
+        "paused": bool((d.get("spec") or {}).get("paused")),
+        "strategy": strategy,
+        "surge": surge,
+        "unavailable": unavailable,
+        "counts": {k: int((d.get("status") or {}).get(k) or 0) for k in DEPLOYMENT_COUNTS},
+        "conditions": _conditions(d),
+        "progressDeadlineSeconds": apps.progress_deadline(d),
+        "progressDeadlineExceeded": apps.deadline_exceeded(d),
+        "complete": done,
+        "replicaSets": rs_views,
+    }
+    blocked = [{"component": component, "deployment": dname, "reason": r} for r in reasons]
+    complete = done and not olds_with_pods(olds, pods_by_rs)
+    return _Rollout(view, instances, blocked, complete, component, strategy)
+
+
+# The status counts of a Deployment the view shows (0 when not reported).
+DEPLOYMENT_COUNTS = ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "unavailableReplicas")
+
+
+def _deployment_strategy(effective: EffectiveRollout, desired: int, gpus_per_pod: int) -> Obj:
+    """The effective strategy at ``desired`` replicas, with what a surge costs in GPUs when the pods
+    have any. Example: a multi-node worker of 2 replicas, 8 GPUs per pod, maxSurge 100% ->
+    ``surgeGpus`` 2 x 8 = 16 (as many GPUs again)."""
+    strategy = effective.to_json(desired)
+    if gpus_per_pod:
+        strategy["surgeGpus"] = effective.surge_count(desired) * gpus_per_pod
+    return strategy
+
+
+def _replica_set_view(rs: Obj, new: bool, rs_pods: list[Obj]) -> Obj:
+    """One ReplicaSet of a Deployment: its revision and hash, whether it is the new one, its
+    counts and its pods' names."""
+    return {
+        "name": apps.name(rs),
+        "revision": apps.revision_of(rs),
+        "hash": apps.labels(rs).get(apps.LABEL_TEMPLATE_HASH),
+        "new": new,
+        "replicas": apps.replicas_of(rs),
+        "readyReplicas": apps.status_count(rs, "readyReplicas"),
+        "availableReplicas": apps.status_count(rs, "availableReplicas"),
+        "pods": [apps.name(p) for p in rs_pods],
+    }
+
+
+def _instance(
+    pod: Obj, component: str, dname: str, rs: Obj, revision: Any, routed: bool, in_flight: dict[str, int]
+) -> Obj:
+    """One pod as an instance: where it belongs, its state, the highest gate it reached (``Routed``
+    and beyond only when its revision or backend takes traffic), its node, restarts and in-flight
+    requests."""
+    return {
+        "pod": apps.name(pod),
+        "component": component,
+        "deployment": dname,
+        "replicaSet": apps.name(rs),
+        "revision": revision,
+        "state": pod_state(pod),
+        **dict(zip(("gate", "gateFailed"), pod_gates(pod, routed), strict=True)),
+        "node": (pod.get("spec") or {}).get("nodeName"),
+        "restarts": apps.restarts(pod),
+        "inFlight": int(in_flight.get(apps.name(pod), 0)),
+    }
+
+
+def _deployment_done(
+    d: Obj, knative_revision: str | None, desired: int, rs_views: list[Obj], pods_by_rs: dict[str, list[Obj]]
+) -> bool:
+    """A Deployment's rollout is complete for its current generation; a Knative revision scaled to
+    zero is done once none of its ReplicaSets has a pod left."""
+    done = apps.is_complete(d) and int((d.get("status") or {}).get("observedGeneration") or 0) >= int(
+        apps.meta(d).get("generation") or 1
+    )
+    if knative_revision and desired == 0:
+        done = not any(pods_by_rs.get(r["name"]) for r in rs_views)
+    return done
+
+
+def _strategy_by_component(rollouts: list[_Rollout]) -> dict[str, Any]:
+    """Each component's strategy as its first Deployment has it (the fields the page shows)."""
+    out: dict[str, Any] = {}
+    for r in rollouts:
+        if r.component not in out:
+            out[r.component] = {
+                k: r.strategy[k] for k in ("maxSurge", "maxUnavailable", "mode", "note", "surgeGpus") if k in r.strategy
+            }
+    return out
+
+
+def _isvc_reasons(error: Obj | None, status: Obj, generation: Any) -> list[Obj]:
+    """Why the InferenceService as a whole waits, shown first: KServe refuses it or cannot read its
+    ConfigMap, else KServe has not reconciled its current generation yet."""
+    if error is not None:
+        what = "KServe cannot read its ConfigMap" if error["source"] == "configMap" else "KServe refuses the spec"
+        return [{"component": "InferenceService", "reason": f"{what}: {error['field']}: {error['rule']}"}]
+    if status.get("observedGeneration") != generation:
+        return [
+            {
+                "component": "InferenceService",
+                "reason": f"KServe has not reconciled generation {generation} yet "
+                f"(observed {status.get('observedGeneration')})",
+            }
+        ]
+    return []
+
+
+def _runtime_reasons(parsed: InferenceService | None) -> list[Obj]:
+    """A component no ServingRuntime can serve, in the words of its runtime problem."""
+    return [
+        {"component": kind, "reason": f"KServe cannot serve the {kind}: {comp.runtime_problem}"}
+        for kind, comp in (parsed.components if parsed else {}).items()
+        if comp.runtime_problem
+    ]
+
+
+def _converged(
+    isvc: Obj,
+    error: Obj | None,
+    managed: bool,
+    complete: bool,
+    settled: bool,
+    instances: list[Obj],
+    canary: Obj | None,
+) -> bool:
+    """KServe reports Ready for the current generation (ModelMesh's: only the generation), every
+    Deployment's rollout is complete and every Knative revision settled, no pod is terminating and
+    every canary is Ready."""
+    status = isvc.get("status") or {}
+    # ModelMesh Serving serves an unmanaged one: nothing to converge but KServe's own record of the generation.
+    ready = not managed or (apps.condition(isvc, "Ready") or {}).get("status") == "True"
+    return bool(
+        error is None
+        and ready
+        and status.get("observedGeneration") == apps.meta(isvc).get("generation")
+        and complete
+        and settled
+        and not any(i["state"] == STATE_DELETING for i in instances)
+        and (canary is None or all(c.get("ready", True) for c in canary.get("canaries", [])))
+    )
 
 
 def _gpus_per_pod(deployment: Obj) -> int:
