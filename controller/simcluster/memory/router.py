@@ -12,6 +12,8 @@ controller's drain waits on.
 from __future__ import annotations
 
 import random
+from itertools import repeat
+from operator import itemgetter
 
 from controller.core.ports import ClusterError, Obj
 from controller.core.spec import DEFAULT_TRAFFIC, ValidationError, parse_traffic
@@ -21,6 +23,28 @@ from ..config import ClusterConfig, Traffic
 from ..routing import Request
 from .clock import EventLoop, Timer
 from .store import Change, InMemoryStore
+
+_METADATA = itemgetter("metadata")
+_UID = itemgetter("uid")
+
+
+class InFlightCounts:
+    """A pod's requests in flight (called with the pod), read from the router's requests by pod
+    uid; ``many`` reads a list of pods at once without a Python call per pod. The path router's
+    least-busy pick reads every candidate of every hop: the seed example with paths routes 16,000
+    requests x 3 hops x ~45 candidates, 2.2 million counts."""
+
+    __slots__ = ("_by_uid",)
+
+    def __init__(self, by_uid: dict[str, dict]) -> None:
+        self._by_uid = by_uid  # the router's own dict, changed in place as requests come and go
+
+    def __call__(self, pod: Obj) -> int:
+        return len(self._by_uid.get(pod["metadata"]["uid"], ()))
+
+    def many(self, pods: list[Obj]) -> list[int]:
+        uids = map(_UID, map(_METADATA, pods))
+        return list(map(len, map(self._by_uid.get, uids, repeat(()))))
 
 
 class SimRouter:
@@ -45,8 +69,13 @@ class SimRouter:
         self.rng = rng
         self.requests: list[Request] = []
         self._in_flight: dict[str, dict[int, tuple[Request, Timer]]] = {}  # pod uid -> requests
+        self._in_flight_counts = InFlightCounts(self._in_flight)
         self._uid_by_name: dict[str, str] = {}
         self._routable: list[Obj] | None = None  # cache, dropped on any pod change
+        # Whether a pod version is a routable entry (``routing.routable_entries``), by uid and
+        # resourceVersion: the list is made again after every pod change (811 times for ~480 pods
+        # in the seed example with paths), and only the pods that changed are asked again.
+        self._entry_of_version: dict[tuple[str, str], bool] = {}
         self._running = False
         # Request paths (``paths``): the ModelServing's spec.traffic under the scenario's override,
         # the revisions' role hashes and the table of the routable set (dropped on any change).
@@ -126,7 +155,7 @@ class SimRouter:
     def _route_path(self, duration: float | None) -> Request:
         """One request down the path (``paths``), or to one entry pod with token figures only."""
         traffic = self._spec_traffic
-        in_flight = self._in_flight_of
+        in_flight = self._in_flight_counts
         request_id = len(self.requests) + 1
         if traffic.has_path:
             choice = paths.route(self._path_table(), in_flight, self._weight, self._weight_rng)
@@ -162,9 +191,6 @@ class SimRouter:
                 timers.append((uid, timer))
             self._hops[req.id] = timers
         return req
-
-    def _in_flight_of(self, pod: Obj) -> int:
-        return len(self._in_flight.get(pod["metadata"]["uid"], ()))
 
     def _release(self, req: Request, uid: str) -> None:
         """A hop before the last is done with the request (its first token was made)."""
@@ -241,8 +267,24 @@ class SimRouter:
 
     def _routable_pods(self) -> list[Obj]:
         if self._routable is None:
-            self._routable = routing.routable_entries(self.store.list_pods(self.namespace, self.ms_name))
+            self._routable = self._routable_entries(self.store.list_pods(self.namespace, self.ms_name))
         return self._routable
+
+    def _routable_entries(self, pods: list[Obj]) -> list[Obj]:
+        """``routing.routable_entries(pods)``, reading each pod version once (every write gives a
+        pod a new resourceVersion, so a version's answer never changes)."""
+        known, fresh, routable = self._entry_of_version, {}, []
+        for pod in pods:
+            meta = pod["metadata"]
+            version = (meta["uid"], meta.get("resourceVersion"))
+            entry = known.get(version) if version[1] is not None else None
+            if entry is None:
+                entry = routing.is_entry(pod) and routing.is_routable(pod)
+            fresh[version] = entry
+            if entry:
+                routable.append(pod)
+        self._entry_of_version = fresh  # the listed versions only: the memo stays the size of the list
+        return routable
 
     def routable_pods(self, namespace: str, ms_name: str, pods: list[Obj] | None = None) -> dict[str, float | None]:
         """The router's table (``ports.routed_pods``, the Routed gate): the entry pods a new request
