@@ -46,7 +46,7 @@ def test_a_cluster_without_the_workload_reads_lists_no_inferenceservice_and_says
         runtime_kserve.inferenceservice_state("default", "llm", cluster=other, router=NoRouter(), now=0.0)
 
 
-def test_the_runtime_reads_an_inferenceservice_on_the_in_memory_simulator_as_on_the_other_backends():
+def test_the_runtime_reads_an_inferenceservice_from_the_in_memory_simulators_store():
     c = cluster(isvc({**gpu_model(), "minReplicas": 2}))
     c.loop.run_until(60)
     assert runtime_kserve.list_inferenceservices(cluster=c.store)[0]["metadata"]["name"] == "llm"
