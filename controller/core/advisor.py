@@ -536,16 +536,15 @@ def advise(cands: Sequence[Candidate], outcomes: Sequence[Outcome | None], floor
 
 # --- the search: previews run by the caller ------------------------------------------------------------
 def outcome_of(timeline: Any, desired: int) -> Outcome:
-    """A preview's timeline (``converged``, ``converged_after``, ``samples`` of ``t``, ``available``
-    and ``serving``) as the search reads it: the fewest groups serving (available groups and Ready
-    surge groups) and the first moment it was seen."""
+    """A preview's timeline (``converged``, ``converged_after``, ``samples`` of ``t`` and
+    ``available``) as the search reads it: the fewest groups available and the first moment it was
+    seen. ``available`` is the status' availableReplicas, the figure the live status and the state
+    history show, so "never below the floor" here is what the operator then sees: a Ready surge
+    group counts, as a surge pod does in a Deployment's availableReplicas."""
     low, at = None, None
     for sample in timeline.samples:
-        # Serving groups when the preview counts them (Ready surge groups serve), else available.
-        serving = getattr(sample, "serving", None)
-        value = sample.available if serving is None else serving
-        if low is None or value < low:
-            low, at = value, sample.t
+        if low is None or sample.available < low:
+            low, at = sample.available, sample.t
     return Outcome(timeline.converged, timeline.converged_after, low, at, desired)
 
 

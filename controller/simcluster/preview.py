@@ -77,12 +77,11 @@ class LiveState:
 @dataclass(frozen=True)
 class PassSample:
     t: float  # virtual seconds since the change was applied
-    available: int  # available ServingGroups after the pass
+    # Available ServingGroups after the pass: the status' availableReplicas, Ready surge groups
+    # included (they serve), so the preview, the live status and the state history agree.
+    available: int
     blocked: list[str]  # the reasons the pass waited for
     update_revision: str | None
-    # Groups that serve after the pass: the available ones and the Ready surge groups, which the
-    # status' availableReplicas leaves out until they take an ordinal's place (the advisor's measure).
-    serving: int | None = None
 
 
 @dataclass
@@ -203,10 +202,7 @@ def _roll_out(
         status = result.status
         reasons = [b.get("reason", "") for b in expand_waiting(status.get("waiting") or [])]
         available = int(status.get("availableReplicas") or 0)
-        surge = sum(1 for g in status.get("groups") or () if g.get("surge") and g.get("ready"))
-        samples.append(
-            PassSample(round(t - t0, 3), available, reasons, status.get("updateRevision"), available + surge)
-        )
+        samples.append(PassSample(round(t - t0, 3), available, reasons, status.get("updateRevision")))
 
     runner.as_operator(lambda: runner.store.patch_modelserving(namespace, name, patch))
     runner.forget_convergence()

@@ -218,12 +218,11 @@ def test_the_same_outcomes_give_the_same_advice():
     assert a.advise(cands, outcomes, floor3()) == a.advise(list(cands), list(outcomes), floor3())
 
 
-def test_the_lowest_capacity_counts_ready_surge_groups_as_serving():
+def test_the_lowest_capacity_is_the_fewest_available_groups_the_preview_saw_and_when():
+    # The samples' ``available`` is the status' availableReplicas, Ready surge groups included
+    # (tests/advisor/test_surge_counts_alike.py): the advisor adds nothing to it.
     from controller.simcluster.preview import PassSample, Timeline
 
-    samples = [PassSample(0.0, 4, [], "r2", 4), PassSample(15.0, 1, [], "r2", 4), PassSample(30.0, 3, [], "r2", 3)]
-    timeline = Timeline(True, True, 90.0, 90.0, 6, samples)
-    outcome = a.outcome_of(timeline, 4)
-    assert (outcome.min_available, outcome.min_at, outcome.duration) == (3, 30.0, 90.0)
-    without = [PassSample(0.0, 4, [], "r2"), PassSample(15.0, 1, [], "r2")]  # a preview that counts no surge
-    assert a.outcome_of(Timeline(True, True, 90.0, 90.0, 6, without), 4).min_available == 1
+    samples = [PassSample(0.0, 5, [], "r2"), PassSample(15.0, 3, [], "r2"), PassSample(30.0, 3, [], "r2")]
+    outcome = a.outcome_of(Timeline(True, True, 90.0, 90.0, 6, samples), 4)
+    assert (outcome.min_available, outcome.min_at, outcome.duration) == (3, 15.0, 90.0)

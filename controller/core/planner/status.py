@@ -410,8 +410,12 @@ def _group_entry(ctx: PassContext, out: PlanBuilder, o: int, totals: _Totals) ->
             totals.updated_groups += 1
         elif group is not None:
             totals.non_updated_revisions[rev] = totals.non_updated_revisions.get(rev, 0) + 1
-        if available:
-            totals.available_groups += 1
+    if available:
+        # A Ready surge group counts, as a surge pod counts in a Deployment's availableReplicas and
+        # a running surge group in Kthena's (it has no surge identity, only the Running state): it
+        # serves traffic, and the planner keeps its floor with it. Example: 4 groups, maxSurge 1,
+        # surge group 4 Ready while group 3 is replaced -> 4 available, not 3.
+        totals.available_groups += 1
     # What the group runs (or is rebuilt on when missing), what it is rebuilt on if all its pods go
     # when that differs (the update revision once its replacement started), the roles that are not
     # simply done, and the revision of every instance that runs something else than the group.
@@ -522,17 +526,23 @@ def _conditions(
     # Available as for Deployments: the minimum the budget promises is met (a rollout within
     # maxUnavailable keeps it True; losing more than the budget allows makes it False).
     floor = replicas - (ctx.strategy.group.max_unavailable.count if group_level else 0)
+    # Ready surge groups count towards the floor (see _group_entry); "all groups ready" still means
+    # every ordinal of the spec. Example: 4 groups, surge group 4 Ready, group 3 replaced: 4 of 4
+    # available, 1 of them surge: MinimumGroupsAvailable, not AllGroupsReady.
+    surge_ready = sum(1 for g in groups_out if g.get("surge") and g["ready"])
     if available_groups >= floor:
-        available_reason = "AllGroupsReady" if available_groups >= replicas else "MinimumGroupsAvailable"
+        all_ready = available_groups - surge_ready >= replicas
+        available_reason = "AllGroupsReady" if all_ready else "MinimumGroupsAvailable"
     else:
         available_reason = "GroupsUnavailable"
+    surge_words = f", {surge_ready} of them surge" if surge_ready else ""
     conditions = [
         _condition(
             prev,
             "Available",
             available_groups >= floor,
             available_reason,
-            f"{available_groups} of {replicas} ServingGroups available (at least {floor} required)",
+            f"{available_groups} of {replicas} ServingGroups available{surge_words} (at least {floor} required)",
             now,
         ),
     ]
