@@ -38,7 +38,7 @@ import statistics
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 
@@ -303,88 +303,17 @@ def capacity(namespace: str, name: str) -> dict[str, Any]:
     simulator = get_simulator()
     simulated = simulator is not None
     batching, model_roles, release = _batching(namespace, name, view)
-    safe = safe_concurrency(batching)
-    sequences = (
-        batching.get("maxConcurrentSequences") if isinstance(batching.get("maxConcurrentSequences"), int) else None
-    )
-
     traffic = simulator.traffic_of(namespace, name) if simulator is not None else None
-    rps = float(traffic["rps"]) if traffic else None
-    mean_duration = sum(traffic["durationSeconds"]) / 2 if traffic else None
-
     prometheus_url = getattr(settings, "ROLLOUTUI_PROMETHEUS_URL", "") or ""
-    dcgm: dict[str, dict[str, float]] = {}
-    gpu_source = "simulated" if simulated else "not available (set ROLLOUTUI_PROMETHEUS_URL for DCGM)"
-    if not simulated and prometheus_url:
-        try:
-            dcgm = dcgm_by_role(prometheus_url, namespace, cluster.get_cluster().list_pods(namespace, name))
-            gpu_source = "prometheus (DCGM)"
-        except (OSError, ValueError, KeyError) as exc:
-            gpu_source = f"not available (Prometheus: {exc})"
-
+    dcgm, gpu_source = _gpu_signals(namespace, name, simulated, prometheus_url)
     instances = view.get("instances") or []
+    sources = _sources(batching, model_roles, traffic, simulated, dcgm, instances)
     names = list(roles_by_name) or sorted({i["role"] for i in instances})
-    total_in_flight = sum(int(i.get("inFlight") or 0) for i in instances)
-    total_instances = len(instances)
-    roles_out: list[dict[str, Any]] = []
-    loads: list[RoleLoad] = []
-    serve_times: list[float] = []
-    for role in names:
-        mine = [i for i in instances if i["role"] == role]
-        serving = [i for i in mine if i.get("gate") == "Serving"]
-        flights = [int(i.get("inFlight") or 0) for i in serving]
-        in_flight = sum(int(i.get("inFlight") or 0) for i in mine)
-        # The router spreads requests over every role's entry pods: the role's share of the rate is
-        # its share of the requests in flight (of the instances when none are in flight).
-        share = (
-            in_flight / total_in_flight
-            if total_in_flight
-            else (len(mine) / total_instances if total_instances else 0.0)
-        )
-        rate = round(rps * share, 3) if rps is not None else None
-        times = [
-            i["gateTimes"]["Serving"] - i["gateTimes"]["Created"]
-            for i in mine
-            if (i.get("gateTimes") or {}).get("Serving") is not None
-            and (i.get("gateTimes") or {}).get("Created") is not None
-        ]
-        serve_times.extend(times)
-        runs_model = not model_roles or role in model_roles
-        role_safe = safe if runs_model else None
-        if simulated:
-            util, memory = simulated_gpu(flights, role_safe, sequences if runs_model else None)
-        else:
-            util, memory = (dcgm.get(role) or {}).get("util"), (dcgm.get(role) or {}).get("memory")
-        spec_role = roles_by_name.get(role)
-        per_group = spec_role.replicas if spec_role is not None else 1
-        offered = rate * mean_duration if rate is not None and mean_duration is not None else None
-        roles_out.append(
-            {
-                "name": role,
-                "instances": len(mine),
-                "serving": len(serving),
-                "perGroup": per_group,
-                "inFlight": in_flight,
-                "requestRate": rate,
-                "queueSeconds": queue_seconds(flights, role_safe, rate),
-                "timeoutRate": None,
-                "gpus": gpus_per_instance(spec_role) * len(mine),
-                "gpuUtilisation": util,
-                "gpuMemory": memory,
-                "safeConcurrency": role_safe,
-                "safeTotal": role_safe * len(serving) if role_safe else None,
-                "createToServing": {
-                    "medianSeconds": round(statistics.median(times), 3) if times else None,
-                    "count": len(times),
-                    "maxSeconds": round(max(times), 3) if times else None,
-                },
-            }
-        )
-        if runs_model:
-            loads.append(RoleLoad(role, per_group, in_flight, offered, role_safe))
+    figures = [role_figures(role, instances, roles_by_name.get(role), sources) for role in names]
     current = int((view.get("spec") or {}).get("replicas") or 0)
+    serve_times = [t for f in figures for t in f.create_to_serving]
     serving_median = statistics.median(serve_times) if serve_times else None
-    rec = recommend(current, loads, create_to_serving=serving_median)
+    rec = recommend(current, [f.load for f in figures if f.load is not None], create_to_serving=serving_median)
     now = clock()
     return {
         "namespace": namespace,
@@ -398,13 +327,138 @@ def capacity(namespace: str, name: str) -> dict[str, Any]:
         "requestSource": "simulated traffic" if traffic else "not available (no simulated traffic or request records)",
         "traffic": traffic,
         "replicas": current,
-        "roles": roles_out,
+        "roles": [f.row for f in figures],
         "createToServing": {
             "medianSeconds": round(serving_median, 3) if serving_median is not None else None,
             "count": len(serve_times),
         },
         "recommendation": rec.to_json(),
     }
+
+
+def _gpu_signals(
+    namespace: str, name: str, simulated: bool, prometheus_url: str
+) -> tuple[dict[str, dict[str, float]], str]:
+    """DCGM's figures per role (``dcgm_by_role``) on Kubernetes with a Prometheus URL, and where the
+    GPU figures come from, in words: simulated, Prometheus, or why they are not available."""
+    if simulated:
+        return {}, "simulated"
+    if not prometheus_url:
+        return {}, "not available (set ROLLOUTUI_PROMETHEUS_URL for DCGM)"
+    try:
+        return dcgm_by_role(prometheus_url, namespace, cluster.get_cluster().list_pods(namespace, name)), (
+            "prometheus (DCGM)"
+        )
+    except (OSError, ValueError, KeyError) as exc:
+        return {}, f"not available (Prometheus: {exc})"
+
+
+@dataclass(frozen=True, slots=True)
+class Sources:
+    """What every role's figures read: the batching's safe concurrency and sequences, the roles
+    that run the model (empty: every role), the offered load (rate and mean request duration), the
+    GPU figures' source, and the totals a role's share of the rate is taken from."""
+
+    safe: int | None
+    sequences: int | None
+    model_roles: list[str]
+    rps: float | None
+    mean_duration: float | None
+    simulated: bool
+    dcgm: dict[str, dict[str, float]]
+    total_in_flight: int
+    total_instances: int
+
+
+def _sources(
+    batching: dict[str, Any],
+    model_roles: list[str],
+    traffic: dict[str, Any] | None,
+    simulated: bool,
+    dcgm: dict[str, dict[str, float]],
+    instances: list[dict[str, Any]],
+) -> Sources:
+    sequences = batching.get("maxConcurrentSequences")
+    return Sources(
+        safe=safe_concurrency(batching),
+        sequences=sequences if isinstance(sequences, int) else None,
+        model_roles=model_roles,
+        rps=float(traffic["rps"]) if traffic else None,
+        # durationSeconds is [shortest, longest]; its middle stands for the mean request duration.
+        mean_duration=sum(traffic["durationSeconds"]) / 2 if traffic else None,
+        simulated=simulated,
+        dcgm=dcgm,
+        total_in_flight=sum(int(i.get("inFlight") or 0) for i in instances),
+        total_instances=len(instances),
+    )
+
+
+class RoleFigures(NamedTuple):
+    row: dict[str, Any]  # the role's entry in ``roles``
+    load: RoleLoad | None  # what the recommendation reads of it (None: the role runs no model)
+    create_to_serving: list[float]  # Serving - Created, per instance that reached Serving
+
+
+def role_figures(role: str, instances: list[dict[str, Any]], spec_role: Role | None, src: Sources) -> RoleFigures:
+    """One role's figures from its instances in the state view (``spec_role``: the role in the
+    parsed spec, None when the spec lacks it: one instance per group then)."""
+    mine = [i for i in instances if i["role"] == role]
+    serving = [i for i in mine if i.get("gate") == "Serving"]
+    flights = [int(i.get("inFlight") or 0) for i in serving]
+    in_flight = sum(int(i.get("inFlight") or 0) for i in mine)
+    rate = role_rate(in_flight, len(mine), src)
+    times = create_to_serving_times(mine)
+    runs_model = not src.model_roles or role in src.model_roles
+    role_safe = src.safe if runs_model else None
+    if src.simulated:
+        util, memory = simulated_gpu(flights, role_safe, src.sequences if runs_model else None)
+    else:
+        util, memory = (src.dcgm.get(role) or {}).get("util"), (src.dcgm.get(role) or {}).get("memory")
+    per_group = spec_role.replicas if spec_role is not None else 1
+    row = {
+        "name": role,
+        "instances": len(mine),
+        "serving": len(serving),
+        "perGroup": per_group,
+        "inFlight": in_flight,
+        "requestRate": rate,
+        "queueSeconds": queue_seconds(flights, role_safe, rate),
+        "timeoutRate": None,
+        "gpus": gpus_per_instance(spec_role) * len(mine),
+        "gpuUtilisation": util,
+        "gpuMemory": memory,
+        "safeConcurrency": role_safe,
+        "safeTotal": role_safe * len(serving) if role_safe else None,
+        "createToServing": {
+            "medianSeconds": round(statistics.median(times), 3) if times else None,
+            "count": len(times),
+            "maxSeconds": round(max(times), 3) if times else None,
+        },
+    }
+    offered = rate * src.mean_duration if rate is not None and src.mean_duration is not None else None
+    return RoleFigures(row, RoleLoad(role, per_group, in_flight, offered, role_safe) if runs_model else None, times)
+
+
+def role_rate(in_flight: int, instances: int, src: Sources) -> float | None:
+    """The role's share of the offered rate. The router spreads requests over every role's entry
+    pods: the role's share of the rate is its share of the requests in flight (of the instances
+    when none are in flight). Example: 10 requests/s, 6 of 8 in flight on this role -> 7.5/s."""
+    share = (
+        in_flight / src.total_in_flight
+        if src.total_in_flight
+        else (instances / src.total_instances if src.total_instances else 0.0)
+    )
+    return round(src.rps * share, 3) if src.rps is not None else None
+
+
+def create_to_serving_times(instances: list[dict[str, Any]]) -> list[float]:
+    """Serving gate time - Created gate time of each instance that has both."""
+    return [
+        i["gateTimes"]["Serving"] - i["gateTimes"]["Created"]
+        for i in instances
+        if (i.get("gateTimes") or {}).get("Serving") is not None
+        and (i.get("gateTimes") or {}).get("Created") is not None
+    ]
 
 
 __all__ = ["NotFound", "capacity", "clock", "recommend", "RoleLoad", "Recommendation"]
