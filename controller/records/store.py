@@ -280,123 +280,132 @@ def _larger(stored: float | None, mine: float | None) -> float | None:
 
 def _add_to_aggregates(sums: dict[Key, Sums]) -> None:
     """Add ``sums`` to their stored buckets (locked while read) and create the buckets not yet
-    stored: one SELECT per ModelServing, one executemany UPDATE, one INSERT. The rows are read and
-    written as plain SQL values (JSON by orjson): model instances and the JSON fields' own
-    conversion cost more than the sums themselves for a batch spread over many buckets."""
+    stored: one SELECT per ModelServing (``_stored_buckets``), one executemany UPDATE
+    (``_update_buckets``), one INSERT. The rows are read and written as plain SQL values (JSON by
+    orjson): model instances and the JSON fields' own conversion cost more than the sums
+    themselves for a batch spread over many buckets."""
     by_ms: dict[tuple[str, str], list[Key]] = {}
     for key in sums:
         by_ms.setdefault((key[0], key[1]), []).append(key)
-    table = RequestAggregate._meta.db_table
     postgres = connection.vendor == "postgresql"
     updates: list[tuple] = []
     creates: list[RequestAggregate] = []
     with connection.cursor() as cursor:
         for (namespace, name), keys in by_ms.items():
-            starts = sorted({k[3] for k in keys})
-            revisions = sorted({k[2] for k in keys})
-            cursor.execute(
-                f"SELECT id, revision, bucket_start, {', '.join(_AGG_COLUMNS)} FROM {table} "
-                f"WHERE namespace = %s AND name = %s AND revision IN ({', '.join(['%s'] * len(revisions))}) "
-                f"AND bucket_start IN ({', '.join(['%s'] * len(starts))})" + (" FOR UPDATE" if postgres else ""),
-                [namespace, name, *revisions, *starts],
-            )
-            existing = {(namespace, name, row[1], row[2]): row for row in cursor.fetchall()}
+            existing = _stored_buckets(cursor, namespace, name, keys, lock=postgres)
             for key in keys:
-                s = sums[key]
                 row = existing.get(key)
                 if row is None:
-                    creates.append(
-                        RequestAggregate(
-                            namespace=key[0],
-                            name=key[1],
-                            revision=key[2],
-                            bucket_start=key[3],
-                            requests=s.requests,
-                            errors=s.errors,
-                            timeouts=s.timeouts,
-                            interrupted=s.interrupted,
-                            feedback_sum=s.feedback_sum,
-                            feedback_count=s.feedback_count,
-                            latency_max=s.largest,
-                            histogram={str(b): n for b, n in s.hist.items()},
-                            duration_max=s.longest,
-                            duration_histogram={str(b): n for b, n in s.durations.items()},
-                            ttft_max=s.ttft_largest,
-                            ttft_histogram={str(b): n for b, n in s.ttft.items()},
-                            tpot_max=s.tpot_largest,
-                            tpot_histogram={str(b): n for b, n in s.tpot.items()},
-                            mixed=s.mixed,
-                            output_tokens=s.output_tokens,
-                            paths=s.paths,
-                        )
-                    )
-                    continue
-                (
-                    pk,
-                    _revision,
-                    _start,
-                    requests,
-                    errors,
-                    timeouts,
-                    interrupted,
-                    feedback_sum,
-                    feedback_count,
-                    latency_max,
-                    histogram,
-                    duration_max,
-                    duration_histogram,
-                    ttft_max,
-                    ttft_histogram,
-                    tpot_max,
-                    tpot_histogram,
-                    mixed,
-                    output_tokens,
-                    paths,
-                ) = row
-                merged_paths = {pair: dict(counts) for pair, counts in _json_value(paths).items()}
-                for pair, counts in s.paths.items():
-                    mine = merged_paths.setdefault(pair, {})
-                    for outcome, n in counts.items():
-                        mine[outcome] = int(mine.get(outcome, 0)) + n
-                updates.append(
-                    (
-                        requests + s.requests,
-                        errors + s.errors,
-                        timeouts + s.timeouts,
-                        interrupted + s.interrupted,
-                        feedback_sum + s.feedback_sum,
-                        feedback_count + s.feedback_count,
-                        _larger(latency_max, s.largest),
-                        orjson.dumps(_merge_counts(_json_value(histogram), s.hist)).decode(),
-                        _larger(duration_max, s.longest),
-                        orjson.dumps(_merge_counts(_json_value(duration_histogram), s.durations)).decode(),
-                        _larger(ttft_max, s.ttft_largest),
-                        orjson.dumps(_merge_counts(_json_value(ttft_histogram), s.ttft)).decode(),
-                        _larger(tpot_max, s.tpot_largest),
-                        orjson.dumps(_merge_counts(_json_value(tpot_histogram), s.tpot)).decode(),
-                        int(mixed or 0) + s.mixed,
-                        int(output_tokens or 0) + s.output_tokens,
-                        orjson.dumps(merged_paths).decode(),
-                        pk,
-                    )
-                )
+                    creates.append(_new_bucket(key, sums[key]))
+                else:
+                    updates.append(_merged_bucket(row, sums[key]))
         if updates:
-            # One parameterised UPDATE per row, sent with executemany: Django's bulk_update builds a
-            # CASE expression per field per row, which costs ~2 ms per row here (700 rows: 1.5 s).
-            # PostgreSQL: one UPDATE ... FROM UNNEST(one array per column) instead.
-            if not postgres:
-                assignments = ", ".join(f"{c} = %s" for c in _AGG_COLUMNS)
-                cursor.executemany(f"UPDATE {table} SET {assignments} WHERE id = %s", updates)
-            else:
-                names = ", ".join((*_AGG_COLUMNS, "id"))
-                types = tuple("text" if c in _AGG_JSON else _AGG_PG_TYPES[c] for c in _AGG_COLUMNS) + ("bigint",)
-                assignments = ", ".join(f"{c} = u.{c}{'::jsonb' if c in _AGG_JSON else ''}" for c in _AGG_COLUMNS)
-                cursor.execute(
-                    f"UPDATE {table} AS t SET {assignments} FROM {_unnest(types)} AS u({names}) WHERE t.id = u.id",
-                    _arrays(updates, types),
-                )
+            _update_buckets(cursor, updates, postgres=postgres)
     if creates:
         RequestAggregate.objects.bulk_create(creates, batch_size=500)
+
+
+def _stored_buckets(cursor, namespace: str, name: str, keys: list[Key], *, lock: bool) -> dict[Key, tuple]:
+    """The stored rows of ``keys`` (all of one ModelServing) by key: ``(id, revision,
+    bucket_start, *_AGG_COLUMNS)``, locked until the transaction ends when ``lock`` (PostgreSQL:
+    two batches adding to one bucket at once add in turn; SQLite has no FOR UPDATE and lets one
+    writer in at a time)."""
+    starts = sorted({k[3] for k in keys})
+    revisions = sorted({k[2] for k in keys})
+    cursor.execute(
+        f"SELECT id, revision, bucket_start, {', '.join(_AGG_COLUMNS)} FROM {RequestAggregate._meta.db_table} "
+        f"WHERE namespace = %s AND name = %s AND revision IN ({', '.join(['%s'] * len(revisions))}) "
+        f"AND bucket_start IN ({', '.join(['%s'] * len(starts))})" + (" FOR UPDATE" if lock else ""),
+        [namespace, name, *revisions, *starts],
+    )
+    return {(namespace, name, row[1], row[2]): row for row in cursor.fetchall()}
+
+
+def _new_bucket(key: Key, s: Sums) -> RequestAggregate:
+    """The bucket ``key`` holding ``s`` alone (histogram keys as JSON object keys: strings)."""
+    return RequestAggregate(
+        namespace=key[0],
+        name=key[1],
+        revision=key[2],
+        bucket_start=key[3],
+        requests=s.requests,
+        errors=s.errors,
+        timeouts=s.timeouts,
+        interrupted=s.interrupted,
+        feedback_sum=s.feedback_sum,
+        feedback_count=s.feedback_count,
+        latency_max=s.largest,
+        histogram={str(b): n for b, n in s.hist.items()},
+        duration_max=s.longest,
+        duration_histogram={str(b): n for b, n in s.durations.items()},
+        ttft_max=s.ttft_largest,
+        ttft_histogram={str(b): n for b, n in s.ttft.items()},
+        tpot_max=s.tpot_largest,
+        tpot_histogram={str(b): n for b, n in s.tpot.items()},
+        mixed=s.mixed,
+        output_tokens=s.output_tokens,
+        paths=s.paths,
+    )
+
+
+def _merged_bucket(row: tuple, s: Sums) -> tuple:
+    """The UPDATE parameters of stored ``row`` plus ``s``: ``(*_AGG_COLUMNS, id)``, JSON columns
+    as text. Counts add, maxima take the larger, histograms add bin by bin.
+    Example: stored 10 requests, latency max 900, histogram {"3": 10}; ``s`` 2 requests, largest
+    1200, hist {3: 1, 4: 1} -> 12, 1200, '{"3":11,"4":1}'."""
+    (pk, _revision, _start, requests, errors, timeouts, interrupted, feedback_sum, feedback_count) = row[:9]
+    (latency_max, histogram, duration_max, duration_histogram, ttft_max, ttft_histogram) = row[9:15]
+    (tpot_max, tpot_histogram, mixed, output_tokens, paths) = row[15:]
+    return (
+        requests + s.requests,
+        errors + s.errors,
+        timeouts + s.timeouts,
+        interrupted + s.interrupted,
+        feedback_sum + s.feedback_sum,
+        feedback_count + s.feedback_count,
+        _larger(latency_max, s.largest),
+        orjson.dumps(_merge_counts(_json_value(histogram), s.hist)).decode(),
+        _larger(duration_max, s.longest),
+        orjson.dumps(_merge_counts(_json_value(duration_histogram), s.durations)).decode(),
+        _larger(ttft_max, s.ttft_largest),
+        orjson.dumps(_merge_counts(_json_value(ttft_histogram), s.ttft)).decode(),
+        _larger(tpot_max, s.tpot_largest),
+        orjson.dumps(_merge_counts(_json_value(tpot_histogram), s.tpot)).decode(),
+        int(mixed or 0) + s.mixed,
+        int(output_tokens or 0) + s.output_tokens,
+        orjson.dumps(_merge_paths(_json_value(paths), s.paths)).decode(),
+        pk,
+    )
+
+
+def _merge_paths(stored: dict, paths: Mapping[str, Mapping[str, int]]) -> dict:
+    """Path counts ``{pair: {outcome: n}}`` added pair by pair, outcome by outcome.
+    Example: {"A/B": {"ok": 2}} + {"A/B": {"ok": 1, "error": 1}} -> {"A/B": {"ok": 3, "error": 1}}."""
+    merged = {pair: dict(counts) for pair, counts in stored.items()}
+    for pair, counts in paths.items():
+        mine = merged.setdefault(pair, {})
+        for outcome, n in counts.items():
+            mine[outcome] = int(mine.get(outcome, 0)) + n
+    return merged
+
+
+def _update_buckets(cursor, updates: list[tuple], *, postgres: bool) -> None:
+    """Writes ``_merged_bucket`` rows back. One parameterised UPDATE per row, sent with
+    executemany: Django's bulk_update builds a CASE expression per field per row, which costs ~2 ms
+    per row here (700 rows: 1.5 s). PostgreSQL: one UPDATE ... FROM UNNEST(one array per column)
+    instead."""
+    table = RequestAggregate._meta.db_table
+    if not postgres:
+        assignments = ", ".join(f"{c} = %s" for c in _AGG_COLUMNS)
+        cursor.executemany(f"UPDATE {table} SET {assignments} WHERE id = %s", updates)
+        return
+    names = ", ".join((*_AGG_COLUMNS, "id"))
+    types = tuple("text" if c in _AGG_JSON else _AGG_PG_TYPES[c] for c in _AGG_COLUMNS) + ("bigint",)
+    assignments = ", ".join(f"{c} = u.{c}{'::jsonb' if c in _AGG_JSON else ''}" for c in _AGG_COLUMNS)
+    cursor.execute(
+        f"UPDATE {table} AS t SET {assignments} FROM {_unnest(types)} AS u({names}) WHERE t.id = u.id",
+        _arrays(updates, types),
+    )
 
 
 def cleanup(
