@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -297,24 +298,39 @@ def preview(namespace: str, name: str, patch: dict[str, Any], *, job_id=None) ->
     """
     _, body, parsed = _prepare(namespace, name, patch)
     cluster = _sim_cluster()
-    traffic_row = SimTraffic.objects.filter(namespace=namespace, name=name, rps__gt=0).first()
-    traffic = (
-        Traffic(
-            traffic_row.rps, Span(traffic_row.duration_low, max(traffic_row.duration_high, traffic_row.duration_low))
-        )
-        if traffic_row
-        else None
-    )
+    traffic = _offered_traffic(namespace, name)
     live = LiveState.read(cluster, namespace, name, cluster.clock.now())
+    copy = _preview_cluster(cluster, live, traffic)
+    progress = _progress_reporter(settings.ROLLOUTUI_PREVIEW_SECONDS, job_id)
+    timeline = preview_from(live, body, copy, progress=progress)
+    return _preview_result(timeline, parsed)
+
+
+def _offered_traffic(namespace: str, name: str) -> Traffic | None:
+    """The simulated load the ModelServing takes now (None when it takes none), for the copy."""
+    row = SimTraffic.objects.filter(namespace=namespace, name=name, rps__gt=0).first()
+    if not row:
+        return None
+    return Traffic(row.rps, Span(row.duration_low, max(row.duration_high, row.duration_low)))
+
+
+def _preview_cluster(cluster: SimulatorPort, live: LiveState, traffic: Traffic | None) -> PreviewCluster:
+    """The copy's cluster: the live nodes less the GPUs other workloads hold there, the live
+    cluster's timings and images, ``traffic``, and the cluster settings the live passes use."""
     nodes = cluster.list_nodes()
-    copy = PreviewCluster(
+    return PreviewCluster(
         node_gpus=_gpus_for_the_copy(nodes, cluster.gpus_used(), live.pods),
         node_names=[node.name for node in nodes],
         config=cluster.config,
         traffic=traffic,
         settings=clustersettings.cluster_settings(),  # the copy resolves budgets as the live passes do
     )
-    budget = settings.ROLLOUTUI_PREVIEW_SECONDS
+
+
+def _progress_reporter(budget: float, job_id) -> Callable[[str, float], None]:
+    """The simulation's progress callback: it stops the preview with ``PreviewTooLong`` past
+    ``budget`` seconds of wall time from now, and with ``job_id`` keeps the job's progress at most
+    every half second of wall time."""
     started = time.monotonic()
     last_saved = [0.0]
 
@@ -336,21 +352,12 @@ def preview(namespace: str, name: str, patch: dict[str, Any], *, job_id=None) ->
                 }
             )
 
-    timeline = preview_from(live, body, copy, progress=progress)
-    capacity: list[list[float]] = []
-    for sample in timeline.samples:
-        if not capacity or capacity[-1][1] != sample.available:
-            capacity.append([sample.t, sample.available])
-    # Distinct reasons, first wording kept: "waiting for 5 in-flight request(s)" and "... 4 ..." are
-    # one reason (numbers are masked for the comparison only).
-    reasons: list[str] = []
-    seen: set[str] = set()
-    for sample in timeline.samples:
-        for reason in sample.blocked:
-            shape = re.sub(r"\d+", "N", reason or "")
-            if reason and shape not in seen:
-                seen.add(shape)
-                reasons.append(reason)
+    return progress
+
+
+def _preview_result(timeline, parsed) -> dict[str, Any]:
+    """The timeline shaped for the page: capacity steps, distinct blocked reasons, and the floor
+    the budget keeps. Example: 4 groups with maxUnavailable 1 -> floor 3."""
     from controller.core.strategy import resolve
 
     eff = resolve(parsed, clustersettings.cluster_settings())
@@ -359,14 +366,38 @@ def preview(namespace: str, name: str, patch: dict[str, Any], *, job_id=None) ->
         "converged": timeline.converged,
         "baselineConverged": timeline.baseline_converged,
         "minAvailable": min((sample.available for sample in timeline.samples), default=None),
-        "capacity": capacity,
+        "capacity": capacity_steps(timeline.samples),
         "desired": parsed.replicas,
         "floor": max(parsed.replicas - eff.group.max_unavailable.count, 0),
-        "blockedReasons": reasons,
+        "blockedReasons": distinct_reasons(timeline.samples),
         "simulatedSeconds": timeline.simulated_seconds,
         "nodes": timeline.nodes,
         "requests": timeline.requests,
     }
+
+
+def capacity_steps(samples) -> list[list[float]]:
+    """``[t, available]`` at each change of the available ServingGroups (the first sample always).
+    Example: available 4, 4, 3, 3, 4 at t 0..4 -> [[0, 4], [2, 3], [4, 4]]."""
+    steps: list[list[float]] = []
+    for sample in samples:
+        if not steps or steps[-1][1] != sample.available:
+            steps.append([sample.t, sample.available])
+    return steps
+
+
+def distinct_reasons(samples) -> list[str]:
+    """The samples' blocked reasons, each once, first wording kept: "waiting for 5 in-flight
+    request(s)" and "... 4 ..." are one reason (numbers are masked for the comparison only)."""
+    reasons: list[str] = []
+    seen: set[str] = set()
+    for sample in samples:
+        for reason in sample.blocked:
+            shape = re.sub(r"\d+", "N", reason or "")
+            if reason and shape not in seen:
+                seen.add(shape)
+                reasons.append(reason)
+    return reasons
 
 
 def _gpus_for_the_copy(nodes, used_by_all: dict[str, int], pods: list[dict[str, Any]]) -> list[int]:
