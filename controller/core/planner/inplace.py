@@ -26,7 +26,7 @@ from ..plan import BECAUSE_UPDATE, DRAIN, KIND_DRAIN, KIND_FAILING, KIND_REFUSED
 from ..podtemplate import template_images
 from .builder import PlanBuilder
 from .context import PassContext
-from .drain import DRAIN_POLL_SECONDS, drain_mark
+from .drain import DRAIN_POLL_SECONDS, drain_mark, drain_poll_delay
 
 
 def in_progress(ctx: PassContext, inst: InstanceObs) -> bool:
@@ -139,8 +139,99 @@ def _pod_on_target(ctx: PassContext, pod: PodObs) -> bool:
     return state is None or bool(state.get("completed")) or state.get("targetRevision") in ctx.equivalent
 
 
+# Where one pod of an instance under in-place update stands this pass (``pod_step``).
+TERMINATING = "terminating"  # being deleted: not this update's concern any more
+ON_TARGET = "on target"  # no state of this update, but it runs the target template already
+LEAVE_ROUTING = "leave routing"  # step 1 not done: still in routing (gate not False, or no drain mark)
+WAIT_IN_FLIGHT = "wait in flight"  # out of routing, its requests still running within the drain timeout
+PATCH = "patch"  # step 2: out of routing and drained (or timed out): write the state and the images
+RESTARTING = "restarting"  # step 3: its changed containers are not yet on the new images, Ready
+FAILING = "failing"  # step 3, and a container fails (CrashLoopBackOff & co)
+FINISH = "finish"  # steps 4-5: on the new images: gate True (unless it is) and the labels moved
+COMPLETED = "completed"  # done
+REOPEN_GATE = "reopen gate"  # done, but its gate is False: gate True again
+
+
+def pod_step(ctx: PassContext, pod: PodObs, target_role: dict[str, Any]) -> str:
+    """Which of the steps above ``pod`` is at, decided from the pod alone: its update-state
+    annotation (valid when it targets a revision equivalent to the update revision), its gate or
+    drain mark, its in-flight requests, its containers.
+
+    Worked example (drain timeout 30 s): gate True -> LEAVE_ROUTING; gate False since t=100, at
+    t=110 with 2 requests in flight -> WAIT_IN_FLIGHT; at t=131 -> PATCH; state written, the new
+    image not Ready yet -> RESTARTING; Ready on a new image ID -> FINISH; completed -> COMPLETED.
+    """
+    if pod.deleting:
+        return TERMINATING
+    state = pod.inplace_state
+    if state is None or state.get("targetRevision") not in ctx.equivalent:
+        if _pod_on_target(ctx, pod):
+            return ON_TARGET
+        since = out_of_routing_since(pod)
+        if since is None:
+            return LEAVE_ROUTING
+        in_flight = ctx.observed.in_flight.get(pod.name, 0)
+        return PATCH if in_flight <= 0 or ctx.now - since >= ctx.ms.drain_timeout_seconds else WAIT_IN_FLIGHT
+    if state.get("completed"):
+        return REOPEN_GATE if pod.has_gate and pod.gate is False else COMPLETED
+    if _inplace_pod_done(pod, state, target_role):
+        return FINISH
+    return FAILING if pod.failing_reason else RESTARTING
+
+
+def out_of_routing_since(pod: PodObs) -> float | None:
+    """When ``pod`` left routing for the update, None while it still serves: a gated pod when its
+    gate went False (minus infinity when that time is unknown: its drain is over), another pod
+    when it was marked draining."""
+    if pod.has_gate:
+        if pod.gate is not False:
+            return None
+        return pod.gate_since if pod.gate_since is not None else float("-inf")
+    return pod.draining_since
+
+
+def _pods_by_step(
+    out: PlanBuilder, inst: InstanceObs, target_role: dict[str, Any]
+) -> tuple[list[PodObs], list[PodObs], list[PodObs], list[PodObs], str | None, int]:
+    """The pods of ``inst`` by the action their ``pod_step`` asks for: ``(to take out of routing,
+    to patch, to get their gate up, to finish, the last failing pod's reason, the most requests a
+    pod still waits for)``. Pods of steps 1-2 are being removed from routing
+    (``out.removing_pods``: their drain mark stays), and a pod waiting for its requests asks for a
+    pass when the drain poll or its timeout comes."""
+    ctx = out.ctx
+    leave_routing: list[PodObs] = []
+    patch: list[PodObs] = []
+    gate_up: list[PodObs] = []
+    finish: list[PodObs] = []
+    failing: str | None = None
+    waiting_in_flight = 0
+    for pod in inst.pods.values():
+        step = pod_step(ctx, pod, target_role)
+        if step == COMPLETED or step == RESTARTING:
+            continue  # the most frequent steps: nothing to do this pass
+        if step == LEAVE_ROUTING:
+            out.removing_pods.add(pod.name)
+            leave_routing.append(pod)
+        elif step == PATCH:
+            out.removing_pods.add(pod.name)
+            patch.append(pod)
+        elif step == WAIT_IN_FLIGHT:
+            out.removing_pods.add(pod.name)
+            waiting_in_flight = max(waiting_in_flight, ctx.observed.in_flight.get(pod.name, 0))
+            out.requeue(drain_poll_delay(ctx.now - out_of_routing_since(pod), ctx.ms.drain_timeout_seconds))
+        elif step == FINISH:
+            if pod.has_gate and pod.gate is not True:
+                gate_up.append(pod)
+            finish.append(pod)
+        elif step == REOPEN_GATE:
+            gate_up.append(pod)
+        elif step == FAILING:
+            failing = pod.failing_reason
+    return leave_routing, patch, gate_up, finish, failing, waiting_in_flight
+
+
 def continue_update(out: PlanBuilder, inst: InstanceObs) -> None:
-    """Steps 2-5 for every pod of an instance under update, each step decided from the pod:
+    """Steps 2-5 for every pod of an instance under update, each pod at its ``pod_step``:
 
     2. no update state yet: make sure it is out of routing (gate False, drain mark), wait until
        its in-flight requests finish (bounded by drain.timeoutSeconds), then write the state
@@ -154,112 +245,54 @@ def continue_update(out: PlanBuilder, inst: InstanceObs) -> None:
     target_role = ctx.role_data_of(ctx.update_hash, inst.role)
     if target_role is None:
         return
-    target = ctx.update_role_hashes.get(inst.role)
-    timeout = ctx.ms.drain_timeout_seconds
-    not_started: list[PodObs] = []
-    drained: list[PodObs] = []
-    gate_up: list[PodObs] = []
-    finish: list[PodObs] = []
-    failing = None
-    waiting_in_flight = 0
-    for pod in inst.pods.values():
-        if pod.deleting:
-            continue
-        state = pod.inplace_state
-        valid = state is not None and state.get("targetRevision") in ctx.equivalent
-        if not valid:
-            if _pod_on_target(ctx, pod):
-                continue  # already on the target template
-            out.removing_pods.add(pod.name)
-            if pod.has_gate:
-                if pod.gate is not False:
-                    not_started.append(pod)
-                    continue
-                since = pod.gate_since if pod.gate_since is not None else float("-inf")
-            elif pod.draining_since is None:
-                not_started.append(pod)
-                continue
-            else:
-                since = pod.draining_since
-            in_flight = ctx.observed.in_flight.get(pod.name, 0)
-            if in_flight <= 0 or ctx.now - since >= timeout:
-                drained.append(pod)
-            else:
-                waiting_in_flight = max(waiting_in_flight, in_flight)
-                out.requeue(min(DRAIN_POLL_SECONDS, max(timeout - (ctx.now - since), 0.0)))
-            continue
-        if state.get("completed"):
-            if pod.has_gate and pod.gate is False:
-                gate_up.append(pod)
-            continue
-        if _inplace_pod_done(pod, state, target_role):
-            if pod.has_gate and pod.gate is not True:
-                gate_up.append(pod)
-            finish.append(pod)
-        elif pod.failing_reason:
-            failing = pod.failing_reason
-    if not_started:
-        start(out, _SubInstance(inst, not_started))
-    if drained and not not_started and not waiting_in_flight:
+    leave_routing, patch, gate_up, finish, failing, waiting_in_flight = _pods_by_step(out, inst, target_role)
+    if leave_routing:
+        start(out, _SubInstance(inst, leave_routing))
+    if patch and not leave_routing and not waiting_in_flight:
         # The pods of an instance are one engine: a worker restarts only when the entry's
         # in-flight requests (which run on the worker too) are done or timed out.
-        _patch_images(out, inst, drained)
+        _patch_images(out, inst, patch)
     if waiting_in_flight:
-        out.block(
-            inst.group,
-            inst.role,
-            f"in-place update of {inst.role}-{inst.ordinal}: waiting for {waiting_in_flight} "
-            f"in-flight request(s) (timeout {timeout:g} s)",
-            KIND_DRAIN,
-        )
+        waiting = f"{waiting_in_flight} in-flight request(s) (timeout {ctx.ms.drain_timeout_seconds:g} s)"
+        reason = f"in-place update of {inst.role}-{inst.ordinal}: waiting for {waiting}"
+        out.block(inst.group, inst.role, reason, KIND_DRAIN)
     if gate_up:
-        out.act(
-            Action(
-                SET_GATE,
-                inst.group,
-                inst.role,
-                inst.ordinal,
-                ctx.update_hash,
-                BECAUSE_UPDATE,
-                pod_names=[p.name for p in gate_up],
-                condition=_gate_condition(True, "InPlaceUpdateDone", ctx.now),
-            )
-        )
+        condition = _gate_condition(True, "InPlaceUpdateDone", ctx.now)
+        names = [p.name for p in gate_up]
+        out.act(Action(SET_GATE, *_at(inst, ctx), BECAUSE_UPDATE, pod_names=names, condition=condition))
     if finish:
-        labels = {naming.LABEL_REVISION: ctx.update_hash, naming.LABEL_ROLE_TEMPLATE_HASH: target}
-        patches = {}
-        for pod in finish:
-            state = dict(pod.inplace_state or {})
-            state["completed"] = True
-            state["completedAt"] = ctx.now
-            # The state stays as the restart baseline: one restart per changed container is
-            # the update itself; more than that later is a crash, judged by recovery.
-            patches[pod.name] = {
-                "metadata": {
-                    "labels": labels,
-                    "annotations": {naming.ANNOTATION_INPLACE_STATE: json.dumps(state, sort_keys=True)},
-                }
-            }
-        out.act(
-            Action(
-                PATCH_IMAGE,
-                inst.group,
-                inst.role,
-                inst.ordinal,
-                ctx.update_hash,
-                "in-place update complete",
-                pod_names=[p.name for p in finish],
-                patches=patches,
-            )
-        )
+        _complete(out, inst, finish)
     if failing:
-        out.block(
-            inst.group,
-            inst.role,
-            f"in-place update of {inst.role}-{inst.ordinal} is not completing ({failing}); set a "
-            "working image or roll back",
-            KIND_FAILING,
-        )
+        why = f"is not completing ({failing}); set a working image or roll back"
+        reason = f"in-place update of {inst.role}-{inst.ordinal} {why}"
+        out.block(inst.group, inst.role, reason, KIND_FAILING)
+
+
+def _at(inst: InstanceObs, ctx: PassContext) -> tuple[int, str, int, str]:
+    """An action's ``(group, role, ordinal, revision)`` for ``inst`` moving to the update revision."""
+    return inst.group, inst.role, inst.ordinal, ctx.update_hash
+
+
+def _complete(out: PlanBuilder, inst: InstanceObs, pods: list[PodObs]) -> None:
+    """Step 5: the revision labels move to the update revision's and the state is marked
+    completed. The state stays as the restart baseline: one restart per changed container is the
+    update itself; more than that later is a crash, judged by recovery."""
+    ctx = out.ctx
+    target = ctx.update_role_hashes.get(inst.role)
+    labels = {naming.LABEL_REVISION: ctx.update_hash, naming.LABEL_ROLE_TEMPLATE_HASH: target}
+    patches = {}
+    for pod in pods:
+        state = dict(pod.inplace_state or {})
+        state["completed"] = True
+        state["completedAt"] = ctx.now
+        patches[pod.name] = {
+            "metadata": {
+                "labels": labels,
+                "annotations": {naming.ANNOTATION_INPLACE_STATE: json.dumps(state, sort_keys=True)},
+            }
+        }
+    names = [p.name for p in pods]
+    out.act(Action(PATCH_IMAGE, *_at(inst, ctx), "in-place update complete", pod_names=names, patches=patches))
 
 
 def _patch_images(out: PlanBuilder, inst: InstanceObs, pods: list[PodObs]) -> None:
