@@ -10,6 +10,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from controller.core import advisor
+from controller.core.spec import parse_modelserving
 from tests.waiting import wait_until
 
 from .helpers import manifest
@@ -38,8 +40,18 @@ def counts(page: Page) -> dict:
     return {**(state.get("counts") or {}), "updateRevision": state.get("updateRevision"), "phase": state.get("phase")}
 
 
-def test_an_operator_applies_the_advice_from_the_page_and_the_rollout_keeps_the_floor(live_stack, page: Page):
+def peak_gpus(body: dict) -> int:
+    """The most GPUs the advised rollout may hold at once: its groups and as many surge groups as
+    the advisor may pick (at most one per group, ``advisor.candidates``). Here 4 groups of prefill 1
+    x (entry + worker) + decode 2 x 1 = 4 GPUs, with up to 4 surge groups: 32 GPUs."""
+    ms = parse_modelserving(body)
+    return 2 * ms.replicas * advisor.group_gpus(ms)
+
+
+def test_an_operator_applies_the_advice_from_the_page_and_the_rollout_keeps_the_floor(live_stack, own_room, page: Page):
     body = manifest(NAME, replicas=4, partition=0, max_surge=0)  # maxUnavailable 1, maxSurge 0
+    # Its own room on the shared stack, and its ModelServing deleted when it ends, pass or fail.
+    own_room(peak_gpus(body), ("ModelServing", NAME))
     assert "created" in live_stack.manage("shell", "-c", CREATE.format(manifest=body, name=NAME))
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
