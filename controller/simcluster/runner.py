@@ -355,8 +355,11 @@ class Runner:
     # -- convergence ----------------------------------------------------------------------------------
 
     def check_convergence(self) -> bool:
-        """Decide convergence on the cluster as it stands now (as after a pass), and say it."""
+        """Decide convergence on the cluster as it stands now (as after a pass), and say it. The
+        caller may have changed the store without telling anyone (``SimCluster.restore``, the
+        preview's copy): the next pass checks again whatever the store's count of changes says."""
         self._check_convergence(None)
+        self._converged_at_changes = None
         return self.converged
 
     def _check_convergence(self, observed: Observed | None) -> None:
