@@ -203,7 +203,7 @@ def test_the_page_escapes_the_description_it_embeds(operator_client, ms, monkeyp
         service=controls.pause,
         audit="pause",
     )
-    monkeypatch.setitem(actions._REGISTRY, "sneaky", sneaky)  # on the page only: the routes are not reloaded
+    monkeypatch.setitem(actions.registry._REGISTRY, "sneaky", sneaky)  # on the page only: the routes are not reloaded
     html = operator_client.get(f"/modelservings/{ms['namespace']}/{ms['name']}/").content.decode()
     assert "<script>alert(1)</script>" not in html
     assert page_actions(operator_client, ms)["actions"][-1]["label"] == sneaky.label
@@ -225,7 +225,7 @@ RETAG = actions.Action(
 
 @pytest.fixture
 def retag_declared(monkeypatch):
-    monkeypatch.setattr(actions, "_REGISTRY", dict(actions._REGISTRY))
+    monkeypatch.setattr(actions.registry, "_REGISTRY", dict(actions.registry._REGISTRY))
     actions.register(RETAG)
     reload_urls()
     yield RETAG
@@ -264,7 +264,7 @@ def test_a_declaration_with_a_stricter_permission_is_refused_everywhere_to_an_op
         audit="pause",
         permission="auth.delete_user",
     )
-    monkeypatch.setattr(actions, "_REGISTRY", dict(actions._REGISTRY))
+    monkeypatch.setattr(actions.registry, "_REGISTRY", dict(actions.registry._REGISTRY))
     actions.register(strict)
     reload_urls()
     try:

@@ -184,7 +184,7 @@ def test_every_write_of_the_api_is_an_action_verb_or_has_a_stated_reason():
 
 
 def test_a_new_declaration_appears_in_the_remote_cli_with_no_change_to_the_cli(monkeypatch):
-    monkeypatch.setattr(actions, "_REGISTRY", dict(actions._REGISTRY))
+    monkeypatch.setattr(actions.registry, "_REGISTRY", dict(actions.registry._REGISTRY))
     actions.register(
         actions.Action(
             name="retag",
@@ -205,7 +205,9 @@ def test_a_new_declaration_appears_in_the_remote_cli_with_no_change_to_the_cli(m
 
 def test_the_registry_version_changes_when_a_declaration_does(monkeypatch):
     before = actions.registry_document()["version"]
-    monkeypatch.setattr(actions, "_REGISTRY", {k: v for k, v in actions._REGISTRY.items() if k != "pause"})
+    monkeypatch.setattr(
+        actions.registry, "_REGISTRY", {k: v for k, v in actions.registry._REGISTRY.items() if k != "pause"}
+    )
     assert actions.registry_document()["version"] != before
 
 
