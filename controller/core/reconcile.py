@@ -143,71 +143,119 @@ def _reconcile_once(
     metrics: MetricsPort | None = None,
     parse_cache: dict | None = None,
 ) -> None:
+    """One attempt at a pass: read, plan, write the status and act (``_write_and_act``), then the
+    page's view (``_state_view``). An invalid spec is only reported (``_refuse_invalid_spec``); a
+    plan whose spec moved on meanwhile is dropped (``_superseded``)."""
     try:
         obj = cluster.get_modelserving(namespace, name)
     except NotFound:
         result.found = False
         return
     now = clock.now()
-    resource_version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
     prev_status = obj.get("status") or {}
     try:
         ms = parse_modelserving_cached(obj, parse_cache)
     except ValidationError as err:
-        # An invalid spec (edited around the API's validation) stops the controller from acting
-        # on it; the reason is in status, and what runs keeps running.
-        result.error = str(err)
-        status = dict(prev_status)
-        status["conditions"] = [c for c in prev_status.get("conditions") or [] if c.get("type") != "SpecInvalid"] + [
-            {
-                "type": "SpecInvalid",
-                "status": "True",
-                "reason": "ValidationFailed",
-                "message": str(err),
-                "lastTransitionTime": now,
-            }
-        ]
-        status["phase"] = phases.BLOCKED
-        status["waiting"] = [{"reason": f"spec invalid: {err}", "kind": "refused", "role": None, "groups": [None]}]
-        if status != prev_status:
-            cluster.replace_modelserving_status(namespace, name, status, resource_version=resource_version)
-        result.status = status
-        result.blocked = expand_waiting(status["waiting"])
+        _refuse_invalid_spec(cluster, namespace, name, obj, err, now, result)
         return
     pods = cluster.list_pods(namespace, name)
     revision_objs = cluster.list_revisions(namespace, name)
     owned = _owned_revisions(revision_objs, ms.uid)
     history = History.from_objects(owned)
-    # In-flight counts matter only for pods leaving routing: marked draining, or taken out by the
-    # in-place readiness gate (``PodObs.leaving_routing``, found while parsing the pod, so cached
-    # with its parse). Asking the router about every pod would cost a lookup per pod.
+    observed = result.observed = _observe_for_pass(cluster, router, namespace, name, pods)
+    figures = _analysis_figures(metrics, namespace, name, ms, prev_status, now)
+    the_plan = plan(ms, history, observed, now, status=prev_status, settings=settings, analysis_figures=figures)
+    if _superseded(cluster, namespace, name, ms, the_plan, result):
+        return
+    _write_and_act(cluster, namespace, name, obj, ms, the_plan, verifier, pods, owned, observed, now)
+    _record_result(result, the_plan, now)
+    if build_state_view:
+        view_inputs = _view_inputs(cluster, clock, namespace, name, the_plan, pods, observed, revision_objs, now)
+        result.view = _state_view(cluster, router, namespace, name, obj, the_plan, observed, view_inputs, parse_cache)
+
+
+def _refuse_invalid_spec(
+    cluster: ClusterPort, namespace: str, name: str, obj: Obj, err: ValidationError, now: float, result: ReconcileResult
+) -> None:
+    """An invalid spec (edited around the API's validation) stops the controller from acting on
+    it; the reason is in status (condition SpecInvalid, phase Blocked, one refused wait), and what
+    runs keeps running. The status is written only when that changes it."""
+    prev_status = obj.get("status") or {}
+    resource_version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    result.error = str(err)
+    status = dict(prev_status)
+    status["conditions"] = [c for c in prev_status.get("conditions") or [] if c.get("type") != "SpecInvalid"] + [
+        {
+            "type": "SpecInvalid",
+            "status": "True",
+            "reason": "ValidationFailed",
+            "message": str(err),
+            "lastTransitionTime": now,
+        }
+    ]
+    status["phase"] = phases.BLOCKED
+    status["waiting"] = [{"reason": f"spec invalid: {err}", "kind": "refused", "role": None, "groups": [None]}]
+    if status != prev_status:
+        cluster.replace_modelserving_status(namespace, name, status, resource_version=resource_version)
+    result.status = status
+    result.blocked = expand_waiting(status["waiting"])
+
+
+def _observe_for_pass(cluster: ClusterPort, router: RouterPort, namespace: str, name: str, pods: list[Obj]) -> Observed:
+    """The pods observed, with the router's in-flight counts and the pods it routes to.
+
+    In-flight counts matter only for pods leaving routing: marked draining, or taken out by the
+    in-place readiness gate (``PodObs.leaving_routing``, found while parsing the pod, so cached
+    with its parse). Asking the router about every pod would cost a lookup per pod."""
     observed = observe(pods)
     in_flight = {}
     for pod_obs in observed.leaving_routing:
         in_flight[pod_obs.name] = router.in_flight(namespace, pod_obs.name)
     observed.in_flight = in_flight
     observed.routed = routed_pods(router, cluster, namespace, name, pods)
-    result.observed = observed
-    figures = _analysis_figures(metrics, namespace, name, ms, prev_status, now)
-    the_plan = plan(ms, history, observed, now, status=prev_status, settings=settings, analysis_figures=figures)
-    if the_plan.actions and _spec_moved_on(cluster, namespace, name, ms.generation):
-        # The spec changed while this pass read and planned (an operator's rollback, pause or new
-        # image): its actions were decided for a spec that no longer stands, so it takes none of
-        # them and plans again at once from the new one. Without this a slow pass (a loaded
-        # worker) finished a drain the rollback had cancelled: the fault soak saw group 0 deleted
-        # and created again at the revision it already ran.
-        result.superseded = True
-        result.requeue_after = 0.0
-        return
-    # Status first: it is the commit point of the pass. It records what recovery must know of the
-    # actions that follow (a group whose replacement starts is recorded on the update revision), and
-    # it is written only if the ModelServing is still the one read (resourceVersion): on a conflict
-    # the pass starts again from fresh state having changed nothing. Written after the pod actions,
-    # a conflict (an operator's pause landing mid-pass) lost that record once the pods were gone:
-    # the retry, paused, rebuilt the group on the revision it had just left (found by the soak,
-    # seed 123, 24 rollouts: group 1 deleted for the update and created again at its old revision).
+    return observed
+
+
+def _superseded(
+    cluster: ClusterPort, namespace: str, name: str, ms: ModelServing, the_plan: Plan, result: ReconcileResult
+) -> bool:
+    """The spec changed while this pass read and planned (an operator's rollback, pause or new
+    image): its actions were decided for a spec that no longer stands, so it takes none of them and
+    plans again at once from the new one. Without this a slow pass (a loaded worker) finished a
+    drain the rollback had cancelled: the fault soak saw group 0 deleted and created again at the
+    revision it already ran. A plan without actions has nothing to drop."""
+    if not the_plan.actions or not _spec_moved_on(cluster, namespace, name, ms.generation):
+        return False
+    result.superseded = True
+    result.requeue_after = 0.0
+    return True
+
+
+def _write_and_act(
+    cluster: ClusterPort,
+    namespace: str,
+    name: str,
+    obj: Obj,
+    ms: ModelServing,
+    the_plan: Plan,
+    verifier: VerifierPort | None,
+    pods: list[Obj],
+    owned: list[Obj],
+    observed: Observed,
+    now: float,
+) -> None:
+    """Status first: it is the commit point of the pass. It records what recovery must know of the
+    actions that follow (a group whose replacement starts is recorded on the update revision), and
+    it is written only if the ModelServing is still the one read (resourceVersion): on a conflict
+    the pass starts again from fresh state having changed nothing. Written after the pod actions,
+    a conflict (an operator's pause landing mid-pass) lost that record once the pods were gone: the
+    retry, paused, rebuilt the group on the revision it had just left (found by the soak, seed 123,
+    24 rollouts: group 1 deleted for the update and created again at its old revision). Then the
+    actions, the digests the revisions run, and the plan's spec patch."""
+    prev_status = obj.get("status") or {}
     status = the_plan.status
     if _status_changed(prev_status, status):
+        resource_version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
         cluster.replace_modelserving_status(namespace, name, status, resource_version=resource_version)
         _record_transitions(cluster, namespace, name, prev_status, status)
     verify = _verifying(verifier, namespace, ms.verification, pods, now)
@@ -215,46 +263,79 @@ def _reconcile_once(
     record_digests(cluster, namespace, owned, observed)
     if the_plan.spec_patch is not None:
         _apply_spec_patch(cluster, namespace, name, the_plan)
+
+
+def _record_result(result: ReconcileResult, the_plan: Plan, now: float) -> None:
+    """What the pass decided, on its result (audit entries stamped with the pass's time)."""
     result.actions = the_plan.actions
     result.blocked = [b.to_json() for b in the_plan.blocked]
     result.requeue_after = the_plan.requeue_after
     result.audit = [{**entry, "t": now} for entry in the_plan.audit]
     result.analysis = the_plan.analysis
-    result.status = status
-    if build_state_view:
-        state_obj = dict(obj)
-        state_obj["status"] = status
-        if the_plan.actions:
-            # The pods as listed after the actions, so the view bears the time of that list: the
-            # pass's ``now`` (read before its first list, and before the actions) would make the
-            # page's figure of how old its state is too high by the whole pass. The spec in it was
-            # checked unchanged just before the actions (``_spec_moved_on``). In a simulation the
-            # clock stands still during a pass: both times are the same.
-            listed_at = clock.now()
-            view_pods, view_observed = cluster.list_pods(namespace, name), None
-            revs = cluster.list_revisions(namespace, name)
-        else:
-            listed_at, view_pods, view_observed = now, pods, observed
-            revs = cluster.list_revisions(namespace, name) if the_plan.revision_actions else revision_objs
-        # The page's view shows every pod's in-flight count (the tooltip's "N in flight", the
-        # capacity panel) when the router gives them in one round trip, as the dashboard's own read
-        # of the state does: otherwise each pass's publish showed 0 on every serving pod and the
-        # next read of the state showed their load.
-        every_pod = in_flight_many(router, namespace, view_pods)
-        view_in_flight = in_flight if every_pod is None else every_pod
-        view_routed = (
-            observed.routed if view_observed is not None else routed_pods(router, cluster, namespace, name, view_pods)
-        )
-        result.view = build_view(
-            state_obj,
-            view_pods,
-            revs,
-            view_in_flight,
-            listed_at,
-            observed=view_observed,
-            routed=view_routed,
-            parse_cache=parse_cache,
-        )
+    result.status = the_plan.status
+
+
+def _view_inputs(
+    cluster: ClusterPort,
+    clock: Clock,
+    namespace: str,
+    name: str,
+    the_plan: Plan,
+    pods: list[Obj],
+    observed: Observed,
+    revision_objs: list[Obj],
+    now: float,
+) -> tuple[float, list[Obj], Observed | None, list[Obj]]:
+    """``(listed at, pods, their observation or None, revisions)`` the page's view is drawn from.
+
+    After actions: the pods as listed after them, so the view bears the time of that list: the
+    pass's ``now`` (read before its first list, and before the actions) would make the page's
+    figure of how old its state is too high by the whole pass. The spec in it was checked unchanged
+    just before the actions (``_spec_moved_on``). In a simulation the clock stands still during a
+    pass: both times are the same. Without actions: what the pass read (the revisions listed again
+    only when the plan changed them)."""
+    if the_plan.actions:
+        listed_at = clock.now()
+        return listed_at, cluster.list_pods(namespace, name), None, cluster.list_revisions(namespace, name)
+    revs = cluster.list_revisions(namespace, name) if the_plan.revision_actions else revision_objs
+    return now, pods, observed, revs
+
+
+def _state_view(
+    cluster: ClusterPort,
+    router: RouterPort,
+    namespace: str,
+    name: str,
+    obj: Obj,
+    the_plan: Plan,
+    observed: Observed,
+    view_inputs: tuple[float, list[Obj], Observed | None, list[Obj]],
+    parse_cache: dict | None,
+) -> dict[str, Any]:
+    """The page's view of the state after the pass (``build_view``), with the status it wrote.
+
+    It shows every pod's in-flight count (the tooltip's "N in flight", the capacity panel) when the
+    router gives them in one round trip, as the dashboard's own read of the state does: otherwise
+    each pass's publish showed 0 on every serving pod and the next read of the state showed their
+    load."""
+    listed_at, view_pods, view_observed, revs = view_inputs
+    state_obj = dict(obj)
+    state_obj["status"] = the_plan.status
+    every_pod = in_flight_many(router, namespace, view_pods)
+    view_in_flight = observed.in_flight if every_pod is None else every_pod
+    view_routed = (
+        observed.routed if view_observed is not None else routed_pods(router, cluster, namespace, name, view_pods)
+    )
+    return build_view(
+        state_obj,
+        view_pods,
+        revs,
+        view_in_flight,
+        listed_at,
+        observed=view_observed,
+        routed=view_routed,
+        parse_cache=parse_cache,
+    )
 
 
 def _spec_moved_on(cluster: ClusterPort, namespace: str, name: str, generation: int) -> bool:
