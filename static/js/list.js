@@ -196,9 +196,13 @@ function applyFilters() {
 
 // How long one slice of a refresh may hold the main thread.
 const SLICE_MS = 8;
-// Give the browser the main thread (to draw a frame, to handle input) and come back after it.
+// Give the browser the main thread and come back after it has drawn the next frame (a task queued
+// from a frame callback runs after that frame): one frame between two slices, whatever the
+// browser's task priorities. A hidden tab draws no frames: there, after the tasks already queued.
 const yieldToBrowser = () =>
-  globalThis.scheduler && scheduler.yield ? scheduler.yield() : new Promise((resolve) => setTimeout(resolve, 0));
+  new Promise((resolve) =>
+    document.hidden ? setTimeout(resolve, 0) : requestAnimationFrame(() => setTimeout(resolve, 0)),
+  );
 
 // The fields a row shows: a row whose fields all equal its last data needs no write.
 const SHOWN = [
