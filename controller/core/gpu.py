@@ -80,7 +80,8 @@ class GpuFigures:
     ``analysis_of(namespace, name)``: its analysis (or None); ``engines_of(namespace, name,
     revision)``: the revision's Serving entry pods now; ``busy_of(namespace, name, revision,
     start, end, at)``: (began, ended) of its requests that overlap the window, a running one ended
-    at ``at``."""
+    at ``at``. It is a ``MetricsPort`` and nothing else: the wrapped port (the simulator's router,
+    say) is still asked directly for what else it offers."""
 
     def __init__(self, port: Any, *, analysis_of: Any, engines_of: Any, busy_of: Any) -> None:
         self.port = port
@@ -98,6 +99,3 @@ class GpuFigures:
         safe, sequences = batching_of(pods[0]) if pods else (DEFAULT_BATCH, DEFAULT_BATCH)
         intervals = self.busy_of(namespace, name, revision, start, end, end if at is None else at)
         return {**figures, **window_gpu(busy_seconds(intervals, start, end), end - start, len(pods), safe, sequences)}
-
-    def __getattr__(self, attr: str) -> Any:  # the wrapped port's other methods (the router's)
-        return getattr(self.port, attr)

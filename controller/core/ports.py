@@ -181,18 +181,51 @@ class ClusterPort(Protocol):
         self, namespace: str, ms_name: str, *, reason: str, message: str, type: str = "Normal"
     ) -> None: ...
 
+    def report_interrupted(self, namespace: str, ms_name: str, pod: str, count: int, reason: str) -> None:
+        """``count`` requests the router still had in flight on ``pod`` when it was deleted at its drain
+        timeout. The Kubernetes adapter records an Event and the audit; the simulated clusters count
+        the requests they cut off themselves, so theirs does nothing."""
+        ...
+
+    # Traffic
+    def routable_pods(
+        self, namespace: str, ms_name: str, pods: list[Obj] | None = None
+    ) -> dict[str, float | None] | None:
+        """The pods of ``ms_name`` the router has as targets now (``routed_pods``): ``{pod name:
+        since when, or None}``. None when this cluster keeps no such table (the in-memory simulator,
+        whose router keeps it). Raises ``ClusterError`` when the table cannot be read right now."""
+        ...
+
+    def route_canary_weight(self, namespace: str, name: str, status: Obj) -> None:
+        """Send the canary weight of ``status`` (``status.canary.weight``) to the traffic router. The
+        Kubernetes adapter writes it into the HTTPRoute (``controller.k8s.traffic_routing``); the
+        embedded clusters' routers read it from the status itself, so theirs does nothing. Raises
+        ``ClusterError`` when the write fails (the next pass writes it again)."""
+        ...
+
 
 @runtime_checkable
 class RouterPort(Protocol):
-    """What the controller asks of the request router: how busy a pod is.
-
-    A router may also offer ``in_flight_many(namespace, pod_names) -> {name: count}``: the counts
-    of many pods in one round trip (the Redis router does). The state view then shows every pod's
-    count (``in_flight_many`` below); without it a pass asks only about the pods leaving routing.
-    """
+    """What the controller asks of the request router: how busy a pod is, and which pods it sends
+    requests to."""
 
     def in_flight(self, namespace: str, pod_name: str) -> int:
         """Requests sent to the pod that have not finished (queued ones included)."""
+        ...
+
+    def in_flight_many(self, namespace: str, pod_names: list[str]) -> dict[str, int] | None:
+        """The counts of many pods in one round trip (the Redis router's hash), or None when this
+        router can only be asked pod by pod (the simulators'). With the counts the state view shows
+        every pod's figure (``in_flight_many`` below); without them a pass asks only about the pods
+        leaving routing."""
+        ...
+
+    def routable_pods(
+        self, namespace: str, ms_name: str, pods: list[Obj] | None = None
+    ) -> dict[str, float | None] | None:
+        """The pods of ``ms_name`` this router sends new requests to (``routed_pods``): ``{pod name:
+        since when, or None}``; None when this router keeps no such table (the Redis router: the
+        cluster is asked instead)."""
         ...
 
 
@@ -200,10 +233,9 @@ def in_flight_many(router: RouterPort, namespace: str, pods: list[Obj]) -> dict[
     """The non-zero in-flight counts of ``pods`` by name in one round trip, or None when the router
     cannot give many at once. The reconcile pass's state view and the dashboard's read of the state
     both take their counts here, so the page shows the same figure whichever of them it got last."""
-    many = getattr(router, "in_flight_many", None)
-    if many is None:
+    counts = router.in_flight_many(namespace, [p["metadata"]["name"] for p in pods])
+    if counts is None:
         return None
-    counts = many(namespace, [p["metadata"]["name"] for p in pods])
     return {name: n for name, n in counts.items() if n}
 
 
@@ -213,21 +245,20 @@ def routed_pods(
     """The pods of ``ms_name`` the router has as targets now, for the Routed gate (``gates``):
     ``{pod name: since when (clock seconds), or None when not known}``, or None when nothing tells.
 
-    Asked of the router first, then of the cluster, through an optional method
-    ``routable_pods(namespace, ms_name, pods)`` (``pods``: the pass's list of the ModelServing's
-    pods, for a port that reads the table from them): the embedded router answers with its own
-    table; the Kubernetes adapter with the pods whose address is ready in an EndpointSlice of the
-    ModelServing's Services. A port that cannot answer right now raises ``ClusterError``: the pass
-    then infers Routed from the pods, as without the method.
+    Asked of the router first, then of the cluster (``routable_pods(namespace, ms_name, pods)``;
+    ``pods``: the pass's list of the ModelServing's pods, for a port that reads the table from
+    them); the first that keeps a table answers: the in-memory router with its own table, the
+    embedded database cluster with its traffic's, the Kubernetes adapter with the pods whose address
+    is ready in an EndpointSlice of the ModelServing's Services. A port that cannot answer right now
+    raises ``ClusterError``: the pass then infers Routed from the pods, as when no port keeps one.
     """
     for port in (router, cluster):
-        method = getattr(port, "routable_pods", None)
-        if method is None:
-            continue
         try:
-            return dict(method(namespace, ms_name, pods))
+            table = port.routable_pods(namespace, ms_name, pods)
         except ClusterError:
             return None
+        if table is not None:
+            return dict(table)
     return None
 
 
@@ -277,6 +308,14 @@ class NoRouter:
 
     def in_flight(self, namespace: str, pod_name: str) -> int:
         return 0
+
+    def in_flight_many(self, namespace: str, pod_names: list[str]) -> dict[str, int] | None:
+        return None  # every count is 0, and a pass asks only about the pods leaving routing
+
+    def routable_pods(
+        self, namespace: str, ms_name: str, pods: list[Obj] | None = None
+    ) -> dict[str, float | None] | None:
+        return None  # no table: the cluster is asked
 
 
 @runtime_checkable

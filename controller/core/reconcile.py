@@ -443,8 +443,6 @@ def ensure_service(cluster: ClusterPort, ms_obj: dict[str, Any]) -> None:
     """The ModelServing's headless Service exists and selects its pods (created, or its spec put
     back if someone changed it). Checked every pass: a deleted Service would leave every entry
     address unresolvable, and pods are not the only time it is needed."""
-    if not hasattr(cluster, "list_owned"):
-        return  # a partial port (the core tests' minimal clusters) that stores no Services
     meta = ms_obj.get("metadata") or {}
     namespace, name = meta.get("namespace") or "default", meta.get("name") or ""
     wanted = network.headless_service(ms_obj)
@@ -468,8 +466,6 @@ def ensure_service(cluster: ClusterPort, ms_obj: dict[str, Any]) -> None:
 def record_digests(cluster: ClusterPort, namespace: str, revision_objs: list[Obj], observed: Observed) -> None:
     """The digest each revision's tags first ran from, and a tag that moved since (``digests``),
     kept on the revision objects. Best effort: a revision deleted meanwhile is skipped."""
-    if not hasattr(cluster, "annotate_revision"):
-        return  # a partial port (the core tests' minimal clusters)
     seen = frozenset().union(*(group.running() for group in observed.groups.values()))
     for name, value in digests.updates(revision_objs, seen).items():
         try:
@@ -483,7 +479,7 @@ def ensure_podgroups(cluster: ClusterPort, ms: ModelServing, pods: list[Obj]) ->
     any of its pods is created (a pod naming a missing PodGroup is never placed by Volcano), and
     one whose group is gone (not wanted, and none of its pods left) is deleted. Nothing at all
     when the ModelServing is not scheduled by Volcano and owns no PodGroup."""
-    if not hasattr(cluster, "list_owned") or not gang.enabled(ms.scheduler_name):
+    if not gang.enabled(ms.scheduler_name):
         # Not gang scheduled: no PodGroup is read (a cluster without Volcano has no such API);
         # one left from when it was goes with the ModelServing (owner reference).
         return
@@ -578,16 +574,13 @@ def _apply_action(cluster: ClusterPort, namespace: str, action: Action, verify=N
 
 
 def _report_interrupted(cluster: ClusterPort, namespace: str, name: str, action: Action) -> None:
-    """Requests the router still had in flight on pods deleted at their drain timeout: a cluster
-    that counts them (``report_interrupted``: the Kubernetes adapter, an Event and the audit) is
-    told. The simulated clusters count the requests they cut off themselves and have no such
-    method. Best effort: a report that fails never fails the pass."""
-    report = getattr(cluster, "report_interrupted", None)
-    if report is None:
-        return
+    """Requests the router still had in flight on pods deleted at their drain timeout, told to the
+    cluster (``ClusterPort.report_interrupted``: the Kubernetes adapter records an Event and the
+    audit; the simulated clusters count the requests they cut off themselves and do nothing). Best
+    effort: a report that fails never fails the pass."""
     for pod_name, count in sorted(action.interrupted.items()):
         try:
-            report(namespace, name, pod_name, count, INTERRUPTED_AT_DRAIN_TIMEOUT)
+            cluster.report_interrupted(namespace, name, pod_name, count, INTERRUPTED_AT_DRAIN_TIMEOUT)
         except Exception:
             log.exception("could not report %d interrupted requests on %s/%s", count, namespace, pod_name)
 

@@ -47,6 +47,7 @@ import urllib3
 
 from controller.core import naming
 from controller.core.ports import PODGROUP, SERVICE, ClusterError, Conflict, NotFound, Obj
+from controller.k8s import traffic_routing
 from controller.k8s.client import MERGE_PATCH, Forbidden, build_api_client, call_json, raw_json, translate
 from controller.k8s.endpoints import EndpointSliceTable
 
@@ -676,6 +677,12 @@ class KubernetesCluster:
                 self.on_interrupted(namespace, ms_name, pod, count, reason)
             except Exception:  # the audit is best effort; the Event is written
                 log.exception("could not report %d interrupted requests on %s/%s", count, namespace, pod)
+
+    def route_canary_weight(self, namespace: str, name: str, status: Obj) -> None:
+        """The canary weight of ``status`` written into the HTTPRoute the canary's
+        ``trafficRouting.gatewayAPI`` names, with its two backends (``traffic_routing.sync``);
+        nothing when there is no weight to route. Raises ``ClusterError`` when a write fails."""
+        traffic_routing.sync(self, namespace, name, status)
 
     # ------------------------------------------------------------------ ConfigMaps
 

@@ -34,6 +34,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from controller.core.ports import Obj
+
 log = logging.getLogger(__name__)
 
 DEFAULT_KEY = "kthena:on-flight-requests"
@@ -89,6 +91,13 @@ class RedisInFlightRouter:
             log.warning("in-flight counts in %s unavailable (%s); treating pods as busy", namespace, exc)
             return dict.fromkeys(names, 1)
         return {name: self._parse(value, namespace, name) for name, value in zip(names, values)}
+
+    def routable_pods(
+        self, namespace: str, ms_name: str, pods: list[Obj] | None = None
+    ) -> dict[str, float | None] | None:
+        """None: this router counts requests and keeps no table of targets (the cluster, the
+        EndpointSlices or the embedded traffic, is asked; ``ports.routed_pods``)."""
+        return None
 
     def _parse(self, value: bytes | str | None, namespace: str, pod_name: str) -> int:
         if value is None:

@@ -32,12 +32,13 @@ import redis
 from django.conf import settings
 
 from controller.core import workqueue
+from controller.core.ports import ClusterError, ClusterPort
 from controller.core.reconcile import reconcile
 
 from . import enqueue, hooks, redisconn
 from .analysis import announce as announce_analysis
 from .analysis import metrics_for
-from .backend import backend_name, get_clock, get_cluster, get_router, get_verifier
+from .backend import get_clock, get_cluster, get_router, get_verifier
 from .clustersettings import cluster_settings
 from .locks import ReconcileLock
 from .progress import sample_progress
@@ -124,17 +125,15 @@ def _one_pass(namespace: str, name: str, client: redis.Redis | None, *, holder: 
         return _pass(namespace, name, client, holder=holder)
 
 
-def _route_weights(cluster: Any, namespace: str, name: str, status: dict[str, Any]) -> None:
-    """On Kubernetes, a canary weight in the status goes to the HTTPRoute (``k8s.traffic_routing``);
-    the embedded cluster's router reads it from the status itself. A failed write is logged and made
+def _route_weights(cluster: ClusterPort, namespace: str, name: str, status: dict[str, Any]) -> None:
+    """A canary weight in the status goes to the cluster's traffic router
+    (``ClusterPort.route_canary_weight``: on Kubernetes the HTTPRoute; the embedded cluster's router
+    reads it from the status itself, so its method does nothing). A failed write is logged and made
     good by the next pass."""
-    if backend_name() != "kubernetes" or ((status or {}).get("canary") or {}).get("weight") is None:
+    if ((status or {}).get("canary") or {}).get("weight") is None:
         return
-    from controller.core.ports import ClusterError
-    from controller.k8s import traffic_routing
-
     try:
-        traffic_routing.sync(cluster, namespace, name, status)
+        cluster.route_canary_weight(namespace, name, status)
     except ClusterError as exc:
         log.warning("canary weight of %s/%s not routed: %s", namespace, name, exc)
 

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from controller.core import naming
-from controller.core.ports import Conflict, NotFound
+from controller.core.ports import Conflict, NoRouter, NotFound
 from controller.core.reconcile import reconcile
 from tests.factories import modelserving as manifest  # noqa: F401  (the suites' name for it)
 from tests.factories import role  # noqa: F401
@@ -38,7 +38,9 @@ class FixedClock:
         return self.t
 
 
-class CountingRouter:
+class CountingRouter(NoRouter):
+    """In-flight counts the test sets (``counts``), asked pod by pod; no table of targets."""
+
     def __init__(self):
         self.counts: dict[str, int] = {}
 
@@ -51,7 +53,9 @@ class MiniCluster:
         self.ms: dict[tuple[str, str], dict[str, Any]] = {}
         self.pods: dict[str, dict[str, Any]] = {}
         self.revisions: dict[str, dict[str, Any]] = {}
+        self.owned: dict[tuple[str, str], dict[str, Any]] = {}  # (kind, name) -> Service or PodGroup
         self.events: list[tuple[str, str]] = []
+        self.interrupted: list[tuple[str, int]] = []  # (pod, requests) the pass reported
         self.uids = itertools.count(1)
         self.rv = itertools.count(1)
         self.log: list[tuple[str, str]] = []  # (verb, pod name) in order
@@ -112,6 +116,20 @@ class MiniCluster:
             if p["metadata"]["labels"].get(naming.LABEL_NAME) == ms_name
         ]
 
+    def get_pod(self, namespace, name):
+        try:
+            return copy.deepcopy(self.pods[name])
+        except KeyError:
+            raise NotFound(name) from None
+
+    def pod_events(self, namespace, name):
+        self.get_pod(namespace, name)
+        return []  # the instant kubelet records no events
+
+    def pod_log(self, namespace, name, *, tail=200):
+        self.get_pod(namespace, name)
+        return []  # and runs no engine that would log
+
     def create_pod(self, pod):
         name = pod["metadata"]["name"]
         if name in self.pods:
@@ -170,13 +188,56 @@ class MiniCluster:
         self.revisions[name]["revision"] = number
         return self.revisions[name]
 
+    def annotate_revision(self, namespace, name, annotations):
+        if name not in self.revisions:
+            raise NotFound(name)
+        self.revisions[name]["metadata"].setdefault("annotations", {}).update(annotations)
+        return copy.deepcopy(self.revisions[name])
+
     def delete_revision(self, namespace, name):
         if name not in self.revisions:
             raise NotFound(name)
         del self.revisions[name]
 
+    # Services and PodGroups
+    def list_owned(self, kind, namespace, ms_name):
+        return [
+            copy.deepcopy(o)
+            for (k, _), o in self.owned.items()
+            if k == kind and o["metadata"].get("labels", {}).get(naming.LABEL_NAME) == ms_name
+        ]
+
+    def create_owned(self, obj):
+        key = (obj["kind"], obj["metadata"]["name"])
+        if key in self.owned:
+            raise Conflict(key[1])
+        self.owned[key] = copy.deepcopy(obj)
+        return copy.deepcopy(obj)
+
+    def patch_owned(self, kind, namespace, name, patch):
+        from controller.core.mergepatch import merge_patch
+
+        if (kind, name) not in self.owned:
+            raise NotFound(name)
+        self.owned[(kind, name)] = merge_patch(self.owned[(kind, name)], patch)
+        return copy.deepcopy(self.owned[(kind, name)])
+
+    def delete_owned(self, kind, namespace, name):
+        if self.owned.pop((kind, name), None) is None:
+            raise NotFound(name)
+
+    # Events and traffic
     def record_event(self, namespace, ms_name, *, reason, message, type="Normal"):
         self.events.append((reason, message))
+
+    def report_interrupted(self, namespace, ms_name, pod, count, reason):
+        self.interrupted.append((pod, count))
+
+    def routable_pods(self, namespace, ms_name, pods=None):
+        return None  # no router: Routed is inferred from the pods
+
+    def route_canary_weight(self, namespace, name, status):
+        pass  # no router to tell
 
     # The kubelet
     def _refresh_ready(self, pod):

@@ -7,6 +7,7 @@ import pytest
 
 from controller.core import naming
 from controller.core.observe import observe, parse_pod
+from controller.core.ports import NoRouter
 from controller.core.reconcile import reconcile
 from controller.core.view import build_view
 from controller.runtime.state import in_flight_of
@@ -63,7 +64,7 @@ def test_observe_lists_the_pods_leaving_routing_in_the_order_they_were_listed():
     assert [p.name for p in observe(pods).leaving_routing] == ["ms-0-serve-0-0", "ms-0-serve-0-2"]
 
 
-class BatchRouter:
+class BatchRouter(NoRouter):
     """A router that gives many counts in one round trip (as the Redis router does), noting each ask."""
 
     def __init__(self, counts: dict[str, int]) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
+from controller.core.ports import NoRouter
+
 from .helpers import NAMESPACE, reconcile
 
 pytestmark = pytest.mark.django_db
@@ -132,7 +134,7 @@ def test_pods_of_one_instance(operator_client, ms):
     assert operator_client.get(url(ms, "pods/"), {"group": -1}).status_code == 400
 
 
-class CountingRouter:
+class CountingRouter(NoRouter):
     """The router port over fixed counts, recording how it is asked (one call per pod, or one for all)."""
 
     def __init__(self, counts):

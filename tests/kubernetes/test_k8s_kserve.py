@@ -14,7 +14,7 @@ import copy
 import pytest
 
 from controller.core.kserve import controls
-from controller.core.ports import Conflict
+from controller.core.ports import Conflict, NoRouter
 from controller.k8s.client import MERGE_PATCH, raw_json
 from controller.k8s.cluster import KubernetesCluster
 from controller.runtime.kserve import state as runtime_kserve
@@ -77,11 +77,6 @@ def world(api_client):
     for obj in [*objects, *deployments, *replica_sets, *pods]:
         copy_into(api_client, obj)
     return sim, KubernetesCluster(api_client)
-
-
-class NoRouter:
-    def in_flight(self, namespace, pod):
-        return 0
 
 
 def state_of(cluster, now: float) -> dict:

@@ -12,6 +12,7 @@ import pytest
 from test_k8s_rollout import NS, Clock, kubelet
 
 from controller.core import naming
+from controller.core.ports import NoRouter
 from controller.k8s import KubernetesCluster
 from tests import factories
 
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-class Router:
+class Router(NoRouter):
     """The router's in-flight counts, as a test sets them."""
 
     def __init__(self) -> None:

@@ -1,6 +1,8 @@
-"""After a reconcile pass the runtime hands a canary weight to the Kubernetes adapter's traffic
-routing (``controller.k8s.traffic_routing.sync``): only on the Kubernetes backend, only when the
-status has a weight, and a refused write is logged, never failing the pass."""
+"""After a reconcile pass the runtime hands a canary weight to the cluster port
+(``ClusterPort.route_canary_weight``), whatever the backend: only when the status has a weight, and
+a refused write is logged, never failing the pass. The Kubernetes adapter writes the HTTPRoute
+(``controller.k8s.traffic_routing.sync``); the embedded clusters' routers read the weight from the
+status, so theirs does nothing."""
 
 from __future__ import annotations
 
@@ -9,43 +11,52 @@ import logging
 import pytest
 
 from controller.core.ports import ClusterError
-from controller.k8s import traffic_routing
+from controller.k8s import KubernetesCluster, traffic_routing
 from controller.runtime import reconciler
 
 WEIGHTED = {"canary": {"stable": "a", "revision": "b", "weight": 10}}
 
 
-@pytest.fixture
-def synced(monkeypatch):
-    calls = []
-    monkeypatch.setattr(traffic_routing, "sync", lambda cluster, ns, name, status: calls.append((ns, name, status)))
-    return calls
+class RoutingCluster:
+    """The traffic half of a cluster port: notes each weight it is asked to route, or refuses."""
+
+    def __init__(self, refusal: str | None = None) -> None:
+        self.routed: list[tuple[str, str, dict]] = []
+        self.refusal = refusal
+
+    def route_canary_weight(self, namespace, name, status):
+        if self.refusal:
+            raise ClusterError(self.refusal)
+        self.routed.append((namespace, name, status))
 
 
-def test_on_kubernetes_a_weight_in_the_status_is_routed(settings, synced):
-    settings.ROLLOUTUI_BACKEND = "kubernetes"
-    reconciler._route_weights(object(), "default", "chat", WEIGHTED)
-    assert synced == [("default", "chat", WEIGHTED)]
+def test_a_weight_in_the_status_is_handed_to_the_cluster_port():
+    cluster = RoutingCluster()
+    reconciler._route_weights(cluster, "default", "chat", WEIGHTED)
+    assert cluster.routed == [("default", "chat", WEIGHTED)]
 
 
 @pytest.mark.parametrize(
-    ("backend", "status"),
-    [("sim", WEIGHTED), ("kubernetes", {"canary": {"stable": "a", "revision": "b"}}), ("kubernetes", {})],
-    ids=["the embedded cluster routes by itself", "no setWeight step", "no canary"],
+    "status",
+    [{"canary": {"stable": "a", "revision": "b"}}, {}, None],
+    ids=["no setWeight step", "no canary", "no status"],
 )
-def test_nothing_is_routed_without_kubernetes_or_without_a_weight(settings, synced, backend, status):
-    settings.ROLLOUTUI_BACKEND = backend
-    reconciler._route_weights(object(), "default", "chat", status)
-    assert synced == []
+def test_nothing_is_routed_without_a_weight(status):
+    cluster = RoutingCluster()
+    reconciler._route_weights(cluster, "default", "chat", status)
+    assert cluster.routed == []
 
 
-def test_a_refused_route_write_is_logged_and_the_pass_goes_on(settings, monkeypatch, caplog):
-    settings.ROLLOUTUI_BACKEND = "kubernetes"
-
-    def refuse(*args):
-        raise ClusterError("the cluster does not serve HTTPRoute")
-
-    monkeypatch.setattr(traffic_routing, "sync", refuse)
+def test_a_refused_route_write_is_logged_and_the_pass_goes_on(caplog):
+    cluster = RoutingCluster(refusal="the cluster does not serve HTTPRoute")
     with caplog.at_level(logging.WARNING, logger="controller.runtime.reconciler"):
-        reconciler._route_weights(object(), "default", "chat", WEIGHTED)
+        reconciler._route_weights(cluster, "default", "chat", WEIGHTED)
     assert "canary weight of default/chat not routed: the cluster does not serve HTTPRoute" in caplog.text
+
+
+def test_the_kubernetes_adapter_routes_the_weight_through_the_httproute_sync(monkeypatch):
+    synced = []
+    monkeypatch.setattr(traffic_routing, "sync", lambda cluster, ns, name, status: synced.append((ns, name, status)))
+    adapter = KubernetesCluster.__new__(KubernetesCluster)  # no API server is asked: sync is replaced
+    adapter.route_canary_weight("default", "chat", WEIGHTED)
+    assert synced == [("default", "chat", WEIGHTED)]

@@ -715,6 +715,13 @@ class DatabaseCluster:
 
     # -- Events ---------------------------------------------------------------------------------------
 
+    def report_interrupted(self, namespace: str, ms_name: str, pod: str, count: int, reason: str) -> None:
+        """Nothing: this cluster's traffic counts the requests it cuts off itself, when the pod
+        stops serving (``on_interrupted``), so the router's figure would count them twice."""
+
+    def route_canary_weight(self, namespace: str, name: str, status: Obj) -> None:
+        """Nothing: the embedded traffic reads the canary weight from the status on every tick."""
+
     def record_event(self, namespace: str, ms_name: str, *, reason: str, message: str, type: str = "Normal") -> None:
         # Events do not wake the controller (it wrote them); they go to the structured log, and
         # to the cluster's event list in Redis (``list_events``; the Events page).

@@ -64,6 +64,16 @@ class InferenceServiceRouter:
         uid = self._uid_by_name.get(pod_name)
         return len(self._in_flight.get(uid, ())) if uid else 0
 
+    def in_flight_many(self, namespace: str, pod_names: list[str]) -> dict[str, int] | None:
+        """None: asked pod by pod, as the ModelServing simulator's router is."""
+        return None
+
+    def routable_pods(
+        self, namespace: str, ms_name: str, pods: list[Obj] | None = None
+    ) -> dict[str, float | None] | None:
+        """None: this router carries an InferenceService's traffic, never a ModelServing's."""
+        return None
+
     def in_flight_by_pod(self) -> dict[str, int]:
         return {
             name: len(self._in_flight.get(uid, ()))

@@ -98,6 +98,11 @@ class SimRouter:
         uid = self._uid_by_name.get(pod_name)
         return len(self._in_flight.get(uid, ())) if uid else 0
 
+    def in_flight_many(self, namespace: str, pod_names: list[str]) -> dict[str, int] | None:
+        """None: the simulator's passes ask pod by pod, and only about the pods leaving routing (the
+        count of every pod would cost a lookup per pod on every pass)."""
+        return None
+
     def in_flight_by_pod(self) -> dict[str, int]:
         return {
             name: len(self._in_flight.get(uid, ()))

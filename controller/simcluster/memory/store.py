@@ -571,6 +571,19 @@ class InMemoryStore:
 
     # -- Events -----------------------------------------------------------------------------------
 
+    def report_interrupted(self, namespace: str, ms_name: str, pod: str, count: int, reason: str) -> None:
+        """Nothing: the simulator's router counts the requests it cuts off itself (the trace's
+        ``interrupted``)."""
+
+    def routable_pods(
+        self, namespace: str, ms_name: str, pods: list[Obj] | None = None
+    ) -> dict[str, float | None] | None:
+        """None: the store keeps no table of targets; the simulator's router does (``SimRouter``)."""
+        return None
+
+    def route_canary_weight(self, namespace: str, name: str, status: Obj) -> None:
+        """Nothing: the simulator's router reads the canary weight from the status itself."""
+
     def record_event(self, namespace: str, ms_name: str, *, reason: str, message: str, type: str = "Normal") -> None:
         # Events do not wake the controller (it wrote them); they are kept for the trace and tests.
         self.events.append(
