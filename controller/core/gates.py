@@ -38,6 +38,7 @@ from datetime import datetime
 from typing import Any
 
 from .observe import InstanceObs, PodObs
+from .passcache import GATES_LIMIT, PODS_LIMIT, PassCache, bounded_put
 
 CREATED, SCHEDULED, STARTED, LOADED, ROUTED, VERIFIED, SERVING = (
     "Created",
@@ -71,17 +72,20 @@ class PodTimes:
     ready: float | None  # Ready=True: since when
 
 
-_TIMES_CACHE: dict[tuple[str, str], PodTimes] = {}
-_TIMES_CACHE_LIMIT = 200_000
-
-
-def pod_times(pod: PodObs) -> PodTimes:
-    raw = pod.raw
-    meta = raw.get("metadata") or {}
+def pod_times(pod: PodObs, cache: PassCache | None = None) -> PodTimes:
+    """The pod's gate times, read once per pod version (uid, resourceVersion) with a cache."""
     key = (pod.uid, pod.resource_version)
-    cached = _TIMES_CACHE.get(key) if key[1] else None
+    cached = cache.pod_times.get(key) if cache is not None and key[1] else None
     if cached is not None:
         return cached
+    times = _read_times(pod.raw)
+    if cache is not None and key[1]:
+        bounded_put(cache.pod_times, PODS_LIMIT, key, times)
+    return times
+
+
+def _read_times(raw: dict[str, Any]) -> PodTimes:
+    meta = raw.get("metadata") or {}
     status = raw.get("status") or {}
     scheduled = ready = None
     for cond in status.get("conditions") or ():
@@ -96,12 +100,7 @@ def pod_times(pod: PodObs) -> PodTimes:
     if statuses and all(((cs.get("state") or {}).get("running")) is not None for cs in statuses):
         starts = [_seconds(cs["state"]["running"].get("startedAt")) for cs in statuses]
         started = max((s for s in starts if s is not None), default=None)
-    times = PodTimes(_seconds(meta.get("creationTimestamp")), scheduled, started, ready)
-    if key[1]:
-        if len(_TIMES_CACHE) >= _TIMES_CACHE_LIMIT:
-            _TIMES_CACHE.clear()
-        _TIMES_CACHE[key] = times
-    return times
+    return PodTimes(_seconds(meta.get("creationTimestamp")), scheduled, started, ready)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,12 +127,6 @@ def verification_passed(entry: PodObs | None, revision: str) -> bool | None:
     return bool(result.get("passed"))
 
 
-# Gates of an instance by the versions of its pods: between two passes most instances do not change
-# (1,000 groups: 4,000 instances), so their gates are not worked out again.
-_GATES_CACHE: dict[tuple, InstanceGates] = {}
-_GATES_CACHE_LIMIT = 50_000
-
-
 _NOT_ROUTED = object()  # the entry is not in the router's table
 
 
@@ -144,25 +137,28 @@ def instance_gates(
     verification_required: bool,
     pods: list[PodObs] | None = None,
     routed: Mapping[str, float | None] | None = None,
+    cache: PassCache | None = None,
 ) -> InstanceGates:
     """``pods``: the instance's pods in index order, when the caller has them already.
     ``routed``: the router's targets (entry pod name -> since when, or None: unknown, the Ready
-    time); None when the router tells nothing (Routed inferred from the pod)."""
+    time); None when the router tells nothing (Routed inferred from the pod). ``cache``: between
+    two passes most instances do not change (1,000 groups: 4,000 instances), so their gates are
+    kept by everything they read: the versions of the pods and the arguments."""
     if pods is None:
         pods = [inst.pods[i] for i in sorted(inst.pods)]
-    versions = tuple([(p.uid, p.resource_version) for p in pods])
     entry = inst.entry
     table: Any = None if routed is None else routed.get(entry.name, _NOT_ROUTED) if entry is not None else _NOT_ROUTED
+    if cache is None:
+        return _instance_gates(inst, pods, expected_pods, verification_required, routed is not None, table, None)
+    versions = tuple([(p.uid, p.resource_version) for p in pods])
     key = (versions, inst.revision, expected_pods, verification_required, routed is None, table)
     cacheable = all([rv for _, rv in versions])
-    cached = _GATES_CACHE.get(key) if cacheable else None
+    cached = cache.gates.get(key) if cacheable else None
     if cached is not None:
         return cached
-    gates = _instance_gates(inst, pods, expected_pods, verification_required, routed is not None, table)
+    gates = _instance_gates(inst, pods, expected_pods, verification_required, routed is not None, table, cache)
     if cacheable:
-        if len(_GATES_CACHE) >= _GATES_CACHE_LIMIT:
-            _GATES_CACHE.clear()
-        _GATES_CACHE[key] = gates
+        bounded_put(cache.gates, GATES_LIMIT, key, gates)
     return gates
 
 
@@ -173,8 +169,9 @@ def _instance_gates(
     verification_required: bool,
     observed_routing: bool = False,
     table: Any = None,
+    cache: PassCache | None = None,
 ) -> InstanceGates:
-    times = [pod_times(p) for p in pods]
+    times = [pod_times(p, cache) for p in pods]
     reached: dict[str, float] = {}
     complete = inst.complete(expected_pods)
 

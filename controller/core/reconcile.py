@@ -16,6 +16,7 @@ Nothing survives the pass in memory; the next pass starts from the cluster again
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -23,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import digests, gang, naming, network, phases
-from .observe import Observed, observe
+from .observe import GroupObs, Observed, observe
+from .passcache import PassCache
 from .plan import CREATE, DELETE, DRAIN, PATCH_IMAGE, PATCH_LABELS, SET_GATE, UNDRAIN, VERIFY, Action, Plan
 from .planner import plan
 from .planner.canary import windows_to_fetch
@@ -95,6 +97,7 @@ def reconcile(
     verifier: VerifierPort | None = None,
     metrics: MetricsPort | None = None,
     parse_cache: dict | None = None,
+    cache: PassCache | None = None,
 ) -> ReconcileResult:
     """``build_state_view=False``: the result has no state view (a caller that follows the
     rollout through its status and its ``observed`` pods and never draws the page: the
@@ -102,7 +105,8 @@ def reconcile(
     it). ``verifier`` sends ``spec.verification`` requests; without one, a verification the spec
     asks for is recorded as failed with that reason (never as passed). ``parse_cache``: a dict the
     caller keeps from pass to pass, so an unchanged manifest is not parsed again
-    (``spec.parse_modelserving_cached``)."""
+    (``spec.parse_modelserving_cached``). ``cache``: what the caller keeps from pass to pass for
+    observation, planning and the view (``passcache``); None computes everything."""
     started = time.perf_counter()
     result = ReconcileResult(namespace, name)
     for attempt in range(MAX_STATUS_ATTEMPTS):
@@ -119,6 +123,7 @@ def reconcile(
                 verifier,
                 metrics,
                 parse_cache,
+                cache,
             )
             break
         except Conflict:
@@ -142,6 +147,7 @@ def _reconcile_once(
     verifier: VerifierPort | None = None,
     metrics: MetricsPort | None = None,
     parse_cache: dict | None = None,
+    cache: PassCache | None = None,
 ) -> None:
     """One attempt at a pass: read, plan, write the status and act (``_write_and_act``), then the
     page's view (``_state_view``). An invalid spec is only reported (``_refuse_invalid_spec``); a
@@ -162,16 +168,20 @@ def _reconcile_once(
     revision_objs = cluster.list_revisions(namespace, name)
     owned = _owned_revisions(revision_objs, ms.uid)
     history = History.from_objects(owned)
-    observed = result.observed = _observe_for_pass(cluster, router, namespace, name, pods)
+    observed = result.observed = _observe_for_pass(cluster, router, namespace, name, pods, cache)
     figures = _analysis_figures(metrics, namespace, name, ms, prev_status, now)
-    the_plan = plan(ms, history, observed, now, status=prev_status, settings=settings, analysis_figures=figures)
+    the_plan = plan(
+        ms, history, observed, now, status=prev_status, settings=settings, analysis_figures=figures, cache=cache
+    )
     if _superseded(cluster, namespace, name, ms, the_plan, result):
         return
-    _write_and_act(cluster, namespace, name, obj, ms, the_plan, verifier, pods, owned, observed, now)
+    _write_and_act(cluster, namespace, name, obj, ms, the_plan, verifier, pods, owned, observed, now, cache)
     _record_result(result, the_plan, now)
     if build_state_view:
         view_inputs = _view_inputs(cluster, clock, namespace, name, the_plan, pods, observed, revision_objs, now)
-        result.view = _state_view(cluster, router, namespace, name, obj, the_plan, observed, view_inputs, parse_cache)
+        result.view = _state_view(
+            cluster, router, namespace, name, obj, the_plan, observed, view_inputs, parse_cache, cache
+        )
 
 
 def _refuse_invalid_spec(
@@ -201,19 +211,20 @@ def _refuse_invalid_spec(
     result.blocked = expand_waiting(status["waiting"])
 
 
-def _observe_for_pass(cluster: ClusterPort, router: RouterPort, namespace: str, name: str, pods: list[Obj]) -> Observed:
+def _observe_for_pass(
+    cluster: ClusterPort, router: RouterPort, namespace: str, name: str, pods: list[Obj], cache: PassCache | None = None
+) -> Observed:
     """The pods observed, with the router's in-flight counts and the pods it routes to.
 
     In-flight counts matter only for pods leaving routing: marked draining, or taken out by the
     in-place readiness gate (``PodObs.leaving_routing``, found while parsing the pod, so cached
     with its parse). Asking the router about every pod would cost a lookup per pod."""
-    observed = observe(pods)
+    observed = observe(pods, cache=cache)
     in_flight = {}
     for pod_obs in observed.leaving_routing:
         in_flight[pod_obs.name] = router.in_flight(namespace, pod_obs.name)
-    observed.in_flight = in_flight
-    observed.routed = routed_pods(router, cluster, namespace, name, pods)
-    return observed
+    routed = routed_pods(router, cluster, namespace, name, pods)
+    return dataclasses.replace(observed, in_flight=in_flight, routed=routed)
 
 
 def _superseded(
@@ -243,6 +254,7 @@ def _write_and_act(
     owned: list[Obj],
     observed: Observed,
     now: float,
+    cache: PassCache | None = None,
 ) -> None:
     """Status first: it is the commit point of the pass. It records what recovery must know of the
     actions that follow (a group whose replacement starts is recorded on the update revision), and
@@ -260,7 +272,7 @@ def _write_and_act(
         _record_transitions(cluster, namespace, name, prev_status, status)
     verify = _verifying(verifier, namespace, ms.verification, pods, now)
     _apply(cluster, ms, the_plan, verify, pods)
-    record_digests(cluster, namespace, owned, observed)
+    record_digests(cluster, namespace, owned, observed, cache)
     if the_plan.spec_patch is not None:
         _apply_spec_patch(cluster, namespace, name, the_plan)
 
@@ -311,6 +323,7 @@ def _state_view(
     observed: Observed,
     view_inputs: tuple[float, list[Obj], Observed | None, list[Obj]],
     parse_cache: dict | None,
+    cache: PassCache | None = None,
 ) -> dict[str, Any]:
     """The page's view of the state after the pass (``build_view``), with the status it wrote.
 
@@ -335,6 +348,7 @@ def _state_view(
         observed=view_observed,
         routed=view_routed,
         parse_cache=parse_cache,
+        cache=cache,
     )
 
 
@@ -463,15 +477,27 @@ def ensure_service(cluster: ClusterPort, ms_obj: dict[str, Any]) -> None:
         cluster.patch_owned(SERVICE, namespace, wanted["metadata"]["name"], {"spec": wanted["spec"]})
 
 
-def record_digests(cluster: ClusterPort, namespace: str, revision_objs: list[Obj], observed: Observed) -> None:
+def record_digests(
+    cluster: ClusterPort, namespace: str, revision_objs: list[Obj], observed: Observed, cache: PassCache | None = None
+) -> None:
     """The digest each revision's tags first ran from, and a tag that moved since (``digests``),
     kept on the revision objects. Best effort: a revision deleted meanwhile is skipped."""
-    seen = frozenset().union(*(group.running() for group in observed.groups.values()))
+    seen = frozenset().union(*(_running(group, cache) for group in observed.groups.values()))
     for name, value in digests.updates(revision_objs, seen).items():
         try:
             cluster.annotate_revision(namespace, name, {digests.ANNOTATION_DIGESTS: value})
         except NotFound:
             pass
+
+
+def _running(group: GroupObs, cache: PassCache | None) -> digests.Running:
+    """What the group's pods run, taken once per observed group with a cache (every pass asks)."""
+    if cache is None:
+        return group.running()
+    memo = cache.memo_of(group)
+    if memo.running is None:
+        memo.running = group.running()
+    return memo.running
 
 
 def ensure_podgroups(cluster: ClusterPort, ms: ModelServing, pods: list[Obj]) -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import digests, naming
-from .byidentity import ByIdentity
+from .passcache import PassCache, by_identity
 from .ports import Obj
 from .spec import RUNTIME_ROLE_FIELDS, VERSIONED_SPEC_FIELDS, versioned_fields
 
@@ -135,11 +135,11 @@ def canonicalize_data(data: dict[str, Any]) -> dict[str, Any]:
     return project(spec)
 
 
-# The spec and the stored revisions' data are the same objects from one pass to the next on the
-# in-memory and embedded clusters (``byidentity``): their projections are taken once, not on every
-# pass (the spec's, and each stored revision's to compare with it). Results are shared: read only.
-projected = ByIdentity(project)
-canonicalized = ByIdentity(canonicalize_data)
+def canonicalized(data: dict[str, Any], cache: PassCache | None = None) -> dict[str, Any]:
+    """``canonicalize_data`` through the caller's cache: the stored revisions' data are the same
+    objects from one pass to the next on the in-memory and embedded clusters (``byidentity``), so
+    each is re-canonicalised once, not on every pass. The result is shared: read only."""
+    return by_identity(cache, canonicalize_data, data)
 
 
 def canonical_bytes(data: dict[str, Any]) -> bytes:
@@ -315,7 +315,7 @@ class UpdateRevision:
 
 
 def record_update_revision(
-    ms_name: str, spec: dict[str, Any], history: History, collision_count: int = 0
+    ms_name: str, spec: dict[str, Any], history: History, collision_count: int = 0, cache: PassCache | None = None
 ) -> UpdateRevision:
     """Find or create the revision for the current spec (StatefulSet-style).
 
@@ -326,13 +326,15 @@ def record_update_revision(
        the same thing (older serialisation) is reused, so a controller upgrade starts no rollout.
     4. Otherwise create a new revision numbered max+1.
     A reused revision that is not the newest is renumbered max+1 (re-applying an old revision).
+    ``cache``: the spec is the same object from one pass to the next on the in-memory clusters; its
+    projection is then taken once.
     """
-    data = projected(spec)
+    data = by_identity(cache, project, spec)
     count = collision_count
     while True:
         h = revision_hash(data, count)
         existing = history.get(h)
-        if existing is None or existing.data is None or canonicalized(existing.data) == data:
+        if existing is None or existing.data is None or canonicalized(existing.data, cache) == data:
             # Unreadable data under the very hash of the spec's data: the spec is what that
             # revision held (same hash), so it is reused, not salted into a "new" revision that
             # would replace every group. It is reported unreadable; its data is never rewritten.
@@ -341,7 +343,7 @@ def record_update_revision(
         count += 1
     if existing is None:
         for candidate in reversed(history.revisions):
-            if candidate.data is not None and canonicalized(candidate.data) == data:
+            if candidate.data is not None and canonicalized(candidate.data, cache) == data:
                 existing = candidate
                 h = candidate.hash
                 break

@@ -8,14 +8,14 @@ a view can be rebuilt at any moment without asking the controller.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from . import gates as serving_gates
 from . import naming, phases
 from .evidence import pause_hold
-from .interned import Interned
 from .observe import GroupObs, InstanceObs, Observed, PodObs, observe
+from .passcache import PassCache
 from .revisions import History
 from .spec import GROUP_ROLLING, ModelServing, ValidationError, parse_modelserving_cached
 
@@ -73,43 +73,123 @@ def build_view(
     observed: Observed | None = None,
     routed: Mapping[str, float | None] | None = None,
     parse_cache: dict | None = None,
+    cache: PassCache | None = None,
 ) -> dict[str, Any]:
     """``observed`` may be passed when the caller already observed these very pods. ``routed``:
     the router's targets (``ports.routed_pods``), for the Routed gate; None: inferred from the pods.
-    ``parse_cache``: the caller's (``spec.parse_modelserving_cached``)."""
+    ``parse_cache``: the caller's (``spec.parse_modelserving_cached``). ``cache``: what the caller
+    keeps from view to view (``passcache``); None builds every entry. Either way, the same view."""
     meta = ms.get("metadata") or {}
     status = ms.get("status") or {}
     parsed = _parsed(ms, parse_cache)
     history = History.from_objects(revisions)
     if observed is None:
-        observed = observe(pods, in_flight)
-    if parsed is not None:
-        replicas = parsed.replicas
-        role_replicas = {r.name: r.replicas for r in parsed.roles}
-        timeout = parsed.drain_timeout_seconds
-        strategy_type = parsed.strategy.type
-        spec_summary = {"replicas": replicas, "partition": parsed.partition_as_written(), "paused": parsed.paused}
-        if naming.ANNOTATION_AUTOSCALE in (meta.get("annotations") or {}):
-            # Only when it is on (the page's "Autoscale off" applies then); absent otherwise, so a
-            # state without autoscale is what it was before the setting existed.
-            spec_summary["autoscale"] = True
-        verification = parsed.verification is not None
-    else:
-        # An invalid manifest: show what runs (the observed groups and roles), nothing the spec says.
-        replicas = len([g for g in observed.groups.values() if g.instances])
-        role_replicas = {}
-        for group in observed.groups.values():
-            for role, ordinal in group.instances:
-                role_replicas[role] = max(role_replicas.get(role, 0), ordinal + 1)
-        timeout = 0.0
-        strategy_type = (status.get("strategy") or {}).get("type") or GROUP_ROLLING
-        spec_summary = {"replicas": replicas, "partition": None, "paused": False}
-        verification = False
-    namespace = meta.get("namespace") or "default"
+        observed = observe(pods, in_flight, cache)
+    side = _spec_side(parsed, meta, status, observed)
+    vp = _view_pass(parsed, history, side, meta.get("namespace") or "default", status, in_flight, routed, cache)
+    walk = _walk_groups(observed, vp, now, side.timeout)
+    out = {
+        "namespace": meta.get("namespace") or "default",
+        "name": meta.get("name"),
+        "generation": meta.get("generation"),
+        "spec": side.summary,
+        "strategyType": side.strategy_type,
+        "phase": phases.PAUSED if side.summary["paused"] else status.get("phase") or phases.PENDING,
+        "converged": bool(status.get("converged")),
+        "currentRevision": status.get("currentRevision"),
+        "updateRevision": status.get("updateRevision"),
+        "conditions": [
+            {k: c.get(k) for k in ("type", "status", "reason", "message")} for c in status.get("conditions") or []
+        ],
+        "counts": {k: status.get(k) for k in ("replicas", "currentReplicas", "updatedReplicas", "availableReplicas")},
+        "revisions": [r.to_json() for r in history.revisions],
+        "instances": walk.instances,
+        "blocked": expand_waiting(status.get("waiting") or []),
+        "waiting": status.get("waiting") or [],
+        "groups": _groups(
+            status, walk.by_group, observed.groups, side.replicas, side.role_replicas, vp.update_revision, cache
+        ),
+        "roles": status.get("roles") or [],
+        "strategy": status.get("strategy") or {},
+        "drain": walk.drain,
+        "canary": _canary_view(status.get("canary"), parsed, now),
+        "gateFunnel": serving_gates.funnel(_in_spec_set(walk.gates, walk.instances, side.replicas, side.role_replicas)),
+        # The funnel's denominator: the instances the spec asks for (replicas x each role's replicas).
+        "gateFunnelTotal": side.replicas * sum(side.role_replicas.values()),
+        "servingRevisions": walk.serving,
+        "verification": parsed.verification.to_json() if parsed is not None and parsed.verification else None,
+        "time": now,
+    }
+    out["degraded"] = _degraded(out["phase"], out["conditions"], observed)
+    if status.get("skew") is not None:
+        # Coordinated roles: the widest per-group gap in Ready progress and what the quotas allow.
+        out["skew"] = status["skew"]
+    return out
+
+
+class _SpecSide(NamedTuple):
+    """What the view takes from the spec: its sizes, drain timeout, strategy and the page's summary."""
+
+    replicas: int
+    role_replicas: dict[str, int]
+    timeout: float
+    strategy_type: str
+    summary: dict[str, Any]
+    verification: bool
+
+
+def _spec_side(
+    parsed: ModelServing | None, meta: dict[str, Any], status: dict[str, Any], observed: Observed
+) -> _SpecSide:
+    """From the spec; from what runs when the manifest is invalid (``parsed`` None)."""
+    return _from_spec(parsed, meta) if parsed is not None else _from_what_runs(observed, status)
+
+
+def _from_spec(parsed: ModelServing, meta: dict[str, Any]) -> _SpecSide:
+    summary = {"replicas": parsed.replicas, "partition": parsed.partition_as_written(), "paused": parsed.paused}
+    if naming.ANNOTATION_AUTOSCALE in (meta.get("annotations") or {}):
+        # Only when it is on (the page's "Autoscale off" applies then); absent otherwise, so a
+        # state without autoscale is what it was before the setting existed.
+        summary["autoscale"] = True
+    return _SpecSide(
+        parsed.replicas,
+        {r.name: r.replicas for r in parsed.roles},
+        parsed.drain_timeout_seconds,
+        parsed.strategy.type,
+        summary,
+        parsed.verification is not None,
+    )
+
+
+def _from_what_runs(observed: Observed, status: dict[str, Any]) -> _SpecSide:
+    """An invalid manifest: show what runs (the observed groups and roles), nothing the spec says.
+    Example: groups 0 and 1 with prefill-0 and prefill-2 -> 2 replicas, prefill 3 instances."""
+    replicas = len([g for g in observed.groups.values() if g.instances])
+    role_replicas: dict[str, int] = {}
+    for group in observed.groups.values():
+        for role, ordinal in group.instances:
+            role_replicas[role] = max(role_replicas.get(role, 0), ordinal + 1)
+    strategy_type = (status.get("strategy") or {}).get("type") or GROUP_ROLLING
+    return _SpecSide(
+        replicas, role_replicas, 0.0, strategy_type, {"replicas": replicas, "partition": None, "paused": False}, False
+    )
+
+
+def _view_pass(
+    parsed: ModelServing | None,
+    history: History,
+    side: _SpecSide,
+    namespace: str,
+    status: dict[str, Any],
+    in_flight: Mapping[str, int],
+    routed: Mapping[str, float | None] | None,
+    cache: PassCache | None,
+) -> _ViewPass:
+    """What every instance entry reads besides its own pods, with its shape (interned in the cache)."""
     update_revision = status.get("updateRevision")
     update_record = history.get(update_revision)
     update_role_hashes = update_record.role_hashes() if update_record is not None else {}
-    role_level = strategy_type != GROUP_ROLLING
+    role_level = side.strategy_type != GROUP_ROLLING
     # Pods per instance by (revision, role): a few revisions, thousands of instances.
     expected_of: dict[tuple[str, str], int] = {}
 
@@ -119,81 +199,74 @@ def build_view(
             n = expected_of[(revision, role)] = expected_pods(parsed, history, revision, role)
         return n
 
-    vp = _ViewPass(
+    shape = (
         namespace,
-        replicas,
-        role_replicas,
+        side.replicas,
+        tuple(side.role_replicas.items()),
+        update_revision,
+        role_level,
+        tuple(sorted(update_role_hashes.items())) if role_level else (),  # read by role-level ones only
+        side.verification,
+    )
+    return _ViewPass(
+        namespace,
+        side.replicas,
+        side.role_replicas,
         update_revision,
         role_level,
         update_role_hashes,
-        verification,
+        side.verification,
         expected,
         in_flight,
         routed,
+        shape if cache is None else cache.view_shapes(shape),
+        cache,
     )
-    instances = []
-    by_group: dict[int, list[dict[str, Any]]] = {}
-    drain = []
-    all_gates = []
-    serving: dict[str, dict[str, int]] = {}
+
+
+class _Walk(NamedTuple):
+    """The view's parts gathered over every group, in ordinal order."""
+
+    instances: list[dict[str, Any]]
+    by_group: dict[int, list[dict[str, Any]]]
+    drain: list[dict[str, Any]]
+    gates: list[tuple[tuple[int, str, int], serving_gates.InstanceGates]]
+    serving: dict[str, dict[str, int]]  # per revision run: instances, serving, failed
+
+
+def _walk_groups(observed: Observed, vp: _ViewPass, now: float, timeout: float) -> _Walk:
+    walk = _Walk([], {}, [], [], {})
     for g in sorted(observed.groups):
         part = _group_part(observed.groups[g], vp)
-        by_group[g] = part.instances
-        instances.extend(part.instances)
-        all_gates.extend(part.gates)
+        walk.by_group[g] = part.instances
+        walk.instances.extend(part.instances)
+        walk.gates.extend(part.gates)
         for runs, is_serving, failed in part.serving:
-            tally = serving.setdefault(runs, {"instances": 0, "serving": 0, "failed": 0})
+            tally = walk.serving.setdefault(runs, {"instances": 0, "serving": 0, "failed": 0})
             tally["instances"] += 1
             tally["serving"] += is_serving
             tally["failed"] += failed
-        for p, role, ordinal in part.draining:
-            since = p.draining_since if p.draining_since not in (None, float("-inf")) else now
-            drain.append(
-                {
-                    "pod": p.name,
-                    "group": g,
-                    "role": role,
-                    "ordinal": ordinal,
-                    "inFlight": int(in_flight.get(p.name, 0)),
-                    "since": since,
-                    "secondsLeft": max(round(timeout - (now - since), 3), 0.0),
-                }
-            )
-    out = {
-        "namespace": meta.get("namespace") or "default",
-        "name": meta.get("name"),
-        "generation": meta.get("generation"),
-        "spec": spec_summary,
-        "strategyType": strategy_type,
-        "phase": phases.PAUSED if spec_summary["paused"] else status.get("phase") or phases.PENDING,
-        "converged": bool(status.get("converged")),
-        "currentRevision": status.get("currentRevision"),
-        "updateRevision": status.get("updateRevision"),
-        "conditions": [
-            {k: c.get(k) for k in ("type", "status", "reason", "message")} for c in status.get("conditions") or []
-        ],
-        "counts": {k: status.get(k) for k in ("replicas", "currentReplicas", "updatedReplicas", "availableReplicas")},
-        "revisions": [r.to_json() for r in history.revisions],
-        "instances": instances,
-        "blocked": expand_waiting(status.get("waiting") or []),
-        "waiting": status.get("waiting") or [],
-        "groups": _groups(status, by_group, observed.groups, replicas, role_replicas, update_revision),
-        "roles": status.get("roles") or [],
-        "strategy": status.get("strategy") or {},
-        "drain": drain,
-        "canary": _canary_view(status.get("canary"), parsed, now),
-        "gateFunnel": serving_gates.funnel(_in_spec_set(all_gates, instances, replicas, role_replicas)),
-        # The funnel's denominator: the instances the spec asks for (replicas x each role's replicas).
-        "gateFunnelTotal": replicas * sum(role_replicas.values()),
-        "servingRevisions": serving,
-        "verification": parsed.verification.to_json() if parsed is not None and parsed.verification else None,
-        "time": now,
+        walk.drain.extend(
+            _drain_entry(p, g, role, ordinal, vp.in_flight, now, timeout) for p, role, ordinal in part.draining
+        )
+    return walk
+
+
+def _drain_entry(
+    p: PodObs, g: int, role: str, ordinal: int, in_flight: Mapping[str, int], now: float, timeout: float
+) -> dict[str, Any]:
+    """A draining pod's entry. A drain mark that cannot be read counts from now. Example: drained
+    since 100, timeout 30, now 120 -> 10 s left; at 140 -> 0, never negative."""
+    since = p.draining_since if p.draining_since not in (None, float("-inf")) else now
+    return {
+        "pod": p.name,
+        "group": g,
+        "role": role,
+        "ordinal": ordinal,
+        "inFlight": int(in_flight.get(p.name, 0)),
+        "since": since,
+        "secondsLeft": max(round(timeout - (now - since), 3), 0.0),
     }
-    out["degraded"] = _degraded(out["phase"], out["conditions"], observed)
-    if status.get("skew") is not None:
-        # Coordinated roles: the widest per-group gap in Ready progress and what the quotas allow.
-        out["skew"] = status["skew"]
-    return out
 
 
 def _in_spec_set(
@@ -248,15 +321,10 @@ def _degraded(phase: str, conditions: list[dict[str, Any]], observed: Observed) 
     return {"title": "Rollout stalled past its deadline" if stalled else "Degraded", "reasons": reasons}
 
 
-# One key per spec and revision history seen: a group's memoised entries are checked against it by
-# identity (``_group_part``).
-_VIEW_SHAPES = Interned(1_000)
-
-
 @dataclass(frozen=True, slots=True)
 class _ViewPass:
     """What every instance entry of one ``build_view`` reads besides its own pods. ``shape``, made
-    from the fields before ``expected``, is interned: equal shapes, equal entries."""
+    from the fields before ``expected``, is interned in the cache: equal shapes, equal entries."""
 
     namespace: str
     replicas: int
@@ -267,20 +335,9 @@ class _ViewPass:
     verification: bool
     expected: Callable[[str, str], int]
     in_flight: Mapping[str, int]
-    routed: Mapping[str, float | None] | None = None
-    shape: tuple[Any, ...] = field(init=False)
-
-    def __post_init__(self) -> None:
-        shape = (
-            self.namespace,
-            self.replicas,
-            tuple(self.role_replicas.items()),
-            self.update_revision,
-            self.role_level,
-            tuple(sorted(self.update_role_hashes.items())) if self.role_level else (),  # read by role-level ones only
-            self.verification,
-        )
-        object.__setattr__(self, "shape", _VIEW_SHAPES(shape))
+    routed: Mapping[str, float | None] | None
+    shape: tuple[Any, ...]
+    cache: PassCache | None
 
     def runs(self, inst: InstanceObs, role: str) -> str:
         """The revision an instance runs. Under role-level strategies an instance of a role whose
@@ -333,9 +390,14 @@ def _group_part(group: GroupObs, vp: _ViewPass) -> _GroupPart:
     delta finds their entries unchanged by identity (``make_delta``). The in-flight counts, which
     move with every request while traffic runs, are a second key: when only they changed, the
     memoised entries are copied with the new counts (``_with_in_flight``) instead of walking the
-    gates of every instance again. Kept as one tuple, replaced whole: a web process may build
-    views in several threads."""
-    memo = group.view_instances
+    gates of every instance again. Kept in the cache as one tuple, replaced whole: a web process
+    may build views in several threads."""
+    if vp.cache is None:
+        ordered = _ordered(group)
+        base = _build_group_part(group.ordinal, ordered, vp)
+        return _with_in_flight(base, ordered, vp.in_flight) if _any_in_flight(ordered, vp.in_flight) else base
+    holder = vp.cache.memo_of(group)
+    memo = holder.view_instances
     layout = memo[1] if memo is not None else _layout(group)
     ordered, pairs, names = layout
     key = (
@@ -353,8 +415,13 @@ def _group_part(group: GroupObs, vp: _ViewPass) -> _GroupPart:
     else:
         base = _build_group_part(group.ordinal, ordered, vp)
     part = _with_in_flight(base, ordered, vp.in_flight) if counts else base
-    group.view_instances = (key, layout, base, counts, part)
+    holder.view_instances = (key, layout, base, counts, part)
     return part
+
+
+def _any_in_flight(ordered: list[tuple[str, int, InstanceObs, list[PodObs]]], in_flight: Mapping[str, int]) -> bool:
+    """Some pod of the group has a request in flight (a count that is not 0)."""
+    return bool(in_flight) and any(in_flight.get(p.name) for _, _, _, pods in ordered for p in pods)
 
 
 def _with_in_flight(
@@ -377,7 +444,7 @@ def _build_group_part(g: int, ordered: list[tuple[str, int, InstanceObs, list[Po
         draining_pods = [p for p in pods_sorted if p.draining]
         runs = vp.runs(inst, role)
         gates = serving_gates.instance_gates(
-            inst, expected, verification_required=vp.verification, pods=pods_sorted, routed=vp.routed
+            inst, expected, verification_required=vp.verification, pods=pods_sorted, routed=vp.routed, cache=vp.cache
         )
         part.gates.append(((g, role, ordinal), gates))
         part.serving.append((runs, gates.serving, gates.failed is not None))
@@ -519,6 +586,7 @@ def _groups(
     replicas: int,
     role_replicas: dict[str, int],
     update_revision: str | None,
+    cache: PassCache | None = None,
 ) -> list[dict[str, Any]]:
     """Per-group, per-role counts for the dashboard, from the instances (status keeps only a
     compact summary per group so that 1,000 groups fit in one object). A group's row is memoised
@@ -531,13 +599,14 @@ def _groups(
         members = by_group.get(o, [])
         rec = recorded.get(o) or {}
         group = observed_groups.get(o)
-        memo = group.view_row if group is not None else None
+        holder = cache.memo_of(group) if cache is not None and group is not None else None
+        memo = holder.view_row if holder is not None else None
         if memo is not None and memo[0] is members and memo[1] == rec:
             out.append(memo[2])
             continue
         row = _group_row(o, members, rec, replicas, role_replicas, update_revision)
-        if group is not None:
-            group.view_row = (members, rec, row)
+        if holder is not None:
+            holder.view_row = (members, rec, row)
         out.append(row)
     return out
 

@@ -41,6 +41,7 @@ from .analysis import metrics_for
 from .backend import get_clock, get_cluster, get_router, get_verifier
 from .clustersettings import cluster_settings
 from .locks import ReconcileLock
+from .passcaches import cache_for
 from .progress import sample_progress
 from .publish import publish_state
 
@@ -155,6 +156,7 @@ def _pass(namespace: str, name: str, client: redis.Redis | None, *, holder: str)
             settings=cluster_settings(),
             verifier=get_verifier(),
             metrics=metrics_for(cluster),
+            cache=cache_for(namespace, name),  # this process's, kept across passes (``passcaches``)
         )
     except Exception as exc:  # a lost race beyond retries, a cluster error, or a bug: back off
         metrics.observe_reconcile(

@@ -11,6 +11,7 @@ from controller.core.ports import ClusterPort, RouterPort, in_flight_many, route
 from controller.core.view import build_view
 
 from .backend import get_clock, get_cluster, get_router
+from .passcaches import cache_for
 
 
 def in_flight_of(router: RouterPort, namespace: str, pods: list[dict[str, Any]]) -> dict[str, int]:
@@ -38,4 +39,5 @@ def current_state(
         in_flight_of(router, namespace, pods),
         get_clock().now(),
         routed=routed_pods(router, cluster, namespace, name, pods),
+        cache=cache_for(namespace, name),
     )

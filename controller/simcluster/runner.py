@@ -33,6 +33,7 @@ from typing import Any
 
 from controller.core import naming, workqueue
 from controller.core.observe import Observed, observe
+from controller.core.passcache import PassCache
 from controller.core.ports import ClusterError, NotFound, Obj, routed_pods
 from controller.core.reconcile import ReconcileResult
 
@@ -201,6 +202,9 @@ class Runner:
         self._parse_cache: dict[tuple[str, str], Any] = {}  # per run: UIDs repeat across runs of one seed
         # The passes' and the frames' parsed spec, by uid and resourceVersion (per run, as above).
         self._spec_cache: dict[tuple[str, str], Any] = {}
+        # What the passes, the frames' views and the convergence checks of this run derive from
+        # the pods and revisions (``core.passcache``): one per run, like the caches above.
+        self._pass_cache = PassCache()
         # Called after every pass that planned (``ReconcileResult.planned``), with (time, result),
         # once convergence is decided for it: how the preview records its timeline. The result's
         # ``view`` is the pass's state view with frames, empty without.
@@ -272,6 +276,7 @@ class Runner:
                 # count (below): the pass's own would be built for nothing.
                 build_state_view=self._frames and self.scenario.traffic is None,
                 parse_cache=self._spec_cache,
+                cache=self._pass_cache,
             )
         except NotFound:
             return True, None  # the ModelServing is gone
@@ -346,6 +351,7 @@ class Runner:
             self.loop.now(),
             routed=routed_pods(self.router, self.cluster, ns, name, pods),
             parse_cache=self._spec_cache,
+            cache=self._pass_cache,
         )
 
     @property
@@ -372,7 +378,7 @@ class Runner:
             return
         now = self.loop.now()
         if observed is None:
-            observed = observe(self.store.list_pods(ns, name))
+            observed = observe(self.store.list_pods(ns, name), cache=self._pass_cache)
         conv = is_converged(ms, observed, self.store.list_revisions(ns, name), cache=self._parse_cache)
         if conv and not self.converged:
             self.converged_at = now
@@ -512,6 +518,7 @@ class Runner:
             self.router.in_flight_by_pod(),
             self.loop.now(),
             routed=routed_pods(self.router, self.cluster, s.namespace, s.ms_name, pods),
+            cache=self._pass_cache,
         )
         self.trace.offer_frame(0.0, view, [], force=True)
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 from controller.core import naming
 from controller.core.observe import observe
+from controller.core.passcache import PassCache
 from controller.core.planner import plan
 from controller.core.revisions import History
 from controller.core.spec import parse_modelserving
@@ -141,10 +143,22 @@ def blocked_for(result, group: int | None = None, role: Any = ...) -> list[str]:
     ]
 
 
+# The cache a controller of each test cluster carries from pass to pass (``passcache``).
+_CACHES: weakref.WeakKeyDictionary[MiniCluster, PassCache] = weakref.WeakKeyDictionary()
+
+
+def cache_of(cluster: MiniCluster) -> PassCache:
+    """The pass cache of ``cluster``'s controller: one per cluster, kept across its passes."""
+    cache = _CACHES.get(cluster)
+    if cache is None:
+        cache = _CACHES[cluster] = PassCache()
+    return cache
+
+
 def plan_with_and_without_memos(cluster: MiniCluster, clock: FixedClock) -> tuple[dict, dict]:
-    """The plan of the next pass (actions, blocked reasons, status) computed with the planner's
-    memos left by the previous passes, and from scratch (the observed groups' memos forgotten): a
-    memo must never change a plan."""
+    """The plan of the next pass (actions, blocked reasons, status) computed through the cache the
+    previous passes left (``cache_of``), and with no cache (the reference): a cache must never
+    change a plan."""
     ms = parse_modelserving(cluster.ms[(NS, NAME)])
     hist, st, pods = history(cluster), status(cluster), cluster.list_pods(NS, NAME)
 
@@ -155,24 +169,20 @@ def plan_with_and_without_memos(cluster: MiniCluster, clock: FixedClock) -> tupl
             "status": result.status,
         }
 
-    memoised = summary(plan(ms, hist, observe(pods), clock.t, status=st))
-    fresh_observation = observe(pods)
-    for group in fresh_observation.groups.values():
-        group.availability = group.intact = group.status_entry = None
-    return memoised, summary(plan(ms, hist, fresh_observation, clock.t, status=st))
+    cache = cache_of(cluster)
+    memoised = summary(plan(ms, hist, observe(pods, cache=cache), clock.t, status=st, cache=cache))
+    return memoised, summary(plan(ms, hist, observe(pods), clock.t, status=st))
 
 
 def view_with_and_without_memos(
     cluster: MiniCluster, clock: FixedClock, in_flight: dict[str, int] | None = None
 ) -> tuple[dict, dict]:
-    """The state view of the cluster now built with the entries the view memoised on the observed
-    groups in earlier builds, and from scratch (those memos forgotten): a memo must never change
-    a view. ``in_flight``: the router's counts, by pod name."""
+    """The state view of the cluster now built through the cache earlier builds left
+    (``cache_of``), and with no cache (the reference): a cache must never change a view.
+    ``in_flight``: the router's counts, by pod name."""
     obj = cluster.ms[(NS, NAME)]
     pods, revisions = cluster.list_pods(NS, NAME), cluster.list_revisions(NS, NAME)
-    memoised = build_view(obj, pods, revisions, in_flight or {}, clock.t)
-    for group in observe(pods).groups.values():
-        group.view_instances = group.view_row = None
+    memoised = build_view(obj, pods, revisions, in_flight or {}, clock.t, cache=cache_of(cluster))
     return memoised, build_view(obj, pods, revisions, in_flight or {}, clock.t)
 
 

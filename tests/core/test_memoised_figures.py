@@ -1,5 +1,6 @@
-"""The planner memoises a group's availability and its "nothing to recover" verdict on the observed
-group (reused while its pods are the same parses), keyed by the pass's shape: whatever else those
+"""With a cache (``passcache``), the planner memoises a group's availability and its "nothing to
+recover" verdict by the observed group (reused while its pods are the same parses), keyed by the
+pass's shape: whatever else those
 figures read. Reusing the very same observation under another spec or history must give the figures
 of that spec and history, never the memoised ones."""
 
@@ -20,6 +21,7 @@ from .support import (
     NAME,
     NS,
     ROLLOUTS,
+    cache_of,
     deploy,
     every_pass_of_a_rollout,
     history,
@@ -37,15 +39,32 @@ def converged(roles=None, replicas=2):
 
 def context(cluster, observed, hist=None):
     ms = parse_modelserving(cluster.ms[(NS, NAME)])
-    return build_context(ms, hist or history(cluster), observed, 0.0, status(cluster), None)
+    return build_context(ms, hist or history(cluster), observed, 0.0, status(cluster), None, cache_of(cluster))
+
+
+def observe_(cluster, pods):
+    """``observe`` through the cluster's controller cache, as its passes do."""
+    return observe(pods, cache=cache_of(cluster))
+
+
+def plan_(cluster, manifest_, pods):
+    cache = cache_of(cluster)
+    return plan(
+        parse_modelserving(manifest_),
+        history(cluster),
+        observe(pods, cache=cache),
+        0.0,
+        status=status(cluster),
+        cache=cache,
+    )
 
 
 def test_the_same_observation_twice_gives_the_same_availability():
     cluster, pods = converged()
-    observed = observe(pods)
+    observed = observe_(cluster, pods)
     first = context(cluster, observed)
-    again = context(cluster, observe(pods))
-    assert observe(pods).groups[0] is observed.groups[0]  # the reuse this memo relies on
+    again = context(cluster, observe_(cluster, pods))
+    assert observe_(cluster, pods).groups[0] is observed.groups[0]  # the reuse this memo relies on
     assert first.group_available == again.group_available == {0: True, 1: True}
     assert first.instance_available == again.instance_available
 
@@ -53,7 +72,7 @@ def test_the_same_observation_twice_gives_the_same_availability():
 def test_a_revision_that_can_no_longer_be_read_changes_the_availability_of_unchanged_groups():
     """With its revision unreadable, a group's instances are held to the spec's pod count."""
     cluster, pods = converged()
-    observed = observe(pods)
+    observed = observe_(cluster, pods)
     assert context(cluster, observed).group_available == {0: True, 1: True}
     # The spec now wants 2 workers; the stored revision the pods run (1 worker) is corrupted, so
     # the pods expected per instance come from the spec: 3, and the 2-pod instances fall short.
@@ -69,11 +88,9 @@ def test_a_revision_that_can_no_longer_be_read_changes_the_availability_of_uncha
 
 def test_a_role_scaled_up_gets_its_new_instance_although_the_groups_pods_did_not_change():
     cluster, pods = converged()
-    plan(parse_modelserving(cluster.ms[(NS, NAME)]), history(cluster), observe(pods), 0.0, status=status(cluster))
+    plan_(cluster, cluster.ms[(NS, NAME)], pods)
     patch_spec(cluster, {"template": {"roles": [role("serve", replicas=2, workers=1)]}})
-    result = plan(
-        parse_modelserving(cluster.ms[(NS, NAME)]), history(cluster), observe(pods), 0.0, status=status(cluster)
-    )
+    result = plan_(cluster, cluster.ms[(NS, NAME)], pods)
     created = {(a.group, a.role, a.ordinal) for a in result.actions if a.verb == "create"}
     assert {(0, "serve", 1), (1, "serve", 1)} <= created
 
@@ -82,14 +99,11 @@ def test_a_lost_role_under_another_policy_is_still_recovered():
     """The "nothing to recover" verdict holds for RoleRecreate only: under ServingGroupRecreate a
     group missing an instance it had is rebuilt, memo or not."""
     cluster, pods = converged(roles=[role("prefill"), role("decode")])
-    observed = observe(pods)
-    plan(parse_modelserving(cluster.ms[(NS, NAME)]), history(cluster), observed, 0.0, status=status(cluster))
+    plan_(cluster, cluster.ms[(NS, NAME)], pods)
     manifest_now = copy.deepcopy(cluster.ms[(NS, NAME)])
     manifest_now["spec"]["recoveryPolicy"] = "ServingGroupRecreate"
     without_decode_0 = [p for p in pods if not p["metadata"]["name"].startswith(f"{NAME}-0-decode-")]
-    result = plan(
-        parse_modelserving(manifest_now), history(cluster), observe(without_decode_0), 0.0, status=status(cluster)
-    )
+    result = plan_(cluster, manifest_now, without_decode_0)
     assert any(a.group == 0 and a.verb in ("delete", "drain") for a in result.actions)
 
 
@@ -109,11 +123,11 @@ def test_a_pod_whose_resource_version_became_empty_is_parsed_anew_not_taken_from
     """The fast path re-reads the pods whose version moved; one that can no longer key the cache
     (an empty resourceVersion) must not be answered with the parse of its previous version."""
     cluster, pods = converged()
-    observe(pods)
+    observe_(cluster, pods)
     changed = copy.deepcopy(pods)
     victim = changed[0]
     victim["metadata"]["resourceVersion"] = ""
     victim["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:00Z"
-    observed = observe(changed)
+    observed = observe_(cluster, changed)
     group = observed.groups[int(victim["metadata"]["labels"][naming.LABEL_GROUP_ORDINAL])]
     assert group.deleting

@@ -1,9 +1,10 @@
-"""The state view memoises each group's entries (its instances, and its row of the group table) on
-the observed group, which is reused while its pods are the same parses, under a key of everything
-else they read: the pass's shape (spec sizes, update revision, verification, namespace), the pods
-expected per instance, the in-flight counts of the group's pods, and for the row the group's status
-record. Whatever changes besides the pods must show in the view; what does not change is handed
-back as the very same objects, which the publisher's delta then skips by identity."""
+"""With a cache (``passcache``), the state view memoises each group's entries (its instances, and
+its row of the group table) by the observed group, which is reused while its pods are the same
+parses, under a key of everything else they read: the pass's shape (spec sizes, update revision,
+verification, namespace), the pods expected per instance, the in-flight counts of the group's pods,
+and for the row the group's status record. Whatever changes besides the pods must show in the view;
+what does not change is handed back as the very same objects, which the publisher's delta then skips
+by identity."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from .support import (
     NAME,
     NS,
     ROLLOUTS,
+    cache_of,
     change_image,
     deploy,
     every_pass_of_a_rollout,
@@ -43,6 +45,7 @@ def view(cluster, clock, *, pods=None, obj=None, in_flight=None):
         cluster.list_revisions(NS, NAME),
         in_flight or {},
         clock.t,
+        cache=cache_of(cluster),
     )
 
 
@@ -104,7 +107,9 @@ def test_a_revision_that_can_no_longer_be_read_holds_unchanged_instances_to_the_
     revisions = copy.deepcopy(cluster.list_revisions(NS, NAME))
     for rev in revisions:
         rev["data"] = None
-    unreadable = build_view(cluster.ms[(NS, NAME)], cluster.list_pods(NS, NAME), revisions, {}, clock.t)
+    unreadable = build_view(
+        cluster.ms[(NS, NAME)], cluster.list_pods(NS, NAME), revisions, {}, clock.t, cache=cache_of(cluster)
+    )
     assert {i["state"] for i in unreadable["instances"]} == {"Creating"}  # 2 of the 3 pods wanted
     assert {i["state"] for i in view(cluster, clock)["instances"]} == {"Ready"}
 

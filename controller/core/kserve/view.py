@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 
 from .. import gates, naming, phases, podresources
 from ..gates import instance_gates
-from ..observe import InstanceObs, parse_pod
+from ..observe import instance_of, parse_pod
 from . import apps, handover
 from .config import KNATIVE, DeployConfig, current_mode_name
 from .errors import KServeError
@@ -96,8 +96,7 @@ def pod_gates(pod: Obj, routed: bool) -> tuple[str | None, str | None]:
     obs = parse_pod({**pod, "metadata": {**meta, "labels": labels}})
     if obs is None:
         return None, None
-    inst = InstanceObs(0, "pod", 0, pods={0: obs})
-    inst.finalize()
+    inst = instance_of(0, "pod", 0, {0: obs})
     result = instance_gates(inst, 1, verification_required=False)
     highest = result.highest
     if not routed and highest in (gates.ROUTED, gates.VERIFIED, gates.SERVING):

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..observe import Observed
+from ..passcache import PassCache
 from ..plan import Plan
 from ..revisions import History, gc_actions
 from ..spec import GROUP_ROLLING, IN_PLACE, ModelServing
@@ -50,11 +51,13 @@ def plan(
     status: dict[str, Any] | None = None,
     settings: ClusterSettings | None = None,
     analysis_figures: dict[tuple[float, float], dict[str, Any]] | None = None,
+    cache: PassCache | None = None,
 ) -> Plan:
     """Plan one reconcile pass. ``status`` is the ModelServing's status as last written;
     ``analysis_figures`` the metrics of the canary analysis windows due (``canary.windows_to_fetch``):
-    ``{(start, end): {"stable": figures, "canary": figures}}``."""
-    ctx = returning_after_abort(build_context(ms, history, observed, now, status or {}, settings))
+    ``{(start, end): {"stable": figures, "canary": figures}}``. ``cache``: what the caller keeps
+    from pass to pass (``passcache``); None computes everything. Either way, the same plan."""
+    ctx = returning_after_abort(build_context(ms, history, observed, now, status or {}, settings, cache))
     canary = run_canary(ctx, analysis_figures or {})
     if canary.partition is not None:
         ctx = with_partition(ctx, canary.partition, "canary")

@@ -9,14 +9,14 @@ The decision modules read it and never change it; what they decide goes to the `
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..byidentity import ByIdentity
 from ..gates import verification_passed
-from ..interned import Interned
 from ..intorpercent import IntOrPercent
 from ..observe import GroupObs, InstanceObs, Observed
+from ..passcache import GroupMemo, PassCache, by_identity
 from ..revisions import History, UpdateRevision, canonicalized, record_update_revision, role_data, role_hash
 from ..spec import GROUP_ROLLING, RECREATE_ROLE, ModelServing
 from ..strategy import ClusterSettings, EffectiveStrategy, EffectiveValue, resolve
@@ -38,13 +38,14 @@ class Recorded:
     desired: dict[int, dict[str, int]]
 
 
-def recorded_revisions(status: dict[str, Any]) -> Recorded:
+def recorded_revisions(status: dict[str, Any], cache: PassCache | None = None) -> Recorded:
     """Read the references back: ``groups[].revision`` / ``targetRevision`` per group,
     ``groups[].instanceRevisions`` as ``{"role/ordinal": hash}``; every other instance of a group
     runs the group's revision. ``roleReplicas`` is the role size then (surge groups have none).
-    A pass that finds the very status object the previous pass read (it wrote nothing new: an idle
-    pass, a resync) takes its references without reading 1,000 group entries again (~2 ms)."""
-    return _RECORDED(status)
+    With a cache, a pass that finds the very status object the previous pass read (it wrote nothing
+    new: an idle pass, a resync) takes its references without reading 1,000 group entries again
+    (~2 ms)."""
+    return by_identity(cache, _read_recorded, status)
 
 
 def _read_recorded(status: dict[str, Any]) -> Recorded:
@@ -67,9 +68,6 @@ def _read_recorded(status: dict[str, Any]) -> Recorded:
             if role and k.isdigit() and irev:
                 instances[(o, role, int(k))] = irev
     return Recorded(groups, instances, desired)
-
-
-_RECORDED = ByIdentity(_read_recorded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,13 +93,20 @@ class PassContext:
     group_available: dict[int, bool]
     # Instances per group of every role of the spec (a role absent here has left the spec).
     role_sizes: dict[str, int]
-    _expected_pods: dict[tuple[str, str], int] = field(default_factory=dict, repr=False)
-    # What availability and recovery read besides a group's pods (``_availability_shape``), interned;
-    # None when verification runs (availability then reads more) or a revision cannot be read.
+    # Pods per instance by (revision, role) for every readable revision (``_expected_table``).
+    expected_table: Mapping[tuple[str, str], int] = field(default_factory=dict, repr=False)
+    # What availability and recovery read besides a group's pods (``_availability_shape``), interned
+    # in the cache; None when verification runs (availability then reads more) or a revision's
+    # roles cannot be read.
     shape: tuple[Any, ...] | None = None
     # An operator aborted the rollout and the spec selects the stable revision it went back to
     # (``returning_after_abort``): the groups return to it although spec.paused is set.
     returning_to_stable: bool = False
+    # What the caller remembers between passes (``passcache``): None, nothing.
+    cache: PassCache | None = field(default=None, repr=False, compare=False)
+    # Each observed group's memo in the cache, by ordinal (``passcache.GroupMemo``), looked up once
+    # per pass: availability, recovery and status each read it (1,000 groups: 3,000 lookups).
+    memos: Mapping[int, GroupMemo] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def update_hash(self) -> str:
@@ -130,17 +135,10 @@ class PassContext:
 
     def expected_pods(self, rev: str, role: str) -> int:
         """Pods per instance of ``role`` at ``rev``: 1 + workerReplicas of that revision (of the
-        spec when the revision cannot be read). Memoised: derived data only."""
-        key = (rev, role)
-        value = self._expected_pods.get(key)
+        spec when the revision cannot be read or lacks the role)."""
+        value = self.expected_table.get((rev, role))
         if value is None:
-            rd = self.role_data_of(rev, role)
-            if rd is not None:
-                value = 1 + int(rd.get("workerReplicas") or 0)
-            else:
-                spec_role = self.ms.role(role)
-                value = spec_role.pods_per_instance if spec_role else 1
-            self._expected_pods[key] = value
+            value = _expected_of(self.role_data_of(rev, role), self.ms, role)
         return value
 
     def role_replicas(self, role: str) -> int:
@@ -172,85 +170,159 @@ def build_context(
     now: float,
     status: dict[str, Any],
     settings: ClusterSettings | None,
+    cache: PassCache | None = None,
 ) -> PassContext:
-    strategy = resolve(ms, settings)
-    recorded = recorded_revisions(status)
+    """The pass's context, every field worked out before it is handed out: the revisions first
+    (``_revisions_context``: a context without the groups' figures, private to this function),
+    then what each group runs and which instances and groups are available, read from it."""
+    base = _revisions_context(ms, history, observed, now, status, settings, cache)
+    shape = None if ms.verification is not None else _availability_shape(base)
+    instance_available, group_available, memos = _availability(base, shape)
+    return dataclasses.replace(
+        base,
+        group_revisions=_group_revisions(base, base.strategy.group.partition.count),
+        instance_available=instance_available,
+        group_available=group_available,
+        shape=shape,
+        memos=memos,
+    )
+
+
+def _revisions_context(
+    ms: ModelServing,
+    history: History,
+    observed: Observed,
+    now: float,
+    status: dict[str, Any],
+    settings: ClusterSettings | None,
+    cache: PassCache | None,
+) -> PassContext:
+    """The context's revision reading: the update revision, its equivalents, the current one and
+    the pods per instance of each readable revision. No group's figures yet."""
     spec = ms.manifest.get("spec") or {}
-    update = record_update_revision(ms.name, spec, history, int(status.get("collisionCount") or 0))
+    update = record_update_revision(ms.name, spec, history, int(status.get("collisionCount") or 0), cache)
     update_hash = update.hash
     equivalent = {update_hash}
     for rev in history.revisions:
-        if rev.hash != update_hash and rev.data is not None and canonicalized(rev.data) == update.data:
+        if rev.hash != update_hash and rev.data is not None and canonicalized(rev.data, cache) == update.data:
             equivalent.add(rev.hash)
     record = history.get(update_hash)
     current = status.get("currentRevision")
-    current_hash = current if current and (current in history.by_hash or current == update_hash) else update_hash
-    ctx = PassContext(
+    unreadable = record is not None and not record.readable
+    return PassContext(
         ms=ms,
         history=history,
         observed=observed,
         now=now,
         prev_status=status,
-        strategy=strategy,
-        recorded=recorded,
+        strategy=resolve(ms, settings),
+        recorded=recorded_revisions(status, cache),
         update=update,
         update_role_hashes={r["name"]: role_hash(r) for r in update.data.get("roles") or []},
         equivalent=frozenset(equivalent),
-        update_unreadable=record is not None and not record.readable,
-        current_hash=current_hash,
+        update_unreadable=unreadable,
+        current_hash=current if current and (current in history.by_hash or current == update_hash) else update_hash,
         group_revisions={},
         instance_available={},
         group_available={},
         role_sizes={r.name: r.replicas for r in ms.roles},
+        expected_table=_expected_table(ms, history, equivalent, update.data, unreadable),
+        cache=cache,
     )
-    partition = strategy.group.partition.count
-    revisions = ctx.group_revisions
-    # A group with pods runs their revision (``group_revision``'s first rule, taken for every group
-    # at once: 1,000 calls a pass otherwise); the rest of the ordinals ask ``group_revision``.
-    revisions.update([(o, g.revision) for o, g in observed.groups.items() if g.instances])
-    for o in range(ms.replicas):
+
+
+def _expected_of(role_data_: dict[str, Any] | None, ms: ModelServing, role: str) -> int:
+    """Pods per instance from a revision's role data; the spec's when the revision has none."""
+    if role_data_ is not None:
+        return 1 + int(role_data_.get("workerReplicas") or 0)
+    spec_role = ms.role(role)
+    return spec_role.pods_per_instance if spec_role else 1
+
+
+def _expected_table(
+    ms: ModelServing, history: History, equivalent: set[str], update_data: dict[str, Any], unreadable: bool
+) -> dict[tuple[str, str], int]:
+    """Pods per instance of every role of every readable revision (stored, or equivalent to the
+    update one), as ``PassContext.data_of`` reads them: a few revisions, thousands of instances.
+    A role whose figure cannot be read is left out (``expected_pods`` then reads it, and fails,
+    only if a pass asks)."""
+    table: dict[tuple[str, str], int] = {}
+    for rev in {*history.by_hash, *equivalent}:
+        if rev in equivalent:
+            data = None if unreadable else update_data
+        else:
+            data = history.data_of(rev)
+        for r in (data or {}).get("roles") or []:
+            name = r.get("name") if isinstance(r, dict) else None
+            if name is None or (rev, name) in table:
+                continue  # the first role of a name is the one ``role_data`` finds
+            try:
+                table[(rev, name)] = 1 + int(r.get("workerReplicas") or 0)
+            except (TypeError, ValueError):
+                continue
+    return table
+
+
+def _group_revisions(ctx: PassContext, partition: int) -> dict[int, str]:
+    """What every group runs, or is rebuilt on (``group_revision``). A group with pods runs their
+    revision (its first rule, taken for every group at once: 1,000 calls a pass otherwise)."""
+    observed = ctx.observed
+    revisions = {o: g.revision for o, g in observed.groups.items() if g.instances}
+    for o in range(ctx.ms.replicas):
         if o not in revisions:
             revisions[o] = group_revision(ctx, o, None, partition)
     for o, group in observed.groups.items():
         if o not in revisions:
             revisions[o] = group_revision(ctx, o, group, partition)
-    verifying = ms.verification is not None
-    expected_of = ctx.expected_pods
-    available = ctx.instance_available
-    group_available = ctx.group_available
-    # Without verification a group's availability depends only on its pods and on the shape below;
-    # a group whose pods are the same parses as last pass (the same GroupObs) under the same shape
-    # takes last pass's figures (1,000 groups x 4 instances: ~3 ms of ~19 in ``bench planner``).
-    if not verifying:
-        ctx = dataclasses.replace(ctx, shape=_availability_shape(ctx))
-    shape = ctx.shape
-    for group in observed.groups.values():
-        memo = group.availability
-        if shape is not None and memo is not None and memo[0] is shape:
-            available.update(memo[1])
-            group_available[group.ordinal] = memo[2]
+    return revisions
+
+
+def _availability(
+    ctx: PassContext, shape: tuple[Any, ...] | None
+) -> tuple[dict[InstanceKey, bool], dict[int, bool], dict[int, GroupMemo]]:
+    """Which instances and which groups are available, and each group's memo in the cache (found
+    here, in the one walk over the groups every pass makes). Without verification a group's
+    figures depend only on its pods and on ``shape``: a group whose pods are the same parses as
+    last pass (the same GroupObs) under the same shape takes last pass's figures from the cache
+    (1,000 groups x 4 instances: ~3 ms of ~19 in ``bench planner``)."""
+    cache = ctx.cache
+    table = cache.group_memos if cache is not None else None
+    available: dict[InstanceKey, bool] = {}
+    group_available: dict[int, bool] = {}
+    memos: dict[int, GroupMemo] = {}
+    for ordinal, group in ctx.observed.groups.items():
+        memo = None
+        if table is not None:
+            memo = table.get(id(group))
+            if memo is None or memo.group is not group:
+                memo = cache.memo_of(group)  # type: ignore[union-attr]
+            memos[ordinal] = memo
+        hit = memo.availability if memo is not None and shape is not None else None
+        if hit is not None and hit[0] is shape:
+            available.update(hit[1])
+            group_available[group.ordinal] = hit[2]
             continue
-        figures = []
-        for inst in group.instances.values():
-            # inst.ready(expected) and not updating in place, inlined: this runs for every instance.
-            ready = (
-                inst.all_ready
-                and not inst.updating_in_place
-                and inst.contiguous >= expected_of(inst.revision, inst.role)
-            )
-            figures.append(
-                ((inst.group, inst.role, inst.ordinal), ready and (not verifying or verified_enough(ctx, inst)))
-            )
+        figures = _instance_figures(ctx, group)
         available.update(figures)
         group_ok = bool(group.instances) and _every_instance_ready(ctx, group)
         group_available[group.ordinal] = group_ok
-        if shape is not None:
-            group.availability = (shape, figures, group_ok)
-    return ctx
+        if memo is not None and shape is not None:
+            memo.availability = (shape, figures, group_ok)
+    return available, group_available, memos
 
 
-# A shape per spec and revision history seen.
-_SHAPES = Interned(1_000)
+def _instance_figures(ctx: PassContext, group: GroupObs) -> list[tuple[InstanceKey, bool]]:
+    """Each instance of the group with whether it is available."""
+    verifying = ctx.ms.verification is not None
+    expected_of = ctx.expected_pods
+    figures = []
+    for inst in group.instances.values():
+        # inst.ready(expected) and not updating in place, inlined: this runs for every instance.
+        ready = (
+            inst.all_ready and not inst.updating_in_place and inst.contiguous >= expected_of(inst.revision, inst.role)
+        )
+        figures.append(((inst.group, inst.role, inst.ordinal), ready and (not verifying or verified_enough(ctx, inst))))
+    return figures
 
 
 def _availability_shape(ctx: PassContext) -> tuple[Any, ...] | None:
@@ -258,7 +330,8 @@ def _availability_shape(ctx: PassContext) -> tuple[Any, ...] | None:
     ``_every_instance_ready``, no verification): per readable revision (stored, or the update one)
     its roles with their pods per instance, the spec's pods per role instance (a revision that
     cannot be read, or lacks the role), and the role sizes. Equal shapes give equal figures.
-    None (nothing memoised) when a revision's roles cannot be read as numbers."""
+    None (nothing memoised) when a revision's roles cannot be read as numbers. Interned in the
+    cache, so a memo made under it is checked by identity."""
     revisions = []
     for rev in sorted({*ctx.history.by_hash, *ctx.equivalent}):
         data = ctx.data_of(rev)
@@ -276,7 +349,7 @@ def _availability_shape(ctx: PassContext) -> tuple[Any, ...] | None:
         tuple((r.name, r.pods_per_instance) for r in ctx.ms.roles),
         tuple(ctx.role_sizes.items()),
     )
-    return _SHAPES(key)
+    return key if ctx.cache is None else ctx.cache.shapes(key)
 
 
 def with_partition(ctx: PassContext, partition: IntOrPercent, source: str) -> PassContext:
@@ -284,10 +357,12 @@ def with_partition(ctx: PassContext, partition: IntOrPercent, source: str) -> Pa
     spec: the strategy says so, and the groups below it are protected like any partition."""
     count = min(partition.resolve(ctx.ms.replicas, round_up=True), ctx.ms.replicas)
     group = dataclasses.replace(ctx.strategy.group, partition=EffectiveValue(partition.to_json(), count, source))
-    ctx = dataclasses.replace(ctx, strategy=dataclasses.replace(ctx.strategy, group=group), group_revisions={})
-    for o in set(ctx.observed.groups) | set(range(ctx.ms.replicas)):
-        ctx.group_revisions[o] = group_revision(ctx, o, ctx.observed.groups.get(o), count)
-    return ctx
+    revisions = {
+        o: group_revision(ctx, o, ctx.observed.groups.get(o), count)
+        for o in set(ctx.observed.groups) | set(range(ctx.ms.replicas))
+    }
+    strategy = dataclasses.replace(ctx.strategy, group=group)
+    return dataclasses.replace(ctx, strategy=strategy, group_revisions=revisions)
 
 
 def returning_after_abort(ctx: PassContext) -> PassContext:
@@ -364,9 +439,20 @@ def needs_no_recovery(ctx: PassContext, group: GroupObs) -> bool:
     decide. Memoised on the group with the pass's shape (their inputs besides the pods)."""
     if ctx.ms.recovery_policy != RECREATE_ROLE or ctx.shape is None:
         return False
-    memo = group.intact
-    if memo is not None and memo[0] is ctx.shape:
-        return memo[1]
+    memo = ctx.memos.get(group.ordinal)
+    if memo is not None and memo.group is not group:  # a group from elsewhere than this pass's observation
+        memo = None
+    hit = memo.intact if memo is not None else None
+    if hit is not None and hit[0] is ctx.shape:
+        return hit[1]
+    intact = _intact(ctx, group)
+    if memo is not None:
+        memo.intact = (ctx.shape, intact)
+    return intact
+
+
+def _intact(ctx: PassContext, group: GroupObs) -> bool:
+    """``needs_no_recovery``'s verdict, worked out."""
     data = ctx.data_of(group.revision)
     intact = data is not None and bool(group.instances)
     if intact:
@@ -380,7 +466,6 @@ def needs_no_recovery(ctx: PassContext, group: GroupObs) -> bool:
             if name in ctx.role_sizes and any((name, k) not in group.instances for k in range(ctx.role_sizes[name])):
                 intact = False
                 break
-    group.intact = (ctx.shape, intact)
     return intact
 
 

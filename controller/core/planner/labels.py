@@ -20,6 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..naming import LABEL_REVISION_COMPAT_VALUE, compat_revisions, revision_compat_label
+from ..observe import PodObs
+from ..passcache import PODS_LIMIT, PassCache, bounded_put
 from ..plan import PATCH_LABELS, Action
 from ..revisions import role_hash
 from .builder import PlanBuilder
@@ -84,12 +86,26 @@ def label_patch(current: set[str], wanted: list[str]) -> dict | None:
     return {"metadata": {"labels": labels}}
 
 
+def compat_of(pod: PodObs, cache: PassCache | None) -> frozenset[str]:
+    """The revisions a pod's compatibility labels name, read once per parse with a cache: a pass
+    with a path compares every pod's labels with the history."""
+    if cache is None:
+        return frozenset(compat_revisions((pod.raw.get("metadata") or {}).get("labels")))
+    hit = cache.compat.get(id(pod))
+    if hit is not None and hit[0] is pod:
+        return hit[1]
+    value = frozenset(compat_revisions((pod.raw.get("metadata") or {}).get("labels")))
+    bounded_put(cache.compat, PODS_LIMIT, id(pod), (pod, value))
+    return value
+
+
 def sync_revision_labels(out: PlanBuilder) -> None:
     """One ``patchLabels`` action per instance whose pods' compatibility labels differ from what
     the history says now. Pods this pass removes or that are terminating are left alone."""
     ctx = out.ctx
     if not labels_wanted(ctx):
         return
+    cache = ctx.cache
     # (role, template, own revision) -> the revisions wanted, as a set: pods alike share it.
     wanted_of: dict[tuple[str, str, str], tuple[list[str], frozenset[str]]] = {}
 
@@ -101,10 +117,7 @@ def sync_revision_labels(out: PlanBuilder) -> None:
         if wanted is None:
             revs = compatible_revisions(out, role, pod.role_hash, pod.revision)
             wanted = wanted_of[key] = (revs, frozenset(revs))
-        current = pod.compat
-        if current is None:
-            current = pod.compat = frozenset(compat_revisions((pod.raw.get("metadata") or {}).get("labels")))
-        return current != wanted[1]
+        return compat_of(pod, cache) != wanted[1]
 
     # Most passes find every pod's labels right: that is learnt without sorting anything. Only
     # then are the instances walked in order, for the actions' order.
@@ -127,9 +140,7 @@ def sync_revision_labels(out: PlanBuilder) -> None:
                 if wanted is None:
                     revs = compatible_revisions(out, role, pod.role_hash, pod.revision)
                     wanted = wanted_of[key] = (revs, frozenset(revs))
-                current = pod.compat
-                if current is None:
-                    current = pod.compat = frozenset(compat_revisions((pod.raw.get("metadata") or {}).get("labels")))
+                current = compat_of(pod, cache)
                 if current != wanted[1]:
                     patches[pod.name] = label_patch(current, wanted[0])
             if patches:

@@ -18,7 +18,6 @@ from fractions import Fraction
 from typing import Any
 
 from .. import naming, phases
-from ..interned import Interned
 from ..observe import GroupObs
 from ..plan import BECAUSE_UPDATE, KIND_PARTITION, KIND_REVISION, STUCK_KINDS, Blocked
 from .builder import PlanBuilder
@@ -102,7 +101,6 @@ def build_status(ctx: PassContext, out: PlanBuilder) -> dict[str, Any]:
 # non-updated revisions. Interned, so the many groups that add the same (every group Ready on the
 # update revision, say) are counted per distinct effect and added up once at the end.
 _COUNTED = ("updatedReady", "eligible", *_ROLE_COUNTS)
-_EFFECTS = Interned(10_000)
 
 
 def _group_entries(ctx: PassContext, out: PlanBuilder, totals: _Totals) -> list[dict[str, Any]]:
@@ -124,11 +122,13 @@ def _group_entries(ctx: PassContext, out: PlanBuilder, totals: _Totals) -> list[
     for o in sorted(set(groups) | set(range(ms.replicas))):
         group = groups.get(o)
         key = None
+        memo = None
         if pass_key is not None and group is not None and group.instances and o not in busy:
             key = (pass_key, ctx.group_revisions.get(o), o >= ms.replicas, o >= totals.group_partition)
-            memo = group.status_entry
-            if memo is not None and memo[0] == key:
-                _, entry, effect, skew = memo
+            memo = ctx.memos[o]  # a pass key needs a cache: every observed group has its memo
+            hit = memo.status_entry
+            if hit is not None and hit[0] == key:
+                _, entry, effect, skew = hit
                 effects[effect] = effects.get(effect, 0) + 1
                 if skew is not None:  # coordinated roles only
                     _add_skew(totals, skew, o)
@@ -150,12 +150,12 @@ def _group_entries(ctx: PassContext, out: PlanBuilder, totals: _Totals) -> list[
             scratch.available_groups,
             tuple(scratch.non_updated_revisions.items()),
         )
-        effect = _EFFECTS(effect)
+        effect = effect if ctx.cache is None else ctx.cache.effects(effect)
         skew = scratch.worst_skew[:2] if scratch.worst_skew is not None else None
         effects[effect] = effects.get(effect, 0) + 1
         _add_skew(totals, skew, o)
-        if key is not None:
-            group.status_entry = (key, entry, effect, skew)
+        if memo is not None:
+            memo.status_entry = (key, entry, effect, skew)
             entries.append(dict(entry))
         else:
             entries.append(entry)
@@ -180,16 +180,13 @@ def _add_skew(totals: _Totals, skew: tuple[Fraction, Fraction] | None, o: int) -
         totals.worst_skew = (skew[0], skew[1], o)
 
 
-# Interned pass keys, so a memo's key compares its first element by identity.
-_STATUS_KEYS = Interned(10_000)
-
-
 def _status_key(ctx: PassContext, totals: _Totals) -> tuple[Any, ...] | None:
     """What a group's entry reads of the pass besides the group itself, its revision and place:
     the availability shape (None under verification: nothing memoised), the spec's roles and
     replicas, the strategy's level and partitions, the update revision with its role hashes and
-    equivalents, and the coordination."""
-    if ctx.shape is None:
+    equivalents, and the coordination. Interned in the cache, so a memo's key compares its first
+    element by identity; None without a cache (nothing memoised)."""
+    if ctx.shape is None or ctx.cache is None:
         return None
     coordination = ctx.ms.strategy.coordination
     key = (
@@ -204,7 +201,7 @@ def _status_key(ctx: PassContext, totals: _Totals) -> tuple[Any, ...] | None:
         tuple(sorted(ctx.equivalent)),
         None if coordination is None else (coordination.max_skew_percent, tuple(sorted(coordination.roles))),
     )
-    return _STATUS_KEYS(key)
+    return ctx.cache.status_keys(key)
 
 
 def _skew_entry(ctx: PassContext, totals: _Totals, *, rolling: bool) -> dict[str, Any]:

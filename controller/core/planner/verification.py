@@ -27,7 +27,11 @@ def request_verifications(out: PlanBuilder) -> None:
             if entry is None or inst.being_removed or (group.ordinal, role, ordinal) in out.instance_removals:
                 continue
             gates = instance_gates(
-                inst, ctx.expected_pods(inst.revision, role), verification_required=True, routed=ctx.observed.routed
+                inst,
+                ctx.expected_pods(inst.revision, role),
+                verification_required=True,
+                routed=ctx.observed.routed,
+                cache=ctx.cache,
             )
             if ROUTED not in gates.reached:
                 if LOADED in gates.reached and entry.draining_since is None and not entry.deleting:

@@ -1,6 +1,8 @@
-"""Observation of a list whose objects the port shares (``ports.SharedObjects``): a pod object met
-again is taken as the same version without reading it; everything else is read as from a plain
-list, so the two give the same observation whatever changed between two lists."""
+"""The three observe paths agree (``observe.paths``): the plain one (every pod parsed, no cache:
+the reference), by version (a plain list through a cache: parses kept by uid and resourceVersion,
+groups regrouped incrementally) and by identity (a list whose objects the port shares,
+``ports.SharedObjects``: a pod object met again is taken as the same version without reading it).
+Whatever changed between two lists, the three give the same observation."""
 
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.core import naming
-from controller.core.observe import Observed, observe
-from controller.core.observe import _observe_pods as one_by_one_with
+from controller.core.observe import Observed, observe, observe_plain
+from controller.core.passcache import PassCache
 from controller.core.ports import SharedObjects
 from controller.simcluster.memory.clock import VirtualClock
 from controller.simcluster.memory.store import InMemoryStore
@@ -32,27 +34,32 @@ def converged_pods() -> list[dict]:
 
 
 def summary(observed: Observed) -> dict:
-    """What the planner reads of an observation, as plain data."""
+    """Everything an observation holds, as plain data: each group's and instance's fields, and of
+    each pod its identity and version (a pod is read from that version alone)."""
     return {
         "groups": {
-            ordinal: {
-                key: (
-                    sorted((i, p.name, p.resource_version, p.ready, p.deleting) for i, p in inst.pods.items()),
-                    inst.all_ready,
-                    inst.deleting,
-                )
-                for key, inst in group.instances.items()
-            }
+            ordinal: (
+                {
+                    key: (
+                        sorted(
+                            (i, p.name, p.uid, p.resource_version, p.ready, p.deleting) for i, p in inst.pods.items()
+                        ),
+                        list(inst.pods),  # the order the pods came in
+                        inst[4:],  # every aggregate after the pods
+                    )
+                    for key, inst in group.instances.items()
+                },
+                list(group.instances),
+                dict(group.revision_counts),
+                list(group.revision_counts),
+                group[3:],
+            )
             for ordinal, group in observed.groups.items()
         },
         "order": list(observed.groups),  # the planner walks some of them in this order
         "leaving": [p.name for p in observed.leaving_routing],
         "foreign": observed.foreign,
     }
-
-
-def one_by_one(pods: list[dict]) -> Observed:
-    return one_by_one_with(list(pods), None)
 
 
 def new_version(pod: dict, **changes) -> dict:
@@ -83,13 +90,18 @@ CHANGES = st.sampled_from(["ready", "unready", "deleting", "draining", "recreate
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(st.tuples(CHANGES, st.integers(0, 1_000)), max_size=4), min_size=1, max_size=8))
-def test_a_shared_list_is_observed_as_the_same_plain_list_through_any_changes(passes):
-    """Shared objects (taken by identity), a plain list (by version) and the pods one by one (no
-    previous list remembered: the reference) give the same observation after any changes, each
-    observed after the previous lists as a controller's passes are."""
+def test_the_three_observe_paths_give_the_same_observation_through_any_changes(passes):
+    """Shared objects (taken by identity), a plain list (by version) and the plain path (nothing
+    remembered: the reference) give the same observation after any changes, the first two each
+    with its own cache carried from list to list as a controller's passes are."""
+    by_identity, by_version = PassCache(), PassCache()
 
     def each_way(pods):
-        return [summary(observe(SharedObjects(pods))), summary(observe(list(pods))), summary(one_by_one(pods))]
+        return [
+            summary(observe(SharedObjects(pods), cache=by_identity)),
+            summary(observe(list(pods), cache=by_version)),
+            summary(observe_plain(list(pods))),
+        ]
 
     pods = converged_pods()
     removed: list[dict] = []
@@ -120,23 +132,36 @@ def test_a_pod_object_met_again_in_a_shared_list_is_not_read_again():
     """The contract that makes it correct: a port that shares objects never changes one. A pod
     changed in place (which such a port never does) shows the mechanism: the shared list is not
     read again, a plain list is."""
-    pods = converged_pods()
-    observe(SharedObjects(pods))
+    pods, cache = converged_pods(), PassCache()
+    observe(SharedObjects(pods), cache=cache)
     changed_in_place = pods[0]
     changed_in_place["metadata"]["deletionTimestamp"] = "2026-12-02T00:00:00Z"
     changed_in_place["metadata"]["resourceVersion"] = str(next(_versions))
     group = int(changed_in_place["metadata"]["labels"][naming.LABEL_GROUP_ORDINAL])
-    assert not observe(SharedObjects(pods)).groups[group].deleting
-    assert observe(list(pods)).groups[group].deleting
+    assert not observe(SharedObjects(pods), cache=cache).groups[group].deleting
+    assert observe(list(pods), cache=cache).groups[group].deleting
 
 
 def test_a_pod_created_at_the_head_of_the_list_shifts_every_pod_and_is_still_observed():
-    pods = converged_pods()
-    observe(SharedObjects(pods))
+    pods, cache = converged_pods(), PassCache()
+    observe(SharedObjects(pods), cache=cache)
     newcomer = recreated(pods[0])
     newcomer["metadata"]["name"] = "a-" + newcomer["metadata"]["name"]  # sorts first
     shifted = [newcomer, *pods[:-1]]  # same length: every pod moved one place
-    assert summary(observe(SharedObjects(shifted))) == summary(observe(list(shifted)))
+    assert summary(observe(SharedObjects(shifted), cache=cache)) == summary(observe_plain(shifted))
+
+
+def test_without_a_cache_nothing_of_one_observation_is_reused_by_the_next():
+    """The reference path remembers nothing: the same pods observed twice are parsed twice."""
+    pods = converged_pods()
+    first, second = observe(pods), observe(pods)
+    assert first.groups[0] is not second.groups[0]
+    assert summary(first) == summary(second)
+
+
+def test_with_a_cache_an_unchanged_group_is_the_group_observed_before():
+    pods, cache = converged_pods(), PassCache()
+    assert observe(pods, cache=cache).groups[0] is observe(list(pods), cache=cache).groups[0]
 
 
 def test_the_in_memory_simulator_shares_its_pods_unless_it_copies_reads():

@@ -1,0 +1,123 @@
+"""A pass cache changes no result (``core.passcache``): two copies of one cluster, driven through the
+same random passes, one reconciled with a cache carried from pass to pass and the other with none
+(the reference: everything computed, nothing remembered), take the same actions, write the same
+status and show the same state view on every pass.
+
+Between passes the pods change as a rollout changes them: created by the passes, becoming Ready
+when the kubelet settles, deleted or turning unready behind the controller's back, and a new
+revision when the template changes mid-way. What the memos read besides the pods changes too: the
+ModelServing or one role scaled, a stored revision made unreadable.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from controller.core.passcache import PassCache
+from controller.core.reconcile import reconcile
+
+from .harness import CountingRouter, FixedClock, MiniCluster, manifest, role
+from .support import NAME, NS, change_image, patch_spec
+from .test_planner_properties import modelservings
+
+PASSES = st.lists(
+    st.one_of(
+        st.tuples(st.just("pass"), st.booleans()),  # the pods become Ready afterwards, or not
+        st.tuples(st.just("delete-pod"), st.integers(0, 10_000)),
+        st.tuples(st.just("unready-pod"), st.integers(0, 10_000)),
+        st.tuples(st.just("change-image"), st.sampled_from(["engine:v2", "engine:v3", "engine:v1"])),
+        st.tuples(st.just("scale"), st.integers(1, 5)),
+        st.tuples(st.just("scale-role"), st.integers(1, 3)),
+        st.tuples(st.just("corrupt"), st.integers(0, 10_000)),
+    ),
+    min_size=1,
+    max_size=24,
+)
+
+
+def _one_pass(cluster: MiniCluster, clock: FixedClock, cache: PassCache | None) -> dict:
+    """One reconcile pass, what it decided and showed, as plain data."""
+    result = reconcile(cluster, CountingRouter(), clock, NS, NAME, cache=cache)
+    return {
+        "actions": [a.to_trace() for a in result.actions],
+        "blocked": result.blocked,
+        "status": result.status,
+        "view": result.view,
+        "error": result.error,
+    }
+
+
+def _change_pods(cluster: MiniCluster, op: str, arg: int) -> None:
+    """A pod deleted, or turned unready, behind the controller's back (the test cluster lists a
+    changed pod under a new resourceVersion, as an API server does)."""
+    names = sorted(cluster.pods)
+    if not names:
+        return
+    name = names[arg % len(names)]
+    if op == "delete-pod":
+        del cluster.pods[name]
+        return
+    pod = copy.deepcopy(cluster.pods[name])
+    pod["status"]["conditions"] = [c for c in pod["status"].get("conditions", []) if c["type"] != "Ready"] + [
+        {"type": "Ready", "status": "False"}
+    ]
+    cluster.pods[name] = pod
+
+
+SETTLED = manifest(replicas=2, roles=[role("prefill", replicas=1, workers=1), role("decode")])
+
+
+def _change_spec(cluster: MiniCluster, op: str, arg) -> None:
+    """The template changed (a new revision), the ModelServing or its first role scaled, or a stored
+    revision made unreadable."""
+    if op == "change-image":
+        change_image(cluster, arg)
+    elif op == "scale":
+        patch_spec(cluster, {"replicas": arg})
+    elif op == "scale-role":
+        roles = copy.deepcopy(cluster.ms[(NS, NAME)]["spec"]["template"]["roles"])
+        roles[0]["replicas"] = arg
+        patch_spec(cluster, {"template": {"roles": roles}})
+    elif cluster.revisions:
+        names = sorted(cluster.revisions)
+        cluster.revisions[names[arg % len(names)]]["data"] = "<corrupted>"
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(m=modelservings(), passes=PASSES)
+# Settled, then what a group's memos read besides its pods changes while its pods do not.
+@example(m=SETTLED, passes=[("pass", True)] * 3 + [("scale-role", 3), ("pass", True), ("pass", True)])
+@example(m=SETTLED, passes=[("pass", True)] * 3 + [("scale", 1), ("pass", False), ("scale", 3), ("pass", True)])
+@example(
+    m=SETTLED,
+    passes=[("pass", True)] * 3 + [("change-image", "engine:v2"), ("pass", False), ("corrupt", 0), ("pass", True)],
+)
+def test_random_passes_with_a_cache_carried_across_them_decide_and_show_what_passes_without_one_do(m, passes):
+    cached_cluster, cached_clock, cache = MiniCluster(), FixedClock(), PassCache()
+    plain_cluster, plain_clock = MiniCluster(), FixedClock()
+    cached_cluster.create_modelserving(m)
+    plain_cluster.create_modelserving(m)  # the same objects: the test cluster numbers uids in order
+    for n, (op, arg) in enumerate([("pass", True), *passes]):
+        if op == "pass":
+            with_cache = _one_pass(cached_cluster, cached_clock, cache)
+            without = _one_pass(plain_cluster, plain_clock, None)
+            assert with_cache == without, f"pass {n} ({op})"
+            for cluster, clock in ((cached_cluster, cached_clock), (plain_cluster, plain_clock)):
+                if arg:
+                    cluster.settle()
+                clock.t += 1
+        elif op in ("change-image", "scale", "scale-role", "corrupt"):
+            _change_spec(cached_cluster, op, arg)
+            _change_spec(plain_cluster, op, arg)
+        else:
+            _change_pods(cached_cluster, op, arg)
+            _change_pods(plain_cluster, op, arg)
+    assert cached_cluster.pods.keys() == plain_cluster.pods.keys()
