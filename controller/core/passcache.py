@@ -11,8 +11,9 @@ random sequences of passes).
 Every table is keyed by what fully determines its value, so a key cannot miss a field:
 
 - pod versions: a pod's (uid, resourceVersion) is one immutable version of it;
-- observed objects: a ``GroupObs`` is frozen, so derived data about it is keyed by the object itself
-  (``id``, with the object kept alive beside its value so an id is never reused meanwhile);
+- observed objects: a ``GroupObs`` is frozen, so derived data about it is kept with the object
+  itself and checked by identity; one memo per group ordinal (and one compat entry per pod uid),
+  so a group or pod replaced by a newer one frees the old one at once;
 - shapes: the pass inputs a memo reads besides a group are a tuple compared by value.
 
 Each table is bounded as the module-level tables it replaces were: emptied when full (emptying only
@@ -72,7 +73,8 @@ class PassCache:
         # gates: pod times by (uid, resourceVersion), instance gates by their full input key.
         self.pod_times: dict[tuple[str, str], Any] = {}
         self.gates: dict[tuple[Any, ...], Any] = {}
-        # planner and view: per observed group, by identity; pass shapes and keys, interned.
+        # planner and view: per group ordinal, the memo of the group last met there (``memo_of``);
+        # pass shapes and keys, interned.
         self.group_memos: dict[int, GroupMemo] = {}
         self.shapes = Interned(SHAPES_LIMIT)
         self.view_shapes = Interned(SHAPES_LIMIT)
@@ -80,14 +82,16 @@ class PassCache:
         self.effects = Interned(KEYS_LIMIT)
         # derived from objects the in-memory clusters hand out unchanged (``byidentity``).
         self._by_identity: dict[Callable[[Any], Any], ByIdentity[Any]] = {}
-        # the revision compatibility labels of a parsed pod (``planner.labels``), by the parse.
-        self.compat: dict[int, tuple[Any, frozenset[str]]] = {}
+        # the revision compatibility labels of a parsed pod (``planner.labels``), by pod uid.
+        self.compat: dict[str, tuple[Any, frozenset[str]]] = {}
 
     def memo_of(self, group: Any) -> GroupMemo:
-        """The memo of an observed group (created empty on first use)."""
-        memo = self.group_memos.get(id(group))
+        """The memo of an observed group: the one kept at its ordinal when it is this very group,
+        else a new empty one that replaces it (the group there changed: what was derived from the
+        old one is dropped with it, and the old group is freed)."""
+        memo = self.group_memos.get(group.ordinal)
         if memo is None or memo.group is not group:
-            memo = bounded_put(self.group_memos, GROUPS_LIMIT, id(group), GroupMemo(group))
+            memo = bounded_put(self.group_memos, GROUPS_LIMIT, group.ordinal, GroupMemo(group))
         return memo
 
     def by_identity[T](self, fn: Callable[[Any], T], obj: Any) -> T:

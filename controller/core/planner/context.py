@@ -293,7 +293,7 @@ def _availability(
     for ordinal, group in ctx.observed.groups.items():
         memo = None
         if table is not None:
-            memo = table.get(id(group))
+            memo = table.get(ordinal)
             if memo is None or memo.group is not group:
                 memo = cache.memo_of(group)  # type: ignore[union-attr]
             memos[ordinal] = memo

@@ -91,11 +91,11 @@ def compat_of(pod: PodObs, cache: PassCache | None) -> frozenset[str]:
     with a path compares every pod's labels with the history."""
     if cache is None:
         return frozenset(compat_revisions((pod.raw.get("metadata") or {}).get("labels")))
-    hit = cache.compat.get(id(pod))
+    hit = cache.compat.get(pod.uid)
     if hit is not None and hit[0] is pod:
         return hit[1]
     value = frozenset(compat_revisions((pod.raw.get("metadata") or {}).get("labels")))
-    bounded_put(cache.compat, PODS_LIMIT, id(pod), (pod, value))
+    bounded_put(cache.compat, PODS_LIMIT, pod.uid, (pod, value))
     return value
 
 
