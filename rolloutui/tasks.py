@@ -1,9 +1,10 @@
 """The dashboard's Celery tasks (found by ``app.autodiscover_tasks``).
 
 - ``rolloutui.tasks.run_preview(job_id)``: one preview of a change (``services.simulation.run_preview_job``),
-  off the web server. The simulation stops itself after ROLLOUTUI_PREVIEW_SECONDS of wall time
-  (checked between simulation steps); Celery's own limits, a little later, end a task that is stuck
-  inside one step (soft: an exception in the task; hard: the pool process is replaced).
+  off the web server; its ``PreviewJob`` is kept by ``services.jobs``, as an advice's
+  (``rolloutui.tasks.run_advice``). The simulation stops itself after ROLLOUTUI_PREVIEW_SECONDS of
+  wall time (checked between simulation steps); Celery's own limits, a little later, end a task that
+  is stuck inside one step (soft: an exception in the task; hard: the pool process is replaced).
 - ``rolloutui.tasks.autoscale()`` every ``ROLLOUTUI_AUTOSCALE_SECONDS`` (30 s): one pass of the
   opt-in autoscaler over the ModelServings with autoscale on (``services.autoscale.run_once``);
   each change is a ``scale`` with source ``autoscaler``, audited. Registered on the beat schedule
@@ -28,19 +29,12 @@ from django.conf import settings
     time_limit=settings.ROLLOUTUI_PREVIEW_SECONDS + 20,
 )
 def run_preview(job_id: str) -> None:
-    from django.utils import timezone
-
-    from rolloutui.models import PreviewJob
-    from rolloutui.services import simulation
+    from rolloutui.services import jobs, simulation
 
     try:
         simulation.run_preview_job(job_id)
     except SoftTimeLimitExceeded:
-        PreviewJob.objects.filter(pk=job_id).update(
-            status=PreviewJob.Status.ERROR,
-            error={"detail": "the preview ran out of time"},
-            finished_at=timezone.now(),
-        )
+        jobs.out_of_time(job_id, what="preview")
 
 
 @shared_task(name="rolloutui.tasks.autoscale", ignore_result=True)
@@ -107,14 +101,9 @@ register_periodic_tasks(current_app)
 )
 def run_advice(job_id: str) -> None:
     """The strategy advisor's search for one queued advice (``services.advisor.run_job``)."""
-    from django.utils import timezone
-
-    from rolloutui.models import PreviewJob
-    from rolloutui.services import advisor
+    from rolloutui.services import advisor, jobs
 
     try:
         advisor.run_job(job_id)
     except SoftTimeLimitExceeded:
-        PreviewJob.objects.filter(pk=job_id).update(
-            status=PreviewJob.Status.ERROR, error={"detail": "the advice ran out of time"}, finished_at=timezone.now()
-        )
+        jobs.out_of_time(job_id, what="advice")

@@ -14,7 +14,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 
-from rolloutui.services import access, advisor
+from rolloutui.services import access, advisor, jobs
 from rolloutui.services.controls import ControlDenied
 from rolloutui.throttling import ScopedRateThrottle
 
@@ -35,7 +35,7 @@ class Advise(_SimView):
 
     audit_action = advisor.ACTION
     throttle_classes = [ScopedRateThrottle]
-    throttle_scope = "preview"
+    throttle_scope = jobs.THROTTLE_SCOPE
 
     @extend_schema(request=AdviseSerializer, responses={202: s.PreviewJobSerializer})
     def post(self, request, namespace, name):

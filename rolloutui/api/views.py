@@ -40,6 +40,7 @@ from rolloutui.services import (
     autoscale,
     cluster,
     events,
+    jobs,
     manifests,
     notifications,
     origin,
@@ -590,7 +591,7 @@ class SimPreview(_SimView):
 
     audit_action = "preview"
     throttle_classes = [ScopedRateThrottle]
-    throttle_scope = "preview"
+    throttle_scope = jobs.THROTTLE_SCOPE
 
     @extend_schema(request=s.PreviewSerializer, responses={202: s.PreviewJobSerializer})
     def post(self, request, namespace, name):

@@ -36,13 +36,12 @@ from controller.core import advisor as core
 from controller.core.controls import ControlError
 from controller.core.mergepatch import merge_patch
 from controller.core.podresources import pod_gpus
-from controller.core.ports import NotFound
 from controller.models import SimTraffic
 from controller.runtime import clustersettings
 from controller.runtime.simulator import STEP, LiveState, PreviewCluster, Span, Traffic, preview_from
 
 from ..models import PreviewJob
-from . import capacity, controls, preview, simulation
+from . import capacity, controls, jobs, preview, simulation
 from .controls import ControlDenied, audit, check_permission
 
 log = logging.getLogger(__name__)
@@ -158,15 +157,10 @@ def advise(
     def run(candidate: core.Candidate, rollout_limit: float | None) -> core.Outcome:
         full = body if candidate.current else merge_patch(body, core.strategy_patch(after, candidate.strategy))
         kwargs = {"rollout_limit": rollout_limit} if rollout_limit is not None else {}
-        started = time.monotonic()
-
-        def stop(phase: str, simulated: float) -> None:
-            if time.monotonic() - started > preview_budget:
-                raise simulation.PreviewTooLong(f"one preview ran past {preview_budget} s")
-
+        stop = jobs.stop_past(preview_budget, lambda phase, simulated: f"one preview ran past {preview_budget} s")
         try:
             timeline = preview_from(live, full, copy, progress=stop, **kwargs)
-        except simulation.PreviewTooLong as err:
+        except jobs.PreviewTooLong as err:
             return core.Outcome(False, None, None, None, parsed.replicas, error=str(err))
         return core.outcome_of(timeline, parsed.replicas)
 
@@ -219,9 +213,6 @@ def start(
 ) -> PreviewJob:
     """Check the request (permission, the change, the size of the copy) and queue the advice on the
     preview worker; returns the job to poll (``GET /api/previews/<id>/``)."""
-    from django.db import transaction
-
-    from rolloutui.celery import PREVIEW_QUEUE
     from rolloutui.tasks import run_advice
 
     _check(user, namespace, name, source)
@@ -231,52 +222,42 @@ def start(
         isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= candidate_limit()
     ):
         raise ControlError(f"limit must be between 1 and {candidate_limit()} candidates", field="limit")
-    job = PreviewJob.objects.create(
-        user=user if getattr(user, "pk", None) else None,
-        namespace=namespace,
-        name=name,
-        patch=change,
-        progress={
-            "kind": KIND,
-            "phase": "queued",
-            "limitSeconds": time_limit(),
-            "request": _request(patch, set_image, limit, floor),
-        },
-    )
-    job_id = str(job.pk)
-    # On the preview worker's queue: an advice is a dozen previews, never on the reconcile worker.
-    transaction.on_commit(lambda: run_advice.apply_async(args=[job_id], queue=PREVIEW_QUEUE))
-    return job
+    progress = {
+        "kind": KIND,
+        "phase": "queued",
+        "limitSeconds": time_limit(),
+        "request": _request(patch, set_image, limit, floor),
+    }
+    # An advice is a dozen previews: on the preview worker, like one.
+    return jobs.queue(user, namespace, name, change, task=run_advice, progress=progress)
 
 
 def run_job(job_id: str) -> None:
     """The worker's half: compute one queued advice, keeping its progress and then its result."""
-    from django.utils import timezone
-
-    job = PreviewJob.objects.filter(pk=job_id, status=PreviewJob.Status.QUEUED).first()
-    if job is None or (job.progress or {}).get("kind") != KIND:
+    job = jobs.claim(job_id, kind=KIND, progress={"phase": "simulating", "done": 0})
+    if job is None:
         return
     request = (job.progress or {}).get("request") or {}
-    PreviewJob.objects.filter(pk=job.pk).update(
-        status=PreviewJob.Status.RUNNING, progress={**job.progress, "phase": "simulating", "done": 0}
-    )
     started = time.monotonic()
 
+    def elapsed() -> float:
+        return round(time.monotonic() - started, 1)
+
     def progress(done: int, total: int, strategy: dict[str, Any]) -> None:
-        PreviewJob.objects.filter(pk=job.pk).update(
-            progress={
+        jobs.report(
+            job.pk,
+            {
                 "kind": KIND,
                 "phase": "simulating",
                 "done": done,
                 "total": total,
                 "last": strategy,
-                "elapsedSeconds": round(time.monotonic() - started, 1),
+                "elapsedSeconds": elapsed(),
                 "limitSeconds": time_limit(),
-            }
+            },
         )
 
-    result, error = None, None
-    try:
+    def compute() -> dict[str, Any]:
         result = advise(
             job.namespace,
             job.name,
@@ -286,24 +267,12 @@ def run_job(job_id: str) -> None:
             progress=progress,
         )
         result["id"] = str(job.pk)
-    except ControlError as err:
-        error = {err.field or "detail": [str(err)]}
-    except NotFound as err:
-        error = {"detail": str(err)}
-    except Exception:
-        log.exception("advice %s of %s/%s failed", job.pk, job.namespace, job.name)
-        error = {"detail": "the advice failed (the worker's log has the details)"}
-    PreviewJob.objects.filter(pk=job.pk).update(
-        status=PreviewJob.Status.ERROR if error else PreviewJob.Status.DONE,
-        result=result,
-        error=error,
-        finished_at=timezone.now(),
-        progress={
-            "kind": KIND,
-            "phase": "done" if not error else "error",
-            "elapsedSeconds": round(time.monotonic() - started, 1),
-        },
-    )
+        return result
+
+    def progress_at_end(failed: bool) -> dict[str, Any]:
+        return {"kind": KIND, "phase": "error" if failed else "done", "elapsedSeconds": elapsed()}
+
+    jobs.run(job, compute, what="advice", progress_at_end=progress_at_end)
 
 
 def advise_for(
@@ -320,21 +289,14 @@ def advise_for(
     """``advise`` in the caller's process (``manage.py rollout advise``) for ``user``, who needs
     the operate permission in the namespace; the advice is stored as a finished job, so its ``id``
     can be applied (``apply-advice``)."""
-    from django.utils import timezone
-
     _check(user, namespace, name, source)
     result = advise(namespace, name, patch=patch, set_image=set_image, limit=limit, floor=floor)
-    job = PreviewJob.objects.create(
-        user=user if getattr(user, "pk", None) else None,
-        namespace=namespace,
-        name=name,
-        patch=result["change"],
-        status=PreviewJob.Status.DONE,
-        progress={"kind": KIND, "phase": "done", "request": _request(patch, set_image, limit, floor)},
-        finished_at=timezone.now(),
+    request = _request(patch, set_image, limit, floor)
+    job = jobs.store_done(
+        user, namespace, name, result["change"], progress={"kind": KIND, "phase": "done", "request": request}
     )
     result["id"] = str(job.pk)
-    PreviewJob.objects.filter(pk=job.pk).update(result=result)
+    jobs.finish(job.pk, result=result, error=None)
     return result
 
 

@@ -15,11 +15,8 @@ budget's floor).
 
 from __future__ import annotations
 
-import logging
 import re
-import time
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -43,10 +40,10 @@ from controller.runtime.simulator import (
 )
 
 from ..models import AuditRecord, PreviewJob
+from . import jobs
 from .cluster import backend_name
 from .controls import ControlDenied, audit, audited, check_permission, check_reason, check_source
-
-log = logging.getLogger(__name__)
+from .jobs import PreviewTooLong as PreviewTooLong  # re-exported: callers and tests name it here
 
 
 def _sim_cluster() -> SimulatorPort:
@@ -176,10 +173,6 @@ def list_nodes() -> list[dict[str, Any]]:
 # of wall time. The page polls the ``PreviewJob`` for its progress and result.
 
 
-class PreviewTooLong(Exception):
-    """The preview ran past its wall-time budget."""
-
-
 def _pods(parsed) -> int:
     """Pods of a ModelServing at full size: groups x the pods of one group. Example: 4 groups of
     prefill (1 instance x (entry + 1 worker)) and decode (2 instances x 1 entry) = 4 x (2 + 2) = 16."""
@@ -234,56 +227,22 @@ def _prepare(namespace: str, name: str, patch: dict[str, Any]):
     return base, body, parsed
 
 
-KEEP_JOBS = timedelta(hours=1)
-
-
 def start_preview(user, namespace: str, name: str, patch: dict[str, Any], *, source: str) -> PreviewJob:
     """Check the preview (``check_preview``) and queue it; returns the ``PreviewJob`` to poll."""
-    from django.db import transaction
-    from django.utils import timezone
-
     from rolloutui.tasks import run_preview
 
     check_preview(user, namespace, name, patch, source=source)
-    # Jobs are read by the page for a minute or two; an hour later nobody polls them any more.
-    PreviewJob.objects.filter(created_at__lt=timezone.now() - KEEP_JOBS).delete()
-    job = PreviewJob.objects.create(
-        user=user if getattr(user, "pk", None) else None,
-        namespace=namespace,
-        name=name,
-        patch=patch,
-        progress={"phase": "queued", "limitSeconds": settings.ROLLOUTUI_PREVIEW_SECONDS},
-    )
-    job_id = str(job.pk)
-    transaction.on_commit(lambda: run_preview.delay(job_id))
-    return job
+    jobs.forget_old_jobs()
+    progress = {"phase": "queued", "limitSeconds": settings.ROLLOUTUI_PREVIEW_SECONDS}
+    return jobs.queue(user, namespace, name, patch, task=run_preview, progress=progress)
 
 
 def run_preview_job(job_id: str) -> None:
     """The worker's half: run one queued preview, keeping its progress and then its result (or the
     error naming the field) on the job."""
-    from django.utils import timezone
-
-    job = PreviewJob.objects.filter(pk=job_id, status=PreviewJob.Status.QUEUED).first()
-    if job is None:
-        return
-    PreviewJob.objects.filter(pk=job.pk).update(status=PreviewJob.Status.RUNNING)
-    try:
-        result = preview(job.namespace, job.name, job.patch, job_id=job.pk)
-    except ControlError as err:
-        error = {err.field or "detail": [str(err)]}
-        status = PreviewJob.Status.ERROR
-        result = None
-    except NotFound as err:
-        error, status, result = {"detail": str(err)}, PreviewJob.Status.ERROR, None
-    except PreviewTooLong as err:
-        error, status, result = {"detail": str(err)}, PreviewJob.Status.ERROR, None
-    except Exception:
-        log.exception("preview %s of %s/%s failed", job.pk, job.namespace, job.name)
-        error, status, result = {"detail": "the preview failed (the worker's log has the details)"}, "error", None
-    else:
-        error, status = None, PreviewJob.Status.DONE
-    PreviewJob.objects.filter(pk=job.pk).update(status=status, result=result, error=error, finished_at=timezone.now())
+    job = jobs.claim(job_id)
+    if job is not None:
+        jobs.run(job, lambda: preview(job.namespace, job.name, job.patch, job_id=job.pk), what="preview")
 
 
 def preview(namespace: str, name: str, patch: dict[str, Any], *, job_id=None) -> dict[str, Any]:
@@ -331,25 +290,27 @@ def _progress_reporter(budget: float, job_id) -> Callable[[str, float], None]:
     """The simulation's progress callback: it stops the preview with ``PreviewTooLong`` past
     ``budget`` seconds of wall time from now, and with ``job_id`` keeps the job's progress at most
     every half second of wall time."""
-    started = time.monotonic()
+    stop = jobs.stop_past(
+        budget,
+        lambda phase, simulated: (
+            f"the preview was stopped after {budget} s of computation ({phase}, {simulated:.0f} simulated "
+            "seconds): try a smaller change"
+        ),
+    )
     last_saved = [0.0]
 
     def progress(phase: str, simulated: float) -> None:
-        elapsed = time.monotonic() - started
-        if elapsed > budget:
-            raise PreviewTooLong(
-                f"the preview was stopped after {budget} s of computation ({phase}, {simulated:.0f} simulated "
-                "seconds): try a smaller change"
-            )
+        elapsed = stop(phase, simulated)
         if job_id is not None and elapsed - last_saved[0] >= 0.5:
             last_saved[0] = elapsed
-            PreviewJob.objects.filter(pk=job_id).update(
-                progress={
+            jobs.report(
+                job_id,
+                {
                     "phase": phase,
                     "simulatedSeconds": round(simulated, 1),
                     "elapsedSeconds": round(elapsed, 1),
                     "limitSeconds": budget,
-                }
+                },
             )
 
     return progress
