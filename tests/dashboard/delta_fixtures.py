@@ -97,11 +97,12 @@ def record_states() -> list[dict[str, Any]]:
 
     The simulator offers the trace writer the full view after every reconcile pass (with traffic,
     the view with every pod's in-flight count: what the REST GET returns); recording is a wrapper
-    around that one call."""
+    around that one call. Every pass's view: by default the runner builds no view for a pass that
+    changed nothing a frame keeps (only in-flight counts moved), and those are changes a delta carries."""
     from controller.simcluster.runner import Runner
     from controller.simcluster.scenario import parse_scenario
 
-    runner = Runner(parse_scenario(copy.deepcopy(SCENARIO)))
+    runner = Runner(parse_scenario(copy.deepcopy(SCENARIO)), skip_unchanged=False)
     states: list[dict[str, Any]] = []
     offer = runner.trace.offer_frame
 
