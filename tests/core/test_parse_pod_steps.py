@@ -1,4 +1,4 @@
-"""The named steps of ``observe.parse.parse_pod``: who the pod is, what its conditions and
+"""``observe.parse.parse_pod`` and its named steps: who the pod is, what its conditions and
 containers say, what our marks on it say, and why it fails between two restarts."""
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ GATE = naming.CONDITION_INPLACE_READY
     ],
 )
 def test_identity_comes_from_the_labels_or_not_at_all(labels, expected):
-    assert parse._identity(labels) == expected
+    obs = parse.parse_pod({"metadata": {"labels": labels}})
+    assert (obs and (obs.group, obs.ordinal, obs.index, obs.role)) == expected
 
 
 @pytest.mark.parametrize(
