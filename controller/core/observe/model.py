@@ -162,23 +162,32 @@ def instance_of(
             unschedulable = pod.unschedulable
         if pod.gate is False or (pod.has_gate and pod.gate is None and pod.inplace_state is not None):
             updating = True
-    return InstanceObs(
-        group,
-        role,
-        ordinal,
-        pods,
-        entry.revision,
-        entry.role_hash,
-        all_ready,
-        deleting,
-        draining,
-        deleting or draining,
-        lost,
-        failing,
-        unschedulable,
-        updating,
-        _contiguous(pods),
+    # Every field given, in order: the tuple is made directly, without the named tuple's generated
+    # ``__new__`` (a Python call that only repacks its arguments: ~0.5 us of ~2.5 per instance, and
+    # the seed example's runs build ~150,000 instances).
+    return _make_tuple(
+        InstanceObs,
+        (
+            group,
+            role,
+            ordinal,
+            pods,
+            entry.revision,
+            entry.role_hash,
+            all_ready,
+            deleting,
+            draining,
+            deleting or draining,
+            lost,
+            failing,
+            unschedulable,
+            updating,
+            _contiguous(pods),
+        ),
     )
+
+
+_make_tuple = tuple.__new__
 
 
 class GroupObs(NamedTuple):
@@ -218,17 +227,19 @@ def group_of_pods(ordinal: int, pods: list[PodObs]) -> GroupObs:
                 current = by_instance[(role, instance)] = {}
         current[pod.index] = pod
     counts: dict[str, int] = {}
-    instances = {key: instance_of(ordinal, key[0], key[1], members, counts) for key, members in by_instance.items()}
-    return GroupObs(
-        ordinal,
-        instances,
-        counts,
-        _most_run(counts),
-        any(i.deleting for i in instances.values()),
-        any(i.being_removed for i in instances.values()),
-        any(i.unschedulable is not None for i in instances.values()),
-        sum(len(i.pods) for i in instances.values()),
-    )
+    instances: dict[tuple[str, int], InstanceObs] = {}
+    # The group's flags and pod count taken in the walk that builds its instances: four generator
+    # walks over them cost more than the instances' own building (the seed example's 160-instance
+    # group, rebuilt on most passes: ~700,000 generator steps a run).
+    deleting = being_removed = unschedulable = False
+    pod_count = 0
+    for key, members in by_instance.items():
+        inst = instances[key] = instance_of(ordinal, key[0], key[1], members, counts)
+        deleting = deleting or inst.deleting
+        being_removed = being_removed or inst.being_removed
+        unschedulable = unschedulable or inst.unschedulable is not None
+        pod_count += len(members)
+    return GroupObs(ordinal, instances, counts, _most_run(counts), deleting, being_removed, unschedulable, pod_count)
 
 
 def _most_run(counts: Mapping[str, int]) -> str:
