@@ -263,123 +263,116 @@ def recorded_group_revision(ctx: PassContext, out: PlanBuilder, ordinal: int) ->
 
 
 def _group_entry(ctx: PassContext, out: PlanBuilder, o: int, totals: _Totals) -> dict[str, Any]:
-    ms = ctx.ms
-    replicas = ms.replicas
-    group_level = totals.group_level
-    partition = totals.group_partition
+    """Group ``o``'s status entry, its counts added to ``totals``, in named steps: the revision it
+    runs and is rebuilt on, the walk over its roles' instances, the group's part of the totals
+    (updated, available, converged, skew) and the entry itself."""
     group = ctx.observed.groups.get(o)
     present = group is not None and bool(group.instances)
-    surge_group = o >= replicas
+    rev, target_rev = _entry_revisions(ctx, out, o, totals, group if present else None)
+    available = ctx.group_is_available(group) and not (group is not None and group.being_removed)
+    walk = _walk_roles(ctx, _GroupScope.of(ctx, out, o, group, rev, totals), totals)
+    group_updated = _add_group_outcome(ctx, o, group, rev, walk, totals, available=available)
+    return _entry_of(o, ctx.ms.replicas, rev, target_rev, group, available, group_updated, walk)
+
+
+def _entry_revisions(
+    ctx: PassContext, out: PlanBuilder, o: int, totals: _Totals, group: GroupObs | None
+) -> tuple[str, str | None]:
+    """(the revision the group runs, the one it is rebuilt on under a group-level strategy), both
+    added to the referenced revisions with every revision its pods run. ``group``: None when absent.
+
+    Group-level, the group runs its recorded revision (the update's when none is recorded);
+    role-level, the revision its instances agree on (the update's when the group is missing)."""
     target_rev = None
-    if group_level:
+    if totals.group_level:
         rev = ctx.group_revisions.get(o) or ctx.update_hash
         target_rev = recorded_group_revision(ctx, out, o)
         totals.referenced.add(target_rev)
     else:
-        rev = group.revision if present else ctx.update_hash
-    if present:
+        rev = group.revision if group is not None else ctx.update_hash
+    if group is not None:
         totals.referenced.update(group.revisions())
-    available = ctx.group_is_available(group) and not (group is not None and group.being_removed)
-    group_updated = True
-    notable: list[dict[str, Any]] = []  # the roles' counts the entry lists
-    group_instance_revisions: dict[str, str] = {}
-    coordination = ms.strategy.coordination if not group_level and not surge_group else None
-    coordinated_ready: dict[str, tuple[int, int]] = {}
-    # Hot path (1,000 groups x 4 roles on every pass): everything read per instance, looked up once.
-    instances = group.instances if group is not None else {}
-    available_of = ctx.instance_available
-    equivalent = ctx.equivalent
-    target_hashes = ctx.update_role_hashes
-    removals = out.instance_removals
-    group_rev_updated = rev in equivalent
-    extras: dict[str, int] = {}
-    role_sizes = ctx.role_sizes
-    for r, k in instances:
-        if k >= (0 if surge_group else role_sizes.get(r, 0)):  # ctx.role_replicas, inlined
-            extras[r] = extras.get(r, 0) + 1
-    converged = True  # this group's part of totals.converged
-    recorded_instances = ctx.recorded.instance_revision
-    for role in ms.roles:
+    return rev, target_rev
+
+
+@dataclass(slots=True)
+class _GroupScope:
+    """What the walk over one group's instances reads, looked up once per group: the walk is a hot
+    path (1,000 groups x 4 roles of instances on a pass whose groups are not memoised)."""
+
+    o: int
+    rev: str
+    instances: dict[tuple[str, int], Any]
+    surge: bool  # a surge group: no role desires instances in it
+    group_level: bool
+    group_partition: int
+    rev_updated: bool  # the group's revision is (equivalent to) the update revision
+    available_of: dict[tuple[int, str, int], bool]
+    equivalent: frozenset[str] | set[str]
+    target_hashes: dict[str, str]
+    removals: dict[tuple[int, str, int], Any]
+    recorded_instances: dict[tuple[int, str, int], str]
+    referenced: set[str]  # totals.referenced: a missing instance's recorded revision is kept
+
+    @staticmethod
+    def of(ctx: PassContext, out: PlanBuilder, o: int, group: GroupObs | None, rev: str, t: _Totals) -> _GroupScope:
+        return _GroupScope(
+            o,
+            rev,
+            group.instances if group is not None else {},
+            o >= ctx.ms.replicas,
+            t.group_level,
+            t.group_partition,
+            rev in ctx.equivalent,
+            ctx.instance_available,
+            ctx.equivalent,
+            ctx.update_role_hashes,
+            out.instance_removals,
+            ctx.recorded.instance_revision,
+            t.referenced,
+        )
+
+
+@dataclass(slots=True)
+class _GroupWalk:
+    """What the walk over a group's roles found, besides the counts it added to the totals."""
+
+    updated: bool = True  # every instance at or above its role's partition on the update
+    converged: bool = True  # this group's part of totals.converged
+    notable: list[dict[str, Any]] = field(default_factory=list)  # the roles' counts the entry lists
+    instance_revisions: dict[str, str] = field(default_factory=dict)  # "role/k" -> revision
+    coordinated_ready: dict[str, tuple[int, int]] = field(default_factory=dict)
+    coordination: Any = None  # the strategy's coordination, when it applies to this group
+
+
+def _walk_roles(ctx: PassContext, scope: _GroupScope, totals: _Totals) -> _GroupWalk:
+    """Every spec role's instances in the group counted into ``totals.roles``; the rest in the walk.
+
+    Example: role decode (2 replicas) with instance 0 Ready on the update and instance 1 missing:
+    desired 2, ready 1, updated 1, unavailable 1: listed in the entry (not simply done), and the
+    group is neither converged nor (if 1 is at or above the partition) updated."""
+    coordination = ctx.ms.strategy.coordination if not scope.group_level and not scope.surge else None
+    walk = _GroupWalk(True, True, [], {}, {}, coordination)
+    extras = _extra_instances(scope, ctx.role_sizes)
+    converged = updated = True  # in locals while the roles are walked (4 a group, 1,000 groups)
+    for role in ctx.ms.roles:
         name = role.name
-        tot = totals.roles[name]
-        role_partition = 0 if group_level else totals.role_partitions[name]
-        desired = 0 if surge_group else role.replicas
-        # Counted in locals, the role's entry built once at the end (4,000 instances per pass).
-        ready_n = updated_n = unavailable_n = draining_n = updated_ready_n = eligible_n = 0
-        instance_revisions: dict[str, str] = {}
-        revisions: dict[str, int] = {}
-        target_hash = target_hashes.get(name)
-        for k in range(desired):
-            inst = instances.get((name, k))
-            if inst is None:
-                unavailable_n += 1
-                converged = False
-                kept = recorded_instances.get((o, name, k))
-                if kept and kept not in equivalent and kept != rev:
-                    instance_revisions[str(k)] = kept  # still needed to rebuild it
-                    totals.referenced.add(kept)
-                if not group_level and k >= role_partition:
-                    group_updated = False
-                continue
-            ready = available_of[(o, name, k)]
-            if group_level:
-                updated = group_rev_updated
-            else:  # ctx.instance_updated, inlined
-                updated = inst.role_hash == target_hash or inst.revision in equivalent
-            revisions[inst.revision] = revisions.get(inst.revision, 0) + 1
-            if ready:
-                ready_n += 1
-            else:
-                unavailable_n += 1
-            if updated:
-                updated_n += 1
-                if ready:
-                    updated_ready_n += 1
-            else:
-                group_updated = False
-                if inst.revision != rev:  # the entry lists only instances that differ from the group
-                    removal = removals.get((o, name, k))
-                    if removal is None or removal.reason != BECAUSE_UPDATE:
-                        instance_revisions[str(k)] = inst.revision
-            if inst.draining:
-                draining_n += 1
-            eligible = (o >= partition) if group_level else (k >= role_partition)
-            if eligible:
-                eligible_n += 1
-                if not updated:
-                    converged = False
-            if not ready or inst.deleting or inst.draining:
-                converged = False
+        role_partition = 0 if scope.group_level else totals.role_partitions[name]
+        counts, revisions, instance_revisions, role_converged, role_updated = _count_role(scope, role, role_partition)
+        desired, ready_n, updated_n, unavailable_n, draining_n, updated_ready_n, eligible_n = counts
         extra = extras.get(name, 0)
-        if extra:
-            converged = False
-        # The entry lists only the roles that are not simply done (below): the others' counts go
-        # to the totals alone, without a dict per role (4,000 a pass at 1,000 groups x 4 roles).
+        converged = converged and role_converged and not extra
+        updated = updated and role_updated
+        # The entry lists only the roles that are not simply done: the others' counts go to the
+        # totals alone, without a dict per role (4,000 a pass at 1,000 groups x 4 roles).
         if unavailable_n or extra or draining_n or len(revisions) > 1:
-            counts: dict[str, Any] = {
-                "name": name,
-                "desired": desired,
-                "ready": ready_n,
-                "updated": updated_n,
-                "unavailable": unavailable_n,
-                "surge": extra,
-                "draining": draining_n,
-            }
-            if len(revisions) > 1:
-                counts["revisions"] = revisions
-            notable.append(counts)
-        for k, r in instance_revisions.items():
-            group_instance_revisions[f"{name}/{k}"] = r
+            walk.notable.append(_role_counts(name, counts, extra, revisions))
+        if instance_revisions:
+            for k, r in instance_revisions.items():
+                walk.instance_revisions[f"{name}/{k}"] = r
         if coordination is not None and name in coordination.roles:
-            eligible_ks = range(min(role_partition, role.replicas), role.replicas)
-            ready_eligible = sum(
-                1
-                for k in eligible_ks
-                if (inst := group.instances.get((name, k)) if group else None) is not None
-                and ctx.available(inst)
-                and ctx.instance_updated(inst)
-            )
-            coordinated_ready[name] = (ready_eligible, len(eligible_ks))
+            walk.coordinated_ready[name] = _coordinated_ready(ctx, scope, role, role_partition)
+        tot = totals.roles[name]
         tot["updatedReady"] += updated_ready_n
         tot["eligible"] += eligible_n
         tot["desired"] += desired
@@ -388,34 +381,157 @@ def _group_entry(ctx: PassContext, out: PlanBuilder, o: int, totals: _Totals) ->
         tot["unavailable"] += unavailable_n
         tot["surge"] += extra
         tot["draining"] += draining_n
-    if not converged:
+    walk.converged, walk.updated = converged, updated
+    return walk
+
+
+def _extra_instances(scope: _GroupScope, role_sizes: dict[str, int]) -> dict[str, int]:
+    """Per role, the group's instances beyond the spec's replicas (all of them in a surge group)."""
+    extras: dict[str, int] = {}
+    surge = scope.surge
+    for r, k in scope.instances:
+        if k >= (0 if surge else role_sizes.get(r, 0)):  # ctx.role_replicas, inlined
+            extras[r] = extras.get(r, 0) + 1
+    return extras
+
+
+def _count_role(
+    scope: _GroupScope, role: Any, role_partition: int
+) -> tuple[tuple[int, ...], dict[str, int], dict[str, str], bool, bool]:
+    """One role's desired instances in the group: (desired, ready, updated, unavailable, draining,
+    updated and Ready, eligible), the revisions they run, the instances to list (k -> revision),
+    converged, updated. Counted in locals (4,000 instances per pass at 1,000 groups)."""
+    name, o, rev, instances, group_level = role.name, scope.o, scope.rev, scope.instances, scope.group_level
+    equivalent, available_of, target_hash = scope.equivalent, scope.available_of, scope.target_hashes.get(name)
+    desired = 0 if scope.surge else role.replicas
+    ready_n = updated_n = unavailable_n = draining_n = updated_ready_n = eligible_n = 0
+    instance_revisions: dict[str, str] = {}
+    revisions: dict[str, int] = {}
+    converged = role_updated = True
+    for k in range(desired):
+        inst = instances.get((name, k))
+        if inst is None:
+            unavailable_n += 1
+            converged = False
+            kept = scope.recorded_instances.get((o, name, k))
+            if kept and kept not in equivalent and kept != rev:
+                instance_revisions[str(k)] = kept  # still needed to rebuild it
+                scope.referenced.add(kept)
+            role_updated = role_updated and (group_level or k < role_partition)
+            continue
+        ready = available_of[(o, name, k)]
+        # ctx.instance_updated, inlined
+        updated = scope.rev_updated if group_level else (inst.role_hash == target_hash or inst.revision in equivalent)
+        revisions[inst.revision] = revisions.get(inst.revision, 0) + 1
+        if ready:
+            ready_n += 1
+        else:
+            unavailable_n += 1
+        if updated:
+            updated_n += 1
+            if ready:
+                updated_ready_n += 1
+        else:
+            role_updated = False
+            if inst.revision != rev and _listed_apart(scope, name, k):
+                instance_revisions[str(k)] = inst.revision
+        if inst.draining:
+            draining_n += 1
+        if (o >= scope.group_partition) if group_level else (k >= role_partition):  # eligible
+            eligible_n += 1
+            converged = converged and updated
+        if not ready or inst.deleting or inst.draining:
+            converged = False
+    counts = (desired, ready_n, updated_n, unavailable_n, draining_n, updated_ready_n, eligible_n)
+    return counts, revisions, instance_revisions, converged, role_updated
+
+
+def _listed_apart(scope: _GroupScope, name: str, k: int) -> bool:
+    """Whether an instance on another revision than its group's is listed in the entry: not while
+    this pass removes it for the update (it is rebuilt on the group's revision)."""
+    removal = scope.removals.get((scope.o, name, k))
+    return removal is None or removal.reason != BECAUSE_UPDATE
+
+
+def _role_counts(name: str, counts: tuple[int, ...], extra: int, revisions: dict[str, int]) -> dict[str, Any]:
+    """The entry's line for a role that is not simply done; the revisions when more than one runs."""
+    desired, ready_n, updated_n, unavailable_n, draining_n, _, _ = counts
+    line: dict[str, Any] = {
+        "name": name,
+        "desired": desired,
+        "ready": ready_n,
+        "updated": updated_n,
+        "unavailable": unavailable_n,
+        "surge": extra,
+        "draining": draining_n,
+    }
+    if len(revisions) > 1:
+        line["revisions"] = revisions
+    return line
+
+
+def _coordinated_ready(ctx: PassContext, scope: _GroupScope, role: Any, role_partition: int) -> tuple[int, int]:
+    """(instances Ready on the update at or above the partition, eligible instances) of a
+    coordinated role, as ``_coordinated_skew`` reads them."""
+    eligible_ks = range(min(role_partition, role.replicas), role.replicas)
+    ready_eligible = sum(
+        1
+        for k in eligible_ks
+        if (inst := scope.instances.get((role.name, k))) is not None
+        and ctx.available(inst)
+        and ctx.instance_updated(inst)
+    )
+    return ready_eligible, len(eligible_ks)
+
+
+def _add_group_outcome(
+    ctx: PassContext, o: int, group: GroupObs | None, rev: str, walk: _GroupWalk, totals: _Totals, *, available: bool
+) -> bool:
+    """The group's part of the totals (converged, widest skew, updated or not, available); returns
+    whether the group counts as updated.
+
+    A Ready surge group counts as available, as a surge pod counts in a Deployment's
+    availableReplicas and a running surge group in Kthena's (it has no surge identity, only the
+    Running state): it serves traffic, and the planner keeps its floor with it. Example: 4 groups,
+    maxSurge 1, surge group 4 Ready while group 3 is replaced -> 4 available, not 3."""
+    group_updated = walk.updated
+    if not walk.converged:
         totals.converged = False
-    if coordination is not None:
-        skew, limit = _coordinated_skew(coordinated_ready, Fraction(coordination.max_skew_percent, 100))
+    if walk.coordination is not None:
+        max_skew = Fraction(walk.coordination.max_skew_percent, 100)
+        skew, limit = _coordinated_skew(walk.coordinated_ready, max_skew)
         if totals.worst_skew is None or skew > totals.worst_skew[0]:
             totals.worst_skew = (skew, limit, o)
-    if present and any(r not in ctx.role_sizes for r, _ in group.instances):
+    if group is not None and group.instances and any(r not in ctx.role_sizes for r, _ in group.instances):
         totals.converged = False  # instances of a role that left the spec
         group_updated = False
-    if group_level:
+    if totals.group_level:
         group_updated = rev in ctx.equivalent
         totals.referenced.add(rev)
-    if surge_group:
+    if o >= ctx.ms.replicas:  # a surge group
         totals.converged = False
-    else:
-        if group_updated and group is not None:
-            totals.updated_groups += 1
-        elif group is not None:
-            totals.non_updated_revisions[rev] = totals.non_updated_revisions.get(rev, 0) + 1
+    elif group_updated and group is not None:
+        totals.updated_groups += 1
+    elif group is not None:
+        totals.non_updated_revisions[rev] = totals.non_updated_revisions.get(rev, 0) + 1
     if available:
-        # A Ready surge group counts, as a surge pod counts in a Deployment's availableReplicas and
-        # a running surge group in Kthena's (it has no surge identity, only the Running state): it
-        # serves traffic, and the planner keeps its floor with it. Example: 4 groups, maxSurge 1,
-        # surge group 4 Ready while group 3 is replaced -> 4 available, not 3.
         totals.available_groups += 1
-    # What the group runs (or is rebuilt on when missing), what it is rebuilt on if all its pods go
-    # when that differs (the update revision once its replacement started), the roles that are not
-    # simply done, and the revision of every instance that runs something else than the group.
+    return group_updated
+
+
+def _entry_of(
+    o: int,
+    replicas: int,
+    rev: str,
+    target_rev: str | None,
+    group: GroupObs | None,
+    available: bool,
+    group_updated: bool,
+    walk: _GroupWalk,
+) -> dict[str, Any]:
+    """What the group runs (or is rebuilt on when missing), what it is rebuilt on if all its pods go
+    when that differs (the update revision once its replacement started), the roles that are not
+    simply done, and the revision of every instance that runs something else than the group."""
     entry: dict[str, Any] = {
         "ordinal": o,
         "revision": rev,
@@ -425,12 +541,12 @@ def _group_entry(ctx: PassContext, out: PlanBuilder, o: int, totals: _Totals) ->
     }
     if target_rev and target_rev != rev:
         entry["targetRevision"] = target_rev
-    if surge_group:
+    if o >= replicas:
         entry["surge"] = True
-    if notable:
-        entry["roles"] = notable
-    if group_instance_revisions:  # only instances whose revision differs from the group's
-        entry["instanceRevisions"] = group_instance_revisions
+    if walk.notable:
+        entry["roles"] = walk.notable
+    if walk.instance_revisions:  # only instances whose revision differs from the group's
+        entry["instanceRevisions"] = walk.instance_revisions
     return entry
 
 
