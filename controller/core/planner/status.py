@@ -630,85 +630,86 @@ def _condition(
 def _conditions(
     ctx: PassContext, out: PlanBuilder, totals: _Totals, groups_out: list[dict[str, Any]], progress: Progress
 ) -> list[dict]:
-    ms = ctx.ms
-    replicas = ms.replicas
-    now = ctx.now
-    group_level = is_group_level(ctx)
+    """The ModelServing's conditions, in this order: Available, Progressing, UpdateInProgress, then
+    the analysis's and an unreadable revision's when they apply."""
     prev = {c.get("type"): c for c in ctx.prev_status.get("conditions") or [] if isinstance(c, dict)}
+    now = ctx.now
+    conditions = [
+        _condition(prev, "Available", *_available(ctx, totals, groups_out), now),
+        _condition(prev, "Progressing", *_progressing(ctx, totals, progress), now),
+        _condition(prev, "UpdateInProgress", *_update_in_progress(ctx, out, totals, groups_out), now),
+    ]
+    for ctype, message in _raised(out):
+        conditions.append(_condition(prev, ctype, True, ctype, message, now))
+    return conditions
+
+
+def _available(ctx: PassContext, totals: _Totals, groups_out: list[dict[str, Any]]) -> tuple[bool, str, str]:
+    """Available as for Deployments: the minimum the budget promises is met (a rollout within
+    maxUnavailable keeps it True; losing more than the budget allows makes it False).
+
+    Ready surge groups count towards the floor (see _group_entry); "all groups ready" still means
+    every ordinal of the spec. Example: 4 groups, maxUnavailable 1, surge group 4 Ready, group 3
+    replaced: 4 of 4 available (floor 4 - 1 = 3), 1 of them surge: MinimumGroupsAvailable, not
+    AllGroupsReady."""
+    replicas = ctx.ms.replicas
     available_groups = totals.available_groups
-    # Available as for Deployments: the minimum the budget promises is met (a rollout within
-    # maxUnavailable keeps it True; losing more than the budget allows makes it False).
-    floor = replicas - (ctx.strategy.group.max_unavailable.count if group_level else 0)
-    # Ready surge groups count towards the floor (see _group_entry); "all groups ready" still means
-    # every ordinal of the spec. Example: 4 groups, surge group 4 Ready, group 3 replaced: 4 of 4
-    # available, 1 of them surge: MinimumGroupsAvailable, not AllGroupsReady.
+    floor = replicas - (ctx.strategy.group.max_unavailable.count if is_group_level(ctx) else 0)
     surge_ready = sum(1 for g in groups_out if g.get("surge") and g["ready"])
     if available_groups >= floor:
         all_ready = available_groups - surge_ready >= replicas
-        available_reason = "AllGroupsReady" if all_ready else "MinimumGroupsAvailable"
+        reason = "AllGroupsReady" if all_ready else "MinimumGroupsAvailable"
     else:
-        available_reason = "GroupsUnavailable"
+        reason = "GroupsUnavailable"
     surge_words = f", {surge_ready} of them surge" if surge_ready else ""
-    conditions = [
-        _condition(
-            prev,
-            "Available",
-            available_groups >= floor,
-            available_reason,
-            f"{available_groups} of {replicas} ServingGroups available{surge_words} (at least {floor} required)",
-            now,
-        ),
-    ]
-    if ms.paused:
-        conditions.append(_condition(prev, "Progressing", False, "Paused", "rollout paused by spec.paused", now))
-    elif totals.converged:
-        conditions.append(
-            _condition(prev, "Progressing", False, "RolloutComplete", f"revision {ctx.update_hash} rolled out", now)
+    message = f"{available_groups} of {replicas} ServingGroups available{surge_words} (at least {floor} required)"
+    return available_groups >= floor, reason, message
+
+
+def _progressing(ctx: PassContext, totals: _Totals, progress: Progress) -> tuple[bool, str, str]:
+    """Progressing as for Deployments: False when paused, complete, or past progressDeadlineSeconds."""
+    if ctx.ms.paused:
+        return False, "Paused", "rollout paused by spec.paused"
+    if totals.converged:
+        return False, "RolloutComplete", f"revision {ctx.update_hash} rolled out"
+    if progress.exceeded:
+        return (
+            False,
+            "ProgressDeadlineExceeded",
+            f"revision {ctx.update_hash} made no progress within progressDeadlineSeconds "
+            f"({progress.deadline_seconds} s)",
         )
-    elif progress.exceeded:
-        conditions.append(
-            _condition(
-                prev,
-                "Progressing",
-                False,
-                "ProgressDeadlineExceeded",
-                f"revision {ctx.update_hash} made no progress within progressDeadlineSeconds "
-                f"({progress.deadline_seconds} s)",
-                now,
-            )
-        )
-    else:
-        conditions.append(
-            _condition(prev, "Progressing", True, "RollingUpdate", f"rolling out revision {ctx.update_hash}", now)
-        )
-    # In progress until the last new group is Ready, not only until the last old one is gone.
-    partition = ctx.strategy.group.partition.count if group_level else 0
+    return True, "RollingUpdate", f"rolling out revision {ctx.update_hash}"
+
+
+def _update_in_progress(
+    ctx: PassContext, out: PlanBuilder, totals: _Totals, groups_out: list[dict[str, Any]]
+) -> tuple[bool, str, str]:
+    """In progress until the last new group is Ready, not only until the last old one is gone; the
+    groups a partition keeps on the old revision do not hold it open."""
+    replicas = ctx.ms.replicas
+    partition = ctx.strategy.group.partition.count if is_group_level(ctx) else 0
     updating = any(b.kind != KIND_PARTITION for b in out.blocked) or not totals.converged
     new_not_ready = any(g["phase"] != "Ready" and not g.get("surge") and g["updated"] for g in groups_out)
     outdated_groups = replicas - totals.updated_groups
     in_progress = updating and not totals.converged and (outdated_groups > partition or new_not_ready)
-    conditions.append(
-        _condition(
-            prev,
-            "UpdateInProgress",
-            in_progress,
-            "GroupsUpdating" if in_progress else "NoUpdate",
-            f"{totals.updated_groups} of {replicas} ServingGroups on revision {ctx.update_hash}",
-            now,
-        )
-    )
+    message = f"{totals.updated_groups} of {replicas} ServingGroups on revision {ctx.update_hash}"
+    return in_progress, "GroupsUpdating" if in_progress else "NoUpdate", message
+
+
+def _raised(out: PlanBuilder) -> list[tuple[str, str]]:
+    """Conditions raised only while they hold, each with its reason as its type: a failed analysis;
+    the pause an inconclusive analysis set for want of evidence, with the shortfall, until an
+    operator resumes or promotes; a revision the controller cannot read."""
+    raised = []
     if out.canary is not None and out.canary.failure:
-        conditions.append(_condition(prev, "AnalysisFailed", True, "AnalysisFailed", out.canary.failure, now))
+        raised.append(("AnalysisFailed", out.canary.failure))
     if out.canary is not None and out.canary.inconclusive:
-        # The pause the analysis set for want of evidence, with the shortfall, until an operator
-        # resumes or promotes.
-        conditions.append(
-            _condition(prev, "AnalysisInconclusive", True, "AnalysisInconclusive", out.canary.inconclusive, now)
-        )
+        raised.append(("AnalysisInconclusive", out.canary.inconclusive))
     unreadable = [b for b in out.blocked if b.kind == KIND_REVISION]
     if unreadable:
-        conditions.append(_condition(prev, "RevisionUnreadable", True, "RevisionUnreadable", unreadable[0].reason, now))
-    return conditions
+        raised.append(("RevisionUnreadable", unreadable[0].reason))
+    return raised
 
 
 def _phase(
