@@ -455,48 +455,23 @@ def revision_failed(deployment: Obj | None) -> bool:
 
 
 def _sync_serverless(store: WorkloadStore, obj: Obj, isvc: InferenceService, status: Obj, now: float) -> float | None:
+    """Knative's way: one Deployment per revision of each component, traffic split between the
+    latest ready revision and the one rolled out before it, idle revisions scaled to zero."""
     owned_all = kube.owned(store, DEPLOYMENT, obj)
     components_status: Obj = {}
     wanted: dict[str, tuple[str, str | None, str | None]] = {}
     requeue: float | None = None
     old_components = status.get("components") or {}
     for kind, component in isvc.components.items():
-        mine = [d for d in owned_all if workloads.labels(d).get(LABEL_COMPONENT) == kind]
-        revs = sorted((d for d in mine if LABEL_REVISION in workloads.labels(d)), key=revision_number)
-        hash_ = apps.template_hash(revision_template(isvc, component))
-        latest = revs[-1] if revs else None
-        if latest is None or (latest["metadata"].get("annotations") or {}).get(ANNOTATION_TEMPLATE_HASH) != hash_:
-            number = (revision_number(latest) if latest else 0) + 1
-            latest = store.create_object(_revision_deployment(obj, isvc, component, number, hash_))
-            revs.append(latest)
+        revs, latest = _revisions(store, obj, isvc, kind, component, owned_all)
         by_name = {workloads.labels(d)[LABEL_REVISION]: d for d in revs}
         latest_created = workloads.labels(latest)[LABEL_REVISION]
         before = old_components.get(kind) or {}
         latest_ready = latest_created if revision_ready(latest) else before.get("latestReadyRevision")
         if latest_ready not in by_name:
             latest_ready = None
-        rolled = before.get("latestRolledoutRevision")
-        previous = before.get("previousRolledoutRevision")
-        percent = component.canary_traffic_percent
-        if (
-            percent is not None
-            and percent < 100
-            and latest_ready is not None
-            and latest_ready == latest_created
-            and latest_ready == rolled
-            and previous
-        ):
-            rolled = previous  # the rolled-out latest revision lost traffic: back to the previous one
-        split = serverless_traffic(percent, latest_ready, rolled)
+        split, rolled, previous = _routed(component.canary_traffic_percent, latest_created, latest_ready, before)
         shares = dict(split)
-        if latest_ready is not None and shares.get(latest_ready) == 100 and latest_ready != rolled:
-            previous, rolled = rolled, latest_ready
-        traffic = []
-        for i, (rev, pct) in enumerate(split):
-            entry: Obj = {"revisionName": rev, "percent": pct, "latestRevision": rev == latest_ready and i == 0}
-            if len(split) > 1:
-                entry["tag"] = "latest" if i == 0 else "prev"
-            traffic.append(entry)
         # Scale: the latest revision and every routed one keep their pods; the others go to zero
         # SCALE_TO_ZERO_GRACE seconds after they stopped taking traffic.
         for rev, deployment in by_name.items():
@@ -504,7 +479,7 @@ def _sync_serverless(store: WorkloadStore, obj: Obj, isvc: InferenceService, sta
             if wait is not None:
                 requeue = wait if requeue is None else min(requeue, wait)
         _collect_idle(store, revs, shares, latest_created)
-        entry_status: Obj = {"latestCreatedRevision": latest_created, "traffic": traffic}
+        entry_status: Obj = {"latestCreatedRevision": latest_created, "traffic": _traffic_entries(split, latest_ready)}
         if latest_ready:
             entry_status["latestReadyRevision"] = latest_ready
         if rolled:
@@ -512,23 +487,8 @@ def _sync_serverless(store: WorkloadStore, obj: Obj, isvc: InferenceService, sta
         if previous:
             entry_status["previousRolledoutRevision"] = previous
         components_status[kind] = entry_status
-        if revision_ready(latest):
-            wanted[CONDITION_OF[kind]] = ("True", None, None)
-        elif revision_failed(latest):
-            wanted[CONDITION_OF[kind]] = (
-                "False",
-                "RevisionFailed",
-                f"Revision {latest_created} failed: progress deadline exceeded",
-            )
-        else:
-            wanted[CONDITION_OF[kind]] = ("Unknown", "RevisionNotReady", f"Revision {latest_created} is not ready yet")
-    for d in owned_all:
-        lab = workloads.labels(d)
-        if lab.get(LABEL_COMPONENT) not in isvc.components or LABEL_REVISION not in lab:
-            try:  # a removed component, or Deployments of the Standard mode before a mode change
-                store.delete_object(DEPLOYMENT, d["metadata"]["namespace"], workloads.name(d))
-            except NotFound:
-                pass
+        wanted[CONDITION_OF[kind]] = _revision_condition(latest, latest_created)
+    _delete_unowned_components(store, owned_all, isvc)
     every = all(state == "True" for state, _, _ in wanted.values())
     wanted["Ready"] = ("True", None, None) if every else ("False", "ComponentsNotReady", None)
     new_status = _conditions(status, wanted, now)
@@ -541,6 +501,78 @@ def _sync_serverless(store: WorkloadStore, obj: Obj, isvc: InferenceService, sta
     new_status.pop("canaryStatuses", None)
     _write_status(store, obj, new_status)
     return requeue
+
+
+def _revisions(
+    store: WorkloadStore, obj: Obj, isvc: InferenceService, kind: str, component: Component, owned_all: list[Obj]
+) -> tuple[list[Obj], Obj]:
+    """A component's revision Deployments, oldest first, and the latest: a new revision is created
+    when the component's template changed since the latest (its template hash differs)."""
+    mine = [d for d in owned_all if workloads.labels(d).get(LABEL_COMPONENT) == kind]
+    revs = sorted((d for d in mine if LABEL_REVISION in workloads.labels(d)), key=revision_number)
+    hash_ = apps.template_hash(revision_template(isvc, component))
+    latest = revs[-1] if revs else None
+    if latest is None or (latest["metadata"].get("annotations") or {}).get(ANNOTATION_TEMPLATE_HASH) != hash_:
+        number = (revision_number(latest) if latest else 0) + 1
+        latest = store.create_object(_revision_deployment(obj, isvc, component, number, hash_))
+        revs.append(latest)
+    return revs, latest
+
+
+def _routed(
+    percent: int | None, latest_created: str, latest_ready: str | None, before: Obj
+) -> tuple[list[tuple[str, int]], str | None, str | None]:
+    """The traffic split, and the rolled-out and previous revisions after it.
+
+    Example: canaryTrafficPercent 10, revision 2 Ready, revision 1 rolled out: 10 % to 2, 90 % to
+    1. Once a split gives the latest ready revision 100 %, it becomes the rolled-out one and the
+    one before it the previous."""
+    rolled = before.get("latestRolledoutRevision")
+    previous = before.get("previousRolledoutRevision")
+    if (
+        percent is not None
+        and percent < 100
+        and latest_ready is not None
+        and latest_ready == latest_created
+        and latest_ready == rolled
+        and previous
+    ):
+        rolled = previous  # the rolled-out latest revision lost traffic: back to the previous one
+    split = serverless_traffic(percent, latest_ready, rolled)
+    if latest_ready is not None and dict(split).get(latest_ready) == 100 and latest_ready != rolled:
+        previous, rolled = rolled, latest_ready
+    return split, rolled, previous
+
+
+def _traffic_entries(split: list[tuple[str, int]], latest_ready: str | None) -> list[Obj]:
+    """status.components.<c>.traffic as KServe writes it: tagged "latest" and "prev" when split."""
+    traffic = []
+    for i, (rev, pct) in enumerate(split):
+        entry: Obj = {"revisionName": rev, "percent": pct, "latestRevision": rev == latest_ready and i == 0}
+        if len(split) > 1:
+            entry["tag"] = "latest" if i == 0 else "prev"
+        traffic.append(entry)
+    return traffic
+
+
+def _revision_condition(latest: Obj, latest_created: str) -> tuple[str, str | None, str | None]:
+    """The component's Ready condition (status, reason, message) from its latest revision."""
+    if revision_ready(latest):
+        return ("True", None, None)
+    if revision_failed(latest):
+        return ("False", "RevisionFailed", f"Revision {latest_created} failed: progress deadline exceeded")
+    return ("Unknown", "RevisionNotReady", f"Revision {latest_created} is not ready yet")
+
+
+def _delete_unowned_components(store: WorkloadStore, owned_all: list[Obj], isvc: InferenceService) -> None:
+    """Deployments of a removed component, or of the Standard mode before a mode change, go."""
+    for d in owned_all:
+        lab = workloads.labels(d)
+        if lab.get(LABEL_COMPONENT) not in isvc.components or LABEL_REVISION not in lab:
+            try:
+                store.delete_object(DEPLOYMENT, d["metadata"]["namespace"], workloads.name(d))
+            except NotFound:
+                pass
 
 
 def _scale_revision(store: WorkloadStore, deployment: Obj, component: Component, serving: bool, now: float):
