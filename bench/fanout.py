@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -558,11 +559,27 @@ def measure_render(stack: Stack, loads: int = 5) -> dict:
     }
 
 
-def render_only(args, log) -> int:
-    """``--render-only``: seed, wait for Ready, start the rollout, and after 5 s measure the render."""
+@contextlib.contextmanager
+def running_stack(args, log):
+    """A ``Stack`` in a fresh temporary directory, stopped at the end; the directory (runall.log)
+    is kept when the run fails or ``--keep`` asks for it, and removed otherwise."""
     var_dir = Path(tempfile.mkdtemp(prefix="rolloutui-fanout-"))
     stack = Stack(var_dir, log)
     try:
+        yield stack
+    except BaseException:
+        args.keep = True
+        log(f"failed; the run's files (runall.log) are kept in {var_dir}")
+        raise
+    finally:
+        stack.stop()
+        if not args.keep:
+            shutil.rmtree(var_dir, ignore_errors=True)
+
+
+def render_only(args, log) -> int:
+    """``--render-only``: seed, wait for Ready, start the rollout, and after 5 s measure the render."""
+    with running_stack(args, log) as stack:
         seed_and_wait(stack, args.groups, log)
         token = token_for(stack)
         api(
@@ -573,14 +590,6 @@ def render_only(args, log) -> int:
         )
         time.sleep(5)
         render = measure_render(stack)
-    except BaseException:
-        args.keep = True
-        log(f"failed; the run's files (runall.log) are kept in {var_dir}")
-        raise
-    finally:
-        stack.stop()
-        if not args.keep:
-            shutil.rmtree(var_dir, ignore_errors=True)
     ok = bool(render.get("firstRenderMs", 1e9) < RENDER_TARGET_MS)
     rows = [
         ("groups (role instances)", f"{args.groups} ({render.get('cells', '?')})"),
@@ -645,9 +654,7 @@ def main(argv: list[str]) -> int:
         print("bench fanout needs aiohttp for its websocket clients (pip install aiohttp)", file=sys.stderr)
         return 2
 
-    var_dir = Path(tempfile.mkdtemp(prefix="rolloutui-fanout-"))
-    stack = Stack(var_dir, log)
-    try:
+    with running_stack(args, log) as stack:
         seed_and_wait(stack, args.groups, log)
         token = token_for(stack)
 
@@ -683,14 +690,6 @@ def main(argv: list[str]) -> int:
         st = api(stack, token, f"/api/modelservings/{NAMESPACE}/{NAME}/")
         at_end = {"updatedGroups": (st.get("counts") or {}).get("updatedReplicas"), "phase": st.get("phase")}
         render = measure_render(stack)
-    except BaseException:
-        args.keep = True
-        log(f"failed; the run's files (runall.log) are kept in {var_dir}")
-        raise
-    finally:
-        stack.stop()
-        if not args.keep:
-            shutil.rmtree(var_dir, ignore_errors=True)
 
     result = {
         "benchmark": "fanout",
