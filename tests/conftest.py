@@ -71,9 +71,10 @@ def pytest_collection_modifyitems(config, items):
 def _integration_group(item, fixturenames: set[str]) -> str:
     """Which integration tests must share a pytest-xdist worker (``make test`` runs the integration
     pass with ``--dist loadgroup``): a module's tests share its module-scoped stacks (runall, Daphne),
-    so a module is one group; every test on the shared Redis (``redis_url``: CI's 127.0.0.1:6379,
-    where reconcile locks and in-flight counts are keyed by ModelServing name) is one group, so two
-    of them never run at once. The rest start private processes on free ports and run side by side."""
+    so a module is one group; every test on the test Redis (``redis_url``) is one group, so two of
+    them never run at once where REDIS_URL names one server for every worker (reconcile locks and
+    in-flight counts are keyed by ModelServing name; without REDIS_URL each worker has its own
+    server). The rest start private processes on free ports and run side by side."""
     if "redis_url" in fixturenames:
         return "shared-redis"
     return item.module.__name__
@@ -178,16 +179,20 @@ def _redis_answers(url: str) -> bool:
 
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory):
-    """A Redis server URL (no database part): REDIS_URL if set, else a Redis answering on
-    127.0.0.1:6379 (CI), else an embedded redis-server started for this test session."""
+    """A real Redis server's URL (no database part): REDIS_URL if set, else a redis-server started
+    for this test process (one per pytest-xdist worker).
+
+    Not the Redis that may answer on 127.0.0.1:6379: on a machine where two checkouts (or two CI
+    jobs) run their suites at once, that server is shared, and the tests' fixed database numbers
+    (a module's ``STATE_REDIS_DB``, the broker's 0, the channel layer's 1) and the controller's fixed
+    key names (``rolloutui:sim:events``) made one run's keys land in the other's: an event list
+    emptied by the other run's fixture, in-flight counts that were not this test's. A private
+    server keeps every run's keys its own; it starts in ~20 ms."""
     url = os.environ.get("REDIS_URL", "").strip()
     if url:
         if not _redis_answers(url):
             pytest.fail(f"REDIS_URL={url} is set but does not answer PING")
         yield url
-        return
-    if _redis_answers("redis://127.0.0.1:6379"):
-        yield "redis://127.0.0.1:6379"
         return
     from rolloutui.embedded_redis import EmbeddedRedis
 

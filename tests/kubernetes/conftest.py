@@ -5,7 +5,6 @@ No Django needed here: the adapter and the core are plain Python.
 
 from __future__ import annotations
 
-import os
 import sys
 import uuid
 from collections.abc import Iterator
@@ -43,13 +42,12 @@ def api_client(apiserver: RunningApiServer):
 
 
 @pytest.fixture
-def redis_client():
-    redis = pytest.importorskip("redis")
-    client = redis.Redis.from_url(os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15"), socket_timeout=2)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        pytest.skip(f"no Redis at TEST_REDIS_URL / 127.0.0.1:6379 ({exc})")
+def redis_client(redis_url):
+    """A client of the test Redis (tests/conftest.py ``redis_url``: a private server unless
+    REDIS_URL names one), database 15, with a key prefix of its own removed at the end."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url.rstrip("/") + "/15", socket_timeout=2)
     prefix = f"test-rolloutui-{uuid.uuid4().hex[:10]}"
     client.test_prefix = prefix
     yield client

@@ -1,4 +1,4 @@
-"""RedisInFlightRouter against the real Redis at 127.0.0.1:6379 (a random key, removed afterwards)."""
+"""RedisInFlightRouter against a real Redis (the test Redis: a random key, removed afterwards)."""
 
 from __future__ import annotations
 
