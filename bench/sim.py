@@ -195,7 +195,7 @@ def measure_speed(scenario=None) -> dict:
         "wallSeconds": round(wall, 3),
         "cpuSeconds": round(cpu, 3),
         "virtualPerWall": round(trace["endTime"] / wall, 1),
-        "reconcilePasses": runner.passes,
+        "reconcilePasses": runner.kind.passes,
         "frames": len(trace["frames"]),
         "loopSteps": runner.loop.steps,
         "converged": trace["converged"],

@@ -30,6 +30,7 @@ from controller.core.strategy import ClusterSettings
 from controller.core.view import expand_waiting
 
 from .config import ClusterConfig, Traffic
+from .modelserving import ModelServingKind
 from .runner import Runner, batch_gc
 from .scenario import Scenario
 
@@ -129,7 +130,7 @@ def bring_up(
     with batch_gc():
         runner = _runner(meta["name"], manifest, cluster, settle_limit)
         runner.as_operator(lambda: runner.store.create_modelserving(manifest))
-        runner.loop.call_at(0.0, runner.start_controller)
+        runner.loop.call_at(0.0, runner.kind.start_controller)
         t = 0.0
         while not runner.converged and t < settle_limit:
             t = runner.loop.run_until(t + step)
@@ -158,8 +159,8 @@ def preview_from(
     with batch_gc():
         runner = _runner(meta["name"], live.modelserving, cluster, rollout_limit, start=live.now)
         runner.cluster.restore(modelservings=[live.modelserving], revisions=live.revisions, pods=live.pods)
-        baseline = runner.check_convergence()
-        runner.start_controller()
+        baseline = runner.kind.check_convergence()
+        runner.kind.start_controller()
         runner.router.start()  # the workload serves already (nothing without traffic)
         return _roll_out(runner, patch, cluster, baseline, rollout_limit, step, progress)
 
@@ -175,7 +176,7 @@ def _runner(name: str, manifest: Obj, cluster: PreviewCluster, limit: float, *, 
         events=[],
         settings=cluster.settings,
     )
-    runner = Runner(scenario, frames=False, start=start)
+    runner = Runner(scenario, ModelServingKind, frames=False, start=start)
     names = cluster.node_names or [f"node-{i}" for i in range(len(cluster.node_gpus))]
     for node, gpus in zip(names, cluster.node_gpus, strict=True):
         runner.cluster.add_node(node, gpus)
@@ -205,8 +206,8 @@ def _roll_out(
         samples.append(PassSample(round(t - t0, 3), available, reasons, status.get("updateRevision")))
 
     runner.as_operator(lambda: runner.store.patch_modelserving(namespace, name, patch))
-    runner.forget_convergence()
-    runner.on_pass.append(record)
+    runner.kind.forget_convergence()
+    runner.kind.on_pass.append(record)
     t = t0
     while t < t0 + rollout_limit:
         t = runner.loop.run_until(t + step)

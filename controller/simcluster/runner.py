@@ -1,52 +1,38 @@
-"""Run a scenario: build the simulated cluster, apply the events, run the real controller.
+"""Run a scenario: build the simulated cluster, apply the events, let the workload's controllers
+act, and write the trace. One loop for every kind of workload (``Runner``); what differs per kind is
+a ``WorkloadKind``:
 
-The controller here is the production reconcile pass (``controller.core.reconcile.reconcile``)
-behind a work queue that lives in a ``SimController`` object, following the same policy as the live
-app's Celery tasks (``controller.core.workqueue``):
+- ``modelserving.ModelServingKind``: the product's own reconcile pass behind a simulated work queue;
+  frames are its state views, convergence is decided after every pass;
+- ``kserve.runner.InferenceServiceKind``: the simulated KServe, Deployment and ReplicaSet
+  controllers; frames are the InferenceService's state view after every instant at which an object
+  changed, convergence is that view's ``converged``.
 
-- every real change in the store that concerns a ModelServing (its spec, its pods, its revisions;
-  nodes concern all) enqueues a reconcile of it ``COALESCE_SECONDS`` (5 ms) of virtual time later,
-  coalesced: ten pod changes in the same 5 ms make one pass. The controller's own status writes do
-  not wake it (its pass already knew that status); its pod and revision writes do, so a pass that
-  changed the cluster is followed by one that observes the result, like a watch-driven controller;
-- ``requeue_after`` from a pass (a drain timeout, ...) schedules a pass at that time;
-- a periodic resync every ``RESYNC_SECONDS`` (30 virtual s) enqueues every ModelServing;
-- a pass that raises (a lost race: Conflict, or a bug) is retried with exponential backoff
-  (0.1 s, 0.2 s, ... at most 10 s) and the error is recorded in the trace;
-- a hot loop (a pass changing the cluster on every pass) is slowed down and reported in the trace.
-
-``restartController`` drops the ``SimController`` (its queue, timers and anything else in memory)
-and builds a new one, which starts with a full list like a fresh informer. Whatever the controller
-has to remember must come back from the store.
-
-The run ends at ``until``, or once every event has run and the workload has stayed converged for
-``SETTLE`` (60) seconds: end = max(convergedAt, time of the last event) + 60.
+What every kind shares is here: the virtual clock and the cluster (nodes, scheduler, kubelets), the
+scenario's events scheduled at their times and applied as the operator (an event that fails is
+recorded with its error, the run goes on), the faults ``failNode`` and ``addNodes``, traffic starting
+when the workload first converges, and the end of the run (``settling.Settling``): at ``until``, or
+once every event has run and the workload has stayed converged for ``SETTLE`` (60) seconds:
+end = max(convergedAt, time of the last event) + 60. Errors of the simulated KServe and Deployment
+controllers (none for a ModelServing run: they are idle) end up in the trace's ``controllerErrors``.
 """
 
 from __future__ import annotations
 
 import gc
-import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
-from controller.core import naming, workqueue
-from controller.core.observe import Observed, observe
-from controller.core.passcache import PassCache
-from controller.core.ports import ClusterError, NotFound, Obj, routed_pods
-from controller.core.reconcile import ReconcileResult
+from controller.core.ports import ClusterError
 
-from .convergence import is_converged
-from .kserve.runner import InferenceServiceRunner
+from .kserve.runner import InferenceServiceKind
 from .memory.clock import EventLoop, VirtualClock
 from .memory.cluster import SimCluster
-from .memory.store import Change
-from .routing import SimulatedVerifier
-from .scenario import MANIFEST_EVENTS, Event, Scenario, control_patch
+from .modelserving import ModelServingKind
+from .scenario import Event, Scenario
+from .settling import Settling
 from .trace import TraceWriter, dumps
-
-SETTLE = 60.0
 
 # Collector thresholds while a simulation runs (``batch_gc``).
 BATCH_YOUNG_THRESHOLD = 10_000
@@ -75,104 +61,52 @@ def batch_gc() -> Iterator[None]:
         gc.set_threshold(*before)
 
 
-class SimController:
-    """The controller's in-memory state: its work queue and timers. Thrown away on restart."""
+class KindRouter(Protocol):
+    """What the run asks of a kind's request router."""
 
-    def __init__(self, runner: Runner, incarnation: int) -> None:
-        self.runner = runner
-        self.loop = runner.loop
-        self.incarnation = incarnation
-        self.alive = True
-        self.queue: dict[tuple[str, str], Any] = {}  # key -> Timer of the pending pass
-        self.timers: list[Any] = []
-        self.failures: dict[tuple[str, str], int] = {}
-        self.history: dict[tuple[str, str], workqueue.PassHistory] = {}
+    def start(self) -> None: ...
 
-    def start(self) -> None:
-        for ms in self.runner.store.list_modelservings():
-            self.enqueue((ms["metadata"]["namespace"], ms["metadata"]["name"]))
-        self._resync()
+    def summary(self) -> dict[str, Any]: ...
 
-    def stop(self) -> None:
-        self.alive = False
-        for timer in [*self.queue.values(), *self.timers]:
-            timer.cancel()
-        self.queue.clear()
-        self.timers.clear()
 
-    def _resync(self) -> None:
-        if not self.alive:
-            return
-        for ms in self.runner.store.list_modelservings():
-            self.enqueue((ms["metadata"]["namespace"], ms["metadata"]["name"]))
-        self.timers = [t for t in self.timers if not t.cancelled and t.at > self.loop.now()]
-        self.timers.append(self.loop.call_later(workqueue.RESYNC_SECONDS, self._resync))
+class WorkloadKind(Protocol):
+    """What differs per kind of workload. Built on the run's cluster (``KindFactory``), a kind
+    watches the store (its own listener), drives its workload's controllers, writes its frames and
+    actions to ``trace`` and tells the run's ``Settling`` whether its workload converged."""
 
-    def enqueue(self, key: tuple[str, str], delay: float = workqueue.COALESCE_SECONDS) -> None:
-        if not self.alive:
-            return
-        at = self.loop.now() + delay
-        pending = self.queue.get(key)
-        if workqueue.already_queued(None if pending is None or pending.cancelled else pending.at, at):
-            return  # coalesced into the pass already queued
-        if pending is not None:
-            pending.cancel()
-        self.queue[key] = self.loop.call_at(at, lambda: self._work(key))
+    trace: TraceWriter
+    router: KindRouter
 
-    def enqueue_at(self, key: tuple[str, str], delay: float) -> None:
-        # A timed wake-up: when it fires, queue a pass (coalescing with whatever is queued then).
-        self.timers.append(self.loop.call_later(delay, lambda: self.enqueue(key)))
+    def begin(self) -> None:
+        """Schedule the kind's work at t=0 (its controllers, its first frame): after the scenario's
+        events, so an ``apply`` at 0 runs first."""
+        ...
 
-    def _work(self, key: tuple[str, str]) -> None:
-        if not self.alive:
-            return
-        self.queue.pop(key, None)
-        now = self.loop.now()
-        history = self.history.get(key) or workqueue.PassHistory()
-        wait = history.wait_before_pass(now)
-        if wait is not None:
-            self.enqueue(key, wait)
-            return
-        self.history[key] = after = history.after_pass(now)
-        if after.throttled and not history.throttled:
-            self.runner.trace.error(
-                now,
-                f"hot loop: {workqueue.HOT_LOOP_PASSES} back-to-back passes of {key[0]}/{key[1]}, "
-                f"each changing the cluster; from now on at most one pass per {workqueue.HOT_LOOP_INTERVAL:g} s",
-            )
-        ok, requeue_after = self.runner.reconcile_once(key)
-        if ok:
-            self.failures.pop(key, None)
-            if requeue_after is not None:
-                self.enqueue_at(key, workqueue.requeue_seconds(requeue_after))
-        else:
-            self.failures[key] = self.failures.get(key, 0) + 1
-            self.enqueue(key, workqueue.backoff_seconds(self.failures[key]))
+    def do(self, event: Event) -> str | None:
+        """Apply one of the kind's events, as the operator; returns an error to record, or None."""
+        ...
+
+
+# (scenario, the run's cluster, the run's settling, the kind's options) -> the kind.
+KindFactory = Callable[..., WorkloadKind]
+KINDS: dict[str, KindFactory] = {"ModelServing": ModelServingKind, "InferenceService": InferenceServiceKind}
 
 
 class Runner:
     def __init__(
         self,
         scenario: Scenario,
+        kind: KindFactory | None = None,
         *,
         copy_reads: bool = False,
-        frames: bool = True,
         start: float = 0.0,
-        skip_unchanged: bool = True,
+        **options: Any,
     ) -> None:
-        """``frames=False``: no trace frames are written and the passes build no state view (the
-        preview reads its timeline from ``on_pass``, which gets each pass's result with its
-        status; a view costs a walk over every instance per pass). Convergence is decided on the
-        pods as they stand after each pass either way (``convergence.is_converged``). ``start``:
-        the virtual time the clock starts at (a copy of a live cluster starts at that cluster's
-        time: ``SimCluster.restore``). ``skip_unchanged=False``: every pass builds its frame's view
-        and checks convergence, even when nothing they read changed (``_frame_unchanged``; the
-        trace is the same either way, tests compare the two)."""
-        from controller.core import reconcile as core_reconcile  # the production pass
-        from controller.core import view as core_view
-
-        self._reconcile = core_reconcile.reconcile
-        self._build_view = core_view.build_view
+        """``kind``: how to build the workload's kind (default: by ``scenario.kind``); ``options`` go
+        to it (a ModelServing's ``frames``, ``skip_unchanged``: ``ModelServingKind``). ``start``: the
+        virtual time the clock starts at (a copy of a live cluster starts at that cluster's time:
+        ``SimCluster.restore``). The cluster's own router (``SimCluster.router``) routes a
+        ModelServing's traffic; an InferenceService's kind brings its own and leaves that one idle."""
         self.scenario = scenario
         self.cluster = SimCluster(
             scenario.cluster,
@@ -185,234 +119,29 @@ class Runner:
         )
         self.loop = self.cluster.loop
         self.store = self.cluster.store
-        self.router = self.cluster.router
-        # The analysis' figures: the router's, with the simulated GPU for an analysis that checks it.
-        self._metrics = _with_gpu(self.router, self.store)
-        self.verifier = SimulatedVerifier(self.cluster.config)
-        self.trace = TraceWriter(scenario.name, scenario.seed, with_strategy=scenario.settings is not None)
-        self.controller: SimController | None = None
-        self.incarnations = 0
-        self.passes = 0
-        self.converged = False
-        self.converged_at: float | None = None
-        self.events_left = len(scenario.events)
-        self.last_event_at = max((e.at for e in scenario.events), default=0.0)
-        self._end_timer = None
-        self._frames = frames
-        self._parse_cache: dict[tuple[str, str], Any] = {}  # per run: UIDs repeat across runs of one seed
-        # The passes' and the frames' parsed spec, by uid and resourceVersion (per run, as above).
-        self._spec_cache: dict[tuple[str, str], Any] = {}
-        # What the passes, the frames' views and the convergence checks of this run derive from
-        # the pods and revisions (``core.passcache``): one per run, like the caches above.
-        self._pass_cache = PassCache()
-        # Called after every pass that planned (``ReconcileResult.planned``), with (time, result),
-        # once convergence is decided for it: how the preview records its timeline. The result's
-        # ``view`` is the pass's state view with frames, empty without.
-        self.on_pass: list[Callable[[float, ReconcileResult], None]] = []
-        # Every change the store made (any kind, any writer), counted: equal counts, equal cluster.
-        self._store_changes = 0
-        # The store's count when the last frame's view was built (after its pass's writes) and the
-        # blocked reasons offered with it; and the count at the last convergence check.
-        self._frame_inputs: tuple[tuple[str, str], int, list] | None = None
-        self._converged_at_changes: int | None = None
-        self._skip_unchanged = skip_unchanged
-        self.skipped_views = 0  # frame views not built because nothing they read changed
-        self.store.add_listener(self._on_change)
-
-    # -- controller ---------------------------------------------------------------------------------
-
-    def start_controller(self) -> None:
-        if self.controller is not None:
-            self.controller.stop()
-        self.incarnations += 1
-        self.controller = SimController(self, self.incarnations)
-        self.controller.start()
-
-    def _on_change(self, change: Change) -> None:
-        self._store_changes += 1
-        if self.controller is None:
-            return
-        if change.kind == "Node":
-            for ms in self.store.list_modelservings():
-                self.controller.enqueue((ms["metadata"]["namespace"], ms["metadata"]["name"]))
-            return
-        if change.ms_name is None:
-            return
-        if (
-            change.by == "controller"
-            and change.kind == "ModelServing"
-            and change.old is not None
-            and change.obj is not None
-            and change.obj.get("spec") == change.old.get("spec")
-            and change.obj["metadata"].get("annotations") == change.old["metadata"].get("annotations")
-        ):
-            return  # its own status write: the pass that wrote it already knew
-        if (
-            change.by == "controller"
-            and change.kind == "ControllerRevision"
-            and change.old is not None
-            and change.obj is not None
-            and {**change.obj, "metadata": None} == {**change.old, "metadata": None}
-        ):
-            return  # its own record of image digests on a revision (``core.digests``): nothing to plan
-        self.controller.enqueue((change.namespace, change.ms_name))
-
-    def reconcile_once(self, key: tuple[str, str]) -> tuple[bool, float | None]:
-        ns, name = key
-        now = self.loop.now()
-        self.passes += 1
-        previous, self.store.actor = self.store.actor, "controller"
-        try:
-            result = self._reconcile(
-                self.store,
-                self.router,
-                self.clock,
-                ns,
-                name,
-                settings=self.scenario.settings,
-                verifier=self.verifier,
-                metrics=self._metrics,
-                # With traffic the frame's view is built after the pass, with every pod's in-flight
-                # count (below): the pass's own would be built for nothing.
-                build_state_view=self._frames and self.scenario.traffic is None,
-                parse_cache=self._spec_cache,
-                cache=self._pass_cache,
-            )
-        except NotFound:
-            return True, None  # the ModelServing is gone
-        except ClusterError as exc:
-            self.trace.error(now, f"{type(exc).__name__}: {exc}")
-            return False, None
-        except Exception as exc:  # a bug in the pass: keep running, report it in the trace
-            tb = traceback.extract_tb(exc.__traceback__)[-1]
-            self.trace.error(now, f"{type(exc).__name__}: {exc} ({tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})")
-            return False, None
-        finally:
-            self.store.actor = previous
-        for action in result.actions:
-            self.trace.action(now, action.to_trace())
-        for window in result.analysis:
-            self.trace.window(now, window)
-        for entry in result.audit:
-            self.trace.audited(now, entry)
-        if not result.planned:
-            return True, result.requeue_after
-        if self._frames:
-            self._offer_frame(now, key, result)
-        if not self._skip_unchanged or self._converged_at_changes != self._store_changes:
-            # Skipped when nothing changed in the store since the last check: is_converged reads
-            # only the ModelServing, its pods and revisions, so it would answer as it did then.
-            self._check_convergence(None if result.actions else result.observed)
-            self._converged_at_changes = self._store_changes
-        for observer in self.on_pass:
-            observer(now, result)
-        return True, result.requeue_after
-
-    def _offer_frame(self, now: float, key: tuple[str, str], result: ReconcileResult) -> None:
-        view = result.view
-        if self.scenario.traffic is None:
-            self.trace.offer_frame(now, view, result.blocked)
-            return
-        # The pass asks the router only about draining pods (that is all it needs), so its view
-        # would show 0 in flight on serving pods. With traffic the view is built here instead, with
-        # every pod's count, so the trace's inFlight is true everywhere.
-        if self._frame_unchanged(key, result.blocked):
-            self.skipped_views += 1
-            return
-        view = result.view = self._view_now(*key) or view  # on_pass gets it too
-        self.trace.offer_frame(now, view, result.blocked)
-        self._frame_inputs = (key, self._store_changes, result.blocked)
-
-    def _frame_unchanged(self, key: tuple[str, str], blocked: list) -> bool:
-        """Whether this pass's frame would be the last one offered, so ``offer_frame`` would keep
-        nothing: no store change since that frame's view was built (this pass wrote nothing either)
-        and the same blocked reasons. A frame's change key reads only the spec, status, revisions
-        and pods (each instance's state, pods, readiness, surge, draining, gate; the routed pods
-        come from the pods too) and the blocked reasons, never the time or the in-flight counts,
-        so it would be equal. Worked example, the seed example with paths (856 virtual s): of
-        2,809 passes, 1,811 are drain polls that change nothing, and their views (a walk over 160
-        instances each) are not built. Not skipped when a pass observer wants the view."""
-        if not self._skip_unchanged or self.on_pass or self._frame_inputs is None:
-            return False
-        last_key, changes, last_blocked = self._frame_inputs
-        return last_key == key and changes == self._store_changes and last_blocked == blocked
-
-    def _view_now(self, ns: str, name: str) -> dict[str, Any] | None:
-        try:
-            ms = self.store.get_modelserving(ns, name)
-        except NotFound:
-            return None
-        pods = self.store.list_pods(ns, name)
-        return self._build_view(
-            ms,
-            pods,
-            self.store.list_revisions(ns, name),
-            self.router.in_flight_by_pod(),
-            self.loop.now(),
-            routed=routed_pods(self.router, self.cluster, ns, name, pods),
-            parse_cache=self._spec_cache,
-            cache=self._pass_cache,
-        )
+        # The kind's router starts on the first converged verdict (the kind is built just below).
+        self.settling = Settling(self.loop, [e.at for e in scenario.events], lambda: self.router.start())
+        make = kind if kind is not None else KINDS[scenario.kind]
+        self.kind = make(scenario, self.cluster, self.settling, **options)
+        self.trace = self.kind.trace
+        self.router = self.kind.router
 
     @property
     def clock(self):
         return self.cluster.clock
 
-    # -- convergence ----------------------------------------------------------------------------------
+    @property
+    def converged(self) -> bool:
+        return self.settling.converged
 
-    def check_convergence(self) -> bool:
-        """Decide convergence on the cluster as it stands now (as after a pass), and say it. The
-        caller may have changed the store without telling anyone (``SimCluster.restore``, the
-        preview's copy): the next pass checks again whatever the store's count of changes says."""
-        self._check_convergence(None)
-        self._converged_at_changes = None
-        return self.converged
-
-    def _check_convergence(self, observed: Observed | None) -> None:
-        """``observed``: the pods as they stand after the pass, when the pass knows them (it took
-        no pod action); else they are listed and observed here."""
-        ns, name = self.scenario.namespace, self.scenario.ms_name
-        try:
-            ms = self.store.get_modelserving(ns, name)
-        except NotFound:
-            return
-        now = self.loop.now()
-        if observed is None:
-            observed = observe(self.store.list_pods(ns, name), cache=self._pass_cache)
-        conv = is_converged(ms, observed, self.store.list_revisions(ns, name), cache=self._parse_cache)
-        if conv and not self.converged:
-            self.converged_at = now
-            self.router.start()  # traffic flows once the workload first stands
-        if not conv:
-            self.converged_at = None
-        self.converged = conv
-        self._maybe_schedule_end()
-
-    def forget_convergence(self) -> None:
-        """After a change made from outside the scenario (the preview's): the next pass decides anew,
-        and ``converged_at`` is the time of the first converged pass after the change."""
-        self.converged, self.converged_at = False, None
-        self._converged_at_changes = None
-
-    def _maybe_schedule_end(self) -> None:
-        if not self.converged or self.events_left > 0 or self.converged_at is None:
-            return
-        end_at = max(self.converged_at, self.last_event_at) + SETTLE
-        if self._end_timer is not None and not self._end_timer.cancelled and self._end_timer.at == end_at:
-            return
-        if self._end_timer is not None:
-            self._end_timer.cancel()
-        since = self.converged_at
-        self._end_timer = self.loop.call_at(end_at, lambda: self._end_if_settled(since))
-
-    def _end_if_settled(self, since: float) -> None:
-        if self.converged and self.converged_at == since:
-            self.loop.stop()
+    @property
+    def converged_at(self) -> float | None:
+        return self.settling.converged_at
 
     # -- events -----------------------------------------------------------------------------------
 
     def as_operator(self, write: Callable[[], Any]) -> Any:
-        """Run ``write`` (store calls) as the operator: the changes it makes wake the controller."""
+        """Run ``write`` (store calls) as the operator: the changes it makes wake the controllers."""
         previous, self.store.actor = self.store.actor, "operator"
         try:
             return write()
@@ -420,177 +149,46 @@ class Runner:
             self.store.actor = previous
 
     def _apply_event(self, e: Event) -> None:
-        self.events_left -= 1
+        self.settling.event_ran()
         error = None
         try:
             error = self.as_operator(lambda: self._do(e))
         except (ClusterError, ValueError) as exc:
             error = f"{type(exc).__name__}: {exc}"
         self.trace.event(self.loop.now(), e.describe(), error=error)
-        self._maybe_schedule_end()
+        self.settling.maybe_schedule_end()
 
     def _do(self, e: Event) -> str | None:
-        s, store = self.scenario, self.store
-        ns, name = s.namespace, s.ms_name
-        if e.do == "apply":
-            store.create_modelserving(s.manifest)
-            return None
-        if e.do in MANIFEST_EVENTS or e.do in ("rollback", "abort"):
-            ms = store.get_modelserving(ns, name)
-            if e.do == "rollback":
-                from controller.core import controls
-
-                patch = controls.rollback(ms, store.list_revisions(ns, name), to_revision=e.args["toRevision"])
-            elif e.do == "abort":
-                from controller.core import controls
-
-                patch = controls.abort(ms, store.list_revisions(ns, name))
-            else:
-                patch = control_patch(ms, e)
-            # Who and why, like every control: "simulate: rollback: p99 regression".
-            cause = f"simulate: {e.do}" + (f": {e.reason}" if e.reason else "")
-            patch = {
-                **patch,
-                "metadata": {
-                    **(patch.get("metadata") or {}),
-                    "annotations": {
-                        **((patch.get("metadata") or {}).get("annotations") or {}),
-                        naming.ANNOTATION_CHANGE_CAUSE: cause,
-                    },
-                },
-            }
-            before = (ms.get("status") or {}).get("updateRevision")
-            new = store.patch_modelserving(ns, name, patch)
-            self.trace.audited(
-                self.loop.now(),
-                {
-                    "action": e.do,
-                    "source": "scenario",
-                    "reason": e.reason or "",
-                    "fromRevision": before,
-                    "toRevision": _selected_revision(new, store.list_revisions(ns, name)),
-                },
-            )
-            return None
-        if e.do == "deletePods":
-            victims = [p for p in store.list_pods(ns, name) if _matches(p, e.args)]
-            for p in victims:
-                if not p["metadata"].get("deletionTimestamp"):
-                    store.delete_pod(ns, p["metadata"]["name"], uid=p["metadata"]["uid"])
-            return None if victims else "no pod matched"
+        """The faults every kind shares; the kind's own events go to the kind."""
         if e.do == "failNode":
             self.cluster.fail_node(e.args["node"])
             return None
         if e.do == "addNodes":
-            self.cluster.add_nodes(e.args.get("count", 1), e.args.get("gpusPerNode", s.cluster.gpus_per_node))
+            gpus = e.args.get("gpusPerNode", self.scenario.cluster.gpus_per_node)
+            self.cluster.add_nodes(e.args.get("count", 1), gpus)
             return None
-        if e.do == "restartController":
-            self.start_controller()
-            return None
-        if e.do == "retag":
-            self.cluster.config.retag(e.args["image"])
-            return None
-        if e.do == "corruptRevision":
-            number = e.args["revision"]
-            for rev in store.list_revisions(ns, name):
-                if rev.get("revision") == number:
-                    store.replace_revision_data(ns, rev["metadata"]["name"], "<corrupted>")
-                    return None
-            return f"no revision number {number}"
-        raise AssertionError(e.do)
+        return self.kind.do(e)
 
     # -- run --------------------------------------------------------------------------------------
-
-    def _first_frame(self) -> None:
-        s = self.scenario
-        try:
-            ms = self.store.get_modelserving(s.namespace, s.ms_name)
-        except NotFound:
-            # Applied later: the t=0 frame shows an empty cluster.
-            empty = {"spec": None, "currentRevision": None, "updateRevision": None, "conditions": [], "instances": []}
-            self.trace.offer_frame(0.0, empty, [], force=True)
-            return
-        pods = self.store.list_pods(s.namespace, s.ms_name)
-        view = self._build_view(
-            ms,
-            pods,
-            self.store.list_revisions(s.namespace, s.ms_name),
-            self.router.in_flight_by_pod(),
-            self.loop.now(),
-            routed=routed_pods(self.router, self.cluster, s.namespace, s.ms_name, pods),
-            cache=self._pass_cache,
-        )
-        self.trace.offer_frame(0.0, view, [], force=True)
 
     def run(self) -> dict[str, Any]:
         for e in self.scenario.events:
             self.loop.call_at(e.at, lambda e=e: self._apply_event(e))
-        self.loop.call_at(0.0, self.start_controller)
-        self.loop.call_at(0.0, self._first_frame)
+        self.kind.begin()
         with batch_gc():
             end = self.loop.run_until(self.scenario.until)
-        return self.trace.document(
+        doc = self.trace.document(
             converged=self.converged, converged_at=self.converged_at, end_time=end, requests=self.router.summary()
         )
-
-
-def _selected_revision(ms: Obj, revisions: list[Obj]) -> str:
-    """The revision hash the spec selects now (what the controller will roll out)."""
-    from controller.core.revisions import History, record_update_revision
-
-    status = ms.get("status") or {}
-    history = History.from_objects(revisions)
-    spec = ms.get("spec") or {}
-    return record_update_revision(ms["metadata"]["name"], spec, history, int(status.get("collisionCount") or 0)).hash
-
-
-def _matches(pod: Obj, args: dict[str, Any]) -> bool:
-    labels = pod["metadata"].get("labels") or {}
-    if "group" in args and str(labels.get(naming.LABEL_GROUP_ORDINAL)) != str(args["group"]):
-        return False
-    if "role" in args and labels.get(naming.LABEL_ROLE) != args["role"]:
-        return False
-    if "instance" in args and str(labels.get(naming.LABEL_ROLE_ORDINAL)) != str(args["instance"]):
-        return False
-    return True
+        errors = self.cluster.workloads.errors
+        if errors:
+            doc["controllerErrors"] = [*doc.get("controllerErrors", []), *({"t": t, "message": m} for t, m in errors)]
+        return doc
 
 
 def run_scenario(scenario: Scenario, *, copy_reads: bool = False) -> dict[str, Any]:
-    if scenario.kind == "InferenceService":
-        return InferenceServiceRunner(scenario, copy_reads=copy_reads).run()
     return Runner(scenario, copy_reads=copy_reads).run()
 
 
 def run_to_json(scenario: Scenario) -> str:
     return dumps(run_scenario(scenario))
-
-
-def _with_gpu(router: Any, store: Any) -> Any:
-    """The router's windows plus ``core.gpu``'s figures from its request records, for a
-    ModelServing whose analysis checks a GPU metric (``core.gpu.GpuFigures``)."""
-    from controller.core.gpu import GpuFigures
-    from controller.core.spec import canary_of
-
-    from .routing import revision_label, routable_entries
-
-    def analysis_of(namespace: str, name: str):
-        try:
-            canary = canary_of(store.get_modelserving(namespace, name))
-        except NotFound:
-            return None
-        return canary.analysis if canary is not None else None
-
-    def engines_of(namespace: str, name: str, revision: str) -> list[Obj]:
-        return [p for p in routable_entries(store.list_pods(namespace, name)) if revision_label(p) == revision]
-
-    def busy_of(namespace: str, name: str, revision: str, start: float, end: float, at: float):
-        out = []
-        for r in getattr(router, "requests", ()):
-            if r.revision != revision or r.pod is None or r.start >= end:
-                continue
-            ended = r.end if r.end is not None else min(at, r.start + r.busy)
-            if ended > start:
-                out.append((r.start, ended))
-        return out
-
-    return GpuFigures(router, analysis_of=analysis_of, engines_of=engines_of, busy_of=busy_of)

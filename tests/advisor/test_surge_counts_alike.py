@@ -52,16 +52,16 @@ def test_a_ready_surge_group_is_counted_as_available_by_the_status_the_preview_a
     config = dataclasses.replace(copied.config, nodes=2, gpus_per_node=2)
     original = Runner(Scenario("original", 0, 3600.0, config, None, ms, []), frames=False)
     passes: list[tuple[float, dict]] = []
-    original.on_pass.append(lambda t, result: passes.append((t, result.status)))
+    original.kind.on_pass.append(lambda t, result: passes.append((t, result.status)))
     original.as_operator(lambda: original.store.create_modelserving(ms))
-    original.loop.call_at(0.0, original.start_controller)
+    original.loop.call_at(0.0, original.kind.start_controller)
     original.loop.run_until(60.0)  # brought up, Ready
     live = LiveState.read(original.store, "default", "demo", original.loop.now())
     timeline = preview_from(live, patch, copied)  # what the advisor judges a candidate by
 
     t0 = original.loop.now()
     original.as_operator(lambda: original.store.patch_modelserving("default", "demo", patch))
-    original.forget_convergence()
+    original.kind.forget_convergence()
     first = len(passes)
     while not (original.converged and original.converged_at is not None and original.converged_at >= t0):
         original.loop.run_until(original.loop.now() + 5.0)

@@ -39,7 +39,7 @@ def test_the_coordinated_skew_of_one_group(ready, max_skew, skew, limit):
 def views_of(path) -> list[dict]:
     runner = Runner(load_scenario(path))
     views: list[dict] = []
-    runner.on_pass.append(lambda t, result: views.append(result.view))
+    runner.kind.on_pass.append(lambda t, result: views.append(result.view))
     runner.run()
     return views
 

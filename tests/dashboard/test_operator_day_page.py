@@ -31,7 +31,7 @@ def views_of(scenario: str) -> list[tuple[float, dict]]:
     """(time, state view) after every pass of a scenario of tests/scenarios."""
     runner = Runner(load_scenario(TEST_SCENARIOS / f"{scenario}.yaml"))
     seen: list[tuple[float, dict]] = []
-    runner.on_pass.append(lambda t, result: seen.append((t, result.view)))
+    runner.kind.on_pass.append(lambda t, result: seen.append((t, result.view)))
     runner.run()
     return seen
 

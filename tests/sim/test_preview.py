@@ -163,7 +163,7 @@ def test_convergence_and_the_previews_samples_agree_with_the_full_view_on_every_
         ]
         compared.append(runner.converged)
 
-    runner.on_pass.append(compare)
+    runner.kind.on_pass.append(compare)
     runner.run()
     assert len(compared) > 10 and False in compared
 
@@ -211,16 +211,16 @@ def test_a_preview_from_a_copy_rolls_out_as_the_change_does_on_the_cluster_it_wa
     config = dataclasses.replace(copied.config, nodes=9, gpus_per_node=8)
     original = Runner(Scenario("original", 0, 3600.0, config, None, ms, []), frames=False)
     passes = []
-    original.on_pass.append(lambda t, result: passes.append((t, result.status["availableReplicas"])))
+    original.kind.on_pass.append(lambda t, result: passes.append((t, result.status["availableReplicas"])))
     original.as_operator(lambda: original.store.create_modelserving(ms))
-    original.loop.call_at(0.0, original.start_controller)
+    original.loop.call_at(0.0, original.kind.start_controller)
     original.loop.run_until(100.0)  # brought up, Ready for a while
     live = LiveState.read(original.store, "default", "demo", original.loop.now())
     timeline = preview_from(live, patch, copied)
 
     t0 = original.loop.now()
     original.as_operator(lambda: original.store.patch_modelserving("default", "demo", patch))
-    original.forget_convergence()
+    original.kind.forget_convergence()
     first = len(passes)
     while not (original.converged and original.converged_at is not None and original.converged_at >= t0):
         original.loop.run_until(original.loop.now() + 5.0)

@@ -19,7 +19,7 @@ def passes(scenario: str) -> list[tuple[float, dict]]:
     if scenario not in _CACHE:
         runner = Runner(load_scenario(TEST_SCENARIOS / f"{scenario}.yaml"))
         seen: list[tuple[float, dict]] = []
-        runner.on_pass.append(lambda t, result: seen.append((t, result.view)))
+        runner.kind.on_pass.append(lambda t, result: seen.append((t, result.view)))
         runner.run()
         _CACHE[scenario] = seen
     return _CACHE[scenario]

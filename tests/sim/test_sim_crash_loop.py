@@ -23,7 +23,7 @@ def passes() -> list[tuple[float, dict]]:
     if "crash" not in _CACHE:
         runner = Runner(load_scenario(TEST_SCENARIOS / "crash-loop-rollout.yaml"))
         seen: list[tuple[float, dict]] = []
-        runner.on_pass.append(lambda t, result: seen.append((t, result.view)))
+        runner.kind.on_pass.append(lambda t, result: seen.append((t, result.view)))
         runner.run()
         _CACHE["crash"] = seen
     return _CACHE["crash"]

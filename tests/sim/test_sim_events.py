@@ -315,7 +315,7 @@ def test_a_controller_that_rewrites_the_cluster_on_every_pass_is_reported_as_a_h
     from controller.simcluster.runner import Runner
 
     runner = Runner(parse_scenario(make([], replicas=1, until=600)))
-    real = runner._reconcile
+    real = runner.kind._reconcile
 
     def restless(cluster, router, clock, ns, name, **kwargs):
         result = real(cluster, router, clock, ns, name, **kwargs)
@@ -323,8 +323,8 @@ def test_a_controller_that_rewrites_the_cluster_on_every_pass_is_reported_as_a_h
         cluster.patch_modelserving(ns, name, {"metadata": {"annotations": {"example/last-pass": str(clock.now())}}})
         return result
 
-    runner._reconcile = restless
+    runner.kind._reconcile = restless
     trace = runner.run()
     assert any("hot loop" in e["message"] for e in trace["controllerErrors"])
     # 200 back-to-back passes, then at most one per second for the rest of the 600 s.
-    assert runner.passes < HOT_LOOP_PASSES + 600 + 50
+    assert runner.kind.passes < HOT_LOOP_PASSES + 600 + 50

@@ -182,10 +182,10 @@ def test_promote_moves_all_traffic_to_the_new_revision_and_retires_the_old_one()
 
 def test_serverless_status_reports_the_rolled_out_revisions_as_kserve_does():
     scenario = load_scenario(SCENARIOS / "isvc-serverless-canary.yaml")
-    from controller.simcluster.kserve.runner import InferenceServiceRunner
+    from controller.simcluster.runner import Runner
 
-    runner = InferenceServiceRunner(scenario)
-    runner.loop.call_at(650, lambda: seen.append(dict(runner.view()["revisions"]["predictor"])))
+    runner = Runner(scenario)
+    runner.loop.call_at(650, lambda: seen.append(dict(runner.kind.view()["revisions"]["predictor"])))
     seen: list[dict] = []
     runner.run()
     during = seen[0]
@@ -195,7 +195,7 @@ def test_serverless_status_reports_the_rolled_out_revisions_as_kserve_does():
         "latestRolledoutRevision": "chat-predictor-00001",
         "previousRolledoutRevision": None,
     }
-    final = runner.view()["revisions"]["predictor"]
+    final = runner.kind.view()["revisions"]["predictor"]
     assert final["latestRolledoutRevision"] == "chat-predictor-00002"
     assert final["previousRolledoutRevision"] == "chat-predictor-00001"
 

@@ -20,10 +20,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from ..memory.cluster import SimCluster
 from ..objects import INFERENCESERVICE
 from ..scenario import parse_scenario
-from . import controller as kserve_controller
-from .runner import InferenceServiceRunner
+from ..settling import Settling
+from .runner import InferenceServiceKind
 
 SETTLE_LIMIT = 1800.0
 ROLLOUT_LIMIT = 3600.0
@@ -70,37 +71,39 @@ def preview_inferenceservice(
     # Parsing checks the manifest and the patch as KServe's webhook would; the run applies them by hand.
     scenario = parse_scenario(doc)
     scenario.events = [e for e in scenario.events if e.do == "apply"]
-    runner = InferenceServiceRunner(scenario)
-    if scenario.kserve_config is not None:
-        runner.store.create_object(kserve_controller.config_map(scenario.kserve_config))
-    runner.store.create_object(scenario.manifest)
+    # The kind on a cluster of its own, stepped here rather than by ``runner.Runner``: the apply event
+    # never runs (the manifest is created by hand), so the settling never ends the run.
+    cluster = SimCluster(scenario.cluster, seed=scenario.seed, namespace=scenario.namespace)
+    settling = Settling(cluster.loop, [e.at for e in scenario.events], start_traffic=lambda: None)  # no traffic
+    kind = InferenceServiceKind(scenario, cluster, settling)
+    kind.store.create_object(scenario.manifest)
     t = 0.0
     while t < settle_limit:
-        t = runner.loop.run_until(t + STEP)
-        view = runner.view()
+        t = kind.loop.run_until(t + STEP)
+        view = kind.view()
         if view is not None and view["converged"]:
             break
-    start = runner.loop.now()
-    before = runner.view() or {}
+    start = kind.loop.now()
+    before = kind.view() or {}
     namespace, name = meta["namespace"], meta["name"]
-    runner.store.patch_object(INFERENCESERVICE, namespace, name, patch)
-    generation = runner.store.get_object(INFERENCESERVICE, namespace, name)["metadata"].get("generation")
+    kind.store.patch_object(INFERENCESERVICE, namespace, name, patch)
+    generation = kind.store.get_object(INFERENCESERVICE, namespace, name)["metadata"].get("generation")
     frames = [(0.0, _ready_predictor_pods(before))]
     converged = False
-    while runner.loop.now() < start + rollout_limit:
-        runner.loop.run_until(runner.loop.now() + STEP)
-        view = runner.view() or {}
+    while kind.loop.now() < start + rollout_limit:
+        kind.loop.run_until(kind.loop.now() + STEP)
+        view = kind.view() or {}
         if view.get("converged") and view.get("observedGeneration") == generation:
             converged = True
             break
-    frames += [(f["t"] - start, _ready_predictor_pods(f)) for f in runner.trace.frames if f["t"] >= start]
-    end = max((t for t, _ in frames), default=0.0) if converged else runner.loop.now() - start
+    frames += [(f["t"] - start, _ready_predictor_pods(f)) for f in kind.trace.frames if f["t"] >= start]
+    end = max((t for t, _ in frames), default=0.0) if converged else kind.loop.now() - start
     gap = sum(
         max(min(nxt, end) - at, 0.0)
         for (at, count), (nxt, _) in zip(frames, [*frames[1:], (end, 0)], strict=True)
         if count == 0
     )
-    after = runner.view() or {}
+    after = kind.view() or {}
     predictor = ((after.get("spec") or {}).get("components") or {}).get(PREDICTOR) or {}
     desired = next((d["replicas"] for d in after.get("deployments") or [] if d["component"] == PREDICTOR), None)
     strategy = (after.get("strategy") or {}).get(PREDICTOR) or {}

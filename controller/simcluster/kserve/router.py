@@ -161,9 +161,11 @@ class InferenceServiceRouter:
 
     # -- summary --------------------------------------------------------------------------------------
 
-    def summary(self, end: float) -> dict[str, Any]:
+    def summary(self, end: float | None = None) -> dict[str, Any]:
         """``routing.summary`` plus ``bySplit``: per window of one traffic split, the requests that
-        arrived in it and where they went (revision -> count; ``rejected`` apart)."""
+        arrived in it and where they went (revision -> count; ``rejected`` apart). The last window
+        ends at ``end``: now, unless said."""
+        end = self.loop.now() if end is None else end
         out = routing.summary(self.requests)
         windows = []
         for i, (start, split) in enumerate(self.splits):

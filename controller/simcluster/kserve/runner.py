@@ -1,7 +1,8 @@
-"""Run an InferenceService scenario: the simulated KServe, Deployment and ReplicaSet controllers
-(``memory.workloads``) on the simulated cluster (the same pod physics, scheduler and kubelets as a
-ModelServing run), the scenario's events, traffic split by the InferenceService's weights
-(``kserve.router``), and the trace (``trace.InferenceServiceTraceWriter``).
+"""An InferenceService run's kind (``runner.WorkloadKind``): the simulated KServe, Deployment and
+ReplicaSet controllers (``memory.workloads``) on the simulated cluster (the same pod physics,
+scheduler and kubelets as a ModelServing run, and the same loop: ``runner.Runner``), traffic split
+by the InferenceService's weights (``kserve.router``), and the trace
+(``trace.InferenceServiceTraceWriter``).
 
 Frames come from ``controller.core.kserve.view.inferenceservice_view`` (the read side the
 dashboard and the REST API use), built after every instant at which any object changed. Events:
@@ -14,12 +15,13 @@ dashboard and the REST API use), built after every instant at which any object c
   (``controller.core.kserve.handover``): the runner takes the next one as the product would, as
   soon as KServe has done the current one, and records it as a ``handover`` action;
 - ``pause``/``resume`` set ``spec.paused`` on its Deployments (Standard mode);
-- ``deletePods``, ``failNode``, ``addNodes``: the faults; ``restartController`` restarts the
-  simulated controllers (their queues are lost; they start again from a full list).
+- ``deletePods`` (matched on the view's instances) and ``restartController``, which restarts the
+  simulated controllers (their queues are lost; they start again from a full list); ``failNode``
+  and ``addNodes`` are the run's own (``runner.Runner``).
 
-The run ends at ``until``, or 60 s after the InferenceService converged (the view's
-``converged``) once every event ran; traffic starts when it first converges, as in a ModelServing
-run.
+Convergence is the view's ``converged``, told to the run's ``Settling`` after every frame: the run
+ends 60 s after it once every event ran, and traffic starts when it first converges, as in a
+ModelServing run.
 """
 
 from __future__ import annotations
@@ -31,49 +33,50 @@ from controller.core import naming
 from controller.core.controls import ControlError
 from controller.core.kserve import apps, controls, handover
 from controller.core.kserve.view import inferenceservice_view
-from controller.core.ports import ClusterError, NotFound, Obj
+from controller.core.ports import NotFound, Obj
 
 from ..memory.cluster import SimCluster
 from ..memory.store import Change
 from ..memory.workloads import ACTOR
 from ..objects import DEPLOYMENT, INFERENCESERVICE, REPLICASET
 from ..scenario import Event, Scenario, isvc_control_patch
-from ..trace import InferenceServiceTraceWriter, dumps
+from ..settling import Settling
+from ..trace import InferenceServiceTraceWriter
 from . import controller as kserve_controller
 from .router import InferenceServiceRouter
 
-SETTLE = 60.0
 
-
-class InferenceServiceRunner:
-    def __init__(self, scenario: Scenario, *, copy_reads: bool = False) -> None:
+class InferenceServiceKind:
+    def __init__(self, scenario: Scenario, cluster: SimCluster, settling: Settling) -> None:
         self.scenario = scenario
         self.namespace = scenario.namespace
         self.name = scenario.ms_name
-        self.cluster = SimCluster(
-            scenario.cluster, seed=scenario.seed, namespace=self.namespace, traffic=None, copy_reads=copy_reads
-        )
-        self.loop = self.cluster.loop
-        self.store = self.cluster.store
+        self.cluster = cluster
+        self.settling = settling
+        self.loop = cluster.loop
+        self.store = cluster.store
         self.router = InferenceServiceRouter(
             self.store,
             self.loop,
-            self.cluster.config,
+            cluster.config,
             self.namespace,
             self.name,
             scenario.traffic,
             random.Random(f"{scenario.seed}:traffic"),
         )
-        self.cluster.kubelets.on_stop.append(self.router.interrupt)
+        cluster.kubelets.on_stop.append(self.router.interrupt)
         self.trace = InferenceServiceTraceWriter(scenario.name, scenario.seed)
-        self.converged = False
-        self.converged_at: float | None = None
-        self.events_left = len(scenario.events)
-        self.last_event_at = max((e.at for e in scenario.events), default=0.0)
-        self._end_timer = None
         self._frame_pending = False
         self._handover_pending = False
         self.store.add_listener(self._on_change)
+        # The kserveConfig ConfigMap exists from t=0, before the scenario's events.
+        if scenario.kserve_config is not None:
+            self.store.create_object(kserve_controller.config_map(scenario.kserve_config))
+
+    # -- the run's hooks (``runner.WorkloadKind``) ---------------------------------------------------
+
+    def begin(self) -> None:
+        self.loop.call_at(0.0, lambda: self._frame(force=True))
 
     # -- observing ------------------------------------------------------------------------------------
 
@@ -157,7 +160,7 @@ class InferenceServiceRunner:
                 self.trace.offer_isvc_frame(self.loop.now(), empty, force=True)
             return
         self.trace.offer_isvc_frame(self.loop.now(), view, force=force)
-        self._check_convergence(view)
+        self.settling.observe(bool(view.get("converged")))
 
     def _advance_handover(self) -> None:
         self._handover_pending = False
@@ -182,52 +185,12 @@ class InferenceServiceRunner:
             action.update(action=ongoing.action, canary=ongoing.canary)
         self.trace.action(self.loop.now(), action)
 
-    # -- convergence ----------------------------------------------------------------------------------
-
-    def _check_convergence(self, view: dict[str, Any]) -> None:
-        conv = bool(view.get("converged"))
-        if conv and not self.converged:
-            self.converged_at = self.loop.now()
-            self.router.start()
-        if not conv:
-            self.converged_at = None
-        self.converged = conv
-        self._maybe_schedule_end()
-
-    def _maybe_schedule_end(self) -> None:
-        if not self.converged or self.events_left > 0 or self.converged_at is None:
-            return
-        end_at = max(self.converged_at, self.last_event_at) + SETTLE
-        if self._end_timer is not None and not self._end_timer.cancelled and self._end_timer.at == end_at:
-            return
-        if self._end_timer is not None:
-            self._end_timer.cancel()
-        since = self.converged_at
-        self._end_timer = self.loop.call_at(end_at, lambda: self._end_if_settled(since))
-
-    def _end_if_settled(self, since: float) -> None:
-        if self.converged and self.converged_at == since:
-            self.loop.stop()
-
     # -- events ---------------------------------------------------------------------------------------
-
-    def _apply_event(self, e: Event) -> None:
-        self.events_left -= 1
-        error = None
-        previous, self.store.actor = self.store.actor, "operator"
-        try:
-            error = self._do(e)
-        except (ClusterError, ValueError) as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        finally:
-            self.store.actor = previous
-        self.trace.event(self.loop.now(), e.describe(), error=error)
-        self._maybe_schedule_end()
 
     def _isvc(self) -> Obj:
         return self.store.get_object(INFERENCESERVICE, self.namespace, self.name)
 
-    def _do(self, e: Event) -> str | None:
+    def do(self, e: Event) -> str | None:
         s, store, ns = self.scenario, self.store, self.namespace
         config = kserve_controller.read_deploy_config(store)
         if e.do == "apply":
@@ -269,12 +232,6 @@ class InferenceServiceRunner:
             for i in victims:
                 store.delete_pod(ns, i["pod"])
             return None if victims else "no pod matched"
-        if e.do == "failNode":
-            self.cluster.fail_node(e.args["node"])
-            return None
-        if e.do == "addNodes":
-            self.cluster.add_nodes(e.args.get("count", 1), e.args.get("gpusPerNode", s.cluster.gpus_per_node))
-            return None
         if e.do == "restartController":
             self.cluster.workloads.restart()
             return None
@@ -299,28 +256,3 @@ class InferenceServiceRunner:
                         isvc, config, component=component, template=rs["spec"]["template"]
                     )
         raise ControlError(f"{component} has no revision {number}")
-
-    # -- run ------------------------------------------------------------------------------------------
-
-    def run(self) -> dict[str, Any]:
-        if self.scenario.kserve_config is not None:
-            self.store.create_object(kserve_controller.config_map(self.scenario.kserve_config))
-        for e in self.scenario.events:
-            self.loop.call_at(e.at, lambda e=e: self._apply_event(e))
-        self.loop.call_at(0.0, lambda: self._frame(force=True))
-        end = self.loop.run_until(self.scenario.until)
-        doc = self.trace.document(
-            converged=self.converged, converged_at=self.converged_at, end_time=end, requests=self.router.summary(end)
-        )
-        errors = self.cluster.workloads.errors
-        if errors:
-            doc["controllerErrors"] = [*doc.get("controllerErrors", []), *({"t": t, "message": m} for t, m in errors)]
-        return doc
-
-
-def run_inferenceservice_scenario(scenario: Scenario, *, copy_reads: bool = False) -> dict[str, Any]:
-    return InferenceServiceRunner(scenario, copy_reads=copy_reads).run()
-
-
-def run_to_json(scenario: Scenario) -> str:
-    return dumps(run_inferenceservice_scenario(scenario))
