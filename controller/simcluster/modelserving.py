@@ -36,10 +36,11 @@ from typing import Any
 from controller.core import naming, workqueue
 from controller.core.observe import Observed, observe
 from controller.core.passcache import PassCache
+from controller.core.plan import Action
 from controller.core.ports import ClusterError, NotFound, Obj, routed_pods
 from controller.core.reconcile import ReconcileResult
 
-from .convergence import is_converged
+from .convergence import an_acted_pod_is_unfinished, is_converged
 from .memory.cluster import SimCluster
 from .memory.store import Change
 from .routing import SimulatedVerifier
@@ -282,7 +283,7 @@ class ModelServingKind:
         if not self._skip_unchanged or self._converged_at_changes != self._store_changes:
             # Skipped when nothing changed in the store since the last check: is_converged reads
             # only the ModelServing, its pods and revisions, so it would answer as it did then.
-            self._check_convergence(None if result.actions else result.observed)
+            self._check_convergence(None if result.actions else result.observed, result.actions)
             self._converged_at_changes = self._store_changes
         for observer in self.on_pass:
             observer(now, result)
@@ -361,13 +362,17 @@ class ModelServingKind:
         self._converged_at_changes = None
         return self.settling.converged
 
-    def _check_convergence(self, observed: Observed | None) -> None:
+    def _check_convergence(self, observed: Observed | None, actions: list[Action] | None = None) -> None:
         """``observed``: the pods as they stand after the pass, when the pass knows them (it took
-        no pod action); else they are listed and observed here."""
+        no pod action); else they are listed and observed here, unless a pod the pass acted on
+        (``actions``) says at once that it has not converged (``an_acted_pod_is_unfinished``)."""
         ns, name = self.scenario.namespace, self.scenario.ms_name
         try:
             ms = self.store.get_modelserving(ns, name)
         except NotFound:
+            return
+        if observed is None and actions and an_acted_pod_is_unfinished(actions, lambda n: self.store.peek_pod(ns, n)):
+            self.settling.observe(False)
             return
         if observed is None:
             observed = observe(self.store.list_pods(ns, name), cache=self._pass_cache)
