@@ -22,12 +22,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from controller.core.ports import ClusterPort, Obj
 from controller.core.reconcile import ReconcileResult
 from controller.core.strategy import ClusterSettings
-from controller.core.view import expand_waiting
 
 from .config import ClusterConfig, Traffic
 from .modelserving import ModelServingKind
@@ -165,6 +165,25 @@ def preview_from(
         return _roll_out(runner, patch, cluster, baseline, rollout_limit, step, progress)
 
 
+def waiting_reasons(waiting: list[dict[str, Any]]) -> list[Any]:
+    """The reasons of ``expand_waiting(waiting)``, in its order, without a dict per group and role:
+    the timeline keeps only the reasons, and a 1,000-group rollout waits on ~900 groups a pass.
+    The same order: by group (None last), then role, ties in the list's order (a stable sort).
+    Example: [{"reason": "r1", "role": None, "groups": [3, 1]}, {"reason": "r2", "role": "a",
+    "groups": [None]}, {"reason": "r3", "role": None, "groups": [1]}] -> ["r1", "r3", "r1", "r2"]
+    (group 1 twice, in the list's order, then group 3, then no group)."""
+    rows = []
+    for w in waiting:
+        role, reason = w.get("role") or "", w.get("reason")
+        for group in w.get("groups") or [None]:
+            rows.append((group is None, group if group is not None else -1, role, reason))
+    rows.sort(key=_PLACE)
+    return [row[3] for row in rows]
+
+
+_PLACE = itemgetter(0, 1, 2)  # a waiting row's place: (no group, group, role)
+
+
 def _runner(name: str, manifest: Obj, cluster: PreviewCluster, limit: float, *, start: float = 0.0) -> Runner:
     scenario = Scenario(
         name=f"preview-{name}",
@@ -201,7 +220,7 @@ def _roll_out(
     def record(t: float, result: ReconcileResult) -> None:
         # What the pass wrote: the page's counts and "why it waits" read the same status fields.
         status = result.status
-        reasons = [b.get("reason", "") for b in expand_waiting(status.get("waiting") or [])]
+        reasons = waiting_reasons(status.get("waiting") or [])
         available = int(status.get("availableReplicas") or 0)
         samples.append(PassSample(round(t - t0, 3), available, reasons, status.get("updateRevision")))
 
