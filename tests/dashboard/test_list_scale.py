@@ -6,7 +6,12 @@ updates), not here: these are the functional checks at that size.
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
+
+from rolloutui.pages import FIRST_ROWS
 
 from .helpers import manifest
 
@@ -25,16 +30,25 @@ def test_list_page_and_api_with_1000_modelservings(viewer_client):
     resp = viewer_client.get("/")
     assert resp.status_code == 200
     html = resp.content.decode()
-    assert html.count('role="row" data-key="') == 1000
-    # Rows in the API's order (namespace, name), each linking to its page.
+    # The list is windowed: the first rows are HTML, every row is data for the script (in the
+    # API's order: namespace, name), and the table says how many rows it has.
+    assert html.count('role="row" aria-rowindex="') == 1 + FIRST_ROWS  # the header and the first rows
     assert html.index('data-key="team-0/ms-0000"') < html.index('data-key="team-0/ms-0010"')
-    assert html.index('data-key="team-0/ms-0990"') < html.index('data-key="team-1/ms-0001"')
-    assert 'href="/modelservings/team-3/ms-0003/"' in html
+    assert 'href="/modelservings/team-0/ms-0000/"' in html
+    assert 'aria-rowcount="1001"' in html
+    found = re.search(r'<script id="workload-rows" type="application/json">(.*?)</script>', html)
+    page_data = json.loads(found.group(1))  # each row's shown fields, in the order the page names them
+    data = [dict(zip(page_data["fields"], values, strict=True)) for values in page_data["rows"]]
+    assert len(data) == 1000
+    assert [(r["namespace"], r["name"]) for r in data] == sorted((r["namespace"], r["name"]) for r in data)
 
     rows = viewer_client.get("/api/modelservings/").json()
     assert len(rows) == 1000
     workloads = viewer_client.get("/api/workloads/").json()
     assert [(r["namespace"], r["name"]) for r in workloads] == sorted((r["namespace"], r["name"]) for r in rows)
-    # Server-side filters narrow the page too (links keep working without JavaScript).
+    # The page's data is the API's rows, in the same order, with the fields the list shows.
+    assert [{f: r.get(f) for f in page_data["fields"]} for r in workloads] == data
+    # Server-side filters narrow the rows it renders too (links keep working without JavaScript).
     filtered = viewer_client.get("/", {"namespace": "team-3", "q": "ms-00"}).content.decode()
-    assert filtered.count('role="row" data-key="') == 10
+    assert filtered.count('role="row" aria-rowindex="') == 1 + 10
+    assert 'href="/modelservings/team-3/ms-0003/"' in filtered
