@@ -4,9 +4,9 @@
 
 1. deletes the "queued" flag (see ``enqueue``) before reading anything, so a change made from now
    on queues another pass;
-2. takes the ModelServing's Redis lock (``locks``): two workers never reconcile the same
-   ModelServing at once; if it is taken, it marks the holder "dirty" (the holder runs once more) and
-   returns;
+2. takes the ModelServing's Redis lock (``locks``; in the same round trip as 1): two workers never
+   reconcile the same ModelServing at once; if it is taken, it marks the holder "dirty" (the holder
+   runs once more) and returns;
 3. runs one level-triggered ``controller.core.reconcile.reconcile`` pass against the active backend
    (``backend``), the canary analysis reading its figures through ``analysis.metrics_for``
    (and ``analysis.announce`` telling the audit what it did); nothing is kept in memory: a worker
@@ -57,9 +57,8 @@ def run_reconcile(namespace: str, name: str) -> dict[str, Any]:
     if client is None:
         return _run_in_process(namespace, name)
     try:
-        client.delete(enqueue.queued_key(namespace, name))
         lock = ReconcileLock(client, f"{namespace}/{name}")
-        acquired = lock.acquire_or_mark()
+        acquired = lock.acquire_or_mark(deleting_first=enqueue.queued_key(namespace, name))
     except redis.RedisError as exc:
         # Without Redis there is no lock; the resync retries once Redis is back.
         log.warning("reconcile of %s/%s skipped: Redis unavailable (%s)", namespace, name, exc)
