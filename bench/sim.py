@@ -196,6 +196,7 @@ def measure_speed(scenario=None) -> dict:
         "cpuSeconds": round(cpu, 3),
         "virtualPerWall": round(trace["endTime"] / wall, 1),
         "reconcilePasses": runner.kind.passes,
+        "replayedPasses": runner.kind.skipped_passes,  # of those, replayed (their inputs unchanged)
         "frames": len(trace["frames"]),
         "loopSteps": runner.loop.steps,
         "converged": trace["converged"],

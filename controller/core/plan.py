@@ -102,3 +102,20 @@ class Plan:
     spec_patch: dict[str, Any] | None = None
     audit: list[dict[str, Any]] = field(default_factory=list)
     analysis: list[dict[str, Any]] = field(default_factory=list)
+    # How long from now the same inputs give this same plan (``PlanBuilder.holds_for``; None: for
+    # ever): a caller whose inputs did not change may replay it instead of planning again.
+    holds_for: float | None = None
+
+
+# A replayed plan stops this much before the time it holds to: the times it is measured against
+# are sums of floats (a drain's ``timeout - (now - since)``), exact to ~1e-13 s at the virtual
+# times of a run, so a pass that close to the edge is planned again rather than replayed.
+HOLD_MARGIN_SECONDS = 1e-6
+
+
+def still_holds(holds_for: float | None, elapsed: float) -> bool:
+    """Whether a plan made ``elapsed`` seconds ago, that ``holds_for`` seconds from then
+    (``Plan.holds_for``), is still the plan for the same inputs. Examples: holds for 2.7 s ->
+    after 0.5 s yes, after 2.7 s no; holds for 0 (its deadline is the next wake-up) -> never
+    after it was made; None (no time-based decision) -> always."""
+    return holds_for is None or elapsed < holds_for - HOLD_MARGIN_SECONDS

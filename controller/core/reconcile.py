@@ -64,6 +64,8 @@ class ReconcileResult:
     actions: list[Action] = field(default_factory=list)
     blocked: list[dict[str, Any]] = field(default_factory=list)
     requeue_after: float | None = None
+    # How long the plan holds for the same inputs (``Plan.holds_for``; None: for ever).
+    holds_for: float | None = None
     status: dict[str, Any] = field(default_factory=dict)
     view: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
@@ -310,6 +312,7 @@ def _record_result(result: ReconcileResult, the_plan: Plan, now: float) -> None:
     result.actions = the_plan.actions
     result.blocked = [b.to_json() for b in the_plan.blocked]
     result.requeue_after = the_plan.requeue_after
+    result.holds_for = the_plan.holds_for
     result.audit = [{**entry, "t": now} for entry in the_plan.audit]
     result.analysis = the_plan.analysis
     result.status = the_plan.status

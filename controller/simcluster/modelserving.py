@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from controller.core import naming, workqueue
 from controller.core.observe import Observed, observe
 from controller.core.passcache import PassCache
-from controller.core.plan import Action
+from controller.core.plan import Action, still_holds
 from controller.core.ports import ClusterError, NotFound, Obj, routed_pods
 from controller.core.reconcile import ReconcileResult
 
@@ -178,6 +178,9 @@ class ModelServingKind:
         self._converged_at_changes: int | None = None
         self._skip_unchanged = skip_unchanged
         self.skipped_views = 0  # frame views not built because nothing they read changed
+        # The last pass that wrote nothing, while its plan may be replayed (``_replayed_requeue``).
+        self._quiet_pass: QuietPass | None = None
+        self.skipped_passes = 0  # passes replayed instead of planned: nothing they read changed
         self.store.add_listener(self._on_change)
 
     # -- the run's hooks (``runner.WorkloadKind``) ---------------------------------------------------
@@ -247,6 +250,12 @@ class ModelServingKind:
         ns, name = key
         now = self.loop.now()
         self.passes += 1
+        replayed = self._replayed_requeue(key, now)
+        if replayed is not None:
+            self.skipped_passes += 1
+            return True, replayed[0]
+        changes_before = self._store_changes
+        self._quiet_pass = None  # kept again below if this pass writes nothing
         previous, self.store.actor = self.store.actor, "controller"
         try:
             result = self._reconcile(
@@ -287,7 +296,42 @@ class ModelServingKind:
             self._converged_at_changes = self._store_changes
         for observer in self.on_pass:
             observer(now, result)
+        self._remember_quiet_pass(key, now, result, wrote=self._store_changes != changes_before)
         return True, result.requeue_after
+
+    def _remember_quiet_pass(self, key: tuple[str, str], now: float, result: ReconcileResult, *, wrote: bool) -> None:
+        """Keep a pass that wrote nothing (no store change, no action, no analysis window or
+        audit entry), with what its plan read beyond the store: the in-flight counts of the pods
+        leaving routing. Its frame was offered and its convergence checked as they stand."""
+        quiet = not (wrote or result.actions or result.analysis or result.audit or result.observed is None)
+        if quiet and (result.holds_for is None or result.holds_for > 0):
+            self._quiet_pass = QuietPass(
+                key, self._store_changes, now, result.holds_for, result.observed.in_flight, result.requeue_after
+            )
+
+    def _replayed_requeue(self, key: tuple[str, str], now: float) -> tuple[float | None] | None:
+        """``(requeue_after,)`` of the last quiet pass when this pass would be that pass again, else
+        None (plan it). The same: the same ModelServing, no store change since (so the same spec,
+        status, revisions, pods and routed pods), the same in-flight counts on the pods leaving
+        routing, and the time still within what its plan holds for (``plan.still_holds``: no drain
+        timeout, canary pause or window, verification retry or progress deadline reached). Then it
+        would write nothing, offer the same frame (kept by nobody: its change key reads neither the
+        time nor the counts), find convergence unchanged and ask for the same requeue. Worked
+        example, the seed example with paths: of 2,809 passes, 1,614 are drain polls (0.5 s) where
+        no draining pod's count moved, replayed. Not with pass observers (the preview samples every
+        pass) nor with ``skip_unchanged=False``."""
+        last = self._quiet_pass
+        if not self._skip_unchanged or self.on_pass or last is None:
+            return None
+        if last.key != key or last.store_changes != self._store_changes:
+            return None
+        if not still_holds(last.holds_for, now - last.at):
+            return None
+        in_flight = self.router.in_flight
+        for pod_name, count in last.in_flight.items():
+            if in_flight(key[0], pod_name) != count:
+                return None
+        return (last.requeue_after,)
 
     def _record(self, now: float, result: ReconcileResult) -> None:
         for action in result.actions:
@@ -434,6 +478,17 @@ class ModelServingKind:
                 self.store.replace_revision_data(ns, rev["metadata"]["name"], "<corrupted>")
                 return None
         return f"no revision number {number}"
+
+
+class QuietPass(NamedTuple):
+    """A pass that wrote nothing, with what its plan read beyond the store (``ModelServingKind``)."""
+
+    key: tuple[str, str]
+    store_changes: int  # the store's count of changes after it
+    at: float
+    holds_for: float | None  # ``Plan.holds_for``
+    in_flight: dict[str, int]  # the pods leaving routing -> their in-flight counts then
+    requeue_after: float | None
 
 
 def _selected_revision(ms: Obj, revisions: list[Obj]) -> str:

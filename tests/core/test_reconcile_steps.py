@@ -142,12 +142,19 @@ def test_a_plan_is_dropped_when_its_spec_moved_on_while_it_was_made(actions, gen
 def test_the_result_records_the_plan_with_its_audit_stamped_at_the_pass_time():
     blocked = SimpleNamespace(to_json=lambda: {"reason": "waiting"})
     the_plan = SimpleNamespace(
-        actions=["a"], blocked=[blocked], requeue_after=2.0, audit=[{"what": "x"}], analysis=[{"w": 1}], status={"p": 1}
+        actions=["a"],
+        blocked=[blocked],
+        requeue_after=2.0,
+        holds_for=1.5,
+        audit=[{"what": "x"}],
+        analysis=[{"w": 1}],
+        status={"p": 1},
     )
     result = reconcile.ReconcileResult(NS, NAME)
     reconcile._record_result(result, the_plan, 99.0)
     got = (result.actions, result.blocked, result.requeue_after, result.audit, result.analysis, result.status)
     assert got == (["a"], [{"reason": "waiting"}], 2.0, [{"what": "x", "t": 99.0}], [{"w": 1}], {"p": 1})
+    assert result.holds_for == 1.5
 
 
 class TickingClock:

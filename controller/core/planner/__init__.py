@@ -66,7 +66,7 @@ def plan(
     out = PlanBuilder(ctx)
     out.canary = canary
     if canary.wake_in is not None:
-        out.requeue(canary.wake_in)
+        out.requeue_at_deadline(canary.wake_in)
     report_unreadable_references(out)
     if ms.strategy.type == GROUP_ROLLING:
         roll_groups(out)
@@ -93,6 +93,7 @@ def plan(
         spec_patch=canary.spec_patch,
         audit=canary.audit,
         analysis=canary.windows,
+        holds_for=out.holds_for(),
     )
 
 
@@ -105,7 +106,9 @@ def _wake_at_progress_deadline(out: PlanBuilder, status: dict[str, Any]) -> None
         return
     left = status["progress"]["lastProgressTime"] + ctx.ms.progress_deadline_seconds - ctx.now
     if 0 < left <= RESYNC_SECONDS:
-        out.requeue(left)
+        out.requeue_at_deadline(left)  # and the deadline is exceeded then (``status._progress``)
+    elif left > RESYNC_SECONDS:
+        out.changes_in(left - RESYNC_SECONDS)  # from then on the pass asks for one at the deadline
 
 
 def report_unreadable_references(out: PlanBuilder) -> None:

@@ -33,6 +33,10 @@ class PlanBuilder:
         self.actions: list[Action] = []
         self.blocked: list[Blocked] = []
         self.requeue_after: float | None = None
+        # What makes the plan a function of the time (``holds_for``): the waits for a deadline
+        # (``requeue_at_deadline``) and the soonest a decision changes without asking for a pass.
+        self.deadline_waits: list[float] = []
+        self.changes_by_itself_in: float | None = None
         # Pods that this pass deletes or keeps draining; any other draining pod gets undrained.
         self.removing_pods: set[str] = set()
         self.group_removals: dict[int, Removal] = {}
@@ -57,6 +61,32 @@ class PlanBuilder:
         seconds = max(seconds, MIN_REQUEUE_SECONDS)
         if self.requeue_after is None or seconds < self.requeue_after:
             self.requeue_after = seconds
+
+    def requeue_at_deadline(self, seconds_left: float) -> None:
+        """Ask for a pass when a deadline comes (a drain timeout, a canary pause's end, a
+        verification retry): unlike a poll's, this wait shrinks as time passes, and a decision of
+        the pass changes then."""
+        self.requeue(seconds_left)
+        self.deadline_waits.append(seconds_left)
+
+    def changes_in(self, seconds: float) -> None:
+        """A decision of this pass changes by itself in ``seconds``, with nothing asking for a
+        pass then (the periodic resync covers it): the progress deadline's wake-up starts."""
+        if self.changes_by_itself_in is None or seconds < self.changes_by_itself_in:
+            self.changes_by_itself_in = seconds
+
+    def holds_for(self) -> float | None:
+        """How long from now the same inputs (spec, status, revisions, pods, the in-flight counts
+        of the pods leaving routing) give this very plan, ``requeue_after`` included; None: for
+        ever. A deadline wait holds while a poll still comes first: worked example, a drain with
+        3.2 s left to its timeout and the 0.5 s drain poll: requeue 0.5 s, and the plan holds for
+        3.2 - 0.5 = 2.7 s (a pass at +2.8 s would ask for 0.4 s, the time left). A deadline that
+        is itself the soonest wait (or a clamped one) gives 0 or less: the plan holds only now."""
+        held = self.changes_by_itself_in
+        for wait in self.deadline_waits:
+            margin = wait - (self.requeue_after or 0.0)
+            held = margin if held is None else min(held, margin)
+        return held
 
     def report_unreadable(self, rev: str, group: int | None, role: str | None, what: str) -> None:
         """A revision something needs cannot be read: say what waits and how to repair it."""

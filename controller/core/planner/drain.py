@@ -61,6 +61,13 @@ def drain_poll_delay(elapsed: float, timeout: float) -> float:
     return min(DRAIN_POLL_SECONDS, max(timeout - elapsed, 0.0))
 
 
+def ask_drain_poll(out: PlanBuilder, elapsed: float, timeout: float) -> None:
+    """Ask for a pass in ``drain_poll_delay(elapsed, timeout)``: the poll, and the timeout as a
+    deadline (the drain ends then, whatever the counts), so the plan says how long it holds."""
+    out.requeue(DRAIN_POLL_SECONDS)
+    out.requeue_at_deadline(max(timeout - elapsed, 0.0))
+
+
 def remove_pods(
     out: PlanBuilder,
     pods: list[PodObs],
@@ -123,7 +130,7 @@ def _sort_by_case(
             to_drain.append(pod)
         elif case == DRAINING:
             waiting = True
-            out.requeue(drain_poll_delay(now - pod.draining_since, timeout))
+            ask_drain_poll(out, now - pod.draining_since, timeout)
         elif case != TERMINATING:
             to_delete.append(pod)
             if case == DRAIN_TIMED_OUT:

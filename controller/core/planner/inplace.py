@@ -26,7 +26,7 @@ from ..plan import BECAUSE_UPDATE, DRAIN, KIND_DRAIN, KIND_FAILING, KIND_REFUSED
 from ..podtemplate import template_images
 from .builder import PlanBuilder
 from .context import PassContext
-from .drain import DRAIN_POLL_SECONDS, drain_mark, drain_poll_delay
+from .drain import DRAIN_POLL_SECONDS, ask_drain_poll, drain_mark
 
 
 def in_progress(ctx: PassContext, inst: InstanceObs) -> bool:
@@ -218,7 +218,7 @@ def _pods_by_step(
         elif step == WAIT_IN_FLIGHT:
             out.removing_pods.add(pod.name)
             waiting_in_flight = max(waiting_in_flight, ctx.observed.in_flight.get(pod.name, 0))
-            out.requeue(drain_poll_delay(ctx.now - out_of_routing_since(pod), ctx.ms.drain_timeout_seconds))
+            ask_drain_poll(out, ctx.now - out_of_routing_since(pod), ctx.ms.drain_timeout_seconds)
         elif step == FINISH:
             if pod.has_gate and pod.gate is not True:
                 gate_up.append(pod)

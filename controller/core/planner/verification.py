@@ -58,7 +58,7 @@ def request_verifications(out: PlanBuilder) -> None:
                 last = result.get("at")
                 wait = (float(last) + RETRY_SECONDS - ctx.now) if isinstance(last, (int, float)) else 0.0
                 if wait > 0:
-                    out.requeue(wait)
+                    out.requeue_at_deadline(wait)  # retried then
                     continue
             out.act(
                 Action(
