@@ -2,11 +2,10 @@
 
 The routing rules are ``controller.simcluster.routing``'s (the live app's traffic uses the same):
 routable entry pods, least busy first, latency and errors per image, a stopping pod interrupting its
-engine's requests. What is particular to this driver: requests arrive as a Poisson process at
-``rps`` (exponential gaps drawn from the seeded RNG), starting when the runner says the workload
-first converged; every request is kept as a record (id, revision label of the pod, pod, start,
-latency, end, result) and ends on a timer of the event loop. ``in_flight(ns, pod)`` is what the
-controller's drain waits on.
+engine's requests. What every simulated router does (arrivals as a Poisson process from the seeded
+RNG once the workload first converged, a record per request, a timer ending it, ``in_flight(ns,
+pod)`` for the controller's drain) is ``requests.RequestRouter``'s; what is particular to this one:
+the canary weight, request paths (``paths``) and token figures, and the Routed gate's table.
 """
 
 from __future__ import annotations
@@ -19,10 +18,10 @@ from controller.core.ports import ClusterError, Obj
 from controller.core.spec import DEFAULT_TRAFFIC, ValidationError, parse_traffic
 
 from .. import paths, routing, weights
-from ..config import ClusterConfig, Traffic
 from ..routing import Request
-from .clock import EventLoop, Timer
-from .store import Change, InMemoryStore
+from .clock import Timer
+from .requests import RequestRouter
+from .store import Change
 
 _METADATA = itemgetter("metadata")
 _UID = itemgetter("uid")
@@ -47,30 +46,12 @@ class InFlightCounts:
         return list(map(len, map(self._by_uid.get, uids, repeat(()))))
 
 
-class SimRouter:
+class SimRouter(RequestRouter):
     """Routes simulated traffic to one ModelServing's entry pods; implements ``RouterPort``."""
 
-    def __init__(
-        self,
-        store: InMemoryStore,
-        loop: EventLoop,
-        config: ClusterConfig,
-        namespace: str,
-        ms_name: str,
-        traffic: Traffic | None,
-        rng: random.Random,
-    ) -> None:
-        self.store = store
-        self.loop = loop
-        self.config = config
-        self.namespace = namespace
-        self.ms_name = ms_name
-        self.traffic = traffic
-        self.rng = rng
-        self.requests: list[Request] = []
-        self._in_flight: dict[str, dict[int, tuple[Request, Timer]]] = {}  # pod uid -> requests
+    def _set_up(self) -> None:
+        self.ms_name = self.name
         self._in_flight_counts = InFlightCounts(self._in_flight)
-        self._uid_by_name: dict[str, str] = {}
         self._routable: list[Obj] | None = None  # cache, dropped when the routable set changes
         # The routable entry pods by name (``routing.routable_entries``), kept from the store's
         # changes: each changed pod is asked once, when it changes, instead of every pod at every
@@ -82,7 +63,6 @@ class SimRouter:
         self._routable_by_name: dict[str, Obj] = {}
         self._routable_synced: int | None = None
         self._routable_names: dict[str, None] | None = None  # ``routable_pods``' answer, kept with the list
-        self._running = False
         # Request paths (``paths``): the ModelServing's spec.traffic under the scenario's override,
         # the revisions' role hashes and the table of the routable set (dropped on any change).
         self._spec_traffic = DEFAULT_TRAFFIC
@@ -93,28 +73,8 @@ class SimRouter:
         self._hops: dict[int, list[tuple[str, Timer]]] = {}
         # Canary weight (``weights``): from the ModelServing's status, drawn on a stream of its own.
         self._weight: weights.Weight | None = None
-        self._weight_rng = random.Random(f"{config.seed}:weights")
-        store.add_listener(self._on_change)
-
-    # -- RouterPort -------------------------------------------------------------------------------
-
-    def in_flight(self, namespace: str, pod_name: str) -> int:
-        if namespace != self.namespace:
-            return 0
-        uid = self._uid_by_name.get(pod_name)
-        return len(self._in_flight.get(uid, ())) if uid else 0
-
-    def in_flight_many(self, namespace: str, pod_names: list[str]) -> dict[str, int] | None:
-        """None: the simulator's passes ask pod by pod, and only about the pods leaving routing (the
-        count of every pod would cost a lookup per pod on every pass)."""
-        return None
-
-    def in_flight_by_pod(self) -> dict[str, int]:
-        return {
-            name: len(self._in_flight.get(uid, ()))
-            for name, uid in self._uid_by_name.items()
-            if self._in_flight.get(uid)
-        }
+        self._weight_rng = random.Random(f"{self.config.seed}:weights")
+        self.store.add_listener(self._on_change)
 
     # -- MetricsPort --------------------------------------------------------------------------------
 
@@ -129,37 +89,16 @@ class SimRouter:
 
     # -- traffic ----------------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Start the arrivals (the runner does so once the workload first converged)."""
-        if self.traffic is None or self.traffic.rps <= 0 or self._running:
-            return
-        self._running = True
-        self.loop.call_later(self.rng.expovariate(self.traffic.rps), self._arrive)
-
-    def _arrive(self) -> None:
+    def _draw_duration(self) -> float | None:
         # With token figures a request lasts ttft + output x tpot: no duration is drawn for it.
-        self.route(None if self.traffic.tokens else self.traffic.duration.draw(self.rng))
-        self.loop.call_later(self.rng.expovariate(self.traffic.rps), self._arrive)
+        return None if self.traffic.tokens else self.traffic.duration.draw(self.rng)
 
     def route(self, duration: float | None) -> Request:
         if self._spec_traffic.has_path or (self.traffic is not None and self.traffic.tokens):
             return self._route_path(duration)
         first = weights.first_hop(self._routable_pods(), self._weight, self._weight_rng, routing.revision_label)
         pod = routing.pick(first, lambda p: len(self._in_flight.get(p["metadata"]["uid"], ())))
-        req = routing.send(len(self.requests) + 1, self.loop.now(), duration, pod, self.config, self.rng)
-        self.requests.append(req)
-        if req.result is None:
-            timer = self.loop.call_later(req.busy, lambda: self._finish(req))
-            self._in_flight.setdefault(req.pod_uid, {})[req.id] = (req, timer)
-            self._uid_by_name[req.pod] = req.pod_uid
-        return req
-
-    def _finish(self, req: Request) -> None:
-        bucket = self._in_flight.get(req.pod_uid)
-        if bucket is None or req.id not in bucket:
-            return
-        del bucket[req.id]
-        req.result, req.end = req.answer, self.loop.now()
+        return self._send(duration, pod)
 
     # -- request paths ------------------------------------------------------------------------------
 
