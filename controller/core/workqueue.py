@@ -2,7 +2,7 @@
 
 Pure decisions shared by both queues that run passes: the live app's Celery tasks
 (``controller.runtime``: messages in Redis, deduplicated by a flag) and the simulator's controller
-(``controller.simcluster.runner.SimController``: timers on the virtual clock). Each keeps its own
+(``controller.simcluster.modelserving.SimController``: timers on the virtual clock). Each keeps its own
 state where it must (Redis, memory); what to do with it is decided here, once:
 
 - a change asks for a pass ``COALESCE_SECONDS`` later, and a pass already queued at or before that
