@@ -49,7 +49,17 @@ class GroupMemo:
     each slot holds ``(key, value...)`` and is replaced whole (a web process may build views in
     several threads). ``group`` keeps the group alive while its memo is held."""
 
-    __slots__ = ("availability", "group", "intact", "running", "status_entry", "view_instances", "view_row")
+    __slots__ = (
+        "availability",
+        "group",
+        "intact",
+        "labels_differ",
+        "path_tally",
+        "running",
+        "status_entry",
+        "view_instances",
+        "view_row",
+    )
 
     def __init__(self, group: Any) -> None:
         self.group = group
@@ -59,6 +69,10 @@ class GroupMemo:
         self.view_instances: tuple[Any, ...] | None = None
         self.view_row: tuple[Any, ...] | None = None
         self.running: Any = None  # what its pods run (``digests.running``), for the reconcile pass
+        # Whether a pod's compatibility labels differ from the history's (``planner.labels``), and
+        # the group's Ready instances per path role and template (``planner.paths.PathKeeper``).
+        self.labels_differ: tuple[Any, ...] | None = None
+        self.path_tally: tuple[Any, ...] | None = None
 
 
 class PassCache:

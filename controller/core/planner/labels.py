@@ -121,12 +121,10 @@ def sync_revision_labels(out: PlanBuilder) -> None:
 
     # Most passes find every pod's labels right: that is learnt without sorting anything. Only
     # then are the instances walked in order, for the actions' order.
-    if not any(
-        differs(role, pod)
-        for group in ctx.observed.groups.values()
-        for (role, _), inst in group.instances.items()
-        for pod in inst.pods.values()
-    ):
+    if out.template_revisions is None:
+        out.template_revisions = template_revisions(ctx)
+    memo_key = (out.template_revisions, frozenset(out.removing_pods))
+    if not any(_group_differs(group, differs, cache, memo_key) for group in ctx.observed.groups.values()):
         return
     for o in sorted(ctx.observed.groups):
         group = ctx.observed.groups[o]
@@ -156,6 +154,28 @@ def sync_revision_labels(out: PlanBuilder) -> None:
                         patches=patches,
                     )
                 )
+
+
+def _group_differs(group: Any, differs: Any, cache: PassCache | None, memo_key: tuple[Any, ...]) -> bool:
+    """Whether some pod of ``group`` has labels other than it should (``differs``). With a cache,
+    memoised on the group under ``memo_key``: what ``differs`` reads besides the group's own pods
+    (the templates of the history's revisions and the pods this pass removes), so the same pods
+    under the same key answer as they did. Worked example, the seed example with paths: 160 pods
+    checked per pass, 1,195 passes; the group changes in ~800 of them (a pod moved), the rest
+    answer from the memo."""
+    if cache is None:
+        return _walk_differs(group, differs)
+    memo = cache.memo_of(group)
+    hit = memo.labels_differ
+    if hit is not None and hit[0] == memo_key:
+        return hit[1]
+    value = _walk_differs(group, differs)
+    memo.labels_differ = (memo_key, value)
+    return value
+
+
+def _walk_differs(group: Any, differs: Any) -> bool:
+    return any(differs(role, pod) for (role, _), inst in group.instances.items() for pod in inst.pods.values())
 
 
 __all__ = [

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..observe import InstanceObs
+from ..observe import GroupObs, InstanceObs
 from ..revisions import role_hashes
 from ..spec import SCOPE_ANY
 from .builder import PlanBuilder
@@ -138,11 +138,12 @@ class PathKeeper:
         self.ready: dict[int | None, dict[str, dict[str, int]]] = {}
         revisions = {ctx.update_hash}
         for group in ctx.observed.groups.values():
-            for inst in group.instances.values():
-                revisions.add(inst.revision)
-                if inst.role in self.path and ctx.available(inst):
-                    tally = self.ready.setdefault(self._key(inst.group), {}).setdefault(inst.role, {})
-                    tally[inst.role_hash] = tally.get(inst.role_hash, 0) + 1
+            group_revisions, group_tally = _group_tally(ctx, group, self.path)
+            revisions.update(group_revisions)
+            for role, by_hash in group_tally.items():
+                tally = self.ready.setdefault(self._key(group.ordinal), {}).setdefault(role, {})
+                for rhash, count in by_hash.items():
+                    tally[rhash] = tally.get(rhash, 0) + count
         self.templates: dict[str, dict[str, str]] = {}
         self.names: dict[str, str] = {}
         for rev in sorted(revisions):
@@ -171,6 +172,30 @@ class PathKeeper:
             return
         tally = self.ready.setdefault(self._key(inst.group), {}).setdefault(inst.role, {})
         tally[inst.role_hash] = tally.get(inst.role_hash, 0) - 1
+
+
+def _group_tally(
+    ctx: PassContext, group: GroupObs, path: tuple[str, ...]
+) -> tuple[frozenset[str], dict[str, dict[str, int]]]:
+    """The revisions ``group``'s instances run, and its available instances of the path's roles
+    counted by role and template (in the instances' order, as ``PathKeeper`` merges them). With a
+    cache, memoised on the group under the pass's availability shape (``ctx.available`` reads only
+    the group and the shape) and the path: a pass over the seed example's 160 instances whose
+    group did not change takes them from the memo. The caller copies the counts (``take`` spends
+    them)."""
+    memo = ctx.cache.memo_of(group) if ctx.cache is not None and ctx.shape is not None else None
+    hit = memo.path_tally if memo is not None else None
+    if hit is not None and hit[0] is ctx.shape and hit[1] == path:
+        return hit[2], hit[3]
+    revisions = frozenset(inst.revision for inst in group.instances.values())
+    tally: dict[str, dict[str, int]] = {}
+    for inst in group.instances.values():
+        if inst.role in path and ctx.available(inst):
+            by_hash = tally.setdefault(inst.role, {})
+            by_hash[inst.role_hash] = by_hash.get(inst.role_hash, 0) + 1
+    if memo is not None:
+        memo.path_tally = (ctx.shape, path, revisions, tally)
+    return revisions, tally
 
 
 def keeps_paths(ctx: PassContext) -> bool:
