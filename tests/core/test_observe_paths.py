@@ -45,14 +45,14 @@ def summary(observed: Observed) -> dict:
                             (i, p.name, p.uid, p.resource_version, p.ready, p.deleting) for i, p in inst.pods.items()
                         ),
                         list(inst.pods),  # the order the pods came in
-                        inst[4:],  # every aggregate after the pods
+                        inst.astuple()[4:],  # every aggregate after the pods
                     )
                     for key, inst in group.instances.items()
                 },
                 list(group.instances),
                 dict(group.revision_counts),
                 list(group.revision_counts),
-                group[3:],
+                group.astuple()[3:],
             )
             for ordinal, group in observed.groups.items()
         },

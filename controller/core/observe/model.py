@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from .. import digests
 from ..ports import Obj
+from .frozen import Frozen
 
 # Container waiting reasons that mean "this will not become Ready by itself".
 FAILING_REASONS = frozenset(
@@ -82,26 +83,87 @@ class PodObs:
         return self.draining_since is not None and not self.deleting
 
 
-class InstanceObs(NamedTuple):
-    """One role instance, frozen: its aggregates are taken once, when it is built
-    (``instance_of``), because planning reads them often. A named tuple rather than a frozen
-    dataclass: as cheap to build as a mutable one (a pass builds thousands after a cold start)."""
+class _InstanceFields:
+    """``InstanceObs``'s fields, writable: ``_instance`` sets them, then freezes it (``frozen``)."""
 
+    __slots__ = (
+        "group",
+        "role",
+        "ordinal",
+        "pods",
+        "revision",
+        "role_hash",
+        "all_ready",
+        "deleting",
+        "draining",
+        "being_removed",
+        "lost",
+        "failing",
+        "unschedulable",
+        "updating_in_place",
+        "contiguous",
+    )
     group: int
     role: str
     ordinal: int
     pods: Mapping[int, PodObs]  # by pod index
-    revision: str = ""
-    role_hash: str = ""
-    all_ready: bool = False  # every present pod Ready, none draining or deleting
-    deleting: bool = False  # some pod terminating
-    draining: bool = False  # some pod marked draining (and not yet terminating)
-    being_removed: bool = False  # some pod draining or terminating
-    lost: bool = False  # a pod failed for good (phase Failed): recovery must act
-    failing: str | None = None  # CrashLoopBackOff & co
-    unschedulable: str | None = None
-    updating_in_place: bool = False
-    contiguous: int = 0  # pod indexes 0, 1, ... present without a gap (an instance of n pods: n)
+    revision: str
+    role_hash: str
+    all_ready: bool  # every present pod Ready, none draining or deleting
+    deleting: bool  # some pod terminating
+    draining: bool  # some pod marked draining (and not yet terminating)
+    being_removed: bool  # some pod draining or terminating
+    lost: bool  # a pod failed for good (phase Failed): recovery must act
+    failing: str | None  # CrashLoopBackOff & co
+    unschedulable: str | None
+    updating_in_place: bool
+    contiguous: int  # pod indexes 0, 1, ... present without a gap (an instance of n pods: n)
+
+
+class InstanceObs(Frozen, _InstanceFields):
+    """One role instance, frozen: its aggregates are taken once, when it is built
+    (``instance_of``), because planning reads them often. A frozen ``__slots__`` class rather than
+    a named tuple or a frozen dataclass: its fields are read at slot speed and it is as cheap to
+    build as a tuple (``frozen``)."""
+
+    __slots__ = ()
+    FIELDS = _InstanceFields.__slots__
+
+    def __new__(
+        cls,
+        group: int,
+        role: str,
+        ordinal: int,
+        pods: Mapping[int, PodObs],
+        revision: str = "",
+        role_hash: str = "",
+        all_ready: bool = False,
+        deleting: bool = False,
+        draining: bool = False,
+        being_removed: bool = False,
+        lost: bool = False,
+        failing: str | None = None,
+        unschedulable: str | None = None,
+        updating_in_place: bool = False,
+        contiguous: int = 0,
+    ) -> InstanceObs:
+        return _instance(
+            group,
+            role,
+            ordinal,
+            pods,
+            revision,
+            role_hash,
+            all_ready,
+            deleting,
+            draining,
+            being_removed,
+            lost,
+            failing,
+            unschedulable,
+            updating_in_place,
+            contiguous,
+        )
 
     def failure(self) -> str | None:
         """Why it will not become Ready by itself, with its pods' restarts ("CrashLoopBackOff, 4
@@ -162,46 +224,120 @@ def instance_of(
             unschedulable = pod.unschedulable
         if pod.gate is False or (pod.has_gate and pod.gate is None and pod.inplace_state is not None):
             updating = True
-    # Every field given, in order: the tuple is made directly, without the named tuple's generated
-    # ``__new__`` (a Python call that only repacks its arguments: ~0.5 us of ~2.5 per instance, and
-    # the seed example's runs build ~150,000 instances).
-    return _make_tuple(
-        InstanceObs,
-        (
-            group,
-            role,
-            ordinal,
-            pods,
-            entry.revision,
-            entry.role_hash,
-            all_ready,
-            deleting,
-            draining,
-            deleting or draining,
-            lost,
-            failing,
-            unschedulable,
-            updating,
-            _contiguous(pods),
-        ),
+    return _instance(
+        group,
+        role,
+        ordinal,
+        pods,
+        entry.revision,
+        entry.role_hash,
+        all_ready,
+        deleting,
+        draining,
+        deleting or draining,
+        lost,
+        failing,
+        unschedulable,
+        updating,
+        _contiguous(pods),
     )
 
 
-_make_tuple = tuple.__new__
+_new_object = object.__new__
 
 
-class GroupObs(NamedTuple):
-    """One ServingGroup, frozen: built once from its pods (``group_of_pods``). What the planner and
-    the view derive from it is kept by the caller's ``passcache.PassCache``, keyed by the group."""
+def _instance(
+    group: int,
+    role: str,
+    ordinal: int,
+    pods: Mapping[int, PodObs],
+    revision: str,
+    role_hash: str,
+    all_ready: bool,
+    deleting: bool,
+    draining: bool,
+    being_removed: bool,
+    lost: bool,
+    failing: str | None,
+    unschedulable: str | None,
+    updating_in_place: bool,
+    contiguous: int,
+) -> InstanceObs:
+    """An ``InstanceObs`` of these fields: set on a writable one, then frozen (``frozen``). Every
+    field positional: ``instance_of`` calls this for each instance it builds (the seed example's
+    runs build ~150,000), and keywords or the class's own call would add to each."""
+    inst = _new_object(_InstanceFields)
+    inst.group = group
+    inst.role = role
+    inst.ordinal = ordinal
+    inst.pods = pods
+    inst.revision = revision
+    inst.role_hash = role_hash
+    inst.all_ready = all_ready
+    inst.deleting = deleting
+    inst.draining = draining
+    inst.being_removed = being_removed
+    inst.lost = lost
+    inst.failing = failing
+    inst.unschedulable = unschedulable
+    inst.updating_in_place = updating_in_place
+    inst.contiguous = contiguous
+    inst.__class__ = InstanceObs
+    return inst
 
+
+class _GroupFields:
+    """``GroupObs``'s fields, writable: ``GroupObs.__new__`` sets them, then freezes it (``frozen``)."""
+
+    __slots__ = (
+        "ordinal",
+        "instances",
+        "revision_counts",
+        "revision",
+        "deleting",
+        "being_removed",
+        "unschedulable",
+        "pod_count",
+    )
     ordinal: int
     instances: Mapping[tuple[str, int], InstanceObs]
     revision_counts: Mapping[str, int]  # pods per revision
-    revision: str = ""  # the revision most of its pods run (they agree outside recovery)
-    deleting: bool = False
-    being_removed: bool = False
-    unschedulable: bool = False  # some instance has a pod the scheduler cannot place
-    pod_count: int = 0
+    revision: str  # the revision most of its pods run (they agree outside recovery)
+    deleting: bool
+    being_removed: bool
+    unschedulable: bool  # some instance has a pod the scheduler cannot place
+    pod_count: int
+
+
+class GroupObs(Frozen, _GroupFields):
+    """One ServingGroup, frozen: built once from its pods (``group_of_pods``). What the planner and
+    the view derive from it is kept by the caller's ``passcache.PassCache``, keyed by the group."""
+
+    __slots__ = ()
+    FIELDS = _GroupFields.__slots__
+
+    def __new__(
+        cls,
+        ordinal: int,
+        instances: Mapping[tuple[str, int], InstanceObs],
+        revision_counts: Mapping[str, int],
+        revision: str = "",
+        deleting: bool = False,
+        being_removed: bool = False,
+        unschedulable: bool = False,
+        pod_count: int = 0,
+    ) -> GroupObs:
+        group = _new_object(_GroupFields)
+        group.ordinal = ordinal
+        group.instances = instances
+        group.revision_counts = revision_counts
+        group.revision = revision
+        group.deleting = deleting
+        group.being_removed = being_removed
+        group.unschedulable = unschedulable
+        group.pod_count = pod_count
+        group.__class__ = GroupObs
+        return group
 
     def running(self) -> digests.Running:
         """What its pods run (``digests.running``), for the record of digests on the revisions."""
