@@ -45,9 +45,12 @@ def test_only_the_owner_releases_and_a_dead_holders_lock_expires(state_redis):
 def test_a_long_pass_keeps_its_lock_alive(state_redis):
     import time
 
-    lock = ReconcileLock(state_redis, "default/slow", ttl_ms=300)
+    # A 1 s TTL renewed every 333 ms: the lock is lost only if the renewer thread wakes more than
+    # 667 ms late (with 300 ms it took a 200 ms late wake-up, which a 2-core host at load average
+    # 14 gave once in four runs).
+    lock = ReconcileLock(state_redis, "default/slow", ttl_ms=1000)
     assert lock.acquire_or_mark()
-    time.sleep(0.8)  # elapsed time on purpose, longer than the TTL: the renewer extends it every 100 ms
+    time.sleep(2.5)  # elapsed time on purpose, longer than the TTL: the renewer extends it 7 times
     assert state_redis.get(lock.lock_key).decode() == lock.token
     lock.release()
     assert state_redis.get(lock.lock_key) is None
