@@ -195,9 +195,12 @@ def modelserving_detail(request, namespace, name):
     if not access.allowed(request.user, VIEW, namespace):
         raise Http404(f"ModelServing {namespace}/{name} does not exist")
     try:
-        current = state.get_state(namespace, name)
+        # One read for the state and the probe advice (the advice measures load times on the
+        # same pods: listing and timing 2,000 pods again cost more CPU than the state itself).
+        read = state.read_state(namespace, name)
     except NotFound:
         raise Http404(f"ModelServing {namespace}/{name} does not exist") from None
+    current = read.view
     api = reverse("api-modelserving", kwargs={"namespace": namespace, "name": name})
     return render(
         request,
@@ -226,7 +229,7 @@ def modelserving_detail(request, namespace, name):
             # revision hash (static/js/detail/panels/release.js re-reads it from the API).
             "releases": release_records.releases_of_modelserving(namespace, name),
             # Shown in the serving gates panel: probes that cannot cover the model load.
-            "probe_advice": probe_advice_of(namespace, name),
+            "probe_advice": probe_advice_of(namespace, name, read=read),
         },
     )
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from .gates import pod_times
 from .observe import PodObs
+from .passcache import PassCache
 from .spec import ModelServing
 
 # k8s.io/api core/v1 Probe, as the API server defaults it.
@@ -227,12 +228,15 @@ def advice(ms: ModelServing, loads: Mapping[str, LoadTime] | None = None) -> lis
     return out
 
 
-def measured_load_times(pods: Iterable[PodObs], *, last: int = MEASURED_PODS) -> dict[str, LoadTime]:
+def measured_load_times(
+    pods: Iterable[PodObs], *, last: int = MEASURED_PODS, cache: PassCache | None = None
+) -> dict[str, LoadTime]:
     """Role -> the median time from container start to Ready of its ``last`` most recently created
-    pods that got there (``gates.pod_times``). A role with no such pod has no entry."""
+    pods that got there (``gates.pod_times``, through the caller's ``cache``: the view built from
+    the same pods has read their times already). A role with no such pod has no entry."""
     by_role: dict[str, list[tuple[float, float]]] = {}
     for pod in pods:
-        times = pod_times(pod)
+        times = pod_times(pod, cache)
         if times.started is None or times.ready is None or times.ready < times.started:
             continue
         by_role.setdefault(pod.role, []).append((times.created or times.started, times.ready - times.started))

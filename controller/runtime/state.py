@@ -5,8 +5,10 @@ The same serializer as the reconcile pass's ``ReconcileResult.view``, the REST G
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
+from controller.core.observe import Observed, observe
+from controller.core.passcache import PassCache
 from controller.core.ports import ClusterPort, RouterPort, in_flight_many, routed_pods
 from controller.core.view import build_view
 
@@ -23,21 +25,44 @@ def in_flight_of(router: RouterPort, namespace: str, pods: list[dict[str, Any]])
     return {k: v for k, v in counts.items() if v}
 
 
-def current_state(
+class StateRead(NamedTuple):
+    """The view and what it was built from, for a caller that derives more from the same read (the
+    detail page's probe advice measures load times on these pods instead of listing them again)."""
+
+    view: dict[str, Any]
+    modelserving: dict[str, Any]
+    observed: Observed
+    cache: PassCache
+
+
+def read_state(
     namespace: str, name: str, *, cluster: ClusterPort | None = None, router: RouterPort | None = None
-) -> dict[str, Any]:
-    """Raises ``NotFound``."""
+) -> StateRead:
+    """``current_state`` with the objects it read. Raises ``NotFound``."""
     cluster = cluster or get_cluster()
     router = router or get_router()
     ms = cluster.get_modelserving(namespace, name)
     pods = cluster.list_pods(namespace, name)
     revisions = cluster.list_revisions(namespace, name)
-    return build_view(
+    in_flight = in_flight_of(router, namespace, pods)
+    cache = cache_for(namespace, name)
+    # What build_view would observe itself (the same call), kept for the caller.
+    observed = observe(pods, in_flight, cache)
+    view = build_view(
         ms,
         pods,
         revisions,
-        in_flight_of(router, namespace, pods),
+        in_flight,
         get_clock().now(),
+        observed=observed,
         routed=routed_pods(router, cluster, namespace, name, pods),
-        cache=cache_for(namespace, name),
+        cache=cache,
     )
+    return StateRead(view, ms, observed, cache)
+
+
+def current_state(
+    namespace: str, name: str, *, cluster: ClusterPort | None = None, router: RouterPort | None = None
+) -> dict[str, Any]:
+    """Raises ``NotFound``."""
+    return read_state(namespace, name, cluster=cluster, router=router).view

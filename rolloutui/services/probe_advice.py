@@ -16,20 +16,27 @@ from controller.core.observe import observe
 from controller.core.ports import ClusterError, NotFound
 from controller.core.spec import ModelServing, ValidationError, parse_modelserving
 from controller.runtime.simulator import get_simulator
+from controller.runtime.state import StateRead
 
 from .cluster import get_cluster
 
 VIEW = "rolloutui.view_modelserving"
 
 
-def _measured(parsed: ModelServing) -> dict[str, probes.LoadTime]:
-    try:
-        pods = get_cluster().list_pods(parsed.namespace, parsed.name)
-    except (NotFound, ClusterError):
-        return {}
-    observed = observe(list(pods))
+def _measured(parsed: ModelServing, read: StateRead | None = None) -> dict[str, probes.LoadTime]:
+    """Measured on the pods of ``read`` (the page's state read: 2,000 pods are not listed, parsed
+    and timed a second time, which took more CPU than the state itself), else listed now."""
+    if read is not None:
+        observed, cache = read.observed, read.cache
+    else:
+        try:
+            pods = get_cluster().list_pods(parsed.namespace, parsed.name)
+        except (NotFound, ClusterError):
+            return {}
+        observed, cache = observe(list(pods)), None
     return probes.measured_load_times(
-        pod for group in observed.groups.values() for inst in group.instances.values() for pod in inst.pods.values()
+        (pod for group in observed.groups.values() for inst in group.instances.values() for pod in inst.pods.values()),
+        cache=cache,
     )
 
 
@@ -51,29 +58,32 @@ def _simulated(parsed: ModelServing) -> dict[str, probes.LoadTime]:
     return out
 
 
-def load_times(parsed: ModelServing, *, user=None) -> dict[str, probes.LoadTime]:
+def load_times(parsed: ModelServing, *, user=None, read: StateRead | None = None) -> dict[str, probes.LoadTime]:
     """Role -> the load time its probes are judged against (see the module docstring). Pods are read
     only in a namespace ``user`` may view (None: a trusted internal caller), so the figures tell
-    nothing of a namespace the user may not see."""
+    nothing of a namespace the user may not see. ``read``: the state read of this ModelServing
+    whose pods to measure (else they are listed)."""
     from . import access
 
     expected = _simulated(parsed)
-    measured = _measured(parsed) if user is None or access.allowed(user, VIEW, parsed.namespace) else {}
+    measured = _measured(parsed, read) if user is None or access.allowed(user, VIEW, parsed.namespace) else {}
     return {**expected, **measured}
 
 
-def advice_for(parsed: ModelServing, *, user=None) -> list[probes.ProbeWarning]:
-    return probes.advice(parsed, load_times(parsed, user=user))
+def advice_for(parsed: ModelServing, *, user=None, read: StateRead | None = None) -> list[probes.ProbeWarning]:
+    return probes.advice(parsed, load_times(parsed, user=user, read=read))
 
 
-def advice_of(namespace: str, name: str) -> list[dict[str, Any]]:
+def advice_of(namespace: str, name: str, *, read: StateRead | None = None) -> list[dict[str, Any]]:
     """The warnings of a stored ModelServing, for its page (empty when its manifest is invalid: the
-    page says why elsewhere). Raises NotFound."""
+    page says why elsewhere). ``read``: the page's state read (``state.read_state``), whose
+    manifest and pods are used instead of reading them again. Raises NotFound."""
+    stored = read.modelserving if read is not None else get_cluster().get_modelserving(namespace, name)
     try:
-        parsed = parse_modelserving(get_cluster().get_modelserving(namespace, name))
+        parsed = parse_modelserving(stored)
     except ValidationError:
         return []
-    return [w.to_json() for w in advice_for(parsed)]
+    return [w.to_json() for w in advice_for(parsed, read=read)]
 
 
 __all__ = ["advice_for", "advice_of", "load_times"]

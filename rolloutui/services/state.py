@@ -12,7 +12,8 @@ from controller.core.ports import NotFound
 from controller.core.revisions import History, diff
 from controller.core.spec import headline, runtime_fields
 from controller.runtime.simulator import get_simulator
-from controller.runtime.state import current_state, in_flight_of
+from controller.runtime.state import StateRead, current_state, in_flight_of
+from controller.runtime.state import read_state as _read_state
 
 from . import audit, masking
 from .cluster import get_cluster, get_router
@@ -68,6 +69,12 @@ def get_state(namespace: str, name: str) -> dict[str, Any]:
     """``controller.core.view.build_view`` of the live objects (the REST GET and websocket payload).
     Raises ``NotFound``."""
     return current_state(namespace, name)
+
+
+def read_state(namespace: str, name: str) -> StateRead:
+    """``get_state`` with the manifest and the observed pods it was built from (the detail page
+    derives its probe advice from them). Raises ``NotFound``."""
+    return _read_state(namespace, name)
 
 
 def get_manifest(namespace: str, name: str, *, user=None) -> dict[str, Any]:

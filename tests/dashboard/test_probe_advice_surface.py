@@ -20,7 +20,7 @@ from controller.models import SimClock
 from controller.runtime.reconciler import run_reconcile
 from controller.simcluster.database import clock as sim_clock
 from controller.simcluster.database.tick import tick
-from rolloutui.services import cluster, probe_advice
+from rolloutui.services import cluster, probe_advice, state
 from tests.factories import modelserving, role
 from tests.live.helpers import ManualClock
 
@@ -130,6 +130,10 @@ def test_the_load_time_measured_on_the_pods_replaces_the_image_profiles(db, monk
     assert re.search(
         r"but model load took 4[01] s \(measured container start -> Loaded, p50 of the last 1 pods\)$", message
     )
+    # The page measures on the pods of its own state read (not listed again): the same advice.
+    read = state.read_state(NAMESPACE, name)
+    assert read.view == state.get_state(NAMESPACE, name)
+    assert probe_advice.advice_of(NAMESPACE, name, read=read) == probe_advice.advice_of(NAMESPACE, name)
 
 
 def _pods(name: str) -> list[dict]:
