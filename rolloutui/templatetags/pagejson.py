@@ -1,4 +1,6 @@
-"""``{{ value|page_json:"element-id" }}``: Django's ``json_script`` with the JSON made by orjson.
+"""``{{ value|page_json:"element-id" }}``: Django's ``json_script`` with the JSON made by orjson;
+``{{ state|page_state_json:"element-id" }}``: the same of the state's compact form
+(``rolloutui.compactstate``: a third of the bytes at 1,000 groups), for the detail page.
 
 The detail page carries its first state (``initial-state``) in the HTML so that it draws before the
 websocket opens. For a 1,000-group ModelServing that state is 1.6 MB of JSON, and Django's
@@ -21,6 +23,8 @@ import orjson
 from django import template
 from django.utils.html import escape, json_script
 from django.utils.safestring import SafeString, mark_safe
+
+from rolloutui.compactstate import compact_state
 
 register = template.Library()
 
@@ -50,3 +54,11 @@ def page_json(value: Any, element_id: str) -> SafeString:
     except TypeError:  # orjson.JSONEncodeError is one
         return json_script(value, element_id)
     return mark_safe(f'<script id="{escape(element_id)}" type="application/json">{text}</script>')
+
+
+@register.filter(is_safe=True)
+def page_state_json(state: Any, element_id: str) -> SafeString:
+    """The detail page's first state, compact (``expandState`` in static/js/detail/compact.js
+    reads it back): 1.6 MB of JSON at 1,000 groups became 0.54 MB, which the browser downloads,
+    tokenises and parses before its first render; the same escapes as ``page_json``."""
+    return page_json(compact_state(state), element_id)

@@ -22,7 +22,9 @@ def test_the_charts_draw_the_first_state_at_once_and_the_skew_chart_says_why_it_
     site = OfflineSite(page, operator_client, full_state=lambda: ms["state"])
     page.set_viewport_size({"width": 1440, "height": 1000})
     page.goto(site.url(f"/modelservings/{ms['namespace']}/{ms['name']}/"))
-    expect(page.locator("#chart-progress .main-svg").first).to_be_attached()
+    # Plotly (4.6 MB, here through the test's route) is loaded after the page's first paint, so
+    # after its load event too: the wait covers the download.
+    expect(page.locator("#chart-progress .main-svg").first).to_be_attached(timeout=20000)
     progress = page.evaluate(TRACES, "chart-progress")
     capacity = page.evaluate(TRACES, "chart-capacity")
     assert progress and capacity, (progress, capacity)

@@ -5,14 +5,15 @@
 // ({state, revNumbers, manifest, conn, boot, releases}); panels never change the state themselves. Several
 // messages within one frame render once.
 //
-// The server renders the first state into the page (json_script "initial-state": no blank screen
-// while the socket opens); on a lost connection the page says so (indicator, banner, content
-// dimmed) and reconnects by itself.
+// The server renders the first state into the page ("initial-state", in the compact form that
+// compact.js expands: no blank screen while the socket opens); on a lost connection the page says
+// so (indicator, banner, content dimmed) and reconnects by itself.
 
 import { api } from "../lib/api.js";
 import { readJson } from "../lib/dom.js";
 import { actionLabel } from "../lib/format.js";
 import { revisionNumbers } from "./common.js";
+import { expandState } from "./compact.js";
 import { createDialog, toast } from "./dialog.js";
 import { createAdvisor } from "./panels/advisor.js";
 import { createAudit } from "./panels/audit.js";
@@ -40,7 +41,7 @@ const registry = readJson("rollout-actions");
 const plotlySrc = readJson("plotly-src");
 
 const store = createStore({
-  state: readJson("initial-state"),
+  state: expandState(readJson("initial-state")),
   releases: readJson("releases"),
   manifest: null,
   conn: { kind: "connecting", text: "connecting", lastMessageAt: null },
@@ -117,10 +118,7 @@ function render() {
   for (const panel of panels) panel.render(model);
   // Test and benchmark hooks: render time, time to the first complete render, render count.
   window.__lastRenderMs = performance.now() - started;
-  if (window.__firstRenderMs === undefined) {
-    window.__firstRenderMs = performance.now();
-    charts.start();
-  }
+  if (window.__firstRenderMs === undefined) window.__firstRenderMs = performance.now();
   window.__renders = (window.__renders || 0) + 1;
   document.body.dataset.stateTime = String(state.time);
 }
@@ -140,28 +138,53 @@ store.subscribe(({ state }) => {
   if (!frame) frame = requestAnimationFrame(render);
 });
 
+// After the first paint: the first render needs nothing but the state in the page, so what it does
+// not need waits one frame: Plotly, the panels' API reads (simulation, advisor, capacity, the manifest,
+// the charts' history, the audit) and the websocket, whose first message is the whole state again
+// (a server-side read as costly as the page's). Issued from the module's own task they held the
+// first paint back, and on the server (one thread runs every view) they went ahead of whatever
+// came next. A page hidden from the start gets no animation frames: the timer starts them then.
+function afterFirstPaint(fn) {
+  let started = false;
+  const start = () => {
+    if (started) return;
+    started = true;
+    fn();
+  };
+  requestAnimationFrame(() => setTimeout(start, 0));
+  setTimeout(start, 250);
+}
+
+let stream = null;
+
+function goLive() {
+  // Plotly (4.6 MB of script to compile and run) too: loaded from the cache, it ran before the
+  // first paint.
+  charts.start();
+  simulation.start();
+  advisor.start();
+  capacity.start();
+  loadManifest();
+  charts.loadHistory();
+  audit.load();
+  setInterval(audit.load, AUDIT_REFRESH_MS);
+  stream = connectStream(boot.ws, {
+    onState: (state) => store.set({ state }),
+    onStatus: (kind, text) => {
+      const previous = store.get().conn;
+      store.set({ conn: { kind, text, lastMessageAt: kind === "live" ? new Date() : previous.lastMessageAt } });
+    },
+    onSignedOut: () => {
+      location.href = "/accounts/login/?next=" + encodeURIComponent(location.pathname);
+    },
+  });
+}
+
 // Start: render the server-provided state at once, then go live.
 lastState = store.get().state;
 charts.observe(lastState);
 render();
-simulation.start();
-advisor.start();
-capacity.start();
-loadManifest();
-charts.loadHistory();
-audit.load();
-setInterval(audit.load, AUDIT_REFRESH_MS);
-
-const stream = connectStream(boot.ws, {
-  onState: (state) => store.set({ state }),
-  onStatus: (kind, text) => {
-    const previous = store.get().conn;
-    store.set({ conn: { kind, text, lastMessageAt: kind === "live" ? new Date() : previous.lastMessageAt } });
-  },
-  onSignedOut: () => {
-    location.href = "/accounts/login/?next=" + encodeURIComponent(location.pathname);
-  },
-});
+afterFirstPaint(goLive);
 
 // Test and debugging hooks (read-only views, plus a way to simulate a dropped connection).
 window.__rollout = {
@@ -169,10 +192,10 @@ window.__rollout = {
     return store.get().state;
   },
   get wireState() {
-    return stream.wireState;
+    return stream ? stream.wireState : null;
   },
   samples: charts.samples,
   topo: topology.topo,
-  dropSocket: () => stream.drop(),
+  dropSocket: () => stream && stream.drop(),
 };
 window.__rolloutCapacity = { points: capacity.points };

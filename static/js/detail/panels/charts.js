@@ -67,7 +67,9 @@ export function lineMode(points) {
 
 export function loadPlotly(src, onLoad) {
   if (window.Plotly) return onLoad();
-  if (document.getElementById("plotly-js")) return;
+  // Asked for already (by another chart panel): this caller's draw waits for the same load.
+  const asked = document.getElementById("plotly-js");
+  if (asked) return asked.addEventListener("load", onLoad);
   const script = document.createElement("script");
   script.id = "plotly-js";
   script.src = src;
