@@ -93,6 +93,10 @@ KINDS: dict[str, KindFactory] = {"ModelServing": ModelServingKind, "InferenceSer
 
 
 class Runner:
+    """One scenario's run, whatever its kind: ``run()`` returns the trace document. What the kind
+    keeps of its own (a ModelServing's passes and ``on_pass`` observers, an InferenceService's
+    ``view()``) is on ``kind``."""
+
     def __init__(
         self,
         scenario: Scenario,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from controller.simcluster import runner as sim_runner
+from controller.simcluster import modelserving
 from controller.simcluster.runner import run_scenario
 from controller.simcluster.scenario import load_scenario
 from controller.simcluster.trace import dumps
@@ -47,6 +47,6 @@ def test_each_judged_window_carries_both_revisions_simulated_gpu_and_a_healthy_c
 
 def test_an_analysis_without_a_gpu_check_gives_the_same_trace_as_before(monkeypatch):
     with_port = dumps(run_scenario(load_scenario(HEALTHY)))
-    monkeypatch.setattr(sim_runner, "_with_gpu", lambda router, store: router)
+    monkeypatch.setattr(modelserving, "_with_gpu", lambda router, store: router)
     assert dumps(run_scenario(load_scenario(HEALTHY))) == with_port
     assert "gpuUtilization" not in json.dumps(json.loads(with_port)["analysis"])
