@@ -20,7 +20,9 @@ the copy is touched.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
@@ -38,6 +40,29 @@ SETTLE_LIMIT = 4 * 3600.0
 ROLLOUT_LIMIT = 12 * 3600.0
 # The run advances in steps of this many virtual seconds between checks of "has it converged?".
 STEP = 5.0
+
+
+# Net new containers between two collections of the youngest generation while a preview runs, on
+# top of ``batch_gc``'s (10,000). A pass keeps what it built (its status' entry per group, the
+# parsed pods, the groups' memos) until the next pass replaces it, so at 10,000 groups every young
+# collection found tens of thousands of such objects alive and moved them on to be walked again.
+# Worked example (2026-12-05, loaded host): the 3,000-group preview found no cyclic garbage at all
+# (collected 0) in 113 young and 10 middle collections, 0.70-1.02 s of ~8.5 s CPU; at 100,000:
+# 8 young collections, 0.33-0.39 s, peak RSS the same (234 MB). At 10,000 groups: 616 young, 55
+# middle and 1 full collection, 6.4 s of 36 s CPU.
+PREVIEW_YOUNG_THRESHOLD = 100_000
+
+
+@contextmanager
+def preview_gc() -> Iterator[None]:
+    """The young generation raised to ``PREVIEW_YOUNG_THRESHOLD`` for the preview, then put back
+    (the process's thresholds, as ``batch_gc``'s: see there)."""
+    before = gc.get_threshold()
+    gc.set_threshold(max(before[0], PREVIEW_YOUNG_THRESHOLD), *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 @dataclass(frozen=True)
@@ -127,7 +152,7 @@ def bring_up(
     controller run until it converged (at most ``settle_limit`` virtual seconds; ``progress``
     "settling"): the ModelServing as it then runs."""
     meta = manifest.get("metadata") or {}
-    with batch_gc():
+    with preview_gc(), batch_gc():
         runner = _runner(meta["name"], manifest, cluster, settle_limit)
         runner.as_operator(lambda: runner.store.create_modelserving(manifest))
         runner.loop.call_at(0.0, runner.kind.start_controller)
@@ -156,7 +181,7 @@ def preview_from(
 
     ``progress`` as in ``preview_change``, with "rolling out" only."""
     meta = live.modelserving.get("metadata") or {}
-    with batch_gc():
+    with preview_gc(), batch_gc():
         runner = _runner(meta["name"], live.modelserving, cluster, rollout_limit, start=live.now)
         runner.cluster.restore(modelservings=[live.modelserving], revisions=live.revisions, pods=live.pods)
         baseline = runner.kind.check_convergence()
