@@ -362,6 +362,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{counts.get('noRoute')}, kvMismatch {counts.get('kvMismatch')}); {per_cpu:.1f} virtual s per CPU s; "
         f"target > {PATHS_SPEED_TARGET}x real time: {'met' if met else 'MISSED'}"
     )
+    print(
+        f"    of its {ps['reconcilePasses']} passes, {ps['replayedPasses']} replayed (nothing they read changed, "
+        "within the time their plan holds)"
+    )
     print("rollout efficiency (ServingGroupRollingUpdate, fixed timing; 1.00 = analytic lower bound)")
     print(f"  {'groups':>7}{'maxUnavail':>11}{'batches':>9}{'bound s':>9}{'rollout s':>11}{'ratio':>8}")
     for e in eff:
