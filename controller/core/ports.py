@@ -98,6 +98,20 @@ class ClusterPort(Protocol):
         """Raises NotFound."""
         ...
 
+    def read_modelserving(self, namespace: str, name: str) -> Obj:
+        """The ModelServing, to read and never to change: a port may hand out an object it shares
+        with other readers (the embedded database store its decoded copy of the row, as it shares
+        pods in ``SharedObjects``), where ``get_modelserving`` may have to copy it for a caller that
+        edits what it gets. The reconcile pass reads through this. Raises NotFound."""
+        ...
+
+    def generation_of(self, namespace: str, name: str) -> int:
+        """The ModelServing's ``metadata.generation`` (0 when unset), without handing out the whole
+        object: the reconcile pass's check that its spec still stands (``reconcile._spec_moved_on``)
+        reads only this, and a 1,000-group ModelServing's status is ~300 KB that a store would copy
+        for nothing. Raises NotFound."""
+        ...
+
     def create_modelserving(self, obj: Obj) -> Obj:
         """Raises Conflict if it exists."""
         ...
@@ -107,7 +121,9 @@ class ClusterPort(Protocol):
         ...
 
     def replace_modelserving_status(self, namespace: str, name: str, status: Obj, *, resource_version: str) -> Obj:
-        """Write status through the status subresource; raises Conflict if resourceVersion moved."""
+        """Write status through the status subresource; raises Conflict if resourceVersion moved.
+        ``status`` is handed over: the embedded stores keep that very object (no copy of a
+        1,000-group status on every pass), so the writer never changes it afterwards."""
         ...
 
     def delete_modelserving(self, namespace: str, name: str) -> None: ...

@@ -162,6 +162,13 @@ class KubernetesCluster:
         )
         return self._remember(obj)
 
+    def read_modelserving(self, namespace: str, name: str) -> Obj:
+        return self.get_modelserving(namespace, name)  # a new object decoded from every answer
+
+    def generation_of(self, namespace: str, name: str) -> int:
+        """The API server has no cheaper read of one field: the object is read and decoded."""
+        return int((self.get_modelserving(namespace, name).get("metadata") or {}).get("generation") or 0)
+
     def create_modelserving(self, obj: Obj) -> Obj:
         body = copy.deepcopy(obj)
         # A Kthena manifest (workload.serving.volcano.sh) keeps its spec; the cluster stores it

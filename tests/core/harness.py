@@ -72,6 +72,15 @@ class MiniCluster:
         except KeyError:
             raise NotFound(name) from None
 
+    def read_modelserving(self, namespace, name):
+        return self.get_modelserving(namespace, name)
+
+    def generation_of(self, namespace, name):
+        try:
+            return self.ms[(namespace, name)]["metadata"].get("generation") or 0
+        except KeyError:
+            raise NotFound(name) from None
+
     def create_modelserving(self, obj):
         obj = copy.deepcopy(obj)
         meta = obj.setdefault("metadata", {})

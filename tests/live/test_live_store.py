@@ -93,6 +93,42 @@ def test_generation_moves_only_when_the_spec_changes(cluster):
     assert after_spec["status"] == {"phase": "Healthy"}  # the main resource never writes status
 
 
+def test_the_generation_read_alone_follows_every_write_and_says_when_the_modelserving_is_gone(cluster):
+    created = cluster.create_modelserving(manifest())
+    assert cluster.generation_of("default", "small") == 1
+    cluster.replace_modelserving_status(
+        "default", "small", {"phase": "Healthy"}, resource_version=created["metadata"]["resourceVersion"]
+    )
+    cluster.patch_modelserving("default", "small", {"metadata": {"annotations": {"a": "b"}}})
+    assert cluster.generation_of("default", "small") == 1
+    cluster.patch_modelserving("default", "small", {"spec": {"paused": True}})
+    assert (
+        cluster.generation_of("default", "small")
+        == 2
+        == cluster.get_modelserving("default", "small")["metadata"]["generation"]
+    )
+    cluster.delete_modelserving("default", "small")
+    with pytest.raises(NotFound):
+        cluster.generation_of("default", "small")
+
+
+def test_the_passs_read_is_shared_its_status_kept_as_given_and_get_still_hands_out_a_copy(cluster):
+    created = cluster.create_modelserving(manifest())
+    status = {"phase": "Healthy", "groups": [{"index": 0}]}
+    written = cluster.replace_modelserving_status(
+        "default", "small", status, resource_version=created["metadata"]["resourceVersion"]
+    )
+    read = cluster.read_modelserving("default", "small")
+    # The status handed over is what the store keeps and what it returns: no copy either way.
+    assert read["status"] is status and written["status"] is status
+    assert cluster.read_modelserving("default", "small") is read  # shared, like the pod lists
+    assert written["metadata"] is not read["metadata"] and list(written) == list(read)
+    mine = cluster.get_modelserving("default", "small")
+    mine["spec"]["replicas"] = 7
+    mine["status"]["phase"] = "Edited"
+    assert read["spec"]["replicas"] == 2 and status["phase"] == "Healthy"
+
+
 def test_deleting_a_bound_pod_starts_termination_and_keeps_its_name(cluster):
     cluster.add_node(8)
     cluster.create_pod(pod("p-0"))

@@ -172,6 +172,12 @@ class InMemoryStore:
         except KeyError:
             raise NotFound(f"modelserving {namespace}/{name} not found") from None
 
+    def read_modelserving(self, namespace: str, name: str) -> Obj:
+        return self.get_modelserving(namespace, name)  # shared already (copied under copy_reads)
+
+    def generation_of(self, namespace: str, name: str) -> int:
+        return int(self._get_ms(namespace, name)["metadata"].get("generation") or 0)
+
     def create_modelserving(self, obj: Obj) -> Obj:
         ns, name = objects.object_key(obj)
         if (ns, name) in self._ms:
