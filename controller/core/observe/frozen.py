@@ -11,9 +11,9 @@ So a value is built as an instance of a plain ``__slots__`` class (fields stored
 ``__setattr__`` of ours in the way), then its class is switched to the frozen subclass, which adds
 no field, only the refusal to assign (``obj.__class__ = Frozen subclass``: allowed because both
 classes lay their instances out alike). Built this way through ``model._instance`` an instance of
-15 fields costs ~0.50 us CPU against ~0.35 us for the named tuple made with ``tuple.__new__``
-(2026-12-05, loaded host): 150,000 instances (the seed example's run) ~20 ms more, against the
-planner's many reads made faster (``bench planner``'s plan step at 1,000 groups ~10 % less).
+15 fields costs about 1.4 times a named tuple made with ``tuple.__new__``: over the seed example's
+150,000 instances a few tens of ms, against the planner's many reads made faster (``bench
+planner``'s plan step; the measured figures are in bench/README.md).
 """
 
 from __future__ import annotations
