@@ -209,6 +209,8 @@ def profile_passes(bench: Bench, name: str, passes: int = 10) -> None:
         f"max {max(walls):.1f} ms over {passes}; cProfile of the last {passes - passes // 2}:"
     )
     pstats.Stats(profile).sort_stats("cumulative").print_stats(30)
+    print("the simulated store's share of them (its reads, copies and writes of the ModelServing and pods):")
+    pstats.Stats(profile).sort_stats("cumulative").print_stats(r"simcluster/database/store\.py", 15)
 
 
 def main(argv: list[str]) -> int:
