@@ -22,7 +22,7 @@ from typing import Any
 
 from ..memory.cluster import SimCluster
 from ..objects import INFERENCESERVICE
-from ..scenario import parse_scenario
+from ..scenario import Scenario, parse_scenario
 from ..settling import Settling
 from .runner import InferenceServiceKind
 
@@ -50,27 +50,9 @@ def preview_inferenceservice(
     """The predictor's capacity while ``patch`` rolls out (see the module docstring). ``deploy`` is
     the ``inferenceservice-config`` ConfigMap's ``deploy`` value (None: no ConfigMap). Raises
     ``ScenarioError`` naming the field when KServe would refuse the InferenceService or the patch."""
-    manifest = copy.deepcopy(manifest)
-    meta = manifest.setdefault("metadata", {})
-    meta.setdefault("namespace", "default")
-    for key in ("resourceVersion", "uid", "generation", "creationTimestamp"):
-        meta.pop(key, None)
-    manifest.pop("status", None)
-    doc: dict[str, Any] = {
-        "name": f"preview-{meta.get('name')}",
-        "seed": 1,
-        "until": settle_limit + rollout_limit,
-        "cluster": {"nodes": nodes, "gpusPerNode": gpus_per_node},
-        "inferenceService": manifest,
-        "events": [{"at": 0, "do": "apply"}, {"at": 0, "do": "patch", "patch": patch}],
-    }
-    if timing:
-        doc["cluster"]["timing"] = timing
-    if deploy is not None:
-        doc["kserveConfig"] = {"deploy": deploy}
-    # Parsing checks the manifest and the patch as KServe's webhook would; the run applies them by hand.
-    scenario = parse_scenario(doc)
-    scenario.events = [e for e in scenario.events if e.do == "apply"]
+    manifest = _fresh_copy(manifest)
+    meta = manifest["metadata"]
+    scenario = _preview_scenario(manifest, patch, deploy, nodes, gpus_per_node, timing, settle_limit + rollout_limit)
     # The kind on a cluster of its own, stepped here rather than by ``runner.Runner``: the apply event
     # never runs (the manifest is created by hand), so the settling never ends the run.
     cluster = SimCluster(scenario.cluster, seed=scenario.seed, namespace=scenario.namespace)
@@ -98,12 +80,56 @@ def preview_inferenceservice(
             break
     frames += [(f["t"] - start, _ready_predictor_pods(f)) for f in kind.trace.frames if f["t"] >= start]
     end = max((t for t, _ in frames), default=0.0) if converged else kind.loop.now() - start
+    return _outcome(kind.view() or {}, frames, end, converged)
+
+
+def _fresh_copy(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest as a user would apply it: a copy without the server's fields and status."""
+    manifest = copy.deepcopy(manifest)
+    meta = manifest.setdefault("metadata", {})
+    meta.setdefault("namespace", "default")
+    for key in ("resourceVersion", "uid", "generation", "creationTimestamp"):
+        meta.pop(key, None)
+    manifest.pop("status", None)
+    return manifest
+
+
+def _preview_scenario(
+    manifest: dict[str, Any],
+    patch: dict[str, Any],
+    deploy: str | None,
+    nodes: int,
+    gpus_per_node: int,
+    timing: dict[str, Any] | None,
+    until: float,
+) -> Scenario:
+    """The preview as a parsed scenario (parsing checks the manifest and the patch as KServe's
+    webhook would), with only its apply event: the run applies the patch by hand."""
+    doc: dict[str, Any] = {
+        "name": f"preview-{manifest['metadata'].get('name')}",
+        "seed": 1,
+        "until": until,
+        "cluster": {"nodes": nodes, "gpusPerNode": gpus_per_node},
+        "inferenceService": manifest,
+        "events": [{"at": 0, "do": "apply"}, {"at": 0, "do": "patch", "patch": patch}],
+    }
+    if timing:
+        doc["cluster"]["timing"] = timing
+    if deploy is not None:
+        doc["kserveConfig"] = {"deploy": deploy}
+    scenario = parse_scenario(doc)
+    scenario.events = [e for e in scenario.events if e.do == "apply"]
+    return scenario
+
+
+def _outcome(after: dict[str, Any], frames: list[tuple[float, int]], end: float, converged: bool) -> dict[str, Any]:
+    """What the preview reports from the Ready predictor pods over time (``frames``): the capacity
+    curve, its lowest point, and how long no predictor pod was Ready (the gap)."""
     gap = sum(
         max(min(nxt, end) - at, 0.0)
         for (at, count), (nxt, _) in zip(frames, [*frames[1:], (end, 0)], strict=True)
         if count == 0
     )
-    after = kind.view() or {}
     predictor = ((after.get("spec") or {}).get("components") or {}).get(PREDICTOR) or {}
     desired = next((d["replicas"] for d in after.get("deployments") or [] if d["component"] == PREDICTOR), None)
     strategy = (after.get("strategy") or {}).get(PREDICTOR) or {}
