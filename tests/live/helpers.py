@@ -81,3 +81,12 @@ def condition(p, ctype):
 def is_ready(p):
     c = condition(p, "Ready")
     return bool(c and c["status"] == "True")
+
+
+def mark_available(cluster, name, namespace="default"):
+    """Write the ModelServing's Available condition as the controller would once every group is up:
+    its simulated clients start then (``database/traffic.py`` ``_serves_yet``). For tests that run
+    the cluster's physics without the controller."""
+    version = cluster.get_modelserving(namespace, name)["metadata"]["resourceVersion"]
+    status = {"conditions": [{"type": "Available", "status": "True", "reason": "AllGroupsAvailable"}]}
+    cluster.replace_modelserving_status(namespace, name, status, resource_version=version)

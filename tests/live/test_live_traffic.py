@@ -10,7 +10,7 @@ from controller.simcluster.database.store import DatabaseCluster
 from controller.simcluster.database.tick import tick
 from controller.simcluster.database.traffic import RedisTraffic
 
-from .helpers import ManualClock, config, is_ready, pod
+from .helpers import ManualClock, config, is_ready, mark_available, pod
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -107,3 +107,35 @@ def test_the_passes_view_shows_the_load_of_serving_pods_read_from_redis_in_one_r
     assert sorted(shown.values()) == [0, 3]
     dashboards = current_state("default", "small", cluster=cluster, router=router)
     assert shown == {(i["group"], i["role"], i["ordinal"]): i["inFlight"] for i in dashboards["instances"]}
+
+
+def test_a_workloads_clients_start_once_it_serves_so_a_fresh_demo_refuses_nothing(state_redis):
+    """As a scenario's traffic starts when its workload first converges: while the ModelServing is
+    not Available (its groups coming up after `make run`) its clients send nothing, so nothing is
+    refused for want of a consistent path; from the first tick it is Available they send."""
+    from tests.factories import modelserving
+
+    traffic = RedisTraffic(state_redis, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
+    clock = ManualClock()
+    cluster = DatabaseCluster(clock, actor="kubelet", config=config(), traffic=traffic)
+    cluster.add_node(4)
+    cluster.create_modelserving(modelserving(name="demo", replicas=1))
+    entry = "g-0-serve-0-0"
+    cluster.create_pod(pod(entry))
+    for _ in range(40):
+        clock.t += 1
+        tick(cluster)
+    assert is_ready(cluster.get_pod("default", entry))
+    SimTraffic.objects.create(namespace="default", name="demo", rps=20, duration_low=1, duration_high=2)
+    for _ in range(5):  # no status yet: the controller has not said Available
+        clock.t += 1
+        tick(cluster)
+    row = SimTraffic.objects.get(name="demo")
+    assert (row.sent, row.rejected, row.generated_until) == (0, 0, None)
+
+    mark_available(cluster, "demo")
+    for _ in range(3):  # the first tick starts the clock of the arrivals
+        clock.t += 1
+        tick(cluster)
+    row.refresh_from_db()
+    assert row.sent > 10 and row.rejected == 0

@@ -51,7 +51,11 @@ def test_live_traffic_sends_the_weight_of_new_requests_to_the_update_revision(st
         resource_version=1,
         data={
             "metadata": {"name": "demo", "namespace": "default"},
-            "status": {"canary": {"revision": "canary2", "stable": "stable1", "weight": 10, "phase": "Paused"}},
+            "status": {
+                "canary": {"revision": "canary2", "stable": "stable1", "weight": 10, "phase": "Paused"},
+                # Serving (its clients start once it is: database/traffic.py _serves_yet).
+                "conditions": [{"type": "Available", "status": "True"}],
+            },
         },
     )
     SimTraffic.objects.create(namespace="default", name="demo", rps=50, duration_low=0.5, duration_high=1.0)

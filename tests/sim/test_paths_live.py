@@ -16,7 +16,7 @@ from controller.simcluster.database.store import DatabaseCluster
 from controller.simcluster.database.tick import tick
 from controller.simcluster.database.traffic import RedisTraffic
 from tests.factories import modelserving, role
-from tests.live.helpers import ManualClock, config, is_ready, pod
+from tests.live.helpers import ManualClock, config, is_ready, mark_available, pod
 
 # transaction=True: on PostgreSQL under `--dist loadgroup` a plain rollback left one test's request
 # records (mixed ones of the blind run) to the next; flushing the tables between tests does not.
@@ -58,6 +58,7 @@ def _run(state_redis, routing_, tokens=True):
         clock.t += 1
         tick(cluster)
     assert all(is_ready(p) for p in cluster.list_pods("default", "demo"))
+    mark_available(cluster, "demo")
     SimTraffic.objects.create(namespace="default", name="demo", rps=20, duration_low=0.5, duration_high=1.0)
     for _ in range(30):
         clock.t += 1

@@ -416,7 +416,8 @@ class RedisTraffic:
         start = max(start, now - MAX_BACKLOG_SECONDS)
         elapsed = now - start
         if elapsed <= 0:
-            if t.generated_until is None:  # first tick: arrivals start from now
+            # First tick once the workload serves: arrivals start from now.
+            if t.generated_until is None and _serves_yet(t):
                 SimTraffic.objects.filter(pk=t.pk).update(generated_until=now)
             return 0, 0
         rng = random.Random(f"{t.namespace}/{t.name}:{start:.6f}")
@@ -617,6 +618,27 @@ def _refused_record(t: SimTraffic, ms: Obj | None, arrival: float, i: int) -> di
         "mixed": False,
         "path_error": paths.NO_ROUTE,
     }
+
+
+# The condition that says a workload serves: a ModelServing's Available (every group up, as a
+# Deployment's Available), an InferenceService's Ready.
+_SERVING_CONDITION = {SimTraffic.KIND_MODELSERVING: "Available", SimTraffic.KIND_INFERENCESERVICE: "Ready"}
+
+
+def _serves_yet(t: SimTraffic) -> bool:
+    """Whether a workload's simulated clients may start: once its serving condition was True (as a
+    scenario's traffic starts when the workload first converges). Before that, a fresh `make run`
+    sent the demo's requests into groups still coming up, and the Paths panel opened on "refused
+    (noRoute)" for a healthy demo. A workload not in the cluster (a test's bare pods) starts at once;
+    once started, the clients keep sending through later outages, which count as refusals."""
+    data = (
+        SimObject.objects.filter(kind=t.kind, namespace=t.namespace, name=t.name).values_list("data", flat=True).first()
+    )
+    if data is None:
+        return True
+    wanted = _SERVING_CONDITION.get(t.kind, "Ready")
+    conditions = (data.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == wanted and c.get("status") == "True" for c in conditions if isinstance(c, dict))
 
 
 def _modelserving(namespace: str, ms_name: str) -> Obj | None:
