@@ -129,6 +129,9 @@ def test_the_progress_charts_show_the_range_chosen_from_stored_history(
     page.set_viewport_size({"width": 1440, "height": 1000})
     page.goto(site.url("/modelservings/default/day/"))
     note = page.locator("#charts-note")
+    # The page opens with "history since this page opened, extended live" and reads the stored
+    # history after its first render: wait for that read to land (the note names its span).
+    expect(note).not_to_contain_text("since this page opened")
     expect(note).to_contain_text("extended live")
     expect(page.locator('#chart-range button[data-range="3600"]')).to_have_attribute("aria-pressed", "true")
     stored = ProgressSample.objects.filter(**ms).count()
