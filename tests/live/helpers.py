@@ -90,3 +90,22 @@ def mark_available(cluster, name, namespace="default"):
     version = cluster.get_modelserving(namespace, name)["metadata"]["resourceVersion"]
     status = {"conditions": [{"type": "Available", "status": "True", "reason": "AllGroupsAvailable"}]}
     cluster.replace_modelserving_status(namespace, name, status, resource_version=version)
+
+
+def run_for(cluster, seconds):
+    """Step a database-backed cluster on a manual clock through ``seconds`` of its time, one tick a
+    second, as the ``sim_tick`` task does on the live clock."""
+    from controller.simcluster.database.tick import tick
+
+    for _ in range(seconds):
+        cluster.clock.t += 1
+        tick(cluster)
+
+
+def state_traffic(state_redis, inflight="test-inflight"):
+    """The simulated traffic on the test's state Redis (``state_redis``), its in-flight counts
+    under a key of the test's own."""
+    from controller.runtime import redisconn
+    from controller.simcluster.database.traffic import RedisTraffic
+
+    return RedisTraffic(state_redis, inflight_key=redisconn.key(inflight), key_prefix=redisconn.KEY_PREFIX)

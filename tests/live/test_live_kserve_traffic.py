@@ -6,13 +6,10 @@ from __future__ import annotations
 import pytest
 
 from controller.models import SimTraffic
-from controller.runtime import redisconn
 from controller.simcluster.database.store import DatabaseCluster
-from controller.simcluster.database.tick import tick
-from controller.simcluster.database.traffic import RedisTraffic
 from controller.simcluster.objects import INFERENCESERVICE
 
-from .helpers import ManualClock, config
+from .helpers import ManualClock, config, run_for, state_traffic
 from .test_live_kserve import STANDARD, manifest, view
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -25,9 +22,7 @@ def test_requests_to_a_standard_canary_follow_its_weight_and_are_credited_to_the
 ):
     from controller.simcluster.kserve import controller as kserve_controller
 
-    traffic = RedisTraffic(
-        state_redis, inflight_key=redisconn.key("test-isvc-inflight"), key_prefix=redisconn.KEY_PREFIX
-    )
+    traffic = state_traffic(state_redis, "test-isvc-inflight")
     clock = ManualClock()
     cluster = DatabaseCluster(clock, actor="operator", config=config(), traffic=traffic)
     cluster.add_node(8)
@@ -36,9 +31,7 @@ def test_requests_to_a_standard_canary_follow_its_weight_and_are_credited_to_the
     canary_predictor = {"name": "v2", **{k: v for k, v in body["spec"]["predictor"].items() if k != "minReplicas"}}
     body["spec"]["canary"] = [{"predictor": canary_predictor, "trafficPercent": 25}]
     cluster.create_object(body)
-    for _ in range(50):
-        clock.t += 1
-        tick(cluster)
+    run_for(cluster, 50)
     v = view(cluster)
     assert sorted(t["percent"] for t in v["traffic"]) == [25, 75] and v["converged"]
     SimTraffic.objects.create(
@@ -49,9 +42,7 @@ def test_requests_to_a_standard_canary_follow_its_weight_and_are_credited_to_the
         duration_low=60,
         duration_high=60,
     )
-    for _ in range(3):  # the first tick only starts the clock of the arrivals
-        clock.t += 1
-        tick(cluster)
+    run_for(cluster, 3)  # the first tick only starts the clock of the arrivals
     names = [i["pod"] for i in v["instances"]]
     busy = traffic.in_flight_counts("default", names)
     canary = sum(n for pod, n in busy.items() if pod.startswith("llm-v2-predictor-"))

@@ -7,13 +7,11 @@ from __future__ import annotations
 import pytest
 
 from controller.models import SimTraffic
-from controller.runtime import redisconn
 from controller.simcluster.database import traffic as traffic_module
 from controller.simcluster.database.store import DatabaseCluster
-from controller.simcluster.database.tick import tick
 from controller.simcluster.database.traffic import RedisTraffic
 
-from .helpers import ManualClock, config, is_ready, pod
+from .helpers import ManualClock, config, is_ready, pod, run_for, state_traffic
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -21,20 +19,16 @@ STATE_REDIS_DB = 9  # away from the broker (0), the channel layer (1), the live 
 
 
 def test_a_serving_pods_log_shows_the_requests_it_answered_bounded_per_pod(state_redis):
-    traffic = RedisTraffic(state_redis, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
+    traffic = state_traffic(state_redis)
     clock = ManualClock()
     cluster = DatabaseCluster(clock, actor="kubelet", config=config(), traffic=traffic)
     cluster.add_node(4)
     entry = "g-0-serve-0-0"
     cluster.create_pod(pod(entry))
-    for _ in range(40):
-        clock.t += 1
-        tick(cluster)
+    run_for(cluster, 40)
     assert is_ready(cluster.get_pod("default", entry))
     SimTraffic.objects.create(namespace="default", name="demo", rps=20, duration_low=1, duration_high=2)
-    for _ in range(10):
-        clock.t += 1
-        tick(cluster)
+    run_for(cluster, 10)
     served = traffic.requests_of("default", entry)
     # ~150 answered and a few dozen in flight: the newest 50 of them, in the order of the log.
     assert len(served) == traffic_module.LOG_KEEP
@@ -50,7 +44,7 @@ def test_a_serving_pods_log_shows_the_requests_it_answered_bounded_per_pod(state
 
 
 def test_the_controllers_events_are_kept_newest_first_and_bounded(state_redis, monkeypatch):
-    traffic = RedisTraffic(state_redis, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
+    traffic = state_traffic(state_redis)
     monkeypatch.setattr(RedisTraffic, "EVENTS_KEPT", 3)
     cluster = DatabaseCluster(ManualClock(), actor="controller", config=config(), traffic=traffic)
     for i in range(5):
@@ -60,14 +54,12 @@ def test_the_controllers_events_are_kept_newest_first_and_bounded(state_redis, m
 
 
 def test_a_crashing_pod_puts_a_back_off_warning_naming_its_workload_on_the_events_page(state_redis, operator_client):
-    traffic = RedisTraffic(state_redis, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
+    traffic = state_traffic(state_redis)
     clock = ManualClock()
     cluster = DatabaseCluster(clock, actor="kubelet", config=config({"engine:bad": {"crash": True}}), traffic=traffic)
     cluster.add_node(4)
     cluster.create_pod(pod("bad-0", ms="chat", image="engine:bad"))
-    for _ in range(80):  # crashes at 38 (pull 5 + start 2 + load), again after a 10 s back-off
-        clock.t += 1
-        tick(cluster)
+    run_for(cluster, 80)  # crashes at 38 (pull 5 + start 2 + load), again after a 10 s back-off
     warnings = [e for e in cluster.list_events() if e["reason"] == "BackOff"]
     assert [(e["kind"], e["name"], e["workload"], e["type"]) for e in warnings][-1] == (
         "Pod",

@@ -5,12 +5,10 @@ from __future__ import annotations
 import pytest
 
 from controller.models import SimTraffic
-from controller.runtime import redisconn
 from controller.simcluster.database.store import DatabaseCluster
 from controller.simcluster.database.tick import tick
-from controller.simcluster.database.traffic import RedisTraffic
 
-from .helpers import ManualClock, config, is_ready, mark_available, pod
+from .helpers import ManualClock, config, is_ready, mark_available, pod, run_for, state_traffic
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -20,21 +18,17 @@ STATE_REDIS_DB = 13  # away from the broker (0), the channel layer (1) and the l
 def test_losing_a_worker_pod_interrupts_the_requests_its_entry_was_serving(
     state_redis, django_capture_on_commit_callbacks
 ):
-    traffic = RedisTraffic(state_redis, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
+    traffic = state_traffic(state_redis)
     clock = ManualClock()
     cluster = DatabaseCluster(clock, actor="kubelet", config=config(), traffic=traffic)
     cluster.add_node(4)
     entry, worker = "g-0-serve-0-0", "g-0-serve-0-1"
     cluster.create_pod(pod(entry))
     cluster.create_pod(pod(worker, entry=False))
-    for _ in range(40):
-        clock.t += 1
-        tick(cluster)
+    run_for(cluster, 40)
     assert is_ready(cluster.get_pod("default", entry)) and is_ready(cluster.get_pod("default", worker))
     SimTraffic.objects.create(namespace="default", name="demo", rps=20, duration_low=60, duration_high=60)
-    for _ in range(3):  # the first tick only starts the clock of the arrivals
-        clock.t += 1
-        tick(cluster)
+    run_for(cluster, 3)  # the first tick only starts the clock of the arrivals
     busy = traffic.in_flight_counts("default", [entry, worker])
     assert set(busy) == {entry} and busy[entry] > 10  # only the entry takes requests
     with django_capture_on_commit_callbacks(execute=True):
@@ -48,7 +42,7 @@ def test_requests_cut_off_at_a_drain_timeout_go_to_the_rollouts_audit(state_redi
     from controller.runtime import interruptions
     from rolloutui.models import AuditRecord
 
-    traffic = RedisTraffic(state_redis, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
+    traffic = state_traffic(state_redis)
     clock = ManualClock()
     cluster = DatabaseCluster(
         clock, actor="kubelet", config=config(), traffic=traffic, on_interrupted=interruptions.report
@@ -56,13 +50,9 @@ def test_requests_cut_off_at_a_drain_timeout_go_to_the_rollouts_audit(state_redi
     cluster.add_node(4)
     entry = "g-0-serve-0-0"
     cluster.create_pod(pod(entry))
-    for _ in range(40):
-        clock.t += 1
-        tick(cluster)
+    run_for(cluster, 40)
     SimTraffic.objects.create(namespace="default", name="demo", rps=20, duration_low=60, duration_high=60)
-    for _ in range(3):
-        clock.t += 1
-        tick(cluster)
+    run_for(cluster, 3)
     busy = traffic.in_flight_counts("default", [entry])[entry]
     # The controller marked it draining, the timeout passed with requests in flight: it deletes it.
     cluster.patch_pod("default", entry, {"metadata": {"annotations": {naming.ANNOTATION_DRAINING: str(clock.t)}}})
@@ -115,27 +105,21 @@ def test_a_workloads_clients_start_once_it_serves_so_a_fresh_demo_refuses_nothin
     refused for want of a consistent path; from the first tick it is Available they send."""
     from tests.factories import modelserving
 
-    traffic = RedisTraffic(state_redis, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
+    traffic = state_traffic(state_redis)
     clock = ManualClock()
     cluster = DatabaseCluster(clock, actor="kubelet", config=config(), traffic=traffic)
     cluster.add_node(4)
     cluster.create_modelserving(modelserving(name="demo", replicas=1))
     entry = "g-0-serve-0-0"
     cluster.create_pod(pod(entry))
-    for _ in range(40):
-        clock.t += 1
-        tick(cluster)
+    run_for(cluster, 40)
     assert is_ready(cluster.get_pod("default", entry))
     SimTraffic.objects.create(namespace="default", name="demo", rps=20, duration_low=1, duration_high=2)
-    for _ in range(5):  # no status yet: the controller has not said Available
-        clock.t += 1
-        tick(cluster)
+    run_for(cluster, 5)  # no status yet: the controller has not said Available
     row = SimTraffic.objects.get(name="demo")
     assert (row.sent, row.rejected, row.generated_until) == (0, 0, None)
 
     mark_available(cluster, "demo")
-    for _ in range(3):  # the first tick starts the clock of the arrivals
-        clock.t += 1
-        tick(cluster)
+    run_for(cluster, 3)  # the first tick starts the clock of the arrivals
     row.refresh_from_db()
     assert row.sent > 10 and row.rejected == 0

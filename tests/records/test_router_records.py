@@ -8,12 +8,10 @@ import pytest
 from controller.core import naming
 from controller.models import RequestAggregate, RequestRecord, SimTraffic
 from controller.records.figures import DatabaseMetrics
-from controller.runtime import redisconn
 from controller.simcluster.config import Span
 from controller.simcluster.database.store import DatabaseCluster
-from controller.simcluster.database.tick import tick
-from controller.simcluster.database.traffic import LABEL_MODEL_VERSION, RedisTraffic
-from tests.live.helpers import ManualClock, config, is_ready, pod
+from controller.simcluster.database.traffic import LABEL_MODEL_VERSION
+from tests.live.helpers import ManualClock, config, is_ready, pod, run_for, state_traffic
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -29,7 +27,7 @@ def revision_pod(name, revision, image, model_version=None):
 
 
 def test_each_finished_request_leaves_a_record_of_its_pods_revision_and_answer(state_redis):
-    traffic = RedisTraffic(state_redis, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
+    traffic = state_traffic(state_redis)
     clock = ManualClock()
     images = {
         "engine:flaky": {"error_rate": 0.2, "latency_ms": Span(100, 200)},
@@ -39,15 +37,11 @@ def test_each_finished_request_leaves_a_record_of_its_pods_revision_and_answer(s
     cluster.add_node(4)
     cluster.create_pod(revision_pod("a-0-serve-0-0", "stable1", "engine:v1"))
     cluster.create_pod(revision_pod("b-0-serve-0-0", "canary2", "engine:flaky", model_version="chat-llm:v2"))
-    for _ in range(40):
-        clock.t += 1
-        tick(cluster)
+    run_for(cluster, 40)
     assert all(is_ready(cluster.get_pod("default", n)) for n in ("a-0-serve-0-0", "b-0-serve-0-0"))
     SimTraffic.objects.create(namespace="default", name="demo", rps=40, duration_low=0.5, duration_high=1.0)
     start = clock.t
-    for _ in range(60):
-        clock.t += 1
-        tick(cluster)
+    run_for(cluster, 60)
     finished = RequestRecord.objects.exclude(status="running")
     counts = {rev: finished.filter(revision=rev).count() for rev in ("stable1", "canary2")}
     assert counts["stable1"] > 500 and counts["canary2"] > 500, counts
@@ -69,18 +63,14 @@ def test_each_finished_request_leaves_a_record_of_its_pods_revision_and_answer(s
 def test_requests_cut_off_by_a_stopping_pod_are_recorded_as_interrupted(
     state_redis, django_capture_on_commit_callbacks
 ):
-    traffic = RedisTraffic(state_redis, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
+    traffic = state_traffic(state_redis)
     clock = ManualClock()
     cluster = DatabaseCluster(clock, actor="kubelet", config=config(), traffic=traffic)
     cluster.add_node(4)
     cluster.create_pod(revision_pod("a-0-serve-0-0", "stable1", "engine:v1"))
-    for _ in range(40):
-        clock.t += 1
-        tick(cluster)
+    run_for(cluster, 40)
     SimTraffic.objects.create(namespace="default", name="demo", rps=20, duration_low=60, duration_high=60)
-    for _ in range(3):
-        clock.t += 1
-        tick(cluster)
+    run_for(cluster, 3)
     busy = traffic.in_flight_counts("default", ["a-0-serve-0-0"])["a-0-serve-0-0"]
     with django_capture_on_commit_callbacks(execute=True):
         cluster.delete_pod("default", "a-0-serve-0-0")
@@ -91,19 +81,15 @@ def test_requests_cut_off_by_a_stopping_pod_are_recorded_as_interrupted(
 
 
 def test_a_request_in_flight_has_a_running_record_that_the_analysis_counts_as_started(state_redis):
-    traffic = RedisTraffic(state_redis, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
+    traffic = state_traffic(state_redis)
     clock = ManualClock()
     cluster = DatabaseCluster(clock, actor="kubelet", config=config(), traffic=traffic)
     cluster.add_node(4)
     cluster.create_pod(revision_pod("a-0-serve-0-0", "stable1", "engine:v1"))
-    for _ in range(40):
-        clock.t += 1
-        tick(cluster)
+    run_for(cluster, 40)
     start = clock.t
     SimTraffic.objects.create(namespace="default", name="demo", rps=20, duration_low=60, duration_high=60)
-    for _ in range(5):
-        clock.t += 1
-        tick(cluster)
+    run_for(cluster, 5)
     busy = traffic.in_flight_counts("default", ["a-0-serve-0-0"])["a-0-serve-0-0"]
     running = RequestRecord.objects.filter(status="running")
     assert busy > 0 and running.count() == busy and not RequestRecord.objects.exclude(status="running").exists()

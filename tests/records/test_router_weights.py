@@ -8,12 +8,9 @@ import pytest
 
 from controller.core import naming
 from controller.models import RequestRecord, SimObject, SimTraffic
-from controller.runtime import redisconn
 from controller.simcluster.config import Span
 from controller.simcluster.database.store import DatabaseCluster
-from controller.simcluster.database.tick import tick
-from controller.simcluster.database.traffic import RedisTraffic
-from tests.live.helpers import ManualClock, config, is_ready, pod
+from tests.live.helpers import ManualClock, config, is_ready, pod, run_for, state_traffic
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -27,7 +24,7 @@ def revision_pod(name, revision):
 
 
 def test_live_traffic_sends_the_weight_of_new_requests_to_the_update_revision(state_redis):
-    traffic = RedisTraffic(state_redis, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
+    traffic = state_traffic(state_redis)
     clock = ManualClock()
     cluster = DatabaseCluster(
         clock, actor="kubelet", config=config({"engine:v1": {"latency_ms": Span(50, 60)}}), traffic=traffic
@@ -38,9 +35,7 @@ def test_live_traffic_sends_the_weight_of_new_requests_to_the_update_revision(st
     for name in names:
         cluster.create_pod(revision_pod(name, "stable1"))
     cluster.create_pod(revision_pod("demo-3-serve-0-0", "canary2"))
-    for _ in range(40):
-        clock.t += 1
-        tick(cluster)
+    run_for(cluster, 40)
     assert all(is_ready(cluster.get_pod("default", n)) for n in [*names, "demo-3-serve-0-0"])
     SimObject.objects.create(
         kind=SimObject.KIND_MODELSERVING,
@@ -59,9 +54,7 @@ def test_live_traffic_sends_the_weight_of_new_requests_to_the_update_revision(st
         },
     )
     SimTraffic.objects.create(namespace="default", name="demo", rps=50, duration_low=0.5, duration_high=1.0)
-    for _ in range(60):
-        clock.t += 1
-        tick(cluster)
+    run_for(cluster, 60)
     counts = {rev: RequestRecord.objects.filter(revision=rev).count() for rev in ("stable1", "canary2")}
     total = sum(counts.values())
     assert total > 2000, counts

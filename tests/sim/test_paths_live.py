@@ -10,13 +10,10 @@ import pytest
 
 from controller.core import naming
 from controller.models import RequestRecord, SimTraffic
-from controller.runtime import redisconn
 from controller.simcluster.config import Span
 from controller.simcluster.database.store import DatabaseCluster
-from controller.simcluster.database.tick import tick
-from controller.simcluster.database.traffic import RedisTraffic
 from tests.factories import modelserving, role
-from tests.live.helpers import ManualClock, config, is_ready, mark_available, pod
+from tests.live.helpers import ManualClock, config, is_ready, mark_available, pod, run_for, state_traffic
 
 # transaction=True: on PostgreSQL under `--dist loadgroup` a plain rollback left one test's request
 # records (mixed ones of the blind run) to the next; flushing the tables between tests does not.
@@ -40,7 +37,7 @@ def _pod(name, role_name, revision, image):
 
 
 def _run(state_redis, routing_, tokens=True):
-    traffic = RedisTraffic(state_redis, inflight_key=redisconn.key("test-inflight"), key_prefix=redisconn.KEY_PREFIX)
+    traffic = state_traffic(state_redis)
     clock = ManualClock()
     cfg = config(IMAGES)
     if tokens:
@@ -54,15 +51,11 @@ def _run(state_redis, routing_, tokens=True):
     cluster.create_pod(_pod("demo-0-prefill-0-0", "prefill", "old", "engine:v1"))
     cluster.create_pod(_pod("demo-0-decode-0-0", "decode", "old", "engine:v1"))
     cluster.create_pod(_pod("demo-0-decode-1-0", "decode", "new", "engine:v2"))
-    for _ in range(40):
-        clock.t += 1
-        tick(cluster)
+    run_for(cluster, 40)
     assert all(is_ready(p) for p in cluster.list_pods("default", "demo"))
     mark_available(cluster, "demo")
     SimTraffic.objects.create(namespace="default", name="demo", rps=20, duration_low=0.5, duration_high=1.0)
-    for _ in range(30):
-        clock.t += 1
-        tick(cluster)
+    run_for(cluster, 30)
     return RequestRecord.objects.exclude(status="running"), SimTraffic.objects.get(name="demo"), traffic
 
 
