@@ -35,19 +35,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
 from pathlib import Path
+
+from bench._rundir import in_run_directory
 
 REPO = Path(__file__).resolve().parents[1]
 NAMESPACE, NAME = "bench", "fanout"
@@ -559,22 +558,9 @@ def measure_render(stack: Stack, loads: int = 5) -> dict:
     }
 
 
-@contextlib.contextmanager
 def running_stack(args, log):
-    """A ``Stack`` in a fresh temporary directory, stopped at the end; the directory (runall.log)
-    is kept when the run fails or ``--keep`` asks for it, and removed otherwise."""
-    var_dir = Path(tempfile.mkdtemp(prefix="rolloutui-fanout-"))
-    stack = Stack(var_dir, log)
-    try:
-        yield stack
-    except BaseException:
-        args.keep = True
-        log(f"failed; the run's files (runall.log) are kept in {var_dir}")
-        raise
-    finally:
-        stack.stop()
-        if not args.keep:
-            shutil.rmtree(var_dir, ignore_errors=True)
+    """A ``Stack`` (runall) in a temporary directory of its own (``_rundir.in_run_directory``)."""
+    return in_run_directory(args, log, "rolloutui-fanout-", Stack)
 
 
 def render_only(args, log) -> int:

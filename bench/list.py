@@ -31,15 +31,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
+
+from bench._rundir import in_run_directory
 
 REPO = Path(__file__).resolve().parents[1]
 USER, PASSWORD = "bench-viewer", "bench-pw-not-secret-9Lq!"
@@ -359,10 +359,8 @@ def main(argv: list[str]) -> int:
         print(f"bench list needs {CHROMIUM} (Debian's chromium) for the page measurements", file=sys.stderr)
         return 2
 
-    var_dir = Path(tempfile.mkdtemp(prefix="rolloutui-list-"))
-    server = Server(var_dir, log)
-    try:
-        log(f"seeding {args.count} ModelServings in {var_dir / 'db.sqlite3'}")
+    with in_run_directory(args, log, "rolloutui-list-", Server) as server:
+        log(f"seeding {args.count} ModelServings in {server.var_dir / 'db.sqlite3'}")
         server.manage("shell", "-c", SEED.format(user=USER, password=PASSWORD, count=args.count, manifest=manifest()))
         server.start()
         token = token_for(server)
@@ -371,14 +369,6 @@ def main(argv: list[str]) -> int:
             "modelservings": time_api(server, token, "/api/modelservings/", args.api_runs, args.count),
         }
         page = measure_page(server, args.loads, args.stream_seconds, args.count, log)
-    except BaseException:
-        args.keep = True
-        log(f"failed; the run's files are kept in {var_dir}")
-        raise
-    finally:
-        server.stop()
-        if not args.keep:
-            shutil.rmtree(var_dir, ignore_errors=True)
 
     stream = page["stream"]
     result = {
