@@ -43,6 +43,7 @@ import orjson
 import redis
 from django.db.models import F
 
+from controller.core.kserve.apps import condition
 from controller.core.kserve.materialize import LABEL_ISVC
 from controller.core.ports import Obj
 from controller.core.spec import DEFAULT_TRAFFIC, Traffic, ValidationError, parse_traffic
@@ -636,9 +637,8 @@ def _serves_yet(t: SimTraffic) -> bool:
     )
     if data is None:
         return True
-    wanted = _SERVING_CONDITION.get(t.kind, "Ready")
-    conditions = (data.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == wanted and c.get("status") == "True" for c in conditions if isinstance(c, dict))
+    serving = condition(data, _SERVING_CONDITION.get(t.kind, "Ready"))
+    return serving is not None and serving.get("status") == "True"
 
 
 def _modelserving(namespace: str, ms_name: str) -> Obj | None:
