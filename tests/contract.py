@@ -1,4 +1,4 @@
-"""The figures of ``shared/docs/domain.md`` computed from a manifest, for the tests' oracles.
+"""The figures of ``docs/concepts.md`` computed from a manifest, for the tests' oracles.
 
 Written from the contract's words, not from ``controller.core.strategy``, so an oracle that uses
 them does not inherit a rounding mistake of the code it checks:

@@ -7,7 +7,7 @@ given, so a manifest is exactly what the test states and nothing the product wou
     modelserving(replicas=4, roles=[role("prefill", workers=1), role("decode", replicas=2)],
                  strategy=group_strategy(maxUnavailable=1, maxSurge=1, partition=2))
 
-Field names are the contract's (``shared/docs/domain.md``: ``maxUnavailable``, ``maxSurge``,
+Field names are the contract's (``docs/concepts.md``: ``maxUnavailable``, ``maxSurge``,
 ``partition``, ``coordination``...), passed through unchanged, so a test reads like the manifest.
 """
 

@@ -12,7 +12,7 @@ from .scenario import ScenarioError, load_scenario
 
 def build_parser(prog: str = "simulate") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description="Replay a rollout scenario on the simulated cluster.")
-    p.add_argument("scenario", help="scenario YAML file (format: shared/docs/scenarios.md)")
+    p.add_argument("scenario", help="scenario YAML file (format: docs/scenarios.md)")
     p.add_argument("--out", help="write the trace JSON here (default: stdout)")
     p.add_argument("--seed", type=int, help="override the scenario's seed")
     return p

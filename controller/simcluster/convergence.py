@@ -1,6 +1,6 @@
 """When a simulated rollout counts as converged: the trace's ``converged`` and ``convergedAt``.
 
-The contract (shared/docs/scenarios.md): the spec's update revision runs on every instance outside
+The contract (docs/scenarios.md): the spec's update revision runs on every instance outside
 the partition, every instance is Ready, nothing is draining or deleting. The runner asks after
 every reconcile pass, about the cluster as it stands after that pass (its pods listed then and
 observed), and the preview stops there.

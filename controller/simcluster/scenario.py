@@ -1,4 +1,4 @@
-"""Scenario files (YAML): parsing and validation. The format is public: shared/docs/scenarios.md.
+"""Scenario files (YAML): parsing and validation. The format is public: docs/scenarios.md.
 
 Every problem is reported as one ``ScenarioError`` whose text is one line naming the field path,
 e.g. ``events[2].do: unknown action 'restart'`` or ``cluster.timing.load: expected a number or
@@ -439,7 +439,7 @@ def control_patch(ms: dict[str, Any], e: Event) -> dict[str, Any]:
     raise AssertionError(e.do)
 
 
-# -- InferenceService scenarios (KServe; shared/docs/scenarios.md, "InferenceService scenarios") --------
+# -- InferenceService scenarios (KServe; docs/scenarios.md, "InferenceService scenarios") --------
 #
 # ``inferenceService`` (a full serving.kserve.io/v1beta1 manifest) instead of ``modelServing``,
 # ``kserveConfig: {deploy: '<JSON string>'}`` for the inferenceservice-config ConfigMap, and these

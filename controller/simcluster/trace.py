@@ -1,4 +1,4 @@
-"""The trace document (format 1), exactly as shared/docs/scenarios.md specifies.
+"""The trace document (format 1), exactly as docs/scenarios.md specifies.
 
 Frames are written at t=0 and whenever what an operator watches changes: an instance's state,
 revision, pod count, readiness, pod UIDs, surge or draining count, or the spec, revisions,
@@ -198,7 +198,7 @@ def dumps(doc: dict[str, Any]) -> str:
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False) + "\n"
 
 
-# -- InferenceService traces (format 1; shared/docs/scenarios.md, "InferenceService scenarios") -----
+# -- InferenceService traces (format 1; docs/scenarios.md, "InferenceService scenarios") -----
 
 
 def isvc_frame(t: float, view: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The release records' contract, checked in one place (shared/docs/release.md, "Records").
+"""The release records' contract, checked in one place (docs/releases.md, "Records").
 
 Pure Python (no Django): the REST API, the CLI, the admin forms and the service functions all run
 these checks, so a bad value is refused with the same words everywhere, as a ``ControlError`` naming

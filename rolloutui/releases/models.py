@@ -4,7 +4,7 @@ Place in the flow: a trained model is registered as a ModelVersion (immutable: a
 version), approved by someone allowed to approve, and deployed as a DeploymentRevision of an
 Environment's Target; the deploy writes it into the target ModelServing's templates
 (``rolloutui.services.releases.deploy``), and the controller's passes move its status
-(``rolloutui.services.releases.status``). The contract is shared/docs/release.md, "Records"; the
+(``rolloutui.services.releases.status``). The contract is docs/releases.md, "Records"; the
 field checks are ``rolloutui.releases.contract``.
 
 Rows are written by the services only (the API, the CLI, the pages and the admin call them); the

@@ -1,4 +1,4 @@
-"""The coordination tests' oracle: the rules of ``shared/docs/domain.md`` ("Rolling updates",
+"""The coordination tests' oracle: the rules of ``docs/concepts.md`` ("Rolling updates",
 "Coordinated multi-role update") stated over what the cluster holds, and checked on every pass.
 
 Nothing here comes from the planner: no planner module is imported, no counter of its status is

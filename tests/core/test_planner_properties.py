@@ -241,7 +241,7 @@ def checked_step(cluster, clock, router, *, settle):
         # "scale" too at group level: a Ready group beyond replicas of an older revision (the surge
         # of a rollout replaced by a newer one) is not removed below the floor either.
         # Only inside the surge slots: a group at replicas + maxSurge or beyond must go whatever
-        # the floor, since at most replicas + maxSurge groups exist (shared/docs/domain.md).
+        # the floor, since at most replicas + maxSurge groups exist (docs/concepts.md).
         scaled = [
             a
             for a in result.actions

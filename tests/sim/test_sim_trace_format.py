@@ -1,4 +1,4 @@
-"""The trace is exactly format 1 (shared/docs/scenarios.md) for the documented scenarios (examples/scenarios)."""
+"""The trace is exactly format 1 (docs/scenarios.md) for the documented scenarios (examples/scenarios)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ class Command(BaseCommand):
     requires_migrations_checks = False
 
     def add_arguments(self, parser):
-        parser.add_argument("scenario", help="scenario YAML (format: shared/docs/scenarios.md)")
+        parser.add_argument("scenario", help="scenario YAML (format: docs/scenarios.md)")
         parser.add_argument("--out", help="write the trace here (default: stdout)")
         parser.add_argument("--seed", type=int, help="override the scenario's seed")
 

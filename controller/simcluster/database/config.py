@@ -1,6 +1,6 @@
 """Physics configuration of the live simulated cluster, stored in ``SimClock.config``.
 
-The same shapes as a scenario's ``cluster.timing`` and ``images`` (shared/docs/scenarios.md), parsed
+The same shapes as a scenario's ``cluster.timing`` and ``images`` (docs/scenarios.md), parsed
 by the scenario parser's own helpers, so the live cluster and ``simulate`` mean the same thing by
 "load: [5, 15]" or "crash: true".
 

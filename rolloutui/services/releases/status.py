@@ -10,7 +10,7 @@ Why a hook rather than a periodic Celery task reading every Deploying release's 
 just built the state, so judging it costs one indexed query and no extra cluster read, and a status
 changes within the pass that saw the change instead of a polling period later.
 
-The rules (shared/docs/release.md; gate names from ``controller.core.gates``):
+The rules (docs/releases.md; gate names from ``controller.core.gates``):
 
 - **Serving**: the rollout converged on the release's controller revision (current = update =
   it) and every role instance runs it and is at gate ``Serving``.
