@@ -174,3 +174,21 @@ def test_the_in_memory_simulator_shares_its_pods_unless_it_copies_reads():
         listed = store.list_pods("default", "ms")
         assert len(listed) == 1
         assert isinstance(listed, SharedObjects) is shared
+
+
+def test_with_a_cache_a_changed_group_keeps_the_instances_whose_pods_did_not_change():
+    """A group rebuilt because one pod changed takes its other instances as they were (the same
+    objects: what the planner and the view keep per instance stays valid), and the changed one anew,
+    equal to what the plain path builds."""
+    pods, cache = converged_pods(), PassCache()
+    before = observe(SharedObjects(pods), cache=cache).groups[0]
+    i = next(i for i, p in enumerate(pods) if p["metadata"]["labels"][naming.LABEL_ROLE] == "decode")
+    changed = pods[i]["metadata"]["labels"]
+    pods[i] = new_version(pods[i], ready=False)
+    after = observe(SharedObjects(pods), cache=cache)
+    group = after.groups[0]
+    assert group is not before
+    changed_key = (changed[naming.LABEL_ROLE], int(changed[naming.LABEL_ROLE_ORDINAL]))
+    for key, inst in group.instances.items():
+        assert (inst is before.instances[key]) == (key != changed_key)
+    assert summary(after) == summary(observe_plain(pods))

@@ -140,7 +140,8 @@ def group_of(cache: PassCache | None, ordinal: int, pods: list[PodObs]) -> Group
     # list == compares element by element, and PodObs compare by identity (eq=False).
     if hit is not None and hit[0] == pods:
         return hit[1]
-    group = group_of_pods(ordinal, pods)
+    # The instances whose pods are the same parses are taken from the group built then.
+    group = group_of_pods(ordinal, pods, hit[1] if hit is not None else None)
     if pods[0].uid:  # pods without a uid are parsed anew every pass: nothing to reuse
         bounded_put(cache.groups, GROUPS_LIMIT, key, (pods, group))
     return group
