@@ -34,6 +34,7 @@ LISTS_LIMIT = 1_000  # the previous pod list of each ModelServing observed with 
 GATES_LIMIT = 50_000  # instance gates by the versions of the instance's pods
 SHAPES_LIMIT = 1_000  # interned pass shapes (one per spec and revision history seen)
 KEYS_LIMIT = 10_000  # interned status keys and group effects
+REVISIONS_LIMIT = 100  # parsed revision objects (a ModelServing's history: revisionHistoryLimit 10 by default)
 
 
 def bounded_put[K, V](table: dict[K, V], limit: int, key: K, value: V) -> V:
@@ -98,6 +99,8 @@ class PassCache:
         self._by_identity: dict[Callable[[Any], Any], ByIdentity[Any]] = {}
         # the revision compatibility labels of a parsed pod (``planner.labels``), by pod uid.
         self.compat: dict[str, tuple[Any, frozenset[str]]] = {}
+        # the last pass's resolved strategy with what it was resolved from (``planner.context``).
+        self.resolved: tuple[tuple[Any, ...], Any] | None = None
 
     def memo_of(self, group: Any) -> GroupMemo:
         """The memo of an observed group: the one kept at its ordinal when it is this very group,
@@ -108,11 +111,12 @@ class PassCache:
             memo = bounded_put(self.group_memos, GROUPS_LIMIT, group.ordinal, GroupMemo(group))
         return memo
 
-    def by_identity[T](self, fn: Callable[[Any], T], obj: Any) -> T:
-        """``fn(obj)``, kept for the last few objects met (``ByIdentity``)."""
+    def by_identity[T](self, fn: Callable[[Any], T], obj: Any, limit: int = 8) -> T:
+        """``fn(obj)``, kept for the last ``limit`` objects met (``ByIdentity``; ``limit`` is read
+        when ``fn`` is first met)."""
         memo = self._by_identity.get(fn)
         if memo is None:
-            memo = self._by_identity[fn] = ByIdentity(fn)
+            memo = self._by_identity[fn] = ByIdentity(fn, limit)
         return memo(obj)
 
 

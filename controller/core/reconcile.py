@@ -169,7 +169,7 @@ def _reconcile_once(
     pods = cluster.list_pods(namespace, name)
     revision_objs = cluster.list_revisions(namespace, name)
     owned = _owned_revisions(revision_objs, ms.uid)
-    history = History.from_objects(owned)
+    history = History.from_objects(owned, cache)
     reads_routed = plan_reads_routed(ms)
     observed = result.observed = _observe_for_pass(cluster, router, namespace, name, pods, cache, reads_routed)
     figures = _analysis_figures(metrics, namespace, name, ms, prev_status, now)

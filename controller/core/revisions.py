@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import digests, naming
-from .passcache import PassCache, by_identity
+from .passcache import REVISIONS_LIMIT, PassCache, by_identity
 from .ports import Obj
 from .spec import RUNTIME_ROLE_FIELDS, VERSIONED_SPEC_FIELDS, versioned_fields
 
@@ -275,8 +275,13 @@ class History:
         self.by_hash = {r.hash: r for r in self.revisions}
 
     @classmethod
-    def from_objects(cls, objs: list[Obj]) -> History:
-        return cls([parse_revision(o) for o in objs])
+    def from_objects(cls, objs: list[Obj], cache: PassCache | None = None) -> History:
+        """The history of these revision objects. ``cache``: a revision object met again (the
+        in-memory and embedded stores hand out the same object until it changes) is the same
+        parse, its role hashes worked out once (``Revision.role_hashes``)."""
+        if cache is None:
+            return cls([parse_revision(o) for o in objs])
+        return cls([cache.by_identity(parse_revision, o, REVISIONS_LIMIT) for o in objs])
 
     def get(self, rev_hash: str | None) -> Revision | None:
         return self.by_hash.get(rev_hash) if rev_hash else None
@@ -332,7 +337,7 @@ def record_update_revision(
     data = by_identity(cache, project, spec)
     count = collision_count
     while True:
-        h = revision_hash(data, count)
+        h = revision_hash(data, count) if count or cache is None else cache.by_identity(revision_hash, data)
         existing = history.get(h)
         if existing is None or existing.data is None or canonicalized(existing.data, cache) == data:
             # Unreadable data under the very hash of the spec's data: the spec is what that

@@ -20,6 +20,7 @@ RolloutUI deliberately accepts more (``maxSurge``, its own strategy type and fie
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 from collections.abc import Mapping
@@ -624,10 +625,16 @@ def runtime_fields(manifest: Any) -> dict[str, Any]:
     }
 
 
-def parse_modelserving_cached(manifest: Any, cache: dict[tuple[str, str], ModelServing] | None) -> ModelServing:
+def parse_modelserving_cached(manifest: Any, cache: dict[Any, Any] | None) -> ModelServing:
     """``parse_modelserving`` through ``cache``, a dict the caller owns (one per runner or
     controller): a manifest of the same uid and resourceVersion is the same manifest, so its parse
-    is reused. A manifest without both is parsed every time; an invalid one is never kept."""
+    is reused. A manifest without both is parsed every time; an invalid one is never kept.
+
+    A status write bumps the resourceVersion without changing what the parse reads (the spec and
+    the metadata), so a new version whose ``spec`` is the very object the last parse read (the
+    in-memory and embedded stores keep it across status writes) and whose metadata is equal but
+    for the resourceVersion takes that parse with this manifest on it: the seed example writes
+    status on ~580 of its ~1,000 passes, each a full parse otherwise."""
     meta = manifest.get("metadata") if isinstance(manifest, dict) else None
     uid = meta.get("uid") if isinstance(meta, dict) else None
     version = meta.get("resourceVersion") if isinstance(meta, dict) else None
@@ -636,11 +643,48 @@ def parse_modelserving_cached(manifest: Any, cache: dict[tuple[str, str], ModelS
     key = (str(uid), str(version))
     parsed = cache.get(key)
     if parsed is None:
-        parsed = parse_modelserving(manifest)
-        if len(cache) >= 4:  # the versions of one pass and the next are all it is asked about
+        parsed = _same_but_version(manifest, cache.get(_LAST_PARSE))
+        if parsed is None:
+            parsed = parse_modelserving(manifest)
+        if len(cache) >= 5:  # the versions of one pass and the next are all it is asked about
             cache.clear()
         cache[key] = parsed
+        cache[_LAST_PARSE] = parsed
     return parsed
+
+
+_LAST_PARSE = ("", "last parse")  # the parse cache's entry for the last manifest parsed (no uid is empty)
+
+
+def _same_but_version(manifest: dict[str, Any], last: ModelServing | None) -> ModelServing | None:
+    """``last`` with ``manifest`` on it when ``manifest`` differs from the one ``last`` was parsed
+    from only in its status and resourceVersion (the same ``spec`` object, which nobody changes:
+    ``ports.SharedObjects``); else None."""
+    if last is None:
+        return None
+    old = last.manifest
+    if manifest.get("spec") is not old.get("spec") or not _equal_but_version(manifest, old):
+        return None
+    return dataclasses.replace(last, manifest=manifest)
+
+
+_STATUS = {"status"}
+
+
+def _equal_but_version(manifest: dict[str, Any], old: dict[str, Any]) -> bool:
+    """The top-level fields but status and the metadata but its resourceVersion are equal."""
+    if manifest.keys() - _STATUS != old.keys() - _STATUS:
+        return False
+    for k, v in manifest.items():
+        if k in ("spec", "status"):
+            continue
+        if k == "metadata":
+            o = old[k]
+            if v is not o and (v.keys() != o.keys() or any(x != "resourceVersion" and v[x] != o[x] for x in v)):
+                return False
+        elif v != old[k]:
+            return False
+    return True
 
 
 def parse_modelserving(manifest: Any) -> ModelServing:

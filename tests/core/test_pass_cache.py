@@ -12,11 +12,14 @@ ModelServing or one role scaled, a stored revision made unreadable.
 from __future__ import annotations
 
 import copy
+import json
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from controller.core import naming
 from controller.core.passcache import PassCache
+from controller.core.ports import Conflict, NotFound
 from controller.core.reconcile import reconcile
 
 from .harness import CountingRouter, FixedClock, MiniCluster, manifest, role
@@ -121,3 +124,108 @@ def test_random_passes_with_a_cache_carried_across_them_decide_and_show_what_pas
             _change_pods(cached_cluster, op, arg)
             _change_pods(plain_cluster, op, arg)
     assert cached_cluster.pods.keys() == plain_cluster.pods.keys()
+
+
+class SharingCluster(MiniCluster):
+    """The test cluster as the in-memory and embedded stores behave (``ports.SharedObjects``): the
+    ModelServing and the revisions are handed out as the stored objects themselves, and every write
+    stores new dicts (the spec object kept across a status write), so the memos kept by identity
+    (the spec's parse, the revisions' parses and hashes, the resolved strategy) hit."""
+
+    def read_modelserving(self, namespace, name):
+        try:
+            return self.ms[(namespace, name)]
+        except KeyError:
+            raise NotFound(name) from None
+
+    def replace_modelserving_status(self, namespace, name, status, *, resource_version):
+        obj = self.ms[(namespace, name)]
+        if obj["metadata"]["resourceVersion"] != resource_version:
+            raise Conflict(name)
+        meta = {**obj["metadata"], "resourceVersion": str(next(self.rv))}
+        self.ms[(namespace, name)] = new = {**obj, "status": copy.deepcopy(status), "metadata": meta}
+        return new
+
+    def list_revisions(self, namespace, ms_name):
+        return [r for r in self.revisions.values() if r["metadata"]["labels"].get(naming.LABEL_NAME) == ms_name]
+
+    def set_revision_number(self, namespace, name, number):
+        self.revisions[name] = {**self.revisions[name], "revision": number}
+        return self.revisions[name]
+
+    def annotate_revision(self, namespace, name, annotations):
+        if name not in self.revisions:
+            raise NotFound(name)
+        old = self.revisions[name]
+        meta = old["metadata"]
+        new_meta = {**meta, "annotations": {**(meta.get("annotations") or {}), **annotations}}
+        self.revisions[name] = {**old, "metadata": new_meta}
+        return self.revisions[name]
+
+
+def _change_shared(cluster: MiniCluster, op: str, arg) -> None:
+    """``_change_spec`` and ``_change_pods``, a stored revision replaced by a new object rather than
+    changed in place; and an abort annotation written or removed (the metadata changes, the spec
+    object does not)."""
+    if op == "corrupt":
+        if cluster.revisions:
+            names = sorted(cluster.revisions)
+            name = names[arg % len(names)]
+            cluster.revisions[name] = {**cluster.revisions[name], "data": "<corrupted>"}
+    elif op == "abort-note":
+        stable = sorted(r["metadata"]["labels"][naming.LABEL_REVISION] for r in cluster.revisions.values())
+        note = json.dumps({"revision": "x", "stable": stable[arg % len(stable)]}) if stable and arg % 3 else None
+        cluster.patch_modelserving(NS, NAME, {"metadata": {"annotations": {naming.ANNOTATION_ABORT: note}}})
+    elif op in ("change-image", "scale", "scale-role"):
+        _change_spec(cluster, op, arg)
+    else:
+        _change_pods(cluster, op, arg)
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(m=modelservings(), passes=PASSES, notes=st.lists(st.integers(0, 10_000), max_size=4))
+@example(
+    m=SETTLED,
+    passes=[("pass", True)] * 3 + [("change-image", "engine:v2"), ("pass", False), ("corrupt", 0), ("pass", True)],
+    notes=[1, 0],
+)
+def test_passes_over_a_store_that_shares_its_objects_decide_and_show_with_a_cache_what_they_do_without_one(
+    m, passes, notes
+):
+    shared_cluster, shared_clock, cache, parse_cache = SharingCluster(), FixedClock(), PassCache(), {}
+    plain_cluster, plain_clock = MiniCluster(), FixedClock()
+    shared_cluster.create_modelserving(m)
+    plain_cluster.create_modelserving(m)
+    ops = [("pass", True), *passes]
+    for i, note in enumerate(notes):  # abort annotations written between passes, spread over the run
+        ops.insert(min(len(ops), 2 + 3 * i), ("abort-note", note))
+    for n, (op, arg) in enumerate(ops):
+        if op == "pass":
+            shared = reconcile(
+                shared_cluster, CountingRouter(), shared_clock, NS, NAME, cache=cache, parse_cache=parse_cache
+            )
+            plain = reconcile(plain_cluster, CountingRouter(), plain_clock, NS, NAME)
+            assert _outcome(shared) == _outcome(plain), f"pass {n} ({op})"
+            for cluster, clock in ((shared_cluster, shared_clock), (plain_cluster, plain_clock)):
+                if arg:
+                    cluster.settle()
+                clock.t += 1
+        else:
+            _change_shared(shared_cluster, op, arg)
+            _change_shared(plain_cluster, op, arg)
+    assert shared_cluster.pods.keys() == plain_cluster.pods.keys()
+
+
+def _outcome(result) -> dict:
+    return {
+        "actions": [a.to_trace() for a in result.actions],
+        "blocked": result.blocked,
+        "status": result.status,
+        "view": result.view,
+        "error": result.error,
+    }

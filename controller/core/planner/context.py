@@ -17,7 +17,7 @@ from ..gates import verification_passed
 from ..intorpercent import IntOrPercent
 from ..observe import GroupObs, InstanceObs, Observed
 from ..passcache import GroupMemo, PassCache, by_identity
-from ..revisions import History, UpdateRevision, canonicalized, record_update_revision, role_data, role_hash
+from ..revisions import History, UpdateRevision, canonicalized, record_update_revision, role_data, role_hashes
 from ..spec import GROUP_ROLLING, RECREATE_ROLE, ModelServing
 from ..strategy import ClusterSettings, EffectiveStrategy, EffectiveValue, resolve
 
@@ -215,10 +215,10 @@ def _revisions_context(
         observed=observed,
         now=now,
         prev_status=status,
-        strategy=resolve(ms, settings),
+        strategy=_resolved(ms, settings, cache),
         recorded=recorded_revisions(status, cache),
         update=update,
-        update_role_hashes={r["name"]: role_hash(r) for r in update.data.get("roles") or []},
+        update_role_hashes=by_identity(cache, role_hashes, update.data),
         equivalent=frozenset(equivalent),
         update_unreadable=unreadable,
         current_hash=current if current and (current in history.by_hash or current == update_hash) else update_hash,
@@ -229,6 +229,22 @@ def _revisions_context(
         expected_table=_expected_table(ms, history, equivalent, update.data, unreadable),
         cache=cache,
     )
+
+
+def _resolved(ms: ModelServing, settings: ClusterSettings | None, cache: PassCache | None) -> EffectiveStrategy:
+    """``strategy.resolve``, through the cache: it reads the spec's strategy, replicas and roles
+    and the cluster settings, which stay the same objects while the spec does (``spec`` hands out
+    the last parse for a status write), so the last pass's budgets are taken when all four are
+    equal (compared by identity first). The result is shared: read only."""
+    if cache is None:
+        return resolve(ms, settings)
+    key = (ms.strategy, ms.roles, ms.replicas, settings)
+    last = cache.resolved
+    if last is not None and last[0] == key:
+        return last[1]
+    value = resolve(ms, settings)
+    cache.resolved = (key, value)
+    return value
 
 
 def _expected_of(role_data_: dict[str, Any] | None, ms: ModelServing, role: str) -> int:
