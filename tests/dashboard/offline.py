@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import mimetypes
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -77,9 +76,7 @@ class OfflineSite:
         state = full_state or (lambda: {})
         self.socket = FakeSocket(lambda: self._with_test_connection(state))
         page.route(ORIGIN + "/**", self._handle)
-        # A regular expression: the glob "ws://testserver/ws/**" does not match a query string (the
-        # detail page names its state in one: ``?page=<token>``).
-        page.route_web_socket(re.compile(r"^ws://testserver/ws/.*"), self.socket.accept)
+        page.route_web_socket("ws://testserver/ws/**", self.socket.accept)
 
     def url(self, path: str) -> str:
         return ORIGIN + path
