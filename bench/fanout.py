@@ -37,7 +37,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -46,9 +45,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bench._rundir import in_run_directory
+from bench._server import REPO, BenchServer, in_run_directory
 
-REPO = Path(__file__).resolve().parents[1]
 NAMESPACE, NAME = "bench", "fanout"
 PUBLISH_P95_MS = 150
 RENDER_TARGET_MS = 300  # issue 27: the detail page's first render with 1,000 groups (1,500 ms before)
@@ -177,73 +175,20 @@ def state_time(text: str) -> float | None:
         return None
 
 
-class Stack:
+class Stack(BenchServer):
+    """The whole product (``manage.py runall``: Daphne, Celery worker and beat), started at once."""
+
     def __init__(self, var_dir: Path, log) -> None:
-        from rolloutui.embedded_redis import EmbeddedRedis, free_port
-
-        self.var_dir = var_dir
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.redis_cm = EmbeddedRedis(var_dir / "redis")
-        self.redis_url = self.redis_cm.__enter__()
-        self.env = {
-            k: v
-            for k, v in os.environ.items()
-            if k not in ("DATABASE_URL", "PROMETHEUS_MULTIPROC_DIR", "PORT", "HOST") and not k.startswith("ROLLOUTUI_")
+        extra_env = {
+            "ROLLOUTUI_SIM_SPEED": "1",
+            # The bench's clients are one user's: past the product's 20 sockets per user the
+            # server refuses the rest (and the page in Chromium).
+            "ROLLOUTUI_WS_MAX_CONNECTIONS_PER_USER": "1000",
         }
-        self.env.update(
-            {
-                "DJANGO_SETTINGS_MODULE": "rolloutui.settings",
-                "ROLLOUTUI_VAR_DIR": str(var_dir),
-                "REDIS_URL": self.redis_url,
-                "ROLLOUTUI_SIM_SPEED": "1",
-                "PYTHONUNBUFFERED": "1",
-                # The bench's clients are one user's: past the product's 20 sockets per user the
-                # server refuses the rest (and the page in Chromium).
-                "ROLLOUTUI_WS_MAX_CONNECTIONS_PER_USER": "1000",
-            }
-        )
-        self.logfile = open(var_dir / "runall.log", "w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "manage.py", "runall", "--no-demo", "--port", str(self.port)],
-            cwd=REPO,
-            env=self.env,
-            stdout=self.logfile,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        log(f"runall on {self.url} (logs in {var_dir / 'runall.log'})")
-        deadline = time.monotonic() + 120
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"runall exited: {(var_dir / 'runall.log').read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(self.url + "/accounts/login/", timeout=2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("runall did not answer in 120 s") from None
-                time.sleep(0.5)
-
-    def manage(self, *args: str) -> str:
-        out = subprocess.run(
-            [sys.executable, "manage.py", *args], cwd=REPO, env=self.env, capture_output=True, text=True, timeout=600
-        )
-        if out.returncode:
-            raise RuntimeError(f"manage.py {args[0]} failed: {out.stderr[-3000:]}")
-        return out.stdout
-
-    def stop(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=30)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        self.logfile.close()
-        self.redis_cm.__exit__(None, None, None)
+        super().__init__(var_dir, log, user=USER, password=PASSWORD, extra_env=extra_env)
+        runall = [sys.executable, "manage.py", "runall", "--no-demo", "--port", str(self.port)]
+        with self.stopped_on_failure():
+            self.launch(runall, "runall.log", within=120)
 
 
 def api(stack: Stack, token: str, path: str, body: dict | None = None) -> dict:
@@ -255,16 +200,6 @@ def api(stack: Stack, token: str, path: str, body: dict | None = None) -> dict:
     )
     with urllib.request.urlopen(req, timeout=60) as resp:
         return json.loads(resp.read())
-
-
-def token_for(stack: Stack) -> str:
-    req = urllib.request.Request(
-        stack.url + "/api/auth/token/",
-        data=json.dumps({"username": USER, "password": PASSWORD}).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        return json.loads(resp.read())["token"]
 
 
 async def session_cookie(stack: Stack) -> dict:
@@ -559,7 +494,7 @@ def measure_render(stack: Stack, loads: int = 5) -> dict:
 
 
 def running_stack(args, log):
-    """A ``Stack`` (runall) in a temporary directory of its own (``_rundir.in_run_directory``)."""
+    """A ``Stack`` (runall) in a temporary directory of its own (``_server.in_run_directory``)."""
     return in_run_directory(args, log, "rolloutui-fanout-", Stack)
 
 
@@ -567,7 +502,7 @@ def render_only(args, log) -> int:
     """``--render-only``: seed, wait for Ready, start the rollout, and after 5 s measure the render."""
     with running_stack(args, log) as stack:
         seed_and_wait(stack, args.groups, log)
-        token = token_for(stack)
+        token = stack.token()
         api(
             stack,
             token,
@@ -606,7 +541,7 @@ def seed_and_wait(stack: Stack, groups: int, log) -> None:
         "-c",
         SEED.format(user=USER, password=PASSWORD, nodes=nodes, manifest=manifest(groups), ns=NAMESPACE, name=NAME),
     )
-    token = token_for(stack)
+    token = stack.token()
     started = time.monotonic()
     while True:
         st = api(stack, token, f"/api/modelservings/{NAMESPACE}/{NAME}/")
@@ -642,7 +577,7 @@ def main(argv: list[str]) -> int:
 
     with running_stack(args, log) as stack:
         seed_and_wait(stack, args.groups, log)
-        token = token_for(stack)
+        token = stack.token()
 
         def start_rollout() -> None:
             api(

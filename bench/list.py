@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -39,9 +38,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bench._rundir import in_run_directory
+from bench._server import REPO, BenchServer, in_run_directory
 
-REPO = Path(__file__).resolve().parents[1]
 USER, PASSWORD = "bench-viewer", "bench-pw-not-secret-9Lq!"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -163,87 +161,18 @@ def pct(values: list[float], q: float) -> float:
     return ordered[max(0, min(len(ordered) - 1, int(-(-q * len(ordered) // 100)) - 1))]
 
 
-class Server:
-    """Embedded Redis + migrate + Daphne on a free port, all under ``var_dir``."""
+class Server(BenchServer):
+    """Daphne alone (no Celery: nothing reconciles), started by ``start`` once the database is
+    migrated (here) and seeded (``main``)."""
 
     def __init__(self, var_dir: Path, log) -> None:
-        from rolloutui.embedded_redis import EmbeddedRedis, free_port
-
-        self.var_dir = var_dir
-        self.redis_cm = EmbeddedRedis(var_dir / "redis")
-        redis_url = self.redis_cm.__enter__()
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {
-            k: v
-            for k, v in os.environ.items()
-            if k not in ("DATABASE_URL", "PROMETHEUS_MULTIPROC_DIR", "PORT", "HOST") and not k.startswith("ROLLOUTUI_")
-        }
-        self.env.update(
-            {
-                "DJANGO_SETTINGS_MODULE": "rolloutui.settings",
-                "ROLLOUTUI_VAR_DIR": str(var_dir),
-                "REDIS_URL": redis_url,
-                "PYTHONUNBUFFERED": "1",
-            }
-        )
-        self.manage("migrate", "--verbosity", "0")
-        self.logfile = open(var_dir / "daphne.log", "w")
-        self.proc: subprocess.Popen | None = None
-        self.log = log
-
-    def manage(self, *args: str) -> str:
-        out = subprocess.run(
-            [sys.executable, "manage.py", *args], cwd=REPO, env=self.env, capture_output=True, text=True, timeout=900
-        )
-        if out.returncode:
-            raise RuntimeError(f"manage.py {args[0]} failed: {out.stderr[-3000:]}")
-        return out.stdout
+        super().__init__(var_dir, log, user=USER, password=PASSWORD, extra_env={})
+        with self.stopped_on_failure():
+            self.manage("migrate", "--verbosity", "0")
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "rolloutui.asgi:application"],
-            cwd=REPO,
-            env=self.env,
-            stdout=self.logfile,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + 60
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"daphne exited: {(self.var_dir / 'daphne.log').read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(self.url + "/accounts/login/", timeout=2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("daphne did not answer in 60 s") from None
-                time.sleep(0.3)
-        self.log(f"daphne on {self.url}")
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-                self.proc.wait(timeout=20)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        self.logfile.close()
-        self.redis_cm.__exit__(None, None, None)
-
-
-def token_for(server: Server) -> str:
-    req = urllib.request.Request(
-        server.url + "/api/auth/token/",
-        data=json.dumps({"username": USER, "password": PASSWORD}).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        return json.loads(resp.read())["token"]
+        daphne = ["-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "rolloutui.asgi:application"]
+        self.launch([sys.executable, *daphne], "daphne.log", within=60)
 
 
 def server_cpu_seconds(server: Server) -> float:
@@ -363,7 +292,7 @@ def main(argv: list[str]) -> int:
         log(f"seeding {args.count} ModelServings in {server.var_dir / 'db.sqlite3'}")
         server.manage("shell", "-c", SEED.format(user=USER, password=PASSWORD, count=args.count, manifest=manifest()))
         server.start()
-        token = token_for(server)
+        token = server.token()
         api = {
             "workloads": time_api(server, token, "/api/workloads/", args.api_runs, args.count),
             "modelservings": time_api(server, token, "/api/modelservings/", args.api_runs, args.count),

@@ -3,7 +3,8 @@
 On connect: refuse users who are not signed in (close 4401) or lack the view permission (4403),
 close 4404 for an unknown ModelServing; otherwise send the full state, exactly the REST GET
 payload (``services.state.get_state``), then the updates published to the ModelServing's Channels
-group.
+group. A detail page that this process rendered moments ago names its state (``?page=<token>``,
+``rolloutui.pagestates``) and is sent the delta from it instead: empty when nothing newer is known.
 
 Updates are deltas of that same payload. A 1,000-group state is about 800 kB of JSON; 100
 browsers at 4 updates a second would be 320 MB/s of websocket traffic, which no server on this
@@ -380,6 +381,21 @@ class _Hub:
                 self._add(state)
         return await self.message()
 
+    async def message_to_page(self, held: dict) -> tuple[int, str, dict]:
+        """(version, message, state) for a page that holds ``held``, a state this process read for
+        it moments ago (``rolloutui.pagestates``): the delta from ``held`` to the newest state. A
+        hub that has no state yet, or only older ones (by ``time``), makes ``held`` its newest, and
+        the message is an empty delta; its other clients are sent the delta to it."""
+        newest = self.state
+        if newest is None or _later(held, newest):
+            self._add(held)
+            for consumer in list(self.subscribers):
+                consumer.hub_updated()
+            return self.version, _encode(_unchanged(held)), held
+        version = self.version
+        text = await asyncio.to_thread(lambda: _encode(make_delta(held, newest)))
+        return version, text, newest
+
     async def message(self, from_version: int = 0, from_state: dict | None = None) -> tuple[int, str, dict]:
         """The newest version, as a delta from ``from_state`` (version ``from_version``, which the
         client holds), else as the full state. Each distinct (from, to) message is encoded once,
@@ -409,6 +425,25 @@ def _hub_key(group: str, variant: str) -> str:
 
 async def _ready(text: str) -> str:
     return text
+
+
+def _later(a: dict, b: dict) -> bool:
+    """Whether state ``a`` was read after ``b`` (their ``time``, the cluster's clock)."""
+    ta, tb = a.get("time"), b.get("time")
+    return isinstance(ta, int | float) and isinstance(tb, int | float) and ta > tb
+
+
+def _unchanged(state: dict) -> dict:
+    """The delta from ``state`` to itself (what ``make_delta(state, state)`` makes, without
+    comparing): the page holds it already."""
+    return {
+        "type": "state.delta",
+        "base": state.get("time"),
+        "set": {},
+        "unset": [],
+        "lists": {},
+        "time": state.get("time"),
+    }
 
 
 def _same_but_time(a: dict, b: dict) -> bool:
@@ -565,7 +600,19 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
         # Join before reading the snapshot: an update published in between is then queued, not lost.
         self.hub = await self._join_hub()
         self.watchdog = asyncio.create_task(self._watch_permission())
-        await self._send_full()
+        held = self._page_state()
+        await (self._send_full() if held is None else self._send_first_from(held))
+
+    def _page_state(self) -> dict | None:
+        """The state the page was rendered with (``?page=<token>``), when this process rendered it
+        moments ago (``rolloutui.pagestates``): the page holds it, so it need not be sent again."""
+        from urllib.parse import parse_qs
+
+        from rolloutui import pagestates
+
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        token = (query.get("page") or [None])[0]
+        return pagestates.of_this_process().take(self.namespace, self.name, token)
 
     async def _join_hub(self) -> _Hub:
         from rolloutui.services import streaming
@@ -633,7 +680,15 @@ class ModelServingConsumer(AsyncJsonWebsocketConsumer):
         if snapshot is None:
             await self.close(code=CLOSE_NOT_FOUND)
             return
-        version, text, state = snapshot
+        await self._send_first(*snapshot)
+
+    async def _send_first_from(self, held: dict) -> None:
+        """The first message to a page that holds ``held``: the delta to the hub's newest state."""
+        await self._send_first(*await self.hub.message_to_page(held))
+
+    async def _send_first(self, version: int, text: str, state: dict) -> None:
+        """Send the message that brings the client to hub version ``version`` (``state``), then the
+        updates."""
         await self._send_text(text)
         if self.closing:
             return
@@ -762,6 +817,9 @@ class InferenceServiceConsumer(ModelServingConsumer):
     The controller publishes a change without the state (``publish.publish_inferenceservice``);
     the hub of each process reads it once for its pages. A user who may not operate in the
     namespace is sent it masked (``services.masking``) by a hub of its own, as the REST view does."""
+
+    def _page_state(self) -> dict | None:
+        return None  # the page states are ModelServing pages' (pages.modelserving_detail)
 
     async def _join_hub(self) -> _Hub:
         from controller.runtime.publish import isvc_group_name

@@ -21,6 +21,7 @@ from django.utils.safestring import mark_safe
 
 from controller.core.phases import PENDING, PHASES
 from controller.core.ports import NotFound
+from rolloutui import pagestates
 from rolloutui.services import (
     access,
     actions,
@@ -218,6 +219,8 @@ def modelserving_detail(request, namespace, name):
                 "user": request.user.get_username(),
                 "api": api,
                 "ws": f"/ws/modelservings/{namespace}/{name}/",
+                # The socket starts from this page's state instead of sending it again (pagestates).
+                "pageState": pagestates.of_this_process().remember(namespace, name, current),
                 "releasesApi": reverse("api-modelserving-releases", kwargs={"namespace": namespace, "name": name}),
                 "releasesPage": reverse("releases"),
                 "clusterSettings": cluster.cluster_settings(),

@@ -51,6 +51,11 @@ def _owner_key(obj: Obj, kind: str) -> Key | None:
     return (kind, obj["metadata"]["namespace"], ref["name"])
 
 
+def replicaset_of_pod(pod: Obj) -> Key | None:
+    """The ReplicaSet controlling ``pod``, the one controller a pod's change concerns, or None."""
+    return _owner_key(pod, REPLICASET)
+
+
 def keys_for_change(kind: str, obj: Obj | None, list_inferenceservices: Callable[[], list[Obj]]) -> list[Key]:
     """What to sync after a change of ``obj`` (of ``kind``)."""
     if obj is None:
@@ -58,7 +63,7 @@ def keys_for_change(kind: str, obj: Obj | None, list_inferenceservices: Callable
     meta = obj.get("metadata") or {}
     keys: list[Key | None] = []
     if kind == "Pod":
-        keys.append(_owner_key(obj, REPLICASET))
+        keys.append(replicaset_of_pod(obj))
     elif kind == REPLICASET:
         keys += [(REPLICASET, meta["namespace"], meta["name"]), _owner_key(obj, DEPLOYMENT)]
     elif kind == DEPLOYMENT:

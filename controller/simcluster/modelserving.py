@@ -1,4 +1,4 @@
-"""A ModelServing run's kind (``runner.WorkloadKind``): the real controller on the simulated cluster.
+"""A ModelServing run's kind (``run.WorkloadKind``): the real controller on the simulated cluster.
 
 The controller here is the production reconcile pass (``controller.core.reconcile.reconcile``)
 behind a work queue that lives in a ``SimController`` object, following the same policy as the live
@@ -22,7 +22,7 @@ has to remember must come back from the store.
 Convergence is decided after every pass that planned, on the pods as they stand after it
 (``convergence.is_converged``), and told to the run's ``Settling``; the frames are the pass's state
 views (``core.view``). The events of a ModelServing scenario other than the faults every kind
-shares (``runner.Runner``): ``apply``, the controls (``patch``, ``setImage``, ``pause``,
+shares (``run.ScenarioRun``): ``apply``, the controls (``patch``, ``setImage``, ``pause``,
 ``resume``, ``promote``, ``rollback``, ``abort``), ``deletePods``, ``restartController``,
 ``retag`` and ``corruptRevision``.
 """
@@ -183,7 +183,7 @@ class ModelServingKind:
         self.skipped_passes = 0  # passes replayed instead of planned: nothing they read changed
         self.store.add_listener(self._on_change)
 
-    # -- the run's hooks (``runner.WorkloadKind``) ---------------------------------------------------
+    # -- the run's hooks (``run.WorkloadKind``) ------------------------------------------------------
 
     def begin(self) -> None:
         self.loop.call_at(0.0, self.start_controller)

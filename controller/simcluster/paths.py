@@ -34,7 +34,7 @@ import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import compress
-from operator import itemgetter
+from operator import itemgetter, not_
 
 from controller.core import naming
 from controller.core.ports import Obj
@@ -141,10 +141,13 @@ class PathTable:
         roles = traffic.path
         by_group = traffic.scope == SCOPE_GROUP
         self.compat: dict[str, frozenset[str]] = {}  # pod uid -> compatible revisions
-        # unit (group ordinal, or "" for scope any) -> role -> pods
+        # unit (group ordinal, or "" for scope any) -> role -> pods. Every list of the table is in
+        # name order (a stable sort: pods of one name keep the order given), so the least busy pod
+        # of a list is its first pod with the fewest requests (``_first_least_busy``).
         self.units: dict[str, dict[str, list[Obj]]] = {}
         wanted = set(roles)
-        for pod in routable:
+        in_order = sorted(routable, key=_pod_name)
+        for pod in in_order:
             role = role_of(pod)
             if role not in wanted:
                 continue
@@ -160,18 +163,8 @@ class PathTable:
             self.feasible[unit] = consistent_revisions(
                 frozenset().union(*(self.compat[p["metadata"]["uid"]] for p in pods_by_role[r])) for r in roles
             )
-        first = roles[0]
-        self.first_affine: list[Obj] = []
-        self.first_blind: list[Obj] = []
-        for unit, pods_by_role in self.units.items():
-            if unit not in self.complete:
-                continue
-            feasible = self.feasible[unit]
-            for pod in pods_by_role[first]:
-                self.first_blind.append(pod)
-                if self.compat[pod["metadata"]["uid"]] & feasible:
-                    self.first_affine.append(pod)
         self.by_group = by_group
+        self._set_first_candidates(in_order, roles[0])
         # (unit, role, revision) -> the role's pods in the unit compatible with that revision: a
         # path on one revision (the usual case) picks its later hops from these without filtering.
         self.by_revision: dict[tuple[str, str, str], list[Obj]] = {}
@@ -180,6 +173,21 @@ class PathTable:
                 for pod in pods_by_role[role]:
                     for rev in self.compat[pod["metadata"]["uid"]]:
                         self.by_revision.setdefault((unit, role, rev), []).append(pod)
+
+    def _set_first_candidates(self, in_order: list[Obj], first: str) -> None:
+        """The first hop's pods of the complete units (``first_blind``) and those of them a
+        consistent path can start on (``first_affine``), in name order."""
+        self.first_affine: list[Obj] = []
+        self.first_blind: list[Obj] = []
+        for pod in in_order:
+            if role_of(pod) != first:
+                continue
+            unit = (group_of(pod) or "") if self.by_group else ""
+            if unit not in self.complete:
+                continue
+            self.first_blind.append(pod)
+            if self.compat[pod["metadata"]["uid"]] & self.feasible[unit]:
+                self.first_affine.append(pod)
 
     def compat_of(self, pod: Obj) -> frozenset[str]:
         return self.compat.get(pod["metadata"]["uid"]) or compatible(pod, self.revisions)
@@ -200,10 +208,11 @@ class PathTable:
         restrict: Callable[[frozenset[str]], frozenset[str]] | None = None,
     ) -> Choice | None:
         """Route one request: the least busy first hop among ``candidates`` (default
-        ``first_candidates``; a canary weight passes its side's), then each later hop as the
-        routing says. ``restrict`` narrows the revisions an affine path may stay on after its first
-        hop (the weight's side). None: refused (``noRoute``)."""
-        first = _least_busy(self.first_candidates() if candidates is None else candidates, in_flight)
+        ``first_candidates``; a canary weight passes its side's: a subsequence of them, so in name
+        order too), then each later hop as the routing says. ``restrict`` narrows the revisions an
+        affine path may stay on after its first hop (the weight's side). None: refused
+        (``noRoute``)."""
+        first = _first_least_busy(self.first_candidates() if candidates is None else candidates, in_flight)
         if first is None:
             return None
         unit = (group_of(first) or "") if self.by_group else ""
@@ -218,14 +227,14 @@ class PathTable:
                     candidates = self.by_revision.get((unit, role, next(iter(common))), [])
                 else:
                     candidates = [p for p in pods_by_role[role] if self.compat_of(p) & common]
-                hop = _least_busy(candidates, in_flight)
+                hop = _first_least_busy(candidates, in_flight)
                 if hop is None:  # cannot happen: every revision in common has a pod per role
                     return None
                 common = common & self.compat_of(hop)
                 pods.append(hop)
         else:
             for role in self.traffic.path[1:]:
-                hop = _least_busy(pods_by_role[role], in_flight)
+                hop = _first_least_busy(pods_by_role[role], in_flight)
                 if hop is None:
                     return None
                 pods.append(hop)
@@ -296,12 +305,36 @@ _METADATA = itemgetter("metadata")
 _NAME = itemgetter("name")
 
 
+def _pod_name(pod: Obj) -> str:
+    return pod["metadata"]["name"]
+
+
+def _first_least_busy(pods: list[Obj], in_flight: Callable[[Obj], int]) -> Obj | None:
+    """``_least_busy`` of pods in name order: the first of those with the fewest requests in flight.
+    Example: counts [1, 0, 2, 0] -> the second pod (the first of the two idle ones).
+
+    Every hop of every request comes here (the seed example with paths: 16,000 requests x 3 hops
+    x up to ~100 pods). A count source with ``each`` (counts that are lengths, never below 0) is
+    first read lazily up to its first idle pod: while most pods are idle (a first hop holds its
+    pod until the first token only) that is near the start, and no pod after it is read."""
+    each = getattr(in_flight, "each", None)
+    if each is None:
+        counts = list(map(in_flight, pods))
+    else:
+        idle = next(compress(pods, map(not_, each(pods))), None)
+        if idle is not None:
+            return idle
+        counts = list(each(pods))
+    return pods[counts.index(min(counts))] if counts else None
+
+
 def _least_busy(pods: list[Obj], in_flight: Callable[[Obj], int]) -> Obj | None:
-    """The pod with the fewest requests in flight; of several, the first by name."""
+    """The pod with the fewest requests in flight; of several, the first by name (of pods of one
+    name, the first in ``pods``). The reference rule ``_first_least_busy`` applies to ordered pods."""
     if not pods:
         return None
-    many = getattr(in_flight, "many", None)  # a count source that reads many pods at once
-    counts = many(pods) if many is not None else list(map(in_flight, pods))
+    each = getattr(in_flight, "each", None)  # a count source that reads many pods at once
+    counts = list(each(pods)) if each is not None else list(map(in_flight, pods))
     low = min(counts)
     if counts.count(low) == 1:
         return pods[counts.index(low)]

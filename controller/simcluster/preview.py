@@ -33,7 +33,7 @@ from controller.core.strategy import ClusterSettings
 
 from .config import ClusterConfig, Traffic
 from .modelserving import ModelServingKind
-from .runner import Runner, batch_gc
+from .run import ScenarioRun, batch_gc
 from .scenario import Scenario
 
 SETTLE_LIMIT = 4 * 3600.0
@@ -209,7 +209,7 @@ def waiting_reasons(waiting: list[dict[str, Any]]) -> list[Any]:
 _PLACE = itemgetter(0, 1, 2)  # a waiting row's place: (no group, group, role)
 
 
-def _runner(name: str, manifest: Obj, cluster: PreviewCluster, limit: float, *, start: float = 0.0) -> Runner:
+def _runner(name: str, manifest: Obj, cluster: PreviewCluster, limit: float, *, start: float = 0.0) -> ScenarioRun:
     scenario = Scenario(
         name=f"preview-{name}",
         seed=0,
@@ -220,7 +220,7 @@ def _runner(name: str, manifest: Obj, cluster: PreviewCluster, limit: float, *, 
         events=[],
         settings=cluster.settings,
     )
-    runner = Runner(scenario, ModelServingKind, frames=False, start=start)
+    runner = ScenarioRun(scenario, ModelServingKind, frames=False, start=start)
     names = cluster.node_names or [f"node-{i}" for i in range(len(cluster.node_gpus))]
     for node, gpus in zip(names, cluster.node_gpus, strict=True):
         runner.cluster.add_node(node, gpus)
@@ -228,7 +228,7 @@ def _runner(name: str, manifest: Obj, cluster: PreviewCluster, limit: float, *, 
 
 
 def _roll_out(
-    runner: Runner,
+    runner: ScenarioRun,
     patch: Obj,
     cluster: PreviewCluster,
     baseline_converged: bool,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import mimetypes
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -76,7 +77,9 @@ class OfflineSite:
         state = full_state or (lambda: {})
         self.socket = FakeSocket(lambda: self._with_test_connection(state))
         page.route(ORIGIN + "/**", self._handle)
-        page.route_web_socket("ws://testserver/ws/**", self.socket.accept)
+        # A regular expression: the glob "ws://testserver/ws/**" does not match a query string (the
+        # detail page names its state in one: ``?page=<token>``).
+        page.route_web_socket(re.compile(r"^ws://testserver/ws/.*"), self.socket.accept)
 
     def url(self, path: str) -> str:
         return ORIGIN + path

@@ -192,7 +192,7 @@ def first_render(page: Page, site_client, path: str, rewrite=None) -> dict:
     """The page as first drawn from the state in its HTML: the socket is held back (it never sends),
     so nothing but the server-rendered state is drawn."""
     site = OfflineSite(page, site_client, rewrite_html=rewrite)
-    page.route_web_socket("ws://testserver/ws/**", lambda ws: None)
+    page.route_web_socket(re.compile(r"^ws://testserver/ws/.*"), lambda ws: None)  # with its ?page= too
     page.set_viewport_size({"width": 1440, "height": 1000})
     page.goto(site.url(path))
     page.wait_for_function("() => window.__firstRenderMs !== undefined")

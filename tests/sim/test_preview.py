@@ -171,7 +171,7 @@ def test_convergence_and_the_previews_samples_agree_with_the_full_view_on_every_
 def test_the_preview_runs_with_the_collectors_thresholds_raised_and_puts_them_back_even_when_stopped():
     import gc
 
-    from controller.simcluster.runner import BATCH_YOUNG_THRESHOLD
+    from controller.simcluster.run import BATCH_YOUNG_THRESHOLD
 
     before = gc.get_threshold()
     during = []

@@ -1,5 +1,5 @@
 """The preview's collector thresholds (issue 27): the young generation raised while it runs
-(``preview.preview_gc``, around ``runner.batch_gc``), the process's thresholds put back after."""
+(``preview.preview_gc``, around ``run.batch_gc``), the process's thresholds put back after."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""One runner loop for every kind of workload (``runner.Runner``): a kind (``runner.WorkloadKind``)
-says what differs (its controllers, frames, convergence verdicts, its own events); the loop
-schedules the events, applies the shared faults, starts traffic and ends the run."""
+"""One runner loop for every kind of workload (``run.ScenarioRun``; ``runner.Runner`` picks the kind
+by the scenario's): a kind (``run.WorkloadKind``) says what differs (its controllers, frames,
+convergence verdicts, its own events); the loop schedules the events, applies the shared faults,
+starts traffic and ends the run, or steps until its caller's question is answered (the previews)."""
 
 from __future__ import annotations
 
@@ -88,3 +89,24 @@ def test_both_real_kinds_run_through_the_same_runner_picked_by_the_scenario_kind
         last_event = max(e.at for e in runner.scenario.events)
         assert trace["converged"]
         assert trace["endTime"] == round(max(trace["convergedAt"], last_event) + 60, 3)
+
+
+def test_a_stepped_run_asks_before_the_first_step_and_after_each_and_stops_at_the_first_yes():
+    runner = Runner(_scenario([]), FakeKind)
+    runner.begin()
+    asked, progress = [], []
+
+    def converged() -> bool:
+        asked.append(runner.loop.now())
+        return runner.converged
+
+    assert runner.run_in_steps(converged, until=100.0, step=5.0, progress=progress.append)
+    # FakeKind converges at 10 s: the step that ends at 10 s runs what happens at 10 s.
+    assert asked == [0.0, 5.0, 10.0] and progress == [5.0, 10.0]
+
+
+def test_a_stepped_run_that_never_gets_its_yes_stops_at_the_first_step_past_the_limit():
+    runner = Runner(_scenario([]), FakeKind, verdicts=((10.0, False),))
+    runner.begin()
+    assert not runner.run_in_steps(lambda: runner.converged, until=12.0, step=5.0)
+    assert runner.loop.now() == 15.0

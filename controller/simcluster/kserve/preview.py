@@ -20,10 +20,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..memory.cluster import SimCluster
 from ..objects import INFERENCESERVICE
+from ..run import ScenarioRun
 from ..scenario import Scenario, parse_scenario
-from ..settling import Settling
 from .runner import InferenceServiceKind
 
 SETTLE_LIMIT = 1800.0
@@ -53,33 +52,24 @@ def preview_inferenceservice(
     manifest = _fresh_copy(manifest)
     meta = manifest["metadata"]
     scenario = _preview_scenario(manifest, patch, deploy, nodes, gpus_per_node, timing, settle_limit + rollout_limit)
-    # The kind on a cluster of its own, stepped here rather than by ``runner.Runner``: the apply event
-    # never runs (the manifest is created by hand), so the settling never ends the run.
-    cluster = SimCluster(scenario.cluster, seed=scenario.seed, namespace=scenario.namespace)
-    settling = Settling(cluster.loop, [e.at for e in scenario.events], start_traffic=lambda: None)  # no traffic
-    kind = InferenceServiceKind(scenario, cluster, settling)
-    kind.store.create_object(scenario.manifest)
-    t = 0.0
-    while t < settle_limit:
-        t = kind.loop.run_until(t + STEP)
-        view = kind.view()
-        if view is not None and view["converged"]:
-            break
-    start = kind.loop.now()
+    run = ScenarioRun(scenario, InferenceServiceKind)
+    kind = run.kind
+    run.begin()  # the apply event at t=0
+    run.run_in_steps(lambda: bool((kind.view() or {}).get("converged")), until=settle_limit, step=STEP)
+    start = run.loop.now()
     before = kind.view() or {}
     namespace, name = meta["namespace"], meta["name"]
-    kind.store.patch_object(INFERENCESERVICE, namespace, name, patch)
-    generation = kind.store.get_object(INFERENCESERVICE, namespace, name)["metadata"].get("generation")
-    frames = [(0.0, _ready_predictor_pods(before))]
-    converged = False
-    while kind.loop.now() < start + rollout_limit:
-        kind.loop.run_until(kind.loop.now() + STEP)
+    run.as_operator(lambda: run.store.patch_object(INFERENCESERVICE, namespace, name, patch))
+    generation = run.store.get_object(INFERENCESERVICE, namespace, name)["metadata"].get("generation")
+
+    def rolled_out() -> bool:
         view = kind.view() or {}
-        if view.get("converged") and view.get("observedGeneration") == generation:
-            converged = True
-            break
-    frames += [(f["t"] - start, _ready_predictor_pods(f)) for f in kind.trace.frames if f["t"] >= start]
-    end = max((t for t, _ in frames), default=0.0) if converged else kind.loop.now() - start
+        return bool(view.get("converged")) and view.get("observedGeneration") == generation
+
+    converged = run.run_in_steps(rolled_out, until=start + rollout_limit, step=STEP)
+    frames = [(0.0, _ready_predictor_pods(before))]
+    frames += [(f["t"] - start, _ready_predictor_pods(f)) for f in run.trace.frames if f["t"] >= start]
+    end = max((t for t, _ in frames), default=0.0) if converged else run.loop.now() - start
     return _outcome(kind.view() or {}, frames, end, converged)
 
 
@@ -104,7 +94,8 @@ def _preview_scenario(
     until: float,
 ) -> Scenario:
     """The preview as a parsed scenario (parsing checks the manifest and the patch as KServe's
-    webhook would), with only its apply event: the run applies the patch by hand."""
+    webhook would), with only its apply event: the preview applies the patch once the
+    InferenceService converged, whenever that is."""
     doc: dict[str, Any] = {
         "name": f"preview-{manifest['metadata'].get('name')}",
         "seed": 1,

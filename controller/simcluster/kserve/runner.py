@@ -1,6 +1,6 @@
-"""An InferenceService run's kind (``runner.WorkloadKind``): the simulated KServe, Deployment and
+"""An InferenceService run's kind (``run.WorkloadKind``): the simulated KServe, Deployment and
 ReplicaSet controllers (``memory.workloads``) on the simulated cluster (the same pod physics,
-scheduler and kubelets as a ModelServing run, and the same loop: ``runner.Runner``), traffic split
+scheduler and kubelets as a ModelServing run, and the same loop: ``run.ScenarioRun``), traffic split
 by the InferenceService's weights (``kserve.router``), and the trace
 (``trace.InferenceServiceTraceWriter``).
 
@@ -17,7 +17,7 @@ dashboard and the REST API use), built after every instant at which any object c
 - ``pause``/``resume`` set ``spec.paused`` on its Deployments (Standard mode);
 - ``deletePods`` (matched on the view's instances) and ``restartController``, which restarts the
   simulated controllers (their queues are lost; they start again from a full list); ``failNode``
-  and ``addNodes`` are the run's own (``runner.Runner``).
+  and ``addNodes`` are the run's own (``run.ScenarioRun``).
 
 Convergence is the view's ``converged``, told to the run's ``Settling`` after every frame: the run
 ends 60 s after it once every event ran, and traffic starts when it first converges, as in a
@@ -73,7 +73,7 @@ class InferenceServiceKind:
         if scenario.kserve_config is not None:
             self.store.create_object(kserve_controller.config_map(scenario.kserve_config))
 
-    # -- the run's hooks (``runner.WorkloadKind``) ---------------------------------------------------
+    # -- the run's hooks (``run.WorkloadKind``) ------------------------------------------------------
 
     def begin(self) -> None:
         self.loop.call_at(0.0, lambda: self._frame(force=True))

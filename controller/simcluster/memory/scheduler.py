@@ -41,6 +41,10 @@ class Scheduler:
         self._unschedulable: dict[tuple[str, str], str] = {}  # (ns, name) -> uid, in arrival order
         self._retry_scheduled = False
         self._pod_ips = 0
+        # (ns, name) -> GPUs of each pod bound by this scheduler or taken up bound (``restore``):
+        # given back when it is removed without reading its containers' requests again (a pod's
+        # resources never change: the store refuses any spec change but an image).
+        self._held: dict[tuple[str, str], int] = {}
         store.add_listener(self._on_change)
 
     # -- capacity -------------------------------------------------------------------------------
@@ -63,8 +67,9 @@ class Scheduler:
             elif change.type == "DELETED":
                 node = (change.old.get("spec") or {}).get("nodeName")
                 self._unschedulable.pop((change.namespace, change.name), None)
+                held = self._held.pop((change.namespace, change.name), None)
                 if node:
-                    gpus = physics.pod_gpus(change.old)
+                    gpus = physics.pod_gpus(change.old) if held is None else held
                     self.used[node] = self.used.get(node, 0) - gpus
                     if node in self._free:
                         self._free.add(node, gpus)
@@ -86,7 +91,7 @@ class Scheduler:
         for pod in self.store.all_pods():
             meta, node = pod["metadata"], (pod.get("spec") or {}).get("nodeName")
             if node:
-                gpus = physics.pod_gpus(pod)
+                gpus = self._held[(meta["namespace"], meta["name"])] = physics.pod_gpus(pod)
                 self.used[node] = self.used.get(node, 0) + gpus
                 if node in self._free:
                     self._free.add(node, -gpus)
@@ -140,9 +145,11 @@ class Scheduler:
         host_ip = next((a["address"] for a in node["status"].get("addresses", []) if a.get("type") == "InternalIP"), "")
         self._pod_ips += 1
         bound = physics.bind(pod, now, best, host_ip, physics.pod_ip(self._pod_ips))
+        self._held[(namespace, name)] = need
         try:
             self.store.bind_pod(namespace, name, best, uid=uid, status=bound["status"])
         except NotFound:
+            self._held.pop((namespace, name), None)
             self.used[best] -= need
             self._free.add(best, need)
 

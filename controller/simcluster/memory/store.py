@@ -96,6 +96,9 @@ class InMemoryStore:
         self.restores = 0
         self._uid_series = ""  # "copy/" once objects were copied in
         self._listeners: list[Callable[[Change], None]] = []
+        # What ``_notify`` walks: a tuple made again at every add and remove, so a listener that
+        # adds or removes one meanwhile does not change the walk under way (and no copy per change).
+        self._listening: tuple[Callable[[Change], None], ...] = ()
         # Who is writing (set by the runner around controller passes, by the physics around theirs).
         self.actor: str | None = None
 
@@ -103,12 +106,14 @@ class InMemoryStore:
 
     def add_listener(self, listener: Callable[[Change], None]) -> None:
         self._listeners.append(listener)
+        self._listening = tuple(self._listeners)
 
     def remove_listener(self, listener: Callable[[Change], None]) -> None:
         self._listeners.remove(listener)
+        self._listening = tuple(self._listeners)
 
     def _notify(self, change: Change) -> None:
-        for listener in list(self._listeners):
+        for listener in self._listening:
             listener(change)
 
     def _next_rv(self) -> str:
@@ -295,8 +300,8 @@ class InMemoryStore:
         new = objects.new_pod(
             pod, uid=uid, resource_version=self._next_rv(), created=self._now_str(), copy=self.copy_reads
         )
-        self._put_pod(new)
-        self._notify(Change("Pod", "ADDED", ns, name, owner_name(new), new, None, self.actor))
+        owner = self._put_pod(new)
+        self._notify(Change("Pod", "ADDED", ns, name, owner, new, None, self.actor))
         return self._out(new)
 
     def delete_pod(self, namespace: str, name: str, *, uid: str | None = None) -> None:
@@ -308,8 +313,8 @@ class InMemoryStore:
             self._remove(old)  # never bound: removed at once
             return
         new["metadata"] = {**new["metadata"], "resourceVersion": self._next_rv()}
-        self._put_pod(new)
-        self._notify(Change("Pod", "MODIFIED", namespace, name, owner_name(new), new, old, self.actor))
+        owner = self._put_pod(new)
+        self._notify(Change("Pod", "MODIFIED", namespace, name, owner, new, old, self.actor))
 
     def patch_pod(self, namespace: str, name: str, patch: Obj) -> Obj:
         old = self._get_pod(namespace, name)
@@ -317,8 +322,8 @@ class InMemoryStore:
         if new is old:
             return self._out(old)
         new["metadata"] = {**new["metadata"], "resourceVersion": self._next_rv()}
-        self._put_pod(new)
-        self._notify(Change("Pod", "MODIFIED", namespace, name, owner_name(new), new, old, self.actor))
+        owner = self._put_pod(new)
+        self._notify(Change("Pod", "MODIFIED", namespace, name, owner, new, old, self.actor))
         return self._out(new)
 
     def set_pod_condition(self, namespace: str, name: str, condition: Obj) -> Obj:
@@ -337,8 +342,8 @@ class InMemoryStore:
         if new is old:
             return self._out(old)
         new["metadata"] = {**old["metadata"], "resourceVersion": self._next_rv()}
-        self._put_pod(new)
-        self._notify(Change("Pod", "MODIFIED", namespace, name, owner_name(new), new, old, self.actor))
+        owner = self._put_pod(new)
+        self._notify(Change("Pod", "MODIFIED", namespace, name, owner, new, old, self.actor))
         return self._out(new)
 
     def replace_pod(self, namespace: str, name: str, pod: Obj, *, uid: str) -> Obj:
@@ -350,8 +355,8 @@ class InMemoryStore:
         if pod is old or (pod.get("status") == old.get("status") and pod["metadata"] == old["metadata"]):
             return self._out(old)
         new = {**pod, "metadata": {**pod["metadata"], "resourceVersion": self._next_rv()}}
-        self._put_pod(new)
-        self._notify(Change("Pod", "MODIFIED", namespace, name, owner_name(new), new, old, self.actor))
+        owner = self._put_pod(new)
+        self._notify(Change("Pod", "MODIFIED", namespace, name, owner, new, old, self.actor))
         return self._out(new)
 
     def bind_pod(self, namespace: str, name: str, node_name: str, *, uid: str, status: Obj) -> Obj:
@@ -367,8 +372,8 @@ class InMemoryStore:
             "status": status,
             "metadata": {**old["metadata"], "resourceVersion": self._next_rv()},
         }
-        self._put_pod(new)
-        self._notify(Change("Pod", "MODIFIED", namespace, name, owner_name(new), new, old, self.actor))
+        owner = self._put_pod(new)
+        self._notify(Change("Pod", "MODIFIED", namespace, name, owner, new, old, self.actor))
         return self._out(new)
 
     def remove_pod(self, namespace: str, name: str, *, uid: str | None = None) -> None:
@@ -380,19 +385,23 @@ class InMemoryStore:
 
     def _remove(self, old: Obj) -> None:
         ns, name = old["metadata"]["namespace"], old["metadata"]["name"]
+        owner = owner_name(old)
         del self._pods[(ns, name)]
-        bucket = self._pods_by_ms.get((ns, owner_name(old)))
+        bucket = self._pods_by_ms.get((ns, owner))
         if bucket is not None:
             bucket.pop(name, None)
-            self._forget_order((ns, owner_name(old)))
+            self._forget_order((ns, owner))
         self._pods_by_controller.get((ns, objects.controller_name(old)), {}).pop(name, None)
         self._next_rv()
-        self._notify(Change("Pod", "DELETED", ns, name, owner_name(old), old, old, self.actor))
+        self._notify(Change("Pod", "DELETED", ns, name, owner, old, old, self.actor))
 
-    def _put_pod(self, pod: Obj) -> None:
+    def _put_pod(self, pod: Obj) -> str | None:
+        """Store ``pod`` (a new object, or a new version of a stored one) in every index; returns
+        its owning ModelServing (``owner_name``), which the change announcing it names."""
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         self._pods[(ns, name)] = pod
-        key = (ns, owner_name(pod))
+        owner = owner_name(pod)
+        key = (ns, owner)
         bucket = self._pods_by_ms.setdefault(key, {})
         if name not in bucket:
             self._forget_order(key)
@@ -404,6 +413,7 @@ class InMemoryStore:
         controller = objects.controller_name(pod)
         if controller is not None:
             self._pods_by_controller.setdefault((ns, controller), {})[name] = pod
+        return owner
 
     def _forget_order(self, key: tuple[str, str | None]) -> None:
         """A pod joined or left the bucket: its names are sorted again at the next list."""

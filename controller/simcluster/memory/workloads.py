@@ -34,6 +34,13 @@ class WorkloadControllers:
 
     def _on_change(self, change: Change) -> None:
         obj = change.obj if change.obj is not None else change.old
+        if change.kind == "Pod":
+            # The commonest change by far (27,000 in a 1,000-group preview), and it concerns one
+            # ReplicaSet at most: what ``keys_for_change`` answers, without its list of keys.
+            key = controllers.replicaset_of_pod(obj) if obj is not None else None
+            if key is not None:
+                self.enqueue(key)
+            return
         for key in controllers.keys_for_change(change.kind, obj, self._inferenceservices):
             self.enqueue(key)
 

@@ -40,8 +40,10 @@ const phases = readJson("phases", []);
 const registry = readJson("rollout-actions");
 const plotlySrc = readJson("plotly-src");
 
+// The state the server rendered the page with: the socket starts from it (stream.js).
+const pageState = expandState(readJson("initial-state"));
 const store = createStore({
-  state: expandState(readJson("initial-state")),
+  state: pageState,
   releases: readJson("releases"),
   manifest: null,
   conn: { kind: "connecting", text: "connecting", lastMessageAt: null },
@@ -59,10 +61,7 @@ function controlDone(result) {
   if (result && result.state && !(current && result.state.time <= current.time)) store.set({ state: result.state });
   audit.load();
   const a = result && result.audit;
-  const warnings = (a && a.details && a.details.warnings) || [];
-  const done = a ? `${actionLabel(a.action)}: done (${a.fromRevision || "—"} → ${a.toRevision || "—"})` : "Done";
-  // Advice the server gave with the change (it refused nothing): said with the result, longer.
-  toast(warnings.length ? `${done}. Warning: ${warnings.join(" ")}` : done, warnings.length ? 12000 : undefined);
+  toast(a ? `${actionLabel(a.action)}: done (${a.fromRevision || "—"} → ${a.toRevision || "—"})` : "Done");
 }
 
 const dialog = createDialog({ onDone: controlDone });
@@ -143,10 +142,10 @@ store.subscribe(({ state }) => {
 
 // After the first paint: the first render needs nothing but the state in the page, so what it does
 // not need waits one frame: Plotly, the panels' API reads (simulation, advisor, capacity, the manifest,
-// the charts' history, the audit) and the websocket, whose first message is the whole state again
-// (a server-side read as costly as the page's). Issued from the module's own task they held the
-// first paint back, and on the server (one thread runs every view) they went ahead of whatever
-// came next. A page hidden from the start gets no animation frames: the timer starts them then.
+// the charts' history, the audit) and the websocket (whose first message is the delta from the
+// page's state, or the whole state when the server no longer holds it). Issued from the module's
+// own task they held the first paint back, and on the server (one thread runs every view) they
+// went ahead of whatever came next. A page hidden from the start gets no animation frames: the timer starts them then.
 function afterFirstPaint(fn) {
   let started = false;
   const start = () => {
@@ -172,6 +171,7 @@ function goLive() {
   audit.load();
   setInterval(audit.load, AUDIT_REFRESH_MS);
   stream = connectStream(boot.ws, {
+    page: { state: pageState, token: boot.pageState },
     onState: (state) => store.set({ state }),
     onStatus: (kind, text) => {
       const previous = store.get().conn;

@@ -6,8 +6,8 @@
 // Nothing here touches the DOM: the module loads on its own (the fixture test imports it into an
 // empty page).
 //
-// Wire format. On connect the socket sends the full state (exactly the REST GET payload), then
-// deltas of it; each message also carries `ack: {n, token}`, which the page echoes back as
+// Wire format. On connect the socket sends the full state (exactly the REST GET payload), or to a
+// page that named the state it was rendered with, the delta from that state; then deltas; each message also carries `ack: {n, token}`, which the page echoes back as
 // {type: "ack", n, token} and removes before using the message:
 //   {type: "state.delta", base: <time of the state it applies to>,
 //    set: {key: value},          top-level values that changed, whole
@@ -106,17 +106,34 @@ const CLOSE_UNAUTHENTICATED = 4401;
 const CLOSE_FORBIDDEN = 4403;
 const CLOSE_NOT_FOUND = 4404;
 
+// A delta that changes nothing: the server's first message to a page that holds the newest state.
+const unchanged = (msg) =>
+  msg.time === msg.base &&
+  !Object.keys(msg.set || {}).length &&
+  !(msg.unset || []).length &&
+  !Object.keys(msg.lists || {}).length;
+
 // The websocket with reconnect (growing back-off with jitter, at most 10 s). `onState(state)`
 // gets every state rebuilt from the wire; `onStatus(kind, text)` says how the connection is:
 // kind is "connecting", "live", "stale" (reconnecting) or "down" (given up, text says why).
-export function connectStream(path, { onState, onStatus, onSignedOut }) {
+// `page`: {state, token}, the state the page was rendered with and the server's token for it
+// (boot.pageState): the first connection names it, and the server, which still holds that state
+// for a moment (rolloutui/pagestates.py), sends the delta from it instead of the whole state again.
+export function connectStream(path, { onState, onStatus, onSignedOut, page = null }) {
   let socket = null;
   let attempts = 0;
   let wireState = null;
+  let pageState = page && page.state && page.token ? page : null;
 
   function open() {
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
-    const ws = new WebSocket(proto + "//" + location.host + path);
+    let url = path;
+    if (pageState) {
+      url += (url.includes("?") ? "&" : "?") + "page=" + encodeURIComponent(pageState.token);
+      wireState = pageState.state;
+      pageState = null; // a token is good once: a reconnect is sent the whole state
+    }
+    const ws = new WebSocket(proto + "//" + location.host + url);
     socket = ws;
     ws.onopen = () => {
       attempts = 0;
@@ -141,6 +158,8 @@ export function connectStream(path, { onState, onStatus, onSignedOut }) {
           ws.send(JSON.stringify({ type: "resync" }));
           return;
         }
+        // Nothing newer than what the page shows: no state to hand on, no render.
+        if (unchanged(msg)) return;
         wireState = applyDelta(wireState, msg);
       } else {
         wireState = msg;
