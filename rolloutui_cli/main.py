@@ -236,11 +236,15 @@ def do_action(client: Client, action: dict[str, Any], o: dict[str, Any]) -> int:
     answer = client.post(path, body)
     records = (answer or {}).get("audit")
     records = records if isinstance(records, list) else [records] if records else []
-    lines = [
-        f"{what}: {r.get('result', 'ok')} (audit #{r.get('id')}, by {r.get('who') or r.get('actor') or '?'})"
-        for r in records
-        if isinstance(r, dict)
-    ]
+    lines = []
+    for r in records:
+        if not isinstance(r, dict):
+            continue
+        lines.append(
+            f"{what}: {r.get('result', 'ok')} (audit #{r.get('id')}, by {r.get('who') or r.get('actor') or '?'})"
+        )
+        # Advice the server gave with the change (probe advice, KV cache formats): it refused nothing.
+        lines.extend(f"  warning: {w}" for w in ((r.get("details") or {}).get("warnings") or []))
     _emit(answer, o.get("output"), "\n".join(lines) or f"{what}: ok")
     return 0
 

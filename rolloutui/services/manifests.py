@@ -45,7 +45,7 @@ from controller.core.spec import ModelServing, ValidationError, check_update, pa
 from controller.runtime import clustersettings, enqueue
 
 from ..models import AuditRecord
-from . import controls, masking, probe_advice
+from . import controls, kv_advice, masking, probe_advice
 from .cluster import canary_weights_need_a_route, get_cluster
 
 MAX_BYTES = 1_000_000
@@ -168,7 +168,9 @@ def validate(text: Any, *, user=None) -> dict[str, Any]:
     "kind", "namespace", "name", "exists", "skipped"?}], "errors": [...], "warnings": [...]}``, the errors
     being the documents' own (a field the controller's validation refuses), the warnings the probe
     advice of the valid ones (``probe_advice``: ``{"document", "line", "role", "template", "container",
-    "probe", "path", "message"}``; they never make a document invalid). Read-only (view permission).
+    "probe", "path", "message"}``) and their KV cache format advice (``kv_advice``: ``{"document",
+    "line", "path": "spec.traffic.path", "message"}``); warnings never make a document invalid.
+    Read-only (view permission).
 
     ``ManifestError`` when the text cannot be read at all (not YAML or JSON, or refused by the
     bounded reader: the API answers 400). ``exists`` is None for a namespace ``user`` may not view
@@ -195,6 +197,9 @@ def validate(text: Any, *, user=None) -> dict[str, Any]:
             else:
                 entry.update(namespace=parsed.namespace, name=parsed.name, exists=None)
                 warnings.extend(_probe_warnings(doc, parsed, user))
+                warnings.extend(
+                    {"document": doc.index, "line": doc.line_of(w["path"]), **w} for w in kv_advice.warnings_of(parsed)
+                )
                 if user is None or access.allowed(user, VIEW, parsed.namespace):
                     try:
                         cluster.get_modelserving(parsed.namespace, parsed.name)
@@ -363,6 +368,7 @@ def _apply_one(user, doc: Document, parsed: ModelServing, reason: str, source: s
     details: dict[str, Any] = {"document": doc.index, "apiVersion": obj.get("apiVersion")}
     # Said in the answer and kept in the audit record; weak probes never stop an apply.
     warnings = [w.message for w in probe_advice.advice_for(parsed, user=user)]
+    warnings += [f"{w['path']}: {w['message']}" for w in kv_advice.warnings_of(parsed)]
     if warnings:
         details["warnings"] = warnings
     given_rv = (obj.get("metadata") or {}).get("resourceVersion")

@@ -399,6 +399,18 @@ def comparison(
 PATHS_MAX_WINDOW_SECONDS = 24 * 3600
 
 
+def _kv_warnings(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The spec's KV cache format advice (``kv_advice``); none for a spec that does not parse."""
+    from controller.core.spec import ValidationError, parse_modelserving
+
+    from . import kv_advice
+
+    try:
+        return kv_advice.warnings_of(parse_modelserving(obj))
+    except ValidationError:
+        return []
+
+
 def paths(user, namespace: str, name: str, *, window: float, bucket: float, now: float | None = None) -> dict[str, Any]:
     """The Paths panel's data: requests per revision pair and outcome over the last ``window``
     seconds in ``bucket``-second points, from the stored sums (a few rows per bucket, however many
@@ -407,7 +419,9 @@ def paths(user, namespace: str, name: str, *, window: float, bucket: float, now:
     ``{"path": ["prefill", "decode"] | [], "reason": str | None, "window": {...}, "bucketSeconds": 60,
     "totals": {"consistent": n, "mixed": n, "noRoute": n, "kvMismatch": n},
     "series": [{"pair": "a/b", "bucketStart": t, "consistent": n, "mixed": n, ...}],
-    "groups": [{"group": 0, "consistent": ["<rev>", ...]}]}``. A pair is the revisions of the first
+    "groups": [{"group": 0, "consistent": ["<rev>", ...]}], "warnings": [{"path", "message"}]}``
+    (``warnings``: the spec's path hands the KV cache between images of different formats,
+    ``kv_advice``: every request of its revision fails, however it is routed). A pair is the revisions of the first
     and last hop (``"<rev>/-"`` for a request refused before any hop). Without ``spec.traffic.path``
     the ModelServing has no path: ``path`` is ``[]`` and ``reason`` says so."""
     from controller.core.latency import PATH_OUTCOMES
@@ -441,6 +455,7 @@ def paths(user, namespace: str, name: str, *, window: float, bucket: float, now:
         "totals": dict.fromkeys(PATH_OUTCOMES, 0),
         "series": [],
         "groups": [],
+        "warnings": _kv_warnings(obj) if path else [],
     }
     if not path:
         return out

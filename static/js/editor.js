@@ -88,7 +88,7 @@ function drawErrors() {
   summary.textContent = errors.length
     ? `${errors.length} error${errors.length > 1 ? "s" : ""}`
     : `valid: ${names.join(", ")}${skipped ? `; ${skipped} other document${skipped > 1 ? "s" : ""} skipped` : ""}` +
-      (warnings.length ? `; ${warnings.length} probe warning${warnings.length > 1 ? "s" : ""}` : "");
+      (warnings.length ? `; ${warnings.length} warning${warnings.length > 1 ? "s" : ""}` : "");
   summary.className = errors.length ? "error" : "ok";
   applyButton.disabled = !apply || !apply.allowed || errors.length > 0 || !names.length;
   applyButton.title = !apply || !apply.allowed ? "View only: your account may not apply manifests." : "";

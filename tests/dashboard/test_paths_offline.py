@@ -30,6 +30,7 @@ def paths_answer(now: float) -> dict:
         "totals": {"consistent": 50, "mixed": 10, "noRoute": 0, "kvMismatch": 5},
         "series": series,
         "groups": [{"group": 0, "consistent": [rev]}, {"group": 1, "consistent": []}],
+        "warnings": [{"path": "spec.traffic.path", "message": forged("paths.kv")}],
     }
 
 
@@ -59,6 +60,8 @@ def test_forged_paths_render_as_text_and_a_group_without_a_consistent_path_says_
     expect(topo).to_contain_text(forged("paths.role") + " → decode")
     expect(topo.locator("[data-group='0']")).to_contain_text(forged("paths.revision"))
     expect(topo.locator("[data-group='1']")).to_have_text("group 1 no consistent path")
+    # The spec's path hands the KV cache between formats: said as text above the chart.
+    expect(page.get_by_test_id("paths-kv-warning")).to_have_text("spec.traffic.path: " + forged("paths.kv"))
     # Its canary analysis does not check mixed paths: the panel suggests the check.
     expect(page.get_by_test_id("paths-suggestion")).to_contain_text("{metric: mixedPaths, max: 0}")
     page.wait_for_function("document.querySelectorAll('#paths-chart .barlayer .trace').length === 3")

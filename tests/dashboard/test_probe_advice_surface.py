@@ -215,6 +215,6 @@ def test_the_yaml_editor_lists_the_probe_warnings_at_their_line_and_still_lets_t
     expect(warning).to_contain_text(LIVENESS_60)
     expect(warning).to_have_attribute("data-line", str(line))
     expect(page.locator(f"#editor-gutter .warn[data-line='{line}']")).to_be_visible()
-    expect(page.get_by_test_id("editor-summary")).to_contain_text("(create); 1 probe warning")
+    expect(page.get_by_test_id("editor-summary")).to_contain_text("(create); 1 warning")
     expect(page.get_by_test_id("editor-error")).to_have_count(0)
     expect(page.get_by_test_id("editor-apply")).to_be_enabled()

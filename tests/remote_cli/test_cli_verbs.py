@@ -281,3 +281,19 @@ def test_a_control_without_a_server_says_how_to_name_one(tmp_path, monkeypatch, 
     monkeypatch.delenv("ROLLOUTUI_SERVER", raising=False)
     assert main.run(["pause", "default/demo", "--reason", "hold"]) == 2
     assert capsys.readouterr().err.startswith("error: server: give --server URL")
+
+
+def test_a_control_answer_with_advice_prints_each_warning_under_its_result(capsys):
+    from rolloutui_cli import main
+
+    class Answering:
+        def post(self, path, body):
+            details = {"warnings": ["spec.traffic.path: the roles of the request path prefill -> decode differ"]}
+            return {"audit": {"id": 7, "who": "ops", "result": "ok", "details": details}}
+
+    options = vars(commands.build_parser(DOCUMENT).parse_args(["promote", "default/demo", "--reason", "ok"]))
+    assert main.do_action(Answering(), options["action"], options) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "promote default/demo: ok (audit #7, by ops)",
+        "  warning: spec.traffic.path: the roles of the request path prefill -> decode differ",
+    ]

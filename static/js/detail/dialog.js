@@ -84,7 +84,7 @@ export function createDialog({ onDone }) {
 
 let toastTimer = 0;
 
-export function toast(text) {
+export function toast(text, ms = 3500) {
   let t = document.querySelector(".toast");
   if (!t) {
     t = h("div", { class: "toast", role: "status" });
@@ -93,5 +93,5 @@ export function toast(text) {
   t.textContent = text;
   t.classList.add("show");
   clearTimeout(toastTimer);
-  toastTimer = setTimeout(() => t.classList.remove("show"), 3500);
+  toastTimer = setTimeout(() => t.classList.remove("show"), ms);
 }

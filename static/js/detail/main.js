@@ -61,7 +61,10 @@ function controlDone(result) {
   if (result && result.state && !(current && result.state.time <= current.time)) store.set({ state: result.state });
   audit.load();
   const a = result && result.audit;
-  toast(a ? `${actionLabel(a.action)}: done (${a.fromRevision || "—"} → ${a.toRevision || "—"})` : "Done");
+  const warnings = (a && a.details && a.details.warnings) || [];
+  const done = a ? `${actionLabel(a.action)}: done (${a.fromRevision || "—"} → ${a.toRevision || "—"})` : "Done";
+  // Advice the server gave with the change (it refused nothing): said with the result, longer.
+  toast(warnings.length ? `${done}. Warning: ${warnings.join(" ")}` : done, warnings.length ? 12000 : undefined);
 }
 
 const dialog = createDialog({ onDone: controlDone });

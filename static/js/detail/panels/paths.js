@@ -160,6 +160,11 @@ export function createPaths({ boot, plotlySrc }) {
         ),
         broken ? null : h("span", { class: "muted" }, " — no broken request"),
       ),
+      // The spec's own path hands the KV cache between images of different formats: a revision's
+      // requests fail however they are routed (a "consistent" path below is one revision, not one format).
+      (data.warnings || []).map((w) =>
+        h("p", { class: "warn", "data-testid": "paths-kv-warning" }, h("code", null, w.path), ": ", w.message),
+      ),
       suggestion(),
       h(
         "div",
