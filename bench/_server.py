@@ -31,6 +31,17 @@ REPO = Path(__file__).resolve().parents[1]
 SCRUBBED = ("DATABASE_URL", "PROMETHEUS_MULTIPROC_DIR", "PORT", "HOST")
 MANAGE_TIMEOUT = 900  # seconds: seeding 10,000 ModelServings (``bench list --count 10000``) included
 STOP_TIMEOUT = 30  # seconds between SIGTERM and SIGKILL of the server's process group
+CHROMIUM = "/usr/bin/chromium"  # Debian's, driven by Playwright for the page measurements
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def server_env(var_dir: Path, redis_url: str, extra: dict[str, str]) -> dict[str, str]:
@@ -130,6 +141,18 @@ class BenchServer:
             self.redis.stop()
             self.redis = None
 
+    def signed_in_page(self, playwright):
+        """A headless ``CHROMIUM`` and a 1440x1000 page of it signed in as the bench account, on
+        the home page: (browser, page); the caller closes the browser."""
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1440, "height": 1000})
+        page.goto(self.url + "/accounts/login/")
+        page.fill("input[name=username]", self.user)
+        page.fill("input[name=password]", self.password)
+        page.click("button[type=submit]")
+        page.wait_for_url(self.url + "/")
+        return browser, page
+
     def token(self) -> str:
         """The bench account's API token (``POST /api/auth/token/``)."""
         req = urllib.request.Request(
@@ -161,3 +184,26 @@ def in_run_directory(args, log, prefix: str, start):
             running.stop()
         if not args.keep:
             shutil.rmtree(var_dir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def django_in_live_env():
+    """This process set up as the product's Django on a ``LiveEnv`` of the live tests
+    (``tests/live/procs.py``: a temporary directory with its SQLite database and embedded Redis,
+    the clock at real speed), for the benches that call the product in-process (``bench reaction``,
+    ``bench records``); yields the ``LiveEnv`` (to start a Celery worker), closed and removed at
+    the end."""
+    sys.path.insert(0, str(REPO))
+    from tests.live.procs import LiveEnv
+
+    tmp = tempfile.TemporaryDirectory(prefix="rolloutui-bench-")
+    env = LiveEnv(Path(tmp.name), speed=1.0)
+    try:
+        os.environ.update(env.env)
+        import django
+
+        django.setup()
+        yield env
+    finally:
+        env.close()
+        tmp.cleanup()

@@ -45,24 +45,13 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bench._server import REPO, BenchServer, in_run_directory
+from bench._server import CHROMIUM, REPO, BenchServer, in_run_directory
 
 NAMESPACE, NAME = "bench", "fanout"
 PUBLISH_P95_MS = 150
 RENDER_TARGET_MS = 300  # issue 27: the detail page's first render with 1,000 groups (1,500 ms before)
 OBSERVED_P95_MS = 250
 USER, PASSWORD = "bench-operator", "bench-pw-not-secret-5Tq!"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 SEED = """
 from django.contrib.auth.models import Group, User
@@ -456,13 +445,7 @@ def measure_render(stack: Stack, loads: int = 5) -> dict:
 
     times, draws, ttfb, web_cpu, cells = [], [], [], [], 0
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1440, "height": 1000})
-        page.goto(stack.url + "/accounts/login/")
-        page.fill("input[name=username]", USER)
-        page.fill("input[name=password]", PASSWORD)
-        page.click("button[type=submit]")
-        page.wait_for_url(stack.url + "/")
+        browser, page = stack.signed_in_page(p)
         for i in range(loads + 1):
             cpu_before = web_cpu_seconds(stack)
             page.goto(stack.url + f"/modelservings/{NAMESPACE}/{NAME}/", wait_until="commit")

@@ -38,19 +38,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bench._server import REPO, BenchServer, in_run_directory
+from bench._server import CHROMIUM, REPO, BenchServer, in_run_directory
 
 USER, PASSWORD = "bench-viewer", "bench-pw-not-secret-9Lq!"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 TARGET_API_MS = 200.0
 TARGET_RENDER_MS = 1000.0
 TARGET_FRAME_MS = 100.0
@@ -215,13 +205,7 @@ def measure_page(server: Server, loads: int, stream_seconds: float, count: int, 
 
     fcp, ready, elements = [], [], []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1440, "height": 1000})
-        page.goto(server.url + "/accounts/login/")
-        page.fill("input[name=username]", USER)
-        page.fill("input[name=password]", PASSWORD)
-        page.click("button[type=submit]")
-        page.wait_for_url(server.url + "/")
+        browser, page = server.signed_in_page(p)
         page.wait_for_function("() => window.__listReadyMs !== undefined", timeout=30000)  # warm caches
         for _ in range(loads):
             page.goto(server.url + "/", wait_until="commit")

@@ -28,12 +28,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
+
+from bench._server import django_in_live_env
 
 P95_TARGET_MS = 200.0
 # Issue 27: with the 1,000-group ModelServing, p95 from 48 ms to < 25 ms.
@@ -229,16 +228,7 @@ def main(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from tests.live.procs import LiveEnv
-
-    tmp = tempfile.TemporaryDirectory(prefix="rolloutui-bench-")
-    env = LiveEnv(Path(tmp.name), speed=1.0)
-    try:
-        os.environ.update(env.env)
-        import django
-
-        django.setup()
+    with django_in_live_env() as env:
         from django.contrib.auth.models import Group, User
 
         from controller.models import SimClock
@@ -278,9 +268,6 @@ def main(argv: list[str]) -> int:
         total_mb, max_mb = worker_rss_mb(worker.pid)
         if args.profile:
             profile_passes(bench, "large")
-    finally:
-        env.close()
-        tmp.cleanup()
 
     result = {
         "small": {

@@ -29,13 +29,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
-import sys
-import tempfile
 import time
-from pathlib import Path
+
+from bench._server import django_in_live_env
 
 INGEST_TARGET = 20000.0
 WINDOW_TARGET_MS = 100.0
@@ -77,16 +75,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--windows", type=int, default=20)
     args = parser.parse_args(argv)
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from tests.live.procs import LiveEnv
-
-    tmp = tempfile.TemporaryDirectory(prefix="rolloutui-bench-")
-    env = LiveEnv(Path(tmp.name), speed=1.0)
-    try:
-        os.environ.update(env.env)
-        import django
-
-        django.setup()
+    with django_in_live_env():
         from django.conf import settings
         from django.contrib.auth.models import Group, User
         from django.test import Client
@@ -142,9 +131,6 @@ def main(argv: list[str]) -> int:
             times.append((time.perf_counter() - t) * 1000)
         median_ms, worst_ms = statistics.median(times), max(times)
         backend = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
-    finally:
-        env.close()
-        tmp.cleanup()
 
     result = {
         "database": backend,
