@@ -11,16 +11,14 @@ with the ``apply-advice`` control (``POST .../apply-advice``).
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import exceptions, serializers, status
+from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from rolloutui.services import access, advisor, jobs
-from rolloutui.services.controls import ControlDenied
+from rolloutui.services import advisor, jobs
 from rolloutui.throttling import ScopedRateThrottle
 
 from . import serializers as s
-from .permissions import VIEW
-from .views import _SimView, preview_job_json, source_of
+from .views import _SimView, denied_as_not_found, preview_job_json, source_of
 
 
 class AdviseSerializer(s.PreviewSerializer):
@@ -40,7 +38,7 @@ class Advise(_SimView):
     @extend_schema(request=AdviseSerializer, responses={202: s.PreviewJobSerializer})
     def post(self, request, namespace, name):
         d = self.validated(AdviseSerializer, request.data)
-        try:
+        with denied_as_not_found(request, namespace, f"modelserving {namespace}/{name}"):
             job = advisor.start(
                 request.user,
                 namespace,
@@ -51,8 +49,4 @@ class Advise(_SimView):
                 floor=d.get("floor"),
                 source=source_of(request),
             )
-        except ControlDenied:
-            if not access.allowed(request.user, VIEW, namespace):
-                raise exceptions.NotFound(f"modelserving {namespace}/{name} not found") from None
-            raise
         return Response(preview_job_json(job), status=status.HTTP_202_ACCEPTED)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import exceptions, status
+from rest_framework import status
 from rest_framework.response import Response
 
 from rolloutui.services import records
 
-from .views import ServiceView
+from .views import ServiceView, seconds_param
 
 
 class Paths(ServiceView):
@@ -25,23 +25,10 @@ class Paths(ServiceView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request, namespace, name):
-        window = _seconds_param(request, "window", 900.0)
-        bucket = _seconds_param(request, "bucket", 60.0)
+        window = seconds_param(request, "window", 900.0)
+        bucket = seconds_param(request, "bucket", 60.0)
         try:
             got = records.paths(request.user, namespace, name, window=window, bucket=bucket)
         except records.RecordsInvalid as exc:
             return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
         return Response(got)
-
-
-def _seconds_param(request, key: str, default: float) -> float:
-    raw = request.query_params.get(key)
-    if raw in (None, ""):
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise exceptions.ValidationError({key: [f"must be a number of seconds, got {raw!r}"]}) from None
-    if not (value > 0 and value < float("inf")):
-        raise exceptions.ValidationError({key: ["must be more than 0"]})
-    return value

@@ -13,6 +13,8 @@ always ``api``), it makes their audit records say ``page``.
 
 from __future__ import annotations
 
+import contextlib
+
 from django.urls import reverse
 from django.utils.cache import get_conditional_response
 from drf_spectacular.openapi import AutoSchema
@@ -74,6 +76,34 @@ def source_of(request) -> str:
     ):
         return AuditRecord.Source.PAGE
     return SOURCE
+
+
+@contextlib.contextmanager
+def denied_as_not_found(request, namespace: str, what: str):
+    """A refusal (``ControlDenied``, audited by the service) answered 404 ``{what} not found`` when
+    the user may not even view ``namespace``: the answer then says nothing of what exists there, as
+    a GET's would. Otherwise the refusal goes on (403)."""
+    try:
+        yield
+    except ControlDenied:
+        if not access.allowed(request.user, VIEW, namespace):
+            raise exceptions.NotFound(f"{what} not found") from None
+        raise
+
+
+def seconds_param(request, key: str, default: float) -> float:
+    """The query parameter ``key`` as a positive, finite number of seconds (``default`` when absent or
+    empty); a ValidationError naming ``key`` otherwise."""
+    raw = request.query_params.get(key)
+    if raw in (None, ""):
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise exceptions.ValidationError({key: [f"must be a number of seconds, got {raw!r}"]}) from None
+    if not (value > 0 and value < float("inf")):
+        raise exceptions.ValidationError({key: ["must be more than 0"]})
+    return value
 
 
 def origin_of(request) -> origin.Origin:
@@ -596,7 +626,7 @@ class SimPreview(_SimView):
     @extend_schema(request=s.PreviewSerializer, responses={202: s.PreviewJobSerializer})
     def post(self, request, namespace, name):
         d = self.validated(s.PreviewSerializer, request.data)
-        try:
+        with denied_as_not_found(request, namespace, f"modelserving {namespace}/{name}"):
             job = preview.start(
                 request.user,
                 namespace,
@@ -605,10 +635,6 @@ class SimPreview(_SimView):
                 set_image=d.get("setImage"),
                 source=source_of(request),
             )
-        except ControlDenied:
-            if not access.allowed(request.user, VIEW, namespace):
-                raise exceptions.NotFound(f"modelserving {namespace}/{name} not found") from None
-            raise
         return Response(preview_job_json(job), status=status.HTTP_202_ACCEPTED)
 
 
@@ -694,7 +720,7 @@ class InferenceServicePreview(ServiceView):
     @extend_schema(request=s.InferenceServicePreviewSerializer, responses=s.InferenceServicePreviewResultSerializer)
     def post(self, request, namespace, name):
         d = self.validated(s.InferenceServicePreviewSerializer, request.data)
-        try:
+        with denied_as_not_found(request, namespace, f"inferenceservice {namespace}/{name}"):
             result = kserve_controls.preview(
                 request.user,
                 namespace,
@@ -703,10 +729,6 @@ class InferenceServicePreview(ServiceView):
                 component=d.get("component"),
                 container=d.get("container"),
             )
-        except ControlDenied:
-            if not access.allowed(request.user, VIEW, namespace):
-                raise exceptions.NotFound(f"inferenceservice {namespace}/{name} not found") from None
-            raise
         return Response(result)
 
 
@@ -781,20 +803,8 @@ class Comparison(ServiceView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request, namespace, name):
-        def seconds(key: str, default: float) -> float:
-            raw = request.query_params.get(key)
-            if raw in (None, ""):
-                return default
-            try:
-                value = float(raw)
-            except ValueError:
-                raise exceptions.ValidationError({key: [f"must be a number of seconds, got {raw!r}"]}) from None
-            if not (value > 0 and value < float("inf")):
-                raise exceptions.ValidationError({key: ["must be more than 0"]})
-            return value
-
-        window = seconds("window", 600.0)
-        bucket = seconds("bucket", 60.0)
+        window = seconds_param(request, "window", 600.0)
+        bucket = seconds_param(request, "bucket", 60.0)
         try:
             got = records.comparison(request.user, namespace, name, window=window, bucket=bucket)
         except records.RecordsInvalid as exc:

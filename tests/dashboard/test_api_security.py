@@ -277,6 +277,15 @@ def test_a_viewer_everywhere_with_an_operator_grant_gets_403_elsewhere(viewer, m
     assert post(client, url(ms_elsewhere, "pause"), {"reason": "not granted"}).status_code == 403
 
 
+def test_a_preview_or_advice_refused_where_the_namespace_is_not_visible_is_404_and_403_where_it_is(
+    team_a_operator, viewer, ms_elsewhere
+):
+    change = {"setImage": {"role": "decode", "image": "engine:v2"}}
+    for suffix in ("preview/", "advise/"):
+        assert post(signed_in(team_a_operator), url(ms_elsewhere, suffix), change).status_code == 404, suffix
+        assert post(signed_in(viewer), url(ms_elsewhere, suffix), change).status_code == 403, suffix
+
+
 def test_a_group_grant_for_every_namespace_works_like_the_product_group(django_user_model, ms, ms_elsewhere):
     from django.contrib.auth.models import Group
 
