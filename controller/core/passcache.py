@@ -99,8 +99,10 @@ class PassCache:
         self._by_identity: dict[Callable[[Any], Any], ByIdentity[Any]] = {}
         # the revision compatibility labels of a parsed pod (``planner.labels``), by pod uid.
         self.compat: dict[str, tuple[Any, frozenset[str]]] = {}
-        # the last pass's resolved strategy with what it was resolved from (``planner.context``).
+        # the last pass's resolved strategy with what it was resolved from, and its availability
+        # tables with the groups they were read from (``planner.context``).
         self.resolved: tuple[tuple[Any, ...], Any] | None = None
+        self.availability: Any = None
 
     def memo_of(self, group: Any) -> GroupMemo:
         """The memo of an observed group: the one kept at its ordinal when it is this very group,

@@ -19,8 +19,11 @@ from hypothesis import strategies as st
 
 from controller.core import naming
 from controller.core.passcache import PassCache
+from controller.core.planner.context import build_context
 from controller.core.ports import Conflict, NotFound
 from controller.core.reconcile import reconcile
+from controller.core.revisions import History
+from controller.core.spec import parse_modelserving
 
 from .harness import CountingRouter, FixedClock, MiniCluster, manifest, role
 from .support import NAME, NS, change_image, patch_spec
@@ -229,3 +232,39 @@ def _outcome(result) -> dict:
         "view": result.view,
         "error": result.error,
     }
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(m=modelservings(), passes=PASSES)
+# Group 1 scaled away (its pods gone two passes later), then back.
+@example(
+    m=SETTLED, passes=[("pass", True)] * 3 + [("scale", 1)] + [("pass", True)] * 3 + [("scale", 3), ("pass", True)]
+)
+def test_availability_taken_from_the_last_pass_equals_availability_read_from_every_group(m, passes):
+    """``context._availability_since``: the tables built from the last pass's, with only the
+    changed groups read again and the gone ones dropped, equal those read from every group."""
+    cluster, clock, cache, tables_cache = MiniCluster(), FixedClock(), PassCache(), PassCache()
+    cluster.create_modelserving(m)
+    for op, arg in [("pass", True), *passes]:
+        if op != "pass":
+            _change_shared(cluster, op, arg)
+            continue
+        result = reconcile(cluster, CountingRouter(), clock, NS, NAME, cache=cache)
+        if result.observed is not None and result.error is None:
+            obj = cluster.read_modelserving(NS, NAME)
+            ms = parse_modelserving(obj)
+            history = History.from_objects(cluster.list_revisions(NS, NAME))
+            status = obj.get("status") or {}
+            kept = build_context(ms, history, result.observed, clock.t, status, None, tables_cache)
+            read = build_context(ms, history, result.observed, clock.t, status, None, None)
+            assert kept.instance_available == read.instance_available
+            assert kept.group_available == read.group_available
+            assert kept.memos.keys() == result.observed.groups.keys()
+        if arg:
+            cluster.settle()
+        clock.t += 1
