@@ -179,6 +179,7 @@ class PathTable:
         consistent path can start on (``first_affine``), in name order."""
         self.first_affine: list[Obj] = []
         self.first_blind: list[Obj] = []
+        self.starts: dict[str, tuple[str, frozenset[str]]] = {}  # uid -> (unit, ``reach``) of those
         for pod in in_order:
             if role_of(pod) != first:
                 continue
@@ -186,7 +187,10 @@ class PathTable:
             if unit not in self.complete:
                 continue
             self.first_blind.append(pod)
-            if self.compat[pod["metadata"]["uid"]] & self.feasible[unit]:
+            uid = pod["metadata"]["uid"]
+            reach = self.compat[uid] & self.feasible[unit]
+            self.starts[uid] = (unit, reach)
+            if reach:
                 self.first_affine.append(pod)
 
     def compat_of(self, pod: Obj) -> frozenset[str]:
@@ -198,8 +202,15 @@ class PathTable:
 
     def reach(self, pod: Obj) -> frozenset[str]:
         """The revisions a consistent path starting on ``pod`` can be completed on in its scope."""
+        return self._start_of(pod)[1]
+
+    def _start_of(self, pod: Obj) -> tuple[str, frozenset[str]]:
+        """``(unit, reach)`` of a path starting on ``pod``: kept for the first hop's candidates."""
+        start = self.starts.get(pod["metadata"]["uid"])
+        if start is not None:
+            return start
         unit = (group_of(pod) or "") if self.by_group else ""
-        return self.compat_of(pod) & self.feasible.get(unit, frozenset())
+        return unit, self.compat_of(pod) & self.feasible.get(unit, frozenset())
 
     def choose(
         self,
@@ -215,11 +226,10 @@ class PathTable:
         first = _first_least_busy(self.first_candidates() if candidates is None else candidates, in_flight)
         if first is None:
             return None
-        unit = (group_of(first) or "") if self.by_group else ""
+        unit, common = self._start_of(first)
         pods_by_role = self.units[unit]
         pods = [first]
         if self.traffic.affine:
-            common = self.reach(first)
             if restrict is not None:
                 common = restrict(common) or common
             for role in self.traffic.path[1:]:
