@@ -266,11 +266,7 @@ class KubernetesCluster:
             label_selector=f"{naming.LABEL_NAME}={ms_name}",
             what=f"list pods of {namespace}/{ms_name}",
         )
-        return [
-            _with_kind(pod, "v1", "Pod")
-            for pod in body.get("items", [])
-            if (pod.get("metadata", {}).get("labels") or {}).get(naming.LABEL_NAME) == ms_name
-        ]
+        return _items_of(body, ms_name, "v1", "Pod")
 
     def get_pod(self, namespace: str, name: str) -> Obj:
         return _with_kind(
@@ -362,18 +358,11 @@ class KubernetesCluster:
         body.setdefault("apiVersion", "v1")
         body.setdefault("kind", "Pod")
         body.pop("status", None)  # the kubelet owns status; a create cannot set it
-        meta = body["metadata"]
         # Raw JSON, not the V1Pod model: user templates write quantities as numbers
         # (``nvidia.com/gpu: 1``, as most Kthena examples do), which the API server accepts and the
         # client's model refuses; the pod must reach the server exactly as the core built it.
-        created = raw_json(
-            self.api_client,
-            "POST",
-            f"/api/v1/namespaces/{meta['namespace']}/pods",
-            body=body,
-            what=f"create pod {meta['namespace']}/{meta.get('name')}",
-        )
-        return _with_kind(created, "v1", "Pod")
+        path = f"/api/v1/namespaces/{body['metadata']['namespace']}/pods"
+        return self._create_raw(body, path, "pod", "v1", "Pod")
 
     def delete_pod(self, namespace: str, name: str, *, uid: str | None = None) -> None:
         """Start graceful termination. With ``uid``, the API server refuses (409 -> ``Conflict``) when a
@@ -394,18 +383,7 @@ class KubernetesCluster:
         """
         spec_patch = patch.get("spec") or {}
         if not any(key in spec_patch for key in ("containers", "initContainers")):
-            return _with_kind(
-                call_json(
-                    self.core.patch_namespaced_pod,
-                    name,
-                    namespace,
-                    patch,
-                    _content_type=MERGE_PATCH,
-                    what=f"patch pod {namespace}/{name}",
-                ),
-                "v1",
-                "Pod",
-            )
+            return self._merge_patch_pod(namespace, name, patch)
         for attempt in range(POD_WRITE_ATTEMPTS):
             current = self.get_pod(namespace, name)
             body = copy.deepcopy(patch)
@@ -414,23 +392,20 @@ class KubernetesCluster:
                     body["spec"][key] = _merge_containers(current.get("spec", {}).get(key) or [], spec_patch[key], key)
             body.setdefault("metadata", {})["resourceVersion"] = current["metadata"].get("resourceVersion")
             try:
-                return _with_kind(
-                    call_json(
-                        self.core.patch_namespaced_pod,
-                        name,
-                        namespace,
-                        body,
-                        _content_type=MERGE_PATCH,
-                        what=f"patch pod {namespace}/{name}",
-                    ),
-                    "v1",
-                    "Pod",
-                )
+                return self._merge_patch_pod(namespace, name, body)
             except Conflict:
                 log.debug(
                     "pod %s/%s changed during an image patch (attempt %d); re-reading", namespace, name, attempt + 1
                 )
         raise Conflict(f"patch pod {namespace}/{name}: still changing after {POD_WRITE_ATTEMPTS} attempts")
+
+    def _merge_patch_pod(self, namespace: str, name: str, body: Obj, *, status: bool = False) -> Obj:
+        """A merge patch of the pod, or of its ``pods/status`` subresource."""
+        if status:
+            patch, what = self.core.patch_namespaced_pod_status, f"status of pod {namespace}/{name}"
+        else:
+            patch, what = self.core.patch_namespaced_pod, f"patch pod {namespace}/{name}"
+        return _with_kind(call_json(patch, name, namespace, body, _content_type=MERGE_PATCH, what=what), "v1", "Pod")
 
     def set_pod_condition(self, namespace: str, name: str, condition: Obj) -> Obj:
         """Add or replace (by ``type``) one condition in pod status, through ``pods/status``.
@@ -463,18 +438,7 @@ class KubernetesCluster:
                 "status": {"conditions": conditions},
             }
             try:
-                return _with_kind(
-                    call_json(
-                        self.core.patch_namespaced_pod_status,
-                        name,
-                        namespace,
-                        body,
-                        _content_type=MERGE_PATCH,
-                        what=f"status of pod {namespace}/{name}",
-                    ),
-                    "v1",
-                    "Pod",
-                )
+                return self._merge_patch_pod(namespace, name, body, status=True)
             except Conflict:
                 log.debug(
                     "pod %s/%s changed during a condition write (attempt %d); re-reading", namespace, name, attempt + 1
@@ -490,11 +454,7 @@ class KubernetesCluster:
             label_selector=f"{naming.LABEL_NAME}={ms_name}",
             what=f"list revisions of {namespace}/{ms_name}",
         )
-        return [
-            _with_kind(rev, "apps/v1", "ControllerRevision")
-            for rev in body.get("items", [])
-            if (rev.get("metadata", {}).get("labels") or {}).get(naming.LABEL_NAME) == ms_name
-        ]
+        return _items_of(body, ms_name, "apps/v1", "ControllerRevision")
 
     def create_revision(self, revision: Obj) -> Obj:
         body = self._owned(revision, "revision")
@@ -502,47 +462,30 @@ class KubernetesCluster:
         body["kind"] = "ControllerRevision"
         if "revision" not in body:
             raise ValueError("create_revision: a ControllerRevision needs its revision number")
-        meta = body["metadata"]
         # Raw JSON: ``data`` is the core's canonical revision data byte for byte (a RawExtension on
         # the server); the model would validate and re-serialize it.
-        created = raw_json(
-            self.api_client,
-            "POST",
-            f"/apis/apps/v1/namespaces/{meta['namespace']}/controllerrevisions",
-            body=body,
-            what=f"create revision {meta['namespace']}/{meta.get('name')}",
-        )
-        return _with_kind(created, "apps/v1", "ControllerRevision")
+        path = f"/apis/apps/v1/namespaces/{body['metadata']['namespace']}/controllerrevisions"
+        return self._create_raw(body, path, "revision", "apps/v1", "ControllerRevision")
 
     def annotate_revision(self, namespace: str, name: str, annotations: dict[str, str]) -> Obj:
-        return _with_kind(
-            call_json(
-                self.apps.patch_namespaced_controller_revision,
-                name,
-                namespace,
-                {"metadata": {"annotations": dict(annotations)}},
-                _content_type=MERGE_PATCH,
-                what=f"annotate revision {namespace}/{name}",
-            ),
-            "apps/v1",
-            "ControllerRevision",
-        )
+        return self._patch_revision(namespace, name, {"metadata": {"annotations": dict(annotations)}}, "annotate")
 
     def set_revision_number(self, namespace: str, name: str, number: int) -> Obj:
         # data is immutable on a ControllerRevision; the number is not (StatefulSet renumbers the same
         # way when an old revision is re-applied).
-        return _with_kind(
-            call_json(
-                self.apps.patch_namespaced_controller_revision,
-                name,
-                namespace,
-                {"revision": int(number)},
-                _content_type=MERGE_PATCH,
-                what=f"renumber revision {namespace}/{name}",
-            ),
-            "apps/v1",
-            "ControllerRevision",
+        return self._patch_revision(namespace, name, {"revision": int(number)}, "renumber")
+
+    def _patch_revision(self, namespace: str, name: str, patch: Obj, verb: str) -> Obj:
+        """A merge patch of a ControllerRevision (``verb`` names it in errors: "annotate revision ...")."""
+        obj = call_json(
+            self.apps.patch_namespaced_controller_revision,
+            name,
+            namespace,
+            patch,
+            _content_type=MERGE_PATCH,
+            what=f"{verb} revision {namespace}/{name}",
         )
+        return _with_kind(obj, "apps/v1", "ControllerRevision")
 
     def delete_revision(self, namespace: str, name: str) -> None:
         call_json(
@@ -572,29 +515,17 @@ class KubernetesCluster:
                 label_selector=selector,
                 what=what,
             )
-        api_version = _owned_api_version(kind)
-        return [
-            _with_kind(item, api_version, kind)
-            for item in body.get("items", [])
-            if (item.get("metadata", {}).get("labels") or {}).get(naming.LABEL_NAME) == ms_name
-        ]
+        return _items_of(body, ms_name, _owned_api_version(kind), kind)
 
     def create_owned(self, obj: Obj) -> Obj:
         kind = obj.get("kind") or ""
         body = self._owned(obj, kind.lower())
         body["apiVersion"] = _owned_api_version(kind)
         body.pop("status", None)
-        meta = body["metadata"]
         # Raw JSON: a PodGroup's minResources are quantities the core writes as it read them from
         # the pod templates (numbers or strings); the server parses them, a model might not.
-        created = raw_json(
-            self.api_client,
-            "POST",
-            _owned_path(kind, meta["namespace"]),
-            body=body,
-            what=f"create {kind.lower()} {meta['namespace']}/{meta.get('name')}",
-        )
-        return _with_kind(created, body["apiVersion"], kind)
+        path = _owned_path(kind, body["metadata"]["namespace"])
+        return self._create_raw(body, path, kind.lower(), body["apiVersion"], kind)
 
     def patch_owned(self, kind: str, namespace: str, name: str, patch: Obj) -> Obj:
         what = f"patch {kind.lower()} {namespace}/{name}"
@@ -771,6 +702,15 @@ class KubernetesCluster:
 
     # ------------------------------------------------------------------ helpers
 
+    def _create_raw(self, body: Obj, path: str, noun: str, api_version: str, kind: str) -> Obj:
+        """POST ``body`` as raw JSON to ``path``: the created object, as ``api_version``/``kind``
+        (``noun`` names it in errors: "create pod ns/name")."""
+        meta = body["metadata"]
+        created = raw_json(
+            self.api_client, "POST", path, body=body, what=f"create {noun} {meta['namespace']}/{meta.get('name')}"
+        )
+        return _with_kind(created, api_version, kind)
+
     def _remember(self, obj: Obj) -> Obj:
         meta = obj.get("metadata") or {}
         if meta.get("uid") and meta.get("name"):
@@ -886,6 +826,16 @@ def _controller_name(obj: Obj) -> str | None:
         if ref.get("controller"):
             return ref.get("name")
     return None
+
+
+def _items_of(body: Obj, ms_name: str, api_version: str, kind: str) -> list[Obj]:
+    """The items of a list answer that carry the ModelServing's name label (a label selector
+    answered by a server that ignored it must not leak another workload's objects)."""
+    return [
+        _with_kind(item, api_version, kind)
+        for item in body.get("items", [])
+        if (item.get("metadata", {}).get("labels") or {}).get(naming.LABEL_NAME) == ms_name
+    ]
 
 
 def _with_kind(obj: Obj, api_version: str, kind: str) -> Obj:
