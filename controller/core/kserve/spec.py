@@ -764,18 +764,23 @@ def parse_inferenceservice(manifest: Any, config: DeployConfig, runtimes=None) -
         )
     mode, warnings = deployment_mode_of(annotations, config, (manifest.get("status") or {}).get("deploymentMode"))
     spec = _mapping(manifest.get("spec"), "spec", required=True)
-    if mode == MODELMESH:
+
+    def parsed(components: dict[str, Component], canaries: tuple[Canary, ...]) -> InferenceService:
+        # ``warnings`` as it stands once the components and canaries were parsed (they add to it).
         return InferenceService(
             name=name,
             namespace=namespace,
             uid=str(meta.get("uid") or ""),
             generation=int(meta.get("generation") or 0),
             deployment_mode=mode,
-            components={},
-            canaries=(),
+            components=components,
+            canaries=canaries,
             manifest=manifest,
             warnings=tuple(warnings),
         )
+
+    if mode == MODELMESH:
+        return parsed({}, ())
     autoscaler = annotations.get(ANNOTATION_AUTOSCALER_CLASS)
     if autoscaler is not None and autoscaler not in AUTOSCALER_CLASSES:
         raise KServeError(
@@ -793,17 +798,7 @@ def parse_inferenceservice(manifest: Any, config: DeployConfig, runtimes=None) -
     for kind in COMPONENTS:
         if spec.get(kind) is not None or kind == "predictor":
             components[kind] = _component(spec.get(kind), f"spec.{kind}", kind, mode, **context)
-    return InferenceService(
-        name=name,
-        namespace=namespace,
-        uid=str(meta.get("uid") or ""),
-        generation=int(meta.get("generation") or 0),
-        deployment_mode=mode,
-        components=components,
-        canaries=_canaries(spec.get("canary"), components["predictor"], mode, **context),
-        manifest=manifest,
-        warnings=tuple(warnings),
-    )
+    return parsed(components, _canaries(spec.get("canary"), components["predictor"], mode, **context))
 
 
 def deployment_mode_of(

@@ -364,20 +364,36 @@ def _sync_standard(
             ("True", None, None) if all_ready else ("False", "CanaryNotReady", f"canary {', '.join(waiting)} not Ready")
         )
     every = all(state == "True" for ctype, (state, _, _) in wanted.items() if ctype != "CanaryReady")
-    wanted["Ready"] = ("True", None, None) if every else ("False", "ComponentsNotReady", None)
-    new_status = _conditions(status, wanted, now)
-    new_status.update(
-        observedGeneration=obj["metadata"].get("generation"),
-        deploymentMode=isvc.deployment_mode,
-        url=f"http://{isvc.name}.{isvc.namespace}.example.com",
-        components={"predictor": {"traffic": traffic}},
-    )
+    new_status = _status_with_ready(status, wanted, every, now, obj, isvc, {"predictor": {"traffic": traffic}})
     if isvc.canaries:
         new_status["canaryStatuses"] = canary_status
     else:
         new_status.pop("canaryStatuses", None)
     _write_status(store, obj, new_status)
     return None
+
+
+def _status_with_ready(
+    status: Obj,
+    wanted: dict[str, tuple[str, str | None, str | None]],
+    every_ready: bool,
+    now: float,
+    obj: Obj,
+    isvc: InferenceService,
+    components: Obj,
+) -> Obj:
+    """``status`` with the ``wanted`` conditions and ``Ready`` (True when ``every_ready``, else
+    ``ComponentsNotReady``), and what KServe writes beside them in either mode: the generation it
+    observed, the mode, the URL and ``components``."""
+    wanted["Ready"] = ("True", None, None) if every_ready else ("False", "ComponentsNotReady", None)
+    new_status = _conditions(status, wanted, now)
+    new_status.update(
+        observedGeneration=obj["metadata"].get("generation"),
+        deploymentMode=isvc.deployment_mode,
+        url=f"http://{isvc.name}.{isvc.namespace}.example.com",
+        components=components,
+    )
+    return new_status
 
 
 def _current_hash(deployment: Obj) -> str:
@@ -490,14 +506,7 @@ def _sync_serverless(store: WorkloadStore, obj: Obj, isvc: InferenceService, sta
         wanted[CONDITION_OF[kind]] = _revision_condition(latest, latest_created)
     _delete_unowned_components(store, owned_all, isvc)
     every = all(state == "True" for state, _, _ in wanted.values())
-    wanted["Ready"] = ("True", None, None) if every else ("False", "ComponentsNotReady", None)
-    new_status = _conditions(status, wanted, now)
-    new_status.update(
-        observedGeneration=obj["metadata"].get("generation"),
-        deploymentMode=isvc.deployment_mode,
-        url=f"http://{isvc.name}.{isvc.namespace}.example.com",
-        components=components_status,
-    )
+    new_status = _status_with_ready(status, wanted, every, now, obj, isvc, components_status)
     new_status.pop("canaryStatuses", None)
     _write_status(store, obj, new_status)
     return requeue
