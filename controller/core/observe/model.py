@@ -376,7 +376,7 @@ def group_of_pods(ordinal: int, pods: list[PodObs], previous: GroupObs | None = 
     # group, rebuilt on most passes: ~700,000 generator steps a run).
     deleting = being_removed = unschedulable = False
     pod_count = 0
-    before = previous.instances if previous is not None else _NO_INSTANCES
+    before = previous.instances if previous is not None else _EMPTY
     for key, members in by_instance.items():
         inst = before.get(key)
         if inst is not None and _same_pods(inst.pods, members):
@@ -392,7 +392,7 @@ def group_of_pods(ordinal: int, pods: list[PodObs], previous: GroupObs | None = 
     return GroupObs(ordinal, instances, counts, _most_run(counts), deleting, being_removed, unschedulable, pod_count)
 
 
-_NO_INSTANCES: Mapping[tuple[str, int], InstanceObs] = {}
+_EMPTY: Mapping[tuple[str, int], InstanceObs] = {}  # read-only: no previous group
 
 
 def _same_pods(kept: Mapping[int, PodObs], members: dict[int, PodObs]) -> bool:
