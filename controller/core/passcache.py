@@ -58,7 +58,6 @@ class GroupMemo:
         "path_tally",
         "running",
         "status_entry",
-        "view_instances",
         "view_row",
     )
 
@@ -67,7 +66,6 @@ class GroupMemo:
         self.availability: tuple[Any, ...] | None = None
         self.intact: tuple[Any, bool] | None = None
         self.status_entry: tuple[Any, ...] | None = None
-        self.view_instances: tuple[Any, ...] | None = None
         self.view_row: tuple[Any, ...] | None = None
         self.running: Any = None  # what its pods run (``digests.running``), for the reconcile pass
         # Whether a pod's compatibility labels differ from the history's (``planner.labels``), and
@@ -95,6 +93,9 @@ class PassCache:
         self.view_shapes = Interned(SHAPES_LIMIT)
         self.status_keys = Interned(KEYS_LIMIT)
         self.effects = Interned(KEYS_LIMIT)
+        # view: per group ordinal, what the state view made of the group last met there, with each
+        # instance's share (``view._GroupRecord``): a changed group rebuilds its changed instances.
+        self.view_entries: dict[int, Any] = {}
         # derived from objects the in-memory clusters hand out unchanged (``byidentity``).
         self._by_identity: dict[Callable[[Any], Any], ByIdentity[Any]] = {}
         # the revision compatibility labels of a parsed pod (``planner.labels``), by pod uid.

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import compress
 from typing import Any, NamedTuple
 
 from . import gates as serving_gates
 from . import naming, phases
 from .evidence import pause_hold
 from .observe import GroupObs, InstanceObs, Observed, PodObs, observe
-from .passcache import PassCache
+from .passcache import GROUPS_LIMIT, PassCache, bounded_put
 from .revisions import History
 from .spec import GROUP_ROLLING, ModelServing, ValidationError, parse_modelserving_cached
 
@@ -107,13 +108,13 @@ def build_view(
         "blocked": expand_waiting(status.get("waiting") or []),
         "waiting": status.get("waiting") or [],
         "groups": _groups(
-            status, walk.by_group, observed.groups, side.replicas, side.role_replicas, vp.update_revision, cache
+            status, walk.idle, observed.groups, side.replicas, side.role_replicas, vp.update_revision, cache
         ),
         "roles": status.get("roles") or [],
         "strategy": status.get("strategy") or {},
         "drain": walk.drain,
         "canary": _canary_view(status.get("canary"), parsed, now),
-        "gateFunnel": serving_gates.funnel(_in_spec_set(walk.gates, walk.instances, side.replicas, side.role_replicas)),
+        "gateFunnel": serving_gates.funnel(walk.counted),
         # The funnel's denominator: the instances the spec asks for (replicas x each role's replicas).
         "gateFunnelTotal": side.replicas * sum(side.role_replicas.values()),
         "servingRevisions": walk.serving,
@@ -228,9 +229,9 @@ class _Walk(NamedTuple):
     """The view's parts gathered over every group, in ordinal order."""
 
     instances: list[dict[str, Any]]
-    by_group: dict[int, list[dict[str, Any]]]
+    idle: dict[int, list[dict[str, Any]]]  # each group's entries with no request in flight
     drain: list[dict[str, Any]]
-    gates: list[tuple[tuple[int, str, int], serving_gates.InstanceGates]]
+    counted: list[tuple[tuple[int, str, int], serving_gates.InstanceGates]]  # the funnel's (``_counted``)
     serving: dict[str, dict[str, int]]  # per revision run: instances, serving, failed
 
 
@@ -238,13 +239,13 @@ def _walk_groups(observed: Observed, vp: _ViewPass, now: float, timeout: float) 
     walk = _Walk([], {}, [], [], {})
     for g in sorted(observed.groups):
         part = _group_part(observed.groups[g], vp)
-        walk.by_group[g] = part.instances
+        walk.idle[g] = part.idle
         walk.instances.extend(part.instances)
-        walk.gates.extend(part.gates)
-        for runs, is_serving, failed in part.serving:
+        walk.counted.extend(part.counted)
+        for runs, (instances, serving, failed) in part.serving.items():
             tally = walk.serving.setdefault(runs, {"instances": 0, "serving": 0, "failed": 0})
-            tally["instances"] += 1
-            tally["serving"] += is_serving
+            tally["instances"] += instances
+            tally["serving"] += serving
             tally["failed"] += failed
         walk.drain.extend(
             _drain_entry(p, g, role, ordinal, vp.in_flight, now, timeout) for p, role, ordinal in part.draining
@@ -269,24 +270,16 @@ def _drain_entry(
     }
 
 
-def _in_spec_set(
-    gates: list[tuple[tuple[int, str, int], Any]],
-    instances: list[dict[str, Any]],
-    replicas: int,
-    role_replicas: dict[str, int],
-) -> list[tuple[tuple[int, str, int], Any]]:
-    """The gates of the instances the funnel counts: those in a slot the spec asks for (group below
-    replicas, ordinal below the role's replicas) that are not leaving. A surge group comes and goes
-    with the rollout, and a draining or terminating instance is on its way out, not waiting for a
-    gate: counted, either would move the funnel's total while a rollout runs, and a Ready pod being
+_LEAVING = (STATE_DRAINING, STATE_DELETING)
+
+
+def _counted(g: int, role: str, ordinal: int, state: str, replicas: int, role_replicas: dict[str, int]) -> bool:
+    """Whether the funnel counts the instance: it is in a slot the spec asks for (group below
+    replicas, ordinal below the role's replicas) and not leaving. A surge group comes and goes with
+    the rollout, and a draining or terminating instance is on its way out, not waiting for a gate:
+    counted, either would move the funnel's total while a rollout runs, and a Ready pod being
     drained would show as waiting at Loaded since it became Ready (minutes before the deploy)."""
-    leaving = (STATE_DRAINING, STATE_DELETING)
-    counted = {
-        (i["group"], i["role"], i["ordinal"])
-        for i in instances
-        if i["group"] < replicas and i["ordinal"] < role_replicas.get(i["role"], 0) and i["state"] not in leaving
-    }
-    return [(key, g) for key, g in gates if key in counted]
+    return g < replicas and ordinal < role_replicas.get(role, 0) and state not in _LEAVING
 
 
 DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
@@ -354,14 +347,52 @@ class _ViewPass:
 
 
 class _GroupPart(NamedTuple):
-    """One group's share of the view: its instance entries in order, their gates (for the funnel),
-    (revision run, serving, failed) per instance (for the serving tallies), and its draining pods
-    as (pod, role, ordinal) (their drain entries depend on the time: made on every pass)."""
+    """One group's share of the view: its instance entries in order and the same with no request
+    in flight (``idle``: the group table's row reads those), the gates of those the funnel counts
+    (``_counted``), per revision run its (instances, serving, failed) (for the serving tallies),
+    and its draining pods as (pod, role, ordinal) (their drain entries depend on the time: made on
+    every pass)."""
 
     instances: list[dict[str, Any]]
-    gates: list[tuple[tuple[int, str, int], serving_gates.InstanceGates]]
-    serving: list[tuple[str, bool, bool]]
+    idle: list[dict[str, Any]]
+    counted: list[tuple[tuple[int, str, int], serving_gates.InstanceGates]]
+    serving: dict[str, tuple[int, int, int]]
     draining: list[tuple[PodObs, str, int]]
+
+
+class _InstancePart(NamedTuple):
+    """One instance's share of its group's part (with no request in flight), and the key it was
+    built under (``_instance_key``; None without a cache)."""
+
+    key: tuple[Any, ...] | None
+    entry: dict[str, Any]
+    gates: serving_gates.InstanceGates
+    counted: bool
+    serving: tuple[str, bool, bool]  # (revision run, serving, failed)
+    draining: list[tuple[PodObs, str, int]]
+
+
+class _Layout(NamedTuple):
+    """How a GroupObs is laid out, fixed for it (nothing changes one after observe)."""
+
+    ordered: list[tuple[str, int, InstanceObs, list[PodObs]]]  # ``_ordered``
+    pairs: list[tuple[str, str]]  # the distinct (revision, role) of its instances
+    entry_names: list[str | None]  # each instance's entry pod (``InstanceObs.entry``), by name
+    names: list[str]  # every pod of it, instance by instance, each in index order
+    owner: list[int]  # for each of ``names``, the place of its instance in ``ordered``
+
+
+class _GroupRecord(NamedTuple):
+    """What ``_group_part`` keeps of a group ordinal's last pass in the cache (``view_entries``),
+    replaced whole (a web process may build views in several threads)."""
+
+    group: GroupObs  # the observed group it was made from
+    key: tuple[Any, ...]  # (shape, pods expected per instance of ``pairs``, routed entry pods)
+    layout: _Layout
+    base: _GroupPart  # with no request in flight
+    slots: dict[tuple[str, int], _InstancePart]  # each instance's share of ``base``, by (role, ordinal)
+    counts: tuple[Any, ...]  # the in-flight counts of ``layout.names``; () when none is in flight
+    part: _GroupPart  # ``base`` with those counts
 
 
 def _ordered(group: GroupObs) -> list[tuple[str, int, InstanceObs, list[PodObs]]]:
@@ -372,50 +403,51 @@ def _ordered(group: GroupObs) -> list[tuple[str, int, InstanceObs, list[PodObs]]
     ]
 
 
-def _layout(
-    group: GroupObs,
-) -> tuple[list[tuple[str, int, InstanceObs, list[PodObs]]], list[tuple[str, str]], list[str]]:
-    """``_ordered``; the (revision, role) of each instance; the names of all its pods. Fixed for
-    a GroupObs (nothing changes one after observe)."""
+def _layout(group: GroupObs) -> _Layout:
     ordered = _ordered(group)
-    pairs = [(inst.revision, role) for role, _, inst, _ in ordered]
+    pairs = list(dict.fromkeys([(inst.revision, role) for role, _, inst, _ in ordered]))
+    entry_names = [entry.name if (entry := inst.entry) is not None else None for _, _, inst, _ in ordered]
     names = [p.name for _, _, _, pods in ordered for p in pods]
-    return ordered, pairs, names
+    owner = [place for place, (_, _, _, pods) in enumerate(ordered) for _ in pods]
+    return _Layout(ordered, pairs, entry_names, names, owner)
 
 
 def _group_part(group: GroupObs, vp: _ViewPass) -> _GroupPart:
     """The group's entries, memoised on the GroupObs (reused from one pass to the next while its
     pods are the same parses) under the pass's shape, the pods per instance of its instances and
-    the routed pods. 1,000 unchanged groups of a rollout then cost a key each, and the publisher's
-    delta finds their entries unchanged by identity (``make_delta``). The in-flight counts, which
-    move with every request while traffic runs, are a second key: when only they changed, the
-    memoised entries are copied with the new counts (``_with_in_flight``) instead of walking the
-    gates of every instance again. Kept in the cache as one tuple, replaced whole: a web process
-    may build views in several threads."""
+    the router's table of its entry pods. 1,000 unchanged groups of a rollout then cost a key
+    each, and the publisher's delta finds their entries unchanged by identity (``make_delta``).
+    The in-flight counts, which move with every request while traffic runs, are a second key: when
+    only they changed, the memoised entries are copied with the new counts (``_with_counts``)
+    instead of walking the gates of every instance again. When the group changed (a new GroupObs:
+    some pod of it changed), each instance whose pods are the same parses is taken from the group's
+    last build (``_build_group_part``): one pod changed in a group of 160 instances builds one
+    entry."""
     if vp.cache is None:
         ordered = _ordered(group)
-        base = _build_group_part(group.ordinal, ordered, vp)
+        base = _build_group_part(group.ordinal, ordered, vp)[0]
         return _with_in_flight(base, ordered, vp.in_flight) if _any_in_flight(ordered, vp.in_flight) else base
-    holder = vp.cache.memo_of(group)
-    memo = holder.view_instances
-    layout = memo[1] if memo is not None else _layout(group)
-    ordered, pairs, names = layout
+    last: _GroupRecord | None = vp.cache.view_entries.get(group.ordinal)
+    same_group = last is not None and last.group is group
+    layout = last.layout if same_group else _layout(group)
     key = (
         vp.shape,
-        tuple([vp.expected(revision, role) for revision, role in pairs]),
-        None if vp.routed is None else tuple([vp.routed.get(n, False) for n in names]),
+        tuple([vp.expected(revision, role) for revision, role in layout.pairs]),
+        None if vp.routed is None else tuple([vp.routed.get(n, _ABSENT) for n in layout.entry_names]),
     )
-    counts = tuple(map(vp.in_flight.get, names)) if vp.in_flight else ()
+    counts = tuple(map(vp.in_flight.get, layout.names)) if vp.in_flight else ()
     if not any(counts):
         counts = ()
-    if memo is not None and memo[0] == key:
-        base = memo[2]
-        if memo[3] == counts:
-            return memo[4]
+    if same_group and last.key == key:
+        if last.counts == counts:
+            return last.part
+        base, slots = last.base, last.slots
     else:
-        base = _build_group_part(group.ordinal, ordered, vp)
-    part = _with_in_flight(base, ordered, vp.in_flight) if counts else base
-    holder.view_instances = (key, layout, base, counts, part)
+        previous = last.slots if last is not None and last.key[0] == vp.shape else None
+        base, slots = _build_group_part(group.ordinal, layout.ordered, vp, previous)
+    part = _with_counts(base, layout.owner, counts, last) if counts else base
+    record = _GroupRecord(group, key, layout, base, slots, counts, part)
+    bounded_put(vp.cache.view_entries, GROUPS_LIMIT, group.ordinal, record)
     return part
 
 
@@ -433,44 +465,121 @@ def _with_in_flight(
     for entry, (_, _, _, pods_sorted) in zip(base.instances, ordered, strict=True):
         n = sum(int(in_flight.get(p.name, 0)) for p in pods_sorted)
         instances.append({**entry, "inFlight": n} if n else entry)
-    return _GroupPart(instances, base.gates, base.serving, base.draining)
+    return base._replace(instances=instances)
 
 
-def _build_group_part(g: int, ordered: list[tuple[str, int, InstanceObs, list[PodObs]]], vp: _ViewPass) -> _GroupPart:
-    """The group's entries with no request in flight (``_group_part`` adds the counts)."""
-    part = _GroupPart([], [], [], [])
+def _with_counts(base: _GroupPart, owner: list[int], counts: tuple[Any, ...], last: _GroupRecord | None) -> _GroupPart:
+    """``_with_in_flight`` from the counts of the group's pods (``_Layout.names``), walking only
+    the pods with a request in flight. ``last``: the group ordinal's last pass, whose copy of the
+    same entry with the same count is handed back (the same object: the publisher's delta and the
+    trace skip it by identity). Example: counts (None, 2, 0, 1) of pods owned by instances
+    (0, 0, 1, 2) -> instance 0 copied with 2, instance 2 with 1, instance 1 shared."""
+    busy: dict[int, int] = {}
+    for place in compress(range(len(counts)), counts):
+        busy[owner[place]] = busy.get(owner[place], 0) + int(counts[place])
+    copies: dict[int, dict[str, Any]] = {}
+    if last is not None and last.counts:
+        # Both lists are alive while this runs: an id met in both is one object.
+        copies = {id(b): c for b, c in zip(last.base.instances, last.part.instances, strict=True) if b is not c}
+    instances = list(base.instances)
+    for place, n in busy.items():
+        if n:
+            copy = copies.get(id(instances[place]))
+            instances[place] = (
+                copy if copy is not None and copy["inFlight"] == n else {**instances[place], "inFlight": n}
+            )
+    return base._replace(instances=instances)
+
+
+_ABSENT = object()  # the entry pod is not in the router's table
+
+
+def _instance_key(inst: InstanceObs, expected: int, routed: Mapping[str, float | None] | None) -> tuple[Any, ...]:
+    """What an instance's share reads besides the pass's shape and its slot: its pods, in its
+    order (the instance is a function of them; an unchanged pod is the same parse from pass to
+    pass, and PodObs compare by identity), the pods expected of it and what the router has for its
+    entry pod (``gates.instance_gates`` reads that one)."""
+    entry = inst.entry
+    table = None if routed is None else (routed.get(entry.name, _ABSENT) if entry is not None else _ABSENT,)
+    return (tuple(inst.pods.values()), expected, table)
+
+
+def _build_group_part(
+    g: int,
+    ordered: list[tuple[str, int, InstanceObs, list[PodObs]]],
+    vp: _ViewPass,
+    previous: Mapping[tuple[str, int], _InstancePart] | None = None,
+) -> tuple[_GroupPart, dict[tuple[str, int], _InstancePart]]:
+    """The group's entries with no request in flight (``_group_part`` adds the counts) and, with a
+    cache, each instance's share by (role, ordinal): a share of ``previous`` (the group ordinal's
+    last build under the same shape) whose key is the instance's now is taken as it is."""
+    instances: list[dict[str, Any]] = []
+    part = _GroupPart(instances, instances, [], {}, [])
+    slots: dict[tuple[str, int], _InstancePart] = {}
+    tallies: dict[str, list[int]] = {}
     for role, ordinal, inst, pods_sorted in ordered:
         expected = vp.expected(inst.revision, role)
-        draining_pods = [p for p in pods_sorted if p.draining]
-        runs = vp.runs(inst, role)
-        gates = serving_gates.instance_gates(
-            inst, expected, verification_required=vp.verification, pods=pods_sorted, routed=vp.routed, cache=vp.cache
-        )
-        part.gates.append(((g, role, ordinal), gates))
-        part.serving.append((runs, gates.serving, gates.failed is not None))
-        part.instances.append(
-            {
-                "group": g,
-                "role": role,
-                "ordinal": ordinal,
-                "revision": runs,
-                "state": instance_state(inst, expected),
-                "pods": len(pods_sorted),
-                "readyPods": sum(1 for p in pods_sorted if p.ready),
-                "surge": g >= vp.replicas or ordinal >= vp.role_replicas.get(role, 0),
-                "podUids": [p.uid for p in pods_sorted],
-                "draining": len(draining_pods),
-                "inFlight": 0,
-                "gate": gates.highest,
-                "gateFailed": gates.failed,
-                "gateTimes": gates.reached,
-                "gateWaiting": gates.waiting_json(),
-                "address": _entry_address(inst, vp.namespace),
-                "digest": _entry_digest(inst),
-            }
-        )
-        part.draining.extend((p, role, ordinal) for p in draining_pods)
-    return part
+        if vp.cache is None:
+            share = _instance_part(g, role, ordinal, inst, pods_sorted, expected, vp, None)
+        else:
+            key = _instance_key(inst, expected, vp.routed)
+            share = previous.get((role, ordinal)) if previous is not None else None
+            if share is None or share.key != key:
+                share = _instance_part(g, role, ordinal, inst, pods_sorted, expected, vp, key)
+            slots[(role, ordinal)] = share
+        instances.append(share.entry)
+        if share.counted:
+            part.counted.append(((g, role, ordinal), share.gates))
+        runs, is_serving, failed = share.serving
+        tally = tallies.get(runs)
+        if tally is None:
+            tally = tallies[runs] = [0, 0, 0]
+        tally[0] += 1
+        tally[1] += is_serving
+        tally[2] += failed
+        if share.draining:
+            part.draining.extend(share.draining)
+    part.serving.update((runs, tuple(tally)) for runs, tally in tallies.items())
+    return part, slots
+
+
+def _instance_part(
+    g: int,
+    role: str,
+    ordinal: int,
+    inst: InstanceObs,
+    pods_sorted: list[PodObs],
+    expected: int,
+    vp: _ViewPass,
+    key: tuple[Any, ...] | None,
+) -> _InstancePart:
+    runs = vp.runs(inst, role)
+    gates = serving_gates.instance_gates(
+        inst, expected, verification_required=vp.verification, pods=pods_sorted, routed=vp.routed, cache=vp.cache
+    )
+    state = instance_state(inst, expected)
+    draining = [(p, role, ordinal) for p in pods_sorted if p.draining]
+    entry = {
+        "group": g,
+        "role": role,
+        "ordinal": ordinal,
+        "revision": runs,
+        "state": state,
+        "pods": len(pods_sorted),
+        "readyPods": sum(1 for p in pods_sorted if p.ready),
+        "surge": g >= vp.replicas or ordinal >= vp.role_replicas.get(role, 0),
+        "podUids": [p.uid for p in pods_sorted],
+        "draining": len(draining),
+        "inFlight": 0,
+        "gate": gates.highest,
+        "gateFailed": gates.failed,
+        "gateTimes": gates.reached,
+        "gateWaiting": gates.waiting_json(),
+        "address": _entry_address(inst, vp.namespace),
+        "digest": _entry_digest(inst),
+    }
+    counted = _counted(g, role, ordinal, state, vp.replicas, vp.role_replicas)
+    return _InstancePart(key, entry, gates, counted, (runs, gates.serving, gates.failed is not None), draining)
 
 
 def _entry_digest(inst: InstanceObs) -> str | None:
@@ -581,22 +690,23 @@ def _started(figures: dict[str, Any] | None) -> int:
 
 def _groups(
     status: dict[str, Any],
-    by_group: dict[int, list[dict[str, Any]]],
+    idle: dict[int, list[dict[str, Any]]],
     observed_groups: Mapping[int, GroupObs],
     replicas: int,
     role_replicas: dict[str, int],
     update_revision: str | None,
     cache: PassCache | None = None,
 ) -> list[dict[str, Any]]:
-    """Per-group, per-role counts for the dashboard, from the instances (status keeps only a
-    compact summary per group so that 1,000 groups fit in one object). A group's row is memoised
-    on its GroupObs with the entries and the status record it was made from: the same entries
-    (``_group_part`` handed back its memo, under the same shape) and an equal record give the
-    same row."""
+    """Per-group, per-role counts for the dashboard, from the instances (``idle``: each group's
+    entries with no request in flight; a row reads no count), as status keeps only a compact
+    summary per group so that 1,000 groups fit in one object. A group's row is memoised on its
+    GroupObs with the entries and the status record it was made from: the same entries
+    (``_group_part`` handed back its memo, under the same shape, whatever the counts) and an equal
+    record give the same row."""
     recorded = {g.get("ordinal"): g for g in status.get("groups") or []}
     out = []
-    for o in sorted(set(range(replicas)) | set(by_group)):
-        members = by_group.get(o, [])
+    for o in sorted(set(range(replicas)) | set(idle)):
+        members = idle.get(o, [])
         rec = recorded.get(o) or {}
         group = observed_groups.get(o)
         holder = cache.memo_of(group) if cache is not None and group is not None else None

@@ -10,7 +10,7 @@ request). Times are rounded to the millisecond so the text does not carry float 
 from __future__ import annotations
 
 import json
-from operator import itemgetter
+from operator import is_, itemgetter
 from typing import Any
 
 FORMAT = 1
@@ -29,11 +29,13 @@ def frame_from_view(
 
 
 def _frame_instances(view: dict[str, Any]) -> list[dict[str, Any]]:
+    return [_frame_row(inst) for inst in view.get("instances") or []]
+
+
+def _frame_row(inst: dict[str, Any]) -> dict[str, Any]:
     # The view's per-gate times and waits are for the dashboard; a frame keeps the highest
     # gate and the failed one (scenarios.md), and the rest of each instance as the view has it.
-    return [
-        {k: v for k, v in inst.items() if k not in _VIEW_ONLY_INSTANCE_KEYS} for inst in view.get("instances") or []
-    ]
+    return {k: v for k, v in inst.items() if k not in _VIEW_ONLY_INSTANCE_KEYS}
 
 
 def _frame_shell(t: float, view: dict[str, Any], blocked: list[dict], *, with_strategy: bool = False) -> dict[str, Any]:
@@ -89,16 +91,17 @@ def _freeze(value: Any) -> Any:
     return value
 
 
-def _change_key(frame: dict[str, Any], revisions: list) -> tuple:
+def _instance_key(inst: dict[str, Any]) -> tuple:
+    """What a frame shows of an instance and watches for change (not its in-flight count)."""
+    try:
+        return (_instance_fields(inst), tuple(inst["podUids"]))
+    except KeyError:  # a view without some field: slower, same meaning
+        return (tuple(inst.get(k) for k in _INSTANCE_KEYS), tuple(inst.get("podUids") or ()))
+
+
+def _change_key(frame: dict[str, Any], revisions: list, instances: tuple) -> tuple:
     # Tuples, not JSON text: this runs after every reconcile pass (1,100 passes x 160 instances in
     # the seed example), and building tuples is several times cheaper than encoding JSON.
-    try:
-        instances = tuple((_instance_fields(inst), tuple(inst["podUids"])) for inst in frame["instances"])
-    except KeyError:  # a view without some field: slower, same meaning
-        instances = tuple(
-            (tuple(inst.get(k) for k in _INSTANCE_KEYS), tuple(inst.get("podUids") or ()))
-            for inst in frame["instances"]
-        )
     return (
         _freeze(frame["spec"]),
         frame["currentRevision"],
@@ -110,6 +113,51 @@ def _change_key(frame: dict[str, Any], revisions: list) -> tuple:
         _freeze(revisions),
         _freeze(frame.get("strategy")),
     )
+
+
+class _ByEntry:
+    """What the trace derived from each instance entry of the last view it was offered, kept by
+    the entry itself: the state view hands back an unchanged instance as the very same entry from
+    one pass to the next (``view._group_part``), so the seed example's 160 instances cost a
+    lookup each instead of a copy or a key each. Two values per entry: its change key
+    (``_instance_key``) and, once a frame kept it, its row (``_frame_row``)."""
+
+    def __init__(self) -> None:
+        self._last: list[dict[str, Any]] = []  # the entries of the last view, in order
+        self._keys: tuple = ()  # their change keys, in order
+        self._known: dict[int, tuple[dict[str, Any], tuple]] = {}  # id(entry) -> (entry, change key)
+        self._rows: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}  # id(entry) -> (entry, row)
+
+    def change_keys(self, instances: list[dict[str, Any]]) -> tuple:
+        """The change keys of ``instances`` in order; the same tuple when every entry is the same
+        object as in the last view."""
+        if len(instances) == len(self._last) and all(map(is_, instances, self._last)):
+            return self._keys
+        known = self._known
+        fresh: dict[int, tuple[dict[str, Any], tuple]] = {}
+        keys = []
+        for inst in instances:
+            hit = known.get(id(inst))
+            # ``hit[0] is inst``: the entry is alive in ``known``, so an equal id is this object.
+            key = hit[1] if hit is not None and hit[0] is inst else _instance_key(inst)
+            fresh[id(inst)] = (inst, key)
+            keys.append(key)
+        self._last, self._keys, self._known = list(instances), tuple(keys), fresh
+        return self._keys
+
+    def rows(self, instances: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The frame's rows of ``instances`` (``_frame_row``): a row kept for the same entry by the
+        last kept frame is shared (nothing changes a frame once it is written)."""
+        known = self._rows
+        fresh: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+        out = []
+        for inst in instances:
+            hit = known.get(id(inst))
+            row = hit[1] if hit is not None and hit[0] is inst else _frame_row(inst)
+            fresh[id(inst)] = (inst, row)
+            out.append(row)
+        self._rows = fresh
+        return out
 
 
 class TraceWriter:
@@ -125,6 +173,7 @@ class TraceWriter:
         self.audit: list[dict[str, Any]] = []  # every audited action (scenario controls, the analysis)
         self.revisions: dict[str, dict[str, Any]] = {}  # hash -> {number, hash, name}
         self._last_key: tuple | None = None
+        self._by_entry = _ByEntry()
 
     def observe_revisions(self, revisions: list[dict[str, Any]]) -> list:
         current = []
@@ -139,11 +188,12 @@ class TraceWriter:
         # The change key reads only fields a frame keeps as they are, so it is taken from the
         # view's instances; they are copied into the frame only when the frame is kept.
         frame = _frame_shell(t, view, blocked, with_strategy=self.with_strategy)
-        key = _change_key(frame, self.observe_revisions(view.get("revisions") or []))
+        instances = self._by_entry.change_keys(frame["instances"])
+        key = _change_key(frame, self.observe_revisions(view.get("revisions") or []), instances)
         if not force and key == self._last_key:
             return False
         self._last_key = key
-        frame["instances"] = _frame_instances(view)
+        frame["instances"] = self._by_entry.rows(frame["instances"])
         if self.frames and self.frames[-1]["t"] == frame["t"]:
             self.frames[-1] = frame  # two passes in the same millisecond: keep the settled one
         else:

@@ -9,14 +9,17 @@ by identity."""
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from controller.core import naming
 from controller.core.observe import observe
 from controller.core.view import build_view
 from controller.runtime.delta import make_delta
-from tests.factories import prefill_decode, role_strategy
+from tests.factories import coordinated, prefill_decode, role_strategy
 
 from .harness import _versioned, manifest, role, step
 from .support import (
@@ -160,3 +163,131 @@ def test_when_only_in_flight_counts_change_the_groups_other_instances_are_the_sa
     assert {i["group"] for i in first["instances"]} == {0}
     idle = view(cluster, clock, pods=pods)
     assert [i["inFlight"] for i in idle["instances"]] == [0] * len(idle["instances"])
+
+
+def _with_times(pod):
+    """``pod`` with the times the gates read, which the test cluster does not write: created at 0,
+    scheduled at 10, started at 20, Ready at 30 unless the test set when."""
+    pod["metadata"].setdefault("creationTimestamp", "2026-11-30T10:00:00Z")
+    times = {"PodScheduled": "2026-11-30T10:00:10Z", "Ready": "2026-11-30T10:00:30Z"}
+    for condition in pod["status"].get("conditions", []):
+        if condition["type"] in times and condition["status"] == "True":
+            condition.setdefault("lastTransitionTime", times[condition["type"]])
+    for container in pod["status"].get("containerStatuses", []):
+        if "running" in container["state"]:
+            container["state"]["running"].setdefault("startedAt", "2026-11-30T10:00:20Z")
+    return pod
+
+
+def _views_with_and_without_memos(cluster, clock, in_flight, routed):
+    obj = cluster.ms[(NS, NAME)]
+    pods = [_with_times(pod) for pod in cluster.list_pods(NS, NAME)]
+    revisions = cluster.list_revisions(NS, NAME)
+    memoised = build_view(obj, pods, revisions, in_flight, clock.t, routed=routed, cache=cache_of(cluster))
+    return memoised, build_view(obj, pods, revisions, in_flight, clock.t, routed=routed)
+
+
+def _nth_pod(cluster, n):
+    names = sorted(cluster.pods)
+    return cluster.pods[names[n % len(names)]] if names else None
+
+
+def _set_ready(pod, ready, t):
+    conditions = [c for c in pod["status"].get("conditions", []) if c["type"] != "Ready"]
+    ready_condition = {"type": "Ready", "status": "True", "lastTransitionTime": t} if ready else None
+    pod["status"]["conditions"] = conditions + [ready_condition or {"type": "Ready", "status": "False"}]
+
+
+def _change_one_pod(cluster, clock, op, n, arg):
+    """One pod turned Ready or unready, verified (passed or failed) for the revision it runs,
+    marked draining or deleted behind the controller's back."""
+    pod = _nth_pod(cluster, n)
+    if pod is None:
+        return
+    annotations = pod["metadata"].setdefault("annotations", {})
+    if op == "ready":
+        _set_ready(pod, arg, clock.t)
+    elif op == "verify":
+        revision = pod["metadata"]["labels"][naming.LABEL_REVISION]
+        annotations[naming.ANNOTATION_VERIFICATION] = json.dumps({"revision": revision, "passed": arg, "at": clock.t})
+    elif op == "drain":
+        annotations[naming.ANNOTATION_DRAINING] = str(clock.t)
+    else:
+        del cluster.pods[pod["metadata"]["name"]]
+
+
+ONE_AT_A_TIME = st.lists(
+    st.one_of(
+        st.tuples(st.sampled_from(["ready", "verify"]), st.integers(0, 10_000), st.booleans()),
+        st.tuples(st.sampled_from(["drain", "delete"]), st.integers(0, 10_000), st.none()),
+        st.tuples(st.just("in-flight"), st.integers(0, 10_000), st.integers(0, 3)),
+        st.tuples(st.just("route"), st.integers(0, 10_000), st.sampled_from(["absent", None, 0.0, 5.0, 500.0])),
+        st.tuples(st.just("router-table"), st.just(0), st.booleans()),  # the router tells, or not
+        st.tuples(st.just("pass"), st.just(0), st.booleans()),  # the pods settle afterwards, or not
+        st.tuples(st.just("change-image"), st.just(0), st.sampled_from(["engine:v2", "engine:v3"])),
+    ),
+    min_size=1,
+    max_size=30,
+)
+
+
+@settings(max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(verification=st.booleans(), ops=ONE_AT_A_TIME)
+# Each thing an entry reads besides its pods, changed while its pods do not: the router's table of
+# its entry pod, the verification spec, the in-flight counts; then a rollout, a pod at a time.
+@example(verification=False, ops=[("pass", 0, True), ("route", 0, "absent"), ("route", 0, 5.0), ("route", 0, None)])
+@example(verification=False, ops=[("pass", 0, True), ("router-table", 0, False), ("router-table", 0, True)])
+@example(verification=True, ops=[("pass", 0, True), ("verify", 0, True), ("verify", 0, False), ("verify", 2, True)])
+@example(
+    verification=False,
+    ops=[("in-flight", 0, 2), ("in-flight", 0, 3), ("in-flight", 2, 1), ("in-flight", 0, 0), ("drain", 2, None)]
+    + [("in-flight", 2, 1), ("pass", 0, False), ("in-flight", 2, 2), ("delete", 2, None)],
+)
+@example(
+    verification=False,
+    ops=[("change-image", 0, "engine:v2"), ("pass", 0, False), ("in-flight", 1, 1), ("pass", 0, True)]
+    + [("ready", 3, False), ("pass", 0, True), ("pass", 0, False), ("ready", 3, True)]
+    + [("pass", 0, True)] * 6,
+)
+def test_one_group_of_many_instances_changing_one_pod_at_a_time_shows_what_a_view_without_memos_shows(
+    verification, ops
+):
+    """One ServingGroup of 9 instances (the seed example's shape, smaller): every pass changes one
+    pod, one in-flight count or one routed flag, or runs the controller (which replaces pods a few
+    at a time during a rollout); the view built through the memos of the earlier views (each
+    instance's entry kept by its pods) equals the view built from scratch, pass by pass."""
+    roles = [role("a", replicas=6), role("b", replicas=3, workers=1)]
+    cluster, clock = deploy(manifest(replicas=1, roles=roles, strategy=coordinated("50%")))
+    if verification:  # after the deploy: nothing verifies the test cluster's pods
+        patch_spec(cluster, {"verification": {"path": "/v1/models"}})
+    in_flight: dict[str, int] = {}
+    routed: dict[str, float | None] | None = {name: None for name in cluster.pods}
+    for n, (op, index, arg) in enumerate(ops):
+        pod = _nth_pod(cluster, index)
+        name = pod["metadata"]["name"] if pod is not None else "none"
+        if op == "in-flight":
+            in_flight[name] = arg
+        elif op == "route" and routed is not None:
+            routed.pop(name, None) if arg == "absent" else routed.__setitem__(name, arg)
+        elif op == "router-table":
+            routed = {p: None for p in cluster.pods} if arg else None
+        elif op == "pass":
+            step(cluster, clock, settle=arg)
+        elif op == "change-image":
+            change_image(cluster, arg)
+        else:
+            _change_one_pod(cluster, clock, op, index, arg)
+        memoised, fresh = _views_with_and_without_memos(cluster, clock, in_flight, routed)
+        assert memoised == fresh, f"pass {n} ({op})"
+
+
+def test_one_pod_changed_in_a_group_of_many_instances_rebuilds_that_instances_entry_only():
+    cluster, clock = converged(roles=[role("a", replicas=6), role("b", replicas=3)], replicas=1)
+    first = view(cluster, clock)
+    pod = cluster.pods[f"{NAME}-0-a-4-0"]
+    _set_ready(pod, False, clock.t)
+    second = view(cluster, clock)
+    changed = [(a, b) for a, b in zip(first["instances"], second["instances"], strict=True) if a is not b]
+    assert [(b["role"], b["ordinal"], b["state"]) for _, b in changed] == [("a", 4, "Creating")]
+    delta = make_delta(first, second)["lists"]["instances"]
+    assert len(delta["upsert"]) + len(delta["patch"]) == 1 and not delta["remove"]
