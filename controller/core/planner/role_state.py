@@ -75,6 +75,14 @@ class RoleState:
 
 
 def role_states(ctx: PassContext, group: GroupObs, in_place: bool) -> dict[str, RoleState]:
+    """Each spec role's counters in ``group``. The instances are taken role by role in one walk
+    over the group, and each instance's figures read in locals: the seed example's 160-instance
+    group is counted on nearly every pass."""
+    by_role: dict[str, list[tuple[int, InstanceObs]]] = {role.name: [] for role in ctx.ms.roles}
+    for (rname, k), inst in group.instances.items():
+        members = by_role.get(rname)
+        if members is not None:
+            members.append((k, inst))
     states: dict[str, RoleState] = {}
     for role in ctx.ms.roles:
         budgets = ctx.strategy.roles[role.name]
@@ -85,36 +93,49 @@ def role_states(ctx: PassContext, group: GroupObs, in_place: bool) -> dict[str, 
             budgets.max_unavailable.count,
             budgets.max_surge.count,
         )
-        target = ctx.update_role_hashes.get(role.name, "")
-        for (rname, k), inst in group.instances.items():
-            if rname != role.name:
-                continue
-            st.instances[k] = inst
-            at_target = inst.role_hash == target or inst.revision in ctx.equivalent
-            removing = inst.being_removed
-            updating = in_place and inplace_in_progress(ctx, inst)
-            if at_target and not updating:
-                st.at_target.add(k)
-            if ctx.available(inst) and not removing and not updating:
-                st.available.add(k)
-            if k < role.replicas and k >= st.partition:
-                if at_target and not updating:
-                    if k in st.available:
-                        st.ready_target += 1
-                    else:
-                        st.in_flight += 1
-                elif removing or updating:
-                    st.in_flight += 1
-                else:
-                    st.outdated_pending.append(k)
-            if k < st.partition and not at_target:
-                st.protected_outdated.append(k)
-            if not at_target and not inst.deleting:
-                st.old_alive += 1  # a draining old instance still serves its in-flight requests
-                if not removing:
-                    st.old_routable += 1
+        _count_instances(ctx, st, by_role[role.name], ctx.update_role_hashes.get(role.name, ""), in_place)
         for k in range(st.partition, role.replicas):
             if k not in st.instances:
                 st.in_flight += 1  # a replacement deleted but not yet recreated
         states[role.name] = st
     return states
+
+
+def _count_instances(
+    ctx: PassContext, st: RoleState, members: list[tuple[int, InstanceObs]], target: str, in_place: bool
+) -> None:
+    """The role's instances (ordinal, instance) counted into ``st``."""
+    available_of = ctx.instance_available
+    equivalent = ctx.equivalent
+    replicas, partition = st.replicas, st.partition
+    instances, available, at_target_set = st.instances, st.available, st.at_target
+    ready_target = in_flight = old_alive = old_routable = 0
+    for k, inst in members:
+        instances[k] = inst
+        at_target = inst.role_hash == target or inst.revision in equivalent
+        removing = inst.being_removed
+        updating = in_place and inplace_in_progress(ctx, inst)
+        if at_target and not updating:
+            at_target_set.add(k)
+        if available_of[(inst.group, inst.role, inst.ordinal)] and not removing and not updating:
+            available.add(k)
+        if partition <= k < replicas:
+            if at_target and not updating:
+                if k in available:
+                    ready_target += 1
+                else:
+                    in_flight += 1
+            elif removing or updating:
+                in_flight += 1
+            else:
+                st.outdated_pending.append(k)
+        if k < partition and not at_target:
+            st.protected_outdated.append(k)
+        if not at_target and not inst.deleting:
+            old_alive += 1  # a draining old instance still serves its in-flight requests
+            if not removing:
+                old_routable += 1
+    st.ready_target += ready_target
+    st.in_flight += in_flight
+    st.old_alive += old_alive
+    st.old_routable += old_routable
