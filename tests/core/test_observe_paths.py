@@ -192,3 +192,18 @@ def test_with_a_cache_a_changed_group_keeps_the_instances_whose_pods_did_not_cha
     for key, inst in group.instances.items():
         assert (inst is before.instances[key]) == (key != changed_key)
     assert summary(after) == summary(observe_plain(pods))
+
+
+def test_after_a_pod_is_removed_the_shared_pods_that_shifted_place_are_not_read_again():
+    """Pods added or removed shift every later pod's place: each object met again anywhere in the
+    previous list is still taken as the version it was (shown as above, by a pod changed in place,
+    which such a port never does), and the observation equals the plain path's otherwise."""
+    pods, cache = converged_pods(), PassCache()
+    observe(SharedObjects(pods), cache=cache)
+    del pods[1]  # every later pod moves up one place (the first stays: the cache knows the list by it)
+    changed_in_place = pods[-1]
+    changed_in_place["metadata"]["deletionTimestamp"] = "2026-12-02T00:00:00Z"
+    changed_in_place["metadata"]["resourceVersion"] = str(next(_versions))
+    group = int(changed_in_place["metadata"]["labels"][naming.LABEL_GROUP_ORDINAL])
+    assert not observe(SharedObjects(pods), cache=cache).groups[group].deleting
+    assert observe(list(pods), cache=PassCache()).groups[group].deleting
