@@ -38,6 +38,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+from collections.abc import Callable
 
 import orjson
 import redis
@@ -423,51 +424,40 @@ class RedisTraffic:
             return 0, 0
         rng = random.Random(f"{t.namespace}/{t.name}:{start:.6f}")
         n = poisson(rng, t.rps * elapsed)
-        if t.kind == SimTraffic.KIND_INFERENCESERVICE:
-            rejected = self._isvc_arrivals(t, n, start, elapsed, config, rng) if n else 0
-            SimTraffic.objects.filter(pk=t.pk).update(
-                generated_until=now, sent=F("sent") + n, rejected=F("rejected") + rejected
-            )
-            return n, rejected
-        pods = routable_entry_pods(t.namespace, t.name) if n else []
-        ms = _modelserving(t.namespace, t.name) if n else None
-        spec_traffic, load = _paths_and_tokens(ms, t, config)
-        if n and (spec_traffic.has_path or load.tokens):
-            rejected = self._path_arrivals(t, n, start, elapsed, config, rng, pods, ms, spec_traffic, load)
-            SimTraffic.objects.filter(pk=t.pk).update(
-                generated_until=now, sent=F("sent") + n, rejected=F("rejected") + rejected
-            )
-            return n, rejected
-        rejected = 0
-        if n and not pods:
-            rejected = n
-        elif n:
-            names = sorted(p["metadata"]["name"] for p in pods)
-            counts = dict.fromkeys(names, 0) | self.in_flight_counts(t.namespace, names)
-            pipe = self.client.pipeline()
-            running = []
-            # A canary weight draws on a stream of its own: without one nothing else draws differently.
-            weight = canary_weight(t.namespace, t.name)
-            weight_rng = random.Random(f"{t.namespace}/{t.name}:{start:.6f}:weights")
-            for i in range(n):
-                arrival = start + rng.random() * elapsed
-                duration = rng.uniform(t.duration_low, max(t.duration_high, t.duration_low))
-                first = weights.first_hop(pods, weight, weight_rng, routing.revision_label)
-                pod = routing.pick(first, lambda p: counts[p["metadata"]["name"]])
-                request = routing.send(i, arrival, duration, pod, config, rng)
-                counts[request.pod] += 1
-                member = _member(arrival, i, rng.getrandbits(32), request, pod, t.name)
-                pipe.zadd(self.requests_key(t.namespace, request.pod), {member: arrival + request.busy})
-                running.append(_record(t.namespace, member, None, RUNNING))
-            for pod in names:
-                if counts[pod]:
-                    pipe.hset(self.inflight_key, field(t.namespace, pod), counts[pod])
-            pipe.execute()
-            _save([r for r in running if r is not None])
+        rejected = self._send_arrivals(t, n, start, elapsed, config, rng) if n else 0
         SimTraffic.objects.filter(pk=t.pk).update(
             generated_until=now, sent=F("sent") + n, rejected=F("rejected") + rejected
         )
         return n, rejected
+
+    def _send_arrivals(
+        self, t: SimTraffic, n: int, start: float, elapsed: float, config: ClusterConfig, rng: random.Random
+    ) -> int:
+        """``n`` (> 0) requests arriving over ``elapsed`` seconds from ``start``, sent as the
+        workload routes them (an InferenceService's traffic split, a ModelServing's request path or
+        its entry pods); returns how many were rejected."""
+        if t.kind == SimTraffic.KIND_INFERENCESERVICE:
+            return self._isvc_arrivals(t, n, start, elapsed, config, rng)
+        pods = routable_entry_pods(t.namespace, t.name)
+        ms = _modelserving(t.namespace, t.name)
+        spec_traffic, load = _paths_and_tokens(ms, t, config)
+        if spec_traffic.has_path or load.tokens:
+            return self._path_arrivals(t, n, start, elapsed, config, rng, pods, ms, spec_traffic, load)
+        if not pods:
+            return n
+        # A canary weight draws on a stream of its own: without one nothing else draws differently.
+        weight = canary_weight(t.namespace, t.name)
+        weight_rng = random.Random(f"{t.namespace}/{t.name}:{start:.6f}:weights")
+        return self._send_to_pods(
+            t,
+            n,
+            start,
+            elapsed,
+            config,
+            rng,
+            pods,
+            lambda: weights.first_hop(pods, weight, weight_rng, routing.revision_label),
+        )
 
     def _isvc_arrivals(
         self, t: SimTraffic, n: int, start: float, elapsed: float, config: ClusterConfig, rng: random.Random
@@ -488,6 +478,28 @@ class RedisTraffic:
             )
             if ((p.get("metadata") or {}).get("labels") or {}).get(LABEL_ISVC) == t.name
         ]
+
+        def target_pods() -> list[Obj]:
+            target = routing.pick_target(targets, rng)
+            return routing.target_pods(target, pods) if target is not None else []
+
+        return self._send_to_pods(t, n, start, elapsed, config, rng, pods, target_pods)
+
+    def _send_to_pods(
+        self,
+        t: SimTraffic,
+        n: int,
+        start: float,
+        elapsed: float,
+        config: ClusterConfig,
+        rng: random.Random,
+        pods: list[Obj],
+        candidates: Callable[[], list[Obj]],
+    ) -> int:
+        """``n`` one-pod requests: each arrives at a random time of the window, lasts a random
+        duration, goes to the least busy of ``candidates()`` (drawn per request, after the arrival
+        and duration: the draws' order is the trace's) and is kept in flight on that pod in Redis;
+        returns how many found no pod (rejected)."""
         names = sorted(p["metadata"]["name"] for p in pods)
         counts = dict.fromkeys(names, 0) | self.in_flight_counts(t.namespace, names)
         pipe = self.client.pipeline()
@@ -496,9 +508,7 @@ class RedisTraffic:
         for i in range(n):
             arrival = start + rng.random() * elapsed
             duration = rng.uniform(t.duration_low, max(t.duration_high, t.duration_low))
-            target = routing.pick_target(targets, rng)
-            candidates = routing.target_pods(target, pods) if target is not None else []
-            pod = routing.pick(candidates, lambda p: counts[p["metadata"]["name"]])
+            pod = routing.pick(candidates(), lambda p: counts[p["metadata"]["name"]])
             request = routing.send(i, arrival, duration, pod, config, rng)
             if request.pod is None:
                 rejected += 1
