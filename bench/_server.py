@@ -32,6 +32,8 @@ SCRUBBED = ("DATABASE_URL", "PROMETHEUS_MULTIPROC_DIR", "PORT", "HOST")
 MANAGE_TIMEOUT = 900  # seconds: seeding 10,000 ModelServings (``bench list --count 10000``) included
 STOP_TIMEOUT = 30  # seconds between SIGTERM and SIGKILL of the server's process group
 CHROMIUM = "/usr/bin/chromium"  # Debian's, driven by Playwright for the page measurements
+# Flags that make it start reliably as root in a container with no GPU and no network beyond the
+# bench's server (the browser tests use the same: tests/conftest.py).
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
