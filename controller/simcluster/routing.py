@@ -91,7 +91,10 @@ def engine_entry(pod_name: str) -> str:
 
 def revision_label(pod: Obj) -> str | None:
     """The revision a request to ``pod`` is counted under (see the module docstring)."""
-    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return _revision_of_labels((pod.get("metadata") or {}).get("labels") or {})
+
+
+def _revision_of_labels(labels: dict) -> str | None:
     return labels.get(naming.LABEL_REVISION) or labels.get(LABEL_KNATIVE_REVISION) or labels.get(LABEL_TEMPLATE_HASH)
 
 
@@ -340,10 +343,15 @@ def _draw_path_failures(images: list, rng: random.Random) -> tuple[bool, bool]:
 
 
 def _hops_of(pods_: list[Obj]) -> tuple[tuple[str, str, str, str | None], ...]:
-    """``(role, pod name, uid, revision label)`` of each pod of a path, in order."""
-    return tuple(
-        (paths.role_of(p) or "", p["metadata"]["name"], p["metadata"]["uid"], revision_label(p)) for p in pods_
-    )
+    """``(role, pod name, uid, revision label)`` of each pod of a path, in order (``paths.role_of``
+    and ``revision_label`` from one read of the labels: every hop of every request)."""
+    return tuple(map(_hop_of, pods_))
+
+
+def _hop_of(pod: Obj) -> tuple[str, str, str, str | None]:
+    meta = pod["metadata"]
+    labels = meta.get("labels") or {}
+    return labels.get(naming.LABEL_ROLE) or "", meta["name"], meta["uid"], _revision_of_labels(labels)
 
 
 def _end_path_request(req: Request, hop_count: int, *, mismatch: bool, error: bool, timeout: bool) -> None:
