@@ -34,6 +34,7 @@ LISTS_LIMIT = 1_000  # the previous pod list of each ModelServing observed with 
 GATES_LIMIT = 50_000  # instance gates by the versions of the instance's pods
 SHAPES_LIMIT = 1_000  # interned pass shapes (one per spec and revision history seen)
 KEYS_LIMIT = 10_000  # interned status keys and group effects
+INSTANCES_LIMIT = 200_000  # per-instance derived data (10,000 groups x 4 instances, with room)
 REVISIONS_LIMIT = 100  # parsed revision objects (a ModelServing's history: revisionHistoryLimit 10 by default)
 
 
@@ -104,6 +105,9 @@ class PassCache:
         # tables with the groups they were read from (``planner.context``).
         self.resolved: tuple[tuple[Any, ...], Any] | None = None
         self.availability: Any = None
+        # what each instance's pods run (``reconcile.record_digests``), by (group, role, ordinal),
+        # with the InstanceObs it was taken from.
+        self.instance_running: dict[tuple[int, str, int], tuple[Any, frozenset[Any]]] = {}
 
     def memo_of(self, group: Any) -> GroupMemo:
         """The memo of an observed group: the one kept at its ordinal when it is this very group,

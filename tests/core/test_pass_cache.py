@@ -21,7 +21,7 @@ from controller.core import naming
 from controller.core.passcache import PassCache
 from controller.core.planner.context import build_context
 from controller.core.ports import Conflict, NotFound
-from controller.core.reconcile import reconcile
+from controller.core.reconcile import _running, reconcile
 from controller.core.revisions import History
 from controller.core.spec import parse_modelserving
 
@@ -247,7 +247,8 @@ def _outcome(result) -> dict:
 )
 def test_availability_taken_from_the_last_pass_equals_availability_read_from_every_group(m, passes):
     """``context._availability_since``: the tables built from the last pass's, with only the
-    changed groups read again and the gone ones dropped, equal those read from every group."""
+    changed groups read again and the gone ones dropped, equal those read from every group; and so
+    do what the groups' pods run, taken per instance (``reconcile._running``)."""
     cluster, clock, cache, tables_cache = MiniCluster(), FixedClock(), PassCache(), PassCache()
     cluster.create_modelserving(m)
     for op, arg in [("pass", True), *passes]:
@@ -265,6 +266,8 @@ def test_availability_taken_from_the_last_pass_equals_availability_read_from_eve
             assert kept.instance_available == read.instance_available
             assert kept.group_available == read.group_available
             assert kept.memos.keys() == result.observed.groups.keys()
+            for group in result.observed.groups.values():  # the digests' input, per instance kept
+                assert _running(group, tables_cache) == group.running()
         if arg:
             cluster.settle()
         clock.t += 1

@@ -139,9 +139,7 @@ def _admit(out: PlanBuilder, group: GroupObs, states: dict[str, RoleState], in_p
     o = group.ordinal
     coordination = ctx.ms.strategy.coordination
     admitted: dict[str, list[int]] = {}
-    queues = {
-        role: sorted(st.outdated_pending, key=lambda k, st=st: (k in st.available, -k)) for role, st in states.items()
-    }
+    queues = {role: _admission_order(st) for role, st in states.items()}
     if ctx.paused:
         for role, queue in queues.items():
             if queue:
@@ -179,6 +177,18 @@ def _admit(out: PlanBuilder, group: GroupObs, states: dict[str, RoleState], in_p
     if coordination:
         admit_coordinated(out, o, states, queues, admitted)
     return admitted
+
+
+def _admission_order(st: RoleState) -> list[int]:
+    """The role's outdated instances in the order they are admitted: the unavailable ones first
+    (replacing them costs no availability), each part from the highest ordinal down. Example:
+    pending [0, 1, 2, 3], available {0, 2} -> [3, 1, 2, 0]."""
+    available = st.available
+    unavailable = [k for k in st.outdated_pending if k not in available]
+    serving = [k for k in st.outdated_pending if k in available]
+    unavailable.sort(reverse=True)
+    serving.sort(reverse=True)
+    return unavailable + serving
 
 
 def _surge_scale_and_fill(out: PlanBuilder, o: int, role: str, st: RoleState, in_place: bool) -> None:
