@@ -1,7 +1,10 @@
-"""The path router's fast least-busy pick equals the plain scan of its rules on random requests."""
+"""The path router's fast least-busy pick and kept path table equal the plain scan and a fresh build."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -9,6 +12,10 @@ from controller.core import naming
 from controller.core.spec import SCOPE_GROUP, Traffic
 from controller.simcluster import paths
 from controller.simcluster.memory.router import InFlightCounts
+from controller.simcluster.runner import Runner
+from controller.simcluster.scenario import load_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
 
 ROLES = ("a", "b", "c")
 # Revision A: a1 b1 c1; B changes b; C changes c from B. Pods of a revision no longer stored ("Z")
@@ -122,3 +129,42 @@ def test_a_path_table_routes_a_request_down_the_pods_the_plain_scan_of_the_rules
     choice = paths.PathTable(traffic, pods, revisions).choose(_counts(load))
     expected = _reference_choose(traffic, pods, revisions, lambda p: load[p["metadata"]["uid"]])
     assert (None if choice is None else (_names(choice.pods), choice.revisions)) == expected
+
+
+def _shape(table: paths.PathTable) -> tuple:
+    """What a table routes by, with its pods by identity."""
+
+    def ids(pods):
+        return [id(p) for p in pods]
+
+    units = {u: {r: ids(pods) for r, pods in by_role.items()} for u, by_role in table.units.items()}
+    by_revision = {k: ids(pods) for k, pods in table.by_revision.items()}
+    lists = (ids(table.first_affine), ids(table.first_blind))
+    return units, by_revision, lists, table.compat, table.feasible, table.starts, table.revisions.compat
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        "examples/scenarios/paths-pd-affine.yaml",
+        "examples/scenarios/paths-pd-blind.yaml",
+        "tests/scenarios/canary-slow-ttft.yaml",
+    ],
+)
+def test_the_routers_kept_path_table_equals_one_built_from_its_routable_pods_after_every_change(scenario):
+    runner = Runner(load_scenario(ROOT / scenario))
+    router, store = runner.router, runner.store
+    ns, name = runner.scenario.namespace, runner.scenario.ms_name
+    kept = []
+
+    def check(change):
+        table = router._table
+        if table is None:
+            return
+        revisions = paths.Revisions.of(store.list_revisions(ns, name))
+        assert _shape(table) == _shape(paths.PathTable(router._spec_traffic, router._routable_pods(), revisions))
+        kept.append(change.kind)
+
+    store.add_listener(check)  # after the router's: it sees the change the router has taken
+    runner.run()
+    assert "Pod" in kept
