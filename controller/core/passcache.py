@@ -97,6 +97,7 @@ class PassCache:
         # view: per group ordinal, what the state view made of the group last met there, with each
         # instance's share (``view._GroupRecord``): a changed group rebuilds its changed instances.
         self.view_entries: dict[int, Any] = {}
+        self.view_funnel: tuple[Any, ...] | None = None  # the last view's gate funnel, with its input
         # derived from objects the in-memory clusters hand out unchanged (``byidentity``).
         self._by_identity: dict[Callable[[Any], Any], ByIdentity[Any]] = {}
         # the revision compatibility labels of a parsed pod (``planner.labels``), by pod uid.

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import compress
+from operator import is_
 from typing import Any, NamedTuple
 
 from . import gates as serving_gates
@@ -114,7 +115,7 @@ def build_view(
         "strategy": status.get("strategy") or {},
         "drain": walk.drain,
         "canary": _canary_view(status.get("canary"), parsed, now),
-        "gateFunnel": serving_gates.funnel(walk.counted),
+        "gateFunnel": _gate_funnel(walk.counted, cache),
         # The funnel's denominator: the instances the spec asks for (replicas x each role's replicas).
         "gateFunnelTotal": side.replicas * sum(side.role_replicas.values()),
         "servingRevisions": walk.serving,
@@ -231,7 +232,7 @@ class _Walk(NamedTuple):
     instances: list[dict[str, Any]]
     idle: dict[int, list[dict[str, Any]]]  # each group's entries with no request in flight
     drain: list[dict[str, Any]]
-    counted: list[tuple[tuple[int, str, int], serving_gates.InstanceGates]]  # the funnel's (``_counted``)
+    counted: list[list[tuple[tuple[int, str, int], serving_gates.InstanceGates]]]  # each group's (``_counted``)
     serving: dict[str, dict[str, int]]  # per revision run: instances, serving, failed
 
 
@@ -241,7 +242,7 @@ def _walk_groups(observed: Observed, vp: _ViewPass, now: float, timeout: float) 
         part = _group_part(observed.groups[g], vp)
         walk.idle[g] = part.idle
         walk.instances.extend(part.instances)
-        walk.counted.extend(part.counted)
+        walk.counted.append(part.counted)
         for runs, (instances, serving, failed) in part.serving.items():
             tally = walk.serving.setdefault(runs, {"instances": 0, "serving": 0, "failed": 0})
             tally["instances"] += instances
@@ -268,6 +269,22 @@ def _drain_entry(
         "since": since,
         "secondsLeft": max(round(timeout - (now - since), 3), 0.0),
     }
+
+
+def _gate_funnel(
+    counted: list[list[tuple[tuple[int, str, int], serving_gates.InstanceGates]]], cache: PassCache | None
+) -> list[dict[str, Any]]:
+    """``gates.funnel`` of the instances each group counts; with a cache, the last pass's funnel
+    when every group handed back the same list of them (the same part: only in-flight counts
+    moved, or nothing)."""
+    if cache is not None:
+        memo = cache.view_funnel
+        if memo is not None and len(memo[0]) == len(counted) and all(map(is_, counted, memo[0])):
+            return memo[1]
+    funnel = serving_gates.funnel([pair for group in counted for pair in group])
+    if cache is not None:
+        cache.view_funnel = (counted, funnel)  # replaced whole: views may be built in several threads
+    return funnel
 
 
 _LEAVING = (STATE_DRAINING, STATE_DELETING)
@@ -362,7 +379,7 @@ class _GroupPart(NamedTuple):
 
 class _InstancePart(NamedTuple):
     """One instance's share of its group's part (with no request in flight), and the key it was
-    built under (``_instance_key``; None without a cache)."""
+    built under (``_build_group_part``; None without a cache)."""
 
     key: tuple[Any, ...] | None
     entry: dict[str, Any]
@@ -399,7 +416,8 @@ def _ordered(group: GroupObs) -> list[tuple[str, int, InstanceObs, list[PodObs]]
     """A group's instances as (role, ordinal, instance, its pods in index order), in order."""
     return [
         (role, ordinal, inst, [inst.pods[i] for i in sorted(inst.pods)])
-        for (role, ordinal), inst in sorted(group.instances.items(), key=lambda item: item[0])
+        # By (role, ordinal) alone: the keys are distinct, so no two instances are ever compared.
+        for (role, ordinal), inst in sorted(group.instances.items())
     ]
 
 
@@ -444,7 +462,7 @@ def _group_part(group: GroupObs, vp: _ViewPass) -> _GroupPart:
         base, slots = last.base, last.slots
     else:
         previous = last.slots if last is not None and last.key[0] == vp.shape else None
-        base, slots = _build_group_part(group.ordinal, layout.ordered, vp, previous)
+        base, slots = _build_group_part(group.ordinal, layout.ordered, vp, previous, layout.entry_names)
     part = _with_counts(base, layout.owner, counts, last) if counts else base
     record = _GroupRecord(group, key, layout, base, slots, counts, part)
     bounded_put(vp.cache.view_entries, GROUPS_LIMIT, group.ordinal, record)
@@ -494,35 +512,32 @@ def _with_counts(base: _GroupPart, owner: list[int], counts: tuple[Any, ...], la
 _ABSENT = object()  # the entry pod is not in the router's table
 
 
-def _instance_key(inst: InstanceObs, expected: int, routed: Mapping[str, float | None] | None) -> tuple[Any, ...]:
-    """What an instance's share reads besides the pass's shape and its slot: its pods, in its
-    order (the instance is a function of them; an unchanged pod is the same parse from pass to
-    pass, and PodObs compare by identity), the pods expected of it and what the router has for its
-    entry pod (``gates.instance_gates`` reads that one)."""
-    entry = inst.entry
-    table = None if routed is None else (routed.get(entry.name, _ABSENT) if entry is not None else _ABSENT,)
-    return (tuple(inst.pods.values()), expected, table)
-
-
 def _build_group_part(
     g: int,
     ordered: list[tuple[str, int, InstanceObs, list[PodObs]]],
     vp: _ViewPass,
     previous: Mapping[tuple[str, int], _InstancePart] | None = None,
+    entry_names: list[str | None] | None = None,
 ) -> tuple[_GroupPart, dict[tuple[str, int], _InstancePart]]:
     """The group's entries with no request in flight (``_group_part`` adds the counts) and, with a
     cache, each instance's share by (role, ordinal): a share of ``previous`` (the group ordinal's
-    last build under the same shape) whose key is the instance's now is taken as it is."""
+    last build under the same shape) whose key is the instance's now is taken as it is. The key
+    is what a share reads besides the shape and its slot: the instance's pods in its order (the
+    instance is a function of them; an unchanged pod is the same parse from pass to pass, and
+    PodObs compare by identity), the pods expected of it and what the router has for its entry
+    pod (``entry_names``, from ``_layout``; ``gates.instance_gates`` reads that one)."""
     instances: list[dict[str, Any]] = []
     part = _GroupPart(instances, instances, [], {}, [])
     slots: dict[tuple[str, int], _InstancePart] = {}
     tallies: dict[str, list[int]] = {}
-    for role, ordinal, inst, pods_sorted in ordered:
+    routed = vp.routed
+    for place, (role, ordinal, inst, pods_sorted) in enumerate(ordered):
         expected = vp.expected(inst.revision, role)
-        if vp.cache is None:
+        if vp.cache is None or entry_names is None:
             share = _instance_part(g, role, ordinal, inst, pods_sorted, expected, vp, None)
         else:
-            key = _instance_key(inst, expected, vp.routed)
+            table = None if routed is None else (routed.get(entry_names[place], _ABSENT),)  # type: ignore[arg-type]
+            key = (tuple(inst.pods.values()), expected, table)
             share = previous.get((role, ordinal)) if previous is not None else None
             if share is None or share.key != key:
                 share = _instance_part(g, role, ordinal, inst, pods_sorted, expected, vp, key)

@@ -118,46 +118,40 @@ def _change_key(frame: dict[str, Any], revisions: list, instances: tuple) -> tup
 class _ByEntry:
     """What the trace derived from each instance entry of the last view it was offered, kept by
     the entry itself: the state view hands back an unchanged instance as the very same entry from
-    one pass to the next (``view._group_part``), so the seed example's 160 instances cost a
-    lookup each instead of a copy or a key each. Two values per entry: its change key
-    (``_instance_key``) and, once a frame kept it, its row (``_frame_row``)."""
+    one pass to the next (``view._group_part``), at the same place (entries are in group, role,
+    ordinal order), so the seed example's 160 instances cost an identity check each instead of a
+    copy or a key each. Two values per entry: its change key (``_instance_key``) and, once a frame
+    kept it, its row (``_frame_row``)."""
 
     def __init__(self) -> None:
-        self._last: list[dict[str, Any]] = []  # the entries of the last view, in order
+        self._keyed: list[dict[str, Any]] = []  # the entries of the last view, in order
         self._keys: tuple = ()  # their change keys, in order
-        self._known: dict[int, tuple[dict[str, Any], tuple]] = {}  # id(entry) -> (entry, change key)
-        self._rows: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}  # id(entry) -> (entry, row)
+        self._rowed: list[dict[str, Any]] = []  # the entries of the last kept frame, in order
+        self._rows: list[dict[str, Any]] = []  # their rows, in order
 
     def change_keys(self, instances: list[dict[str, Any]]) -> tuple:
         """The change keys of ``instances`` in order; the same tuple when every entry is the same
         object as in the last view."""
-        if len(instances) == len(self._last) and all(map(is_, instances, self._last)):
+        last = self._keyed
+        if len(instances) != len(last):
+            keys = tuple([_instance_key(inst) for inst in instances])
+        elif all(map(is_, instances, last)):
             return self._keys
-        known = self._known
-        fresh: dict[int, tuple[dict[str, Any], tuple]] = {}
-        keys = []
-        for inst in instances:
-            hit = known.get(id(inst))
-            # ``hit[0] is inst``: the entry is alive in ``known``, so an equal id is this object.
-            key = hit[1] if hit is not None and hit[0] is inst else _instance_key(inst)
-            fresh[id(inst)] = (inst, key)
-            keys.append(key)
-        self._last, self._keys, self._known = list(instances), tuple(keys), fresh
-        return self._keys
+        else:
+            keys = tuple([k if a is b else _instance_key(a) for a, b, k in zip(instances, last, self._keys)])
+        self._keyed, self._keys = list(instances), keys
+        return keys
 
     def rows(self, instances: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The frame's rows of ``instances`` (``_frame_row``): a row kept for the same entry by the
-        last kept frame is shared (nothing changes a frame once it is written)."""
-        known = self._rows
-        fresh: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
-        out = []
-        for inst in instances:
-            hit = known.get(id(inst))
-            row = hit[1] if hit is not None and hit[0] is inst else _frame_row(inst)
-            fresh[id(inst)] = (inst, row)
-            out.append(row)
-        self._rows = fresh
-        return out
+        """The frame's rows of ``instances`` (``_frame_row``): the row of the same entry at the
+        same place in the last kept frame is shared (nothing changes a frame once it is written)."""
+        last = self._rowed
+        if len(instances) != len(last):
+            rows = [_frame_row(inst) for inst in instances]
+        else:
+            rows = [r if a is b else _frame_row(a) for a, b, r in zip(instances, last, self._rows)]
+        self._rowed, self._rows = list(instances), rows
+        return rows
 
 
 class TraceWriter:
