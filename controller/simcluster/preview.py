@@ -156,11 +156,8 @@ def bring_up(
         runner = _runner(meta["name"], manifest, cluster, settle_limit)
         runner.as_operator(lambda: runner.store.create_modelserving(manifest))
         runner.loop.call_at(0.0, runner.kind.start_controller)
-        t = 0.0
-        while not runner.converged and t < settle_limit:
-            t = runner.loop.run_until(t + step)
-            if progress is not None:
-                progress("settling", t)
+        reporting = _reporting(progress, "settling", 0.0)
+        runner.run_in_steps(lambda: runner.converged, until=settle_limit, step=step, progress=reporting)
         return LiveState.read(runner.store, meta.get("namespace") or "default", meta["name"], runner.loop.now())
 
 
@@ -227,6 +224,13 @@ def _runner(name: str, manifest: Obj, cluster: PreviewCluster, limit: float, *, 
     return runner
 
 
+def _reporting(
+    progress: Callable[[str, float], None] | None, phase: str, since: float
+) -> Callable[[float], None] | None:
+    """``progress(phase, virtual seconds since since)`` as ``run_in_steps`` calls it (with the clock)."""
+    return None if progress is None else lambda now: progress(phase, now - since)
+
+
 def _roll_out(
     runner: ScenarioRun,
     patch: Obj,
@@ -252,13 +256,13 @@ def _roll_out(
     runner.as_operator(lambda: runner.store.patch_modelserving(namespace, name, patch))
     runner.kind.forget_convergence()
     runner.kind.on_pass.append(record)
-    t = t0
-    while t < t0 + rollout_limit:
-        t = runner.loop.run_until(t + step)
-        if progress is not None:
-            progress("rolling out", t - t0)
-        if runner.converged and runner.converged_at is not None and runner.converged_at >= t0:
-            break
+
+    def rolled_out() -> bool:
+        return runner.converged and runner.converged_at is not None and runner.converged_at >= t0
+
+    runner.run_in_steps(
+        rolled_out, until=t0 + rollout_limit, step=step, progress=_reporting(progress, "rolling out", t0)
+    )
     converged = bool(runner.converged and runner.converged_at is not None)
     return Timeline(
         baseline_converged=baseline_converged,
