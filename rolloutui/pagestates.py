@@ -35,8 +35,8 @@ from typing import Any
 # render: ~0.1-0.5 s after the GET's read on a quiet host, 1-3 s at load 10 (bench fanout).
 MAX_AGE_SECONDS = 3.0
 # States kept at most (a 1,000-group state is ~10 MB of Python objects; each leaves after its
-# socket takes it or MAX_AGE_SECONDS): 8 page loads within 3 s on one web process.
-LIMIT = 8
+# socket takes it or MAX_AGE_SECONDS): 4 page loads within 3 s on one web process.
+LIMIT = 4
 
 
 class PageStates:
