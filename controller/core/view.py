@@ -383,8 +383,7 @@ class _InstancePart(NamedTuple):
 
     key: tuple[Any, ...] | None
     entry: dict[str, Any]
-    gates: serving_gates.InstanceGates
-    counted: bool
+    counted: tuple[tuple[int, str, int], serving_gates.InstanceGates] | None  # for the funnel (``_counted``)
     serving: tuple[str, bool, bool]  # (revision run, serving, failed)
     draining: list[tuple[PodObs, str, int]]
 
@@ -430,6 +429,40 @@ def _layout(group: GroupObs) -> _Layout:
     return _Layout(ordered, pairs, entry_names, names, owner)
 
 
+def _relayout(group: GroupObs, last: _GroupRecord) -> _Layout:
+    """``_layout(group)``, taken from the layout of the group last met at its ordinal where it
+    holds: the same instances (role, ordinal) keep their order, and an instance with the same pods
+    (PodObs compare by identity) keeps its pods in index order and, with a pod 0, its entry pod. A
+    rollout changes a few instances of a group a pass: the seed example's group of 160 sorts the
+    pods of those few, and keeps the pod names when those are the same too."""
+    instances = group.instances
+    old = last.layout
+    if instances.keys() != last.group.instances.keys():
+        return _layout(group)
+    ordered = []
+    entry_names = []
+    same_names = True
+    for (role, ordinal, before, pods_sorted), entry_name in zip(old.ordered, old.entry_names, strict=True):
+        inst = instances[(role, ordinal)]
+        pods = inst.pods
+        if pods != before.pods:
+            now = [pods[i] for i in sorted(pods)]
+            same_names = same_names and [p.name for p in now] == [p.name for p in pods_sorted]
+            pods_sorted = now
+            entry_name = None
+        if entry_name is None or 0 not in pods:
+            entry = inst.entry  # pod 0, else the first in the instance's order
+            entry_name = entry.name if entry is not None else None
+        ordered.append((role, ordinal, inst, pods_sorted))
+        entry_names.append(entry_name)
+    pairs = list(dict.fromkeys([(inst.revision, role) for role, _, inst, _ in ordered]))
+    if same_names:
+        return _Layout(ordered, pairs, entry_names, old.names, old.owner)
+    names = [p.name for _, _, _, pods in ordered for p in pods]
+    owner = [place for place, (_, _, _, pods) in enumerate(ordered) for _ in pods]
+    return _Layout(ordered, pairs, entry_names, names, owner)
+
+
 def _group_part(group: GroupObs, vp: _ViewPass) -> _GroupPart:
     """The group's entries, memoised on the GroupObs (reused from one pass to the next while its
     pods are the same parses) under the pass's shape, the pods per instance of its instances and
@@ -447,7 +480,7 @@ def _group_part(group: GroupObs, vp: _ViewPass) -> _GroupPart:
         return _with_in_flight(base, ordered, vp.in_flight) if _any_in_flight(ordered, vp.in_flight) else base
     last: _GroupRecord | None = vp.cache.view_entries.get(group.ordinal)
     same_group = last is not None and last.group is group
-    layout = last.layout if same_group else _layout(group)
+    layout = last.layout if same_group else _layout(group) if last is None else _relayout(group, last)
     key = (
         vp.shape,
         tuple([vp.expected(revision, role) for revision, role in layout.pairs]),
@@ -538,13 +571,14 @@ def _build_group_part(
         else:
             table = None if routed is None else (routed.get(entry_names[place], _ABSENT),)  # type: ignore[arg-type]
             key = (tuple(inst.pods.values()), expected, table)
-            share = previous.get((role, ordinal)) if previous is not None else None
+            slot = (role, ordinal)
+            share = previous.get(slot) if previous is not None else None
             if share is None or share.key != key:
                 share = _instance_part(g, role, ordinal, inst, pods_sorted, expected, vp, key)
-            slots[(role, ordinal)] = share
+            slots[slot] = share
         instances.append(share.entry)
-        if share.counted:
-            part.counted.append(((g, role, ordinal), share.gates))
+        if share.counted is not None:
+            part.counted.append(share.counted)
         runs, is_serving, failed = share.serving
         tally = tallies.get(runs)
         if tally is None:
@@ -593,8 +627,8 @@ def _instance_part(
         "address": _entry_address(inst, vp.namespace),
         "digest": _entry_digest(inst),
     }
-    counted = _counted(g, role, ordinal, state, vp.replicas, vp.role_replicas)
-    return _InstancePart(key, entry, gates, counted, (runs, gates.serving, gates.failed is not None), draining)
+    counted = ((g, role, ordinal), gates) if _counted(g, role, ordinal, state, vp.replicas, vp.role_replicas) else None
+    return _InstancePart(key, entry, counted, (runs, gates.serving, gates.failed is not None), draining)
 
 
 def _entry_digest(inst: InstanceObs) -> str | None:

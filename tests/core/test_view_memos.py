@@ -238,6 +238,8 @@ ONE_AT_A_TIME = st.lists(
 @example(verification=False, ops=[("pass", 0, True), ("route", 0, "absent"), ("route", 0, 5.0), ("route", 0, None)])
 @example(verification=False, ops=[("pass", 0, True), ("router-table", 0, False), ("router-table", 0, True)])
 @example(verification=True, ops=[("pass", 0, True), ("verify", 0, True), ("verify", 0, False), ("verify", 2, True)])
+# A worker pod with a request in flight deleted: its instance's pods are no longer those named before.
+@example(verification=False, ops=[("in-flight", 7, 2), ("delete", 7, None), ("in-flight", 8, 1)])
 @example(
     verification=False,
     ops=[("in-flight", 0, 2), ("in-flight", 0, 3), ("in-flight", 2, 1), ("in-flight", 0, 0), ("drain", 2, None)]
