@@ -44,13 +44,15 @@ STEP = 5.0
 
 # Net new containers between two collections of the youngest generation while a preview runs, on
 # top of ``batch_gc``'s (10,000). A pass keeps what it built (its status' entry per group, the
-# parsed pods, the groups' memos) until the next pass replaces it, so at 10,000 groups every young
-# collection found tens of thousands of such objects alive and moved them on to be walked again.
-# Worked example (2026-12-05, loaded host): the 3,000-group preview found no cyclic garbage at all
-# (collected 0) in 113 young and 10 middle collections, 0.70-1.02 s of ~8.5 s CPU; at 100,000:
-# 8 young collections, 0.33-0.39 s, peak RSS the same (234 MB). At 10,000 groups: 616 young, 55
-# middle and 1 full collection, 6.4 s of 36 s CPU.
-PREVIEW_YOUNG_THRESHOLD = 100_000
+# parsed pods, the groups' memos, lists of every pod) until the next pass replaces it, so a young
+# collection that comes mid-run finds the current pass's data alive and walks it (and every
+# reference out of it), and moves it on to be walked again by a middle collection; none of these
+# collections finds cyclic garbage. Worked example, the 10,000-group preview (30,000 pods, ~94
+# passes): at CPython's 700, 616 young, 55 middle and 1 full collection; at 100,000, 26 young ones
+# (each walking more as the run goes on) and 2 middle ones, ~2.3 s of ~20 s CPU; at 1,000,000, 3
+# young ones and no middle one, ~0.9 s, with the same peak RSS (bench/README.md, History: sim).
+# The 1,000-group preview: 1 young collection instead of 3.
+PREVIEW_YOUNG_THRESHOLD = 1_000_000
 
 
 @contextmanager
