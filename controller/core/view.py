@@ -379,7 +379,7 @@ class _GroupPart(NamedTuple):
 
 class _InstancePart(NamedTuple):
     """One instance's share of its group's part (with no request in flight), and the key it was
-    built under (``_build_group_part``; None without a cache)."""
+    built under (``_share``; None without a cache)."""
 
     key: tuple[Any, ...] | None
     entry: dict[str, Any]
@@ -406,7 +406,7 @@ class _GroupRecord(NamedTuple):
     key: tuple[Any, ...]  # (shape, pods expected per instance of ``pairs``, routed entry pods)
     layout: _Layout
     base: _GroupPart  # with no request in flight
-    slots: dict[tuple[str, int], _InstancePart]  # each instance's share of ``base``, by (role, ordinal)
+    shares: list[_InstancePart]  # each instance's share of ``base``, in ``layout.ordered``'s order
     counts: tuple[Any, ...]  # the in-flight counts of ``layout.names``; () when none is in flight
     part: _GroupPart  # ``base`` with those counts
 
@@ -429,16 +429,17 @@ def _layout(group: GroupObs) -> _Layout:
     return _Layout(ordered, pairs, entry_names, names, owner)
 
 
-def _relayout(group: GroupObs, last: _GroupRecord) -> _Layout:
+def _relayout(group: GroupObs, last: _GroupRecord) -> tuple[_Layout, bool]:
     """``_layout(group)``, taken from the layout of the group last met at its ordinal where it
     holds: the same instances (role, ordinal) keep their order, and an instance with the same pods
     (PodObs compare by identity) keeps its pods in index order and, with a pod 0, its entry pod. A
     rollout changes a few instances of a group a pass: the seed example's group of 160 sorts the
-    pods of those few, and keeps the pod names when those are the same too."""
+    pods of those few, and keeps the pod names when those are the same too. With whether it kept
+    the last layout's order (the same instances)."""
     instances = group.instances
     old = last.layout
     if instances.keys() != last.group.instances.keys():
-        return _layout(group)
+        return _layout(group), False
     ordered = []
     entry_names = []
     same_names = True
@@ -457,10 +458,10 @@ def _relayout(group: GroupObs, last: _GroupRecord) -> _Layout:
         entry_names.append(entry_name)
     pairs = list(dict.fromkeys([(inst.revision, role) for role, _, inst, _ in ordered]))
     if same_names:
-        return _Layout(ordered, pairs, entry_names, old.names, old.owner)
+        return _Layout(ordered, pairs, entry_names, old.names, old.owner), True
     names = [p.name for _, _, _, pods in ordered for p in pods]
     owner = [place for place, (_, _, _, pods) in enumerate(ordered) for _ in pods]
-    return _Layout(ordered, pairs, entry_names, names, owner)
+    return _Layout(ordered, pairs, entry_names, names, owner), True
 
 
 def _group_part(group: GroupObs, vp: _ViewPass) -> _GroupPart:
@@ -480,7 +481,13 @@ def _group_part(group: GroupObs, vp: _ViewPass) -> _GroupPart:
         return _with_in_flight(base, ordered, vp.in_flight) if _any_in_flight(ordered, vp.in_flight) else base
     last: _GroupRecord | None = vp.cache.view_entries.get(group.ordinal)
     same_group = last is not None and last.group is group
-    layout = last.layout if same_group else _layout(group) if last is None else _relayout(group, last)
+    aligned = same_group
+    if same_group:
+        layout = last.layout
+    elif last is None:
+        layout = _layout(group)
+    else:
+        layout, aligned = _relayout(group, last)
     key = (
         vp.shape,
         tuple([vp.expected(revision, role) for revision, role in layout.pairs]),
@@ -492,14 +499,29 @@ def _group_part(group: GroupObs, vp: _ViewPass) -> _GroupPart:
     if same_group and last.key == key:
         if last.counts == counts:
             return last.part
-        base, slots = last.base, last.slots
+        base, shares = last.base, last.shares
     else:
-        previous = last.slots if last is not None and last.key[0] == vp.shape else None
-        base, slots = _build_group_part(group.ordinal, layout.ordered, vp, previous, layout.entry_names)
+        candidates = _candidates(layout, last, aligned, vp.shape)
+        # Everything a share reads besides its pods is as it was: a share with the same pods holds.
+        pods_only = aligned and last.key == key and layout.pairs == last.layout.pairs
+        base, shares = _build_group_part(group.ordinal, layout.ordered, vp, layout.entry_names, candidates, pods_only)
     part = _with_counts(base, layout.owner, counts, last) if counts else base
-    record = _GroupRecord(group, key, layout, base, slots, counts, part)
+    record = _GroupRecord(group, key, layout, base, shares, counts, part)
     bounded_put(vp.cache.view_entries, GROUPS_LIMIT, group.ordinal, record)
     return part
+
+
+def _candidates(
+    layout: _Layout, last: _GroupRecord | None, aligned: bool, shape: tuple[Any, ...]
+) -> list[_InstancePart | None] | None:
+    """The shares of the ordinal's last build under the same shape, in ``layout``'s order (None
+    where an instance is new): kept as they are when the layout kept the last one's order."""
+    if last is None or last.key[0] != shape:
+        return None
+    if aligned:
+        return last.shares  # type: ignore[return-value]
+    by_slot = dict(zip([(role, ordinal) for role, ordinal, _, _ in last.layout.ordered], last.shares, strict=True))
+    return [by_slot.get((role, ordinal)) for role, ordinal, _, _ in layout.ordered]
 
 
 def _any_in_flight(ordered: list[tuple[str, int, InstanceObs, list[PodObs]]], in_flight: Mapping[str, int]) -> bool:
@@ -549,33 +571,27 @@ def _build_group_part(
     g: int,
     ordered: list[tuple[str, int, InstanceObs, list[PodObs]]],
     vp: _ViewPass,
-    previous: Mapping[tuple[str, int], _InstancePart] | None = None,
     entry_names: list[str | None] | None = None,
-) -> tuple[_GroupPart, dict[tuple[str, int], _InstancePart]]:
+    candidates: list[_InstancePart | None] | None = None,
+    pods_only: bool = False,
+) -> tuple[_GroupPart, list[_InstancePart]]:
     """The group's entries with no request in flight (``_group_part`` adds the counts) and, with a
-    cache, each instance's share by (role, ordinal): a share of ``previous`` (the group ordinal's
-    last build under the same shape) whose key is the instance's now is taken as it is. The key
-    is what a share reads besides the shape and its slot: the instance's pods in its order (the
-    instance is a function of them; an unchanged pod is the same parse from pass to pass, and
-    PodObs compare by identity), the pods expected of it and what the router has for its entry
-    pod (``entry_names``, from ``_layout``; ``gates.instance_gates`` reads that one)."""
+    cache, each instance's share in order: the candidate at its place (``_candidates``) when it
+    was built under the instance's key now (``_share``), or, ``pods_only``, when it was built from
+    the same pods (the rest of the key is as it was)."""
     instances: list[dict[str, Any]] = []
     part = _GroupPart(instances, instances, [], {}, [])
-    slots: dict[tuple[str, int], _InstancePart] = {}
+    shares: list[_InstancePart] = []
     tallies: dict[str, list[int]] = {}
-    routed = vp.routed
     for place, (role, ordinal, inst, pods_sorted) in enumerate(ordered):
-        expected = vp.expected(inst.revision, role)
         if vp.cache is None or entry_names is None:
-            share = _instance_part(g, role, ordinal, inst, pods_sorted, expected, vp, None)
+            share = _instance_part(g, role, ordinal, inst, pods_sorted, vp.expected(inst.revision, role), vp, None)
         else:
-            table = None if routed is None else (routed.get(entry_names[place], _ABSENT),)  # type: ignore[arg-type]
-            key = (tuple(inst.pods.values()), expected, table)
-            slot = (role, ordinal)
-            share = previous.get(slot) if previous is not None else None
-            if share is None or share.key != key:
-                share = _instance_part(g, role, ordinal, inst, pods_sorted, expected, vp, key)
-            slots[slot] = share
+            pods = tuple(inst.pods.values())
+            share = candidates[place] if candidates is not None else None
+            if share is None or not pods_only or share.key[0] != pods:  # type: ignore[index]
+                share = _share(g, role, ordinal, inst, pods_sorted, pods, vp, entry_names[place], share)
+            shares.append(share)
         instances.append(share.entry)
         if share.counted is not None:
             part.counted.append(share.counted)
@@ -589,7 +605,31 @@ def _build_group_part(
         if share.draining:
             part.draining.extend(share.draining)
     part.serving.update((runs, tuple(tally)) for runs, tally in tallies.items())
-    return part, slots
+    return part, shares
+
+
+def _share(
+    g: int,
+    role: str,
+    ordinal: int,
+    inst: InstanceObs,
+    pods_sorted: list[PodObs],
+    pods: tuple[PodObs, ...],
+    vp: _ViewPass,
+    entry_name: str | None,
+    candidate: _InstancePart | None,
+) -> _InstancePart:
+    """The instance's share: ``candidate`` when it was built under the key the instance has now,
+    else built now. The key is what a share reads besides the shape and its place: the instance's
+    pods in its order (the instance is a function of them; an unchanged pod is the same parse from
+    pass to pass, and PodObs compare by identity), the pods expected of it and what the router has
+    for its entry pod (``gates.instance_gates`` reads that one)."""
+    expected = vp.expected(inst.revision, role)
+    table = None if vp.routed is None else (vp.routed.get(entry_name, _ABSENT),)  # type: ignore[arg-type]
+    key = (pods, expected, table)
+    if candidate is not None and candidate.key == key:
+        return candidate
+    return _instance_part(g, role, ordinal, inst, pods_sorted, expected, vp, key)
 
 
 def _instance_part(
