@@ -35,7 +35,9 @@ def test_the_socket_starts_from_the_page_state_and_a_reconnect_gets_the_whole_st
     assert first["type"] == "state.delta" and first["base"] == page_time, first
     assert not [m for m in first_socket["sent"] if m.get("type") == "resync"]
 
-    page.evaluate("() => window.__rollout.dropSocket()")
+    with page.expect_websocket(timeout=20000) as reconnected:
+        page.evaluate("() => window.__rollout.dropSocket()")
+    reconnected.value.wait_for_event("framereceived", timeout=20000)
     expect(page.get_by_test_id("conn")).to_have_text("live", timeout=20000)
     again = sockets[-1]
     assert len(sockets) == 2 and "?page=" not in again["url"]
