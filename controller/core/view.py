@@ -18,8 +18,8 @@ from . import gates as serving_gates
 from . import naming, phases
 from .evidence import pause_hold
 from .observe import GroupObs, InstanceObs, Observed, PodObs, observe
-from .passcache import GROUPS_LIMIT, PassCache, bounded_put
-from .revisions import History
+from .passcache import GROUPS_LIMIT, REVISIONS_LIMIT, PassCache, bounded_put
+from .revisions import History, Revision
 from .spec import GROUP_ROLLING, ModelServing, ValidationError, parse_modelserving_cached
 
 STATE_PENDING = "Pending"
@@ -85,7 +85,7 @@ def build_view(
     meta = ms.get("metadata") or {}
     status = ms.get("status") or {}
     parsed = _parsed(ms, parse_cache)
-    history = History.from_objects(revisions)
+    history = History.from_objects(revisions, cache)
     if observed is None:
         observed = observe(pods, in_flight, cache)
     side = _spec_side(parsed, meta, status, observed)
@@ -105,7 +105,7 @@ def build_view(
             {k: c.get(k) for k in ("type", "status", "reason", "message")} for c in status.get("conditions") or []
         ],
         "counts": {k: status.get(k) for k in ("replicas", "currentReplicas", "updatedReplicas", "availableReplicas")},
-        "revisions": [r.to_json() for r in history.revisions],
+        "revisions": _revisions_json(history, cache),
         "instances": walk.instances,
         "blocked": expand_waiting(status.get("waiting") or []),
         "waiting": status.get("waiting") or [],
@@ -128,6 +128,15 @@ def build_view(
         # Coordinated roles: the widest per-group gap in Ready progress and what the quotas allow.
         out["skew"] = status["skew"]
     return out
+
+
+def _revisions_json(history: History, cache: PassCache | None) -> list[dict[str, Any]]:
+    """Each revision as the page lists it; with a cache, a revision object met again (the stores
+    hand out the same object until it changes: the same parse, ``History.from_objects``) gives
+    the same entry."""
+    if cache is None:
+        return [r.to_json() for r in history.revisions]
+    return [cache.by_identity(Revision.to_json, r, REVISIONS_LIMIT) for r in history.revisions]
 
 
 class _SpecSide(NamedTuple):
