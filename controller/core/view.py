@@ -392,6 +392,7 @@ class _InstancePart(NamedTuple):
     built under (``_share``; None without a cache)."""
 
     key: tuple[Any, ...] | None
+    pods: Mapping[int, PodObs]  # the instance's own (frozen): the same object, the same pods in order
     entry: dict[str, Any]
     counted: tuple[tuple[int, str, int], serving_gates.InstanceGates] | None  # for the funnel (``_counted``)
     serving: tuple[str, bool, bool]  # (revision run, serving, failed)
@@ -455,15 +456,16 @@ def _relayout(group: GroupObs, last: _GroupRecord) -> tuple[_Layout, bool]:
     same_names = True
     for (role, ordinal, before, pods_sorted), entry_name in zip(old.ordered, old.entry_names, strict=True):
         inst = instances[(role, ordinal)]
-        pods = inst.pods
-        if pods != before.pods:
-            now = [pods[i] for i in sorted(pods)]
-            same_names = same_names and [p.name for p in now] == [p.name for p in pods_sorted]
-            pods_sorted = now
-            entry_name = None
-        if entry_name is None or 0 not in pods:
-            entry = inst.entry  # pod 0, else the first in the instance's order
-            entry_name = entry.name if entry is not None else None
+        if inst is not before:  # observe keeps an unchanged instance as the same object
+            pods = inst.pods
+            if pods != before.pods:
+                now = [pods[i] for i in sorted(pods)]
+                same_names = same_names and [p.name for p in now] == [p.name for p in pods_sorted]
+                pods_sorted = now
+                entry_name = None
+            if entry_name is None or 0 not in pods:
+                entry = inst.entry  # pod 0, else the first in the instance's order
+                entry_name = entry.name if entry is not None else None
         ordered.append((role, ordinal, inst, pods_sorted))
         entry_names.append(entry_name)
     pairs = list(dict.fromkeys([(inst.revision, role) for role, _, inst, _ in ordered]))
@@ -594,10 +596,11 @@ def _build_group_part(
         if vp.cache is None or entry_names is None:
             share = _instance_part(g, role, ordinal, inst, pods_sorted, vp.expected(inst.revision, role), vp, None)
         else:
-            pods = tuple(inst.pods.values())
             share = candidates[place] if candidates is not None else None
-            if share is None or not pods_only or share.key[0] != pods:  # type: ignore[index]
-                share = _share(g, role, ordinal, inst, pods_sorted, pods, vp, entry_names[place], share)
+            if share is None or not pods_only or share.pods is not inst.pods:
+                pods = tuple(inst.pods.values())
+                if share is None or not pods_only or share.key[0] != pods:  # type: ignore[index]
+                    share = _share(g, role, ordinal, inst, pods_sorted, pods, vp, entry_names[place], share)
         shares.append(share)
     instances = [share.entry for share in shares]
     serving: dict[str, tuple[int, int, int]] = {}
@@ -676,7 +679,7 @@ def _instance_part(
         "digest": _entry_digest(inst),
     }
     counted = ((g, role, ordinal), gates) if _counted(g, role, ordinal, state, vp.replicas, vp.role_replicas) else None
-    return _InstancePart(key, entry, counted, (runs, gates.serving, gates.failed is not None), draining)
+    return _InstancePart(key, inst.pods, entry, counted, (runs, gates.serving, gates.failed is not None), draining)
 
 
 def _entry_digest(inst: InstanceObs) -> str | None:
