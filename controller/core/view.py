@@ -514,9 +514,8 @@ def _group_part(group: GroupObs, vp: _ViewPass) -> _GroupPart:
         base, shares = last.base, last.shares
     else:
         candidates = _candidates(layout, last, aligned, vp.shape)
-        # Everything a share reads besides its pods is as it was: a share with the same pods holds.
-        pods_only = aligned and last.key == key and layout.pairs == last.layout.pairs
-        base, shares = _build_group_part(group.ordinal, layout.ordered, vp, layout.entry_names, candidates, pods_only)
+        unchanged = _unchanged_reads(layout, key, last) if aligned and candidates is not None else None
+        base, shares = _build_group_part(group.ordinal, layout.ordered, vp, layout.entry_names, candidates, unchanged)
     part = _with_counts(base, layout.owner, counts, last) if counts else base
     record = _GroupRecord(group, key, layout, base, shares, counts, part)
     bounded_put(vp.cache.view_entries, GROUPS_LIMIT, group.ordinal, record)
@@ -534,6 +533,29 @@ def _candidates(
         return last.shares  # type: ignore[return-value]
     by_slot = dict(zip([(role, ordinal) for role, ordinal, _, _ in last.layout.ordered], last.shares, strict=True))
     return [by_slot.get((role, ordinal)) for role, ordinal, _, _ in layout.ordered]
+
+
+class _Unchanged(NamedTuple):
+    """What tells, place by place, that a share built from the same pods still holds: the router's
+    table of each place's entry pod now and then (None: the router tells nothing, now and then),
+    and the (revision, role) pairs whose pods per instance changed."""
+
+    routed_now: tuple[Any, ...] | None
+    routed_then: tuple[Any, ...] | None
+    changed_pairs: frozenset[tuple[str, str]]
+
+
+def _unchanged_reads(layout: _Layout, key: tuple[Any, ...], last: _GroupRecord) -> _Unchanged | None:
+    """``_Unchanged`` for a layout that kept ``last``'s order under the same shape; None when the
+    router told then and not now, or the reverse (every share is checked on its full key).
+    Example: pairs (r1, a), (r2, a) expected 1 and 2 then, (r2, a), (r1, a) expected 3 and 1
+    now -> {(r2, a)} changed."""
+    routed_now, routed_then = key[2], last.key[2]
+    if (routed_now is None) != (routed_then is None):
+        return None
+    then = dict(zip(last.layout.pairs, last.key[1], strict=True))
+    changed = frozenset(pair for pair, n in zip(layout.pairs, key[1], strict=True) if then.get(pair) != n)
+    return _Unchanged(routed_now, routed_then, changed)
 
 
 def _any_in_flight(ordered: list[tuple[str, int, InstanceObs, list[PodObs]]], in_flight: Mapping[str, int]) -> bool:
@@ -585,22 +607,29 @@ def _build_group_part(
     vp: _ViewPass,
     entry_names: list[str | None] | None = None,
     candidates: list[_InstancePart | None] | None = None,
-    pods_only: bool = False,
+    unchanged: _Unchanged | None = None,
 ) -> tuple[_GroupPart, list[_InstancePart]]:
     """The group's entries with no request in flight (``_group_part`` adds the counts) and, with a
     cache, each instance's share in order: the candidate at its place (``_candidates``) when it
-    was built under the instance's key now (``_share``), or, ``pods_only``, when it was built from
-    the same pods (the rest of the key is as it was)."""
+    was built under the instance's key now (``_share``), or, with ``unchanged``, when it was built
+    from the same pods (the same frozen mapping) and neither its entry pod's routing nor its pods
+    expected changed (the rest of the key)."""
     shares: list[_InstancePart] = []
+    routed_now, routed_then, changed_pairs = unchanged if unchanged is not None else (None, None, frozenset())
     for place, (role, ordinal, inst, pods_sorted) in enumerate(ordered):
         if vp.cache is None or entry_names is None:
             share = _instance_part(g, role, ordinal, inst, pods_sorted, vp.expected(inst.revision, role), vp, None)
         else:
             share = candidates[place] if candidates is not None else None
-            if share is None or not pods_only or share.pods is not inst.pods:
+            if not (
+                share is not None
+                and unchanged is not None
+                and share.pods is inst.pods
+                and (routed_now is None or routed_now[place] == routed_then[place])  # type: ignore[index]
+                and (not changed_pairs or (inst.revision, role) not in changed_pairs)
+            ):
                 pods = tuple(inst.pods.values())
-                if share is None or not pods_only or share.key[0] != pods:  # type: ignore[index]
-                    share = _share(g, role, ordinal, inst, pods_sorted, pods, vp, entry_names[place], share)
+                share = _share(g, role, ordinal, inst, pods_sorted, pods, vp, entry_names[place], share)
         shares.append(share)
     instances = [share.entry for share in shares]
     serving: dict[str, tuple[int, int, int]] = {}
