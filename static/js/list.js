@@ -335,8 +335,21 @@ function focusRow(index) {
 // first and last row (the grid pattern's keys; Tab and Shift+Tab move a row too, by the links).
 function onRowKey(e) {
   const link = e.target.closest(".ms-link");
-  if (!link || e.altKey || e.ctrlKey || e.metaKey || e.shiftKey) return;
+  if (!link || e.altKey || e.ctrlKey || e.metaKey) return;
   const index = Number(link.closest(".ms-row").getAttribute("aria-rowindex")) - 2;
+  if (e.key === "Tab") {
+    // Tab and Shift+Tab go to the neighbouring row's link, which the window holds already
+    // (OVERSCAN rows beyond each edge) unless keys come faster than the window is redrawn after
+    // the scroll they cause (a held Tab on a busy machine): then the browser would take focus
+    // out of the list. Draw that row and focus it here instead.
+    const next = index + (e.shiftKey ? -1 : 1);
+    if (next >= 0 && next < shown.length && !drawn.has(keyOf(shown[next]))) {
+      e.preventDefault();
+      focusRow(next);
+    }
+    return;
+  }
+  if (e.shiftKey) return;
   const page = Math.max(1, Math.floor((innerHeight - viewportTop()) / rowHeight) - 1);
   const to = {
     ArrowDown: index + 1,

@@ -186,3 +186,21 @@ def test_the_arrow_page_and_end_keys_move_between_rows_that_are_not_drawn_yet(wo
     assert page.evaluate("document.activeElement.id") == "ms-table"
     page.evaluate(f"window.scrollTo(0, {was})")
     expect(row(page, int(after) - 2).locator("a.ms-link")).to_be_focused()
+
+
+def test_a_held_tab_stays_in_the_list_when_the_window_is_not_redrawn_between_keys(
+    workloads, operator_client, page: Page
+):
+    # A busy machine: keys come faster than the frame that redraws the window after each scroll.
+    # Here that frame never comes (no animation frame runs once the list is open), so only the rows
+    # drawn at the start (the viewport and OVERSCAN beyond it) exist unless a key draws its own.
+    open_list(page, operator_client)
+    page.evaluate("window.requestAnimationFrame = () => 0")
+    row(page, 0).locator("a.ms-link").focus()
+    for _ in range(80):
+        page.keyboard.press("Tab")
+    index = page.evaluate("document.activeElement.closest('.ms-row')?.getAttribute('aria-rowindex') ?? null")
+    assert index is not None and int(index) == 80 + 2  # aria-rowindex counts the header row, from 1
+    for _ in range(5):
+        page.keyboard.press("Shift+Tab")
+    expect(row(page, 75).locator("a.ms-link")).to_be_focused()
