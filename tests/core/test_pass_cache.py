@@ -29,6 +29,13 @@ from .harness import CountingRouter, FixedClock, MiniCluster, manifest, role
 from .support import NAME, NS, change_image, patch_spec
 from .test_planner_properties import modelservings
 
+# The settings of every property below: random ModelServings through random passes (slow to draw).
+RANDOM_PASSES = settings(
+    max_examples=30,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 PASSES = st.lists(
     st.one_of(
         st.tuples(st.just("pass"), st.booleans()),  # the pods become Ready afterwards, or not
@@ -92,12 +99,7 @@ def _change_spec(cluster: MiniCluster, op: str, arg) -> None:
         cluster.revisions[names[arg % len(names)]]["data"] = "<corrupted>"
 
 
-@settings(
-    max_examples=30,
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@RANDOM_PASSES
 @given(m=modelservings(), passes=PASSES)
 # Settled, then what a group's memos read besides its pods changes while its pods do not.
 @example(m=SETTLED, passes=[("pass", True)] * 3 + [("scale-role", 3), ("pass", True), ("pass", True)])
@@ -185,12 +187,7 @@ def _change_shared(cluster: MiniCluster, op: str, arg) -> None:
         _change_pods(cluster, op, arg)
 
 
-@settings(
-    max_examples=30,
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@RANDOM_PASSES
 @given(m=modelservings(), passes=PASSES, notes=st.lists(st.integers(0, 10_000), max_size=4))
 @example(
     m=SETTLED,
@@ -234,12 +231,7 @@ def _outcome(result) -> dict:
     }
 
 
-@settings(
-    max_examples=30,
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@RANDOM_PASSES
 @given(m=modelservings(), passes=PASSES)
 # Group 1 scaled away (its pods gone two passes later), then back.
 @example(
