@@ -42,7 +42,7 @@ from controller.core.spec import headline
 from controller.runtime import enqueue
 
 from ..models import AuditRecord
-from . import access, origin
+from . import access, kv_advice, origin
 from .cluster import get_cluster
 
 log = logging.getLogger(__name__)
@@ -479,7 +479,9 @@ def _control(
         control.to_revision = _label(after)
         details.update(toRevision=after, patch=patch, generation=(new.get("metadata") or {}).get("generation"))
         if action in TEMPLATE_CHANGES:
-            warnings = _kv_warnings(new)
+            # KV cache format advice on the spec as the control left it: said in the answer and
+            # kept in the audit record, never a refusal (the change is made).
+            warnings = [f"{w['path']}: {w['message']}" for w in kv_advice.warnings_of_stored(new)]
             if warnings:
                 details["warnings"] = warnings
     enqueue.reconcile_soon(namespace, name)
@@ -489,20 +491,6 @@ def _control(
 # Controls that give the spec other role templates: after them the request path's images are
 # checked (``kv_advice``).
 TEMPLATE_CHANGES = ("set_image", "rollback")
-
-
-def _kv_warnings(ms: dict[str, Any]) -> list[str]:
-    """KV cache format advice on the spec as the control left it (``kv_advice``): said in the
-    answer and kept in the audit record, never a refusal (the change is made)."""
-    from controller.core.spec import ValidationError, parse_modelserving
-
-    from . import kv_advice
-
-    try:
-        parsed = parse_modelserving(ms)
-    except ValidationError:
-        return []
-    return [f"{w['path']}: {w['message']}" for w in kv_advice.warnings_of(parsed)]
 
 
 __all__ = [

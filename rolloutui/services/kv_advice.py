@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from controller.core.kvformats import KvBreak, kv_break
-from controller.core.spec import ModelServing
+from controller.core.spec import ModelServing, ValidationError, parse_modelserving
 from controller.runtime.simulator import get_simulator
 
 
@@ -37,3 +37,12 @@ def warnings_of(parsed: ModelServing) -> list[dict[str, Any]]:
     its path's formats agree, or nothing declares one)."""
     found = break_of(parsed)
     return [] if found is None else [{"path": found.field, "message": found.message()}]
+
+
+def warnings_of_stored(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """``warnings_of`` for a stored ModelServing object (parsed here); none for one whose spec
+    does not parse (what is wrong with it is said elsewhere)."""
+    try:
+        return warnings_of(parse_modelserving(obj))
+    except ValidationError:
+        return []

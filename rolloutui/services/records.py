@@ -45,7 +45,7 @@ from controller.records import store
 from controller.records.figures import compare
 from rolloutui import permissions
 
-from . import access
+from . import access, kv_advice
 
 log = logging.getLogger(__name__)
 
@@ -399,18 +399,6 @@ def comparison(
 PATHS_MAX_WINDOW_SECONDS = 24 * 3600
 
 
-def _kv_warnings(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    """The spec's KV cache format advice (``kv_advice``); none for a spec that does not parse."""
-    from controller.core.spec import ValidationError, parse_modelserving
-
-    from . import kv_advice
-
-    try:
-        return kv_advice.warnings_of(parse_modelserving(obj))
-    except ValidationError:
-        return []
-
-
 def paths(user, namespace: str, name: str, *, window: float, bucket: float, now: float | None = None) -> dict[str, Any]:
     """The Paths panel's data: requests per revision pair and outcome over the last ``window``
     seconds in ``bucket``-second points, from the stored sums (a few rows per bucket, however many
@@ -455,7 +443,7 @@ def paths(user, namespace: str, name: str, *, window: float, bucket: float, now:
         "totals": dict.fromkeys(PATH_OUTCOMES, 0),
         "series": [],
         "groups": [],
-        "warnings": _kv_warnings(obj) if path else [],
+        "warnings": kv_advice.warnings_of_stored(obj) if path else [],
     }
     if not path:
         return out
